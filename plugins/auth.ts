@@ -1,0 +1,177 @@
+// Tokens, password checks and the per-request identity. Token kinds are told apart by checked claims (typ, aud), never by namespace.
+import { randomUUID } from 'node:crypto'
+import fastifyJwt from '@fastify/jwt'
+import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
+import fp from 'fastify-plugin'
+import { createPasswords, normalizeUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
+import { FailureThrottle } from '../src/auth/throttle.js'
+import { forbidden, invalidCredentials, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
+import type { Row } from '../src/db/types.js'
+import type { UserType } from '../schemas/users.js'
+
+export type TokenType = 'access' | 'refresh' | 'application'
+
+/** What a route needs: `access` (default; application tokens count as access), `refresh`, or `none`. */
+export type RouteAuth = 'access' | 'refresh' | 'none'
+
+export interface TokenClaims {
+  sub: string
+  typ: TokenType
+  aud: string
+  /** the user's token version when issued; bumping it revokes every token of the user */
+  ver: number
+  jti: string
+  iat: number
+  exp?: number
+}
+
+export interface AuthUser {
+  id: number
+  username: string
+  type: UserType
+  tokenType: TokenType
+}
+
+export interface AuthPluginOptions {
+  secret: string
+  accessTokenTtlSeconds: number
+  refreshTokenTtlSeconds: number
+  revocationCacheMs: number
+  argon2: Argon2Params
+  loginThrottle: { maxFailuresPerUser: number, userWindowMs: number }
+}
+
+export interface LoginResult {
+  accessToken: string
+  refreshToken: string
+  expiresIn: number
+}
+
+export interface Auth {
+  passwords: Passwords
+  login (username: string, password: string): Promise<LoginResult>
+  issue (user: Row, typ: TokenType): string
+  accessTokenTtlSeconds: number
+  /** Forget a user's cached token version so revocation takes effect at once in this process. */
+  forget (userId: number): void
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    auth: Auth
+    /** preHandler that answers 403 unless the caller's user type is one of `types` */
+    requireType (...types: UserType[]): preHandlerAsyncHookHandler
+    /** onRequest hook of the /api scope */
+    authenticate (request: FastifyRequest): Promise<void>
+  }
+  interface FastifyRequest {
+    identity: AuthUser | null
+  }
+  interface FastifyContextConfig {
+    auth?: RouteAuth
+  }
+}
+
+const AUDIENCE: Record<TokenType, string> = {
+  access: 'picking-gateway:access',
+  refresh: 'picking-gateway:refresh',
+  application: 'picking-gateway:application'
+}
+
+const BEARER = /^Bearer +([A-Za-z0-9_\-.=+/]+) *$/i
+
+interface CachedUser { row: Row | undefined, expires: number }
+
+async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise<void> {
+  await fastify.register(fastifyJwt, {
+    secret: opts.secret,
+    sign: { algorithm: 'HS256' },
+    // alg pinned: `none`, RS256-with-HMAC-key confusion and lower-case variants are refused.
+    verify: { algorithms: ['HS256'] }
+  })
+  const passwords = await createPasswords(opts.argon2)
+  const throttle = new FailureThrottle(opts.loginThrottle.maxFailuresPerUser, opts.loginThrottle.userWindowMs)
+  const users = fastify.repos.users
+  const cache = new Map<number, CachedUser>()
+
+  async function loadUser (id: number): Promise<Row | undefined> {
+    const hit = cache.get(id)
+    if (hit && hit.expires > Date.now()) return hit.row
+    const row = await users.get(id)
+    if (opts.revocationCacheMs > 0) {
+      if (cache.size > 10000) cache.clear()
+      cache.set(id, { row, expires: Date.now() + opts.revocationCacheMs })
+    }
+    return row
+  }
+
+  function issue (user: Row, typ: TokenType): string {
+    const claims = { sub: String(user.id), typ, aud: AUDIENCE[typ], ver: Number(user.tokenVersion ?? 0), jti: randomUUID() }
+    const ttl = typ === 'access' ? opts.accessTokenTtlSeconds : typ === 'refresh' ? opts.refreshTokenTtlSeconds : undefined
+    // Application tokens do not expire (spec); they are revoked through the token version.
+    return ttl === undefined ? fastify.jwt.sign(claims) : fastify.jwt.sign(claims, { expiresIn: ttl })
+  }
+
+  const service: Auth = {
+    passwords,
+    accessTokenTtlSeconds: opts.accessTokenTtlSeconds,
+    issue,
+    forget (userId) { cache.delete(userId) },
+    async login (username, password) {
+      const key = normalizeUsername(username)
+      const wait = throttle.retryAfter(key)
+      if (wait > 0) throw tooManyRequests(wait, 'Too many failed logins for this user; try again later')
+      const user = await users.findOne('username', key)
+      // verify() runs against a decoy hash when the user does not exist: same time either way.
+      const ok = await passwords.verify(user?.passwordHash as string | undefined, password)
+      if (!user || !ok || user.enabled !== true) {
+        throttle.fail(key)
+        throw invalidCredentials()
+      }
+      throttle.reset(key)
+      const changes: Row = { lastLoginAt: new Date() }
+      if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)
+      await users.update(user.id as number, changes, { touch: false })
+      return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }
+    }
+  }
+
+  async function identify (request: FastifyRequest, accepted: TokenType[]): Promise<AuthUser> {
+    const match = BEARER.exec(request.headers.authorization ?? '')
+    if (!match) throw tokenMissing()
+    let claims: TokenClaims
+    try {
+      claims = fastify.jwt.verify<TokenClaims>(match[1])
+    } catch (err) {
+      // Expiry is only reported for a well-signed token: fast-jwt checks the signature first.
+      if ((err as { code?: string }).code === 'FAST_JWT_EXPIRED') throw tokenExpired()
+      throw tokenInvalid()
+    }
+    if (!accepted.includes(claims.typ) || claims.aud !== AUDIENCE[claims.typ] || !/^[1-9]\d*$/.test(String(claims.sub)) ||
+        !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number')) {
+      throw tokenInvalid()
+    }
+    const id = Number(claims.sub)
+    const user = await loadUser(id)
+    if (!user || user.enabled !== true || user.tokenVersion !== claims.ver) throw tokenInvalid()
+    if (claims.typ === 'application' && user.type !== 'application') throw tokenInvalid()
+    return { id, username: user.username as string, type: user.type as UserType, tokenType: claims.typ }
+  }
+
+  fastify.decorate('auth', service)
+  fastify.decorateRequest('identity', null)
+  fastify.decorate('requireType', (...types: UserType[]): preHandlerAsyncHookHandler => {
+    return async function (request) {
+      if (!request.identity || !types.includes(request.identity.type)) throw forbidden()
+    }
+  })
+
+  // Added as one onRequest hook on the /api scope; each route says in its config which token it takes.
+  fastify.decorate('authenticate', async function (request: FastifyRequest) {
+    const mode = request.routeOptions.config.auth ?? 'access'
+    if (mode === 'none') return
+    request.identity = await identify(request, mode === 'refresh' ? ['refresh'] : ['access', 'application'])
+  })
+}
+
+export default fp(auth, { name: 'auth', fastify: '5.x', dependencies: ['database', 'error-handler'] })

@@ -1,0 +1,86 @@
+// The one error handler: Fastify's body shape everywhere, token failures as 401, no internals in 5xx bodies.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { DbError } from '../src/db/errors.js'
+import { ApiError, statusText, tokenExpired, tokenInvalid } from '../src/errors.js'
+
+/** A status code an error may set itself; anything else becomes 500. */
+const PASS_THROUGH = (status: number): boolean => status >= 400 && status < 500
+
+export interface ErrorBody {
+  statusCode: number
+  code: string
+  error: string
+  message: string
+  [extra: string]: unknown
+}
+
+/**
+ * Hook for other plugins (the hardware plugin) to translate their own error classes.
+ * Returns an ApiError, or undefined when the error is not theirs.
+ */
+export type ErrorTranslator = (err: Error) => ApiError | undefined
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    errorTranslators: ErrorTranslator[]
+  }
+}
+
+function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]): ApiError | undefined {
+  if (err instanceof ApiError) return err
+  const code = (err as FastifyError).code
+  if (typeof code === 'string' && (code.startsWith('FAST_JWT_') || code.startsWith('FST_JWT_'))) {
+    // @fastify/jwt answers several rejected tokens with 500 and a revealing message (DESIGN §10).
+    if (code === 'FAST_JWT_EXPIRED' || code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED') return tokenExpired()
+    return tokenInvalid()
+  }
+  if (err instanceof DbError) {
+    const headers: Record<string, string> = err.statusCode === 503 ? { 'retry-after': '5' } : {}
+    if (err.statusCode >= 500 && err.statusCode !== 503) return undefined
+    return new ApiError(err.statusCode, err.code, err.message, { headers })
+  }
+  for (const translate of translators) {
+    const translated = translate(err)
+    if (translated) return translated
+  }
+  return undefined
+}
+
+export function buildErrorBody (statusCode: number, code: string, message: string, extra: Record<string, unknown> = {}): ErrorBody {
+  return { statusCode, code, error: statusText(statusCode), message, ...extra }
+}
+
+async function errorHandler (fastify: FastifyInstance): Promise<void> {
+  fastify.decorate('errorTranslators', [])
+
+  fastify.setErrorHandler(function (err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    const api = toApiError(err, fastify.errorTranslators)
+    if (api) {
+      if (api.statusCode >= 500) request.log.warn({ err, code: api.code }, api.message)
+      return reply.code(api.statusCode).headers(api.headers).send(buildErrorBody(api.statusCode, api.code, api.message, api.extra))
+    }
+
+    const status = err.statusCode ?? 500
+    if (PASS_THROUGH(status)) {
+      // Fastify's own 4xx (validation, 413, 415, bad JSON) and @fastify/sensible's httpErrors.
+      const code = err.validation ? 'VALIDATION_ERROR' : (err.code ?? codeFromStatus(status))
+      if (status === 429 && !reply.hasHeader('retry-after')) reply.header('retry-after', '60')
+      return reply.code(status).send(buildErrorBody(status, code, err.message))
+    }
+
+    // Never send err.message of a 5xx: it may carry SQL, table names or a stack (DESIGN §10).
+    request.log.error({ err }, 'request failed')
+    return reply.code(500).send(buildErrorBody(500, 'INTERNAL_ERROR', `Internal error; the log has details under request id ${request.id}`))
+  })
+
+  fastify.setNotFoundHandler(function (request, reply) {
+    return reply.code(404).send(buildErrorBody(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`))
+  })
+}
+
+function codeFromStatus (status: number): string {
+  return statusText(status).toUpperCase().replace(/[^A-Z]+/g, '_').replace(/^_|_$/g, '')
+}
+
+export default fp(errorHandler, { name: 'error-handler', fastify: '5.x' })

@@ -1,0 +1,46 @@
+// Liveness and readiness, public: they carry no data.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+
+const Health = Type.Object({ status: Type.Literal('ok') })
+
+const Ready = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]),
+  database: Type.Object({
+    ok: Type.Boolean(),
+    latencyMs: Type.Optional(Type.Number()),
+    error: Type.Optional(Type.String())
+  }),
+  controllers: Type.Array(Type.Object({
+    id: Type.String(),
+    connected: Type.Boolean(),
+    lastSeenAt: Type.Union([Type.String(), Type.Null()])
+  }))
+})
+
+const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/health', {
+    logLevel: 'warn',
+    schema: { summary: 'Liveness', tags: ['health'], security: [], response: { 200: Health } }
+  }, async () => ({ status: 'ok' as const }))
+
+  fastify.get('/health/ready', {
+    logLevel: 'warn',
+    schema: { summary: 'Readiness: database round trip and controller links', tags: ['health'], security: [], response: { 200: Ready, 503: Ready } }
+  }, async (request, reply) => {
+    const controllers = fastify.hardware.controllerStates()
+    const started = performance.now()
+    try {
+      await fastify.db.ping()
+      const latencyMs = Math.round((performance.now() - started) * 100) / 100
+      return { status: 'ready' as const, database: { ok: true, latencyMs }, controllers }
+    } catch (err) {
+      request.log.warn({ err }, 'readiness: database unreachable')
+      return reply.code(503).header('retry-after', '5').send({
+        status: 'unavailable' as const, database: { ok: false, error: 'database unreachable' }, controllers
+      })
+    }
+  })
+}
+
+export default health

@@ -1,0 +1,106 @@
+// The five endpoints of a plain resource (list, create, read, update by POST or PATCH, delete) over one repository.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type, type TObject } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { ErrorResponse, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
+import type { UserType } from '../../schemas/users.js'
+import { NotFoundError } from '../../src/db/errors.js'
+import type { Repository } from '../../src/db/repository.js'
+import type { Row } from '../../src/db/types.js'
+import { ifMatchCheck, sendList, sendOne } from '../../src/http.js'
+
+export interface ResourceRoutesOptions {
+  /** singular noun for messages and summaries */
+  noun: string
+  tag: string
+  repo: (fastify: FastifyInstance) => Repository
+  item: TObject
+  create: TObject
+  update: TObject
+  /** values a create gets for fields the body leaves out */
+  defaults: Row
+  toPublic: (fastify: FastifyInstance) => (row: Row) => Record<string, unknown>
+  /** user types allowed to create, update and delete (everyone authenticated may read) */
+  writers: UserType[]
+}
+
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [code, ErrorResponse]))
+
+export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsyncTypebox {
+  return async function (fastify) {
+    const repo = opts.repo(fastify)
+    const toPublic = opts.toPublic(fastify)
+    const writers = fastify.requireType(...opts.writers)
+    const who = opts.writers.length === 3 ? '' : ` (${opts.writers.join(', ')})`
+    const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
+
+    fastify.get('/', {
+      schema: {
+        summary: `List ${opts.tag}`,
+        tags: [opts.tag],
+        querystring: ListQuery,
+        response: { 200: ListEnvelope(opts.item), 304: Type.Null(), ...errors(400, 401, 503) }
+      }
+    }, async (request, reply) => sendList(request, reply, repo, toPublic))
+
+    fastify.post('/', {
+      preHandler: writers,
+      schema: {
+        summary: `Create a ${opts.noun}${who}`,
+        tags: [opts.tag],
+        body: opts.create,
+        response: { 201: opts.item, ...errors(400, 401, 403, 409, 503) }
+      }
+    }, async (request, reply) => {
+      const row = await repo.create({ ...opts.defaults, ...(request.body as Row) })
+      const body = toPublic(row)
+      return reply.code(201).header('location', `${request.url.split('?')[0].replace(/\/$/, '')}/${row.id}`).send(body)
+    })
+
+    fastify.get('/:id', {
+      schema: {
+        summary: `Read a ${opts.noun}`,
+        tags: [opts.tag],
+        params: IdParams,
+        response: { 200: opts.item, 304: Type.Null(), ...errors(401, 404, 503) }
+      }
+    }, async (request, reply) => {
+      const row = await repo.get(request.params.id)
+      if (!row) throw notFound(request.params.id)
+      return sendOne(request, reply, toPublic(row))
+    })
+
+    for (const method of ['POST', 'PATCH'] as const) {
+      fastify.route({
+        method,
+        url: '/:id',
+        preHandler: writers,
+        schema: {
+          summary: `Update a ${opts.noun}: only the fields sent change${who}`,
+          tags: [opts.tag],
+          params: IdParams,
+          body: opts.update,
+          response: { 200: opts.item, ...errors(400, 401, 403, 404, 409, 412, 503) }
+        },
+        handler: async (request, reply) => {
+          const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic) })
+          const body = toPublic(row)
+          return sendOne(request, reply, body)
+        }
+      })
+    }
+
+    fastify.delete('/:id', {
+      preHandler: writers,
+      schema: {
+        summary: `Delete a ${opts.noun}${who}`,
+        tags: [opts.tag],
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors(401, 403, 404, 412, 503) }
+      }
+    }, async (request, reply) => {
+      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic) })
+      return reply.code(204).send(null)
+    })
+  }
+}

@@ -1,0 +1,152 @@
+// /api/users: login, token refresh, application tokens, and user management.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { ErrorResponse, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
+import {
+  ApplicationTokenResponse, LoginBody, LoginResponse, RefreshResponse, User, UserCreate, UserUpdate
+} from '../../schemas/users.js'
+import { NotFoundError } from '../../src/db/errors.js'
+import { forbidden } from '../../src/errors.js'
+import { ifMatchCheck, sendList, sendOne } from '../../src/http.js'
+import { toUser, UserService } from '../../src/users.js'
+
+export interface UserRoutesOptions {
+  licenceLogins: number
+  loginAttemptsPerAddress: number
+  loginAddressWindowMs: number
+}
+
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [code, ErrorResponse]))
+const NO_STORE = 'no-store'
+
+const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts) => {
+  const service = new UserService({
+    repo: fastify.repos.users,
+    passwords: fastify.auth.passwords,
+    licenceLogins: opts.licenceLogins,
+    onRevoke: (id) => fastify.auth.forget(id)
+  })
+  const admin = fastify.requireType('admin')
+
+  fastify.post('/login', {
+    config: {
+      auth: 'none',
+      rateLimit: { max: opts.loginAttemptsPerAddress, timeWindow: opts.loginAddressWindowMs }
+    },
+    schema: {
+      summary: 'Log in with username and password',
+      tags: ['auth'],
+      security: [],
+      body: LoginBody,
+      response: { 200: LoginResponse, ...errors(400, 401, 429, 503) }
+    }
+  }, async (request, reply) => {
+    const tokens = await fastify.auth.login(request.body.username, request.body.password)
+    reply.header('cache-control', NO_STORE)
+    return { login: true as const, ...tokens }
+  })
+
+  const refreshSchema = {
+    summary: 'Get a new access token with the refresh token as Bearer credential',
+    tags: ['auth'],
+    response: { 200: RefreshResponse, ...errors(401, 503) }
+  }
+  for (const method of ['GET', 'POST'] as const) {
+    fastify.route({
+      method,
+      url: '/refresh',
+      config: { auth: 'refresh' },
+      schema: refreshSchema,
+      handler: async (request, reply) => {
+        const user = await fastify.repos.users.get(request.identity!.id)
+        reply.header('cache-control', NO_STORE)
+        return { accessToken: fastify.auth.issue(user!, 'access'), expiresIn: fastify.auth.accessTokenTtlSeconds }
+      }
+    })
+    fastify.route({
+      method,
+      url: '/application-token',
+      config: { auth: 'refresh' },
+      schema: {
+        summary: 'Exchange the refresh token of an application user for a non-expiring access token',
+        tags: ['auth'],
+        response: { 200: ApplicationTokenResponse, ...errors(401, 403, 503) }
+      },
+      handler: async (request, reply) => {
+        if (request.identity!.type !== 'application') throw forbidden('Only users of type application may create an application token')
+        const user = await fastify.repos.users.get(request.identity!.id)
+        reply.header('cache-control', NO_STORE)
+        return { token: fastify.auth.issue(user!, 'application') }
+      }
+    })
+  }
+
+  fastify.get('/', {
+    preHandler: admin,
+    schema: {
+      summary: 'List users (admin)',
+      tags: ['users'],
+      querystring: ListQuery,
+      response: { 200: ListEnvelope(User), 304: Type.Null(), ...errors(400, 401, 403, 503) }
+    }
+  }, async (request, reply) => sendList(request, reply, fastify.repos.users, toUser))
+
+  fastify.post('/', {
+    preHandler: admin,
+    schema: {
+      summary: 'Create a user (admin)',
+      tags: ['users'],
+      body: UserCreate,
+      response: { 201: User, ...errors(400, 401, 403, 409, 503) }
+    }
+  }, async (request, reply) => {
+    const user = await service.create(request.body)
+    return reply.code(201).header('location', `/api/users/${user.id}`).send(user)
+  })
+
+  fastify.get('/:id', {
+    schema: {
+      summary: 'Read a user (admin, or your own record)',
+      tags: ['users'],
+      params: IdParams,
+      response: { 200: User, 304: Type.Null(), ...errors(401, 403, 404, 503) }
+    }
+  }, async (request, reply) => {
+    const row = await service.read(request.params.id, request.identity!)
+    if (!row) throw new NotFoundError(`User ${request.params.id} not found`)
+    return sendOne(request, reply, toUser(row))
+  })
+
+  for (const method of ['POST', 'PATCH'] as const) {
+    fastify.route({
+      method,
+      url: '/:id',
+      schema: {
+        summary: 'Update a user: admins any field of others; a user its own password',
+        tags: ['users'],
+        params: IdParams,
+        body: UserUpdate,
+        response: { 200: User, ...errors(400, 401, 403, 404, 409, 412, 503) }
+      },
+      handler: async (request, reply) => {
+        const user = await service.update(request.params.id, request.body, request.identity!, ifMatchCheck(request, toUser))
+        return sendOne(request, reply, user)
+      }
+    })
+  }
+
+  fastify.delete('/:id', {
+    preHandler: admin,
+    schema: {
+      summary: 'Delete a user (admin); revokes all its tokens',
+      tags: ['users'],
+      params: IdParams,
+      response: { 204: Type.Null(), ...errors(401, 403, 404, 409, 412, 503) }
+    }
+  }, async (request, reply) => {
+    await service.delete(request.params.id, request.identity!, ifMatchCheck(request, toUser))
+    return reply.code(204).send(null)
+  })
+}
+
+export default users

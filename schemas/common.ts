@@ -1,0 +1,54 @@
+// Schemas shared by every resource: ids, errors, the list envelope and list query.
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+
+export const ErrorResponse = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String(),
+  login: Type.Optional(Type.Boolean()),
+  controllerCode: Type.Optional(Type.String())
+}, { $id: 'ErrorResponse', description: 'Fastify error shape, used by every 4xx and 5xx response' })
+export type ErrorResponse = Static<typeof ErrorResponse>
+
+export const IdParams = Type.Object({
+  id: Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Resource id (positive integer)' })
+})
+export type IdParams = Static<typeof IdParams>
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' })
+export const NullableString = (options: Record<string, unknown> = {}) => Type.Union([Type.String(options), Type.Null()])
+export const NullableNumber = (options: Record<string, unknown> = {}) => Type.Union([Type.Number(options), Type.Null()])
+
+/**
+ * The list query. Filters on resource fields are further parameters (`field=value`,
+ * `field=[gte]value`), so unknown keys are allowed here and checked by the list parser,
+ * which names the offending parameter.
+ */
+export const ListQuery = Type.Object({
+  limit: Type.Optional(Type.String({ description: 'Page size, 1 to 1000 (default 100)', examples: ['100'] })),
+  offset: Type.Optional(Type.String({ description: 'Rows to skip (offset paging); prefer meta.next' })),
+  sort: Type.Optional(Type.String({ description: 'Comma list of fields, `-` for descending, e.g. `-modifiedAt,name`; ties broken by id' })),
+  count: Type.Optional(Type.String({ description: '`true` adds meta.total and X-Total-Count' })),
+  cursor: Type.Optional(Type.String({ description: 'Opaque; taken from meta.next' })),
+  modifiedSince: Type.Optional(Type.String({ description: 'ISO 8601 time; same as modifiedAt=[gte]<time>' }))
+}, {
+  additionalProperties: Type.Union([Type.String(), Type.Array(Type.String())]),
+  description: 'Further parameters filter by field: `field=value` or `field=[op]value` with op one of gt, gte, lt, lte, not, like, notlike, or, nor, null, notnull'
+})
+export type ListQuery = Static<typeof ListQuery>
+
+export const ListMeta = Type.Object({
+  limit: Type.Integer(),
+  offset: Type.Optional(Type.Integer()),
+  total: Type.Optional(Type.Integer()),
+  next: Type.Optional(Type.String({ description: 'Relative URL of the next page; absent on the last page' })),
+  serverTime: Timestamp
+})
+
+export const ListEnvelope = <T extends TSchema>(item: T) => Type.Object({
+  data: Type.Array(item),
+  meta: ListMeta
+})
+
+export const NoContent = Type.Null({ description: 'No content' })

@@ -1,0 +1,99 @@
+// The configuration file's shape. Checked once at start; every key has a default except secrets.
+import { Type, type Static } from '@sinclair/typebox'
+
+const Identifier = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_ $#@-]*$' })
+
+export const TableMappingConfig = Type.Object({
+  schema: Type.Optional(Identifier),
+  table: Identifier,
+  columns: Type.Record(Type.String(), Identifier)
+}, { additionalProperties: false })
+
+const Ms = (def: number) => Type.Integer({ minimum: 1, default: def })
+
+export const ControllerConfig = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
+  host: Type.String({ minLength: 1 }),
+  port: Type.Integer({ minimum: 1, maximum: 65535 })
+}, { additionalProperties: false })
+export type ControllerConfig = Static<typeof ControllerConfig>
+
+export const SigningKey = Type.Object({
+  kid: Type.String({ minLength: 1, maxLength: 64 }),
+  secret: Type.String({ minLength: 1 })
+}, { additionalProperties: false })
+
+export const Config = Type.Object({
+  server: Type.Object({
+    host: Type.String({ default: '127.0.0.1' }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+    /** trust X-Forwarded-For from these proxies (true, a hop count, or addresses) */
+    trustProxy: Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 }), Type.String()], { default: false }),
+    bodyLimit: Type.Integer({ minimum: 1024, default: 1048576 }),
+    requestTimeoutMs: Ms(30000),
+    keepAliveTimeoutMs: Ms(5000),
+    headersTimeoutMs: Ms(10000),
+    closeGraceMs: Ms(10000),
+    tls: Type.Optional(Type.Object({
+      cert: Type.String({ minLength: 1 }),
+      key: Type.String({ minLength: 1 })
+    }, { additionalProperties: false }))
+  }, { additionalProperties: false, default: {} }),
+  database: Type.Object({
+    url: Type.String({ minLength: 1, default: 'sqlite:data/picking-gateway.db' }),
+    /** overrides the password in an mssql:// URL (systemd credential `database-password`) */
+    password: Type.Optional(Type.String()),
+    connectTimeoutMs: Ms(5000),
+    requestTimeoutMs: Ms(15000)
+  }, { additionalProperties: false, default: {} }),
+  auth: Type.Object({
+    /** HS256 secret, at least 32 bytes; or use `keys` for rotation */
+    jwtSecret: Type.Optional(Type.String()),
+    accessTokenTtlSeconds: Type.Integer({ minimum: 60, default: 900 }),
+    refreshTokenTtlSeconds: Type.Integer({ minimum: 60, default: 2592000 }),
+    /** how long a user's token version is cached; revocation takes effect within this time */
+    revocationCacheMs: Type.Integer({ minimum: 0, maximum: 60000, default: 2000 }),
+    argon2: Type.Object({
+      memoryCost: Type.Integer({ minimum: 1024, default: 19456 }),
+      timeCost: Type.Integer({ minimum: 1, default: 2 }),
+      parallelism: Type.Integer({ minimum: 1, default: 1 })
+    }, { additionalProperties: false, default: {} }),
+    loginThrottle: Type.Object({
+      maxFailuresPerUser: Type.Integer({ minimum: 1, default: 5 }),
+      userWindowMs: Ms(900000),
+      maxAttemptsPerAddress: Type.Integer({ minimum: 1, default: 20 }),
+      addressWindowMs: Ms(60000)
+    }, { additionalProperties: false, default: {} })
+  }, { additionalProperties: false, default: {} }),
+  licence: Type.Object({
+    logins: Type.Integer({ minimum: 0, default: 1 })
+  }, { additionalProperties: false, default: {} }),
+  mapping: Type.Object({
+    materials: Type.Optional(TableMappingConfig),
+    stations: Type.Optional(TableMappingConfig),
+    users: Type.Optional(TableMappingConfig)
+  }, { additionalProperties: false, default: {} }),
+  hardware: Type.Object({
+    enabled: Type.Boolean({ default: true }),
+    controllers: Type.Array(ControllerConfig, { default: [] }),
+    maxQueue: Type.Integer({ minimum: 1, default: 32 }),
+    maxFrameBytes: Type.Integer({ minimum: 64, default: 4096 }),
+    timings: Type.Object({
+      ackTimeout: Ms(2000),
+      heartbeatIdle: Ms(10000),
+      deadAfter: Ms(30000),
+      backoffInitial: Ms(1000),
+      backoffMax: Ms(30000),
+      stableAfter: Ms(60000),
+      connectTimeout: Ms(5000)
+    }, { additionalProperties: false, default: {} })
+  }, { additionalProperties: false, default: {} }),
+  logging: Type.Object({
+    level: Type.Union([
+      Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'),
+      Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')
+    ], { default: 'info' })
+  }, { additionalProperties: false, default: {} })
+}, { additionalProperties: false })
+
+export type Config = Static<typeof Config>

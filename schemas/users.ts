@@ -1,0 +1,62 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { NullableString, Timestamp } from './common.js'
+
+export const UserType = Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('application')], {
+  description: '`application` may exchange its refresh token for a non-expiring application token'
+})
+export type UserType = Static<typeof UserType>
+
+const Username = Type.String({ minLength: 1, maxLength: 64, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'Case-insensitive; stored trimmed and in lower case' })
+const Password = Type.String({ minLength: 8, maxLength: 1024, description: 'Write-only; stored as an argon2id hash' })
+
+export const User = Type.Object({
+  id: Type.Integer(),
+  username: Type.String(),
+  type: UserType,
+  displayName: Type.Union([Type.String(), Type.Null()]),
+  enabled: Type.Boolean(),
+  lastLoginAt: Type.Union([Timestamp, Type.Null()]),
+  createdAt: Timestamp,
+  modifiedAt: Timestamp
+}, { additionalProperties: false })
+export type User = Static<typeof User>
+
+export const UserCreate = Type.Object({
+  username: Username,
+  password: Password,
+  type: Type.Optional(UserType),
+  displayName: Type.Optional(NullableString({ maxLength: 200 })),
+  enabled: Type.Optional(Type.Boolean())
+}, { additionalProperties: false })
+export type UserCreate = Static<typeof UserCreate>
+
+export const UserUpdate = Type.Object({
+  username: Type.Optional(Username),
+  password: Type.Optional(Password),
+  type: Type.Optional(UserType),
+  displayName: Type.Optional(NullableString({ maxLength: 200 })),
+  enabled: Type.Optional(Type.Boolean())
+}, { additionalProperties: false, minProperties: 1 })
+export type UserUpdate = Static<typeof UserUpdate>
+
+export const LoginBody = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 256 }),
+  password: Type.String({ minLength: 1, maxLength: 1024 })
+}, { additionalProperties: false })
+export type LoginBody = Static<typeof LoginBody>
+
+export const LoginResponse = Type.Object({
+  login: Type.Literal(true),
+  accessToken: Type.String(),
+  refreshToken: Type.String(),
+  expiresIn: Type.Integer({ description: 'Access token lifetime in seconds' })
+})
+
+export const RefreshResponse = Type.Object({
+  accessToken: Type.String(),
+  expiresIn: Type.Integer()
+})
+
+export const ApplicationTokenResponse = Type.Object({
+  token: Type.String({ description: 'Non-expiring access token; revoked when the user is disabled, deleted or its password changes' })
+})

@@ -1,0 +1,67 @@
+// Creates the reference tables, the demo data and the first admin: used by `db init` and by the embedded demo's first start.
+import { randomBytes } from 'node:crypto'
+import { createPasswords, type Argon2Params } from './auth/passwords.js'
+import { seedDemoData } from './db/demo-data.js'
+import { createReferenceTables } from './db/init.js'
+import { Repository } from './db/repository.js'
+import { resources, type ResourceName } from './db/resources.js'
+import type { Database, TableMapping } from './db/types.js'
+
+export interface InitOptions {
+  demo: boolean
+  mappings: Record<ResourceName, TableMapping>
+  argon2: Argon2Params
+  /** PICKING_GATEWAY_ADMIN_PASSWORD; a password is generated when absent */
+  adminPassword?: string
+  /** where a generated password is printed: the terminal, never the logger */
+  print: (line: string) => void
+}
+
+export interface InitResult {
+  adminCreated: boolean
+  seeded: boolean
+}
+
+export async function initDatabase (db: Database, opts: InitOptions): Promise<InitResult> {
+  await createReferenceTables(db, opts.mappings)
+  const users = new Repository(db, resources.users, opts.mappings.users)
+  const adminCreated = await ensureAdmin(users, opts)
+  let seeded = false
+  if (opts.demo) {
+    const materials = new Repository(db, resources.materials, opts.mappings.materials)
+    if (await materials.count([]) === 0) {
+      await seedDemoData(db, opts.mappings)
+      seeded = true
+    }
+  }
+  return { adminCreated, seeded }
+}
+
+/** Creates user `admin` when the user table is empty. */
+async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boolean> {
+  if (await users.count([]) > 0) return false
+  const given = opts.adminPassword
+  if (given !== undefined && given.length < 8) throw new Error('PICKING_GATEWAY_ADMIN_PASSWORD must be at least 8 characters')
+  const password = given ?? randomBytes(15).toString('base64url')
+  const passwords = await createPasswords(opts.argon2)
+  await users.create({
+    username: 'admin',
+    passwordHash: await passwords.hash(password),
+    type: 'admin',
+    displayName: 'Administrator',
+    enabled: true,
+    tokenVersion: 0
+  })
+  if (given === undefined) {
+    opts.print('')
+    opts.print('  Created user "admin" with the generated password:')
+    opts.print('')
+    opts.print(`      ${password}`)
+    opts.print('')
+    opts.print('  It is shown only this once. Change it with POST /api/users/1 {"password": "..."}')
+    opts.print('')
+  } else {
+    opts.print('Created user "admin" with the password from PICKING_GATEWAY_ADMIN_PASSWORD.')
+  }
+  return true
+}

@@ -1,0 +1,200 @@
+// Loads the configuration (file, then environment, then systemd credentials), validates it, and explains what is wrong.
+import { randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Value } from '@sinclair/typebox/value'
+import { Config } from '../schemas/config.js'
+import { mappingProblems, resources, type ResourceName } from './db/resources.js'
+
+export { Config }
+
+/** The repository root (two levels up from dist/src or one from src under tsx). */
+export const packageRoot = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir)
+  return dir
+})()
+
+export const demoDataDir = join(packageRoot, 'data')
+
+/** Exit code for configuration errors (EX_CONFIG from sysexits.h); systemd does not restart on it. */
+export const EXIT_CONFIG = 78
+
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor (problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+/** Keys whose values are never printed, not even in error messages. */
+const SECRET_KEYS = new Set(['auth.jwtSecret', 'database.password', 'database.url'])
+const SECRET_KEY_PATTERN = /(^|\.)(secret|password|jwtSecret)$/i
+
+/** Publicly known or trivially guessable secrets that are refused even if long enough. */
+const KNOWN_WEAK_SECRETS = ['secret', 'changeme', 'change-me', 'password', 'jwt-secret', 'supersecret', 'default', 'test', 'example', 'your-256-bit-secret', 'picking-gateway']
+
+export const MIN_SECRET_BYTES = 32
+
+export interface LoadedConfig {
+  config: Config
+  /** true when neither DATABASE_URL nor PICKING_GATEWAY_CONFIG is set: the embedded demo */
+  demo: boolean
+  /** where the configuration came from, for the start-up log line */
+  source: string
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv
+  /** where the demo keeps its database and generated secret */
+  dataDir?: string
+}
+
+export function loadConfig (options: LoadOptions = {}): LoadedConfig {
+  const env = options.env ?? process.env
+  const dataDir = options.dataDir ?? demoDataDir
+  const problems: string[] = []
+  let raw: Record<string, any> = {}
+  const file = env.PICKING_GATEWAY_CONFIG
+  if (file) {
+    raw = readConfigFile(file, problems)
+  }
+  const demo = !file && !env.DATABASE_URL
+
+  applyEnv(raw, env, problems)
+  applyCredentials(raw, env, problems)
+  if (demo) {
+    raw.database = { ...raw.database, url: `sqlite:${join(dataDir, 'picking-gateway.db')}` }
+    raw.licence = { logins: 5, ...raw.licence }
+    if (!raw.auth?.jwtSecret) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
+  }
+
+  const config = validateConfig(raw, problems)
+  return { config, demo, source: file ? resolve(file) : demo ? 'embedded demo' : 'environment' }
+}
+
+/** Validates a raw object (defaults applied); throws ConfigError listing every problem. */
+export function validateConfig (raw: unknown, problems: string[] = []): Config {
+  const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
+  for (const error of Value.Errors(Config, withDefaults)) {
+    problems.push(describeError(error.path, error.message, error.value))
+  }
+  if (problems.length === 0) {
+    const config = withDefaults as Config
+    checkSecrets(config, problems)
+    checkDatabaseUrl(config.database.url, problems)
+    for (const name of Object.keys(config.mapping) as ResourceName[]) {
+      const mapping = config.mapping[name]
+      if (mapping) problems.push(...mappingProblems(resources[name], mapping).map((p) => `mapping.${p}`))
+    }
+    if (problems.length === 0) return config
+  }
+  throw new ConfigError(dedupe(problems))
+}
+
+function dedupe (list: string[]): string[] {
+  return [...new Set(list)]
+}
+
+function describeError (path: string, message: string, value: unknown): string {
+  const key = path.replace(/^\//, '').replace(/\//g, '.') || '(root)'
+  if (message.startsWith('Unexpected property')) return `${key}: unknown key`
+  const shown = SECRET_KEYS.has(key) || SECRET_KEY_PATTERN.test(key) ? '<hidden>' : JSON.stringify(value)
+  return `${key}: ${message.toLowerCase()}, got ${shown === undefined ? 'nothing' : shown}`
+}
+
+function readConfigFile (file: string, problems: string[]): Record<string, any> {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    problems.push(`PICKING_GATEWAY_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+    return {}
+  }
+  try {
+    const parsed = JSON.parse(text)
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      problems.push(`${file}: expected a JSON object at the top level`)
+      return {}
+    }
+    return parsed
+  } catch (err) {
+    problems.push(`${file}: not valid JSON (${(err as Error).message})`)
+    return {}
+  }
+}
+
+function applyEnv (raw: Record<string, any>, env: NodeJS.ProcessEnv, problems: string[]): void {
+  const section = (name: string): Record<string, any> => {
+    if (raw[name] === undefined) raw[name] = {}
+    return raw[name]
+  }
+  if (env.HOST) section('server').host = env.HOST
+  if (env.PORT) {
+    const port = /^\d+$/.test(env.PORT) ? Number(env.PORT) : NaN
+    if (Number.isInteger(port) && port <= 65535) section('server').port = port
+    else problems.push(`PORT: expected an integer from 0 to 65535, got ${JSON.stringify(env.PORT)}`)
+  }
+  if (env.DATABASE_URL) section('database').url = env.DATABASE_URL
+  if (env.PICKING_GATEWAY_JWT_SECRET) section('auth').jwtSecret = env.PICKING_GATEWAY_JWT_SECRET
+  if (env.LOG_LEVEL) section('logging').level = env.LOG_LEVEL
+}
+
+/** systemd's LoadCredential= puts secrets as files into $CREDENTIALS_DIRECTORY. */
+function applyCredentials (raw: Record<string, any>, env: NodeJS.ProcessEnv, problems: string[]): void {
+  const dir = env.CREDENTIALS_DIRECTORY
+  if (!dir) return
+  const read = (name: string): string | undefined => {
+    const path = join(dir, name)
+    if (!existsSync(path)) return undefined
+    try {
+      return readFileSync(path, 'utf8').replace(/\r?\n$/, '')
+    } catch (err) {
+      problems.push(`credential ${name}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+      return undefined
+    }
+  }
+  const jwt = read('jwt-secret')
+  if (jwt !== undefined && !env.PICKING_GATEWAY_JWT_SECRET) raw.auth = { ...raw.auth, jwtSecret: jwt }
+  const dbPassword = read('database-password')
+  if (dbPassword !== undefined) raw.database = { ...raw.database, password: dbPassword }
+}
+
+function checkSecrets (config: Config, problems: string[]): void {
+  const secret = config.auth.jwtSecret
+  if (secret === undefined || secret === '') {
+    problems.push('auth.jwtSecret: missing; set PICKING_GATEWAY_JWT_SECRET, auth.jwtSecret in the configuration file, or the systemd credential jwt-secret')
+    return
+  }
+  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
+    problems.push(`auth.jwtSecret: expected at least ${MIN_SECRET_BYTES} bytes, got ${Buffer.byteLength(secret)} (generate one with: openssl rand -base64 48)`)
+  } else if (isWeakSecret(secret)) {
+    problems.push('auth.jwtSecret: a well-known default or repeated text is not a secret; generate one with: openssl rand -base64 48')
+  }
+}
+
+export function isWeakSecret (secret: string): boolean {
+  const lower = secret.toLowerCase()
+  if (KNOWN_WEAK_SECRETS.some((weak) => lower.replaceAll(weak, '') === '')) return true
+  return new Set(secret).size < 8
+}
+
+function checkDatabaseUrl (url: string, problems: string[]): void {
+  if (/^sqlite:.+/.test(url)) return
+  if (/^mssql:\/\/[^/]+\/[^/?]+/.test(url)) return
+  problems.push('database.url: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>[?options]')
+}
+
+/** The demo's JWT secret: generated once and kept (mode 0600) beside its database. */
+function demoSecret (dataDir: string): string {
+  const path = join(dataDir, 'jwt-secret')
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim()
+  mkdirSync(dataDir, { recursive: true })
+  const secret = randomBytes(48).toString('base64url')
+  writeFileSync(path, secret + '\n', { mode: 0o600 })
+  chmodSync(path, 0o600)
+  return secret
+}

@@ -1,0 +1,41 @@
+// Errors the database layer raises; the HTTP layer maps each class to one status code.
+
+export class DbError extends Error {
+  readonly statusCode: number
+  readonly code: string
+  constructor (statusCode: number, code: string, message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = new.target.name
+    this.statusCode = statusCode
+    this.code = code
+  }
+}
+
+/** A list query or filter the caller got wrong (400). The message names the parameter. */
+export class BadQueryError extends DbError {
+  constructor (message: string) { super(400, 'BAD_QUERY', message) }
+}
+
+export class NotFoundError extends DbError {
+  constructor (message = 'Not found') { super(404, 'NOT_FOUND', message) }
+}
+
+/** A unique key was violated (409). The message names the API field, never the table. */
+export class ConflictError extends DbError {
+  constructor (message: string, options?: ErrorOptions) { super(409, 'CONFLICT', message, options) }
+}
+
+/** If-Match did not match the current row (412). */
+export class PreconditionFailedError extends DbError {
+  constructor (message = 'The resource was changed since the given ETag') { super(412, 'PRECONDITION_FAILED', message) }
+}
+
+/** The database cannot be reached or timed out (503). */
+export class DatabaseUnavailableError extends DbError {
+  constructor (message = 'The database is unavailable', options?: ErrorOptions) { super(503, 'DATABASE_UNAVAILABLE', message, options) }
+}
+
+/** The configured tables do not match the database (start-up error). */
+export class SchemaMismatchError extends DbError {
+  constructor (message: string) { super(500, 'SCHEMA_MISMATCH', message) }
+}

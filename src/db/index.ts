@@ -1,0 +1,50 @@
+// The database layer's entry point: opens the configured dialect and re-exports what the app uses.
+import { openMssql, type DbLogger } from './mssql.js'
+import { openSqlite } from './sqlite.js'
+import type { Database } from './types.js'
+
+export interface OpenDatabaseOptions {
+  logger: DbLogger
+  /** SQLite: create the file when missing (the embedded demo only) */
+  create?: boolean
+  /** mssql: overrides the URL's password */
+  password?: string
+  connectTimeoutMs?: number
+  requestTimeoutMs?: number
+}
+
+/** `sqlite:<path>` (also `sqlite:///abs/path`, `sqlite::memory:`) → its file path, or undefined for other URLs. */
+export function sqlitePath (url: string): string | undefined {
+  if (!url.startsWith('sqlite:')) return undefined
+  let path = url.slice('sqlite:'.length)
+  if (path.startsWith('//')) path = path.slice(2)
+  return path === '' ? undefined : path
+}
+
+/**
+ * Opens the database a URL names. SQLite opens synchronously (a missing file is an error unless
+ * `create`); SQL Server connects in the background, so a server that is down at start answers
+ * 503 until it is back instead of stopping the gateway.
+ */
+export function openDatabase (url: string, opts: OpenDatabaseOptions): Database {
+  const path = sqlitePath(url)
+  if (path !== undefined) return openSqlite(path, { create: opts.create === true })
+  if (url.startsWith('mssql://')) {
+    return openMssql(url, {
+      logger: opts.logger,
+      password: opts.password,
+      connectTimeoutMs: opts.connectTimeoutMs,
+      requestTimeoutMs: opts.requestTimeoutMs
+    })
+  }
+  throw new Error('database URL: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>')
+}
+
+export type { DbLogger } from './mssql.js'
+export type { Database, DialectName, Executor, FieldDef, FieldKind, Param, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
+export { BadQueryError, ConflictError, DatabaseUnavailableError, DbError, NotFoundError, PreconditionFailedError, SchemaMismatchError } from './errors.js'
+export { idField, mappingProblems, materials, referenceMappings, resources, stations, users, type ResourceName } from './resources.js'
+export { DEFAULT_LIMIT, MAX_LIMIT, cursorFromRow, nextLink, parseIsoDateTime, parseListQuery, type Filter, type ListQuery, type QueryString, type SortKey } from './list-query.js'
+export { Repository, type Id, type ListResult, type UpdateOptions, type WriteOptions } from './repository.js'
+export { createReferenceTables, createTableStatements } from './init.js'
+export { demoMaterials, demoStations, seedDemoData } from './demo-data.js'

@@ -1,0 +1,93 @@
+// `db init`: DDL for the reference tables in either dialect. Never run implicitly except for the embedded demo.
+import { dialectFor, stringLiteral, type Dialect } from './dialect.js'
+import { resources, type ResourceName } from './resources.js'
+import type { Database, DialectName, FieldDef, ResourceDef, TableMapping } from './types.js'
+
+function asDialect (d: Dialect | DialectName): Dialect {
+  return typeof d === 'string' ? dialectFor(d) : d
+}
+
+/** The column type for a field (without NULL/DEFAULT). */
+export function columnType (dialect: Dialect | DialectName, f: FieldDef): string {
+  const mssql = asDialect(dialect).name === 'mssql'
+  switch (f.kind) {
+    case 'string': return mssql ? `nvarchar(${f.maxLength ?? 'max'})` : 'TEXT'
+    case 'integer': return mssql ? 'int' : 'INTEGER'
+    case 'number': return mssql ? 'float' : 'REAL'
+    case 'boolean': return mssql ? 'bit' : 'INTEGER'
+    case 'datetime': return mssql ? 'datetime2(3)' : 'TEXT'
+  }
+}
+
+function defaultExpression (d: Dialect, f: FieldDef): string | undefined {
+  if (f.kind === 'datetime') {
+    if (f.notNull !== true) return undefined
+    // SQLite: ISO 8601 UTC with milliseconds, the same text the gateway writes, so values sort as text
+    return d.name === 'mssql' ? 'SYSUTCDATETIME()' : "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+  }
+  if (f.default === undefined) return undefined
+  if (typeof f.default === 'boolean') return f.default ? '1' : '0'
+  if (typeof f.default === 'number') return String(f.default)
+  return stringLiteral(d, f.default)
+}
+
+/** `T_col`-style constraint and index names; quoted by the caller. */
+function objectName (prefix: string, mapping: TableMapping, column?: string): string {
+  return [prefix, mapping.table, ...(column === undefined ? [] : [column])].join('_')
+}
+
+/**
+ * The statements creating one table (if missing) and its modifiedAt index. Each string is one
+ * batch. T-SQL gets named constraints so that they can be found and changed later.
+ */
+export function createTableStatements (dialect: Dialect | DialectName, def: ResourceDef, mapping: TableMapping): string[] {
+  const d = asDialect(dialect)
+  const table = d.table(mapping)
+  const lines: string[] = []
+  for (const [field, f] of Object.entries(def.fields)) {
+    const column = mapping.columns[field]
+    const parts = [d.ident(column)]
+    if (f.id === true) {
+      parts.push(d.name === 'mssql'
+        ? `int IDENTITY(1,1) NOT NULL CONSTRAINT ${d.ident(objectName('PK', mapping))} PRIMARY KEY`
+        : 'INTEGER PRIMARY KEY AUTOINCREMENT')
+      lines.push(parts.join(' '))
+      continue
+    }
+    parts.push(columnType(d, f))
+    if (f.notNull === true) parts.push('NOT NULL')
+    const dflt = defaultExpression(d, f)
+    if (dflt !== undefined) parts.push(d.name === 'mssql' ? `CONSTRAINT ${d.ident(objectName('DF', mapping, column))} DEFAULT ${dflt}` : `DEFAULT ${dflt}`)
+    if (f.unique === true) parts.push(d.name === 'mssql' ? `CONSTRAINT ${d.ident(objectName('UQ', mapping, column))} UNIQUE` : 'UNIQUE')
+    lines.push(parts.join(' '))
+  }
+  const body = `(\n  ${lines.join(',\n  ')}\n)`
+  const statements: string[] = []
+  const modified = def.fields.modifiedAt !== undefined ? mapping.columns.modifiedAt : undefined
+  const ix = modified === undefined ? undefined : d.ident(objectName('IX', mapping, modified))
+  if (d.name === 'mssql') {
+    const schema = mapping.schema ?? 'dbo'
+    if (schema !== 'dbo') {
+      statements.push(`IF SCHEMA_ID(${stringLiteral(d, schema)}) IS NULL EXEC(${stringLiteral(d, `CREATE SCHEMA ${d.ident(schema)}`)})`)
+    }
+    statements.push(`IF OBJECT_ID(${stringLiteral(d, table)}, N'U') IS NULL\nCREATE TABLE ${table} ${body}`)
+    if (ix !== undefined && modified !== undefined) {
+      statements.push(
+        `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE [name] = ${stringLiteral(d, objectName('IX', mapping, modified))} AND [object_id] = OBJECT_ID(${stringLiteral(d, table)}))\n` +
+        `CREATE INDEX ${ix} ON ${table} (${d.ident(modified)})`)
+    }
+  } else {
+    statements.push(`CREATE TABLE IF NOT EXISTS ${table} ${body}`)
+    if (ix !== undefined && modified !== undefined) statements.push(`CREATE INDEX IF NOT EXISTS ${ix} ON ${table} (${d.ident(modified)})`)
+  }
+  return statements
+}
+
+/** Creates the reference tables (materials, stations, users) that do not exist yet. */
+export async function createReferenceTables (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<void> {
+  for (const name of Object.keys(resources) as ResourceName[]) {
+    for (const text of createTableStatements(db.dialect, resources[name], mappings[name])) {
+      await db.execute({ text, params: [] })
+    }
+  }
+}

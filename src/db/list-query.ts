@@ -1,0 +1,297 @@
+// Turns a list request's query string into a ListQuery (DESIGN §5), and the opaque keyset cursor both ways.
+import { BadQueryError } from './errors.js'
+import { idField } from './resources.js'
+import type { FieldDef, FieldKind, ResourceDef, Row, SqlValue } from './types.js'
+
+export const DEFAULT_LIMIT = 100
+export const MAX_LIMIT = 1000
+/** Bounds the number of bound parameters a filter set produces (SQL Server allows 2100 per request). */
+export const MAX_FILTER_VALUES = 500
+
+export type FilterOp =
+  | 'eq' | 'gt' | 'gte' | 'lt' | 'lte' | 'not'
+  | 'like' | 'notlike' | 'or' | 'nor' | 'null' | 'notnull'
+
+/**
+ * One condition on one field. `values` are typed by the field's kind (datetimes as Date).
+ * For like/notlike, values[0] is a pattern in which only `%` and `_` are wildcards; the
+ * statement builder escapes everything else for its dialect.
+ *
+ * The negations (`not`, `nor`, `notlike`) also match rows where the field is NULL: in SQL,
+ * `col <> 'x'` is not true for a NULL col, and integrators asking for "everything that is not
+ * x" do not expect rows without a value to vanish.
+ */
+export interface Filter {
+  field: string
+  op: FilterOp
+  values: SqlValue[]
+}
+
+export interface SortKey {
+  field: string
+  desc: boolean
+}
+
+export interface ListQuery {
+  limit: number
+  /** set only for offset paging (so meta.offset can tell) */
+  offset?: number
+  /** never empty; always ends with the id field */
+  sort: SortKey[]
+  count: boolean
+  filters: Filter[]
+  /** keyset position from a cursor: the previous page's last row's value of every sort key */
+  after?: SqlValue[]
+}
+
+export type QueryString = Record<string, string | string[] | undefined>
+
+const CONTROL_PARAMS = new Set(['limit', 'offset', 'sort', 'count', 'cursor', 'modifiedSince'])
+const OPERATOR = /^\[(gte?|lte?|not|like|notlike|or|nor|null|notnull)\]/i
+const KIND_NAMES: Record<FieldKind, string> = {
+  integer: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  datetime: 'an ISO 8601 date-time'
+}
+
+function isVisible (f: FieldDef | undefined): f is FieldDef {
+  return f !== undefined && f.internal !== true
+}
+
+function single (query: QueryString, key: string): string | undefined {
+  const v = query[key]
+  if (Array.isArray(v)) {
+    if (v.length > 1) throw new BadQueryError(`Query parameter '${key}' must be given only once`)
+    return v[0]
+  }
+  return v
+}
+
+function parseCount (name: string, raw: string, min: number, max?: number): number {
+  if (!/^\d+$/.test(raw)) throw new BadQueryError(`Query parameter '${name}' must be an integer, got '${raw}'`)
+  const n = Number(raw)
+  if (n < min) throw new BadQueryError(`Query parameter '${name}' must be at least ${min}`)
+  if (max !== undefined && n > max) throw new BadQueryError(`Query parameter '${name}' must be at most ${max}`)
+  if (!Number.isSafeInteger(n)) throw new BadQueryError(`Query parameter '${name}' is too large`)
+  return n
+}
+
+const ISO_DATETIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+\- ]\d{2}:?\d{2})?)?$/i
+
+/**
+ * Parses an ISO 8601 date or date-time. Without an offset the time is UTC (the API speaks UTC).
+ * A space before the offset is read as '+': an unencoded '+' in a query string arrives as a space.
+ * Returns undefined for anything else, including impossible dates such as February 31.
+ */
+export function parseIsoDateTime (raw: string): Date | undefined {
+  const m = ISO_DATETIME.exec(raw)
+  if (m === null) return undefined
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m
+  let offset = zone.toUpperCase() === 'Z' ? 'Z' : zone.replace(' ', '+')
+  if (offset !== 'Z' && !offset.includes(':')) offset = `${offset.slice(0, 3)}:${offset.slice(3)}`
+  const ms = frac.padEnd(3, '0').slice(0, 3)
+  const text = `${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}${offset}`
+  const t = Date.parse(text)
+  if (Number.isNaN(t)) return undefined
+  // Date.parse rolls 2024-02-31 over into March; check the calendar fields did not move.
+  const check = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)))
+  if (check.getUTCFullYear() !== Number(y) || check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d)) return undefined
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined
+  return new Date(t)
+}
+
+/** Parses one filter operand by the field's kind; undefined when it is not of that kind. */
+export function parseValue (kind: FieldKind, raw: string): SqlValue | undefined {
+  switch (kind) {
+    case 'string':
+      return raw
+    case 'integer': {
+      if (!/^-?\d+$/.test(raw)) return undefined
+      const n = Number(raw)
+      return Number.isSafeInteger(n) ? n : undefined
+    }
+    case 'number': {
+      if (!/^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i.test(raw)) return undefined
+      const n = Number(raw)
+      return Number.isFinite(n) ? n : undefined
+    }
+    case 'boolean':
+      return raw === 'true' ? true : raw === 'false' ? false : undefined
+    case 'datetime':
+      return parseIsoDateTime(raw)
+  }
+}
+
+function operand (field: string, def: FieldDef, raw: string): SqlValue {
+  const v = parseValue(def.kind, raw)
+  if (v === undefined) throw new BadQueryError(`Invalid value for '${field}': expected ${KIND_NAMES[def.kind]}, got '${raw}'`)
+  return v
+}
+
+/** Parses one `field=value` filter; exported for the tests and for callers building filters by hand. */
+export function parseFilter (field: string, def: FieldDef, raw: string): Filter {
+  const m = OPERATOR.exec(raw)
+  if (m === null) return { field, op: 'eq', values: [operand(field, def, raw)] }
+  const op = m[1].toLowerCase() as FilterOp
+  const rest = raw.slice(m[0].length)
+  switch (op) {
+    case 'null':
+    case 'notnull':
+      if (rest !== '') throw new BadQueryError(`Filter '${field}': [${op}] takes no value, got '${rest}'`)
+      return { field, op, values: [] }
+    case 'or':
+    case 'nor':
+      return { field, op, values: rest.split(';').map((part) => operand(field, def, part)) }
+    case 'like':
+    case 'notlike': {
+      if (def.kind !== 'string') throw new BadQueryError(`Filter '${field}': [${op}] works only on text fields`)
+      const pattern = /[%_]/.test(rest) ? rest : `%${rest}%`
+      return { field, op, values: [pattern] }
+    }
+    default:
+      return { field, op, values: [operand(field, def, rest)] }
+  }
+}
+
+/** Parses a sort parameter (`-modifiedAt,materialNumber`); the id field is appended as the final tie-breaker. */
+export function parseSort (def: ResourceDef, raw: string | undefined): SortKey[] {
+  const id = idField(def)
+  const keys: SortKey[] = []
+  for (const part of (raw ?? '').split(',')) {
+    // '+' arrives as a space when the client did not encode it
+    let name = part.trim()
+    if (name === '') continue
+    let desc = false
+    if (name.startsWith('-')) { desc = true; name = name.slice(1) } else if (name.startsWith('+')) name = name.slice(1)
+    if (!isVisible(def.fields[name])) throw new BadQueryError(`Unknown sort field '${name}' in 'sort'`)
+    if (keys.some((k) => k.field === name)) throw new BadQueryError(`Sort field '${name}' given twice in 'sort'`)
+    keys.push({ field: name, desc })
+  }
+  if (!keys.some((k) => k.field === id)) keys.push({ field: id, desc: false })
+  return keys
+}
+
+/** The canonical text of a sort; a cursor records it so that it cannot be replayed under another sort. */
+export function sortSpec (sort: SortKey[]): string {
+  return sort.map((k) => (k.desc ? '-' : '') + k.field).join(',')
+}
+
+export function parseListQuery (query: QueryString, def: ResourceDef): ListQuery {
+  const limitRaw = single(query, 'limit')
+  const offsetRaw = single(query, 'offset')
+  const countRaw = single(query, 'count')
+  const cursorRaw = single(query, 'cursor')
+  const sinceRaw = single(query, 'modifiedSince')
+
+  const limit = limitRaw === undefined ? DEFAULT_LIMIT : parseCount('limit', limitRaw, 1, MAX_LIMIT)
+  const offset = offsetRaw === undefined ? undefined : parseCount('offset', offsetRaw, 0)
+  let count = false
+  if (countRaw !== undefined) {
+    if (countRaw !== 'true' && countRaw !== 'false') throw new BadQueryError(`Query parameter 'count' must be true or false, got '${countRaw}'`)
+    count = countRaw === 'true'
+  }
+  const sort = parseSort(def, single(query, 'sort'))
+
+  const filters: Filter[] = []
+  if (sinceRaw !== undefined) {
+    if (!isVisible(def.fields.modifiedAt)) throw new BadQueryError("Unknown query parameter 'modifiedSince'")
+    const since = parseIsoDateTime(sinceRaw)
+    if (since === undefined) throw new BadQueryError(`Invalid value for 'modifiedSince': expected an ISO 8601 date-time, got '${sinceRaw}'`)
+    filters.push({ field: 'modifiedAt', op: 'gte', values: [since] })
+  }
+  let operands = 0
+  for (const [key, value] of Object.entries(query)) {
+    if (CONTROL_PARAMS.has(key) || value === undefined) continue
+    const field = def.fields[key]
+    if (!Object.hasOwn(def.fields, key) || !isVisible(field)) throw new BadQueryError(`Unknown query parameter '${key}'`)
+    for (const raw of Array.isArray(value) ? value : [value]) {
+      const filter = parseFilter(key, field, raw)
+      operands += Math.max(1, filter.values.length)
+      if (operands > MAX_FILTER_VALUES) throw new BadQueryError(`Too many filter values (at most ${MAX_FILTER_VALUES})`)
+      filters.push(filter)
+    }
+  }
+
+  let after: SqlValue[] | undefined
+  if (cursorRaw !== undefined) {
+    if (offset !== undefined) throw new BadQueryError("Query parameter 'cursor' cannot be combined with 'offset'")
+    after = decodeCursor(cursorRaw, def, sort)
+  }
+  return { limit, ...(offset !== undefined && { offset }), sort, count, filters, ...(after !== undefined && { after }) }
+}
+
+interface CursorBody {
+  /** the sort spec */
+  s: string
+  /** the last row's value of every sort key, datetimes as ISO strings */
+  v: Array<string | number | boolean | null>
+}
+
+/** The cursor for the page after `row` (an API-shaped row, as the repository returns them). */
+export function cursorFromRow (sort: SortKey[], row: Row): string {
+  const v = sort.map((k) => {
+    const value = row[k.field]
+    if (value instanceof Date) return value.toISOString()
+    if (value === undefined || value === null) return null
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value
+    return String(value)
+  })
+  const body: CursorBody = { s: sortSpec(sort), v }
+  return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url')
+}
+
+/** Reads a cursor back into typed keyset values; BadQueryError when it is malformed or made for another sort. */
+export function decodeCursor (cursor: string, def: ResourceDef, sort: SortKey[]): SqlValue[] {
+  const invalid = (): BadQueryError => new BadQueryError("Query parameter 'cursor' is not a valid cursor")
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid()
+  let body: unknown
+  try {
+    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+  } catch {
+    throw invalid()
+  }
+  if (typeof body !== 'object' || body === null) throw invalid()
+  const { s, v } = body as Partial<CursorBody>
+  if (typeof s !== 'string' || !Array.isArray(v)) throw invalid()
+  if (s !== sortSpec(sort)) throw new BadQueryError("Query parameter 'cursor' does not match sort: keep the 'sort' of the request that returned it")
+  if (v.length !== sort.length) throw invalid()
+  return sort.map((key, i) => {
+    const raw = v[i]
+    const f = def.fields[key.field]
+    if (raw === null) {
+      if (f.id === true) throw invalid()
+      return null
+    }
+    let value: SqlValue | undefined
+    switch (f.kind) {
+      case 'string': value = typeof raw === 'string' ? raw : undefined; break
+      case 'boolean': value = typeof raw === 'boolean' ? raw : undefined; break
+      case 'integer': value = Number.isSafeInteger(raw) ? raw as number : undefined; break
+      case 'number': value = typeof raw === 'number' && Number.isFinite(raw) ? raw : undefined; break
+      case 'datetime': value = typeof raw === 'string' ? parseIsoDateTime(raw) : undefined; break
+    }
+    if (value === undefined) throw invalid()
+    return value
+  })
+}
+
+function encodeComponent (s: string): string {
+  // commas and colons are legal in a query and keep sort lists and times readable
+  return encodeURIComponent(s).replaceAll('%2C', ',').replaceAll('%3A', ':')
+}
+
+/**
+ * The relative URL of the next page: the request's filters, sort, limit and count, plus the cursor;
+ * never its offset (the cursor replaces it).
+ */
+export function nextLink (path: string, query: QueryString, cursor: string): string {
+  const parts: string[] = []
+  for (const [key, value] of Object.entries(query)) {
+    if (key === 'offset' || key === 'cursor' || value === undefined) continue
+    for (const v of Array.isArray(value) ? value : [value]) parts.push(`${encodeComponent(key)}=${encodeComponent(v)}`)
+  }
+  parts.push(`cursor=${cursor}`)
+  return `${path}?${parts.join('&')}`
+}

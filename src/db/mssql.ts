@@ -1,0 +1,396 @@
+// The SQL Server dialect: one mssql ConnectionPool that reconnects on its own, typed parameters, error mapping.
+import sql from 'mssql'
+import { ConflictError, DatabaseUnavailableError, type DbError } from './errors.js'
+import { mappingProblems } from './resources.js'
+import type { Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
+
+/** The pino subset the database layer logs through. */
+export interface DbLogger {
+  info (obj: object, msg?: string): void
+  warn (obj: object, msg?: string): void
+  error (obj: object, msg?: string): void
+}
+
+export interface MssqlOptions {
+  /** overrides the URL's password (systemd credential) */
+  password?: string
+  /** default 5000: shorter than Fastify's plugin timeout so start-up never stalls on a dead server */
+  connectTimeoutMs?: number
+  /** default 15000 */
+  requestTimeoutMs?: number
+  logger: DbLogger
+  /** reconnect backoff; defaults 500 ms doubling up to 30 s */
+  retryInitialMs?: number
+  retryMaxMs?: number
+}
+
+// ---------------------------------------------------------------------------------------------
+// URL -> driver configuration
+
+function optionValue (raw: string): string | number | boolean {
+  if (raw === 'true') return true
+  if (raw === 'false') return false
+  if (/^-?\d+(?:\.\d+)?$/.test(raw)) return Number(raw)
+  return raw
+}
+
+/**
+ * `mssql://user:password@host[:port]/database?encrypt=true&trustServerCertificate=false`.
+ * User, password and database are percent-decoded; every query parameter becomes the driver
+ * option of the same name (`pool.max` and friends go to the pool), 'true'/'false' and numbers
+ * parsed. Errors never repeat the URL (it holds a password).
+ */
+export function parseMssqlUrl (url: string, opts: Pick<MssqlOptions, 'password' | 'connectTimeoutMs' | 'requestTimeoutMs'> = {}): sql.config {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch {
+    throw new Error('database URL is not a valid mssql:// URL')
+  }
+  if (u.protocol !== 'mssql:') throw new Error(`database URL: expected the mssql: scheme, got '${u.protocol}'`)
+  const server = u.hostname.replace(/^\[(.*)\]$/, '$1')
+  if (server === '') throw new Error('database URL: the host is missing')
+  const segments = u.pathname.split('/').filter((s) => s !== '')
+  if (segments.length !== 1) throw new Error('database URL: expected exactly one path segment, the database name')
+  const options: Record<string, unknown> = { appName: 'picking-gateway' }
+  const pool: Record<string, unknown> = {}
+  for (const [key, raw] of u.searchParams) {
+    if (key.startsWith('pool.')) pool[key.slice(5)] = optionValue(raw)
+    else options[key] = optionValue(raw)
+  }
+  const config: sql.config = {
+    server,
+    database: decodeURIComponent(segments[0]),
+    connectionTimeout: opts.connectTimeoutMs ?? 5000,
+    requestTimeout: opts.requestTimeoutMs ?? 15000,
+    options: options as sql.IOptions,
+    pool: pool as sql.config['pool']
+  }
+  if (u.port !== '') config.port = Number(u.port)
+  if (u.username !== '') config.user = decodeURIComponent(u.username)
+  const password = opts.password ?? (u.password !== '' ? decodeURIComponent(u.password) : undefined)
+  if (password !== undefined) config.password = password
+  return config
+}
+
+// ---------------------------------------------------------------------------------------------
+// parameters
+
+const INT_MIN = -2147483648
+const INT_MAX = 2147483647
+
+/**
+ * The declared SQL type of a parameter. Strings are always NVarChar(4000) (MAX beyond it), not
+ * their own length, so that SQL Server reuses one cached plan for every value.
+ */
+export function mssqlType (p: Param): sql.ISqlType {
+  switch (p.kind) {
+    case 'string':
+      return typeof p.value === 'string' && p.value.length > 4000 ? sql.NVarChar(sql.MAX) : sql.NVarChar(4000)
+    case 'integer':
+      return typeof p.value === 'number' && (p.value < INT_MIN || p.value > INT_MAX) ? sql.BigInt() : sql.Int()
+    case 'number':
+      return sql.Float()
+    case 'boolean':
+      return sql.Bit()
+    case 'datetime':
+      return sql.DateTime2(3)
+  }
+}
+
+function request (target: sql.ConnectionPool | sql.Transaction, stmt: Statement): sql.Request {
+  const req = new sql.Request(target as sql.ConnectionPool)
+  for (const p of stmt.params) req.input(p.name, mssqlType(p), p.value)
+  return req
+}
+
+// ---------------------------------------------------------------------------------------------
+// errors
+
+export type MssqlErrorClass =
+  /** unique key (2627, 2601): 409 */
+  | 'conflict'
+  /** chosen as deadlock victim (1205): retry */
+  | 'deadlock'
+  /** the server cannot be reached or refuses the login: 503, and the pool is marked down */
+  | 'connection'
+  /** this request could not finish (request timeout, lock timeout, lost socket): 503 */
+  | 'unavailable'
+  | 'other'
+
+// Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors.
+const CONNECTION_NUMBERS = new Set([4060, 18456, 18401, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929, 233, 64, 121, 10053, 10054, 10060])
+const CONNECTION_CODES = new Set(['ELOGIN', 'ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'ENOTOPEN', 'EINSTLOOKUP', 'ENOCONN'])
+
+/**
+ * Tells errors apart by class, `code` and SQL `number` (node-mssql README). A failed login counts
+ * as 'connection': the server is unusable until an administrator or a restarting server fixes
+ * it, which a retry in the background notices; the log says it was the login.
+ */
+export function classifyMssqlError (err: unknown): MssqlErrorClass {
+  if (typeof err !== 'object' || err === null) return 'other'
+  const e = err as { name?: unknown, code?: unknown, number?: unknown, originalError?: unknown }
+  if (e.name === 'TransactionError' && e.code === 'EABORT' && e.originalError !== undefined) return classifyMssqlError(e.originalError)
+  const number = typeof e.number === 'number' ? e.number : undefined
+  if (number === 2627 || number === 2601) return 'conflict'
+  if (number === 1205) return 'deadlock'
+  if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
+  const code = typeof e.code === 'string' ? e.code : undefined
+  if (e.name === 'ConnectionError') return 'connection'
+  if (code !== undefined && CONNECTION_CODES.has(code)) {
+    // a request that timed out or lost its socket says nothing about the next one
+    return e.name === 'RequestError' ? 'unavailable' : 'connection'
+  }
+  if (number === 1222 || number === -2 || code === 'ECANCEL') return 'unavailable'
+  return 'other'
+}
+
+/** The layer's error for a driver error, or the error itself when it has none. */
+export function toDbError (err: unknown): DbError | unknown {
+  switch (classifyMssqlError(err)) {
+    case 'conflict': return new ConflictError('A row with the same unique key already exists', { cause: err })
+    case 'deadlock': return new DatabaseUnavailableError('The database is busy (deadlock)', { cause: err })
+    case 'connection': return new DatabaseUnavailableError(undefined, { cause: err })
+    case 'unavailable': return new DatabaseUnavailableError('The database did not answer in time', { cause: err })
+    default: return err
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// connection supervision
+
+/** Capped exponential backoff with ±jitter/2 spread; `attempt` counts from 1. */
+export function backoffDelay (attempt: number, initialMs: number, maxMs: number, random: () => number = Math.random, jitter = 0.2): number {
+  const base = Math.min(maxMs, initialMs * 2 ** Math.min(30, Math.max(0, attempt - 1)))
+  return Math.round(base * (1 + jitter * (random() - 0.5)))
+}
+
+export type SupervisorState = 'starting' | 'up' | 'down' | 'closed'
+
+export interface SupervisorOptions {
+  /** one attempt to (re)establish the connection; rejects when the server is unreachable */
+  connect: () => Promise<void>
+  logger: DbLogger
+  initialMs?: number
+  maxMs?: number
+  random?: () => number
+}
+
+/**
+ * Keeps the connection state. The first attempt runs at start and callers wait for it (bounded
+ * by the connect timeout). After that, while the server is unreachable, callers are refused at
+ * once (`ready()` rejects) and a timer retries with capped exponential backoff until it is back.
+ */
+export class ConnectionSupervisor {
+  state: SupervisorState = 'starting'
+  private attempt = 0
+  private timer: NodeJS.Timeout | undefined
+  private inflight: Promise<boolean> | undefined
+  private lastError: unknown
+  private readonly opts: Required<Omit<SupervisorOptions, 'random'>> & Pick<SupervisorOptions, 'random'>
+
+  constructor (opts: SupervisorOptions) {
+    this.opts = { initialMs: 500, maxMs: 30000, ...opts }
+  }
+
+  start (): void {
+    if (this.inflight === undefined && this.state === 'starting') this.inflight = this.tryConnect()
+  }
+
+  private async tryConnect (): Promise<boolean> {
+    try {
+      await this.opts.connect()
+    } catch (err) {
+      this.inflight = undefined
+      if (this.state === 'closed') return false
+      this.lastError = err
+      this.state = 'down'
+      this.attempt++
+      const delay = backoffDelay(this.attempt, this.opts.initialMs, this.opts.maxMs, this.opts.random)
+      const log = this.attempt === 1 ? this.opts.logger.error.bind(this.opts.logger) : this.opts.logger.warn.bind(this.opts.logger)
+      log({ err, attempt: this.attempt, retryInMs: delay }, isLoginFailure(err)
+        ? 'database login failed; check the user and password; retrying'
+        : 'database unreachable; retrying in the background')
+      this.schedule(delay)
+      return false
+    }
+    this.inflight = undefined
+    if (this.state === 'closed') return false
+    if (this.attempt > 0) this.opts.logger.info({ attempts: this.attempt }, 'database connection established')
+    this.attempt = 0
+    this.state = 'up'
+    return true
+  }
+
+  private schedule (delay: number): void {
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      if (this.state === 'down') this.inflight = this.tryConnect()
+    }, delay)
+    this.timer.unref()
+  }
+
+  /** Resolves when queries may run; rejects at once with DatabaseUnavailableError while down. */
+  async ready (): Promise<void> {
+    if (this.state === 'up') return
+    if (this.state === 'starting' && this.inflight !== undefined) {
+      if (await this.inflight) return
+    }
+    throw new DatabaseUnavailableError(undefined, { cause: this.lastError })
+  }
+
+  /** A query found the server gone: refuse further queries until a retry gets through. */
+  markDown (err: unknown): void {
+    if (this.state !== 'up') return
+    this.lastError = err
+    this.state = 'down'
+    this.attempt = 0
+    this.opts.logger.error({ err }, 'database connection lost; retrying in the background')
+    this.schedule(backoffDelay(1, this.opts.initialMs, this.opts.maxMs, this.opts.random))
+  }
+
+  async close (): Promise<void> {
+    this.state = 'closed'
+    clearTimeout(this.timer)
+    this.timer = undefined
+    if (this.inflight !== undefined) await this.inflight
+  }
+}
+
+function isLoginFailure (err: unknown): boolean {
+  const e = err as { code?: unknown, number?: unknown } | null
+  return e?.code === 'ELOGIN' || e?.number === 18456
+}
+
+// ---------------------------------------------------------------------------------------------
+// the Database
+
+const DEADLOCK_RETRIES = 3
+
+/** The statement checkMapping runs; INFORMATION_SCHEMA.COLUMNS also lists views, which may be mapped too. */
+export function columnsStatement (mapping: TableMapping): Statement {
+  return {
+    text: 'SELECT [COLUMN_NAME] AS [name] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
+    params: [
+      { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
+      { name: 'table', kind: 'string', value: mapping.table }
+    ]
+  }
+}
+
+class MssqlDatabase implements Database {
+  readonly dialect = 'mssql' as const
+  private readonly pool: sql.ConnectionPool
+  private readonly supervisor: ConnectionSupervisor
+  private readonly logger: DbLogger
+
+  constructor (config: sql.config, opts: MssqlOptions) {
+    this.logger = opts.logger
+    this.pool = new sql.ConnectionPool(config)
+    // node-mssql re-emits every failed acquire here; without a listener an outage kills the process.
+    this.pool.on('error', (err: unknown) => {
+      if (this.supervisor.state === 'up') this.logger.warn({ err }, 'database pool error')
+    })
+    this.supervisor = new ConnectionSupervisor({
+      logger: opts.logger,
+      initialMs: opts.retryInitialMs,
+      maxMs: opts.retryMaxMs,
+      connect: async () => {
+        // the first success builds the pool; afterwards a probe through it tells whether the server is back
+        if (!this.pool.connected) await this.pool.connect()
+        else await this.pool.request().query('SELECT 1')
+      }
+    })
+    this.supervisor.start()
+  }
+
+  /** Runs fn when connected, retrying deadlock victims, mapping driver errors. */
+  private async run<T> (fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      await this.supervisor.ready()
+      try {
+        return await fn()
+      } catch (err) {
+        const kind = classifyMssqlError(err)
+        if (kind === 'deadlock' && attempt < DEADLOCK_RETRIES) {
+          await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40 * (attempt + 1)))
+          continue
+        }
+        if (kind === 'connection') this.supervisor.markDown(err)
+        throw toDbError(err)
+      }
+    }
+  }
+
+  private static async query (target: sql.ConnectionPool | sql.Transaction, stmt: Statement): Promise<Row[]> {
+    const result = await request(target, stmt).query(stmt.text)
+    return (result.recordset ?? []) as Row[]
+  }
+
+  private static async execute (target: sql.ConnectionPool | sql.Transaction, stmt: Statement): Promise<number> {
+    const result = await request(target, stmt).query(stmt.text)
+    return result.rowsAffected.reduce((a, b) => a + b, 0)
+  }
+
+  query (stmt: Statement): Promise<Row[]> {
+    return this.run(() => MssqlDatabase.query(this.pool, stmt))
+  }
+
+  execute (stmt: Statement): Promise<number> {
+    return this.run(() => MssqlDatabase.execute(this.pool, stmt))
+  }
+
+  /** A deadlock victim's transaction is rolled back by the server, so fn runs again from the start. */
+  transaction<T> (fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.run(async () => {
+      const tx = new sql.Transaction(this.pool)
+      await tx.begin()
+      try {
+        // any run-time error aborts the whole transaction instead of leaving it half-applied
+        await new sql.Request(tx).batch('SET XACT_ABORT ON')
+        const result = await fn({
+          query: (stmt) => MssqlDatabase.query(tx, stmt),
+          execute: (stmt) => MssqlDatabase.execute(tx, stmt)
+        })
+        await tx.commit()
+        return result
+      } catch (err) {
+        try {
+          await tx.rollback()
+        } catch {
+          // XACT_ABORT already rolled it back on the server
+        }
+        throw err
+      }
+    })
+  }
+
+  async ping (): Promise<void> {
+    await this.query({ text: 'SELECT 1 AS [ok]', params: [] })
+  }
+
+  async close (): Promise<void> {
+    await this.supervisor.close()
+    await this.pool.close()
+  }
+
+  async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
+    const problems = mappingProblems(def, mapping)
+    if (problems.length > 0) return problems
+    const rows = await this.query(columnsStatement(mapping))
+    const table = `${mapping.schema ?? 'dbo'}.${mapping.table}`
+    if (rows.length === 0) return [`${def.name}: table '${table}' does not exist`]
+    // the usual collations are case-insensitive; a case-sensitive one would still accept the exact name
+    const present = new Set(rows.map((r) => String(r.name).toLowerCase()))
+    for (const [field, column] of Object.entries(mapping.columns)) {
+      if (!present.has(column.toLowerCase())) problems.push(`${def.name}.${field}: column '${column}' does not exist in table '${table}'`)
+    }
+    return problems
+  }
+}
+
+/** Opens the pool in the background: a server that is down at start is retried, not fatal. */
+export function openMssql (url: string, opts: MssqlOptions): Database {
+  return new MssqlDatabase(parseMssqlUrl(url, opts), opts)
+}

@@ -1,0 +1,134 @@
+// The three resources' stored fields, and where the reference schema (`db init`) keeps them.
+import type { ResourceDef, TableMapping } from './types.js'
+
+export const materials: ResourceDef = {
+  name: 'materials',
+  fields: {
+    id: { kind: 'integer', id: true },
+    materialNumber: { kind: 'string', unique: true, notNull: true, maxLength: 64 },
+    name: { kind: 'string', notNull: true, maxLength: 200 },
+    description: { kind: 'string', maxLength: 2000 },
+    unit: { kind: 'string', maxLength: 16, default: 'pcs' },
+    barcode: { kind: 'string', maxLength: 64 },
+    minStock: { kind: 'number' },
+    maxStock: { kind: 'number' },
+    weight: { kind: 'number' },
+    blocked: { kind: 'boolean', notNull: true, default: false },
+    blockReason: { kind: 'string', maxLength: 500 },
+    stockQuantity: { kind: 'number', readOnly: true, notNull: true, default: 0 },
+    createdAt: { kind: 'datetime', readOnly: true, notNull: true },
+    modifiedAt: { kind: 'datetime', readOnly: true, notNull: true }
+  }
+}
+
+export const stations: ResourceDef = {
+  name: 'stations',
+  fields: {
+    id: { kind: 'integer', id: true },
+    name: { kind: 'string', unique: true, notNull: true, maxLength: 100 },
+    description: { kind: 'string', maxLength: 500 },
+    // vlm | carousel | ptl | manual: the HTTP schema checks the value set
+    type: { kind: 'string', notNull: true, maxLength: 16, default: 'manual' },
+    warehouse: { kind: 'string', maxLength: 64 },
+    controllerId: { kind: 'string', maxLength: 64 },
+    address: { kind: 'integer' },
+    enabled: { kind: 'boolean', notNull: true, default: true },
+    createdAt: { kind: 'datetime', readOnly: true, notNull: true },
+    modifiedAt: { kind: 'datetime', readOnly: true, notNull: true }
+  }
+}
+
+export const users: ResourceDef = {
+  name: 'users',
+  fields: {
+    id: { kind: 'integer', id: true },
+    username: { kind: 'string', unique: true, notNull: true, maxLength: 100 },
+    passwordHash: { kind: 'string', internal: true, notNull: true, maxLength: 255 },
+    type: { kind: 'string', notNull: true, maxLength: 32, default: 'user' },
+    displayName: { kind: 'string', maxLength: 200 },
+    enabled: { kind: 'boolean', notNull: true, default: true },
+    tokenVersion: { kind: 'integer', internal: true, notNull: true, default: 0 },
+    lastLoginAt: { kind: 'datetime', readOnly: true },
+    createdAt: { kind: 'datetime', readOnly: true, notNull: true },
+    modifiedAt: { kind: 'datetime', readOnly: true, notNull: true }
+  }
+}
+
+export const resources = { materials, stations, users }
+
+export type ResourceName = keyof typeof resources
+
+export const referenceMappings: Record<ResourceName, TableMapping> = {
+  materials: {
+    table: 'materials',
+    columns: {
+      id: 'id',
+      materialNumber: 'material_number',
+      name: 'name',
+      description: 'description',
+      unit: 'unit',
+      barcode: 'barcode',
+      minStock: 'min_stock',
+      maxStock: 'max_stock',
+      weight: 'weight',
+      blocked: 'blocked',
+      blockReason: 'block_reason',
+      stockQuantity: 'stock_quantity',
+      createdAt: 'created_at',
+      modifiedAt: 'modified_at'
+    }
+  },
+  stations: {
+    table: 'stations',
+    columns: {
+      id: 'id',
+      name: 'name',
+      description: 'description',
+      type: 'type',
+      warehouse: 'warehouse',
+      controllerId: 'controller_id',
+      address: 'address',
+      enabled: 'enabled',
+      createdAt: 'created_at',
+      modifiedAt: 'modified_at'
+    }
+  },
+  users: {
+    table: 'gateway_users',
+    columns: {
+      id: 'id',
+      username: 'username',
+      passwordHash: 'password_hash',
+      type: 'type',
+      displayName: 'display_name',
+      enabled: 'enabled',
+      tokenVersion: 'token_version',
+      lastLoginAt: 'last_login_at',
+      createdAt: 'created_at',
+      modifiedAt: 'modified_at'
+    }
+  }
+}
+
+/** The id field's name (by convention 'id', but read it from the definition). */
+export function idField (def: ResourceDef): string {
+  for (const [name, f] of Object.entries(def.fields)) if (f.id === true) return name
+  throw new Error(`resource '${def.name}' has no id field`)
+}
+
+/**
+ * Checks that a mapping covers every field of a resource and names nothing else.
+ * Returns human-readable problems (empty when it fits).
+ */
+export function mappingProblems (def: ResourceDef, mapping: TableMapping): string[] {
+  const problems: string[] = []
+  if (!mapping.table) problems.push(`${def.name}: no table configured`)
+  for (const field of Object.keys(def.fields)) {
+    const col = mapping.columns[field]
+    if (typeof col !== 'string' || col === '') problems.push(`${def.name}.${field}: no column configured`)
+  }
+  for (const field of Object.keys(mapping.columns)) {
+    if (!Object.hasOwn(def.fields, field)) problems.push(`${def.name}: unknown field '${field}' in the column mapping`)
+  }
+  return problems
+}

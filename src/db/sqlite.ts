@@ -1,0 +1,175 @@
+// The embedded dialect: better-sqlite3 behind the async Database interface, one connection, calls serialized.
+import { existsSync } from 'node:fs'
+import BetterSqlite3 from 'better-sqlite3'
+import { ConflictError, DatabaseUnavailableError } from './errors.js'
+import { mappingProblems } from './resources.js'
+import type { Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
+
+export interface SqliteOptions {
+  /** create the file when it does not exist (only the embedded demo does) */
+  create: boolean
+  /** how long a statement waits for another process's lock before failing with 503 */
+  busyTimeoutMs?: number
+}
+
+type Bound = Record<string, string | number | null>
+
+/** better-sqlite3 binds numbers, strings and null: booleans become 1/0, dates ISO 8601 UTC text with ms (sorts as text). */
+export function toSqliteParams (params: Param[]): Bound {
+  const out: Bound = {}
+  for (const p of params) {
+    const v = p.value
+    out[p.name] = v instanceof Date ? v.toISOString() : typeof v === 'boolean' ? (v ? 1 : 0) : v
+  }
+  return out
+}
+
+/** Maps a driver error to the layer's errors; anything else is passed through unchanged. */
+export function mapSqliteError (err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string') return err
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    return new ConflictError('A row with the same unique key already exists', { cause: err })
+  }
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    return new DatabaseUnavailableError('The database is busy', { cause: err })
+  }
+  return err
+}
+
+class SqliteDatabase implements Database {
+  readonly dialect = 'sqlite' as const
+  private readonly db: BetterSqlite3.Database
+  private readonly cache = new Map<string, BetterSqlite3.Statement>()
+  /** the tail of the queue every call waits on: a transaction holds it across its awaits */
+  private queue: Promise<unknown> = Promise.resolve()
+  private closed = false
+
+  constructor (db: BetterSqlite3.Database) {
+    this.db = db
+  }
+
+  private prepare (text: string): BetterSqlite3.Statement {
+    let stmt = this.cache.get(text)
+    if (stmt === undefined) {
+      stmt = this.db.prepare(text)
+      // list statements vary with their filters: keep the cache bounded
+      if (this.cache.size >= 500) this.cache.delete(this.cache.keys().next().value as string)
+      this.cache.set(text, stmt)
+    }
+    return stmt
+  }
+
+  private runQuery (stmt: Statement): Row[] {
+    try {
+      const prepared = this.prepare(stmt.text)
+      const bound = toSqliteParams(stmt.params)
+      if (prepared.reader) return prepared.all(bound) as Row[]
+      prepared.run(bound)
+      return []
+    } catch (err) {
+      throw mapSqliteError(err)
+    }
+  }
+
+  private runExecute (stmt: Statement): number {
+    try {
+      return this.prepare(stmt.text).run(toSqliteParams(stmt.params)).changes
+    } catch (err) {
+      throw mapSqliteError(err)
+    }
+  }
+
+  /** Runs fn once every earlier call (and transaction) has finished. */
+  private serialize<T> (fn: () => T | Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new DatabaseUnavailableError('The database is closed'))
+    const run = this.queue.then(fn)
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  query (stmt: Statement): Promise<Row[]> {
+    return this.serialize(() => this.runQuery(stmt))
+  }
+
+  execute (stmt: Statement): Promise<number> {
+    return this.serialize(() => this.runExecute(stmt))
+  }
+
+  /**
+   * better-sqlite3 is synchronous but fn awaits between statements: the queue keeps every other
+   * call out until COMMIT or ROLLBACK, so nothing else runs inside this transaction by accident.
+   * fn must use `tx`, not the database itself (that would wait for itself).
+   */
+  transaction<T> (fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.serialize(async () => {
+      let open = true
+      const guard = (): void => { if (!open) throw new Error('transaction already finished') }
+      const tx: Executor = {
+        query: async (stmt) => { guard(); return this.runQuery(stmt) },
+        execute: async (stmt) => { guard(); return this.runExecute(stmt) }
+      }
+      try {
+        this.db.exec('BEGIN IMMEDIATE')
+      } catch (err) {
+        throw mapSqliteError(err)
+      }
+      try {
+        const result = await fn(tx)
+        this.db.exec('COMMIT')
+        return result
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK')
+        throw mapSqliteError(err)
+      } finally {
+        open = false
+      }
+    })
+  }
+
+  async ping (): Promise<void> {
+    await this.query({ text: 'SELECT 1', params: [] })
+  }
+
+  async close (): Promise<void> {
+    if (this.closed) return
+    await this.queue
+    this.closed = true
+    this.cache.clear()
+    this.db.close()
+  }
+
+  async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
+    const problems = mappingProblems(def, mapping)
+    if (problems.length > 0) return problems
+    const rows = await this.query({
+      text: 'SELECT name AS name FROM pragma_table_info(@table)',
+      params: [{ name: 'table', kind: 'string', value: mapping.table }]
+    })
+    if (rows.length === 0) return [`${def.name}: table '${mapping.table}' does not exist`]
+    // SQLite column names are case-insensitive
+    const present = new Set(rows.map((r) => String(r.name).toLowerCase()))
+    for (const [field, column] of Object.entries(mapping.columns)) {
+      if (!present.has(column.toLowerCase())) problems.push(`${def.name}.${field}: column '${column}' does not exist in table '${mapping.table}'`)
+    }
+    return problems
+  }
+}
+
+export function openSqlite (path: string, opts: SqliteOptions): Database {
+  if (!opts.create && path !== ':memory:' && !existsSync(path)) {
+    throw new DatabaseUnavailableError(`SQLite database file '${path}' does not exist`)
+  }
+  const db = new BetterSqlite3(path)
+  try {
+    db.pragma('journal_mode = WAL')
+    db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(opts.busyTimeoutMs ?? 5000))}`)
+    db.pragma('foreign_keys = ON')
+    // WAL makes NORMAL durable against application crashes; only a power loss can drop the last commits
+    db.pragma('synchronous = NORMAL')
+  } catch (err) {
+    db.close()
+    throw mapSqliteError(err)
+  }
+  return new SqliteDatabase(db)
+}

@@ -1,0 +1,43 @@
+// Errors raised by the HTTP layer that carry a stable code; the error handler turns them into responses.
+import { STATUS_CODES } from 'node:http'
+
+export class ApiError extends Error {
+  readonly statusCode: number
+  readonly code: string
+  readonly headers: Record<string, string>
+  /** extra body fields (for example `login: false`) */
+  readonly extra: Record<string, unknown>
+  constructor (statusCode: number, code: string, message: string, options: { headers?: Record<string, string>, extra?: Record<string, unknown>, cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.name = 'ApiError'
+    this.statusCode = statusCode
+    this.code = code
+    this.headers = options.headers ?? {}
+    this.extra = options.extra ?? {}
+  }
+}
+
+const BEARER = { 'www-authenticate': 'Bearer' }
+
+/** One message for every invalid token, so a caller cannot learn which check failed. */
+export const TOKEN_INVALID_MESSAGE = 'The token is invalid'
+
+export const tokenMissing = (): ApiError =>
+  new ApiError(401, 'TOKEN_MISSING', 'Authorization header with a Bearer token is required', { headers: BEARER })
+export const tokenExpired = (): ApiError =>
+  new ApiError(401, 'TOKEN_EXPIRED', 'The token has expired', { headers: { 'www-authenticate': 'Bearer error="invalid_token", error_description="The token has expired"' } })
+export const tokenInvalid = (): ApiError =>
+  new ApiError(401, 'TOKEN_INVALID', TOKEN_INVALID_MESSAGE, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
+export const invalidCredentials = (): ApiError =>
+  new ApiError(401, 'INVALID_CREDENTIALS', 'Invalid username or password', { headers: BEARER, extra: { login: false } })
+export const forbidden = (message = 'Your user type may not do this'): ApiError =>
+  new ApiError(403, 'FORBIDDEN', message)
+export const licenceLimit = (logins: number): ApiError =>
+  new ApiError(403, 'LICENCE_LIMIT', `The licence allows ${logins} enabled user or application account(s); disable one first`)
+export const tooManyRequests = (retryAfterSeconds: number, message: string): ApiError =>
+  new ApiError(429, 'TOO_MANY_REQUESTS', message, { headers: { 'retry-after': String(retryAfterSeconds) } })
+export const badRequest = (message: string, code = 'BAD_REQUEST'): ApiError => new ApiError(400, code, message)
+
+export function statusText (statusCode: number): string {
+  return STATUS_CODES[statusCode] ?? 'Error'
+}

@@ -1,0 +1,498 @@
+// One persistent TCP client connection to one picking controller (DESIGN §8).
+
+import { EventEmitter } from 'node:events'
+import net from 'node:net'
+import {
+  encodeFrame,
+  FrameDecoder,
+  FrameTooLongError,
+  nextSeq,
+  DEFAULT_MAX_FRAME_BYTES,
+  type Frame,
+  type FrameArgs,
+  type FrameArgsInput,
+  type FrameInput
+} from './codec.js'
+import { HardwareError } from './errors.js'
+
+export interface ControllerConfig {
+  id: string
+  host: string
+  port: number
+}
+
+/** All in milliseconds. */
+export interface LinkTimings {
+  /** Wait for an ACK/NAK before the one resend, and again before failing. */
+  ackTimeout: number
+  /** Send a PING after this long without any frame in either direction. */
+  heartbeatIdle: number
+  /** Drop the connection after this long without any frame received. */
+  deadAfter: number
+  backoffInitial: number
+  backoffMax: number
+  /** The backoff only starts again from backoffInitial once a connection stayed up this long. */
+  stableAfter: number
+  connectTimeout: number
+}
+
+export const DEFAULT_LINK_TIMINGS: Readonly<LinkTimings> = Object.freeze({
+  ackTimeout: 2000,
+  heartbeatIdle: 10000,
+  deadAfter: 30000,
+  backoffInitial: 1000,
+  backoffMax: 30000,
+  stableAfter: 60000,
+  connectTimeout: 5000
+})
+
+/** The pino methods the link uses. Pass a child logger that already names the controller. */
+export interface Logger {
+  debug (obj: object, msg?: string): void
+  info (obj: object, msg?: string): void
+  warn (obj: object, msg?: string): void
+  error (obj: object, msg?: string): void
+}
+
+export interface ControllerLinkOptions {
+  timings?: Partial<LinkTimings>
+  maxFrameBytes?: number
+  /** Commands sent or waiting to be sent; one more is refused with QUEUE_FULL. Default 32. */
+  maxQueue?: number
+  /** Commands sent and not yet answered; the rest wait in the queue. Default 4. */
+  maxInFlight?: number
+  /** TCP keep-alive initial delay. Default 10000. */
+  keepAliveDelay?: number
+  logger?: Logger
+  /** For tests of the backoff: a source of numbers in [0, 1). */
+  random?: () => number
+}
+
+export interface ControllerEvent {
+  cmd: string
+  args: FrameArgs
+  seq: number
+}
+
+/** What the controller's last STATUS acknowledgement said. */
+export interface ControllerState {
+  /** `idle`, `busy` or `error` (whatever the controller sent; `unknown` when it sent none). */
+  state: string
+  /** `addrN=…` entries keyed by N. */
+  addresses: Record<string, string>
+  args: FrameArgs
+  receivedAt: Date
+}
+
+export interface CommandResult {
+  seq: number
+  args: FrameArgs
+}
+
+export interface LinkStats {
+  framesIn: number
+  framesOut: number
+  droppedBytes: number
+  malformedFrames: number
+  /** Successful connections after the first one. */
+  reconnects: number
+  connectFailures: number
+  timeouts: number
+}
+
+export interface LinkEvents {
+  connected: []
+  disconnected: [reason: string]
+  event: [event: ControllerEvent]
+  status: [state: ControllerState]
+}
+
+const noop = (): void => {}
+const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
+
+/**
+ * Exponential backoff with full jitter: a uniform delay in
+ * [0, min(max, initial·2^attempt)). `attempt` counts from 0.
+ */
+export function backoffDelay (attempt: number, initial: number, max: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(max, initial * 2 ** Math.min(Math.max(attempt, 0), 30))
+  return Math.floor(random() * ceiling)
+}
+
+interface Pending {
+  cmd: string
+  args: FrameArgsInput
+  seq: number
+  attempts: number
+  timer: NodeJS.Timeout | undefined
+  resolve: (result: CommandResult) => void
+  reject: (err: HardwareError) => void
+}
+
+/** State that lives exactly as long as one TCP connection. */
+class Session {
+  connected = false
+  connectedAt = 0
+  /** Set once the session is being torn down; the first reason wins. */
+  endReason: string | undefined
+  error: Error | undefined
+  seq = 0
+  consecutiveTimeouts = 0
+  readonly inFlight = new Map<number, Pending>()
+  readonly queue: Pending[] = []
+  private readonly seen = new Set<number>()
+  private readonly seenOrder: number[] = []
+  connectTimer: NodeJS.Timeout | undefined
+  idleTimer: NodeJS.Timeout | undefined
+  deadTimer: NodeJS.Timeout | undefined
+
+  constructor (readonly socket: net.Socket, readonly decoder: FrameDecoder) {}
+
+  get ended (): boolean {
+    return this.endReason !== undefined || this.socket.destroyed
+  }
+
+  takeSeq (): number {
+    this.seq = nextSeq(this.seq)
+    return this.seq
+  }
+
+  /** Remembers an event SEQ; false when it was already acted on. */
+  remember (seq: number): boolean {
+    if (this.seen.has(seq)) return false
+    this.seen.add(seq)
+    this.seenOrder.push(seq)
+    if (this.seenOrder.length > 64) this.seen.delete(this.seenOrder.shift()!)
+    return true
+  }
+
+  clearTimers (): void {
+    clearTimeout(this.connectTimer)
+    clearTimeout(this.idleTimer)
+    clearTimeout(this.deadTimer)
+    for (const p of this.inFlight.values()) clearTimeout(p.timer)
+  }
+}
+
+export class ControllerLink extends EventEmitter<LinkEvents> {
+  readonly id: string
+  readonly host: string
+  readonly port: number
+  readonly timings: Readonly<LinkTimings>
+  readonly maxFrameBytes: number
+  readonly maxQueue: number
+  readonly maxInFlight: number
+  /** Last frame received, on any connection. */
+  lastSeenAt: Date | null = null
+  /** From the last STATUS acknowledgement on the current connection; null while disconnected. */
+  state: ControllerState | null = null
+  readonly stats: LinkStats = { framesIn: 0, framesOut: 0, droppedBytes: 0, malformedFrames: 0, reconnects: 0, connectFailures: 0, timeouts: 0 }
+
+  private readonly log: Logger
+  private readonly keepAliveDelay: number
+  private readonly random: () => number
+  private session: Session | undefined
+  private started = false
+  private closing = false
+  private closed: Promise<void> | undefined
+  private everConnected = false
+  private attempt = 0
+  private failuresInRow = 0
+  private reconnectTimer: NodeJS.Timeout | undefined
+
+  constructor (config: ControllerConfig, options: ControllerLinkOptions = {}) {
+    super()
+    this.id = config.id
+    this.host = config.host
+    this.port = config.port
+    this.timings = Object.freeze({ ...DEFAULT_LINK_TIMINGS, ...options.timings })
+    for (const [key, value] of Object.entries(this.timings)) {
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new RangeError(`timings.${key} must be a number >= 0`)
+    }
+    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    this.maxQueue = options.maxQueue ?? 32
+    this.maxInFlight = options.maxInFlight ?? 4
+    if (!Number.isInteger(this.maxQueue) || this.maxQueue < 1) throw new RangeError('maxQueue must be an integer >= 1')
+    if (!Number.isInteger(this.maxInFlight) || this.maxInFlight < 1) throw new RangeError('maxInFlight must be an integer >= 1')
+    this.keepAliveDelay = options.keepAliveDelay ?? 10000
+    this.log = options.logger ?? silentLogger
+    this.random = options.random ?? Math.random
+  }
+
+  get connected (): boolean {
+    return this.session !== undefined && this.session.connected && !this.session.ended
+  }
+
+  /** Commands sent or waiting on the current connection. */
+  get pending (): number {
+    return this.session === undefined ? 0 : this.session.inFlight.size + this.session.queue.length
+  }
+
+  /** Starts connecting in the background; never waits for the controller. */
+  start (): void {
+    if (this.closing) throw new Error('the link was closed')
+    if (this.started) return
+    this.started = true
+    this.connect()
+  }
+
+  /**
+   * Sends a REQ and resolves with its ACK. Rejects with a HardwareError:
+   * NAK, TIMEOUT (after one resend with the same SEQ), OFFLINE, QUEUE_FULL,
+   * LINK_DROPPED (never re-sent), INVALID_COMMAND (cannot be encoded).
+   */
+  send (cmd: string, args: FrameArgsInput = {}): Promise<CommandResult> {
+    try {
+      encodeFrame({ seq: 1, kind: 'REQ', cmd, args }, this.maxFrameBytes)
+    } catch (err) {
+      return Promise.reject(new HardwareError('INVALID_COMMAND', (err as Error).message, { controllerId: this.id }))
+    }
+    const session = this.session
+    if (this.closing || session === undefined || !session.connected || session.ended) {
+      return Promise.reject(new HardwareError('OFFLINE', `controller ${this.id} is offline`, { controllerId: this.id }))
+    }
+    if (session.inFlight.size + session.queue.length >= this.maxQueue) {
+      return Promise.reject(new HardwareError('QUEUE_FULL', `controller ${this.id} has ${this.maxQueue} commands pending`, { controllerId: this.id }))
+    }
+    return new Promise((resolve, reject) => {
+      session.queue.push({ cmd, args, seq: 0, attempts: 0, timer: undefined, resolve, reject })
+      this.pump(session)
+    })
+  }
+
+  /** Stops reconnecting, fails pending commands with LINK_DROPPED, resolves once the socket is closed. */
+  close (): Promise<void> {
+    if (this.closed !== undefined) return this.closed
+    this.closing = true
+    clearTimeout(this.reconnectTimer)
+    this.reconnectTimer = undefined
+    const session = this.session
+    if (session === undefined) {
+      this.closed = Promise.resolve()
+    } else {
+      this.closed = new Promise(resolve => session.socket.once('close', () => resolve()))
+      this.endSession(session, 'link closed')
+    }
+    return this.closed
+  }
+
+  private connect (): void {
+    const socket = new net.Socket()
+    const decoder = new FrameDecoder({
+      maxFrameBytes: this.maxFrameBytes,
+      onDiscard: (reason, bytes, detail) => {
+        this.stats.droppedBytes += bytes
+        if (reason === 'malformed') this.stats.malformedFrames++
+        this.log.warn({ reason, bytes, detail }, 'dropped bytes from the controller')
+      }
+    })
+    const session = new Session(socket, decoder)
+    this.session = session
+    session.connectTimer = setTimeout(() => {
+      this.endSession(session, `connect timeout after ${this.timings.connectTimeout} ms`)
+    }, this.timings.connectTimeout).unref()
+    socket.on('connect', () => this.onConnect(session))
+    socket.on('data', (chunk: Buffer) => this.onData(session, chunk))
+    socket.on('error', (err) => { session.error ??= err })
+    socket.on('close', () => this.onClose(session))
+    this.log.debug({ host: this.host, port: this.port }, 'connecting to controller')
+    socket.connect({ host: this.host, port: this.port })
+  }
+
+  private onConnect (session: Session): void {
+    clearTimeout(session.connectTimer)
+    if (session.ended) return
+    session.socket.setNoDelay(true)
+    session.socket.setKeepAlive(true, this.keepAliveDelay)
+    session.connected = true
+    session.connectedAt = Date.now()
+    this.failuresInRow = 0
+    if (this.everConnected) this.stats.reconnects++
+    this.everConnected = true
+    session.idleTimer = setTimeout(() => this.onIdle(session), this.timings.heartbeatIdle).unref()
+    session.deadTimer = setTimeout(() => {
+      this.endSession(session, `no frame for ${this.timings.deadAfter} ms`)
+    }, this.timings.deadAfter).unref()
+    this.log.info({ host: this.host, port: this.port }, 'controller connected')
+    // STATUS goes first so it always carries SEQ 0001 of the new connection.
+    this.send('STATUS').catch((err: HardwareError) => {
+      this.log.warn({ err }, 'controller did not answer STATUS after connect')
+    })
+    this.emit('connected')
+  }
+
+  private onData (session: Session, chunk: Buffer): void {
+    if (session.ended) return
+    let frames: Frame[]
+    try {
+      frames = session.decoder.push(chunk)
+    } catch (err) {
+      if (!(err instanceof FrameTooLongError)) throw err
+      this.log.warn({ maxFrameBytes: this.maxFrameBytes }, 'frame too long, resetting the connection')
+      this.endSession(session, 'frame too long')
+      return
+    }
+    for (const frame of frames) {
+      if (session.ended) return
+      this.onFrame(session, frame)
+    }
+  }
+
+  private onFrame (session: Session, frame: Frame): void {
+    this.stats.framesIn++
+    this.lastSeenAt = new Date()
+    session.deadTimer?.refresh()
+    session.idleTimer?.refresh()
+    switch (frame.kind) {
+      case 'HBT':
+        if (frame.cmd === 'PING') this.write(session, { seq: frame.seq, kind: 'HBT', cmd: 'PONG' })
+        return
+      case 'ACK':
+      case 'NAK':
+        this.onReply(session, frame)
+        return
+      case 'EVT':
+        this.onEvent(session, frame)
+        return
+      case 'REQ':
+        this.write(session, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code: 'UNSUPPORTED', msg: 'the gateway takes no requests' } })
+    }
+  }
+
+  private onReply (session: Session, frame: Frame): void {
+    const p = session.inFlight.get(frame.seq)
+    if (p === undefined || p.cmd !== frame.cmd) {
+      this.log.debug({ seq: frame.seq, kind: frame.kind, cmd: frame.cmd }, 'reply matches no pending command')
+      return
+    }
+    session.inFlight.delete(frame.seq)
+    clearTimeout(p.timer)
+    session.consecutiveTimeouts = 0
+    if (frame.kind === 'ACK') {
+      if (p.cmd === 'STATUS') this.applyStatus(frame.args)
+      p.resolve({ seq: frame.seq, args: frame.args })
+    } else {
+      const controllerCode = frame.args.code
+      const controllerMessage = frame.args.msg
+      p.reject(new HardwareError('NAK', `controller ${this.id} refused ${p.cmd}: ${controllerCode ?? '?'} ${controllerMessage ?? ''}`.trimEnd(), {
+        controllerId: this.id, seq: frame.seq, controllerCode, controllerMessage
+      }))
+    }
+    this.pump(session)
+  }
+
+  private onEvent (session: Session, frame: Frame): void {
+    this.write(session, { seq: frame.seq, kind: 'ACK', cmd: frame.cmd })
+    if (!session.remember(frame.seq)) {
+      this.log.debug({ seq: frame.seq, cmd: frame.cmd }, 'duplicate event acknowledged again')
+      return
+    }
+    this.safeEmit('event', { cmd: frame.cmd, args: frame.args, seq: frame.seq })
+  }
+
+  private applyStatus (args: FrameArgs): void {
+    const addresses: Record<string, string> = {}
+    for (const [key, value] of Object.entries(args)) {
+      const m = /^addr([0-9]+)$/.exec(key)
+      if (m !== null) addresses[String(Number(m[1]))] = value
+    }
+    this.state = { state: args.state ?? 'unknown', addresses, args, receivedAt: new Date() }
+    this.safeEmit('status', this.state)
+  }
+
+  private onIdle (session: Session): void {
+    if (session.ended) return
+    // write() re-arms this timer.
+    this.write(session, { seq: session.takeSeq(), kind: 'HBT', cmd: 'PING' })
+  }
+
+  private pump (session: Session): void {
+    while (!session.ended && session.inFlight.size < this.maxInFlight && session.queue.length > 0) {
+      const p = session.queue.shift()!
+      p.seq = session.takeSeq()
+      session.inFlight.set(p.seq, p)
+      this.transmit(session, p)
+    }
+  }
+
+  private transmit (session: Session, p: Pending): void {
+    p.attempts++
+    this.write(session, { seq: p.seq, kind: 'REQ', cmd: p.cmd, args: p.args })
+    p.timer = setTimeout(() => this.onAckTimeout(session, p), this.timings.ackTimeout).unref()
+  }
+
+  private onAckTimeout (session: Session, p: Pending): void {
+    if (session.ended || session.inFlight.get(p.seq) !== p) return
+    if (p.attempts < 2) {
+      this.log.debug({ seq: p.seq, cmd: p.cmd }, 'no acknowledgement, sending once more')
+      this.transmit(session, p)
+      return
+    }
+    session.inFlight.delete(p.seq)
+    this.stats.timeouts++
+    p.reject(new HardwareError('TIMEOUT', `controller ${this.id} did not acknowledge ${p.cmd}`, { controllerId: this.id, seq: p.seq }))
+    if (++session.consecutiveTimeouts >= 3) {
+      this.log.warn({ timeouts: session.consecutiveTimeouts }, 'controller stopped acknowledging, reconnecting')
+      this.endSession(session, 'three commands in a row unacknowledged')
+      return
+    }
+    this.pump(session)
+  }
+
+  private write (session: Session, frame: FrameInput): void {
+    if (session.ended) return
+    session.socket.write(encodeFrame(frame, this.maxFrameBytes))
+    this.stats.framesOut++
+    session.idleTimer?.refresh()
+  }
+
+  private endSession (session: Session, reason: string): void {
+    session.endReason ??= reason
+    session.socket.destroy()
+  }
+
+  private onClose (session: Session): void {
+    session.endReason ??= session.error?.message ?? 'closed by the controller'
+    session.clearTimers()
+    session.decoder.reset()
+    if (this.session === session) this.session = undefined
+    const reason = session.endReason
+    const pending = [...session.inFlight.values(), ...session.queue]
+    session.inFlight.clear()
+    session.queue.length = 0
+    for (const p of pending) {
+      p.reject(new HardwareError('LINK_DROPPED', `link to controller ${this.id} dropped: ${reason}`, {
+        controllerId: this.id, seq: p.seq === 0 ? undefined : p.seq
+      }))
+    }
+    if (session.connected) {
+      if (Date.now() - session.connectedAt >= this.timings.stableAfter) this.attempt = 0
+      this.state = null
+      this.log[this.closing ? 'info' : 'warn']({ reason }, 'controller disconnected')
+      this.safeEmit('disconnected', reason)
+    } else {
+      this.stats.connectFailures++
+      // One warning per outage; the retries after it would flood the log.
+      this.log[++this.failuresInRow === 1 ? 'warn' : 'debug']({ reason, host: this.host, port: this.port }, 'cannot connect to controller')
+    }
+    if (!this.closing) this.scheduleReconnect()
+  }
+
+  private scheduleReconnect (): void {
+    const delay = backoffDelay(this.attempt++, this.timings.backoffInitial, this.timings.backoffMax, this.random)
+    this.log.debug({ delay, attempt: this.attempt }, 'reconnecting')
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined
+      if (!this.closing) this.connect()
+    }, delay).unref()
+  }
+
+  /** A throwing listener must not break the socket's data handling. */
+  private safeEmit<K extends keyof LinkEvents> (name: K, ...args: LinkEvents[K]): void {
+    try {
+      this.emit(name as any, ...(args as any))
+    } catch (err) {
+      this.log.error({ err, event: name }, 'listener failed')
+    }
+  }
+}

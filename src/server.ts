@@ -1,0 +1,63 @@
+// Entry of `picking-gateway serve`: load configuration, open the database, build the app, listen, close on signals.
+import closeWithGrace from 'close-with-grace'
+import { pino } from 'pino'
+import { buildApp, type App } from './app.js'
+import { initDatabase } from './bootstrap.js'
+import { ConfigError, EXIT_CONFIG, loadConfig, type LoadOptions } from './config.js'
+import { SchemaMismatchError } from './db/errors.js'
+import { openDatabase } from './db/index.js'
+import { referenceMappings, type ResourceName } from './db/resources.js'
+import type { TableMapping } from './db/types.js'
+import { loggerOptions } from './logger.js'
+
+export interface ServeOptions extends LoadOptions {
+  /** install SIGTERM/SIGINT handlers (false in tests) */
+  signals?: boolean
+}
+
+export async function serve (options: ServeOptions = {}): Promise<App> {
+  const env = options.env ?? process.env
+  const { config, demo, source } = loadConfig(options)
+  const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  const logger = pino(loggerOptions(config.logging.level) as object)
+  const db = openDatabase(config.database.url, {
+    logger: logger.child({ component: 'database' }),
+    create: demo,
+    password: config.database.password,
+    connectTimeoutMs: config.database.connectTimeoutMs,
+    requestTimeoutMs: config.database.requestTimeoutMs
+  })
+  let app: App
+  try {
+    if (demo) {
+      const result = await initDatabase(db, {
+        demo: true,
+        mappings,
+        argon2: config.auth.argon2,
+        adminPassword: env.PICKING_GATEWAY_ADMIN_PASSWORD,
+        print: (line) => process.stdout.write(line + '\n')
+      })
+      if (result.seeded) process.stdout.write('Embedded demo database created and filled with demo data.\n')
+    }
+    app = await buildApp(config, { db, logger })
+  } catch (err) {
+    await db.close().catch(() => {})
+    throw err
+  }
+
+  if (options.signals !== false) {
+    closeWithGrace({ delay: config.server.closeGraceMs }, async ({ signal, err }) => {
+      if (err) app.log.error({ err }, 'fatal error, closing')
+      else app.log.info({ signal }, 'closing: no new connections, finishing requests in flight')
+      await app.close()
+    })
+  }
+  await app.listen({ host: config.server.host, port: config.server.port })
+  app.log.info({ config: source, demo, database: db.dialect }, 'picking-gateway ready')
+  return app
+}
+
+/** Maps start-up failures to exit codes: 78 for configuration (systemd does not restart), 1 otherwise. */
+export function startupExitCode (err: unknown): number {
+  return err instanceof ConfigError || err instanceof SchemaMismatchError ? EXIT_CONFIG : 1
+}

@@ -1,0 +1,109 @@
+// User management rules: who may change what, the licence cap, and revocation by token version.
+import { ApiError, forbidden, licenceLimit } from './errors.js'
+import { NotFoundError } from './db/errors.js'
+import { normalizeUsername, type Passwords } from './auth/passwords.js'
+import { parseListQuery } from './db/list-query.js'
+import type { Repository } from './db/repository.js'
+import type { Row } from './db/types.js'
+import type { User, UserCreate, UserType, UserUpdate } from '../schemas/users.js'
+
+export interface Actor { id: number, type: UserType }
+
+/** Account types that use a licence login (admins do not). */
+const LICENSED: UserType[] = ['user', 'application']
+
+export interface UserServiceOptions {
+  repo: Repository
+  passwords: Passwords
+  licenceLogins: number
+  /** called after a user's tokens were revoked (token version bumped, disabled or deleted) */
+  onRevoke: (userId: number) => void
+}
+
+/** The public shape: never the hash or the token version, whatever the row holds. */
+export function toUser (row: Row): User {
+  return {
+    id: row.id as number,
+    username: row.username as string,
+    type: row.type as UserType,
+    displayName: (row.displayName as string | null) ?? null,
+    enabled: row.enabled === true,
+    lastLoginAt: (row.lastLoginAt as string | null) ?? null,
+    createdAt: row.createdAt as string,
+    modifiedAt: row.modifiedAt as string
+  }
+}
+
+export class UserService {
+  constructor (private readonly opts: UserServiceOptions) {}
+
+  async create (input: UserCreate): Promise<User> {
+    const type = input.type ?? 'user'
+    const enabled = input.enabled ?? true
+    if (enabled && LICENSED.includes(type)) await this.assertLicence()
+    const row = await this.opts.repo.create({
+      username: normalizeUsername(input.username),
+      passwordHash: await this.opts.passwords.hash(input.password),
+      type,
+      displayName: input.displayName ?? null,
+      enabled,
+      tokenVersion: 0
+    })
+    return toUser(row)
+  }
+
+  /** Reading a user record: admins any, others only their own. */
+  async read (id: number, actor: Actor): Promise<Row | undefined> {
+    if (actor.type !== 'admin' && actor.id !== id) throw forbidden('You may only read your own user record')
+    return await this.opts.repo.get(id)
+  }
+
+  async update (id: number, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
+    this.assertMayUpdate(id, patch, actor)
+    const changes: Row = {}
+    if (patch.username !== undefined) changes.username = normalizeUsername(patch.username)
+    if (patch.displayName !== undefined) changes.displayName = patch.displayName
+    if (patch.type !== undefined) changes.type = patch.type
+    if (patch.enabled !== undefined) changes.enabled = patch.enabled
+    if (patch.password !== undefined) changes.passwordHash = await this.opts.passwords.hash(patch.password)
+
+    const current = await this.opts.repo.get(id)
+    if (!current) throw new NotFoundError(`User ${id} not found`)
+    const willCount = (changes.enabled ?? current.enabled) === true && LICENSED.includes((changes.type ?? current.type) as UserType)
+    const counted = current.enabled === true && LICENSED.includes(current.type as UserType)
+    if (willCount && !counted) await this.assertLicence()
+    const revoked = patch.password !== undefined || (patch.enabled === false && current.enabled === true) ||
+      (patch.type !== undefined && patch.type !== current.type)
+    if (revoked) changes.tokenVersion = Number(current.tokenVersion ?? 0) + 1
+    // The version read above must still be current, or a concurrent revocation could be undone.
+    const row = await this.opts.repo.update(id, changes, {
+      check: (row) => row.tokenVersion === current.tokenVersion && (check === undefined || check(row))
+    })
+    if (revoked) this.opts.onRevoke(id)
+    return toUser(row)
+  }
+
+  async delete (id: number, actor: Actor, check?: (current: Row) => boolean): Promise<void> {
+    if (actor.id === id) throw new ApiError(409, 'SELF_DELETE', 'You cannot delete your own account')
+    await this.opts.repo.delete(id, { check })
+    this.opts.onRevoke(id)
+  }
+
+  private assertMayUpdate (id: number, patch: UserUpdate, actor: Actor): void {
+    const self = actor.id === id
+    if (self && (patch.type !== undefined || patch.enabled !== undefined)) {
+      throw forbidden('You cannot change your own type or enabled state')
+    }
+    if (actor.type === 'admin') return
+    if (!self) throw forbidden('You may only change your own user record')
+    if (actor.type !== 'user') throw forbidden('Application accounts cannot change their user record; ask an admin')
+    const fields = Object.keys(patch).filter((key) => key !== 'password')
+    if (fields.length > 0) throw forbidden(`You may only change your own password, not ${fields.join(', ')}`)
+  }
+
+  private async assertLicence (): Promise<void> {
+    const { filters } = parseListQuery({ enabled: 'true', type: `[or]${LICENSED.join(';')}` }, this.opts.repo.def)
+    const used = await this.opts.repo.count(filters)
+    if (used >= this.opts.licenceLogins) throw licenceLimit(this.opts.licenceLogins)
+  }
+}

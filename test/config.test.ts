@@ -1,0 +1,84 @@
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { ConfigError, isWeakSecret, loadConfig, validateConfig } from '../src/config.js'
+
+const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
+
+function problemsOf (fn: () => unknown): string[] {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems
+    throw err
+  }
+  return []
+}
+
+t.test('the embedded demo when nothing is configured', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  const { config, demo, source } = loadConfig({ env: {}, dataDir })
+  t.equal(demo, true)
+  t.equal(source, 'embedded demo')
+  t.equal(config.database.url, `sqlite:${join(dataDir, 'picking-gateway.db')}`)
+  t.equal(config.licence.logins, 5, 'the demo licences 5 logins')
+  t.equal(config.server.host, '127.0.0.1')
+  t.equal(config.server.port, 3000)
+  const secretFile = join(dataDir, 'jwt-secret')
+  t.equal(readFileSync(secretFile, 'utf8').trim(), config.auth.jwtSecret, 'generated secret kept under data/')
+  t.equal(statSync(secretFile).mode & 0o777, 0o600)
+  t.equal(loadConfig({ env: {}, dataDir }).config.auth.jwtSecret, config.auth.jwtSecret, 'and reused on the next start')
+})
+
+t.test('environment overrides the file', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  const file = join(dir, 'config.json')
+  writeFileSync(file, JSON.stringify({ server: { port: 4000 }, database: { url: 'sqlite:/tmp/x.db' }, auth: { jwtSecret: SECRET }, licence: { logins: 3 } }))
+  const { config, demo } = loadConfig({ env: { PICKING_GATEWAY_CONFIG: file, PORT: '5000', HOST: '0.0.0.0', DATABASE_URL: 'sqlite:/tmp/y.db' } })
+  t.equal(demo, false)
+  t.equal(config.server.port, 5000)
+  t.equal(config.server.host, '0.0.0.0')
+  t.equal(config.database.url, 'sqlite:/tmp/y.db')
+  t.equal(config.licence.logins, 3)
+  t.equal(config.licence.logins, 3)
+  t.equal(validateConfig({ auth: { jwtSecret: SECRET } }).licence.logins, 1, 'one login by default, as the interface says')
+})
+
+t.test('secrets from systemd credentials', async (t) => {
+  const creds = mkdtempSync(join(tmpdir(), 'pg-creds-'))
+  writeFileSync(join(creds, 'jwt-secret'), SECRET + '\n')
+  writeFileSync(join(creds, 'database-password'), 'db-pass\n')
+  const { config } = loadConfig({ env: { DATABASE_URL: 'mssql://gw@db/Picking', CREDENTIALS_DIRECTORY: creds } })
+  t.equal(config.auth.jwtSecret, SECRET)
+  t.equal(config.database.password, 'db-pass')
+})
+
+t.test('bad configurations name the key and never show secrets', async (t) => {
+  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'sqlite:/tmp/x.db' } })), [/auth.jwtSecret: missing/], 'outside the demo a secret is required')
+  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'sqlite:/tmp/x.db', PORT: 'eighty', PICKING_GATEWAY_JWT_SECRET: SECRET } })), [/PORT: expected an integer/])
+  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'postgres://x', PICKING_GATEWAY_JWT_SECRET: SECRET } })), [/database.url: expected sqlite:<path> or mssql:/])
+  const short = problemsOf(() => validateConfig({ auth: { jwtSecret: 'hunter2' } }))
+  t.match(short, [/auth.jwtSecret: expected at least 32 bytes, got 7/])
+  t.notMatch(short.join(), /hunter2/)
+  t.match(problemsOf(() => validateConfig({ auth: { jwtSecret: 'changeme'.repeat(4) } })), [/well-known default/])
+  const many = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, server: { port: 'x', host: 5 }, hardware: { controllers: [{ id: 'c', host: 'h' }] }, extra: true }))
+  t.ok(many.some((p) => /^server.port: .*got "x"/.test(p)), 'server.port named with what it got')
+  t.ok(many.some((p) => /^server.host: /.test(p)))
+  t.ok(many.some((p) => /^hardware.controllers.0.port/.test(p) || /^hardware.controllers.0: /.test(p)))
+  t.ok(many.some((p) => /^extra: unknown key/.test(p)))
+  const url = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, database: { url: 42 } }))
+  t.match(url, [/database.url: .*<hidden>/], 'the database URL may hold a password')
+  const mapping = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'MaterialBase', columns: { id: 'MatID' } } } }))
+  t.match(mapping.join('\n'), /mapping.materials.name: no column configured/)
+  const dir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  writeFileSync(join(dir, 'broken.json'), '{ "server": ')
+  t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'broken.json') } })), [/not valid JSON/])
+  t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'missing.json') } })), [/cannot read .*ENOENT/])
+})
+
+t.test('weak secrets', async (t) => {
+  t.equal(isWeakSecret('secretsecretsecretsecretsecretsecret'), true)
+  t.equal(isWeakSecret('a'.repeat(40)), true)
+  t.equal(isWeakSecret(SECRET), false)
+})

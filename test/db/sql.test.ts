@@ -1,0 +1,200 @@
+// Pins the generated SQL text exactly: no SQL Server here, and npm's T-SQL parsers reject OUTPUT and parameterized OFFSET.
+import t from 'tap'
+import { mssqlDialect, sqliteDialect } from '../../src/db/dialect.js'
+import { createTableStatements } from '../../src/db/init.js'
+import { parseListQuery } from '../../src/db/list-query.js'
+import { materials, referenceMappings, users } from '../../src/db/resources.js'
+import { SqlBuilder } from '../../src/db/sql.js'
+
+const MS_COLS = '[id] AS [id], [material_number] AS [materialNumber], [name] AS [name], [description] AS [description], ' +
+  '[unit] AS [unit], [barcode] AS [barcode], [min_stock] AS [minStock], [max_stock] AS [maxStock], [weight] AS [weight], ' +
+  '[blocked] AS [blocked], [block_reason] AS [blockReason], [stock_quantity] AS [stockQuantity], ' +
+  '[created_at] AS [createdAt], [modified_at] AS [modifiedAt]'
+const LITE_COLS = '"id" AS "id", "material_number" AS "materialNumber", "name" AS "name", "description" AS "description", ' +
+  '"unit" AS "unit", "barcode" AS "barcode", "min_stock" AS "minStock", "max_stock" AS "maxStock", "weight" AS "weight", ' +
+  '"blocked" AS "blocked", "block_reason" AS "blockReason", "stock_quantity" AS "stockQuantity", ' +
+  '"created_at" AS "createdAt", "modified_at" AS "modifiedAt"'
+
+const ms = new SqlBuilder(mssqlDialect, materials, referenceMappings.materials)
+const lite = new SqlBuilder(sqliteDialect, materials, referenceMappings.materials)
+
+const listQuery = (): ReturnType<typeof parseListQuery> => {
+  const q = parseListQuery({
+    name: '[like]50%_[x]\\y',
+    minStock: ['[gte]5', '[lt]100'],
+    unit: '[or]pcs;box',
+    barcode: '[nor]1;2',
+    description: '[not]old',
+    blockReason: '[null]',
+    blocked: 'false',
+    sort: '-modifiedAt,materialNumber'
+  }, materials)
+  q.after = [new Date('2024-01-02T03:04:05.678Z'), null, 7]
+  return q
+}
+
+const FILTERS_MS = "[name] LIKE @p1 ESCAPE '\\' AND [min_stock] >= @p2 AND [min_stock] < @p3 AND [unit] IN (@p4, @p5) AND " +
+  '([barcode] NOT IN (@p6, @p7) OR [barcode] IS NULL) AND ([description] <> @p8 OR [description] IS NULL) AND ' +
+  '[block_reason] IS NULL AND [blocked] = @p9'
+const FILTERS_LITE = FILTERS_MS.replace(/\[([a-z_]+)\]/g, '"$1"')
+
+t.test('T-SQL list: filters, mixed sort, keyset after a NULL key, paging', async (t) => {
+  const stmt = ms.list(listQuery())
+  t.equal(stmt.text,
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ${FILTERS_MS} AND ` +
+    '(([modified_at] < @p10 OR [modified_at] IS NULL) OR ([modified_at] = @p10 AND [material_number] IS NOT NULL) OR ' +
+    '([modified_at] = @p10 AND [material_number] IS NULL AND [id] > @p11)) ' +
+    'ORDER BY [modified_at] DESC, [material_number] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  t.same(stmt.params.map((p) => [p.name, p.kind, p.value]), [
+    ['p1', 'string', '50%_\\[x]\\\\y'],
+    ['p2', 'number', 5],
+    ['p3', 'number', 100],
+    ['p4', 'string', 'pcs'],
+    ['p5', 'string', 'box'],
+    ['p6', 'string', '1'],
+    ['p7', 'string', '2'],
+    ['p8', 'string', 'old'],
+    ['p9', 'boolean', false],
+    ['p10', 'datetime', new Date('2024-01-02T03:04:05.678Z')],
+    ['p11', 'integer', 7],
+    ['limit', 'integer', 100],
+    ['offset', 'integer', 0]
+  ])
+})
+
+t.test('T-SQL count uses the same filters, no paging, no keyset', async (t) => {
+  const stmt = ms.count(listQuery().filters)
+  t.equal(stmt.text, `SELECT COUNT(*) AS [total] FROM [dbo].[materials] WHERE ${FILTERS_MS}`)
+  t.equal(stmt.params.length, 9)
+})
+
+t.test('T-SQL offset-paged list with the default sort', async (t) => {
+  const q = parseListQuery({ limit: '20', offset: '40', materialNumber: '[notlike]M-1%' }, materials)
+  const stmt = ms.list(q)
+  t.equal(stmt.text,
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ([material_number] NOT LIKE @p1 ESCAPE '\\' OR [material_number] IS NULL) ` +
+    'ORDER BY [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  t.same(stmt.params.map((p) => [p.name, p.value]), [['p1', 'M-1%'], ['limit', 20], ['offset', 40]])
+})
+
+t.test('T-SQL keyset with ascending non-null keys', async (t) => {
+  const q = parseListQuery({ sort: 'name,-weight' }, materials)
+  q.after = ['Valve', 1.5, 3]
+  t.equal(ms.list(q).text,
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ([name] > @p1 OR ([name] = @p1 AND ([weight] < @p2 OR [weight] IS NULL)) OR ` +
+    '([name] = @p1 AND [weight] = @p2 AND [id] > @p3)) ORDER BY [name] ASC, [weight] DESC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  // after a NULL in a descending key nothing follows on that key: the disjunct disappears
+  q.after = ['Valve', null, 3]
+  t.equal(ms.list(q).text,
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ([name] > @p1 OR ([name] = @p1 AND [weight] IS NULL AND [id] > @p2)) ` +
+    'ORDER BY [name] ASC, [weight] DESC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  // id only: a single condition, no OR
+  const byId = parseListQuery({}, materials)
+  byId.after = [41]
+  t.equal(ms.list(byId).text, `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [id] > @p1 ORDER BY [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY`)
+})
+
+t.test('T-SQL insert captures the id with OUTPUT INTO and reads the row back', async (t) => {
+  const stmt = ms.insert({ materialNumber: 'M-1', name: 'Valve', blocked: false })
+  t.equal(stmt.text,
+    'DECLARE @inserted TABLE ([id] bigint); ' +
+    'INSERT INTO [dbo].[materials] ([material_number], [name], [blocked]) OUTPUT INSERTED.[id] INTO @inserted VALUES (@p1, @p2, @p3); ' +
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [id] = (SELECT TOP (1) [id] FROM @inserted)`)
+  t.same(stmt.params.map((p) => [p.name, p.kind, p.value]), [['p1', 'string', 'M-1'], ['p2', 'string', 'Valve'], ['p3', 'boolean', false]])
+  t.equal(ms.insert({}).text.split('; ')[1], 'INSERT INTO [dbo].[materials] OUTPUT INSERTED.[id] INTO @inserted DEFAULT VALUES')
+})
+
+t.test('T-SQL update, delete, select by id and for update', async (t) => {
+  const upd = ms.update(5, { name: "O'Brien", modifiedAt: new Date(0) })
+  t.equal(upd.text, 'UPDATE [dbo].[materials] SET [name] = @p1, [modified_at] = @p2 WHERE [id] = @id')
+  t.same(upd.params.map((p) => [p.name, p.kind, p.value]), [['p1', 'string', "O'Brien"], ['p2', 'datetime', new Date(0)], ['id', 'integer', 5]])
+  t.throws(() => ms.update(5, {}), /without fields/)
+  t.equal(ms.delete(5).text, 'DELETE FROM [dbo].[materials] WHERE [id] = @id')
+  t.equal(ms.selectById(5).text, `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [id] = @id`)
+  t.equal(ms.selectById(5, { forUpdate: true }).text, `SELECT ${MS_COLS} FROM [dbo].[materials] WITH (UPDLOCK, ROWLOCK) WHERE [id] = @id`)
+})
+
+t.test('T-SQL multi-row insert for seeding', async (t) => {
+  const stmt = ms.insertMany(['materialNumber', 'name'], [{ materialNumber: 'A', name: 'a' }, { materialNumber: 'B', name: null }])
+  t.equal(stmt.text, 'INSERT INTO [dbo].[materials] ([material_number], [name]) VALUES (@p1, @p2), (@p3, @p4)')
+  t.same(stmt.params.map((p) => p.value), ['A', 'a', 'B', null])
+})
+
+t.test('identifiers are quoted per dialect, with their quote characters doubled', async (t) => {
+  const odd = { schema: 'pick]ing', table: 'mat"erials]', columns: { ...referenceMappings.materials.columns, name: 'na]me"x' } }
+  const b = new SqlBuilder(mssqlDialect, materials, odd)
+  t.equal(b.delete(1).text, 'DELETE FROM [pick]]ing].[mat"erials]]] WHERE [id] = @id')
+  t.equal(b.update(1, { name: 'x' }).text, 'UPDATE [pick]]ing].[mat"erials]]] SET [na]]me"x] = @p1 WHERE [id] = @id')
+  const l = new SqlBuilder(sqliteDialect, materials, odd)
+  t.equal(l.update(1, { name: 'x' }).text, 'UPDATE "mat""erials]" SET "na]me""x" = @p1 WHERE "id" = @id')
+  t.throws(() => b.col('nope'), /no column for field 'nope'/)
+})
+
+t.test('SQLite texts', async (t) => {
+  const list = lite.list(listQuery())
+  t.equal(list.text,
+    `SELECT ${LITE_COLS} FROM "materials" WHERE ${FILTERS_LITE} AND ` +
+    '(("modified_at" < @p10 OR "modified_at" IS NULL) OR ("modified_at" = @p10 AND "material_number" IS NOT NULL) OR ' +
+    '("modified_at" = @p10 AND "material_number" IS NULL AND "id" > @p11)) ' +
+    'ORDER BY "modified_at" DESC, "material_number" ASC, "id" ASC LIMIT @limit OFFSET @offset')
+  // SQLite's LIKE has no [ class: only the escape character itself is escaped
+  t.equal(list.params[0].value, '50%_[x]\\\\y')
+  t.equal(lite.count([]).text, 'SELECT COUNT(*) AS "total" FROM "materials"')
+  t.equal(lite.insert({ materialNumber: 'M-1' }).text, `INSERT INTO "materials" ("material_number") VALUES (@p1) RETURNING ${LITE_COLS}`)
+  t.equal(lite.insert({}).text, `INSERT INTO "materials" DEFAULT VALUES RETURNING ${LITE_COLS}`)
+  t.equal(lite.update(3, { blocked: true }).text, 'UPDATE "materials" SET "blocked" = @p1 WHERE "id" = @id')
+  t.equal(lite.delete(3).text, 'DELETE FROM "materials" WHERE "id" = @id')
+  t.equal(lite.selectById(3, { forUpdate: true }).text, `SELECT ${LITE_COLS} FROM "materials" WHERE "id" = @id`)
+})
+
+t.test('T-SQL DDL', async (t) => {
+  t.same(createTableStatements('mssql', materials, referenceMappings.materials), [
+    "IF OBJECT_ID(N'[dbo].[materials]', N'U') IS NULL\n" +
+    'CREATE TABLE [dbo].[materials] (\n' +
+    '  [id] int IDENTITY(1,1) NOT NULL CONSTRAINT [PK_materials] PRIMARY KEY,\n' +
+    '  [material_number] nvarchar(64) NOT NULL CONSTRAINT [UQ_materials_material_number] UNIQUE,\n' +
+    '  [name] nvarchar(200) NOT NULL,\n' +
+    '  [description] nvarchar(2000),\n' +
+    "  [unit] nvarchar(16) CONSTRAINT [DF_materials_unit] DEFAULT N'pcs',\n" +
+    '  [barcode] nvarchar(64),\n' +
+    '  [min_stock] float,\n' +
+    '  [max_stock] float,\n' +
+    '  [weight] float,\n' +
+    '  [blocked] bit NOT NULL CONSTRAINT [DF_materials_blocked] DEFAULT 0,\n' +
+    '  [block_reason] nvarchar(500),\n' +
+    '  [stock_quantity] float NOT NULL CONSTRAINT [DF_materials_stock_quantity] DEFAULT 0,\n' +
+    '  [created_at] datetime2(3) NOT NULL CONSTRAINT [DF_materials_created_at] DEFAULT SYSUTCDATETIME(),\n' +
+    '  [modified_at] datetime2(3) NOT NULL CONSTRAINT [DF_materials_modified_at] DEFAULT SYSUTCDATETIME()\n' +
+    ')',
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE [name] = N'IX_materials_modified_at' AND [object_id] = OBJECT_ID(N'[dbo].[materials]'))\n" +
+    'CREATE INDEX [IX_materials_modified_at] ON [dbo].[materials] ([modified_at])'
+  ])
+  const usersDdl = createTableStatements('mssql', users, { ...referenceMappings.users, schema: "gate'way" })
+  t.equal(usersDdl[0], "IF SCHEMA_ID(N'gate''way') IS NULL EXEC(N'CREATE SCHEMA [gate''way]')")
+  t.match(usersDdl[1], /^IF OBJECT_ID\(N'\[gate''way\]\.\[gateway_users\]', N'U'\) IS NULL\nCREATE TABLE \[gate'way\]\.\[gateway_users\] \(\n/)
+  t.match(usersDdl[1], /\n {2}\[last_login_at\] datetime2\(3\),\n/)
+  t.match(usersDdl[1], /\n {2}\[token_version\] int NOT NULL CONSTRAINT \[DF_gateway_users_token_version\] DEFAULT 0,\n/)
+  t.match(usersDdl[1], /\n {2}\[enabled\] bit NOT NULL CONSTRAINT \[DF_gateway_users_enabled\] DEFAULT 1,\n/)
+})
+
+t.test('SQLite DDL', async (t) => {
+  t.same(createTableStatements('sqlite', materials, referenceMappings.materials), [
+    'CREATE TABLE IF NOT EXISTS "materials" (\n' +
+    '  "id" INTEGER PRIMARY KEY AUTOINCREMENT,\n' +
+    '  "material_number" TEXT NOT NULL UNIQUE,\n' +
+    '  "name" TEXT NOT NULL,\n' +
+    '  "description" TEXT,\n' +
+    "  \"unit\" TEXT DEFAULT 'pcs',\n" +
+    '  "barcode" TEXT,\n' +
+    '  "min_stock" REAL,\n' +
+    '  "max_stock" REAL,\n' +
+    '  "weight" REAL,\n' +
+    '  "blocked" INTEGER NOT NULL DEFAULT 0,\n' +
+    '  "block_reason" TEXT,\n' +
+    '  "stock_quantity" REAL NOT NULL DEFAULT 0,\n' +
+    "  \"created_at\" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n" +
+    "  \"modified_at\" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n" +
+    ')',
+    'CREATE INDEX IF NOT EXISTS "IX_materials_modified_at" ON "materials" ("modified_at")'
+  ])
+})

@@ -1,0 +1,88 @@
+// Builds the app exactly as production does (buildApp), on a fresh database per test file.
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { buildApp, type App } from '../../src/app.js'
+import { initDatabase } from '../../src/bootstrap.js'
+import { validateConfig, type Config } from '../../src/config.js'
+import { openDatabase } from '../../src/db/index.js'
+import { referenceMappings, type ResourceName } from '../../src/db/resources.js'
+import type { Database, TableMapping } from '../../src/db/types.js'
+
+const silentLogger = { info () {}, warn () {}, error () {} }
+
+export const ADMIN_PASSWORD = 'admin-password-1'
+
+/** Cheap argon2 parameters: the tests check behaviour, the benchmark checks cost. */
+export const TEST_ARGON2 = { memoryCost: 1024, timeCost: 1, parallelism: 1 }
+
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] }
+
+export interface TestContext {
+  app: App
+  db: Database
+  config: Config
+  /** logs in and returns the token pair */
+  login (username: string, password: string): Promise<{ accessToken: string, refreshToken: string }>
+  /** an access token of the bootstrapped admin */
+  adminToken: string
+  /** creates a user through the API and logs it in */
+  createUser (type: 'admin' | 'user' | 'application', username?: string): Promise<{ id: number, username: string, password: string, accessToken: string, refreshToken: string }>
+  auth (token: string): { authorization: string }
+}
+
+let counter = 0
+
+/** The database the suite runs on: SQLite by default, SQL Server when GATEWAY_TEST_DB=mssql and MSSQL_TEST_URL are set. */
+export function testDatabaseUrl (dir: string): string {
+  if (process.env.GATEWAY_TEST_DB === 'mssql' && process.env.MSSQL_TEST_URL) return process.env.MSSQL_TEST_URL
+  return `sqlite:${join(dir, 'test.db')}`
+}
+
+export async function build (t: Test, overrides: DeepPartial<Config> & { mapping?: Partial<Record<ResourceName, TableMapping>> } = {}, prepare?: (db: Database) => Promise<void>): Promise<TestContext> {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-test-'))
+  const url = testDatabaseUrl(dir)
+  const config = validateConfig({
+    ...overrides,
+    database: { url, ...overrides.database },
+    auth: { jwtSecret: randomBytes(32).toString('hex'), argon2: TEST_ARGON2, ...overrides.auth },
+    licence: { logins: 10, ...overrides.licence },
+    logging: { level: 'silent', ...overrides.logging }
+  })
+  const db = openDatabase(url, { create: true, connectTimeoutMs: 5000, requestTimeoutMs: 15000, logger: silentLogger })
+  const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  if (prepare) await prepare(db)
+  await initDatabase(db, { demo: false, mappings, argon2: TEST_ARGON2, adminPassword: ADMIN_PASSWORD, print: () => {} })
+  const app = await buildApp(config, { db })
+  await app.ready()
+  t.teardown(async () => {
+    await app.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  const auth = (token: string) => ({ authorization: `Bearer ${token}` })
+  const login = async (username: string, password: string) => {
+    const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password } })
+    if (res.statusCode !== 200) throw new Error(`login ${username} failed: ${res.statusCode} ${res.body}`)
+    return res.json() as { accessToken: string, refreshToken: string }
+  }
+  const admin = await login('admin', ADMIN_PASSWORD)
+  return {
+    app,
+    db,
+    config,
+    login,
+    auth,
+    adminToken: admin.accessToken,
+    async createUser (type, username) {
+      const name = username ?? `${type}-${++counter}`
+      const password = `pw-${name}-secret`
+      const res = await app.inject({ method: 'POST', url: '/api/users', headers: auth(admin.accessToken), payload: { username: name, password, type } })
+      if (res.statusCode !== 201) throw new Error(`create ${name} failed: ${res.statusCode} ${res.body}`)
+      const tokens = await login(name, password)
+      return { id: res.json().id, username: name, password, ...tokens }
+    }
+  }
+}

@@ -1,0 +1,227 @@
+import { createHmac } from 'node:crypto'
+import t from 'tap'
+import { ADMIN_PASSWORD, build } from '../helpers/build.js'
+
+const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
+const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
+
+function sign (header: object, payload: object, secret: string): string {
+  const body = `${b64(header)}.${b64(payload)}`
+  return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}`
+}
+
+t.test('login', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+
+  const ok = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  t.equal(ok.statusCode, 200)
+  t.equal(ok.headers['cache-control'], 'no-store')
+  const body = ok.json()
+  t.equal(body.login, true)
+  t.equal(body.expiresIn, 900)
+  t.match(body.accessToken, /^[\w-]+\.[\w-]+\.[\w-]+$/)
+  const access = decode(body.accessToken)
+  const refresh = decode(body.refreshToken)
+  t.equal(access.typ, 'access')
+  t.equal(access.exp - access.iat, 900, 'access token lives 15 minutes')
+  t.equal(refresh.typ, 'refresh')
+  t.equal(refresh.exp - refresh.iat, 30 * 24 * 3600, 'refresh token lives 30 days')
+  t.not(access.jti, refresh.jti)
+
+  const expected = { statusCode: 401, code: 'INVALID_CREDENTIALS', error: 'Unauthorized', message: 'Invalid username or password', login: false }
+  const wrong = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'nope-nope' } })
+  t.equal(wrong.statusCode, 401)
+  t.same(wrong.json(), expected)
+  t.equal(wrong.headers['www-authenticate'], 'Bearer')
+  const unknown = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'ghost', password: 'nope-nope' } })
+  t.same(unknown.json(), expected, 'unknown user gets the same answer')
+
+  const disabled = await ctx.createUser('user', 'dora')
+  await app.inject({ method: 'POST', url: `/api/users/${disabled.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })
+  const dis = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'dora', password: disabled.password } })
+  t.same(dis.json(), expected, 'disabled user gets the same answer')
+
+  const caseInsensitive = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: ' Admin ', password: ADMIN_PASSWORD } })
+  t.equal(caseInsensitive.statusCode, 200, 'usernames are case-insensitive and trimmed')
+
+  const missing = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin' } })
+  t.equal(missing.statusCode, 400)
+  t.match(missing.json().message, /password/)
+  const coerced = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: ['admin'], password: ADMIN_PASSWORD } })
+  t.equal(coerced.statusCode, 400, 'an array is not a string')
+  t.match(coerced.json().message, /body\/username/)
+  const extra = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD, remember: true } })
+  t.equal(extra.statusCode, 400)
+  t.match(extra.json().message, /unknown field 'remember'/)
+  const notJson = await app.inject({ method: 'POST', url: '/api/users/login', headers: { 'content-type': 'application/xml' }, payload: '<login/>' })
+  t.equal(notJson.statusCode, 415)
+})
+
+t.test('failed logins per username are throttled', async (t) => {
+  const { app } = await build(t)
+  for (let i = 0; i < 5; i++) {
+    const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: i % 2 ? 'ADMIN' : 'admin ', password: 'wrong-password' } })
+    t.equal(res.statusCode, 401)
+  }
+  const blocked = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  t.equal(blocked.statusCode, 429, 'even the right password waits after 5 failures')
+  t.equal(blocked.json().code, 'TOO_MANY_REQUESTS')
+  t.ok(Number(blocked.headers['retry-after']) > 0 && Number(blocked.headers['retry-after']) <= 900)
+})
+
+t.test('login attempts per address are throttled', async (t) => {
+  const { app } = await build(t, { auth: { loginThrottle: { maxAttemptsPerAddress: 4 } } })
+  // build() already logged the admin in once from this address: 3 more attempts reach the limit of 4
+  for (let i = 0; i < 3; i++) {
+    const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: `u${i}`, password: 'whatever1' } })
+    t.equal(res.statusCode, 401)
+  }
+  const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  t.equal(res.statusCode, 429)
+  t.ok(res.headers['retry-after'])
+  t.equal(res.json().statusCode, 429)
+})
+
+t.test('refresh and application tokens', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const tokens = await ctx.login('admin', ADMIN_PASSWORD)
+
+  for (const method of ['GET', 'POST'] as const) {
+    const res = await app.inject({ method, url: '/api/users/refresh', headers: auth(tokens.refreshToken) })
+    t.equal(res.statusCode, 200, `${method} refresh`)
+    t.equal(res.headers['cache-control'], 'no-store')
+    t.equal(res.json().expiresIn, 900)
+    const fresh = res.json().accessToken
+    t.equal(decode(fresh).typ, 'access')
+    const use = await app.inject({ method: 'GET', url: '/api/users/1', headers: auth(fresh) })
+    t.equal(use.statusCode, 200)
+  }
+
+  const accessAsRefresh = await app.inject({ method: 'GET', url: '/api/users/refresh', headers: auth(tokens.accessToken) })
+  t.equal(accessAsRefresh.statusCode, 401)
+  t.equal(accessAsRefresh.json().code, 'TOKEN_INVALID')
+  const refreshAsAccess = await app.inject({ method: 'GET', url: '/api/users', headers: auth(tokens.refreshToken) })
+  t.equal(refreshAsAccess.statusCode, 401)
+  t.equal(refreshAsAccess.json().code, 'TOKEN_INVALID')
+  t.match(refreshAsAccess.headers['www-authenticate'], /^Bearer/)
+
+  const notApp = await app.inject({ method: 'POST', url: '/api/users/application-token', headers: auth(tokens.refreshToken) })
+  t.equal(notApp.statusCode, 403, 'admins are not application users')
+  const user = await ctx.createUser('user')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/application-token', headers: auth(user.refreshToken) })).statusCode, 403)
+
+  const erp = await ctx.createUser('application', 'erp')
+  for (const method of ['GET', 'POST'] as const) {
+    const res = await app.inject({ method, url: '/api/users/application-token', headers: auth(erp.refreshToken) })
+    t.equal(res.statusCode, 200, `${method} application-token`)
+    t.equal(res.headers['cache-control'], 'no-store')
+    const claims = decode(res.json().token)
+    t.equal(claims.typ, 'application')
+    t.equal(claims.exp, undefined, 'application tokens do not expire')
+    const use = await app.inject({ method: 'GET', url: `/api/users/${erp.id}`, headers: auth(res.json().token) })
+    t.equal(use.statusCode, 200, 'an application token is an access token')
+    const onRefresh = await app.inject({ method: 'GET', url: '/api/users/refresh', headers: auth(res.json().token) })
+    t.equal(onRefresh.statusCode, 401, 'an application token is not a refresh token')
+    const onAppToken = await app.inject({ method: 'GET', url: '/api/users/application-token', headers: auth(erp.accessToken) })
+    t.equal(onAppToken.statusCode, 401, 'the access token cannot mint application tokens')
+  }
+})
+
+t.test('token attacks all end in 401 with a fixed message', async (t) => {
+  const ctx = await build(t)
+  const { app, auth, config } = ctx
+  const secret = config.auth.jwtSecret!
+  const now = Math.floor(Date.now() / 1000)
+  const good = decode(ctx.adminToken)
+  const invalid = { statusCode: 401, code: 'TOKEN_INVALID', error: 'Unauthorized', message: 'The token is invalid' }
+
+  const call = (headers: Record<string, string>) => app.inject({ method: 'GET', url: '/api/users', headers })
+
+  const none = await call({})
+  t.equal(none.statusCode, 401)
+  t.equal(none.json().code, 'TOKEN_MISSING')
+  t.equal(none.headers['www-authenticate'], 'Bearer')
+  t.equal((await call({ authorization: 'Basic YWRtaW46YWRtaW4=' })).json().code, 'TOKEN_MISSING')
+
+  const [h, p] = ctx.adminToken.split('.')
+  const cases: Record<string, string> = {
+    'alg none': `${b64({ alg: 'none', typ: 'JWT' })}.${p}.`,
+    'alg none with signature': `${b64({ alg: 'none', typ: 'JWT' })}.${p}.${ctx.adminToken.split('.')[2]}`,
+    'lower-case alg': sign({ alg: 'hs256', typ: 'JWT' }, good, secret),
+    'HS512 not allowed': (() => { const body = `${b64({ alg: 'HS512' })}.${b64(good)}`; return `${body}.${createHmac('sha512', secret).update(body).digest('base64url')}` })(),
+    'foreign signature': sign({ alg: 'HS256', typ: 'JWT' }, good, 'another-secret-that-is-long-enough-123'),
+    'tampered payload': `${h}.${b64({ ...good, sub: '2' })}.${ctx.adminToken.split('.')[2]}`,
+    'wrong typ': sign({ alg: 'HS256' }, { ...good, typ: 'refresh' }, secret),
+    'typ without matching audience': sign({ alg: 'HS256' }, { ...good, aud: 'picking-gateway:refresh' }, secret),
+    'access token without exp': sign({ alg: 'HS256' }, { ...good, exp: undefined }, secret),
+    'string exp': sign({ alg: 'HS256' }, { ...good, exp: String(now + 600) }, secret),
+    'future nbf': sign({ alg: 'HS256' }, { ...good, nbf: now + 3600 }, secret),
+    'unknown crit header': sign({ alg: 'HS256', crit: ['x-unknown'], 'x-unknown': 1 }, good, secret),
+    'wrong token version': sign({ alg: 'HS256' }, { ...good, ver: good.ver + 1 }, secret),
+    'unknown user': sign({ alg: 'HS256' }, { ...good, sub: '999' }, secret),
+    garbage: 'not.a.jwt',
+    'two parts': `${h}.${p}`
+  }
+  for (const [name, token] of Object.entries(cases)) {
+    const res = await call(auth(token))
+    t.equal(res.statusCode, 401, name)
+    t.same(res.json(), invalid, `${name}: body`)
+  }
+
+  const expired = sign({ alg: 'HS256', typ: 'JWT' }, { ...good, iat: now - 1000, exp: now - 100 }, secret)
+  const exp = await call(auth(expired))
+  t.equal(exp.statusCode, 401)
+  t.equal(exp.json().code, 'TOKEN_EXPIRED')
+  t.match(exp.headers['www-authenticate'], /invalid_token/)
+  const expiredForeign = sign({ alg: 'HS256', typ: 'JWT' }, { ...good, iat: now - 1000, exp: now - 100 }, 'another-secret-that-is-long-enough-123')
+  t.equal((await call(auth(expiredForeign))).json().code, 'TOKEN_INVALID', 'expiry is only told for a well-signed token')
+})
+
+t.test('revocation: disable, password change and delete revoke every token at once', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const admin = auth(ctx.adminToken)
+
+  const erp = await ctx.createUser('application')
+  const appToken = (await app.inject({ method: 'POST', url: '/api/users/application-token', headers: auth(erp.refreshToken) })).json().token
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${erp.id}`, headers: auth(appToken) })).statusCode, 200)
+  await app.inject({ method: 'POST', url: `/api/users/${erp.id}`, headers: admin, payload: { enabled: false } })
+  for (const token of [appToken, erp.accessToken]) {
+    const res = await app.inject({ method: 'GET', url: `/api/users/${erp.id}`, headers: auth(token) })
+    t.equal(res.statusCode, 401)
+    t.equal(res.json().code, 'TOKEN_INVALID')
+  }
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/refresh', headers: auth(erp.refreshToken) })).statusCode, 401)
+  await app.inject({ method: 'POST', url: `/api/users/${erp.id}`, headers: admin, payload: { enabled: true } })
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${erp.id}`, headers: auth(appToken) })).statusCode, 401, 're-enabling does not revive old tokens')
+
+  const user = await ctx.createUser('user')
+  const change = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: auth(user.accessToken), payload: { password: 'a-new-password' } })
+  t.equal(change.statusCode, 200, 'a user changes its own password')
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: auth(user.accessToken) })).statusCode, 401)
+  const relogin = await ctx.login(user.username, 'a-new-password')
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: auth(relogin.accessToken) })).statusCode, 200)
+
+  const doomed = await ctx.createUser('user')
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${doomed.id}`, headers: admin })).statusCode, 204)
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${doomed.id}`, headers: auth(doomed.accessToken) })).statusCode, 401)
+})
+
+t.test('revocation reaches other instances within the cache time', async (t) => {
+  const ctx = await build(t, { auth: { revocationCacheMs: 300 } })
+  const user = await ctx.createUser('user')
+  const get = () => ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken) })
+  t.equal((await get()).statusCode, 200)
+  // Bump the version behind the app's back, as another gateway instance would.
+  await ctx.app.repos.users.update(user.id, { tokenVersion: 5 })
+  const started = Date.now()
+  let status = 200
+  while (status === 200 && Date.now() - started < 5000) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    status = (await get()).statusCode
+  }
+  t.equal(status, 401)
+  t.ok(Date.now() - started < 2000, 'revoked within seconds')
+})

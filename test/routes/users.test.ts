@@ -1,0 +1,166 @@
+import t from 'tap'
+import { build } from '../helpers/build.js'
+
+const USER_KEYS = ['createdAt', 'displayName', 'enabled', 'id', 'lastLoginAt', 'modifiedAt', 'type', 'username']
+
+t.test('every users route needs a token', async (t) => {
+  const { app } = await build(t)
+  const routes: Array<[string, string]> = [['GET', '/api/users'], ['POST', '/api/users'], ['GET', '/api/users/1'], ['POST', '/api/users/1'], ['PATCH', '/api/users/1'], ['DELETE', '/api/users/1']]
+  for (const [method, url] of routes) {
+    const res = await app.inject({ method: method as 'GET', url, payload: method === 'GET' || method === 'DELETE' ? undefined : {} })
+    t.equal(res.statusCode, 401, `${method} ${url}`)
+    t.equal(res.json().code, 'TOKEN_MISSING')
+  }
+})
+
+t.test('list and read', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const user = await ctx.createUser('user', 'uma')
+  const list = await app.inject({ method: 'GET', url: '/api/users?sort=username', headers: auth(ctx.adminToken) })
+  t.equal(list.statusCode, 200)
+  const body = list.json()
+  t.same(body.data.map((u: { username: string }) => u.username), ['admin', 'uma'])
+  t.same(Object.keys(body.data[0]).sort(), USER_KEYS, 'no password, hash or token version')
+  t.equal(body.meta.limit, 100)
+  t.ok(list.headers.etag)
+  t.notMatch(list.body, /argon2|password/i)
+
+  t.equal((await app.inject({ method: 'GET', url: '/api/users', headers: auth(user.accessToken) })).statusCode, 403, 'users cannot list users')
+  const own = await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: auth(user.accessToken) })
+  t.equal(own.statusCode, 200)
+  t.equal(own.json().username, 'uma')
+  t.equal(own.json().type, 'user')
+  t.equal(own.json().enabled, true)
+  t.type(own.json().lastLoginAt, 'string', 'login recorded')
+  const other = await app.inject({ method: 'GET', url: '/api/users/1', headers: auth(user.accessToken) })
+  t.equal(other.statusCode, 403)
+  t.equal(other.json().code, 'FORBIDDEN')
+  const missing = await app.inject({ method: 'GET', url: '/api/users/999', headers: auth(ctx.adminToken) })
+  t.equal(missing.statusCode, 404)
+  t.same(missing.json(), { statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: 'User 999 not found' })
+  const badId = await app.inject({ method: 'GET', url: '/api/users/abc', headers: auth(ctx.adminToken) })
+  t.equal(badId.statusCode, 400)
+  t.match(badId.json().message, /params\/id/)
+
+  const filtered = await app.inject({ method: 'GET', url: '/api/users?type=user&count=true', headers: auth(ctx.adminToken) })
+  t.same(filtered.json().data.map((u: { username: string }) => u.username), ['uma'])
+  t.equal(filtered.json().meta.total, 1)
+  t.equal(filtered.headers['x-total-count'], '1')
+})
+
+t.test('create', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const admin = auth(ctx.adminToken)
+  const res = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'Picker.One', password: 'long-enough', type: 'user', displayName: 'Picker One' } })
+  t.equal(res.statusCode, 201)
+  const created = res.json()
+  t.equal(res.headers.location, `/api/users/${created.id}`)
+  t.same(Object.keys(created).sort(), USER_KEYS)
+  t.equal(created.username, 'picker.one', 'stored in lower case')
+  t.equal(created.lastLoginAt, null)
+  t.notMatch(res.body, /long-enough|argon2/)
+  const stored = await app.repos.users.get(created.id)
+  t.match(stored!.passwordHash, /^\$argon2id\$/, 'stored as an argon2id hash')
+
+  const dup = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'PICKER.ONE', password: 'long-enough' } })
+  t.equal(dup.statusCode, 409)
+  t.equal(dup.json().code, 'CONFLICT')
+  t.match(dup.json().message, /username/)
+
+  const bad: Array<[object, RegExp]> = [
+    [{ username: 'x', password: 'short' }, /password/],
+    [{ username: 'x', password: 'long-enough', type: 'root' }, /type/],
+    [{ username: 'x', password: 'long-enough', tokenVersion: 3 }, /unknown field 'tokenVersion'/],
+    [{ username: 'x', password: 'long-enough', id: 7 }, /id is read-only/],
+    [{ username: 'x', password: 'long-enough', enabled: 'true' }, /enabled/],
+    [{ password: 'long-enough' }, /username/]
+  ]
+  for (const [payload, message] of bad) {
+    const r = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload })
+    t.equal(r.statusCode, 400, JSON.stringify(payload))
+    t.match(r.json().message, message)
+  }
+  const count = await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })
+  t.equal(count.json().meta.total, 2, 'bad requests changed nothing')
+
+  const user = await ctx.createUser('user')
+  const forbidden = await app.inject({ method: 'POST', url: '/api/users', headers: auth(user.accessToken), payload: { username: 'y', password: 'long-enough' } })
+  t.equal(forbidden.statusCode, 403)
+})
+
+t.test('licence caps enabled user and application accounts', async (t) => {
+  const ctx = await build(t, { licence: { logins: 2 } })
+  const admin = ctx.auth(ctx.adminToken)
+  const create = (username: string, type: string, enabled = true) =>
+    ctx.app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username, password: 'long-enough', type, enabled } })
+  t.equal((await create('a1', 'user')).statusCode, 201)
+  t.equal((await create('a2', 'application')).statusCode, 201)
+  const over = await create('a3', 'user')
+  t.equal(over.statusCode, 403)
+  t.equal(over.json().code, 'LICENCE_LIMIT')
+  t.equal((await create('boss', 'admin')).statusCode, 201, 'admins are not counted')
+  const disabled = await create('a4', 'user', false)
+  t.equal(disabled.statusCode, 201, 'disabled accounts are not counted')
+  const enable = await ctx.app.inject({ method: 'POST', url: `/api/users/${disabled.json().id}`, headers: admin, payload: { enabled: true } })
+  t.equal(enable.statusCode, 403)
+  t.equal(enable.json().code, 'LICENCE_LIMIT')
+  const demote = await ctx.app.inject({ method: 'POST', url: `/api/users/${(await create('boss2', 'admin')).json().id}`, headers: admin, payload: { type: 'user' } })
+  t.equal(demote.json().code, 'LICENCE_LIMIT', 'turning an admin into a user needs a licence too')
+})
+
+t.test('update', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const admin = auth(ctx.adminToken)
+  const user = await ctx.createUser('user')
+
+  const res = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: admin, payload: { displayName: 'Renamed' } })
+  t.equal(res.statusCode, 200)
+  t.equal(res.json().displayName, 'Renamed')
+  t.equal(res.json().type, 'user', 'fields not sent are unchanged')
+  const patch = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { displayName: null } })
+  t.equal(patch.statusCode, 200, 'PATCH is an alias')
+  t.equal(patch.json().displayName, null)
+
+  const selfType = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: auth(user.accessToken), payload: { type: 'admin' } })
+  t.equal(selfType.statusCode, 403, 'no self-promotion')
+  const selfName = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: auth(user.accessToken), payload: { displayName: 'me' } })
+  t.equal(selfName.statusCode, 403)
+  t.match(selfName.json().message, /password/)
+  const adminSelf = await app.inject({ method: 'POST', url: '/api/users/1', headers: admin, payload: { type: 'user' } })
+  t.equal(adminSelf.statusCode, 403, 'an admin cannot demote itself')
+  const otherUser = await ctx.createUser('user')
+  t.equal((await app.inject({ method: 'POST', url: `/api/users/${otherUser.id}`, headers: auth(user.accessToken), payload: { password: 'x-long-enough' } })).statusCode, 403)
+  const erp = await ctx.createUser('application')
+  t.equal((await app.inject({ method: 'POST', url: `/api/users/${erp.id}`, headers: auth(erp.accessToken), payload: { password: 'x-long-enough' } })).statusCode, 403)
+
+  t.equal((await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: admin, payload: { id: 5 } })).statusCode, 400)
+  t.equal((await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: admin, payload: {} })).statusCode, 400, 'an empty update is refused')
+  t.equal((await app.inject({ method: 'POST', url: '/api/users/999', headers: admin, payload: { displayName: 'x' } })).statusCode, 404)
+  const dup = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: admin, payload: { username: 'admin' } })
+  t.equal(dup.statusCode, 409)
+
+  const read = await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })
+  const stale = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: { ...admin, 'if-match': '"stale"' }, payload: { displayName: 'x' } })
+  t.equal(stale.statusCode, 412)
+  const fresh = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: { ...admin, 'if-match': read.headers.etag as string }, payload: { displayName: 'y' } })
+  t.equal(fresh.statusCode, 200)
+})
+
+t.test('delete', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const admin = auth(ctx.adminToken)
+  const user = await ctx.createUser('user')
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${user.id}`, headers: auth(user.accessToken) })).statusCode, 403)
+  const self = await app.inject({ method: 'DELETE', url: '/api/users/1', headers: admin })
+  t.equal(self.statusCode, 409)
+  t.equal(self.json().code, 'SELF_DELETE')
+  const del = await app.inject({ method: 'DELETE', url: `/api/users/${user.id}`, headers: admin })
+  t.equal(del.statusCode, 204)
+  t.equal(del.body, '')
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })).statusCode, 404)
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${user.id}`, headers: admin })).statusCode, 404)
+})
