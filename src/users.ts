@@ -85,7 +85,9 @@ export class UserService {
 
   async delete (id: number, actor: Actor, check?: (current: Row) => boolean): Promise<void> {
     if (actor.id === id) throw new ApiError(409, 'SELF_DELETE', 'You cannot delete your own account')
-    await this.opts.repo.delete(id, { check })
+    await this.opts.repo.delete(id, { check }).catch((err: unknown) => {
+      throw err instanceof NotFoundError ? new NotFoundError(`User ${id} not found`) : err
+    })
     this.opts.onRevoke(id)
   }
 

@@ -7,7 +7,7 @@ import type { UserType } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import type { Repository } from '../../src/db/repository.js'
 import type { Row } from '../../src/db/types.js'
-import { ifMatchCheck, sendList, sendOne } from '../../src/http.js'
+import { etagOf, ifMatchCheck, sendList, sendOne } from '../../src/http.js'
 
 export interface ResourceRoutesOptions {
   /** singular noun for messages and summaries */
@@ -33,6 +33,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const writers = fastify.requireType(...opts.writers)
     const who = opts.writers.length === 3 ? '' : ` (${opts.writers.join(', ')})`
     const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
+    const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
 
     fastify.get('/', {
       schema: {
@@ -84,8 +85,10 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         },
         handler: async (request, reply) => {
           const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic) })
+            .catch(named(request.params.id))
           const body = toPublic(row)
-          return sendOne(request, reply, body)
+          reply.header('etag', etagOf(body))
+          return body
         }
       })
     }
@@ -99,7 +102,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         response: { 204: Type.Null(), ...errors(401, 403, 404, 412, 503) }
       }
     }, async (request, reply) => {
-      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic) })
+      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic) }).catch(named(request.params.id))
       return reply.code(204).send(null)
     })
   }

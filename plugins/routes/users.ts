@@ -7,7 +7,7 @@ import {
 } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { forbidden } from '../../src/errors.js'
-import { ifMatchCheck, sendList, sendOne } from '../../src/http.js'
+import { etagOf, ifMatchCheck, sendList, sendOne } from '../../src/http.js'
 import { toUser, UserService } from '../../src/users.js'
 
 export interface UserRoutesOptions {
@@ -130,7 +130,8 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       },
       handler: async (request, reply) => {
         const user = await service.update(request.params.id, request.body, request.identity!, ifMatchCheck(request, toUser))
-        return sendOne(request, reply, user)
+        reply.header('etag', etagOf(user))
+        return user
       }
     })
   }

@@ -1,4 +1,5 @@
 // `db init`: DDL for the reference tables in either dialect. Never run implicitly except for the embedded demo.
+import { SchemaMismatchError } from './errors.js'
 import { dialectFor, stringLiteral, type Dialect } from './dialect.js'
 import { resources, type ResourceName } from './resources.js'
 import type { Database, DialectName, FieldDef, ResourceDef, TableMapping } from './types.js'
@@ -83,11 +84,22 @@ export function createTableStatements (dialect: Dialect | DialectName, def: Reso
   return statements
 }
 
-/** Creates the reference tables (materials, stations, users) that do not exist yet. */
-export async function createReferenceTables (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<void> {
+/**
+ * Creates the reference tables (materials, stations, users) that do not exist yet. A table that
+ * exists is never altered, not even by an index: if it does not fit the mapping, this fails and says why.
+ */
+export async function createReferenceTables (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+  const created: string[] = []
   for (const name of Object.keys(resources) as ResourceName[]) {
+    const problems = await db.checkMapping(resources[name], mappings[name])
+    if (problems.length === 0) continue
+    if (problems.length > 1 || !/: table '.*' does not exist$/.test(problems[0])) {
+      throw new SchemaMismatchError(`The existing table does not match the configured mapping: ${problems.join('; ')}`)
+    }
     for (const text of createTableStatements(db.dialect, resources[name], mappings[name])) {
       await db.execute({ text, params: [] })
     }
+    created.push(name)
   }
+  return created
 }

@@ -143,7 +143,8 @@ export function parseFilter (field: string, def: FieldDef, raw: string): Filter 
       return { field, op, values: [] }
     case 'or':
     case 'nor':
-      return { field, op, values: rest.split(';').map((part) => operand(field, def, part)) }
+      // `\;` is a literal semicolon inside a value of the list
+      return { field, op, values: rest.split(/(?<!\\);/).map((part) => operand(field, def, part.replaceAll('\\;', ';'))) }
     case 'like':
     case 'notlike': {
       if (def.kind !== 'string') throw new BadQueryError(`Filter '${field}': [${op}] works only on text fields`)

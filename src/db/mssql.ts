@@ -266,7 +266,24 @@ function isLoginFailure (err: unknown): boolean {
 // ---------------------------------------------------------------------------------------------
 // the Database
 
-const DEADLOCK_RETRIES = 3
+/**
+ * Runs fn again when SQL Server chose it as a deadlock victim (1205), up to `retries` times
+ * after a short random pause; the server has already rolled the victim back.
+ */
+export async function retryDeadlocks<T> (fn: () => Promise<T>, retries = 3, pause: (attempt: number) => Promise<void> = randomPause): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (attempt > retries || classifyMssqlError(err) !== 'deadlock') throw err
+      await pause(attempt)
+    }
+  }
+}
+
+async function randomPause (attempt: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40 * attempt))
+}
 
 /** The statement checkMapping runs; INFORMATION_SCHEMA.COLUMNS also lists views, which may be mapped too. */
 export function columnsStatement (mapping: TableMapping): Statement {
@@ -307,19 +324,12 @@ class MssqlDatabase implements Database {
 
   /** Runs fn when connected, retrying deadlock victims, mapping driver errors. */
   private async run<T> (fn: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      await this.supervisor.ready()
-      try {
-        return await fn()
-      } catch (err) {
-        const kind = classifyMssqlError(err)
-        if (kind === 'deadlock' && attempt < DEADLOCK_RETRIES) {
-          await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40 * (attempt + 1)))
-          continue
-        }
-        if (kind === 'connection') this.supervisor.markDown(err)
-        throw toDbError(err)
-      }
+    await this.supervisor.ready()
+    try {
+      return await retryDeadlocks(fn)
+    } catch (err) {
+      if (classifyMssqlError(err) === 'connection') this.supervisor.markDown(err)
+      throw toDbError(err)
     }
   }
 

@@ -159,22 +159,34 @@ export class SqlBuilder {
    * Rows strictly after the keyset position `after` in the order `sort`. Both dialects sort NULL
    * first ascending and last descending; so after a non-null x, ASC means `> x` and DESC means
    * `< x OR IS NULL`; after a NULL, ASC means `IS NOT NULL` and DESC means nothing (NULLs are last).
-   * Equality on the earlier keys includes `IS NULL`. The final key (id) is never NULL.
+   * Equality on the earlier keys includes `IS NULL`. The NULL branches are left out for fields
+   * declared notNull: an `OR col IS NULL` keeps SQLite from seeking on the column's index.
    */
   private keyset (sort: SortKey[], after: SqlValue[], params: Params): string {
     const refs = after.map((v, i) => v === null ? null : params.add(this.kind(sort[i].field), v))
+    const nullable = (i: number): boolean => this.def.fields[sort[i].field].notNull !== true && this.def.fields[sort[i].field].id !== true
     const disjuncts: string[] = []
     for (let i = 0; i < sort.length; i++) {
       const c = this.col(sort[i].field)
       const ref = refs[i]
       let beyond: string | null
       if (ref === null) beyond = sort[i].desc ? null : `${c} IS NOT NULL`
-      else beyond = sort[i].desc ? `(${c} < ${ref} OR ${c} IS NULL)` : `${c} > ${ref}`
+      else if (sort[i].desc) beyond = nullable(i) ? `(${c} < ${ref} OR ${c} IS NULL)` : `${c} < ${ref}`
+      else beyond = `${c} > ${ref}`
       if (beyond !== null) {
         const equal = sort.slice(0, i).map((k, j) => refs[j] === null ? `${this.col(k.field)} IS NULL` : `${this.col(k.field)} = ${refs[j]}`)
         disjuncts.push(equal.length === 0 ? beyond : `(${[...equal, beyond].join(' AND ')})`)
       }
     }
-    return disjuncts.length === 1 ? disjuncts[0] : `(${disjuncts.join(' OR ')})`
+    const keyset = disjuncts.length === 1 ? disjuncts[0] : `(${disjuncts.join(' OR ')})`
+    // The same bound on the first key alone is redundant, but it is the part an index can seek
+    // on: each page then starts where the last one ended instead of filtering from the top.
+    if (sort.length === 1) return keyset
+    const c = this.col(sort[0].field)
+    let leading: string | null
+    if (refs[0] === null) leading = sort[0].desc ? `${c} IS NULL` : null
+    else if (!sort[0].desc) leading = `${c} >= ${refs[0]}`
+    else leading = nullable(0) ? `(${c} <= ${refs[0]} OR ${c} IS NULL)` : `${c} <= ${refs[0]}`
+    return leading === null ? keyset : `${leading} AND ${keyset}`
   }
 }

@@ -133,8 +133,9 @@ class SqliteDatabase implements Database {
 
   async close (): Promise<void> {
     if (this.closed) return
-    await this.queue
+    // refuse new calls at once; let the queued ones finish
     this.closed = true
+    await this.queue
     this.cache.clear()
     this.db.close()
   }

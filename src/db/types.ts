@@ -14,7 +14,7 @@ export interface FieldDef {
   unique?: boolean
   /** strings: the column length `db init` creates (nvarchar(n)); absent means nvarchar(max)/TEXT */
   maxLength?: number
-  /** `db init` creates the column NOT NULL */
+  /** the column holds no NULLs: `db init` creates it NOT NULL, and keyset paging relies on it */
   notNull?: boolean
   /** applied by Repository.create when the field is not given (and the column's default in `db init`) */
   default?: string | number | boolean

@@ -431,7 +431,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.inFlight.delete(p.seq)
     this.stats.timeouts++
     p.reject(new HardwareError('TIMEOUT', `controller ${this.id} did not acknowledge ${p.cmd}`, { controllerId: this.id, seq: p.seq }))
-    if (++session.consecutiveTimeouts >= 3) {
+    if (++session.consecutiveTimeouts >= 4) {
       this.log.warn({ timeouts: session.consecutiveTimeouts }, 'controller stopped acknowledging, reconnecting')
       this.endSession(session, 'three commands in a row unacknowledged')
       return

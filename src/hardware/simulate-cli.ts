@@ -11,7 +11,7 @@ export const SIMULATE_USAGE = `Usage: picking-gateway simulate [options]
 Runs simulated picking controllers; controller i listens on port N+i.
 
 Options:
-  -p, --port <N>            first port (default 9100)
+  -p, --port <N>            first port (default 9100; 0: any free ports)
       --host <addr>         address to listen on (default 127.0.0.1)
   -c, --controllers <ids>   comma-separated controller ids (default ctl-1)
       --confirm-delay <ms>  LIGHT to CONFIRM (default 1500)
@@ -76,7 +76,7 @@ export async function runSimulateCommand (argv: string[], io: SimulateIo = {}): 
   const ids = values.controllers.split(',').map(s => s.trim()).filter(s => s !== '')
   const confirmDelay = integer(values['confirm-delay'])
   const trayDelay = integer(values['tray-delay'])
-  if (port === undefined || port < 1 || port + ids.length - 1 > 65535) return usageError(`--port must be a port number, got ${values.port}`)
+  if (port === undefined || port + ids.length - 1 > 65535) return usageError(`--port must be a port number, got ${values.port}`)
   if (ids.length === 0 || new Set(ids).size !== ids.length) return usageError('--controllers must list distinct ids')
   if (confirmDelay === undefined) return usageError('--confirm-delay must be a number of ms')
   if (trayDelay === undefined) return usageError('--tray-delay must be a number of ms')
@@ -86,7 +86,7 @@ export async function runSimulateCommand (argv: string[], io: SimulateIo = {}): 
   try {
     sim = await startSimulator({
       host: values.host,
-      controllers: ids.map((id, i) => ({ id, port: port + i })),
+      controllers: ids.map((id, i) => ({ id, port: port === 0 ? 0 : port + i })),
       timings: { confirmDelay, trayDelay },
       logger
     })

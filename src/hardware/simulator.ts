@@ -1,6 +1,6 @@
 // A controller simulator speaking the controller side of the protocol, with fault controls for demos and tests.
 
-import { EventEmitter } from 'node:events'
+import { EventEmitter, once } from 'node:events'
 import net from 'node:net'
 import {
   encodeFrame,
@@ -209,10 +209,8 @@ export class SimController extends EventEmitter<SimControllerEvents> {
     const server = this.server
     this.server = undefined
     for (const conn of this.connections) conn.socket.destroy()
-    const sockets = [...this.connections].map(conn => new Promise<void>(resolve => {
-      if (conn.socket.closed) resolve()
-      else conn.socket.once('close', () => resolve())
-    }))
+    // Connections leave the set on 'close', so each of these is still to close.
+    const sockets = [...this.connections].map(conn => once(conn.socket, 'close'))
     await Promise.all([
       ...sockets,
       server === undefined ? undefined : new Promise<void>(resolve => server.close(() => resolve()))
@@ -220,10 +218,6 @@ export class SimController extends EventEmitter<SimControllerEvents> {
   }
 
   private accept (socket: net.Socket): void {
-    if (this.closed) {
-      socket.destroy()
-      return
-    }
     socket.setNoDelay(true)
     const conn: SimConnection = new SimConnection(socket, new FrameDecoder({
       maxFrameBytes: this.maxFrameBytes,

@@ -42,7 +42,7 @@ t.test('T-SQL list: filters, mixed sort, keyset after a NULL key, paging', async
   const stmt = ms.list(listQuery())
   t.equal(stmt.text,
     `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ${FILTERS_MS} AND ` +
-    '(([modified_at] < @p10 OR [modified_at] IS NULL) OR ([modified_at] = @p10 AND [material_number] IS NOT NULL) OR ' +
+    '[modified_at] <= @p10 AND ([modified_at] < @p10 OR ([modified_at] = @p10 AND [material_number] IS NOT NULL) OR ' +
     '([modified_at] = @p10 AND [material_number] IS NULL AND [id] > @p11)) ' +
     'ORDER BY [modified_at] DESC, [material_number] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
   t.same(stmt.params.map((p) => [p.name, p.kind, p.value]), [
@@ -77,17 +77,32 @@ t.test('T-SQL offset-paged list with the default sort', async (t) => {
   t.same(stmt.params.map((p) => [p.name, p.value]), [['p1', 'M-1%'], ['limit', 20], ['offset', 40]])
 })
 
-t.test('T-SQL keyset with ascending non-null keys', async (t) => {
+t.test('T-SQL keyset: NULL handling for nullable keys, a seekable bound on the first key', async (t) => {
   const q = parseListQuery({ sort: 'name,-weight' }, materials)
   q.after = ['Valve', 1.5, 3]
   t.equal(ms.list(q).text,
-    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ([name] > @p1 OR ([name] = @p1 AND ([weight] < @p2 OR [weight] IS NULL)) OR ` +
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [name] >= @p1 AND ([name] > @p1 OR ([name] = @p1 AND ([weight] < @p2 OR [weight] IS NULL)) OR ` +
     '([name] = @p1 AND [weight] = @p2 AND [id] > @p3)) ORDER BY [name] ASC, [weight] DESC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
   // after a NULL in a descending key nothing follows on that key: the disjunct disappears
   q.after = ['Valve', null, 3]
   t.equal(ms.list(q).text,
-    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ([name] > @p1 OR ([name] = @p1 AND [weight] IS NULL AND [id] > @p2)) ` +
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [name] >= @p1 AND ([name] > @p1 OR ([name] = @p1 AND [weight] IS NULL AND [id] > @p2)) ` +
     'ORDER BY [name] ASC, [weight] DESC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  const d = parseListQuery({ sort: '-weight,name' }, materials)
+  d.after = [2, 'Valve', 3]
+  t.equal(ms.list(d).text,
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ([weight] <= @p1 OR [weight] IS NULL) AND (([weight] < @p1 OR [weight] IS NULL) OR ` +
+    '([weight] = @p1 AND [name] > @p2) OR ([weight] = @p1 AND [name] = @p2 AND [id] > @p3)) ' +
+    'ORDER BY [weight] DESC, [name] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  d.after = [null, 'Valve', 3]
+  t.equal(ms.list(d).text,
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [weight] IS NULL AND (([weight] IS NULL AND [name] > @p1) OR ([weight] IS NULL AND [name] = @p1 AND [id] > @p2)) ` +
+    'ORDER BY [weight] DESC, [name] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  const a = parseListQuery({ sort: 'weight' }, materials)
+  a.after = [null, 3]
+  t.equal(ms.list(a).text,
+    `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ([weight] IS NOT NULL OR ([weight] IS NULL AND [id] > @p1)) ` +
+    'ORDER BY [weight] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY', 'after a NULL ascending: no bound on the first key')
   // id only: a single condition, no OR
   const byId = parseListQuery({}, materials)
   byId.after = [41]
@@ -134,7 +149,7 @@ t.test('SQLite texts', async (t) => {
   const list = lite.list(listQuery())
   t.equal(list.text,
     `SELECT ${LITE_COLS} FROM "materials" WHERE ${FILTERS_LITE} AND ` +
-    '(("modified_at" < @p10 OR "modified_at" IS NULL) OR ("modified_at" = @p10 AND "material_number" IS NOT NULL) OR ' +
+    '"modified_at" <= @p10 AND ("modified_at" < @p10 OR ("modified_at" = @p10 AND "material_number" IS NOT NULL) OR ' +
     '("modified_at" = @p10 AND "material_number" IS NULL AND "id" > @p11)) ' +
     'ORDER BY "modified_at" DESC, "material_number" ASC, "id" ASC LIMIT @limit OFFSET @offset')
   // SQLite's LIKE has no [ class: only the escape character itself is escaped

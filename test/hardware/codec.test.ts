@@ -78,7 +78,7 @@ t.test('refuses frames the protocol cannot carry', async t => {
   t.throws(() => encodeFrame({ seq: 1, kind: 'REQ', cmd: 'A|B' }), TypeError)
   t.throws(() => encodeFrame({ seq: 1, kind: 'REQ', cmd: '' }), TypeError)
   t.throws(() => encodeFrame({ seq: 1, kind: 'REQ', cmd: 'A', args: { text: 'x'.repeat(100) } }, 64), RangeError)
-  t.equal(encodeFrame({ seq: 1, kind: 'REQ', cmd: 'A', args: { t: 'x'.repeat(50) } }, 64).length, 64, 'exactly maxFrameBytes is fine')
+  t.equal(encodeFrame({ seq: 1, kind: 'REQ', cmd: 'A', args: { t: 'x'.repeat(49) } }, 64).length, 64, 'exactly maxFrameBytes is fine')
 })
 
 t.test('SEQ counts 0001-9999 and wraps to 0001', async t => {
@@ -168,7 +168,7 @@ t.test('decoder: an oversize frame throws instead of buffering', async t => {
   t.same(d2.push(encodeFrame({ seq: 1, kind: 'HBT', cmd: 'PONG' })).length, 1, 'usable again after the error')
 
   // Exactly at the limit is fine.
-  const atLimit = encodeFrame({ seq: 1, kind: 'REQ', cmd: 'A', args: { t: 'x'.repeat(50) } }, 64)
+  const atLimit = encodeFrame({ seq: 1, kind: 'REQ', cmd: 'A', args: { t: 'x'.repeat(49) } }, 64)
   t.equal(new FrameDecoder({ maxFrameBytes: 64 }).push(atLimit).length, 1)
   t.throws(() => new FrameDecoder({ maxFrameBytes: 2 }), RangeError)
 })

@@ -53,6 +53,13 @@ export async function build (t: Test, overrides: DeepPartial<Config> & { mapping
   })
   const db = openDatabase(url, { create: true, connectTimeoutMs: 5000, requestTimeoutMs: 15000, logger: silentLogger })
   const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  if (url.startsWith('mssql:')) {
+    // One shared test database: start every test file from empty reference tables.
+    for (const name of ['materials', 'stations', 'users'] as ResourceName[]) {
+      const m = mappings[name]
+      await db.execute({ text: `DROP TABLE IF EXISTS [${m.schema ?? 'dbo'}].[${m.table}]`, params: [] })
+    }
+  }
   if (prepare) await prepare(db)
   await initDatabase(db, { demo: false, mappings, argon2: TEST_ARGON2, adminPassword: ADMIN_PASSWORD, print: () => {} })
   const app = await buildApp(config, { db })

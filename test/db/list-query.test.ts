@@ -1,0 +1,156 @@
+import t from 'tap'
+import {
+  cursorFromRow, decodeCursor, nextLink, parseFilter, parseIsoDateTime, parseListQuery, parseSort, parseValue, sortSpec
+} from '../../src/db/list-query.js'
+import { materials, stations, users } from '../../src/db/resources.js'
+
+interface Asserts { throws: typeof t.throws }
+
+const bad = (t: Asserts, query: Record<string, string | string[]>, message: RegExp, def = materials): void => {
+  t.throws(() => parseListQuery(query, def), { name: 'BadQueryError', statusCode: 400, message }, JSON.stringify(query))
+}
+
+t.test('defaults', async (t) => {
+  const q = parseListQuery({}, materials)
+  t.same(q, { limit: 100, sort: [{ field: 'id', desc: false }], count: false, filters: [] })
+  t.notOk('offset' in q, 'offset only for offset paging')
+})
+
+t.test('limit, offset, count', async (t) => {
+  t.equal(parseListQuery({ limit: '1000' }, materials).limit, 1000)
+  t.equal(parseListQuery({ limit: '1' }, materials).limit, 1)
+  t.equal(parseListQuery({ offset: '0' }, materials).offset, 0)
+  t.equal(parseListQuery({ offset: '30' }, materials).offset, 30)
+  t.equal(parseListQuery({ count: 'true' }, materials).count, true)
+  t.equal(parseListQuery({ count: 'false' }, materials).count, false)
+  bad(t, { limit: '1001' }, /'limit' must be at most 1000/)
+  bad(t, { limit: '0' }, /'limit' must be at least 1/)
+  bad(t, { limit: '-5' }, /'limit' must be an integer/)
+  bad(t, { limit: '10abc' }, /'limit' must be an integer/)
+  bad(t, { limit: ['10', '20'] }, /'limit' must be given only once/)
+  bad(t, { offset: '1.5' }, /'offset' must be an integer/)
+  bad(t, { offset: '99999999999999999999' }, /'offset' is too large/)
+  bad(t, { count: 'yes' }, /'count' must be true or false/)
+})
+
+t.test('sort', async (t) => {
+  t.same(parseSort(materials, '-modifiedAt,materialNumber'), [
+    { field: 'modifiedAt', desc: true }, { field: 'materialNumber', desc: false }, { field: 'id', desc: false }])
+  t.same(parseSort(materials, '-id,name'), [{ field: 'id', desc: true }, { field: 'name', desc: false }], 'id already a key: not appended')
+  t.same(parseSort(materials, ' name,+weight'), [{ field: 'name', desc: false }, { field: 'weight', desc: false }, { field: 'id', desc: false }], 'an unencoded + arrives as a space')
+  t.equal(sortSpec(parseSort(materials, '-modifiedAt')), '-modifiedAt,id')
+  bad(t, { sort: 'nope' }, /Unknown sort field 'nope' in 'sort'/)
+  bad(t, { sort: 'passwordHash' }, /Unknown sort field 'passwordHash'/, users)
+  bad(t, { sort: 'name,-name' }, /Sort field 'name' given twice/)
+})
+
+t.test('filters: equality and every operator', async (t) => {
+  const f = (raw: string, field = 'name'): unknown => parseFilter(field, materials.fields[field], raw)
+  t.same(f('Valve'), { field: 'name', op: 'eq', values: ['Valve'] })
+  t.same(f('[gt]5', 'weight'), { field: 'weight', op: 'gt', values: [5] })
+  t.same(f('[gte]-1.5e2', 'weight'), { field: 'weight', op: 'gte', values: [-150] })
+  t.same(f('[lt]7', 'id'), { field: 'id', op: 'lt', values: [7] })
+  t.same(f('[lte]2024-03-01', 'modifiedAt'), { field: 'modifiedAt', op: 'lte', values: [new Date('2024-03-01T00:00:00Z')] })
+  t.same(f('[not]x'), { field: 'name', op: 'not', values: ['x'] })
+  t.same(f('[like]valve'), { field: 'name', op: 'like', values: ['%valve%'] }, 'no wildcard: substring')
+  t.same(f('[like]val_e%'), { field: 'name', op: 'like', values: ['val_e%'] }, 'wildcards given: as is')
+  t.same(f('[notlike]a'), { field: 'name', op: 'notlike', values: ['%a%'] })
+  t.same(f('[or]a;b;c'), { field: 'name', op: 'or', values: ['a', 'b', 'c'] })
+  t.same(f('[nor]1;2', 'id'), { field: 'id', op: 'nor', values: [1, 2] })
+  t.same(f('[null]'), { field: 'name', op: 'null', values: [] })
+  t.same(f('[notnull]'), { field: 'name', op: 'notnull', values: [] })
+  t.same(f('[GTE]3', 'weight'), { field: 'weight', op: 'gte', values: [3] }, 'operators are case-insensitive')
+  t.same(f('[foo]bar'), { field: 'name', op: 'eq', values: ['[foo]bar'] }, 'unknown operator: literal equality')
+  t.same(f('[notnullx]'), { field: 'name', op: 'eq', values: ['[notnullx]'] })
+  t.same(f(''), { field: 'name', op: 'eq', values: [''] })
+  t.same(f('true', 'blocked'), { field: 'blocked', op: 'eq', values: [true] })
+})
+
+t.test('filters from the query string: repeated keys AND, modifiedSince', async (t) => {
+  const q = parseListQuery({ modifiedAt: ['[gte]2024-01-01', '[lt]2024-02-01'], modifiedSince: '2023-12-01T10:00:00+02:00', unit: 'kg', cursor: undefined }, materials)
+  t.same(q.filters, [
+    { field: 'modifiedAt', op: 'gte', values: [new Date('2023-12-01T08:00:00Z')] },
+    { field: 'modifiedAt', op: 'gte', values: [new Date('2024-01-01T00:00:00Z')] },
+    { field: 'modifiedAt', op: 'lt', values: [new Date('2024-02-01T00:00:00Z')] },
+    { field: 'unit', op: 'eq', values: ['kg'] }
+  ])
+})
+
+t.test('bad filters name the parameter', async (t) => {
+  bad(t, { nope: '1' }, /^Unknown query parameter 'nope'$/)
+  bad(t, { passwordHash: 'x' }, /^Unknown query parameter 'passwordHash'$/, users)
+  bad(t, { tokenVersion: '1' }, /^Unknown query parameter 'tokenVersion'$/, users)
+  bad(t, { toString: '1' }, /^Unknown query parameter 'toString'$/)
+  bad(t, { id: 'abc' }, /Invalid value for 'id': expected an integer, got 'abc'/)
+  bad(t, { id: '1.5' }, /Invalid value for 'id': expected an integer/)
+  bad(t, { weight: '[gt]abc' }, /Invalid value for 'weight': expected a number, got 'abc'/)
+  bad(t, { weight: '0x10' }, /Invalid value for 'weight'/)
+  bad(t, { weight: 'Infinity' }, /Invalid value for 'weight'/)
+  bad(t, { blocked: 'yes' }, /Invalid value for 'blocked': expected true or false/)
+  bad(t, { modifiedAt: '[gte]2024-02-31' }, /Invalid value for 'modifiedAt': expected an ISO 8601 date-time/)
+  bad(t, { modifiedAt: 'yesterday' }, /Invalid value for 'modifiedAt'/)
+  bad(t, { modifiedSince: 'soon' }, /Invalid value for 'modifiedSince'/)
+  bad(t, { address: '[or]1;x' }, /Invalid value for 'address': expected an integer, got 'x'/, stations)
+  bad(t, { weight: '[like]5' }, /Filter 'weight': \[like\] works only on text fields/)
+  bad(t, { name: '[null]x' }, /Filter 'name': \[null\] takes no value/)
+  bad(t, { name: '[notnull]x' }, /\[notnull\] takes no value/)
+  bad(t, { name: `[or]${Array.from({ length: 501 }, (_, i) => i).join(';')}` }, /Too many filter values/)
+  bad(t, { offset: '10', cursor: 'abc' }, /'cursor' cannot be combined with 'offset'/)
+  bad(t, { modifiedSince: '2024-01-01' }, /Unknown query parameter 'modifiedSince'/, { name: 'x', fields: { id: { kind: 'integer', id: true } } })
+})
+
+t.test('ISO 8601 parsing', async (t) => {
+  t.equal(parseIsoDateTime('2024-05-06')?.toISOString(), '2024-05-06T00:00:00.000Z')
+  t.equal(parseIsoDateTime('2024-05-06T07:08')?.toISOString(), '2024-05-06T07:08:00.000Z', 'no offset: UTC')
+  t.equal(parseIsoDateTime('2024-05-06T07:08:09.123456Z')?.toISOString(), '2024-05-06T07:08:09.123Z')
+  t.equal(parseIsoDateTime('2024-05-06T07:08:09-0130')?.toISOString(), '2024-05-06T08:38:09.000Z')
+  t.equal(parseIsoDateTime('2024-05-06T07:08:09 02:00')?.toISOString(), '2024-05-06T05:08:09.000Z', "space read as '+'")
+  t.equal(parseIsoDateTime('2024-02-29')?.toISOString(), '2024-02-29T00:00:00.000Z')
+  t.equal(parseIsoDateTime('2023-02-29'), undefined)
+  t.equal(parseIsoDateTime('2024-13-01'), undefined)
+  t.equal(parseIsoDateTime('2024-01-01T24:00'), undefined)
+  t.equal(parseIsoDateTime('2024-01-01T10:60'), undefined)
+  t.equal(parseIsoDateTime('1714000000'), undefined)
+  t.equal(parseValue('integer', '9007199254740993'), undefined, 'beyond safe integers')
+  t.equal(parseValue('number', '.5'), 0.5)
+  t.equal(parseValue('number', ''), undefined)
+})
+
+t.test('cursor round trip and mismatch', async (t) => {
+  const sort = parseSort(materials, '-modifiedAt,description')
+  const cursor = cursorFromRow(sort, { id: 9, modifiedAt: '2024-01-02T03:04:05.678Z', description: null, name: 'ignored' })
+  t.match(cursor, /^[A-Za-z0-9_-]+$/, 'base64url')
+  t.same(decodeCursor(cursor, materials, sort), [new Date('2024-01-02T03:04:05.678Z'), null, 9])
+  const q = parseListQuery({ sort: '-modifiedAt,description', cursor }, materials)
+  t.same(q.after, [new Date('2024-01-02T03:04:05.678Z'), null, 9])
+  t.equal(q.offset, undefined)
+  bad(t, { cursor }, /'cursor' does not match sort/)
+  bad(t, { sort: 'modifiedAt,description', cursor }, /'cursor' does not match sort/)
+  bad(t, { cursor: 'not a cursor!' }, /'cursor' is not a valid cursor/)
+  bad(t, { cursor: 'bm90IGpzb24' }, /'cursor' is not a valid cursor/)
+  const forged = (body: unknown): string => Buffer.from(JSON.stringify(body)).toString('base64url')
+  bad(t, { cursor: forged(null) }, /not a valid cursor/)
+  bad(t, { cursor: forged({ s: 'id', v: [] }) }, /not a valid cursor/)
+  bad(t, { cursor: forged({ s: 'id', v: [null] }) }, /not a valid cursor/)
+  bad(t, { cursor: forged({ s: 'id', v: ['1'] }) }, /not a valid cursor/)
+  bad(t, { cursor: forged({ s: 'id', v: [1.5] }) }, /not a valid cursor/)
+  bad(t, { sort: 'modifiedAt', cursor: forged({ s: 'modifiedAt,id', v: ['never', 1] }) }, /not a valid cursor/)
+  bad(t, { sort: 'blocked', cursor: forged({ s: 'blocked,id', v: ['true', 1] }) }, /not a valid cursor/)
+  t.same(parseListQuery({ sort: 'blocked,weight', cursor: forged({ s: 'blocked,weight,id', v: [true, 2.5, 1] }) }, materials).after, [true, 2.5, 1])
+  t.same(decodeCursor(cursorFromRow(sort, { id: 1, modifiedAt: new Date(0), description: 'x' }), materials, sort), [new Date(0), 'x', 1], 'Date values serialize as ISO')
+})
+
+t.test('nextLink keeps filters, sort, limit and count; drops offset and the old cursor', async (t) => {
+  const link = nextLink('/api/materials', {
+    name: '[like]a b&c', modifiedAt: ['[gte]2024-01-01T00:00:00Z', '[lt]2024-02-01'], sort: '-modifiedAt,name', limit: '50', count: 'true', offset: '100', cursor: 'OLD', x: undefined
+  }, 'NEW_cursor-1')
+  t.equal(link, '/api/materials?name=%5Blike%5Da%20b%26c&modifiedAt=%5Bgte%5D2024-01-01T00:00:00Z&modifiedAt=%5Blt%5D2024-02-01' +
+    '&sort=-modifiedAt,name&limit=50&count=true&cursor=NEW_cursor-1')
+  // what the link carries parses back to the same query
+  const params = new URL(link, 'http://x').searchParams
+  const back: Record<string, string[]> = {}
+  for (const [k, v] of params) (back[k] ??= []).push(v)
+  t.same(back.name, ['[like]a b&c'])
+  t.same(back.modifiedAt, ['[gte]2024-01-01T00:00:00Z', '[lt]2024-02-01'])
+  t.equal(nextLink('/api/stations', {}, 'c'), '/api/stations?cursor=c')
+})

@@ -1,0 +1,259 @@
+// The SQL Server dialect's pure parts (no server here) and its behaviour when the server cannot be reached.
+import { createServer } from 'node:net'
+import sql from 'mssql'
+import t from 'tap'
+import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
+import { openDatabase } from '../../src/db/index.js'
+import {
+  backoffDelay, classifyMssqlError, columnsStatement, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, toDbError
+} from '../../src/db/mssql.js'
+
+interface LogLine { level: string, obj: object, msg?: string }
+function recorder (): { lines: LogLine[], logger: { info: (o: object, m?: string) => void, warn: (o: object, m?: string) => void, error: (o: object, m?: string) => void } } {
+  const lines: LogLine[] = []
+  const at = (level: string) => (obj: object, msg?: string) => { lines.push({ level, obj, msg }) }
+  return { lines, logger: { info: at('info'), warn: at('warn'), error: at('error') } }
+}
+
+const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+
+t.test('parseMssqlUrl', async (t) => {
+  const config = parseMssqlUrl('mssql://pick%40gate:p%40ss%3Aw%2Frd@db.example.local:1444/Power%20Pick?encrypt=true&trustServerCertificate=false&instanceName=SQLEXPRESS&packetSize=8192&pool.max=20&appName=erp-sync')
+  t.same(config, {
+    server: 'db.example.local',
+    port: 1444,
+    database: 'Power Pick',
+    user: 'pick@gate',
+    password: 'p@ss:w/rd',
+    connectionTimeout: 5000,
+    requestTimeout: 15000,
+    options: { appName: 'erp-sync', encrypt: true, trustServerCertificate: false, instanceName: 'SQLEXPRESS', packetSize: 8192 },
+    pool: { max: 20 }
+  })
+  const minimal = parseMssqlUrl('mssql://sa:secret@[::1]/picking', { password: 'from-credential', connectTimeoutMs: 2000, requestTimeoutMs: 3000 })
+  t.equal(minimal.server, '::1')
+  t.equal(minimal.port, undefined, 'driver default port')
+  t.equal(minimal.password, 'from-credential', 'an explicit password wins over the URL')
+  t.equal(minimal.connectionTimeout, 2000)
+  t.equal(minimal.requestTimeout, 3000)
+  t.same(minimal.options, { appName: 'picking-gateway' })
+  t.equal(parseMssqlUrl('mssql://host/db').user, undefined)
+  t.equal(parseMssqlUrl('mssql://host/db', { password: 'x' }).password, 'x')
+
+  for (const [url, message] of [
+    ['not a url', /not a valid mssql:\/\/ URL/],
+    ['postgres://u:p@host/db', /expected the mssql: scheme/],
+    ['mssql://u:p@host', /exactly one path segment/],
+    ['mssql://u:p@host/a/b', /exactly one path segment/],
+    ['mssql://u:topsecret@/db', /./]
+  ] as const) {
+    t.throws(() => parseMssqlUrl(url), { message }, url)
+    try { parseMssqlUrl(url) } catch (err) { t.notMatch((err as Error).message, /topsecret/, 'the password is never repeated') }
+  }
+})
+
+t.test('mssqlType: explicit SQL types per kind', async (t) => {
+  const type = (kind: 'string' | 'integer' | 'number' | 'boolean' | 'datetime', value: string | number | boolean | Date | null): unknown => mssqlType({ name: 'p', kind, value })
+  t.same(type('string', 'abc'), { type: sql.NVarChar, length: 4000 })
+  t.same(type('string', null), { type: sql.NVarChar, length: 4000 })
+  t.same(type('string', 'x'.repeat(4000)), { type: sql.NVarChar, length: 4000 })
+  t.same(type('string', 'x'.repeat(4001)), { type: sql.NVarChar, length: sql.MAX })
+  t.equal((type('integer', 5) as { type: unknown }).type, sql.Int)
+  t.equal((type('integer', 2147483647) as { type: unknown }).type, sql.Int)
+  t.equal((type('integer', -2147483648) as { type: unknown }).type, sql.Int)
+  t.equal((type('integer', 2147483648) as { type: unknown }).type, sql.BigInt)
+  t.equal((type('integer', null) as { type: unknown }).type, sql.Int)
+  t.equal((type('number', 1.5) as { type: unknown }).type, sql.Float)
+  t.equal((type('boolean', true) as { type: unknown }).type, sql.Bit)
+  t.same(type('datetime', new Date()), { type: sql.DateTime2, scale: 3 })
+})
+
+t.test('classifyMssqlError and toDbError', async (t) => {
+  const tedious = (number: number, message = 'x'): Error => Object.assign(new Error(message), { info: { number, message } })
+  const unique = new sql.RequestError(tedious(2627, "Violation of UNIQUE KEY constraint 'UQ_materials_material_number'. Cannot insert duplicate key in object 'dbo.materials'."), 'EREQUEST')
+  t.equal(classifyMssqlError(unique), 'conflict')
+  t.equal(classifyMssqlError(new sql.RequestError(tedious(2601), 'EREQUEST')), 'conflict')
+  const conflict = toDbError(unique)
+  t.type(conflict, ConflictError)
+  t.notMatch((conflict as Error).message, /dbo|UQ_/, 'no table or constraint names in the message')
+  const deadlock = new sql.RequestError(tedious(1205, 'Transaction (Process ID 53) was deadlocked'), 'EREQUEST')
+  t.equal(classifyMssqlError(deadlock), 'deadlock')
+  t.type(toDbError(deadlock), DatabaseUnavailableError)
+  const aborted = Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: deadlock })
+  t.equal(classifyMssqlError(aborted), 'deadlock', 'an aborted transaction is classified by its reason')
+
+  for (const code of ['ESOCKET', 'ETIMEOUT', 'ELOGIN', 'ECONNCLOSED', 'ENOTOPEN', 'EINSTLOOKUP']) {
+    t.equal(classifyMssqlError(new sql.ConnectionError(Object.assign(new Error('x'), { code }))), 'connection', `ConnectionError ${code}`)
+  }
+  t.equal(classifyMssqlError(new sql.ConnectionError('Connection is closed.', 'ECONNCLOSED')), 'connection')
+  t.equal(classifyMssqlError(new sql.RequestError(tedious(4060, 'Cannot open database "picking" requested by the login.'), 'EREQUEST')), 'connection')
+  t.equal(classifyMssqlError(new sql.RequestError(tedious(40613), 'EREQUEST')), 'connection', 'Azure SQL: database not currently available')
+  const timeout = new sql.RequestError(Object.assign(new Error('Timeout: Request failed to complete in 15000ms'), { code: 'ETIMEOUT' }), 'EREQUEST')
+  t.equal(classifyMssqlError(timeout), 'unavailable', 'a slow request does not mark the server down')
+  t.equal(classifyMssqlError(new sql.RequestError(Object.assign(new Error('socket hang up'), { code: 'ESOCKET' }), 'EREQUEST')), 'unavailable')
+  t.equal(classifyMssqlError(new sql.RequestError(tedious(1222, 'Lock request time out period exceeded.'), 'EREQUEST')), 'unavailable')
+  t.equal(classifyMssqlError(new sql.RequestError('Canceled.', 'ECANCEL')), 'unavailable')
+  t.match(toDbError(timeout), { name: 'DatabaseUnavailableError', statusCode: 503, message: 'The database did not answer in time' })
+  t.match(toDbError(new sql.ConnectionError('x', 'ESOCKET')), { name: 'DatabaseUnavailableError', message: 'The database is unavailable' })
+
+  const syntax = new sql.RequestError(tedious(102, "Incorrect syntax near 'x'."), 'EREQUEST')
+  t.equal(classifyMssqlError(syntax), 'other')
+  t.equal(toDbError(syntax), syntax, 'other errors pass through unchanged (the error handler hides them)')
+  t.equal(classifyMssqlError(new Error('plain')), 'other')
+  t.equal(classifyMssqlError(null), 'other')
+  t.equal(classifyMssqlError('text'), 'other')
+})
+
+t.test('retryDeadlocks', async (t) => {
+  const deadlock = (): Error => new sql.RequestError(Object.assign(new Error('deadlocked'), { info: { number: 1205 } }), 'EREQUEST')
+  const pauses: number[] = []
+  const pause = async (attempt: number): Promise<void> => { pauses.push(attempt) }
+  let calls = 0
+  t.equal(await retryDeadlocks(async () => { if (++calls < 4) throw deadlock(); return 'done' }, 3, pause), 'done', 'third retry succeeds')
+  t.equal(calls, 4)
+  t.same(pauses, [1, 2, 3])
+  calls = 0
+  await t.rejects(retryDeadlocks(async () => { calls++; throw deadlock() }, 3, pause), { message: 'deadlocked' }, 'gives up after 3 retries')
+  t.equal(calls, 4)
+  calls = 0
+  await t.rejects(retryDeadlocks(async () => { calls++; throw new Error('syntax') }, 3, pause), { message: 'syntax' })
+  t.equal(calls, 1, 'other errors are not retried')
+  calls = 0
+  t.equal(await retryDeadlocks(async () => { if (++calls < 2) throw deadlock(); return 1 }), 1, 'default pause')
+})
+
+t.test('columnsStatement', async (t) => {
+  t.same(columnsStatement({ table: 'MaterialBase', columns: {} }), {
+    text: 'SELECT [COLUMN_NAME] AS [name] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
+    params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
+  })
+  t.equal(columnsStatement({ schema: 'pp', table: 'x', columns: {} }).params[0].value, 'pp')
+})
+
+t.test('backoffDelay: capped exponential with jitter', async (t) => {
+  const mid = (): number => 0.5
+  t.same([1, 2, 3, 4, 5, 6, 7, 8, 60].map((n) => backoffDelay(n, 500, 30000, mid)), [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000])
+  t.equal(backoffDelay(1, 1000, 30000, () => 0), 900, 'jitter -10%')
+  t.equal(backoffDelay(1, 1000, 30000, () => 1), 1100, 'jitter +10%')
+  t.equal(backoffDelay(0, 1000, 30000, mid), 1000)
+})
+
+t.test('ConnectionSupervisor', async (t) => {
+  t.test('down at start: callers wait for the first attempt only, then are refused at once until a retry succeeds', async (t) => {
+    const { lines, logger } = recorder()
+    let calls = 0
+    let failures = 2
+    const sup = new ConnectionSupervisor({
+      logger,
+      initialMs: 10,
+      maxMs: 20,
+      random: () => 0.5,
+      connect: async () => {
+        calls++
+        await sleep(5)
+        if (failures-- > 0) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ESOCKET' })
+      }
+    })
+    t.equal(sup.state, 'starting')
+    sup.start()
+    sup.start()
+    await t.rejects(sup.ready(), { name: 'DatabaseUnavailableError', cause: { code: 'ESOCKET' } }, 'the first attempt failed')
+    t.equal(sup.state, 'down')
+    const t0 = Date.now()
+    await t.rejects(sup.ready(), { name: 'DatabaseUnavailableError' })
+    t.ok(Date.now() - t0 < 50, 'refused at once while down')
+    for (let i = 0; i < 100 && sup.state !== 'up'; i++) await sleep(5)
+    t.equal(sup.state, 'up', 'recovered by itself')
+    await sup.ready()
+    t.equal(calls, 3)
+    t.same(lines.map((l) => [l.level, l.msg]), [
+      ['error', 'database unreachable; retrying in the background'],
+      ['warn', 'database unreachable; retrying in the background'],
+      ['info', 'database connection established']
+    ])
+    t.match(lines[1].obj, { attempt: 2, retryInMs: 20 })
+    await sup.close()
+  })
+
+  t.test('up, then lost: markDown refuses at once and probes until back', async (t) => {
+    const { lines, logger } = recorder()
+    let healthy = true
+    let calls = 0
+    const sup = new ConnectionSupervisor({ logger, initialMs: 5, maxMs: 10, connect: async () => { calls++; if (!healthy) throw new Error('down') } })
+    sup.start()
+    await sup.ready()
+    t.equal(sup.state, 'up')
+    t.equal(lines.length, 0, 'a first-time success logs nothing here')
+    healthy = false
+    sup.markDown(new Error('ESOCKET'))
+    sup.markDown(new Error('again'))
+    t.equal(sup.state, 'down')
+    await t.rejects(sup.ready(), { name: 'DatabaseUnavailableError' })
+    await sleep(40)
+    t.equal(sup.state, 'down')
+    t.ok(calls >= 3, `kept probing (${calls} calls)`)
+    healthy = true
+    for (let i = 0; i < 100 && sup.state !== 'up'; i++) await sleep(5)
+    t.equal(sup.state, 'up')
+    t.equal(lines[0].msg, 'database connection lost; retrying in the background')
+    t.equal(lines.filter((l) => l.msg === 'database connection lost; retrying in the background').length, 1, 'logged once')
+    t.equal(lines.at(-1)?.msg, 'database connection established')
+    await sup.close()
+  })
+
+  t.test('a login failure says so; close stops the retries', async (t) => {
+    const { lines, logger } = recorder()
+    let calls = 0
+    const sup = new ConnectionSupervisor({ logger, initialMs: 5, maxMs: 5, connect: async () => { calls++; throw Object.assign(new Error('Login failed'), { code: 'ELOGIN' }) } })
+    sup.start()
+    await t.rejects(sup.ready())
+    t.match(lines[0], { level: 'error', msg: 'database login failed; check the user and password; retrying' })
+    await sup.close()
+    const after = calls
+    await sleep(30)
+    t.equal(calls, after, 'no attempts after close')
+    t.equal(sup.state, 'closed')
+    await t.rejects(sup.ready(), { name: 'DatabaseUnavailableError' })
+  })
+
+  t.test('close while the first attempt is running waits for it', async (t) => {
+    let release: () => void = () => {}
+    const sup = new ConnectionSupervisor({ logger: recorder().logger, connect: async () => { await new Promise<void>((resolve) => { release = resolve }) } })
+    sup.start()
+    let closed = false
+    const closing = sup.close().then(() => { closed = true })
+    await sleep(5)
+    t.equal(closed, false)
+    release()
+    await closing
+    t.equal(sup.state, 'closed', 'a success after close does not reopen')
+  })
+})
+
+t.test('the real driver against a port nobody listens on: 503 at once, no crash, clean close', async (t) => {
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => { resolve(port) })
+    })
+  })
+  const { lines, logger } = recorder()
+  const db = openDatabase(`mssql://sa:Secret%21@127.0.0.1:${port}/picking?encrypt=false`, { logger, connectTimeoutMs: 2000 })
+  t.equal(db.dialect, 'mssql')
+  const t0 = Date.now()
+  await t.rejects(db.ping(), { name: 'DatabaseUnavailableError', statusCode: 503 })
+  t.ok(Date.now() - t0 < 2500, 'answered within the connect timeout')
+  const t1 = Date.now()
+  await t.rejects(db.query({ text: 'SELECT 1', params: [] }), { name: 'DatabaseUnavailableError' })
+  await t.rejects(db.transaction(async () => 1), { name: 'DatabaseUnavailableError' })
+  await t.rejects(db.checkMapping({ name: 'x', fields: { id: { kind: 'integer', id: true } } }, { table: 'x', columns: { id: 'id' } }), { name: 'DatabaseUnavailableError' })
+  t.ok(Date.now() - t1 < 300, 'refused at once while down (the connect timeout is 2000 ms)')
+  t.match(lines[0], { level: 'error', msg: 'database unreachable; retrying in the background' })
+  t.notMatch(JSON.stringify(lines.map((l) => l.msg)), /Secret/)
+  await db.close()
+
+  const mapped = openMssql('mssql://sa:x@127.0.0.1:1/picking', { logger })
+  t.same(await mapped.checkMapping({ name: 'x', fields: { id: { kind: 'integer', id: true }, a: { kind: 'string' } } }, { table: 'x', columns: { id: 'id' } }),
+    ['x.a: no column configured'], 'mapping problems are found without a round trip')
+  await mapped.close()
+})

@@ -1,0 +1,440 @@
+// The repository against real SQLite files: the reference schema and a customer-style foreign schema must behave the same.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
+import t from 'tap'
+import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
+import { openDatabase } from '../../src/db/index.js'
+import { createReferenceTables } from '../../src/db/init.js'
+import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
+import { Repository } from '../../src/db/repository.js'
+import { materials, referenceMappings, stations } from '../../src/db/resources.js'
+import { mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
+import type { Database, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'pg-sqlite-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+
+const silent = { info () {}, warn () {}, error () {} }
+
+const foreignMapping: TableMapping = {
+  table: 'MaterialBase',
+  columns: {
+    id: 'MatID',
+    materialNumber: 'MatNo',
+    name: 'MatName',
+    description: 'MatDesc',
+    unit: 'UoM',
+    barcode: 'EAN',
+    minStock: 'ReorderPoint',
+    maxStock: 'MaxQty',
+    weight: 'GrossWeight',
+    blocked: 'Locked',
+    blockReason: 'LockText',
+    stockQuantity: 'QtyOnHand',
+    createdAt: 'Created',
+    modifiedAt: 'LastChange'
+  }
+}
+
+// What a picking system's own table looks like: other names, other types, an unmapped column, audit triggers.
+const foreignDdl = [
+  'CREATE TABLE MaterialBase (MatID INTEGER PRIMARY KEY, MatNo VARCHAR(40) NOT NULL, MatName VARCHAR(80) NOT NULL, ' +
+    'MatDesc VARCHAR(255), UoM VARCHAR(10), EAN VARCHAR(20), ReorderPoint NUMERIC, MaxQty NUMERIC, GrossWeight REAL, ' +
+    "Locked BOOLEAN NOT NULL DEFAULT 0, LockText VARCHAR(100), QtyOnHand REAL NOT NULL DEFAULT 0, Created DATETIME, LastChange DATETIME, Zone TEXT DEFAULT 'A')",
+  'CREATE UNIQUE INDEX UX_MaterialBase_MatNo ON MaterialBase (MatNo)',
+  'CREATE TABLE MaterialAudit (MatID INTEGER, Action TEXT)',
+  "CREATE TRIGGER MaterialBase_ins AFTER INSERT ON MaterialBase BEGIN INSERT INTO MaterialAudit (MatID, Action) VALUES (NEW.MatID, 'I'); END",
+  "CREATE TRIGGER MaterialBase_upd AFTER UPDATE ON MaterialBase BEGIN INSERT INTO MaterialAudit (MatID, Action) VALUES (NEW.MatID, 'U'); END"
+]
+
+async function open (name: string, variant: 'reference' | 'foreign'): Promise<{ db: Database, repo: Repository }> {
+  const db = openDatabase(`sqlite:${join(dir, name)}`, { create: true, logger: silent })
+  await createReferenceTables(db, referenceMappings)
+  if (variant === 'foreign') for (const text of foreignDdl) await db.execute({ text, params: [] })
+  const repo = new Repository(db, materials, variant === 'foreign' ? foreignMapping : referenceMappings.materials)
+  return { db, repo }
+}
+
+const list = async (repo: Repository, query: QueryString): Promise<Row[]> => (await repo.list(parseListQuery(query, materials))).rows
+const numbers = async (repo: Repository, query: QueryString): Promise<unknown[]> => (await list(repo, query)).map((r) => r.materialNumber)
+
+const fixture = [
+  { materialNumber: 'M-1', name: 'Ball valve DN25', description: 'brass', weight: 1.5, minStock: 10, modifiedAt: '2024-01-01T00:00:00.000Z' },
+  { materialNumber: 'M-2', name: 'Check valve DN15', description: null, weight: 0.5, minStock: 5, modifiedAt: '2024-01-15T12:00:00.000Z' },
+  { materialNumber: 'M-3', name: 'Hex bolt M8x40', description: 'zinc', weight: null, minStock: 100, modifiedAt: '2024-02-01T00:00:00.000Z' },
+  { materialNumber: 'M-4', name: 'Nitrile gloves L', description: 'box of 100', weight: 0.3, minStock: null, blocked: true, blockReason: 'Recall', modifiedAt: '2024-02-01T00:00:00.000Z' },
+  { materialNumber: 'M-5', name: 'Cable H07RN-F', description: 'by the metre', weight: 2, minStock: 10, modifiedAt: '2024-03-01T00:00:00.000Z' }
+]
+
+for (const variant of ['reference', 'foreign'] as const) {
+  t.test(`${variant} schema`, async (t) => {
+    const { db, repo } = await open(`${variant}.db`, variant)
+    t.teardown(() => db.close())
+    for (const row of fixture) await repo.create(row)
+
+    t.test('create returns the stored row in API shape', async (t) => {
+      const row = await repo.create({ materialNumber: 'X-1', name: 'Test', blocked: false, weight: 1.25, createdAt: '2020-01-01T00:00:00+01:00' })
+      t.match(row, {
+        id: Number,
+        materialNumber: 'X-1',
+        name: 'Test',
+        description: null,
+        unit: 'pcs',
+        blocked: false,
+        weight: 1.25,
+        stockQuantity: 0,
+        createdAt: '2019-12-31T23:00:00.000Z',
+        modifiedAt: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+      })
+      t.same(Object.keys(row), Object.keys(materials.fields), 'every field, in definition order')
+      t.same(await repo.get(row.id as number), row)
+      t.same(await repo.findOne('materialNumber', 'X-1'), row)
+      t.equal(await repo.findOne('materialNumber', 'nope'), undefined)
+      t.equal(await repo.get(999999), undefined)
+      await repo.delete(row.id as number)
+      t.equal(await repo.get(row.id as number), undefined)
+      await t.rejects(repo.create({ materialNumber: 'X-2', name: 'x', colour: 'red' }), { name: 'BadQueryError', message: "Unknown field 'colour'" })
+      await t.rejects(repo.create({ materialNumber: 'X-2', name: 'x', id: 5 }), { name: 'BadQueryError', message: "Field 'id' cannot be set" })
+      await t.rejects(repo.create({ materialNumber: 'X-2', name: 'x', weight: '5' }), { name: 'BadQueryError', message: "Invalid value for 'weight': expected number" })
+      await t.rejects(repo.create({ materialNumber: 'X-2', name: 'x', blocked: 1 }), { name: 'BadQueryError', message: /'blocked'/ })
+      await t.rejects(repo.create({ materialNumber: 'X-2', name: 'x', createdAt: 'today' }), { name: 'BadQueryError', message: /'createdAt'/ })
+      if (variant === 'foreign') {
+        const audit = await db.query({ text: 'SELECT COUNT(*) AS n FROM MaterialAudit', params: [] })
+        t.ok(Number(audit[0].n) >= fixture.length + 1, 'the insert trigger fired for every row')
+      }
+    })
+
+    t.test('every operator on a string field', async (t) => {
+      t.same(await numbers(repo, { name: 'Hex bolt M8x40' }), ['M-3'])
+      t.same(await numbers(repo, { name: 'hex bolt m8x40' }), [], 'SQLite equality is case-sensitive')
+      t.same(await numbers(repo, { materialNumber: '[gt]M-3' }), ['M-4', 'M-5'])
+      t.same(await numbers(repo, { materialNumber: '[gte]M-3' }), ['M-3', 'M-4', 'M-5'])
+      t.same(await numbers(repo, { materialNumber: '[lt]M-2' }), ['M-1'])
+      t.same(await numbers(repo, { materialNumber: '[lte]M-2' }), ['M-1', 'M-2'])
+      t.same(await numbers(repo, { description: '[not]brass' }), ['M-2', 'M-3', 'M-4', 'M-5'], '[not] includes the NULL description (M-2)')
+      t.same(await numbers(repo, { name: '[like]valve' }), ['M-1', 'M-2'], 'substring')
+      t.same(await numbers(repo, { name: '[like]C%' }), ['M-2', 'M-5'], 'prefix pattern')
+      t.same(await numbers(repo, { name: '[like]Hex bolt M_x40' }), ['M-3'], '_ matches one character')
+      t.same(await numbers(repo, { name: '[notlike]valve' }), ['M-3', 'M-4', 'M-5'])
+      t.same(await numbers(repo, { description: '[notlike]o' }), ['M-1', 'M-2', 'M-3', 'M-5'], '[notlike] includes NULL')
+      t.same(await numbers(repo, { materialNumber: '[or]M-1;M-3;M-99' }), ['M-1', 'M-3'])
+      t.same(await numbers(repo, { description: '[nor]brass;zinc' }), ['M-2', 'M-4', 'M-5'], '[nor] includes NULL')
+      t.same(await numbers(repo, { description: '[null]' }), ['M-2'])
+      t.same(await numbers(repo, { description: '[notnull]' }), ['M-1', 'M-3', 'M-4', 'M-5'])
+      t.same(await numbers(repo, { name: ['[like]valve', '[like]DN2'] }), ['M-1'], 'repeated keys AND')
+    })
+
+    t.test('every operator on a numeric field', async (t) => {
+      t.same(await numbers(repo, { weight: '0.5' }), ['M-2'])
+      t.same(await numbers(repo, { weight: '[gt]1' }), ['M-1', 'M-5'])
+      t.same(await numbers(repo, { weight: '[gte]1.5' }), ['M-1', 'M-5'])
+      t.same(await numbers(repo, { weight: '[lt]1' }), ['M-2', 'M-4'])
+      t.same(await numbers(repo, { weight: '[lte]0.5' }), ['M-2', 'M-4'])
+      t.same(await numbers(repo, { weight: '[not]2' }), ['M-1', 'M-2', 'M-3', 'M-4'], '[not] includes the NULL weight (M-3)')
+      t.same(await numbers(repo, { weight: '[or]0.5;2' }), ['M-2', 'M-5'])
+      t.same(await numbers(repo, { weight: '[nor]0.5;2' }), ['M-1', 'M-3', 'M-4'])
+      t.same(await numbers(repo, { weight: '[null]' }), ['M-3'])
+      t.same(await numbers(repo, { weight: '[notnull]' }), ['M-1', 'M-2', 'M-4', 'M-5'])
+      t.same(await numbers(repo, { minStock: ['[gte]5', '[lt]100'] }), ['M-1', 'M-2', 'M-5'])
+      t.same(await numbers(repo, { blocked: 'true' }), ['M-4'])
+      t.same(await numbers(repo, { blocked: '[not]true' }), ['M-1', 'M-2', 'M-3', 'M-5'])
+      t.same(await numbers(repo, { id: '[lte]2' }), ['M-1', 'M-2'])
+    })
+
+    t.test('every operator on a date field', async (t) => {
+      t.same(await numbers(repo, { modifiedAt: '2024-02-01' }), ['M-3', 'M-4'])
+      t.same(await numbers(repo, { modifiedAt: '2024-01-15T13:00:00+01:00' }), ['M-2'], 'offsets are converted to UTC')
+      t.same(await numbers(repo, { modifiedAt: '[gt]2024-02-01' }), ['M-5'])
+      t.same(await numbers(repo, { modifiedAt: '[gte]2024-02-01' }), ['M-3', 'M-4', 'M-5'])
+      t.same(await numbers(repo, { modifiedAt: '[lt]2024-01-15T12:00:00Z' }), ['M-1'])
+      t.same(await numbers(repo, { modifiedAt: '[lte]2024-01-15T12:00:00Z' }), ['M-1', 'M-2'])
+      t.same(await numbers(repo, { modifiedAt: '[not]2024-02-01T00:00:00.000Z' }), ['M-1', 'M-2', 'M-5'])
+      t.same(await numbers(repo, { modifiedAt: '[or]2024-01-01;2024-03-01' }), ['M-1', 'M-5'])
+      t.same(await numbers(repo, { modifiedAt: '[nor]2024-01-01;2024-03-01' }), ['M-2', 'M-3', 'M-4'])
+      t.same(await numbers(repo, { modifiedAt: ['[gte]2024-01-10', '[lt]2024-02-15'] }), ['M-2', 'M-3', 'M-4'], 'a date range')
+      t.same(await numbers(repo, { modifiedSince: '2024-02-01T00:00:00Z' }), ['M-3', 'M-4', 'M-5'])
+      t.same(await numbers(repo, { modifiedAt: '[notnull]' }), ['M-1', 'M-2', 'M-3', 'M-4', 'M-5'])
+      t.same(await numbers(repo, { modifiedAt: '[null]' }), [])
+    })
+
+    t.test('sorting: NULLs first ascending, last descending, ties by id', async (t) => {
+      t.same(await numbers(repo, { sort: 'weight' }), ['M-3', 'M-4', 'M-2', 'M-1', 'M-5'])
+      t.same(await numbers(repo, { sort: '-weight' }), ['M-5', 'M-1', 'M-2', 'M-4', 'M-3'])
+      t.same(await numbers(repo, { sort: '-modifiedAt,materialNumber' }), ['M-5', 'M-3', 'M-4', 'M-2', 'M-1'])
+      t.same(await numbers(repo, { sort: '-modifiedAt,-materialNumber' }), ['M-5', 'M-4', 'M-3', 'M-2', 'M-1'])
+      t.same(await numbers(repo, { sort: 'minStock' }), ['M-4', 'M-2', 'M-1', 'M-5', 'M-3'])
+      t.same(await numbers(repo, { sort: '-minStock' }), ['M-3', 'M-1', 'M-5', 'M-2', 'M-4'])
+      t.same(await numbers(repo, { sort: '-id' }), ['M-5', 'M-4', 'M-3', 'M-2', 'M-1'])
+    })
+
+    t.test('paging: limit, offset, count, next', async (t) => {
+      const first = await repo.list(parseListQuery({ limit: '2', count: 'true', weight: '[notnull]' }, materials))
+      t.same(first.rows.map((r) => r.materialNumber), ['M-1', 'M-2'])
+      t.equal(first.total, 4)
+      t.type(first.next, 'string')
+      const offset = await repo.list(parseListQuery({ limit: '2', offset: '2', weight: '[notnull]' }, materials))
+      t.same(offset.rows.map((r) => r.materialNumber), ['M-4', 'M-5'])
+      t.equal(offset.total, undefined, 'no total unless count=true')
+      t.equal(offset.next, undefined, 'no next on the last page')
+      const second = await repo.list(parseListQuery({ limit: '2', weight: '[notnull]', cursor: first.next }, materials))
+      t.same(second.rows.map((r) => r.materialNumber), ['M-4', 'M-5'])
+      t.equal(second.next, undefined)
+      const exact = await repo.list(parseListQuery({ limit: '5', materialNumber: '[like]M-%' }, materials))
+      t.equal(exact.rows.length, 5)
+      t.equal(exact.next, undefined, 'a full last page has no next')
+      t.equal(await repo.count(), 5)
+      t.equal(await repo.count(parseListQuery({ blocked: 'false' }, materials).filters), 4)
+    })
+
+    t.test('bad list queries reach the caller as BadQueryError naming the parameter', async (t) => {
+      await t.rejects(async () => repo.list(parseListQuery({ colour: 'red' }, materials)), { name: 'BadQueryError', statusCode: 400, message: "Unknown query parameter 'colour'" })
+      await t.rejects(async () => repo.list(parseListQuery({ weight: '[gt]heavy' }, materials)), { statusCode: 400, message: /'weight'/ })
+      await t.rejects(async () => repo.list(parseListQuery({ limit: '5000' }, materials)), { statusCode: 400, message: /'limit' must be at most 1000/ })
+      await t.rejects(repo.findOne('colour', 'x'), { name: 'BadQueryError', message: "Unknown field 'colour'" })
+    })
+
+    t.test('SQL metacharacters are stored and matched literally', async (t) => {
+      const nasty = [
+        "O'Brien \"quoted\"; DROP TABLE materials; --",
+        '50% off',
+        'a_b',
+        'axb',
+        '[x] bracket',
+        'back\\slash',
+        "'; DELETE FROM materials WHERE '1'='1"
+      ]
+      const ids: number[] = []
+      for (const [i, name] of nasty.entries()) ids.push((await repo.create({ materialNumber: `Q-${i}`, name, description: name })).id as number)
+      for (const [i, name] of nasty.entries()) {
+        t.equal((await repo.get(ids[i]))?.name, name, `stored: ${name}`)
+        t.same(await numbers(repo, { name }), [`Q-${i}`], `equality: ${name}`)
+      }
+      t.same(await numbers(repo, { name: "[like]'" }), ['Q-0', 'Q-6'])
+      t.same(await numbers(repo, { name: '[like]"quoted";' }), ['Q-0'])
+      t.same(await numbers(repo, { name: '[like]--' }), ['Q-0'])
+      t.same(await numbers(repo, { name: '[like]50%' }), ['Q-1'], '% is a wildcard: prefix')
+      t.same(await numbers(repo, { name: '[like]a_b' }), ['Q-2', 'Q-3'], '_ is a wildcard')
+      t.same(await numbers(repo, { name: '[like][x]' }), ['Q-4'], '[ is literal')
+      t.same(await numbers(repo, { name: '[like]\\' }), ['Q-5'], 'backslash is literal')
+      t.same(await numbers(repo, { name: '[like]k\\s' }), ['Q-5'])
+      t.same(await numbers(repo, { name: '[like]%\\%' }), ['Q-5'], 'backslash inside a pattern is literal too')
+      t.same(await numbers(repo, { materialNumber: '[like]Q-%', name: '[notlike]%_%' }), [], 'every name has a character')
+      t.same(await numbers(repo, { materialNumber: '[like]Q-%', name: '[notlike]___' }), ['Q-0', 'Q-1', 'Q-4', 'Q-5', 'Q-6'], 'a pattern with a wildcard is not a substring search')
+      t.same(await numbers(repo, { description: "[or]50% off;a_b;O'Brien" }), ['Q-1', 'Q-2'])
+      t.equal(await repo.count(), 5 + nasty.length, 'nothing was dropped or deleted')
+      for (const id of ids) await repo.delete(id)
+    })
+
+    t.test('a unique violation is a 409 naming the API field', async (t) => {
+      await t.rejects(repo.create({ materialNumber: 'M-1', name: 'dup' }), { name: 'ConflictError', statusCode: 409, message: "materialNumber 'M-1' already exists" })
+      await t.rejects(repo.update(2, { materialNumber: 'M-1' }), { name: 'ConflictError', message: "materialNumber 'M-1' already exists" })
+      t.equal((await repo.get(2))?.materialNumber, 'M-2', 'the failed update rolled back')
+      t.equal(await repo.count(), 5)
+    })
+
+    t.test('update and delete: 404, 412 by check, modifiedAt', async (t) => {
+      const before = await repo.get(1) as Row
+      await t.rejects(repo.update(1, { name: 'changed' }, { check: (cur) => cur.modifiedAt === 'stale' }), { name: 'PreconditionFailedError', statusCode: 412 })
+      t.same(await repo.get(1), before, 'unchanged after a failed check')
+      let seen: Row | undefined
+      const updated = await repo.update(1, { name: 'Ball valve DN25 PN40', description: null, weight: 1.75 }, { check: (cur) => { seen = cur; return cur.modifiedAt === before.modifiedAt } })
+      t.same(seen, before, 'check sees the current row')
+      t.match(updated, { id: 1, name: 'Ball valve DN25 PN40', description: null, weight: 1.75, materialNumber: 'M-1', createdAt: before.createdAt })
+      t.ok(Date.parse(updated.modifiedAt as string) > Date.parse(before.modifiedAt as string), 'modifiedAt moved on')
+      const again = await repo.update(1, { weight: 1.8 })
+      t.ok(Date.parse(again.modifiedAt as string) > Date.parse(updated.modifiedAt as string), 'modifiedAt strictly increases, even within one millisecond')
+      const quiet = await repo.update(1, { stockQuantity: 12 }, { touch: false })
+      t.equal(quiet.modifiedAt, again.modifiedAt, 'touch: false keeps modifiedAt')
+      t.equal(quiet.stockQuantity, 12)
+      t.same(await repo.update(1, {}, { touch: false }), quiet, 'nothing to change: the current row')
+      await t.rejects(repo.update(424242, { name: 'x' }), { name: 'NotFoundError', statusCode: 404 })
+      await t.rejects(repo.delete(424242), { name: 'NotFoundError', statusCode: 404 })
+      const extra = await repo.create({ materialNumber: 'D-1', name: 'to delete' })
+      await t.rejects(repo.delete(extra.id as number, { check: () => false }), { name: 'PreconditionFailedError' })
+      t.ok(await repo.get(extra.id as number), 'still there after a failed check')
+      t.same(await repo.delete(extra.id as number, { check: (cur) => cur.materialNumber === 'D-1' }), extra, 'delete returns the deleted row')
+      t.equal(await repo.get(extra.id as number), undefined)
+    })
+
+    t.test('the cursor walk returns every row exactly once', async (t) => {
+      // 200 more rows with duplicate and NULL sort keys
+      const rows = Array.from({ length: 200 }, (_, i) => ({
+        materialNumber: `W-${String(i).padStart(3, '0')}`,
+        name: `Walk ${i % 13}`,
+        description: i % 5 === 0 ? null : `d${i % 7}`,
+        weight: i % 9 === 0 ? null : (i * 37) % 11,
+        modifiedAt: new Date(Date.UTC(2024, 0, 1 + (i % 17))).toISOString()
+      }))
+      for (const row of rows) await repo.create(row)
+      const total = await repo.count()
+      for (const sort of ['-modifiedAt,materialNumber', 'weight,-description', '-weight,description,-name', 'description', '-id', '']) {
+        const query: QueryString = { sort, limit: '7' }
+        const all = (await repo.list(parseListQuery({ sort, limit: '1000' }, materials))).rows.map((r) => r.id)
+        t.equal(all.length, total)
+        const walked: unknown[] = []
+        let cursor: string | undefined
+        let pages = 0
+        do {
+          const page = await repo.list(parseListQuery(cursor === undefined ? query : { ...query, cursor }, materials))
+          walked.push(...page.rows.map((r) => r.id))
+          cursor = page.next
+          pages++
+        } while (cursor !== undefined && pages < 1000)
+        t.same(walked, all, `sort '${sort}': same rows in the same order as one big page`)
+        t.equal(pages, Math.ceil(total / 7), `sort '${sort}': ${pages} pages`)
+      }
+    })
+
+    t.test('the cursor walk survives inserts and updates of non-key fields', async (t) => {
+      const sort = 'weight,-description'
+      const original = new Set((await repo.list(parseListQuery({ sort, limit: '1000' }, materials))).rows.map((r) => r.id))
+      const seen = new Map<unknown, number>()
+      let cursor: string | undefined
+      let n = 0
+      do {
+        const page = await repo.list(parseListQuery({ sort, limit: '9', ...(cursor !== undefined && { cursor }) }, materials))
+        for (const r of page.rows) seen.set(r.id, (seen.get(r.id) ?? 0) + 1)
+        // meanwhile: new rows arrive and existing rows change (not in their sort keys)
+        await repo.create({ materialNumber: `N-${n}`, name: 'new', weight: n % 4, description: `d${n % 3}` })
+        await repo.create({ materialNumber: `N-${n}b`, name: 'new', weight: null })
+        const victim = [...original][(n * 31) % original.size] as number
+        await repo.update(victim, { name: `renamed ${n}`, stockQuantity: n })
+        n++
+        cursor = page.next
+      } while (cursor !== undefined && n < 1000)
+      for (const id of original) t.equal(seen.get(id), 1, `row ${String(id)} seen exactly once`)
+      t.ok([...seen.values()].every((c) => c === 1), 'no row (old or new) seen twice')
+      t.ok(seen.size > original.size, 'rows inserted behind the cursor show up')
+    })
+
+    t.test('a page after a cursor seeks on the index instead of scanning from the top', { skip: variant === 'foreign' && 'no index on the foreign table' }, async (t) => {
+      for (const sort of ['', 'modifiedAt', '-modifiedAt', '-modifiedAt,materialNumber', '-materialNumber']) {
+        const first = await repo.list(parseListQuery({ sort, limit: '10' }, materials))
+        const stmt = repo.sql.list({ ...parseListQuery({ sort, limit: '10', cursor: first.next }, materials), limit: 11 })
+        const plan = (await db.query({ text: `EXPLAIN QUERY PLAN ${stmt.text}`, params: stmt.params })).map((r) => String(r.detail))
+        t.match(plan[0], /^SEARCH materials USING (INTEGER PRIMARY KEY|INDEX)/, `sort '${sort}': ${plan.join('; ')}`)
+      }
+    })
+
+    t.test('checkMapping', async (t) => {
+      const mapping = variant === 'foreign' ? foreignMapping : referenceMappings.materials
+      t.same(await db.checkMapping(materials, mapping), [])
+      t.same(await db.checkMapping(stations, referenceMappings.stations), [])
+      t.same(await db.checkMapping(materials, { ...mapping, table: 'NoSuchTable' }), ["materials: table 'NoSuchTable' does not exist"])
+      t.same(await db.checkMapping(materials, { ...mapping, columns: { ...mapping.columns, weight: 'Gewicht' } }),
+        [`materials.weight: column 'Gewicht' does not exist in table '${mapping.table}'`])
+      const { barcode: _, ...fewer } = mapping.columns
+      t.same(await db.checkMapping(materials, { ...mapping, columns: { ...fewer, colour: 'Colour' } }),
+        ['materials.barcode: no column configured', "materials: unknown field 'colour' in the column mapping"])
+      const upper = Object.fromEntries(Object.entries(mapping.columns).map(([f, c]) => [f, c.toUpperCase()]))
+      t.same(await db.checkMapping(materials, { ...mapping, columns: upper }), [], 'SQLite column names are case-insensitive')
+    })
+  })
+}
+
+t.test('a resource with two unique fields: the conflict names the right one', async (t) => {
+  const db = openSqlite(join(dir, 'two-unique.db'), { create: true })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE things (id INTEGER PRIMARY KEY, code TEXT UNIQUE, label TEXT UNIQUE, note TEXT)', params: [] })
+  const def: ResourceDef = {
+    name: 'things',
+    fields: { id: { kind: 'integer', id: true }, code: { kind: 'string', unique: true }, label: { kind: 'string', unique: true }, note: { kind: 'string' } }
+  }
+  const repo = new Repository(db, def, { table: 'things', columns: { id: 'id', code: 'code', label: 'label', note: 'note' } })
+  const a = await repo.create({ code: 'A', label: 'Alpha' })
+  await repo.create({ code: 'B', label: 'Beta' })
+  await t.rejects(repo.create({ code: 'C', label: 'Alpha' }), { name: 'ConflictError', message: "label 'Alpha' already exists" })
+  await t.rejects(repo.create({ code: 'A', label: 'Gamma' }), { name: 'ConflictError', message: "code 'A' already exists" })
+  await t.rejects(repo.update(a.id as number, { code: 'A', label: 'Beta' }), { name: 'ConflictError', message: "label 'Beta' already exists" }, 'its own code is no conflict')
+  await t.rejects(repo.update(a.id as number, { note: 'x', id: 2 }), { name: 'BadQueryError' })
+  // a violation of a key the values do not name: the driver's generic message
+  await db.execute({ text: 'CREATE UNIQUE INDEX ux_note ON things (note)', params: [] })
+  await repo.update(a.id as number, { note: 'same' })
+  await t.rejects(repo.create({ code: 'N', label: 'N', note: 'same' }), { name: 'ConflictError', message: 'A row with the same unique key already exists' })
+})
+
+t.test('transactions: serialized, rolled back on error', async (t) => {
+  const db = openSqlite(join(dir, 'tx.db'), { create: true })
+  t.teardown(() => db.close())
+  await createReferenceTables(db, referenceMappings)
+  const repo = new Repository(db, stations, referenceMappings.stations)
+  const row = await repo.create({ name: 'S-1', type: 'vlm' })
+  t.match(row, { name: 'S-1', type: 'vlm', enabled: true, address: null, controllerId: null })
+
+  const order: string[] = []
+  const slow = db.transaction(async (tx) => {
+    await tx.execute(repo.sql.update(row.id as number, { address: 1 }))
+    order.push('tx wrote')
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    await tx.execute(repo.sql.update(row.id as number, { address: 2 }))
+    order.push('tx done')
+    return 'result'
+  })
+  const read = repo.get(row.id as number).then((r) => { order.push(`read ${String(r?.address)}`) })
+  t.equal(await slow, 'result')
+  await read
+  t.same(order, ['tx wrote', 'tx done', 'read 2'], 'a read waits for the open transaction instead of seeing inside it')
+
+  await t.rejects(db.transaction(async (tx) => {
+    await tx.execute(repo.sql.update(row.id as number, { address: 99 }))
+    throw new Error('boom')
+  }), { message: 'boom' })
+  t.equal((await repo.get(row.id as number))?.address, 2, 'rolled back')
+
+  let leaked: Parameters<Parameters<Database['transaction']>[0]>[0] | undefined
+  await db.transaction(async (tx) => { leaked = tx })
+  await t.rejects(leaked!.query(repo.sql.selectById(1)), { message: 'transaction already finished' })
+
+  // concurrent updates of one row: none is lost
+  await Promise.all(Array.from({ length: 20 }, async (_, i) => repo.update(row.id as number, { description: `u${i}` })))
+  const all = await Promise.all(Array.from({ length: 10 }, async () => repo.get(row.id as number)))
+  t.ok(all.every((r) => typeof r?.description === 'string' && r.description.startsWith('u')))
+})
+
+t.test('a locked database answers DatabaseUnavailableError, not a hang', async (t) => {
+  const file = join(dir, 'busy.db')
+  const db = openSqlite(file, { create: true, busyTimeoutMs: 50 })
+  t.teardown(() => db.close())
+  await createReferenceTables(db, referenceMappings)
+  const repo = new Repository(db, stations, referenceMappings.stations)
+  const other = new BetterSqlite3(file)
+  other.exec('BEGIN IMMEDIATE')
+  const started = Date.now()
+  await t.rejects(repo.create({ name: 'S', type: 'ptl' }), { name: 'DatabaseUnavailableError', statusCode: 503 })
+  await t.rejects(repo.update(1, { name: 'S' }), { name: 'DatabaseUnavailableError' }, 'BEGIN IMMEDIATE too')
+  t.ok(Date.now() - started < 2000, 'within the busy timeout')
+  other.exec('ROLLBACK')
+  other.close()
+  t.match(await repo.create({ name: 'S', type: 'ptl' }), { name: 'S' }, 'works again once the lock is gone')
+})
+
+t.test('driver plumbing', async (t) => {
+  t.same(toSqliteParams([
+    { name: 'a', kind: 'boolean', value: true },
+    { name: 'b', kind: 'boolean', value: false },
+    { name: 'c', kind: 'datetime', value: new Date('2024-01-02T03:04:05.006Z') },
+    { name: 'd', kind: 'string', value: null },
+    { name: 'e', kind: 'number', value: 1.5 }
+  ]), { a: 1, b: 0, c: '2024-01-02T03:04:05.006Z', d: null, e: 1.5 })
+  t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })), ConflictError)
+  t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_BUSY_SNAPSHOT' })), DatabaseUnavailableError)
+  const other = Object.assign(new Error('x'), { code: 'SQLITE_ERROR' })
+  t.equal(mapSqliteError(other), other)
+  t.equal(mapSqliteError('str'), 'str')
+
+  t.throws(() => openSqlite(join(dir, 'missing.db'), { create: false }), { name: 'DatabaseUnavailableError', message: /does not exist/ })
+  t.throws(() => openDatabase('postgres://x', { logger: silent }), /expected sqlite:<path> or mssql:/)
+  const mem = openDatabase('sqlite::memory:', { logger: silent })
+  t.equal(mem.dialect, 'sqlite')
+  await mem.ping()
+  await t.rejects(mem.query({ text: 'SELECT nope FROM nowhere', params: [] }), { code: 'SQLITE_ERROR' }, 'other errors pass through')
+  const queued = mem.query({ text: 'SELECT 42 AS answer', params: [] })
+  const closing = mem.close()
+  await t.rejects(mem.ping(), { name: 'DatabaseUnavailableError' }, 'refused once closing')
+  t.same(await queued, [{ answer: 42 }], 'a call queued before close still runs')
+  await closing
+  await mem.close()
+  await t.rejects(mem.ping(), { name: 'DatabaseUnavailableError' }, 'closed')
+})

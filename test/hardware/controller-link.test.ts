@@ -1,0 +1,502 @@
+import net from 'node:net'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { encodeFrame, FrameDecoder, type Frame, type FrameArgsInput, type FrameInput } from '../../src/hardware/codec.js'
+import { backoffDelay, ControllerLink, type ControllerEvent, type ControllerLinkOptions, type LinkTimings, type Logger } from '../../src/hardware/controller-link.js'
+import { HardwareError } from '../../src/hardware/errors.js'
+
+// Generous where the test waits for something that should happen, short where it waits for a failure.
+const BASE: LinkTimings = {
+  ackTimeout: 5000,
+  heartbeatIdle: 60000,
+  deadAfter: 60000,
+  backoffInitial: 10,
+  backoffMax: 50,
+  stableAfter: 60000,
+  connectTimeout: 5000
+}
+const WAIT = 10000
+
+/** Resolves with the first queued item matching `pred`, now or when it arrives. */
+class Inbox<T> {
+  private readonly items: T[] = []
+  private readonly waiters: Array<{ pred: (item: T) => boolean, resolve: (item: T) => void }> = []
+
+  push (item: T): void {
+    const i = this.waiters.findIndex(w => w.pred(item))
+    if (i === -1) this.items.push(item)
+    else this.waiters.splice(i, 1)[0]!.resolve(item)
+  }
+
+  async take (pred: (item: T) => boolean = () => true, what = 'item'): Promise<T> {
+    const i = this.items.findIndex(pred)
+    if (i !== -1) return this.items.splice(i, 1)[0]!
+    let waiter: { pred: (item: T) => boolean, resolve: (item: T) => void } | undefined
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await new Promise<T>((resolve, reject) => {
+        waiter = { pred, resolve }
+        this.waiters.push(waiter)
+        timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), WAIT)
+      })
+    } finally {
+      clearTimeout(timer)
+      const w = this.waiters.indexOf(waiter!)
+      if (w !== -1) this.waiters.splice(w, 1)
+    }
+  }
+}
+
+/** One accepted connection of the fake controller. */
+class RawConn {
+  readonly all: Frame[] = []
+  readonly inbox = new Inbox<Frame>()
+  private readonly decoder = new FrameDecoder()
+  constructor (readonly socket: net.Socket) {
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of this.decoder.push(chunk)) {
+        this.all.push(frame)
+        this.inbox.push(frame)
+      }
+    })
+    socket.on('error', () => {})
+  }
+
+  next (pred: (f: Frame) => boolean = () => true, what = 'a frame'): Promise<Frame> {
+    return this.inbox.take(pred, what)
+  }
+
+  cmd (cmd: string, kind = 'REQ'): Promise<Frame> {
+    return this.next(f => f.cmd === cmd && f.kind === kind, `${kind} ${cmd}`)
+  }
+
+  send (frame: FrameInput): void {
+    this.socket.write(encodeFrame(frame))
+  }
+
+  ack (frame: Frame, args?: FrameArgsInput): void {
+    this.send({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args })
+  }
+}
+
+/** A controller made of a bare TCP server, so each test decides every byte it sends. */
+class RawController {
+  readonly conns: RawConn[] = []
+  readonly accepted = new Inbox<RawConn>()
+  private constructor (readonly server: net.Server, readonly port: number) {}
+
+  static async start (t: TestLike, port = 0): Promise<RawController> {
+    const server = net.createServer()
+    server.listen(port, '127.0.0.1')
+    await once(server, 'listening')
+    const ctl = new RawController(server, (server.address() as net.AddressInfo).port)
+    server.on('connection', socket => {
+      const conn = new RawConn(socket)
+      ctl.conns.push(conn)
+      ctl.accepted.push(conn)
+    })
+    t.teardown(() => ctl.stop())
+    return ctl
+  }
+
+  nextConnection (): Promise<RawConn> {
+    return this.accepted.take(() => true, 'a connection')
+  }
+
+  async stop (): Promise<void> {
+    for (const conn of this.conns) conn.socket.destroy()
+    if (this.server.listening) await new Promise(resolve => this.server.close(resolve))
+  }
+}
+
+/** The part of a tap test the helpers need. */
+interface TestLike { teardown (fn: () => unknown): void }
+
+function makeLink (t: TestLike, port: number, timings: Partial<LinkTimings> = {}, options: ControllerLinkOptions = {}): ControllerLink {
+  const link = new ControllerLink({ id: 'ctl-1', host: '127.0.0.1', port }, { ...options, timings: { ...BASE, ...timings } })
+  t.teardown(() => link.close())
+  return link
+}
+
+/** Starts a link against a fresh fake controller and answers its STATUS. */
+async function connected (t: TestLike, timings: Partial<LinkTimings> = {}, options: ControllerLinkOptions = {}): Promise<{ ctl: RawController, link: ControllerLink, conn: RawConn }> {
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port, timings, options)
+  const up = once(link, 'connected')
+  link.start()
+  const conn = await ctl.nextConnection()
+  await up
+  conn.ack(await conn.cmd('STATUS'), { state: 'idle' })
+  await once(link, 'status')
+  return { ctl, link, conn }
+}
+
+function captureLogger (): { logger: Logger, lines: Array<{ level: string, obj: object, msg?: string }> } {
+  const lines: Array<{ level: string, obj: object, msg?: string }> = []
+  const at = (level: string) => (obj: object, msg?: string): void => { lines.push({ level, obj, msg }) }
+  return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } }
+}
+
+async function until (cond: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + WAIT
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(5)
+  }
+}
+
+async function freePort (): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as net.AddressInfo
+  await new Promise(resolve => server.close(resolve))
+  return port
+}
+
+const rejection = async (p: Promise<unknown>): Promise<HardwareError> => {
+  try {
+    await p
+  } catch (err) {
+    return err as HardwareError
+  }
+  throw new Error('expected a rejection')
+}
+
+t.test('backoff: exponential ceiling, capped, with full jitter', async t => {
+  const top = (): number => 0.999999
+  t.same([0, 1, 2, 3, 4, 5, 6, 10, 100].map(n => Math.round(backoffDelay(n, 1000, 30000, top) / 1000)), [1, 2, 4, 8, 16, 30, 30, 30, 30])
+  t.equal(backoffDelay(3, 1000, 30000, () => 0), 0, 'full jitter reaches down to 0')
+  t.equal(backoffDelay(1, 1000, 30000, () => 0.5), 1000)
+  t.equal(backoffDelay(2000, 1000, 30000, top) <= 30000, true, 'huge attempts do not overflow')
+  t.equal(backoffDelay(-1, 1000, 30000, top) < 1000, true)
+  const samples = Array.from({ length: 400 }, () => backoffDelay(3, 1000, 30000))
+  t.ok(samples.every(d => d >= 0 && d < 8000), 'within [0, initial*2^n)')
+  t.ok(new Set(samples).size > 50, 'jittered, not a fixed delay')
+  const mean = samples.reduce((a, b) => a + b, 0) / samples.length
+  t.ok(mean > 2500 && mean < 5500, `uniform: mean ${mean} near 4000`)
+})
+
+t.test('connects, sends STATUS as SEQ 0001 and keeps its answer', async t => {
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port)
+  t.equal(link.connected, false)
+  t.equal(link.lastSeenAt, null)
+  const up = once(link, 'connected')
+  link.start()
+  link.start()
+  const conn = await ctl.nextConnection()
+  await up
+  t.equal(link.connected, true)
+  const status = await conn.next()
+  t.same(status, { seq: 1, kind: 'REQ', cmd: 'STATUS', args: {} })
+  const statusEvent = once(link, 'status')
+  conn.ack(status, { state: 'busy', addr3: 'lit:2', addr12: 'tray:T-1', fw: 'x' })
+  const [state] = await statusEvent
+  t.equal(state.state, 'busy')
+  t.same(state.addresses, { 3: 'lit:2', 12: 'tray:T-1' })
+  t.equal(link.state, state)
+  t.type(link.lastSeenAt, Date)
+
+  const sent = link.send('LIGHT', { addr: 3, qty: 2, text: 'M-100', ref: 'order-7' })
+  const req = await conn.cmd('LIGHT')
+  t.same(req, { seq: 2, kind: 'REQ', cmd: 'LIGHT', args: { addr: '3', qty: '2', text: 'M-100', ref: 'order-7' } })
+  conn.send({ seq: req.seq, kind: 'ACK', cmd: 'CLEAR' }) // wrong CMD: not this command's answer
+  conn.send({ seq: 999, kind: 'ACK', cmd: 'LIGHT' }) // unknown SEQ
+  conn.ack(req, { note: 'ok' })
+  t.same(await sent, { seq: 2, args: { note: 'ok' } })
+  t.equal(link.pending, 0)
+  t.ok(link.stats.framesIn >= 4 && link.stats.framesOut >= 2, 'counts frames')
+
+  const bare = link.send('STATUS')
+  conn.ack(await conn.cmd('STATUS'))
+  await bare
+  t.equal(link.state?.state, 'unknown', 'a STATUS without state=')
+})
+
+t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, STATUS is resent', async t => {
+  const ctl = await RawController.start(t)
+  const { port } = ctl
+  const { lines, logger } = captureLogger()
+  const link = makeLink(t, port, {}, { logger })
+  link.start()
+  const conn = await ctl.nextConnection()
+  conn.ack(await conn.cmd('STATUS'), { state: 'busy', addr1: 'lit:1' })
+  await once(link, 'status')
+  const light = link.send('LIGHT', { addr: 1, qty: 1 })
+  conn.ack(await conn.cmd('LIGHT'))
+  t.equal((await light).seq, 2)
+
+  const down = once(link, 'disconnected')
+  await ctl.stop()
+  const [reason] = await down
+  t.type(reason, 'string')
+  t.equal(link.connected, false)
+  t.equal(link.state, null, 'no stale controller state while disconnected')
+  const offline = await rejection(link.send('CLEAR', { addr: 1 }))
+  t.equal(offline.code, 'OFFLINE')
+  await until(() => link.stats.connectFailures >= 2, 'failed reconnect attempts')
+
+  const ctl2 = await RawController.start(t, port)
+  const up = once(link, 'connected')
+  const conn2 = await ctl2.nextConnection()
+  await up
+  const status = await conn2.next()
+  t.same(status, { seq: 1, kind: 'REQ', cmd: 'STATUS', args: {} }, 'STATUS first, SEQ 0001')
+  conn2.ack(status, { state: 'idle' })
+  await once(link, 'status')
+  t.equal(link.state?.state, 'idle')
+  t.equal(link.stats.reconnects, 1)
+  const again = link.send('CLEAR', { addr: 1 })
+  conn2.ack(await conn2.cmd('CLEAR'))
+  t.equal((await again).seq, 2)
+  t.ok(lines.some(l => l.level === 'warn' && l.msg === 'controller disconnected'), 'logged the loss')
+  t.equal(lines.filter(l => l.level === 'warn' && l.msg === 'cannot connect to controller').length, 1, 'one warning per outage')
+})
+
+t.test('an offline controller: start() does not wait, commands fail at once with OFFLINE', async t => {
+  const port = await freePort()
+  const link = makeLink(t, port)
+  const before = await rejection(link.send('STATUS'))
+  t.equal(before.code, 'OFFLINE', 'before start')
+  t.equal(before.statusCode, 503)
+  t.type(before, HardwareError)
+  const started = Date.now()
+  link.start()
+  t.ok(Date.now() - started < 100, 'start returns immediately')
+  const err = await rejection(link.send('LIGHT', { addr: 1, qty: 1 }))
+  t.equal(err.code, 'OFFLINE')
+  t.equal(err.controllerId, 'ctl-1')
+  t.ok(Date.now() - started < 1000, 'rejected within 1 s')
+  await until(() => link.stats.connectFailures >= 3, 'retries')
+  t.equal(link.connected, false)
+})
+
+t.test('silence: the link is declared dead after deadAfter and reconnects; it pinged meanwhile', async t => {
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port, { heartbeatIdle: 40, deadAfter: 400 })
+  const up = once(link, 'connected')
+  link.start()
+  const conn = await ctl.nextConnection()
+  await up
+  const since = Date.now()
+  const [reason] = await once(link, 'disconnected')
+  const took = Date.now() - since
+  t.match(reason, /no frame for 400 ms/)
+  t.ok(took >= 380, `not before deadAfter (${took} ms)`)
+  t.ok(took < 5000, `soon after deadAfter (${took} ms)`)
+  t.ok(conn.all.some(f => f.kind === 'HBT' && f.cmd === 'PING'), 'sent PING while idle')
+  await ctl.nextConnection()
+})
+
+t.test('heartbeat: PING after idle, answered PONGs keep the link alive; the link answers PING', async t => {
+  const { link, conn } = await connected(t, { heartbeatIdle: 30, deadAfter: 600 })
+  let dropped = false
+  link.on('disconnected', () => { dropped = true })
+  const started = Date.now()
+  let pings = 0
+  while (pings < 10 || Date.now() - started < 900) {
+    const ping = await conn.next(f => f.kind === 'HBT', 'PING')
+    t.equal(ping.cmd, 'PING')
+    conn.send({ seq: ping.seq, kind: 'HBT', cmd: 'PONG' })
+    pings++
+  }
+  t.equal(dropped, false, 'still up well past deadAfter')
+  t.equal(link.connected, true)
+
+  conn.send({ seq: 77, kind: 'HBT', cmd: 'PING' })
+  const pong = await conn.next(f => f.cmd === 'PONG', 'PONG')
+  t.same(pong, { seq: 77, kind: 'HBT', cmd: 'PONG', args: {} })
+})
+
+t.test('no ACK: exactly one resend with the same SEQ, then TIMEOUT', async t => {
+  const { link, conn } = await connected(t, { ackTimeout: 80 })
+  const sent = link.send('LIGHT', { addr: 3, qty: 2, ref: 'o-1' })
+  const first = await conn.cmd('LIGHT')
+  const second = await conn.cmd('LIGHT')
+  t.same(second, first, 'same SEQ, same frame')
+  const err = await rejection(sent)
+  t.equal(err.code, 'TIMEOUT')
+  t.equal(err.statusCode, 504)
+  t.equal(err.seq, first.seq)
+  conn.ack(first) // too late: ignored
+  await sleep(300)
+  const clear = link.send('CLEAR', { addr: 3 })
+  conn.ack(await conn.cmd('CLEAR'))
+  await clear
+  t.equal(conn.all.filter(f => f.cmd === 'LIGHT').length, 2, 'never a third send')
+  t.equal(link.stats.timeouts, 1)
+  t.equal(link.connected, true)
+})
+
+t.test('three TIMEOUTs in a row mark the link dead; an answer in between resets the count', async t => {
+  const { ctl, link, conn } = await connected(t, { ackTimeout: 150 })
+  let drops = 0
+  link.on('disconnected', () => { drops++ })
+  for (let i = 0; i < 2; i++) t.equal((await rejection(link.send('LIGHT', { addr: i + 1, qty: 1 }))).code, 'TIMEOUT')
+  const clear = link.send('CLEAR', { addr: 9 })
+  conn.send({ seq: (await conn.cmd('CLEAR')).seq, kind: 'NAK', cmd: 'CLEAR', args: { code: 'E1' } })
+  t.equal((await rejection(clear)).code, 'NAK')
+  for (let i = 0; i < 2; i++) t.equal((await rejection(link.send('LIGHT', { addr: i + 1, qty: 1 }))).code, 'TIMEOUT')
+  t.equal(drops, 0, 'two in a row are not enough')
+  const down = once(link, 'disconnected')
+  t.equal((await rejection(link.send('LIGHT', { addr: 3, qty: 1 }))).code, 'TIMEOUT')
+  const [reason] = await down
+  t.match(reason, /three commands/)
+  await ctl.nextConnection()
+})
+
+t.test('NAK: rejected with the controller code and message', async t => {
+  const { link, conn } = await connected(t)
+  const sent = link.send('LIGHT', { addr: 3, qty: 2 })
+  const req = await conn.cmd('LIGHT')
+  conn.send({ seq: req.seq, kind: 'NAK', cmd: 'LIGHT', args: { code: 'E42', msg: 'jam; motor=1' } })
+  const err = await rejection(sent)
+  t.type(err, HardwareError)
+  t.match(err, { code: 'NAK', statusCode: 502, controllerCode: 'E42', controllerMessage: 'jam; motor=1', seq: req.seq, controllerId: 'ctl-1' })
+  t.match(err.message, /E42/)
+})
+
+t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again but emitted once', async t => {
+  const { ctl, link, conn } = await connected(t)
+  const events: ControllerEvent[] = []
+  link.on('event', e => events.push(e))
+  const confirm: FrameInput = { seq: 7, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 3, qty: 2, ref: 'order-7' } }
+  conn.socket.write(Buffer.concat([encodeFrame(confirm), encodeFrame(confirm)]))
+  const acks = [await conn.next(f => f.kind === 'ACK', 'ACK 1'), await conn.next(f => f.kind === 'ACK', 'ACK 2')]
+  t.same(acks, [{ seq: 7, kind: 'ACK', cmd: 'CONFIRM', args: {} }, { seq: 7, kind: 'ACK', cmd: 'CONFIRM', args: {} }])
+  t.same(events, [{ cmd: 'CONFIRM', seq: 7, args: { addr: '3', qty: '2', ref: 'order-7' } }])
+
+  // The window holds 64 SEQs: after 64 others, 7 counts as new again.
+  for (let seq = 8; seq < 8 + 64; seq++) conn.send({ seq, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 1 } })
+  conn.send(confirm)
+  await until(() => events.length === 66, '66 events')
+  t.equal(events.at(-1)?.seq, 7)
+
+  // A new connection starts with an empty window.
+  conn.socket.destroy()
+  const conn2 = await ctl.nextConnection()
+  conn2.ack(await conn2.cmd('STATUS'))
+  conn2.send({ seq: 8, kind: 'EVT', cmd: 'TRAYREADY', args: { addr: 2, tray: 'T-5' } })
+  await conn2.next(f => f.kind === 'ACK' && f.seq === 8, 'ACK of 8')
+  t.same(events.at(-1), { seq: 8, cmd: 'TRAYREADY', args: { addr: '2', tray: 'T-5' } })
+})
+
+t.test('the connection drops with commands in flight and queued: all fail with LINK_DROPPED, none is re-sent', async t => {
+  const { ctl, link, conn } = await connected(t, {}, { maxInFlight: 2 })
+  const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
+  await conn.cmd('LIGHT')
+  await conn.cmd('LIGHT')
+  t.equal(link.pending, 3, 'two in flight, one queued')
+  const down = once(link, 'disconnected')
+  conn.socket.destroy()
+  const results = await Promise.allSettled(sends)
+  await down
+  for (const r of results) {
+    t.equal(r.status, 'rejected')
+    t.match((r as PromiseRejectedResult).reason, { code: 'LINK_DROPPED', statusCode: 503 })
+  }
+  t.equal(link.pending, 0)
+  const conn2 = await ctl.nextConnection()
+  conn2.ack(await conn2.cmd('STATUS'))
+  const clear = link.send('CLEAR', { addr: 1 })
+  conn2.ack(await conn2.cmd('CLEAR'))
+  await clear
+  t.same(conn2.all.map(f => f.cmd), ['STATUS', 'CLEAR'], 'nothing re-sent on its own')
+})
+
+t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => {
+  const { link, conn } = await connected(t, {}, { maxQueue: 3, maxInFlight: 1 })
+  const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
+  const err = await rejection(link.send('LIGHT', { addr: 4, qty: 1 }))
+  t.match(err, { code: 'QUEUE_FULL', statusCode: 503 })
+  const first = await conn.cmd('LIGHT')
+  t.equal(conn.all.filter(f => f.cmd === 'LIGHT').length, 1, 'only maxInFlight on the wire')
+  conn.ack(first)
+  await sends[0]
+  const fourth = link.send('LIGHT', { addr: 4, qty: 1 })
+  for (let i = 0; i < 3; i++) conn.ack(await conn.cmd('LIGHT'))
+  t.same((await Promise.all([...sends.slice(1), fourth])).map(r => r.seq), [3, 4, 5])
+})
+
+t.test('commands that cannot be encoded fail with INVALID_COMMAND', async t => {
+  const { link } = await connected(t)
+  t.equal((await rejection(link.send('NO SUCH'))).code, 'INVALID_COMMAND')
+  t.equal((await rejection(link.send('LIGHT', { 'bad-key': 1 }))).code, 'INVALID_COMMAND')
+  t.equal((await rejection(link.send('LIGHT', { text: 'x'.repeat(5000) }))).code, 'INVALID_COMMAND')
+  t.equal(link.pending, 0)
+})
+
+t.test('hostile controller input: garbage is counted, an oversize frame resets the connection', async t => {
+  const { lines, logger } = captureLogger()
+  const { ctl, link, conn } = await connected(t, {}, { logger, maxFrameBytes: 256 })
+  conn.socket.write('garbage!')
+  conn.socket.write(Buffer.from('\x02bad\x03'))
+  conn.send({ seq: 5, kind: 'HBT', cmd: 'PING' })
+  await conn.cmd('PONG', 'HBT')
+  t.equal(link.stats.droppedBytes, 8 + 5)
+  t.equal(link.stats.malformedFrames, 1)
+  t.ok(lines.some(l => l.level === 'warn' && l.msg === 'dropped bytes from the controller'))
+
+  conn.send({ seq: 6, kind: 'REQ', cmd: 'LIGHT' })
+  t.match(await conn.next(f => f.kind === 'NAK'), { seq: 6, cmd: 'LIGHT', args: { code: 'UNSUPPORTED' } }, 'the gateway takes no requests')
+
+  const down = once(link, 'disconnected')
+  conn.socket.write(Buffer.concat([Buffer.from([2]), Buffer.alloc(1000, 0x41)]))
+  const [reason] = await down
+  t.equal(reason, 'frame too long')
+  await ctl.nextConnection()
+})
+
+t.test('a throwing listener does not break the link', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger })
+  link.on('event', () => { throw new Error('listener bug') })
+  conn.send({ seq: 3, kind: 'EVT', cmd: 'FAULT', args: { addr: 1, code: 'F1', msg: 'x' } })
+  await conn.next(f => f.kind === 'ACK' && f.seq === 3)
+  const status = link.send('STATUS')
+  conn.ack(await conn.cmd('STATUS'), { state: 'error' })
+  await status
+  t.ok(lines.some(l => l.level === 'error' && l.msg === 'listener failed'))
+})
+
+t.test('close(): rejects pending commands, stops reconnecting, leaves no handles', async t => {
+  const baseline = process.getActiveResourcesInfo().filter(r => r === 'TCPSocketWrap' || r === 'Timeout').length
+  const ctl = await RawController.start(t)
+  const link = new ControllerLink({ id: 'ctl-1', host: '127.0.0.1', port: ctl.port }, { timings: { ...BASE, heartbeatIdle: 20, deadAfter: 5000 } })
+  link.start()
+  const conn = await ctl.nextConnection()
+  conn.ack(await conn.cmd('STATUS'))
+  await once(link, 'status')
+  const pending = link.send('LIGHT', { addr: 1, qty: 1 })
+  await conn.cmd('LIGHT')
+  const closing = link.close()
+  t.equal(link.close(), closing, 'idempotent')
+  const err = await rejection(pending)
+  t.equal(err.code, 'LINK_DROPPED')
+  await closing
+  t.equal(link.connected, false)
+  t.equal((await rejection(link.send('STATUS'))).code, 'OFFLINE')
+  t.throws(() => link.start(), /closed/)
+  await sleep(150)
+  t.equal(ctl.conns.length, 1, 'no reconnect after close')
+  await ctl.stop()
+  await until(() => process.getActiveResourcesInfo().filter(r => r === 'TCPSocketWrap' || r === 'Timeout').length <= baseline, 'handles to go')
+  t.equal(link.listenerCount('connected'), 0)
+
+  // Closing while waiting to reconnect, and before start.
+  const offline = new ControllerLink({ id: 'x', host: '127.0.0.1', port: await freePort() }, { timings: { ...BASE, backoffInitial: 60000, backoffMax: 60000 } })
+  offline.start()
+  await until(() => offline.stats.connectFailures >= 1, 'a failed attempt')
+  await offline.close()
+  await new ControllerLink({ id: 'y', host: '127.0.0.1', port: 1 }).close()
+  await until(() => process.getActiveResourcesInfo().filter(r => r === 'TCPSocketWrap' || r === 'Timeout').length <= baseline, 'handles to go')
+})
+
+t.test('option validation', async t => {
+  t.throws(() => new ControllerLink({ id: 'a', host: 'h', port: 1 }, { maxQueue: 0 }), RangeError)
+  t.throws(() => new ControllerLink({ id: 'a', host: 'h', port: 1 }, { maxInFlight: 1.5 }), RangeError)
+  t.throws(() => new ControllerLink({ id: 'a', host: 'h', port: 1 }, { timings: { ackTimeout: -1 } }), RangeError)
+  t.throws(() => new ControllerLink({ id: 'a', host: 'h', port: 1 }, { timings: { deadAfter: Number.NaN } }), RangeError)
+  t.same(new ControllerLink({ id: 'a', host: 'h', port: 1 }).timings.ackTimeout, 2000)
+})

@@ -1,0 +1,146 @@
+import t from 'tap'
+import { build } from '../helpers/build.js'
+
+t.test('walking meta.next returns every row once, also while rows change', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const headers = auth(ctx.adminToken)
+  for (let i = 0; i < 250; i++) {
+    await app.repos.materials.create({ materialNumber: `W-${String(i).padStart(3, '0')}`, name: `Item ${i % 7}`, unit: 'pcs', blocked: false })
+  }
+  const seen = new Map<number, number>()
+  let url: string | undefined = '/api/materials?limit=60&count=true'
+  let pages = 0
+  while (url) {
+    const res = await app.inject({ method: 'GET', url, headers })
+    t.equal(res.statusCode, 200)
+    const body: { data: Array<{ id: number }>, meta: { offset?: number, total: number, next?: string } } = res.json()
+    t.equal(body.meta.offset, undefined, 'keyset pages have no offset')
+    t.equal(res.headers['x-total-count'], String(body.meta.total))
+    for (const m of body.data) seen.set(m.id, (seen.get(m.id) ?? 0) + 1)
+    if (pages === 1) {
+      // During the walk: one new row, and updates to rows before and after the current page.
+      await app.repos.materials.create({ materialNumber: 'W-new', name: 'Late arrival', unit: 'pcs', blocked: false })
+      await app.repos.materials.update(body.data[0].id - 30, { name: 'changed behind' })
+      await app.repos.materials.update(body.data[0].id + 100, { name: 'changed ahead' })
+    }
+    url = body.meta.next
+    if (url) t.match(url, /^\/api\/materials\?limit=60&count=true&cursor=[\w-]+$/)
+    pages++
+  }
+  t.equal(pages, 5)
+  t.equal(seen.size, 251, 'every row including the one inserted during the walk')
+  t.ok([...seen.values()].every((n) => n === 1), 'no row twice')
+})
+
+t.test('sorting, filters and offset paging through the API', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const headers = auth(ctx.adminToken)
+  const rows = [
+    { materialNumber: 'A-1', name: 'Valve', weight: 2, minStock: 5 },
+    { materialNumber: 'A-2', name: 'Bolt', weight: 0.5, minStock: 5 },
+    { materialNumber: 'A-3', name: 'Nut', weight: null, minStock: 1 },
+    { materialNumber: 'A-4', name: 'Ball valve', weight: 1, minStock: 9 }
+  ]
+  for (const r of rows) await app.inject({ method: 'POST', url: '/api/materials', headers, payload: r })
+  const names = async (query: string) => {
+    const res = await app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })
+    t.equal(res.statusCode, 200, query)
+    return res.json().data.map((m: { name: string }) => m.name)
+  }
+  t.same(await names('sort=-minStock,name'), ['Ball valve', 'Bolt', 'Valve', 'Nut'], 'ties broken by the next key')
+  t.same(await names('sort=minStock'), ['Nut', 'Valve', 'Bolt', 'Ball valve'], 'ties broken by id')
+  t.same(await names('weight=[gte]1&weight=[lt]2'), ['Ball valve'], 'repeated parameters are ANDed')
+  t.same(await names('weight=[null]'), ['Nut'])
+  t.same(await names('name=[like]valve&sort=name'), ['Ball valve', 'Valve'])
+  t.same(await names('name=[notlike]valve'), ['Bolt', 'Nut'])
+  t.same(await names('materialNumber=[nor]A-1;A-2'), ['Nut', 'Ball valve'])
+  t.same(await names('limit=2&offset=1'), ['Bolt', 'Nut'])
+  const offset = await app.inject({ method: 'GET', url: '/api/materials?limit=2&offset=1', headers })
+  t.equal(offset.json().meta.offset, 1)
+  const future = new Date(Date.now() + 60000).toISOString()
+  t.same(await names(`modifiedSince=${future}`), [])
+  t.same((await names(`modifiedSince=${new Date(Date.now() - 60000).toISOString()}`)).length, 4)
+
+  const bad: Array<[string, RegExp]> = [
+    ['limit=1001', /limit/],
+    ['limit=0', /limit/],
+    ['offset=-1', /offset/],
+    ['sort=colour', /colour/],
+    ['colour=red', /Unknown query parameter 'colour'/],
+    ['weight=[gt]heavy', /weight/],
+    ['weight=[like]1', /weight/],
+    ['modifiedSince=yesterday', /modifiedSince/],
+    ['cursor=abc&offset=2', /cursor/],
+    ['cursor=not-a-cursor', /cursor/]
+  ]
+  for (const [query, message] of bad) {
+    const res = await app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })
+    t.equal(res.statusCode, 400, query)
+    t.equal(res.json().code, 'BAD_QUERY')
+    t.match(res.json().message, message, query)
+  }
+  const page = await app.inject({ method: 'GET', url: '/api/materials?limit=1&sort=name', headers })
+  const cursor = new URL(page.json().meta.next, 'http://x').searchParams.get('cursor')
+  const wrongSort = await app.inject({ method: 'GET', url: `/api/materials?limit=1&sort=-name&cursor=${cursor}`, headers })
+  t.equal(wrongSort.statusCode, 400, 'a cursor only continues the sort it came from')
+
+  const first = await app.inject({ method: 'GET', url: '/api/materials', headers })
+  const again = await app.inject({ method: 'GET', url: '/api/materials', headers: { ...headers, 'if-none-match': first.headers.etag as string } })
+  t.equal(again.statusCode, 304, 'an unchanged list answers 304')
+  await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-5', name: 'Washer' } })
+  const changed = await app.inject({ method: 'GET', url: '/api/materials', headers: { ...headers, 'if-none-match': first.headers.etag as string } })
+  t.equal(changed.statusCode, 200, 'a changed list does not')
+})
+
+t.test('materials mapped onto a foreign schema behave the same', async (t) => {
+  const mapping = {
+    table: 'MaterialBase',
+    columns: {
+      id: 'MatID', materialNumber: 'MatNo', name: 'MatName', description: 'MatDesc', unit: 'Uom', barcode: 'EAN',
+      minStock: 'ReorderPoint', maxStock: 'MaxQty', weight: 'UnitWeight', blocked: 'Locked', blockReason: 'LockText',
+      stockQuantity: 'QtyOnHand', createdAt: 'Created', modifiedAt: 'LastChange'
+    }
+  }
+  const ctx = await build(t, { mapping: { materials: mapping } }, async (db) => {
+    // A picking system's own table: other names, an extra column the gateway does not know.
+    const mssql = db.dialect === 'mssql'
+    if (mssql) await db.execute({ text: 'DROP TABLE IF EXISTS "MaterialBase"', params: [] })
+    const [id, text, real, bool, time] = mssql
+      ? ['int IDENTITY(1,1) PRIMARY KEY', 'nvarchar(200)', 'float', 'bit', 'datetime2(3)']
+      : ['INTEGER PRIMARY KEY AUTOINCREMENT', 'TEXT', 'REAL', 'INTEGER', 'TEXT']
+    await db.execute({
+      text: `CREATE TABLE "MaterialBase" ("MatID" ${id}, "MatNo" ${text} NOT NULL UNIQUE, "MatName" ${text} NOT NULL,
+        "MatDesc" ${text}, "Uom" ${text}, "EAN" ${text}, "ReorderPoint" ${real}, "MaxQty" ${real}, "UnitWeight" ${real}, "Locked" ${bool} NOT NULL DEFAULT 0,
+        "LockText" ${text}, "QtyOnHand" ${real} NOT NULL DEFAULT 0, "Created" ${time}, "LastChange" ${time}, "BinLocation" ${text})`,
+      params: []
+    })
+    await db.execute({ text: `INSERT INTO "MaterialBase" ("MatNo", "MatName", "QtyOnHand", "BinLocation", "Created", "LastChange") VALUES ('LEGACY-1', 'Legacy item', 42, 'A-01-03', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`, params: [] })
+  })
+  const { app, auth } = ctx
+  const headers = auth(ctx.adminToken)
+  const list = await app.inject({ method: 'GET', url: '/api/materials', headers })
+  t.equal(list.statusCode, 200)
+  t.match(list.json().data, [{ materialNumber: 'LEGACY-1', name: 'Legacy item', stockQuantity: 42, blocked: false, createdAt: '2025-01-01T00:00:00.000Z' }])
+  t.notMatch(list.body, /MatNo|BinLocation|MaterialBase/, 'column names never leave the database layer')
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEW-1', name: 'New item', minStock: 3 } })
+  t.equal(created.statusCode, 201)
+  t.match(created.json(), { materialNumber: 'NEW-1', minStock: 3, unit: 'pcs' })
+  const dup = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'LEGACY-1', name: 'x' } })
+  t.equal(dup.statusCode, 409)
+  t.match(dup.json().message, /materialNumber/)
+  const upd = await app.inject({ method: 'PATCH', url: `/api/materials/${created.json().id}`, headers, payload: { blocked: true } })
+  t.equal(upd.json().blocked, true)
+  const filtered = await app.inject({ method: 'GET', url: '/api/materials?minStock=[gt]1&sort=-modifiedAt', headers })
+  t.same(filtered.json().data.map((m: { materialNumber: string }) => m.materialNumber), ['NEW-1'])
+  const raw = await ctx.db.query({ text: 'SELECT "ReorderPoint" AS r, "Locked" AS l FROM "MaterialBase" WHERE "MatNo" = @n', params: [{ name: 'n', kind: 'string', value: 'NEW-1' }] })
+  t.same(raw.map((r) => ({ r: r.r, l: Number(r.l) })), [{ r: 3, l: 1 }], 'written to the mapped columns')
+})
+
+t.test('a mapping that does not fit the database stops the start', async (t) => {
+  await t.rejects(build(t, { mapping: { stations: { table: 'NoSuchTable', columns: { id: 'a', name: 'b', description: 'c', type: 'd', warehouse: 'e', controllerId: 'f', address: 'g', enabled: 'h', createdAt: 'i', modifiedAt: 'j' } } } }, async (db) => {
+    if (db.dialect === 'mssql') await db.execute({ text: 'DROP TABLE IF EXISTS "NoSuchTable"', params: [] })
+    await db.execute({ text: 'CREATE TABLE "NoSuchTable" ("a" INTEGER PRIMARY KEY)', params: [] })
+  }), /does not match the configured mapping.*column 'b'.*picking-gateway db init/)
+})

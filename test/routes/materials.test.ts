@@ -1,0 +1,134 @@
+import t from 'tap'
+import { build } from '../helpers/build.js'
+
+const MATERIAL_KEYS = ['barcode', 'blockReason', 'blocked', 'createdAt', 'description', 'id', 'materialNumber', 'maxStock', 'minStock', 'modifiedAt', 'name', 'stockQuantity', 'unit', 'weight']
+
+t.test('every materials route needs a token', async (t) => {
+  const { app } = await build(t)
+  for (const [method, url] of [['GET', '/api/materials'], ['POST', '/api/materials'], ['GET', '/api/materials/1'], ['POST', '/api/materials/1'], ['PATCH', '/api/materials/1'], ['DELETE', '/api/materials/1']]) {
+    const res = await app.inject({ method: method as 'GET', url })
+    t.equal(res.statusCode, 401, `${method} ${url}`)
+    t.equal(res.json().code, 'TOKEN_MISSING')
+  }
+})
+
+t.test('create, read, update, delete', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const erp = await ctx.createUser('application')
+  const headers = auth(erp.accessToken)
+
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-1', name: 'Hex bolt M8x40', weight: 0.021, minStock: 10 } })
+  t.equal(created.statusCode, 201)
+  const m = created.json()
+  t.equal(created.headers.location, `/api/materials/${m.id}`)
+  t.same(Object.keys(m).sort(), MATERIAL_KEYS)
+  t.match(m, { materialNumber: 'M-1', name: 'Hex bolt M8x40', unit: 'pcs', blocked: false, weight: 0.021, minStock: 10, maxStock: null, stockQuantity: 0, description: null })
+  t.match(m.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  t.equal(m.createdAt, m.modifiedAt)
+
+  const read = await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers })
+  t.equal(read.statusCode, 200)
+  t.same(read.json(), m)
+  const etag = read.headers.etag as string
+  t.match(etag, /^"[\w-]+"$/)
+  const notModified = await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-none-match': etag } })
+  t.equal(notModified.statusCode, 304)
+  t.equal(notModified.body, '')
+
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  const updated = await app.inject({ method: 'POST', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': etag }, payload: { blocked: true, blockReason: 'Quality hold' } })
+  t.equal(updated.statusCode, 200)
+  t.match(updated.json(), { name: 'Hex bolt M8x40', blocked: true, blockReason: 'Quality hold', weight: 0.021 })
+  t.ok(updated.json().modifiedAt > m.modifiedAt, 'modifiedAt moves on')
+  t.equal(updated.json().createdAt, m.createdAt)
+  t.not(updated.headers.etag, etag)
+
+  const lost = await app.inject({ method: 'PATCH', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': etag }, payload: { name: 'overwritten' } })
+  t.equal(lost.statusCode, 412, 'an update based on an old ETag is refused')
+  t.equal(lost.json().code, 'PRECONDITION_FAILED')
+  t.equal((await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers })).json().name, 'Hex bolt M8x40', 'and changed nothing')
+  t.equal((await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-none-match': etag } })).statusCode, 200, 'old ETag is no longer current')
+
+  const delStale = await app.inject({ method: 'DELETE', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': etag } })
+  t.equal(delStale.statusCode, 412)
+  const del = await app.inject({ method: 'DELETE', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': updated.headers.etag as string } })
+  t.equal(del.statusCode, 204)
+  t.equal((await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers })).statusCode, 404)
+  const gone = await app.inject({ method: 'DELETE', url: `/api/materials/${m.id}`, headers })
+  t.same(gone.json(), { statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: `Material ${m.id} not found` })
+  t.equal((await app.inject({ method: 'POST', url: `/api/materials/${m.id}`, headers, payload: { name: 'x' } })).statusCode, 404)
+})
+
+t.test('bad bodies are refused and change nothing', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const headers = auth(ctx.adminToken)
+  const first = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-1', name: 'First' } })
+  t.equal(first.statusCode, 201)
+  const id = first.json().id
+
+  const dup = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-1', name: 'Second' } })
+  t.equal(dup.statusCode, 409)
+  t.same(Object.keys(dup.json()).sort(), ['code', 'error', 'message', 'statusCode'])
+  t.match(dup.json().message, /materialNumber/)
+  t.notMatch(dup.json().message, /material_number|materials|UNIQUE|SQL/i, 'no table or column names')
+
+  const cases: Array<[string, object, RegExp]> = [
+    ['missing name', { materialNumber: 'M-2' }, /required field 'name'/],
+    ['number as string', { materialNumber: 'M-2', name: 'x', weight: '5' }, /body\/weight/],
+    ['boolean as string', { materialNumber: 'M-2', name: 'x', blocked: 'false' }, /body\/blocked/],
+    ['array as string', { materialNumber: ['M-2'], name: 'x' }, /body\/materialNumber/],
+    ['unknown field', { materialNumber: 'M-2', name: 'x', colour: 'red' }, /unknown field 'colour'/],
+    ['read-only stockQuantity', { materialNumber: 'M-2', name: 'x', stockQuantity: 5 }, /stockQuantity is read-only/],
+    ['read-only modifiedAt', { materialNumber: 'M-2', name: 'x', modifiedAt: '2020-01-01T00:00:00Z' }, /modifiedAt is read-only/],
+    ['negative weight', { materialNumber: 'M-2', name: 'x', weight: -1 }, /body\/weight/],
+    ['empty materialNumber', { materialNumber: '', name: 'x' }, /body\/materialNumber/]
+  ]
+  for (const [name, payload, message] of cases) {
+    const res = await app.inject({ method: 'POST', url: '/api/materials', headers, payload })
+    t.equal(res.statusCode, 400, name)
+    t.equal(res.json().code, 'VALIDATION_ERROR', name)
+    t.match(res.json().message, message, name)
+  }
+  const upd = await app.inject({ method: 'POST', url: `/api/materials/${id}`, headers, payload: { id: 99 } })
+  t.equal(upd.statusCode, 400)
+  t.match(upd.json().message, /id is read-only/)
+  const dupUpd = await app.inject({ method: 'POST', url: `/api/materials/${id}`, headers, payload: { materialNumber: 'M-3' } })
+  t.equal(dupUpd.statusCode, 200)
+  await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-1', name: 'Again' } })
+  const clash = await app.inject({ method: 'POST', url: `/api/materials/${id}`, headers, payload: { materialNumber: 'M-1' } })
+  t.equal(clash.statusCode, 409)
+  const list = await app.inject({ method: 'GET', url: '/api/materials?count=true', headers })
+  t.equal(list.json().meta.total, 2, 'only the two valid creates landed')
+  const big = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-9', name: 'x', description: 'y'.repeat(2 * 1024 * 1024) } })
+  t.equal(big.statusCode, 413)
+})
+
+t.test('SQL metacharacters are stored and matched literally', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const headers = auth(ctx.adminToken)
+  const nasty = ["O'Brien \"quoted\"; DROP TABLE materials; --", '100% [cotton]_blend\\x', 'Robert\'); DELETE FROM gateway_users;--']
+  const ids: number[] = []
+  for (const [i, name] of nasty.entries()) {
+    const res = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: `Q-${i}'`, name } })
+    t.equal(res.statusCode, 201)
+    t.equal(res.json().name, name)
+    ids.push(res.json().id)
+  }
+  await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'plain', name: '100 cotton xblend' } })
+  const q = async (query: Record<string, string>) => {
+    const res = await app.inject({ method: 'GET', url: '/api/materials', query, headers })
+    t.equal(res.statusCode, 200, JSON.stringify(query))
+    return res.json().data.map((m: { name: string }) => m.name)
+  }
+  t.same(await q({ name: nasty[0] }), [nasty[0]], 'equality with quotes and comment markers')
+  t.same(await q({ name: '[like]100%' }), [nasty[1], '100 cotton xblend'], '% is a wildcard in a like pattern')
+  t.same(await q({ name: '[like][cotton]' }), [nasty[1]], 'brackets match literally')
+  t.same(await q({ name: '[like]%[cotton]_blend\\x' }), [nasty[1]], 'a pattern is anchored; [ and \\ are literal, _ is one character')
+  t.same(await q({ name: '[like]_blend' }), [], 'with a wildcard the pattern must match the whole value')
+  t.same(await q({ materialNumber: "Q-0'" }), [nasty[0]])
+  t.same(await q({ name: '[or]' + nasty[2].replaceAll(';', '\\;') + ';100 cotton xblend' }), [nasty[2], '100 cotton xblend'], 'a literal ; is written \\;')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers })).json().meta.total, 1, 'the user table is intact')
+})
