@@ -1,7 +1,11 @@
-// Live station state from the picking controllers. Until controller links exist, everything is honestly offline.
+// Owns one persistent link per configured controller: live station state, station commands, and the event feed.
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../schemas/config.js'
+import { ApiError } from '../src/errors.js'
+import { ControllerLink, HardwareError, type ControllerEvent, type FrameArgsInput } from '../src/hardware/index.js'
+import type { Filter } from '../src/db/list-query.js'
+import type { Row } from '../src/db/types.js'
 
 export type StationStatus = 'offline' | 'idle' | 'busy' | 'error' | 'disabled'
 
@@ -17,10 +21,50 @@ export interface ControllerState {
   lastSeenAt: string | null
 }
 
+export type EventType = 'station.connected' | 'station.disconnected' | 'pick.confirmed' | 'pick.shortage' | 'tray.ready' | 'station.fault'
+
+export interface StationEvent {
+  /** increasing within this process; the SSE `id:` */
+  id: number
+  type: EventType
+  data: {
+    stationId: number | null
+    controllerId: string
+    address: number | null
+    quantity?: number
+    tray?: string
+    ref?: string
+    code?: string
+    message?: string
+    at: string
+  }
+}
+
+export interface StationCommand {
+  command: 'light' | 'clear' | 'callTray' | 'status'
+  quantity?: number
+  text?: string
+  ref?: string
+  tray?: string
+}
+
+export interface CommandAck {
+  ack: true
+  seq: number
+  /** for `status`: what the controller reported */
+  state?: string
+}
+
 export interface Hardware {
   /** the live fields of a station, from its controller's link */
-  stationState (station: { enabled?: unknown, controllerId?: unknown, address?: unknown }): LiveState
+  stationState (station: Row): LiveState
   controllerStates (): ControllerState[]
+  /** sends a command to the station's controller and waits for its ACK */
+  command (station: Row, command: StationCommand): Promise<CommandAck>
+  /** subscribes to station events; returns the unsubscribe function */
+  subscribe (listener: (event: StationEvent) => void): () => void
+  /** number of current subscribers (for tests and health) */
+  readonly subscribers: number
 }
 
 export type HardwarePluginOptions = Config['hardware']
@@ -31,17 +75,210 @@ declare module 'fastify' {
   }
 }
 
-async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions): Promise<void> {
-  const controllers = opts.controllers ?? []
-  fastify.decorate('hardware', {
-    stationState (station) {
-      if (station.enabled === false) return { connected: false, status: 'disabled', lastSeenAt: null }
-      return { connected: false, status: 'offline', lastSeenAt: null }
-    },
-    controllerStates () {
-      return controllers.map((c) => ({ id: c.id, connected: false, lastSeenAt: null }))
-    }
-  } satisfies Hardware)
+const EVENT_TYPES: Record<string, EventType> = {
+  CONFIRM: 'pick.confirmed',
+  SHORTAGE: 'pick.shortage',
+  TRAYREADY: 'tray.ready',
+  FAULT: 'station.fault'
 }
 
-export default fp(hardware, { name: 'hardware', fastify: '5.x' })
+const ERROR_CODES: Record<string, string> = {
+  NAK: 'CONTROLLER_NAK',
+  TIMEOUT: 'CONTROLLER_TIMEOUT',
+  OFFLINE: 'CONTROLLER_OFFLINE',
+  QUEUE_FULL: 'CONTROLLER_BUSY',
+  LINK_DROPPED: 'CONTROLLER_OFFLINE',
+  INVALID_COMMAND: 'INVALID_COMMAND'
+}
+
+function toApiError (err: Error): ApiError | undefined {
+  if (!(err instanceof HardwareError)) return undefined
+  const headers: Record<string, string> = err.statusCode === 503 ? { 'retry-after': '5' } : {}
+  const extra = err.controllerCode === undefined ? {} : { controllerCode: err.controllerCode }
+  const message = err.code === 'NAK'
+    ? `The controller refused the command: ${err.controllerMessage ?? err.controllerCode ?? 'no reason given'}`
+    : err.message
+  return new ApiError(err.statusCode, ERROR_CODES[err.code] ?? err.code, message, { headers, extra })
+}
+
+const int = (value: string | undefined): number | undefined => {
+  if (value === undefined || !/^-?\d+$/.test(value)) return undefined
+  return Number(value)
+}
+
+async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions): Promise<void> {
+  const log = fastify.log.child({ plugin: 'hardware' })
+  const links = new Map<string, ControllerLink>()
+  /** per controller: address -> status reported by the latest STATUS, command or event */
+  const addressStatus = new Map<string, Map<number, StationStatus>>()
+  const listeners = new Set<(event: StationEvent) => void>()
+  let nextEventId = 1
+
+  fastify.errorTranslators.push(toApiError)
+
+  function publish (type: EventType, data: Omit<StationEvent['data'], 'at'>): void {
+    const event: StationEvent = { id: nextEventId++, type, data: { ...data, at: new Date().toISOString() } }
+    for (const listener of listeners) {
+      try {
+        listener(event)
+      } catch (err) {
+        log.warn({ err }, 'event listener failed')
+      }
+    }
+  }
+
+  /** Stations wired to a controller (and address): looked up when an event arrives, so the mapping stays in the database. */
+  async function stationsOf (controllerId: string, address?: number): Promise<Row[]> {
+    const filters: Filter[] = [{ field: 'controllerId', op: 'eq', values: [controllerId] }]
+    if (address !== undefined) filters.push({ field: 'address', op: 'eq', values: [address] })
+    try {
+      const result = await fastify.repos.stations.list({ limit: 1000, sort: [{ field: 'id', desc: false }], filters, count: false })
+      return result.rows
+    } catch (err) {
+      log.warn({ err, controllerId }, 'station lookup failed; event sent without station id')
+      return []
+    }
+  }
+
+  function setStatus (controllerId: string, address: number | undefined, status: StationStatus): void {
+    if (address === undefined) return
+    let map = addressStatus.get(controllerId)
+    if (!map) addressStatus.set(controllerId, map = new Map())
+    map.set(address, status)
+  }
+
+  async function onEvent (link: ControllerLink, event: ControllerEvent): Promise<void> {
+    const type = EVENT_TYPES[event.cmd]
+    if (!type) {
+      if (event.cmd === 'HELLO') log.info({ controllerId: link.id, fw: event.args.fw }, 'controller said hello')
+      return
+    }
+    const address = int(event.args.addr)
+    if (type === 'station.fault') setStatus(link.id, address, 'error')
+    else if (type === 'tray.ready') setStatus(link.id, address, 'busy')
+    else setStatus(link.id, address, 'idle')
+    const stations = address === undefined ? [] : await stationsOf(link.id, address)
+    const data = {
+      controllerId: link.id,
+      address: address ?? null,
+      ...(event.args.qty !== undefined ? { quantity: int(event.args.qty) } : {}),
+      ...(event.args.tray !== undefined ? { tray: event.args.tray } : {}),
+      ...(event.args.ref !== undefined ? { ref: event.args.ref } : {}),
+      ...(event.args.code !== undefined ? { code: event.args.code } : {}),
+      ...(event.args.msg !== undefined ? { message: event.args.msg } : {})
+    }
+    if (stations.length === 0) publish(type, { stationId: null, ...data })
+    for (const station of stations) publish(type, { stationId: station.id as number, ...data })
+  }
+
+  async function onConnection (link: ControllerLink, type: 'station.connected' | 'station.disconnected'): Promise<void> {
+    if (type === 'station.disconnected') addressStatus.delete(link.id)
+    for (const station of await stationsOf(link.id)) {
+      publish(type, { stationId: station.id as number, controllerId: link.id, address: (station.address as number | null) ?? null })
+    }
+  }
+
+  if (opts.enabled) {
+    for (const controller of opts.controllers) {
+      const link = new ControllerLink(controller, {
+        timings: opts.timings,
+        maxQueue: opts.maxQueue,
+        maxFrameBytes: opts.maxFrameBytes,
+        logger: log.child({ controllerId: controller.id })
+      })
+      link.on('connected', () => {
+        log.info({ controllerId: link.id }, 'controller connected')
+        void onConnection(link, 'station.connected')
+      })
+      link.on('disconnected', (reason) => {
+        log.warn({ controllerId: link.id, reason }, 'controller disconnected')
+        void onConnection(link, 'station.disconnected')
+      })
+      link.on('event', (event) => { void onEvent(link, event) })
+      link.on('status', (state) => {
+        // STATUS resynchronizes: addresses listed are busy, all others idle.
+        const map = new Map<number, StationStatus>()
+        for (const key of Object.keys(state.addresses)) {
+          const address = int(key)
+          if (address !== undefined) map.set(address, 'busy')
+        }
+        addressStatus.set(link.id, map)
+      })
+      links.set(controller.id, link)
+    }
+    // Never blocks start-up: links connect (and reconnect) in the background.
+    fastify.addHook('onReady', async () => { for (const link of links.values()) link.start() })
+  }
+
+  fastify.addHook('onClose', async () => {
+    listeners.clear()
+    await Promise.all([...links.values()].map((link) => link.close()))
+  })
+
+  const service: Hardware = {
+    stationState (station) {
+      if (station.enabled === false) return { connected: false, status: 'disabled', lastSeenAt: null }
+      const link = typeof station.controllerId === 'string' ? links.get(station.controllerId) : undefined
+      if (!link) return { connected: false, status: 'offline', lastSeenAt: null }
+      const lastSeenAt = link.lastSeenAt?.toISOString() ?? null
+      if (!link.connected) return { connected: false, status: 'offline', lastSeenAt }
+      const reported = addressStatus.get(link.id)?.get(station.address as number)
+      const status = reported ?? (link.state?.state === 'error' ? 'error' : link.state?.state === 'busy' ? 'busy' : 'idle')
+      return { connected: true, status, lastSeenAt }
+    },
+
+    controllerStates () {
+      return [...links.values()].map((link) => ({ id: link.id, connected: link.connected, lastSeenAt: link.lastSeenAt?.toISOString() ?? null }))
+    },
+
+    async command (station, command) {
+      if (station.enabled === false) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
+      if (typeof station.controllerId !== 'string' || station.address === null || station.address === undefined) {
+        throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has no controllerId and address`)
+      }
+      const link = links.get(station.controllerId)
+      if (!link) {
+        throw new ApiError(503, 'CONTROLLER_OFFLINE', `Controller '${station.controllerId}' is not configured on this gateway${opts.enabled ? '' : ' (hardware.enabled is false)'}`, { headers: { 'retry-after': '30' } })
+      }
+      const addr = station.address as number
+      let cmd: string
+      let args: FrameArgsInput
+      switch (command.command) {
+        case 'light':
+          cmd = 'LIGHT'
+          args = { addr, qty: command.quantity ?? 1, text: command.text ?? '', ref: command.ref ?? '' }
+          break
+        case 'clear':
+          cmd = 'CLEAR'
+          args = { addr }
+          break
+        case 'callTray':
+          cmd = 'CALLTRAY'
+          args = { addr, tray: command.tray ?? '', ref: command.ref ?? '' }
+          break
+        case 'status':
+          cmd = 'STATUS'
+          args = {}
+          break
+      }
+      const result = await link.send(cmd, args)
+      if (command.command === 'light' || command.command === 'callTray') setStatus(link.id, addr, 'busy')
+      if (command.command === 'clear') setStatus(link.id, addr, 'idle')
+      return command.command === 'status'
+        ? { ack: true, seq: result.seq, state: result.args.state ?? 'unknown' }
+        : { ack: true, seq: result.seq }
+    },
+
+    subscribe (listener) {
+      listeners.add(listener)
+      return () => { listeners.delete(listener) }
+    },
+
+    get subscribers () {
+      return listeners.size
+    }
+  }
+  fastify.decorate('hardware', service)
+}
+
+export default fp(hardware, { name: 'hardware', fastify: '5.x', dependencies: ['database', 'error-handler'] })

@@ -88,6 +88,12 @@ export const Config = Type.Object({
       connectTimeout: Ms(5000)
     }, { additionalProperties: false, default: {} })
   }, { additionalProperties: false, default: {} }),
+  events: Type.Object({
+    /** SSE comment lines keep proxies from closing an idle stream */
+    heartbeatMs: Ms(15000),
+    /** a client that lets this much pile up unread is disconnected instead of slowing the others */
+    maxBufferedBytes: Type.Integer({ minimum: 1024, default: 1048576 })
+  }, { additionalProperties: false, default: {} }),
   logging: Type.Object({
     level: Type.Union([
       Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'),

@@ -15,6 +15,8 @@ import openapi from '../plugins/openapi.js'
 import healthRoutes from '../plugins/routes/health.js'
 import materialRoutes from '../plugins/routes/materials.js'
 import stationRoutes from '../plugins/routes/stations.js'
+import stationCommandRoutes from '../plugins/routes/station-commands.js'
+import eventRoutes from '../plugins/routes/events.js'
 import userRoutes from '../plugins/routes/users.js'
 import { referenceMappings, type ResourceName } from './db/resources.js'
 import type { Database, TableMapping } from './db/types.js'
@@ -48,18 +50,20 @@ function validatorCompiler () {
 function describeValidation (errors: ErrorObject[], dataVar: string): Error {
   const [first] = errors
   const path = `${dataVar}${first.instancePath}`
+  const params = first.params as Record<string, unknown>
   let message: string
   if (first.keyword === 'additionalProperties') {
-    const field = (first.params as { additionalProperty: string }).additionalProperty
+    const field = params.additionalProperty as string
     message = READ_ONLY_FIELDS.has(field) ? `${path}/${field} is read-only` : `${path} has unknown field '${field}'`
   } else if (first.keyword === 'required') {
-    message = `${path} must have required field '${(first.params as { missingProperty: string }).missingProperty}'`
-  } else if (first.keyword === 'anyOf' || first.keyword === 'type') {
-    message = `${path} ${first.message ?? 'is invalid'}`
-  } else if (first.keyword === 'enum' || first.keyword === 'const') {
-    message = `${path} must be one of ${JSON.stringify((first.params as { allowedValues?: unknown[] }).allowedValues ?? [(first.params as { allowedValue: unknown }).allowedValue])}`
+    message = `${path} must have required field '${params.missingProperty as string}'`
   } else {
-    message = `${path} ${first.message ?? 'is invalid'}`
+    // A union of literals (an enum written with TypeBox) reports one `const` error per branch.
+    const allowed = errors.filter((e) => e.keyword === 'const' && e.instancePath === first.instancePath)
+      .map((e) => (e.params as { allowedValue: unknown }).allowedValue)
+    message = allowed.length > 1
+      ? `${path} must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`
+      : `${path} ${first.message ?? 'is invalid'}`
   }
   return new Error(message)
 }
@@ -114,6 +118,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     })
     await scope.register(materialRoutes, { prefix: '/materials' })
     await scope.register(stationRoutes, { prefix: '/stations' })
+    await scope.register(stationCommandRoutes, { prefix: '/stations' })
+    await scope.register(eventRoutes, { prefix: '/events', ...config.events })
   }, { prefix: '/api' })
 
   return app as unknown as App

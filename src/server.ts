@@ -9,6 +9,9 @@ import { openDatabase } from './db/index.js'
 import { referenceMappings, type ResourceName } from './db/resources.js'
 import type { TableMapping } from './db/types.js'
 import { loggerOptions } from './logger.js'
+import { startSimulator, type Simulator } from './hardware/index.js'
+
+const DEMO_CONTROLLERS = ['ctl-1', 'ctl-2']
 
 export interface ServeOptions extends LoadOptions {
   /** install SIGTERM/SIGINT handlers (false in tests) */
@@ -28,6 +31,7 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
     requestTimeoutMs: config.database.requestTimeoutMs
   })
   let app: App
+  let simulator: Simulator | undefined
   try {
     if (demo) {
       const result = await initDatabase(db, {
@@ -39,9 +43,19 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
       })
       if (result.seeded) process.stdout.write('Embedded demo database created and filled with demo data.\n')
     }
+    if (demo && config.hardware.enabled && config.hardware.controllers.length === 0) {
+      // The demo's stations are wired to ctl-1 and ctl-2: simulate them in-process.
+      simulator = await startSimulator({ host: '127.0.0.1', controllers: DEMO_CONTROLLERS.map((id) => ({ id, port: 0 })), logger: logger.child({ component: 'simulator' }) })
+      config.hardware.controllers = [...simulator.controllers.values()].map((c) => ({ id: c.id, host: '127.0.0.1', port: c.port }))
+    }
     app = await buildApp(config, { db, logger })
+    if (simulator) {
+      const sim = simulator
+      app.addHook('onClose', async () => { await sim.close() })
+    }
   } catch (err) {
     await db.close().catch(() => {})
+    await simulator?.close()
     throw err
   }
 

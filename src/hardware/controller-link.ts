@@ -318,7 +318,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.send('STATUS').catch((err: HardwareError) => {
       this.log.warn({ err }, 'controller did not answer STATUS after connect')
     })
-    this.emit('connected')
+    this.safeEmit('connected')
   }
 
   private onData (session: Session, chunk: Buffer): void {
@@ -431,7 +431,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.inFlight.delete(p.seq)
     this.stats.timeouts++
     p.reject(new HardwareError('TIMEOUT', `controller ${this.id} did not acknowledge ${p.cmd}`, { controllerId: this.id, seq: p.seq }))
-    if (++session.consecutiveTimeouts >= 4) {
+    if (++session.consecutiveTimeouts >= 3) {
       this.log.warn({ timeouts: session.consecutiveTimeouts }, 'controller stopped acknowledging, reconnecting')
       this.endSession(session, 'three commands in a row unacknowledged')
       return
@@ -490,7 +490,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   /** A throwing listener must not break the socket's data handling. */
   private safeEmit<K extends keyof LinkEvents> (name: K, ...args: LinkEvents[K]): void {
     try {
-      this.emit(name as any, ...(args as any))
+      (this.emit as (event: K, ...rest: LinkEvents[K]) => boolean)(name, ...args)
     } catch (err) {
       this.log.error({ err, event: name }, 'listener failed')
     }

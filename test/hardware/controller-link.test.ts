@@ -177,6 +177,26 @@ t.test('backoff: exponential ceiling, capped, with full jitter', async t => {
   t.ok(mean > 2500 && mean < 5500, `uniform: mean ${mean} near 4000`)
 })
 
+t.test('backoff starts again from backoffInitial only after a connection stayed up stableAfter', async t => {
+  for (const [stableAfter, expected] of [[60000, [1, 2, 3]], [0, [1, 1, 1]]] as const) {
+    const { lines, logger } = captureLogger()
+    const ctl = await RawController.start(t)
+    const link = makeLink(t, ctl.port, { stableAfter }, { logger })
+    const attempts = (): unknown[] => lines.filter(l => l.msg === 'reconnecting').map(l => (l.obj as { attempt: number }).attempt)
+    let up = once(link, 'connected')
+    link.start()
+    for (let i = 0; i < 3; i++) {
+      const conn = await ctl.nextConnection()
+      await up
+      up = once(link, 'connected')
+      conn.socket.destroy()
+      await until(() => attempts().length === i + 1, 'a reconnect')
+    }
+    t.same(attempts(), expected, `stableAfter ${stableAfter}`)
+    await link.close()
+  }
+})
+
 t.test('connects, sends STATUS as SEQ 0001 and keeps its answer', async t => {
   const ctl = await RawController.start(t)
   const link = makeLink(t, ctl.port)
@@ -499,4 +519,14 @@ t.test('option validation', async t => {
   t.throws(() => new ControllerLink({ id: 'a', host: 'h', port: 1 }, { timings: { ackTimeout: -1 } }), RangeError)
   t.throws(() => new ControllerLink({ id: 'a', host: 'h', port: 1 }, { timings: { deadAfter: Number.NaN } }), RangeError)
   t.same(new ControllerLink({ id: 'a', host: 'h', port: 1 }).timings.ackTimeout, 2000)
+})
+
+t.test('HardwareError carries its status code and cause', async t => {
+  const cause = new Error('socket hang up')
+  const err = new HardwareError('LINK_DROPPED', 'dropped', { cause, controllerId: 'c' })
+  t.equal(err.cause, cause)
+  t.equal(err.statusCode, 503)
+  t.equal(err.name, 'HardwareError')
+  t.type(err, Error)
+  t.equal(new HardwareError('TIMEOUT', 't').cause, undefined)
 })

@@ -1,5 +1,12 @@
 import t from 'tap'
-import { build } from '../helpers/build.js'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildApp } from '../../src/app.js'
+import { initDatabase } from '../../src/bootstrap.js'
+import { validateConfig } from '../../src/config.js'
+import { openDatabase, referenceMappings } from '../../src/db/index.js'
+import { build, TEST_ARGON2 } from '../helpers/build.js'
 
 t.test('walking meta.next returns every row once, also while rows change', async (t) => {
   const ctx = await build(t)
@@ -139,8 +146,16 @@ t.test('materials mapped onto a foreign schema behave the same', async (t) => {
 })
 
 t.test('a mapping that does not fit the database stops the start', async (t) => {
-  await t.rejects(build(t, { mapping: { stations: { table: 'NoSuchTable', columns: { id: 'a', name: 'b', description: 'c', type: 'd', warehouse: 'e', controllerId: 'f', address: 'g', enabled: 'h', createdAt: 'i', modifiedAt: 'j' } } } }, async (db) => {
-    if (db.dialect === 'mssql') await db.execute({ text: 'DROP TABLE IF EXISTS "NoSuchTable"', params: [] })
-    await db.execute({ text: 'CREATE TABLE "NoSuchTable" ("a" INTEGER PRIMARY KEY)', params: [] })
-  }), /does not match the configured mapping.*column 'b'.*picking-gateway db init/)
+  const dir = mkdtempSync(join(tmpdir(), 'pg-mismatch-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const url = `sqlite:${join(dir, 'x.db')}`
+  const stations = { table: 'Stations2', columns: { id: 'a', name: 'b', description: 'c', type: 'd', warehouse: 'e', controllerId: 'f', address: 'g', enabled: 'h', createdAt: 'i', modifiedAt: 'j' } }
+  const config = validateConfig({ database: { url }, auth: { jwtSecret: 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa' }, logging: { level: 'silent' }, mapping: { stations } })
+  const db = openDatabase(url, { create: true, logger: console })
+  await db.execute({ text: 'CREATE TABLE "Stations2" ("a" INTEGER PRIMARY KEY)', params: [] })
+  const mappings = { ...referenceMappings, stations }
+  await t.rejects(initDatabase(db, { demo: false, mappings, argon2: TEST_ARGON2, print: () => {} }),
+    /existing table does not match the configured mapping: stations.name: column 'b' does not exist/, 'db init never alters an existing table')
+  await t.rejects(buildApp(config, { db }), /does not match the configured mapping.*column 'b'.*picking-gateway db init/, 'serve refuses to start')
+  await db.close()
 })

@@ -1,0 +1,41 @@
+// POST /api/stations/:id/commands: light a position, clear it, call a tray, or ask for the controller's status.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ErrorResponse, IdParams } from '../../schemas/common.js'
+import { CommandAck, StationCommand } from '../../schemas/events.js'
+import { NotFoundError } from '../../src/db/errors.js'
+import { badRequest } from '../../src/errors.js'
+
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [code, ErrorResponse]))
+
+const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.post('/:id/commands', {
+    schema: {
+      summary: 'Send a command to the station\'s controller and wait for its acknowledgement',
+      description: '200 once the controller ACKs; 502 on a NAK (controllerCode), 503 when the controller is offline or its queue is full, ' +
+        '504 when no ACK came (the frame was sent twice), 409 for a disabled or unwired station.',
+      tags: ['stations'],
+      params: IdParams,
+      body: StationCommand,
+      response: { 200: CommandAck, ...errors(400, 401, 404, 409, 502, 503, 504) }
+    }
+  }, async (request) => {
+    const { body } = request
+    if (body.command === 'callTray' && body.tray === undefined) throw badRequest("body/tray is required for command 'callTray'", 'VALIDATION_ERROR')
+    const extra = Object.keys(body).filter((key) => key !== 'command' && !ALLOWED[body.command].includes(key))
+    if (extra.length > 0) throw badRequest(`body/${extra[0]} does not apply to command '${body.command}'`, 'VALIDATION_ERROR')
+    const station = await fastify.repos.stations.get(request.params.id)
+    if (!station) throw new NotFoundError(`Station ${request.params.id} not found`)
+    const ack = await fastify.hardware.command(station, body)
+    request.log.info({ stationId: station.id, command: body.command, seq: ack.seq, ref: body.ref }, 'station command acknowledged')
+    return ack
+  })
+}
+
+const ALLOWED: Record<StationCommand['command'], string[]> = {
+  light: ['quantity', 'text', 'ref'],
+  clear: [],
+  callTray: ['tray', 'ref'],
+  status: []
+}
+
+export default stationCommands
