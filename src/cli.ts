@@ -69,8 +69,7 @@ export async function main (argv: string[]): Promise<number> {
     case 'db': return await dbCommand(rest)
     case 'simulate': {
       const { runSimulateCommand } = await import('./hardware/simulate-cli.js')
-      await runSimulateCommand(rest)
-      return -1
+      return await runSimulateCommand(rest)
     }
     default:
       console.error(`picking-gateway: unknown command '${command}'\n\n${HELP}`)

@@ -1,0 +1,177 @@
+// The hardware side through the HTTP API, against simulated controllers on real sockets.
+import { once } from 'node:events'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import t from 'tap'
+import { startSimulator, type Simulator } from '../../src/hardware/index.js'
+import { build, type TestContext } from '../helpers/build.js'
+
+const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
+
+async function until (cond: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+async function setup (t: Parameters<typeof build>[0], simTimings: Record<string, number> = {}): Promise<{ ctx: TestContext, sim: Simulator, stationId: number, token: string }> {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50, trayDelay: 50, ...simTimings } })
+  t.teardown(() => sim.close())
+  const port = sim.controllers.get('ctl-1')!.port
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST }, events: { heartbeatMs: 100 } })
+  const admin = ctx.auth(ctx.adminToken)
+  const station = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
+  const user = await ctx.createUser('user')
+  return { ctx, sim, stationId: station.json().id, token: user.accessToken }
+}
+
+const command = (ctx: TestContext, token: string, id: number, payload: object) =>
+  ctx.app.inject({ method: 'POST', url: `/api/stations/${id}/commands`, headers: ctx.auth(token), payload })
+
+/** Opens /api/events over real HTTP and collects the parsed events. */
+async function openStream (ctx: TestContext, token: string, query = ''): Promise<{ res: IncomingMessage, events: Array<{ type: string, data: Record<string, unknown> }>, text: () => string, close: () => void }> {
+  if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const req = httpRequest({ host: '127.0.0.1', port, path: `/api/events${query}`, headers: { authorization: `Bearer ${token}` } })
+  req.end()
+  const [res] = await once(req, 'response') as [IncomingMessage]
+  let buffer = ''
+  const events: Array<{ type: string, data: Record<string, unknown> }> = []
+  res.setEncoding('utf8')
+  res.on('data', (chunk: string) => {
+    buffer += chunk
+    for (const block of buffer.split('\n\n').slice(0, -1)) {
+      const type = /^event: (.+)$/m.exec(block)?.[1]
+      const data = /^data: (.+)$/m.exec(block)?.[1]
+      if (type && data) events.push({ type, data: JSON.parse(data) })
+    }
+    buffer = buffer.slice(buffer.lastIndexOf('\n\n') + 2)
+  })
+  let all = ''
+  res.on('data', (chunk: string) => { all += chunk })
+  res.on('error', () => {})
+  return { res, events, text: () => all, close: () => req.destroy() }
+}
+
+t.test('stations come online, a light is acknowledged and its confirmation streams to SSE', async (t) => {
+  const { ctx, stationId, token } = await setup(t)
+  const read = () => ctx.app.inject({ method: 'GET', url: `/api/stations/${stationId}`, headers: ctx.auth(token) }).then((r) => r.json())
+  await until(async () => (await read()).connected === true, 'station online')
+  const online = await read()
+  t.equal(online.status, 'idle')
+  t.type(online.lastSeenAt, 'string')
+
+  const stream = await openStream(ctx, token, `?station=${stationId}`)
+  t.equal(stream.res.statusCode, 200)
+  t.match(stream.res.headers['content-type'], /^text\/event-stream/)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+
+  const res = await command(ctx, token, stationId, { command: 'light', quantity: 2, text: 'M-100', ref: 'order-7' })
+  t.equal(res.statusCode, 200)
+  t.match(res.json(), { ack: true, seq: Number })
+  t.equal((await read()).status, 'busy', 'a lit position makes the station busy')
+  await until(() => stream.events.some((e) => e.type === 'pick.confirmed'), 'pick.confirmed')
+  const confirmed = stream.events.find((e) => e.type === 'pick.confirmed')!
+  t.match(confirmed.data, { stationId, controllerId: 'ctl-1', address: 3, quantity: 2, ref: 'order-7', at: String })
+  t.equal((await read()).status, 'idle')
+
+  const tray = await command(ctx, token, stationId, { command: 'callTray', tray: 'T-12', ref: 'order-8' })
+  t.equal(tray.statusCode, 200)
+  await until(() => stream.events.some((e) => e.type === 'tray.ready'), 'tray.ready')
+  t.match(stream.events.find((e) => e.type === 'tray.ready')!.data, { stationId, tray: 'T-12', ref: 'order-8' })
+
+  const status = await command(ctx, token, stationId, { command: 'status' })
+  t.match(status.json(), { ack: true, state: String })
+  t.equal((await command(ctx, token, stationId, { command: 'clear' })).statusCode, 200)
+  await until(() => /: heartbeat/.test(stream.text()), 'heartbeat comment')
+
+  stream.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'listener removed after the client left')
+  t.equal(ctx.app.hardware.subscribers, 0)
+})
+
+t.test('command errors', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  const admin = ctx.auth(ctx.adminToken)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const simulated = sim.controllers.get('ctl-1')!
+
+  const bad: Array<[object, RegExp]> = [
+    [{ command: 'dance' }, /body\/command must be one of "light", "clear", "callTray", "status"/],
+    [{ command: 'callTray' }, /tray is required/],
+    [{ command: 'clear', quantity: 2 }, /quantity does not apply/],
+    [{ command: 'light', quantity: '2' }, /body\/quantity/]
+  ]
+  for (const [payload, message] of bad) {
+    const res = await command(ctx, token, stationId, payload)
+    t.equal(res.statusCode, 400, JSON.stringify(payload))
+    t.match(res.json().message, message)
+  }
+  t.equal((await command(ctx, token, 999, { command: 'clear' })).statusCode, 404)
+  t.equal((await ctx.app.inject({ method: 'POST', url: `/api/stations/${stationId}/commands`, payload: { command: 'clear' } })).statusCode, 401)
+
+  simulated.setMode('nak')
+  const nak = await command(ctx, token, stationId, { command: 'light', quantity: 1 })
+  t.equal(nak.statusCode, 502)
+  t.match(nak.json(), { code: 'CONTROLLER_NAK', controllerCode: 'E42' })
+
+  simulated.setMode('silent')
+  const started = Date.now()
+  const timeout = await command(ctx, token, stationId, { command: 'light', quantity: 1 })
+  t.equal(timeout.statusCode, 504)
+  t.equal(timeout.json().code, 'CONTROLLER_TIMEOUT')
+  t.ok(Date.now() - started >= 2 * FAST.ackTimeout, 'sent, resent once, then failed')
+
+  // Silence beyond deadAfter: the link is declared dead and the station goes offline.
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${stationId}`, headers: admin })).json().status === 'offline', 'offline after silence', 5000)
+  simulated.refuse(true)
+  simulated.drop()
+  const t0 = Date.now()
+  const offline = await command(ctx, token, stationId, { command: 'light', quantity: 1 })
+  t.equal(offline.statusCode, 503)
+  t.equal(offline.json().code, 'CONTROLLER_OFFLINE')
+  t.ok(offline.headers['retry-after'])
+  t.ok(Date.now() - t0 < 1000, 'offline answers at once')
+
+  simulated.setMode('normal')
+  simulated.refuse(false)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'reconnected by itself')
+  t.equal((await command(ctx, token, stationId, { command: 'clear' })).statusCode, 200, 'recovers when the fault is gone')
+
+  await ctx.app.inject({ method: 'POST', url: `/api/stations/${stationId}`, headers: admin, payload: { enabled: false } })
+  const disabled = await command(ctx, token, stationId, { command: 'clear' })
+  t.equal(disabled.statusCode, 409)
+  t.equal(disabled.json().code, 'STATION_DISABLED')
+  const unwired = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Bench' } })
+  t.equal((await command(ctx, token, unwired.json().id, { command: 'clear' })).json().code, 'STATION_NOT_WIRED')
+  const foreign = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Far', controllerId: 'ctl-9', address: 1 } })
+  t.equal((await command(ctx, token, foreign.json().id, { command: 'clear' })).statusCode, 503, 'unknown controller')
+})
+
+t.test('events need a token, filter by station, follow reconnects and leave no listener', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/events' })).statusCode, 401)
+  const bad = await ctx.app.inject({ method: 'GET', url: '/api/events?station=abc', headers: ctx.auth(token) })
+  t.equal(bad.statusCode, 400)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+
+  const other = await openStream(ctx, token, '?station=999')
+  const all = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 2, 'two subscribers')
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F7', msg: 'Door open' })
+  await until(() => all.events.some((e) => e.type === 'station.fault'), 'station.fault')
+  t.match(all.events.find((e) => e.type === 'station.fault')!.data, { stationId, code: 'F7', message: 'Door open' })
+  t.equal(other.events.length, 0, 'filtered by station')
+  const state = await ctx.app.inject({ method: 'GET', url: `/api/stations/${stationId}`, headers: ctx.auth(token) })
+  t.equal(state.json().status, 'error')
+
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => all.events.some((e) => e.type === 'station.disconnected'), 'station.disconnected')
+  await until(() => all.events.some((e) => e.type === 'station.connected'), 'station.connected after reconnect')
+  other.close()
+  all.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
+  t.equal(ctx.app.hardware.subscribers, 0)
+})
