@@ -33,7 +33,8 @@ export interface AuthUser {
 }
 
 export interface AuthPluginOptions {
-  secret: string
+  /** newest first: the first signs, every one verifies tokens that name its kid */
+  keys: Array<{ kid: string, secret: string }>
   accessTokenTtlSeconds: number
   refreshTokenTtlSeconds: number
   revocationCacheMs: number
@@ -83,9 +84,11 @@ const BEARER = /^Bearer +([A-Za-z0-9_\-.=+/]+) *$/i
 interface CachedUser { row: Row | undefined, expires: number }
 
 async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise<void> {
+  const [signing] = opts.keys
+  const verifyKeys = new Map(opts.keys.map((key) => [key.kid, key.secret]))
   await fastify.register(fastifyJwt, {
-    secret: opts.secret,
-    sign: { algorithm: 'HS256' },
+    secret: signing.secret,
+    sign: { algorithm: 'HS256', kid: signing.kid },
     // alg pinned: `none`, RS256-with-HMAC-key confusion and lower-case variants are refused.
     verify: { algorithms: ['HS256'] }
   })
@@ -141,7 +144,11 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     if (!match) throw tokenMissing()
     let claims: TokenClaims
     try {
-      claims = fastify.jwt.verify<TokenClaims>(match[1])
+      // The key is chosen by the header's kid: a token signed with a removed key finds none.
+      const header = fastify.jwt.decode<{ header: { kid?: unknown } }>(match[1], { complete: true })?.header
+      const key = typeof header?.kid === 'string' ? verifyKeys.get(header.kid) : undefined
+      if (key === undefined) throw tokenInvalid()
+      claims = fastify.jwt.verify<TokenClaims>(match[1], { key })
     } catch (err) {
       // Expiry is only reported for a well-signed token: fast-jwt checks the signature first.
       if ((err as { code?: string }).code === 'FAST_JWT_EXPIRED') throw tokenExpired()

@@ -35,6 +35,9 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
     if (code === 'FAST_JWT_EXPIRED' || code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED') return tokenExpired()
     return tokenInvalid()
   }
+  if (code === 'FST_UNDER_PRESSURE') {
+    return new ApiError(503, 'OVERLOADED', 'The gateway is overloaded; try again shortly', { headers: { 'retry-after': '10' } })
+  }
   if (err instanceof DbError) {
     const headers: Record<string, string> = err.statusCode === 503 ? { 'retry-after': '5' } : {}
     if (err.statusCode >= 500 && err.statusCode !== 503) return undefined

@@ -34,6 +34,10 @@ export const Config = Type.Object({
     keepAliveTimeoutMs: Ms(5000),
     headersTimeoutMs: Ms(10000),
     closeGraceMs: Ms(10000),
+    /** answer 503 + Retry-After instead of falling over: event loop delay above this (0 = off) */
+    maxEventLoopDelayMs: Type.Integer({ minimum: 0, default: 1000 }),
+    /** ... or heap use above this share of V8's heap limit (0 = off) */
+    maxHeapUsedRatio: Type.Number({ minimum: 0, maximum: 1, default: 0.9 }),
     tls: Type.Optional(Type.Object({
       cert: Type.String({ minLength: 1 }),
       key: Type.String({ minLength: 1 })
@@ -49,6 +53,8 @@ export const Config = Type.Object({
   auth: Type.Object({
     /** HS256 secret, at least 32 bytes; or use `keys` for rotation */
     jwtSecret: Type.Optional(Type.String()),
+    /** signing keys for rotation, newest first: the first signs, all verify (by the token's `kid`) */
+    keys: Type.Optional(Type.Array(SigningKey, { minItems: 1, maxItems: 10 })),
     accessTokenTtlSeconds: Type.Integer({ minimum: 60, default: 900 }),
     refreshTokenTtlSeconds: Type.Integer({ minimum: 60, default: 2592000 }),
     /** how long a user's token version is cached; revocation takes effect within this time */

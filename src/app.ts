@@ -1,12 +1,15 @@
 // buildApp: the one Fastify instance, used by the server and by every test.
 import { readFileSync } from 'node:fs'
+import { getHeapStatistics } from 'node:v8'
 import rateLimit from '@fastify/rate-limit'
+import underPressure from '@fastify/under-pressure'
 import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Ajv, { type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../schemas/config.js'
+import { signingKeys } from './config.js'
 import authPlugin from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
 import errorHandler from '../plugins/error-handler.js'
@@ -91,7 +94,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   if (options.logger && typeof (options.logger as { info?: unknown }).info === 'function') {
     fastifyOptions.loggerInstance = options.logger as FastifyServerOptions['loggerInstance']
   } else {
-    fastifyOptions.logger = (options.logger as FastifyServerOptions['logger']) ?? loggerOptions(config.logging.level)
+    fastifyOptions.logger = (options.logger as FastifyServerOptions['logger']) ?? loggerOptions(config.logging.level) as FastifyServerOptions['logger']
   }
 
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
@@ -102,9 +105,15 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   await app.register(errorHandler)
   await app.register(sensible)
   await app.register(rateLimit, { global: false })
+  await app.register(underPressure, {
+    maxEventLoopDelay: server.maxEventLoopDelayMs,
+    maxHeapUsedBytes: server.maxHeapUsedRatio > 0 ? Math.floor(getHeapStatistics().heap_size_limit * server.maxHeapUsedRatio) : 0,
+    retryAfter: 10,
+    exposeStatusRoute: false
+  })
   await app.register(openapi)
   await app.register(databasePlugin, { db: options.db, mappings })
-  await app.register(authPlugin, { secret: config.auth.jwtSecret!, ...config.auth })
+  await app.register(authPlugin, { ...config.auth, keys: signingKeys(config) })
   await app.register(hardwarePlugin, { ...config.hardware, ...options.hardware })
 
   await app.register(healthRoutes)

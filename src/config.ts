@@ -69,7 +69,7 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
   if (demo) {
     raw.database = { ...raw.database, url: `sqlite:${join(dataDir, 'picking-gateway.db')}` }
     raw.licence = { logins: 5, ...raw.licence }
-    if (!raw.auth?.jwtSecret) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
+    if (!raw.auth?.jwtSecret && !raw.auth?.keys) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
   }
 
   const config = validateConfig(raw, problems)
@@ -164,16 +164,34 @@ function applyCredentials (raw: Record<string, any>, env: NodeJS.ProcessEnv, pro
 }
 
 function checkSecrets (config: Config, problems: string[]): void {
-  const secret = config.auth.jwtSecret
-  if (secret === undefined || secret === '') {
-    problems.push('auth.jwtSecret: missing; set PICKING_GATEWAY_JWT_SECRET, auth.jwtSecret in the configuration file, or the systemd credential jwt-secret')
+  const { keys, jwtSecret } = config.auth
+  if (keys !== undefined) {
+    const kids = new Set<string>()
+    keys.forEach((key, i) => {
+      if (kids.has(key.kid)) problems.push(`auth.keys.${i}.kid: '${key.kid}' appears twice`)
+      kids.add(key.kid)
+      checkSecret(`auth.keys.${i}.secret`, key.secret, problems)
+    })
     return
   }
-  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
-    problems.push(`auth.jwtSecret: expected at least ${MIN_SECRET_BYTES} bytes, got ${Buffer.byteLength(secret)} (generate one with: openssl rand -base64 48)`)
-  } else if (isWeakSecret(secret)) {
-    problems.push('auth.jwtSecret: a well-known default or repeated text is not a secret; generate one with: openssl rand -base64 48')
+  if (jwtSecret === undefined || jwtSecret === '') {
+    problems.push('auth.jwtSecret: missing; set PICKING_GATEWAY_JWT_SECRET, auth.jwtSecret (or auth.keys) in the configuration file, or the systemd credential jwt-secret')
+    return
   }
+  checkSecret('auth.jwtSecret', jwtSecret, problems)
+}
+
+function checkSecret (key: string, secret: string, problems: string[]): void {
+  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
+    problems.push(`${key}: expected at least ${MIN_SECRET_BYTES} bytes, got ${Buffer.byteLength(secret)} (generate one with: openssl rand -base64 48)`)
+  } else if (isWeakSecret(secret)) {
+    problems.push(`${key}: a well-known default or repeated text is not a secret; generate one with: openssl rand -base64 48`)
+  }
+}
+
+/** The keys tokens are signed and verified with: auth.keys, or auth.jwtSecret as the single key 'default'. */
+export function signingKeys (config: Config): Array<{ kid: string, secret: string }> {
+  return config.auth.keys ?? [{ kid: 'default', secret: config.auth.jwtSecret! }]
 }
 
 export function isWeakSecret (secret: string): boolean {

@@ -22,7 +22,7 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   const env = options.env ?? process.env
   const { config, demo, source } = loadConfig(options)
   const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
-  const logger = pino(loggerOptions(config.logging.level) as object)
+  const logger = pino(loggerOptions(config.logging.level))
   const db = openDatabase(config.database.url, {
     logger: logger.child({ component: 'database' }),
     create: demo,

@@ -6,7 +6,7 @@ const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : 
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
 function sign (header: object, payload: object, secret: string): string {
-  const body = `${b64(header)}.${b64(payload)}`
+  const body = `${b64({ kid: 'default', ...header })}.${b64(payload)}`
   return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}`
 }
 
@@ -147,10 +147,12 @@ t.test('token attacks all end in 401 with a fixed message', async (t) => {
 
   const [h, p] = ctx.adminToken.split('.')
   const cases: Record<string, string> = {
-    'alg none': `${b64({ alg: 'none', typ: 'JWT' })}.${p}.`,
-    'alg none with signature': `${b64({ alg: 'none', typ: 'JWT' })}.${p}.${ctx.adminToken.split('.')[2]}`,
+    'alg none': `${b64({ alg: 'none', typ: 'JWT', kid: 'default' })}.${p}.`,
+    'alg none with signature': `${b64({ alg: 'none', typ: 'JWT', kid: 'default' })}.${p}.${ctx.adminToken.split('.')[2]}`,
+    'no kid': (() => { const body = `${b64({ alg: 'HS256' })}.${b64(good)}`; return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}` })(),
+    'unknown kid': sign({ alg: 'HS256', kid: 'other' }, good, secret),
     'lower-case alg': sign({ alg: 'hs256', typ: 'JWT' }, good, secret),
-    'HS512 not allowed': (() => { const body = `${b64({ alg: 'HS512' })}.${b64(good)}`; return `${body}.${createHmac('sha512', secret).update(body).digest('base64url')}` })(),
+    'HS512 not allowed': (() => { const body = `${b64({ alg: 'HS512', kid: 'default' })}.${b64(good)}`; return `${body}.${createHmac('sha512', secret).update(body).digest('base64url')}` })(),
     'foreign signature': sign({ alg: 'HS256', typ: 'JWT' }, good, 'another-secret-that-is-long-enough-123'),
     'tampered payload': `${h}.${b64({ ...good, sub: '2' })}.${ctx.adminToken.split('.')[2]}`,
     'wrong typ': sign({ alg: 'HS256' }, { ...good, typ: 'refresh' }, secret),
@@ -224,4 +226,31 @@ t.test('revocation reaches other instances within the cache time', async (t) => 
   }
   t.equal(status, 401)
   t.ok(Date.now() - started < 2000, 'revoked within seconds')
+})
+
+t.test('key rotation: the newest key signs, older keys verify until removed', async (t) => {
+  const k1 = { kid: 'k1', secret: 'first-secret-0123456789abcdefghijklmn' }
+  const k2 = { kid: 'k2', secret: 'second-secret-0123456789abcdefghijklm' }
+  const before = await build(t, { auth: { keys: [k1] } })
+  const old = await before.login('admin', ADMIN_PASSWORD)
+  t.equal(JSON.parse(Buffer.from(old.accessToken.split('.')[0], 'base64url').toString()).kid, 'k1')
+
+  // Same database, new configuration: k2 added in front.
+  const { buildApp } = await import('../../src/app.js')
+  const { validateConfig } = await import('../../src/config.js')
+  const base = { database: before.config.database, auth: { argon2: before.config.auth.argon2 }, logging: { level: 'silent' as const } }
+  const rotated = await buildApp(validateConfig({ ...base, auth: { ...base.auth, keys: [k2, k1] } }), { db: before.db })
+  t.teardown(() => rotated.close())
+  const call = (app: typeof rotated, token: string) => app.inject({ method: 'GET', url: '/api/users/1', headers: { authorization: `Bearer ${token}` } })
+  t.equal((await call(rotated, old.accessToken)).statusCode, 200, 'a token signed with the older key still works')
+  const fresh = await rotated.inject({ method: 'GET', url: '/api/users/refresh', headers: { authorization: `Bearer ${old.refreshToken}` } })
+  const freshToken = fresh.json().accessToken
+  t.equal(JSON.parse(Buffer.from(freshToken.split('.')[0], 'base64url').toString()).kid, 'k2', 'new tokens are signed with the newest key')
+
+  const removed = await buildApp(validateConfig({ ...base, auth: { ...base.auth, keys: [k2] } }), { db: before.db })
+  t.teardown(() => removed.close())
+  const refused = await call(removed, old.accessToken)
+  t.equal(refused.statusCode, 401, 'a token signed with a removed key is refused')
+  t.equal(refused.json().code, 'TOKEN_INVALID')
+  t.equal((await call(removed, freshToken)).statusCode, 200)
 })

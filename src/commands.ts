@@ -1,0 +1,267 @@
+// The picking-gateway commands: serve, db init, user, check-config, simulate. Exit codes follow sysexits.h.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { createPasswords, normalizeUsername } from './auth/passwords.js'
+import { initDatabase } from './bootstrap.js'
+import { ConfigError, EXIT_CONFIG, loadConfig, packageRoot, type LoadedConfig } from './config.js'
+import { openDatabase, type DbLogger } from './db/index.js'
+import { referenceMappings, type ResourceName } from './db/resources.js'
+import { Repository } from './db/repository.js'
+import type { Database, TableMapping } from './db/types.js'
+import { toUser, UserService } from './users.js'
+import type { UserType } from '../schemas/users.js'
+
+export const EXIT_OK = 0
+export const EXIT_FAILURE = 1
+export const EXIT_USAGE = 64
+/** serve and simulate keep running; the process exits on a signal */
+export const KEEP_RUNNING = -1
+
+export interface Io {
+  out (line: string): void
+  err (line: string): void
+  /** reads the whole of standard input (for --password-stdin) */
+  readStdin (): Promise<string>
+  env: NodeJS.ProcessEnv
+}
+
+export const processIo: Io = {
+  out: (line) => { process.stdout.write(line + '\n') },
+  err: (line) => { process.stderr.write(line + '\n') },
+  readStdin: async () => {
+    const chunks: Buffer[] = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString('utf8')
+  },
+  env: process.env
+}
+
+export const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version
+
+const HELP = `picking-gateway ${version}: REST gateway over a warehouse picking system
+
+Usage: picking-gateway <command> [options]
+
+Commands:
+  serve                       run the gateway (the embedded demo when neither
+                              DATABASE_URL nor PICKING_GATEWAY_CONFIG is set)
+  db init [--demo]            create the reference tables and user admin
+  user add <name> [--type T]  create a user (type admin, user or application)
+  user passwd <name>          set a user's password (revokes its tokens)
+  user disable <name>         disable a user (revokes its tokens)
+  user enable <name>          enable a user again
+  user list                   list the users
+  check-config [file]         validate a configuration file; exit 78 if invalid
+  simulate --port N           run simulated picking controllers
+
+Options:
+  -h, --help                  help (also after any command)
+  -v, --version               print the version
+
+Environment: HOST, PORT, DATABASE_URL, PICKING_GATEWAY_CONFIG,
+PICKING_GATEWAY_JWT_SECRET, PICKING_GATEWAY_ADMIN_PASSWORD, LOG_LEVEL.
+Exit codes: 0 ok, 1 failure, 64 usage error, 78 configuration error.`
+
+const COMMAND_HELP: Record<string, string> = {
+  serve: `Usage: picking-gateway serve
+
+Runs the gateway until SIGTERM or SIGINT. Configuration comes from the file named by
+PICKING_GATEWAY_CONFIG, then the environment (HOST, PORT, DATABASE_URL,
+PICKING_GATEWAY_JWT_SECRET, LOG_LEVEL), then systemd credentials (jwt-secret,
+database-password). With none of them it runs the embedded demo under data/.`,
+  db: `Usage: picking-gateway db init [--demo]
+
+Creates the tables materials, stations and the gateway's user table (names from the
+configured mapping) where they do not exist, and user "admin" when the user table is
+empty. Its password comes from PICKING_GATEWAY_ADMIN_PASSWORD or is generated and
+printed once. --demo also fills in demo materials and stations. Existing tables are
+never altered; one that does not match the mapping is reported.`,
+  user: `Usage: picking-gateway user <add|passwd|disable|enable|list> [name] [options]
+
+  user add <name> [--type admin|user|application] [--display-name TEXT] [--password-stdin]
+  user passwd <name> [--password-stdin]
+  user disable <name>
+  user enable <name>
+  user list
+
+The password is read from standard input with --password-stdin (one line), or asked
+for on the terminal. Changing the password or disabling a user revokes all of its
+tokens, application tokens included. Works on the database the configuration names.`,
+  'check-config': `Usage: picking-gateway check-config [file]
+
+Validates the configuration (the file given, or PICKING_GATEWAY_CONFIG, plus the
+environment) and lists every problem with its key, what was expected and what was
+found (never a secret's value). Exit 0 when valid, 78 when not.`
+}
+
+class UsageError extends Error {}
+
+interface Parsed { values: Record<string, string | boolean | undefined>, positionals: string[] }
+
+function parse (argv: string[], options: ParseArgsConfig['options']): Parsed {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, options: { ...options, help: { type: 'boolean', short: 'h' } } }) as Parsed
+  } catch (err) {
+    throw new UsageError((err as Error).message)
+  }
+}
+
+export async function main (argv: string[], io: Io = processIo): Promise<number> {
+  const [command, ...rest] = argv
+  try {
+    if (command === undefined) {
+      io.err(HELP)
+      return EXIT_USAGE
+    }
+    if (command === '-h' || command === '--help' || command === 'help') {
+      io.out(HELP)
+      return EXIT_OK
+    }
+    if (command === '-v' || command === '--version') {
+      io.out(version)
+      return EXIT_OK
+    }
+    if (rest.includes('--help') || rest.includes('-h')) {
+      if (command === 'simulate') return await simulate(rest)
+      if (COMMAND_HELP[command] === undefined) throw new UsageError(`unknown command '${command}'`)
+      io.out(COMMAND_HELP[command])
+      return EXIT_OK
+    }
+    switch (command) {
+      case 'serve': {
+        const { serve } = await import('./server.js')
+        await serve({ env: io.env })
+        return KEEP_RUNNING
+      }
+      case 'db': return await dbInit(rest, io)
+      case 'user': return await userCommand(rest, io)
+      case 'check-config': return checkConfig(rest, io)
+      case 'simulate': return await simulate(rest)
+      default: throw new UsageError(`unknown command '${command}'`)
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`picking-gateway: ${err.message}\nRun 'picking-gateway --help' for usage.`)
+      return EXIT_USAGE
+    }
+    if (err instanceof ConfigError) {
+      io.err(err.message)
+      return EXIT_CONFIG
+    }
+    const { startupExitCode } = await import('./server.js')
+    io.err(`picking-gateway: ${(err as Error).message ?? String(err)}`)
+    return startupExitCode(err)
+  }
+}
+
+async function simulate (argv: string[]): Promise<number> {
+  const { runSimulateCommand } = await import('./hardware/simulate-cli.js')
+  return await runSimulateCommand(argv)
+}
+
+function checkConfig (argv: string[], io: Io): number {
+  const { positionals } = parse(argv, {})
+  if (positionals.length > 1) throw new UsageError('check-config takes at most one file')
+  const env = positionals[0] ? { ...io.env, PICKING_GATEWAY_CONFIG: positionals[0] } : io.env
+  const { config, demo, source }: LoadedConfig = loadConfig({ env })
+  const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
+  io.out(`Configuration OK (${source}${demo ? '' : ''}): database ${db}, listen ${config.server.host}:${config.server.port}` +
+    `${config.server.tls ? ' (HTTPS)' : ''}, ${config.hardware.enabled ? config.hardware.controllers.length : 0} controller(s), licence ${config.licence.logins} login(s)`)
+  return EXIT_OK
+}
+
+/** One-shot commands report the database's state to the terminal; driver errors carry no secrets. */
+function consoleLogger (io: Io): DbLogger {
+  const line = (obj: object, msg?: string) => io.err(`${msg ?? ''}${(obj as { err?: Error }).err ? `: ${(obj as { err: Error }).err.message}` : ''}`)
+  return { info: () => {}, warn: line, error: line }
+}
+
+async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>): Promise<T> {
+  const loaded = loadConfig({ env: io.env })
+  const { config } = loaded
+  const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  const db = openDatabase(config.database.url, {
+    create: true,
+    password: config.database.password,
+    connectTimeoutMs: config.database.connectTimeoutMs,
+    requestTimeoutMs: config.database.requestTimeoutMs,
+    logger: consoleLogger(io)
+  })
+  try {
+    return await fn(db, loaded, mappings)
+  } finally {
+    await db.close()
+  }
+}
+
+async function dbInit (argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(argv, { demo: { type: 'boolean' } })
+  if (positionals[0] !== 'init' || positionals.length > 1) throw new UsageError("expected 'db init [--demo]'")
+  return await withDatabase(io, async (db, { config, demo }, mappings) => {
+    const result = await initDatabase(db, {
+      demo: values.demo === true,
+      mappings,
+      argon2: config.auth.argon2,
+      adminPassword: io.env.PICKING_GATEWAY_ADMIN_PASSWORD,
+      print: io.out
+    })
+    io.out(`Tables ready on ${db.dialect}${demo ? ' (embedded demo database)' : ''}.` +
+      (result.adminCreated ? '' : ' The user table is not empty: no admin created.') +
+      (values.demo === true ? (result.seeded ? ' Demo data added.' : ' Materials already present: demo data not added.') : ''))
+    return EXIT_OK
+  })
+}
+
+async function readPassword (io: Io, fromStdin: boolean): Promise<string> {
+  if (!fromStdin) throw new UsageError('give the password on standard input with --password-stdin (for example: read -rs PW; printf %s "$PW" | picking-gateway user passwd alice --password-stdin)')
+  const password = (await io.readStdin()).replace(/\r?\n$/, '')
+  if (password.length < 8) throw new UsageError('the password must be at least 8 characters')
+  return password
+}
+
+async function userCommand (argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    type: { type: 'string' },
+    'display-name': { type: 'string' },
+    'password-stdin': { type: 'boolean' }
+  })
+  const [action, name, ...extra] = positionals
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`)
+  const needsName = ['add', 'passwd', 'disable', 'enable']
+  if (action === undefined || (!needsName.includes(action) && action !== 'list')) throw new UsageError("expected 'user add|passwd|disable|enable|list'")
+  if (needsName.includes(action) && !name) throw new UsageError(`'user ${action}' needs a username`)
+  const type = (values.type as string | undefined) ?? 'user'
+  if (!['admin', 'user', 'application'].includes(type)) throw new UsageError(`--type must be admin, user or application, not '${type}'`)
+  const password = action === 'add' || action === 'passwd' ? await readPassword(io, values['password-stdin'] === true) : undefined
+
+  return await withDatabase(io, async (db, { config }, mappings) => {
+    const repo = new Repository(db, (await import('./db/resources.js')).resources.users, mappings.users)
+    const service = new UserService({ repo, passwords: await createPasswords(config.auth.argon2), licenceLogins: config.licence.logins, onRevoke: () => {} })
+    // The command line acts as the machine's administrator, not as any user account.
+    const operator = { id: 0, type: 'admin' as const }
+    if (action === 'list') {
+      const { rows } = await repo.list({ limit: 1000, sort: [{ field: 'username', desc: false }, { field: 'id', desc: false }], filters: [], count: false })
+      io.out(['ID', 'USERNAME', 'TYPE', 'ENABLED', 'LAST LOGIN'].join('\t'))
+      for (const user of rows.map(toUser)) io.out([user.id, user.username, user.type, user.enabled ? 'yes' : 'no', user.lastLoginAt ?? '-'].join('\t'))
+      return EXIT_OK
+    }
+    if (action === 'add') {
+      const user = await service.create({ username: name, password: password!, type: type as UserType, displayName: (values['display-name'] as string | undefined) ?? null })
+      io.out(`Created ${user.type} '${user.username}' (id ${user.id}).`)
+      return EXIT_OK
+    }
+    const row = await repo.findOne('username', normalizeUsername(name))
+    if (!row) {
+      io.err(`picking-gateway: no user '${normalizeUsername(name)}'`)
+      return EXIT_FAILURE
+    }
+    const id = row.id as number
+    if (action === 'passwd') await service.update(id, { password }, operator)
+    else await service.update(id, { enabled: action === 'enable' }, operator)
+    io.out(action === 'passwd'
+      ? `Password of '${row.username as string}' changed; its tokens are revoked.`
+      : `User '${row.username as string}' ${action}d${action === 'disable' ? '; its tokens are revoked' : ''}.`)
+    return EXIT_OK
+  })
+}

@@ -1,0 +1,110 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { main, type Io } from '../src/commands.js'
+import { openDatabase } from '../src/db/index.js'
+
+const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
+
+function io (env: NodeJS.ProcessEnv, stdin = ''): Io & { stdout: string[], stderr: string[] } {
+  const stdout: string[] = []
+  const stderr: string[] = []
+  return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), readStdin: async () => stdin, env }
+}
+
+t.test('help, version and usage errors', async (t) => {
+  const a = io({})
+  t.equal(await main(['--version'], a), 0)
+  t.match(a.stdout[0], /^\d+\.\d+\.\d+$/)
+  const h = io({})
+  t.equal(await main(['--help'], h), 0)
+  t.match(h.stdout.join('\n'), /user add <name>.*\n[\s\S]*check-config/)
+  for (const cmd of ['serve', 'db', 'user', 'check-config']) {
+    const c = io({})
+    t.equal(await main([cmd, '--help'], c), 0, `${cmd} --help`)
+    t.match(c.stdout.join('\n'), new RegExp(`Usage: picking-gateway ${cmd}`))
+  }
+  const none = io({})
+  t.equal(await main([], none), 64)
+  const unknown = io({})
+  t.equal(await main(['frobnicate'], unknown), 64)
+  t.match(unknown.stderr.join(), /unknown command 'frobnicate'/)
+  t.equal(await main(['db', 'drop'], io({})), 64)
+  t.equal(await main(['user', 'add'], io({})), 64, 'user add needs a name')
+  t.equal(await main(['user', 'add', 'x', '--type', 'root'], io({})), 64)
+  t.equal(await main(['user', 'add', 'x', '--bogus'], io({})), 64)
+})
+
+t.test('check-config', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const good = join(dir, 'good.json')
+  writeFileSync(good, JSON.stringify({ database: { url: 'mssql://gw:p%40ss@db.local/Picking' }, auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: '10.0.0.5', port: 4001 }] } }))
+  const ok = io({})
+  t.equal(await main(['check-config', good], ok), 0)
+  t.match(ok.stdout[0], /Configuration OK .*database mssql:\/\/<credentials>@db.local\/Picking.*1 controller/)
+  t.notMatch(ok.stdout.join(), /p%40ss|k7Jq/, 'no secrets printed')
+
+  const bad = join(dir, 'bad.json')
+  writeFileSync(bad, JSON.stringify({ server: { port: 70000, tls: { cert: 5 } }, auth: { jwtSecret: 'short-secret' }, hardware: { controllers: [{ id: 'x' }] } }))
+  const res = io({})
+  t.equal(await main(['check-config', bad], res), 78)
+  const text = res.stderr.join('\n')
+  t.match(text, /server.port: .*got 70000/)
+  t.match(text, /server.tls.cert/)
+  t.match(text, /hardware.controllers.0/)
+  t.notMatch(text, /short-secret/, 'the secret value is never shown')
+  const viaEnv = io({ PICKING_GATEWAY_CONFIG: bad })
+  t.equal(await main(['check-config'], viaEnv), 78)
+})
+
+t.test('db init and user management on a database', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }
+  const init = io(env)
+  t.equal(await main(['db', 'init', '--demo'], init), 0)
+  const printed = init.stdout.join('\n')
+  t.match(printed, /Created user "admin" with the generated password:\s+(\S{16,})/)
+  t.match(printed, /Demo data added/)
+  const again = io({ ...env, PICKING_GATEWAY_ADMIN_PASSWORD: 'whatever-123' })
+  t.equal(await main(['db', 'init'], again), 0)
+  t.match(again.stdout.join(), /not empty: no admin created/, 'a second init changes nothing')
+
+  t.equal(await main(['user', 'add', 'alice'], io(env)), 64, 'a password is required')
+  const add = io(env, 'alice-password\n')
+  t.equal(await main(['user', 'add', 'Alice', '--type', 'application', '--display-name', 'ERP', '--password-stdin'], add), 0)
+  t.match(add.stdout[0], /Created application 'alice'/)
+  t.equal(await main(['user', 'add', 'alice', '--password-stdin'], io(env, 'alice-password')), 1, 'duplicate')
+  t.equal(await main(['user', 'add', 'bob', '--password-stdin'], io(env, 'short')), 64)
+  t.equal(await main(['user', 'add', 'bob', '--password-stdin'], io(env, 'bob-password')), 1, 'the licence (1 login) is used by alice')
+
+  const db = openDatabase(env.DATABASE_URL, { logger: console })
+  t.teardown(() => db.close())
+  const version = async () => (await db.query({ text: 'SELECT "token_version" AS v, "enabled" AS e FROM "gateway_users" WHERE "username" = @u', params: [{ name: 'u', kind: 'string', value: 'alice' }] }))[0]
+  const before = await version()
+  t.equal(await main(['user', 'passwd', 'alice', '--password-stdin'], io(env, 'new-alice-password')), 0)
+  t.equal((await version()).v, Number(before.v) + 1, 'passwd revokes the tokens')
+  t.equal(await main(['user', 'disable', 'ALICE'], io(env)), 0)
+  t.same(await version(), { v: Number(before.v) + 2, e: 0 })
+  t.equal(await main(['user', 'enable', 'alice'], io(env)), 0)
+  t.equal((await version()).e, 1)
+  const missing = io(env)
+  t.equal(await main(['user', 'disable', 'nobody'], missing), 1)
+  t.match(missing.stderr.join(), /no user 'nobody'/)
+  const list = io(env)
+  t.equal(await main(['user', 'list'], list), 0)
+  t.match(list.stdout.join('\n'), /ID\tUSERNAME\tTYPE[\s\S]*admin\tadmin\tyes[\s\S]*alice\tapplication\tyes/)
+  t.notMatch(list.stdout.join('\n'), /argon2/)
+})
+
+t.test('serve refuses a database without the tables', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const url = `sqlite:${join(dir, 'empty.db')}`
+  openDatabase(url, { create: true, logger: console }).close()
+  const res = io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0' })
+  t.equal(await main(['serve'], res), 78)
+  t.match(res.stderr.join(), /table 'materials' does not exist.*picking-gateway db init/)
+  const noSecret = io({ DATABASE_URL: url })
+  t.equal(await main(['serve'], noSecret), 78)
+  t.match(noSecret.stderr.join(), /auth.jwtSecret: missing/)
+})
