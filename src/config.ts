@@ -82,16 +82,17 @@ export function validateConfig (raw: unknown, problems: string[] = []): Config {
   for (const error of Value.Errors(Config, withDefaults)) {
     problems.push(describeError(error.path, error.message, error.value))
   }
-  if (problems.length === 0) {
-    const config = withDefaults as Config
-    checkSecrets(config, problems)
-    checkDatabaseUrl(config.database.url, problems)
-    for (const name of Object.keys(config.mapping) as ResourceName[]) {
-      const mapping = config.mapping[name]
-      if (mapping) problems.push(...mappingProblems(resources[name], mapping).map((p) => `mapping.${p}`))
+  // The checks beyond the schema run on whatever parts have the right shape, so every problem is listed at once.
+  const config = withDefaults as Config
+  if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems)
+  if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
+  for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
+    const mapping = config.mapping[name]
+    if (mapping && typeof mapping.columns === 'object' && mapping.columns !== null) {
+      problems.push(...mappingProblems(resources[name], mapping).map((p) => `mapping.${p}`))
     }
-    if (problems.length === 0) return config
   }
+  if (problems.length === 0) return config
   throw new ConfigError(dedupe(problems))
 }
 
@@ -164,17 +165,19 @@ function applyCredentials (raw: Record<string, any>, env: NodeJS.ProcessEnv, pro
 }
 
 function checkSecrets (config: Config, problems: string[]): void {
-  const { keys, jwtSecret } = config.auth
+  const { keys, jwtSecret } = config.auth ?? {}
   if (keys !== undefined) {
     const kids = new Set<string>()
     keys.forEach((key, i) => {
+      if (typeof key?.secret !== 'string') return
       if (kids.has(key.kid)) problems.push(`auth.keys.${i}.kid: '${key.kid}' appears twice`)
       kids.add(key.kid)
       checkSecret(`auth.keys.${i}.secret`, key.secret, problems)
     })
     return
   }
-  if (jwtSecret === undefined || jwtSecret === '') {
+  if (typeof jwtSecret !== 'string' || jwtSecret === '') {
+    if (jwtSecret !== undefined && jwtSecret !== '') return // wrong type: the schema already said so
     problems.push('auth.jwtSecret: missing; set PICKING_GATEWAY_JWT_SECRET, auth.jwtSecret (or auth.keys) in the configuration file, or the systemd credential jwt-secret')
     return
   }

@@ -22,7 +22,9 @@ export function scrub (value: unknown, depth = 0): unknown {
     return value
   }
   if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1))
-  if (value instanceof Date || Buffer.isBuffer(value)) return value
+  // Class instances (requests, sockets, dates) are left to pino's serializers.
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return value
   const out: Record<string, unknown> = {}
   for (const [key, v] of Object.entries(value)) {
     out[key] = SECRET_KEYS.test(key) && v !== undefined && v !== null ? REDACTED : scrub(v, depth + 1)

@@ -1,0 +1,216 @@
+// The gateway as a process and as a server: signals, exit codes, timeouts, TLS, faults, logs.
+import { execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { request as httpsRequest } from 'node:https'
+import { connect, type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
+import t from 'tap'
+import { buildApp } from '../src/app.js'
+import { main } from '../src/commands.js'
+import { validateConfig } from '../src/config.js'
+import { DatabaseUnavailableError } from '../src/db/errors.js'
+import type { Database } from '../src/db/types.js'
+import { loggerOptions, scrub } from '../src/logger.js'
+import { ADMIN_PASSWORD, build } from './helpers/build.js'
+
+const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
+const CLI = join(import.meta.dirname, '..', 'src', 'cli.ts')
+
+function spawnCli (args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [...process.execArgv, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c })
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c })
+  const exited = once(child, 'exit') as Promise<[number | null, string | null]>
+  return { child, exited, out: () => stdout, err: () => stderr }
+}
+
+async function until (cond: () => boolean, what: string, ms = 20000): Promise<void> {
+  const end = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-srv-'))
+  const config = join(dir, 'config.json')
+  // Expensive hashing makes a login last long enough to be in flight when the signal comes.
+  writeFileSync(config, JSON.stringify({
+    server: { port: 0 },
+    database: { url: `sqlite:${join(dir, 'g.db')}` },
+    auth: { jwtSecret: SECRET, argon2: { memoryCost: 131072, timeCost: 6, parallelism: 1 } },
+    hardware: { enabled: false }
+  }))
+  const env = { PICKING_GATEWAY_CONFIG: config, PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD }
+  t.equal(await main(['db', 'init'], { out: () => {}, err: () => {}, readStdin: async () => '', env }), 0)
+
+  const server = spawnCli(['serve'], env)
+  await until(() => /Server listening at http:\/\/127.0.0.1:(\d+)/.test(server.out()), 'listening')
+  const port = Number(/Server listening at http:\/\/127.0.0.1:(\d+)/.exec(server.out())![1])
+  const started = Date.now()
+  const login = fetch(`http://127.0.0.1:${port}/api/users/login`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD })
+  })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  server.child.kill('SIGTERM')
+  const res = await login
+  t.equal(res.status, 200, 'the login in flight completed')
+  t.equal(((await res.json()) as { login: boolean }).login, true)
+  const [code, signal] = await server.exited
+  t.equal(code, 0, 'exit code 0')
+  t.equal(signal, null)
+  t.match(server.out(), /closing: no new connections/)
+  t.ok(Date.now() - started < 15000)
+})
+
+t.test('configuration errors exit 78 and name every key', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-srv-'))
+  const config = join(dir, 'config.json')
+  writeFileSync(config, JSON.stringify({ server: { port: 'http' }, database: { url: 'oracle://x' }, auth: { jwtSecret: 'changeme' } }))
+  const run = spawnCli(['serve'], { PICKING_GATEWAY_CONFIG: config })
+  const [code] = await run.exited
+  t.equal(code, 78)
+  t.match(run.err(), /server.port: expected integer, got "http"/)
+  t.match(run.err(), /auth.jwtSecret: expected at least 32 bytes/)
+  t.notMatch(run.err(), /changeme/)
+})
+
+t.test('slow clients are cut off', async (t) => {
+  const ctx = await build(t, { server: { requestTimeoutMs: 1000, headersTimeoutMs: 800 } })
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const cutOff = async (start: string, drip: string) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => {})
+    await once(socket, 'connect')
+    socket.write(start)
+    const drip1 = setInterval(() => { if (!socket.destroyed) socket.write(drip) }, 200)
+    const t0 = Date.now()
+    await Promise.race([new Promise((resolve) => socket.on('close', resolve)), new Promise((resolve) => setTimeout(resolve, 8000))])
+    clearInterval(drip1)
+    const closed = socket.destroyed || socket.readableEnded
+    socket.destroy()
+    return { closed, ms: Date.now() - t0 }
+  }
+  const headers = await cutOff('GET /health HTTP/1.1\r\nHost: x\r\n', 'X-a: b\r\n')
+  t.ok(headers.closed, 'headers sent one line at a time are cut off')
+  t.ok(headers.ms < 5000, `within ${headers.ms} ms`)
+  const body = await cutOff('POST /api/users/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{', ' ')
+  t.ok(body.closed, 'a body at 5 bytes per second is cut off')
+  t.ok(body.ms < 5000, `within ${body.ms} ms`)
+})
+
+t.test('HTTPS with server.tls', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-tls-'))
+  const key = join(dir, 'key.pem')
+  const cert = join(dir, 'cert.pem')
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
+  const ctx = await build(t, { server: { tls: { cert, key } } })
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const req = httpsRequest({ host: '127.0.0.1', port, path: '/health', rejectUnauthorized: false })
+  req.end()
+  const [res] = await once(req, 'response')
+  let body = ''
+  for await (const chunk of res) body += chunk
+  t.equal(res.statusCode, 200)
+  t.same(JSON.parse(body), { status: 'ok' })
+})
+
+/** A database that can be switched off, as when SQL Server goes away. */
+function switchable (db: Database): Database & { down: boolean } {
+  const flaky = {
+    down: false,
+    dialect: db.dialect,
+    guard <T> (fn: () => Promise<T>): Promise<T> { return flaky.down ? Promise.reject(new DatabaseUnavailableError()) : fn() },
+    query: (stmt: Parameters<Database['query']>[0]) => flaky.guard(() => db.query(stmt)),
+    execute: (stmt: Parameters<Database['execute']>[0]) => flaky.guard(() => db.execute(stmt)),
+    transaction: <T>(fn: (tx: Parameters<Parameters<Database['transaction']>[0]>[0]) => Promise<T>) => flaky.guard(() => db.transaction(fn)),
+    ping: () => flaky.guard(() => db.ping()),
+    checkMapping: (def: Parameters<Database['checkMapping']>[0], m: Parameters<Database['checkMapping']>[1]) => db.checkMapping(def, m),
+    close: () => db.close()
+  }
+  return flaky
+}
+
+t.test('database outage: readiness and requests answer 503, and recover by themselves', async (t) => {
+  const ctx = await build(t)
+  const flaky = switchable(ctx.db)
+  const config = validateConfig({ database: ctx.config.database, auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, logging: { level: 'silent' } })
+  const app = await buildApp(config, { db: flaky })
+  t.teardown(() => app.close())
+  const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  const headers = { authorization: `Bearer ${login.json().accessToken}` }
+
+  const ready = await app.inject({ method: 'GET', url: '/health/ready' })
+  t.equal(ready.statusCode, 200)
+  t.match(ready.json(), { status: 'ready', database: { ok: true, latencyMs: Number } })
+
+  flaky.down = true
+  const notReady = await app.inject({ method: 'GET', url: '/health/ready' })
+  t.equal(notReady.statusCode, 503)
+  t.match(notReady.json(), { status: 'unavailable', database: { ok: false } })
+  t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200, 'liveness does not depend on the database')
+  const list = await app.inject({ method: 'GET', url: '/api/materials', headers })
+  t.equal(list.statusCode, 503)
+  t.match(list.json(), { code: 'DATABASE_UNAVAILABLE', error: 'Service Unavailable' })
+  t.ok(list.headers['retry-after'])
+  const create = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'X', name: 'x' } })
+  t.equal(create.statusCode, 503)
+
+  flaky.down = false
+  t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials', headers })).statusCode, 200)
+})
+
+t.test('overload protection answers 503 with Retry-After', async (t) => {
+  const ctx = await build(t, { server: { maxHeapUsedRatio: 0.000001 } })
+  let res = await ctx.app.inject({ method: 'GET', url: '/health' })
+  const end = Date.now() + 5000
+  while (res.statusCode !== 503 && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    res = await ctx.app.inject({ method: 'GET', url: '/health' })
+  }
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().code, 'OVERLOADED')
+  t.equal(res.headers['retry-after'], '10')
+})
+
+t.test('no secret reaches the log at any depth', async (t) => {
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _enc, cb) { lines.push(String(chunk)); cb() } })
+  const logger = pino(loggerOptions('trace', 'json'), stream)
+  const ctx = await build(t)
+  const config = validateConfig({ database: ctx.config.database, auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 } })
+  const app = await buildApp(config, { db: ctx.db, logger })
+  t.teardown(() => app.close())
+  const erp = await ctx.app.inject({ method: 'POST', url: '/api/users', headers: ctx.auth(ctx.adminToken), payload: { username: 'erp', password: 'erp-secret-password', type: 'application' } })
+  t.equal(erp.statusCode, 201)
+
+  const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'erp', password: 'erp-secret-password' } })
+  const { accessToken, refreshToken } = login.json()
+  const refreshed = (await app.inject({ method: 'POST', url: '/api/users/refresh', headers: { authorization: `Bearer ${refreshToken}` } })).json().accessToken
+  const appToken = (await app.inject({ method: 'POST', url: '/api/users/application-token', headers: { authorization: `Bearer ${refreshToken}` } })).json().token
+  await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'erp', password: 'wrong-password-1' } })
+  await app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${appToken}x` } })
+  app.log.info({ deep: { a: { b: { password: 'erp-secret-password', list: [{ token: accessToken }] } } }, note: `Bearer ${refreshed}` }, 'a careless log line')
+  app.log.error({ err: new Error(`failed with ${accessToken}`) }, 'an error that quotes a token')
+
+  const log = lines.join('')
+  t.ok(lines.length >= 7, `captured ${lines.length} log lines`)
+  t.match(log, /"reqId"/)
+  t.match(log, /"reqId":"req-\d+","method":"POST","url":"\/api\/users\/login","route":"\/api\/users\/login","statusCode":200,"responseTimeMs":[\d.]+/, 'one line per request: id, method, route, status, time')
+  for (const [name, secret] of Object.entries({ accessToken, refreshToken, refreshed, appToken, password: 'erp-secret-password', wrong: 'wrong-password-1', jwtSecret: SECRET })) {
+    t.notOk(log.includes(secret), `${name} is not in the log`)
+    t.notOk(log.includes(secret.split('.')[2] ?? secret), `nor its signature (${name})`)
+  }
+  t.match(log, /\[redacted\]/)
+  t.same(scrub({ Authorization: 'Bearer abc', nested: [{ refreshToken: 'x' }], ok: 1 }), { Authorization: '[redacted]', nested: [{ refreshToken: '[redacted]' }], ok: 1 })
+})
