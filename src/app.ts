@@ -7,7 +7,7 @@ import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Ajv, { type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../schemas/config.js'
 import { signingKeys } from './config.js'
 import authPlugin from '../plugins/auth.js'
@@ -87,7 +87,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     pluginTimeout: Math.max(10000, config.database.connectTimeoutMs * 2),
     schemaErrorFormatter: describeValidation,
     // One line per request, written when it ends (see the onResponse hook), instead of two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     ajv: { customOptions: { strict: false } }
   }
   if (server.tls) {

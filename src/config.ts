@@ -161,7 +161,8 @@ function applyCredentials (raw: Record<string, any>, env: NodeJS.ProcessEnv, pro
   const jwt = read('jwt-secret')
   if (jwt !== undefined && !env.PICKING_GATEWAY_JWT_SECRET) raw.auth = { ...raw.auth, jwtSecret: jwt }
   const dbPassword = read('database-password')
-  if (dbPassword !== undefined) raw.database = { ...raw.database, password: dbPassword }
+  // An empty credential file means "no separate password" (systemd requires the file to exist).
+  if (dbPassword !== undefined && dbPassword !== '') raw.database = { ...raw.database, password: dbPassword }
 }
 
 function checkSecrets (config: Config, problems: string[]): void {

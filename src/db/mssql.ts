@@ -190,7 +190,7 @@ export class ConnectionSupervisor {
   private readonly opts: Required<Omit<SupervisorOptions, 'random'>> & Pick<SupervisorOptions, 'random'>
 
   constructor (opts: SupervisorOptions) {
-    this.opts = { initialMs: 500, maxMs: 30000, ...opts }
+    this.opts = { ...opts, initialMs: opts.initialMs ?? 500, maxMs: opts.maxMs ?? 30000 }
   }
 
   start (): void {
@@ -311,8 +311,9 @@ class MssqlDatabase implements Database {
     })
     this.supervisor = new ConnectionSupervisor({
       logger: opts.logger,
-      initialMs: opts.retryInitialMs,
-      maxMs: opts.retryMaxMs,
+      // undefined would override the supervisor's defaults and make the retry loop spin
+      initialMs: opts.retryInitialMs ?? 500,
+      maxMs: opts.retryMaxMs ?? 30000,
       connect: async () => {
         // the first success builds the pool; afterwards a probe through it tells whether the server is back
         if (!this.pool.connected) await this.pool.connect()
