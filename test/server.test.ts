@@ -16,6 +16,7 @@ import { DatabaseUnavailableError } from '../src/db/errors.js'
 import type { Database } from '../src/db/types.js'
 import { loggerOptions, scrub } from '../src/logger.js'
 import { ADMIN_PASSWORD, build } from './helpers/build.js'
+import { until } from './helpers/wait.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 const CLI = join(import.meta.dirname, '..', 'src', 'cli.ts')
@@ -30,13 +31,6 @@ function spawnCli (args: string[], env: NodeJS.ProcessEnv) {
   return { child, exited, out: () => stdout, err: () => stderr }
 }
 
-async function until (cond: () => boolean, what: string, ms = 20000): Promise<void> {
-  const end = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pg-srv-'))
@@ -52,7 +46,7 @@ t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
   t.equal(await main(['db', 'init'], { out: () => {}, err: () => {}, readStdin: async () => '', env }), 0)
 
   const server = spawnCli(['serve'], env)
-  await until(() => /Server listening at http:\/\/127.0.0.1:(\d+)/.test(server.out()), 'listening')
+  await until(() => /Server listening at http:\/\/127.0.0.1:(\d+)/.test(server.out()), 'listening', 30000)
   const port = Number(/Server listening at http:\/\/127.0.0.1:(\d+)/.exec(server.out())![1])
   const started = Date.now()
   const login = fetch(`http://127.0.0.1:${port}/api/users/login`, {

@@ -1,7 +1,7 @@
 // The SQL Server dialect: one mssql ConnectionPool that reconnects on its own, typed parameters, error mapping.
 import sql from 'mssql'
 import { ConflictError, DatabaseUnavailableError, type DbError } from './errors.js'
-import { mappingProblems } from './resources.js'
+import { mappingProblems, missingColumns } from './resources.js'
 import type { Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
 /** The pino subset the database layer logs through. */
@@ -390,14 +390,7 @@ class MssqlDatabase implements Database {
     const problems = mappingProblems(def, mapping)
     if (problems.length > 0) return problems
     const rows = await this.query(columnsStatement(mapping))
-    const table = `${mapping.schema ?? 'dbo'}.${mapping.table}`
-    if (rows.length === 0) return [`${def.name}: table '${table}' does not exist`]
-    // the usual collations are case-insensitive; a case-sensitive one would still accept the exact name
-    const present = new Set(rows.map((r) => String(r.name).toLowerCase()))
-    for (const [field, column] of Object.entries(mapping.columns)) {
-      if (!present.has(column.toLowerCase())) problems.push(`${def.name}.${field}: column '${column}' does not exist in table '${table}'`)
-    }
-    return problems
+    return missingColumns(def, mapping, `${mapping.schema ?? 'dbo'}.${mapping.table}`, rows.map((r) => String(r.name)))
   }
 }
 

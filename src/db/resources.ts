@@ -132,3 +132,16 @@ export function mappingProblems (def: ResourceDef, mapping: TableMapping): strin
   }
   return problems
 }
+
+/**
+ * Compares a mapping with the columns a table has (`present`: the names the database
+ * reported; empty when the table does not exist). Column names compare case-insensitively,
+ * as in SQLite and SQL Server's usual collations.
+ */
+export function missingColumns (def: ResourceDef, mapping: TableMapping, table: string, present: string[]): string[] {
+  if (present.length === 0) return [`${def.name}: table '${table}' does not exist`]
+  const names = new Set(present.map((name) => name.toLowerCase()))
+  return Object.entries(mapping.columns)
+    .filter(([, column]) => !names.has(column.toLowerCase()))
+    .map(([field, column]) => `${def.name}.${field}: column '${column}' does not exist in table '${table}'`)
+}

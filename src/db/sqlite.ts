@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
 import { ConflictError, DatabaseUnavailableError } from './errors.js'
-import { mappingProblems } from './resources.js'
+import { mappingProblems, missingColumns } from './resources.js'
 import type { Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
 export interface SqliteOptions {
@@ -147,13 +147,7 @@ class SqliteDatabase implements Database {
       text: 'SELECT name AS name FROM pragma_table_info(@table)',
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
-    if (rows.length === 0) return [`${def.name}: table '${mapping.table}' does not exist`]
-    // SQLite column names are case-insensitive
-    const present = new Set(rows.map((r) => String(r.name).toLowerCase()))
-    for (const [field, column] of Object.entries(mapping.columns)) {
-      if (!present.has(column.toLowerCase())) problems.push(`${def.name}.${field}: column '${column}' does not exist in table '${mapping.table}'`)
-    }
-    return problems
+    return missingColumns(def, mapping, mapping.table, rows.map((r) => String(r.name)))
   }
 }
 

@@ -5,6 +5,7 @@ import t from 'tap'
 import { encodeFrame, FrameDecoder, type Frame, type FrameArgsInput, type FrameInput } from '../../src/hardware/codec.js'
 import { backoffDelay, ControllerLink, type ControllerEvent, type ControllerLinkOptions, type LinkTimings, type Logger } from '../../src/hardware/controller-link.js'
 import { HardwareError } from '../../src/hardware/errors.js'
+import { until, rejection } from '../helpers/wait.js'
 
 // Generous where the test waits for something that should happen, short where it waits for a failure.
 const BASE: LinkTimings = {
@@ -138,13 +139,6 @@ function captureLogger (): { logger: Logger, lines: Array<{ level: string, obj: 
   return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } }
 }
 
-async function until (cond: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + WAIT
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(5)
-  }
-}
 
 async function freePort (): Promise<number> {
   const server = net.createServer().listen(0, '127.0.0.1')
@@ -154,14 +148,6 @@ async function freePort (): Promise<number> {
   return port
 }
 
-const rejection = async (p: Promise<unknown>): Promise<HardwareError> => {
-  try {
-    await p
-  } catch (err) {
-    return err as HardwareError
-  }
-  throw new Error('expected a rejection')
-}
 
 t.test('backoff: exponential ceiling, capped, with full jitter', async t => {
   const top = (): number => 0.999999
@@ -253,7 +239,7 @@ t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, 
   t.type(reason, 'string')
   t.equal(link.connected, false)
   t.equal(link.state, null, 'no stale controller state while disconnected')
-  const offline = await rejection(link.send('CLEAR', { addr: 1 }))
+  const offline = await rejection<HardwareError>(link.send('CLEAR', { addr: 1 }))
   t.equal(offline.code, 'OFFLINE')
   await until(() => link.stats.connectFailures >= 2, 'failed reconnect attempts')
 
@@ -277,14 +263,14 @@ t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, 
 t.test('an offline controller: start() does not wait, commands fail at once with OFFLINE', async t => {
   const port = await freePort()
   const link = makeLink(t, port)
-  const before = await rejection(link.send('STATUS'))
+  const before = await rejection<HardwareError>(link.send('STATUS'))
   t.equal(before.code, 'OFFLINE', 'before start')
   t.equal(before.statusCode, 503)
   t.type(before, HardwareError)
   const started = Date.now()
   link.start()
   t.ok(Date.now() - started < 100, 'start returns immediately')
-  const err = await rejection(link.send('LIGHT', { addr: 1, qty: 1 }))
+  const err = await rejection<HardwareError>(link.send('LIGHT', { addr: 1, qty: 1 }))
   t.equal(err.code, 'OFFLINE')
   t.equal(err.controllerId, 'ctl-1')
   t.ok(Date.now() - started < 1000, 'rejected within 1 s')
@@ -335,7 +321,7 @@ t.test('no ACK: exactly one resend with the same SEQ, then TIMEOUT', async t => 
   const first = await conn.cmd('LIGHT')
   const second = await conn.cmd('LIGHT')
   t.same(second, first, 'same SEQ, same frame')
-  const err = await rejection(sent)
+  const err = await rejection<HardwareError>(sent)
   t.equal(err.code, 'TIMEOUT')
   t.equal(err.statusCode, 504)
   t.equal(err.seq, first.seq)
@@ -353,14 +339,14 @@ t.test('three TIMEOUTs in a row mark the link dead; an answer in between resets 
   const { ctl, link, conn } = await connected(t, { ackTimeout: 150 })
   let drops = 0
   link.on('disconnected', () => { drops++ })
-  for (let i = 0; i < 2; i++) t.equal((await rejection(link.send('LIGHT', { addr: i + 1, qty: 1 }))).code, 'TIMEOUT')
+  for (let i = 0; i < 2; i++) t.equal((await rejection<HardwareError>(link.send('LIGHT', { addr: i + 1, qty: 1 }))).code, 'TIMEOUT')
   const clear = link.send('CLEAR', { addr: 9 })
   conn.send({ seq: (await conn.cmd('CLEAR')).seq, kind: 'NAK', cmd: 'CLEAR', args: { code: 'E1' } })
-  t.equal((await rejection(clear)).code, 'NAK')
-  for (let i = 0; i < 2; i++) t.equal((await rejection(link.send('LIGHT', { addr: i + 1, qty: 1 }))).code, 'TIMEOUT')
+  t.equal((await rejection<HardwareError>(clear)).code, 'NAK')
+  for (let i = 0; i < 2; i++) t.equal((await rejection<HardwareError>(link.send('LIGHT', { addr: i + 1, qty: 1 }))).code, 'TIMEOUT')
   t.equal(drops, 0, 'two in a row are not enough')
   const down = once(link, 'disconnected')
-  t.equal((await rejection(link.send('LIGHT', { addr: 3, qty: 1 }))).code, 'TIMEOUT')
+  t.equal((await rejection<HardwareError>(link.send('LIGHT', { addr: 3, qty: 1 }))).code, 'TIMEOUT')
   const [reason] = await down
   t.match(reason, /three commands/)
   await ctl.nextConnection()
@@ -371,7 +357,7 @@ t.test('NAK: rejected with the controller code and message', async t => {
   const sent = link.send('LIGHT', { addr: 3, qty: 2 })
   const req = await conn.cmd('LIGHT')
   conn.send({ seq: req.seq, kind: 'NAK', cmd: 'LIGHT', args: { code: 'E42', msg: 'jam; motor=1' } })
-  const err = await rejection(sent)
+  const err = await rejection<HardwareError>(sent)
   t.type(err, HardwareError)
   t.match(err, { code: 'NAK', statusCode: 502, controllerCode: 'E42', controllerMessage: 'jam; motor=1', seq: req.seq, controllerId: 'ctl-1' })
   t.match(err.message, /E42/)
@@ -428,7 +414,7 @@ t.test('the connection drops with commands in flight and queued: all fail with L
 t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => {
   const { link, conn } = await connected(t, {}, { maxQueue: 3, maxInFlight: 1 })
   const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
-  const err = await rejection(link.send('LIGHT', { addr: 4, qty: 1 }))
+  const err = await rejection<HardwareError>(link.send('LIGHT', { addr: 4, qty: 1 }))
   t.match(err, { code: 'QUEUE_FULL', statusCode: 503 })
   const first = await conn.cmd('LIGHT')
   t.equal(conn.all.filter(f => f.cmd === 'LIGHT').length, 1, 'only maxInFlight on the wire')
@@ -441,9 +427,9 @@ t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => 
 
 t.test('commands that cannot be encoded fail with INVALID_COMMAND', async t => {
   const { link } = await connected(t)
-  t.equal((await rejection(link.send('NO SUCH'))).code, 'INVALID_COMMAND')
-  t.equal((await rejection(link.send('LIGHT', { 'bad-key': 1 }))).code, 'INVALID_COMMAND')
-  t.equal((await rejection(link.send('LIGHT', { text: 'x'.repeat(5000) }))).code, 'INVALID_COMMAND')
+  t.equal((await rejection<HardwareError>(link.send('NO SUCH'))).code, 'INVALID_COMMAND')
+  t.equal((await rejection<HardwareError>(link.send('LIGHT', { 'bad-key': 1 }))).code, 'INVALID_COMMAND')
+  t.equal((await rejection<HardwareError>(link.send('LIGHT', { text: 'x'.repeat(5000) }))).code, 'INVALID_COMMAND')
   t.equal(link.pending, 0)
 })
 
@@ -492,11 +478,11 @@ t.test('close(): rejects pending commands, stops reconnecting, leaves no handles
   await conn.cmd('LIGHT')
   const closing = link.close()
   t.equal(link.close(), closing, 'idempotent')
-  const err = await rejection(pending)
+  const err = await rejection<HardwareError>(pending)
   t.equal(err.code, 'LINK_DROPPED')
   await closing
   t.equal(link.connected, false)
-  t.equal((await rejection(link.send('STATUS'))).code, 'OFFLINE')
+  t.equal((await rejection<HardwareError>(link.send('STATUS'))).code, 'OFFLINE')
   t.throws(() => link.start(), /closed/)
   await sleep(150)
   t.equal(ctl.conns.length, 1, 'no reconnect after close')

@@ -6,8 +6,8 @@ import t from 'tap'
 import { ControllerLink, type ControllerEvent } from '../../src/hardware/controller-link.js'
 import { runControlLine, runSimulateCommand, SIMULATE_USAGE } from '../../src/hardware/simulate-cli.js'
 import { startSimulator } from '../../src/hardware/simulator.js'
+import { until } from '../helpers/wait.js'
 
-const WAIT = 10000
 
 function io (): { stdin: PassThrough, stdout: PassThrough, stderr: PassThrough, out: () => string, err: () => string } {
   const stdin = new PassThrough()
@@ -20,13 +20,6 @@ function io (): { stdin: PassThrough, stdout: PassThrough, stderr: PassThrough, 
   return { stdin, stdout, stderr, out: () => out, err: () => err }
 }
 
-async function until (cond: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + WAIT
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(5)
-  }
-}
 
 /** Two consecutive free ports (the simulator puts controller i on port N+i). */
 async function freePorts (): Promise<number> {

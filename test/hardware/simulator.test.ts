@@ -6,10 +6,10 @@ import { encodeFrame, FrameDecoder, type Frame, type FrameInput } from '../../sr
 import { ControllerLink, type ControllerEvent, type LinkTimings, type Logger } from '../../src/hardware/controller-link.js'
 import { HardwareError } from '../../src/hardware/errors.js'
 import { startSimulator, type SimController, type Simulator, type SimulatorTimings } from '../../src/hardware/simulator.js'
+import { until, rejection } from '../helpers/wait.js'
 
 const LINK: Partial<LinkTimings> = { ackTimeout: 5000, heartbeatIdle: 60000, deadAfter: 60000, backoffInitial: 10, backoffMax: 50 }
 const SIM: Partial<SimulatorTimings> = { confirmDelay: 30, trayDelay: 30, eventRetry: 5000, eventAttempts: 3 }
-const WAIT = 10000
 
 interface TestLike { teardown (fn: () => unknown): void }
 
@@ -31,22 +31,7 @@ async function link (t: TestLike, c: SimController, timings: Partial<LinkTimings
   return { link: l, events }
 }
 
-async function until (cond: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + WAIT
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(5)
-  }
-}
 
-const rejection = async (p: Promise<unknown>): Promise<HardwareError> => {
-  try {
-    await p
-  } catch (err) {
-    return err as HardwareError
-  }
-  throw new Error('expected a rejection')
-}
 
 /** A bare client, to see exactly what the simulator sends. */
 async function rawClient (t: TestLike, c: SimController): Promise<{ socket: net.Socket, frames: Frame[], send: (f: FrameInput) => void }> {
@@ -110,12 +95,12 @@ t.test('CONFIRM and TRAYREADY arrive after the configured delays', async t => {
 t.test('bad requests are NAKed', async t => {
   const s = await sim(t)
   const { link: l } = await link(t, s.controllers.get('ctl-1')!)
-  t.match(await rejection(l.send('LIGHT', { qty: 1 })), { code: 'NAK', controllerCode: 'E01' })
-  t.match(await rejection(l.send('LIGHT', { addr: 1, qty: 'x' })), { code: 'NAK', controllerCode: 'E02' })
-  t.match(await rejection(l.send('CLEAR', { addr: 0 })), { code: 'NAK', controllerCode: 'E01' })
-  t.match(await rejection(l.send('CALLTRAY', { addr: 1 })), { code: 'NAK', controllerCode: 'E03' })
-  t.match(await rejection(l.send('CALLTRAY', { addr: 'a', tray: 'T' })), { code: 'NAK', controllerCode: 'E01' })
-  t.match(await rejection(l.send('DANCE')), { code: 'NAK', controllerCode: 'E99' })
+  t.match(await rejection<HardwareError>(l.send('LIGHT', { qty: 1 })), { code: 'NAK', controllerCode: 'E01' })
+  t.match(await rejection<HardwareError>(l.send('LIGHT', { addr: 1, qty: 'x' })), { code: 'NAK', controllerCode: 'E02' })
+  t.match(await rejection<HardwareError>(l.send('CLEAR', { addr: 0 })), { code: 'NAK', controllerCode: 'E01' })
+  t.match(await rejection<HardwareError>(l.send('CALLTRAY', { addr: 1 })), { code: 'NAK', controllerCode: 'E03' })
+  t.match(await rejection<HardwareError>(l.send('CALLTRAY', { addr: 'a', tray: 'T' })), { code: 'NAK', controllerCode: 'E01' })
+  t.match(await rejection<HardwareError>(l.send('DANCE')), { code: 'NAK', controllerCode: 'E99' })
 })
 
 t.test('nak mode: every request gets NAK E42', async t => {
@@ -123,10 +108,10 @@ t.test('nak mode: every request gets NAK E42', async t => {
   const c = s.controllers.get('ctl-1')!
   const { link: l } = await link(t, c)
   c.setMode('nak')
-  const err = await rejection(l.send('LIGHT', { addr: 1, qty: 1 }))
+  const err = await rejection<HardwareError>(l.send('LIGHT', { addr: 1, qty: 1 }))
   t.match(err, { code: 'NAK', statusCode: 502, controllerCode: 'E42', controllerMessage: 'simulated fault' })
   c.setMode('nak', { code: 'E7', msg: 'door open' })
-  t.match(await rejection(l.send('STATUS')), { controllerCode: 'E7', controllerMessage: 'door open' })
+  t.match(await rejection<HardwareError>(l.send('STATUS')), { controllerCode: 'E7', controllerMessage: 'door open' })
   c.setMode('normal')
   await l.send('STATUS')
 })
@@ -139,7 +124,7 @@ t.test('delay mode: the ACK comes after the delay', async t => {
   const started = Date.now()
   await l.send('CLEAR', { addr: 1 })
   t.ok(Date.now() - started >= 140, 'not before the delay')
-  const late = await rejection((async () => {
+  const late = await rejection<HardwareError>((async () => {
     const slow = new ControllerLink({ id: c.id, host: c.host, port: c.port }, { timings: { ...LINK, ackTimeout: 50 } })
     t.teardown(() => slow.close())
     slow.start()
@@ -157,7 +142,7 @@ t.test('silent mode: the link resends once, times out, and is declared dead', as
   c.on('frame', f => seen.push(f))
   c.setMode('silent')
   const down = once(l, 'disconnected')
-  const err = await rejection(l.send('LIGHT', { addr: 1, qty: 1 }))
+  const err = await rejection<HardwareError>(l.send('LIGHT', { addr: 1, qty: 1 }))
   t.equal(err.code, 'TIMEOUT')
   const lights = seen.filter(f => f.cmd === 'LIGHT')
   t.equal(lights.length, 2)

@@ -1,0 +1,22 @@
+// Waiting helpers for tests that watch sockets and processes: poll a condition, expect a rejection.
+
+export const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+
+/** Polls until cond() holds; throws naming what it waited for after `ms` (generous: CI machines are loaded). */
+export async function until (cond: () => boolean | Promise<boolean>, what: string, ms = 10000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(5)
+  }
+}
+
+/** The error a promise rejects with; throws when it resolves instead. */
+export async function rejection<E = Error> (p: Promise<unknown>): Promise<E> {
+  try {
+    await p
+  } catch (err) {
+    return err as E
+  }
+  throw new Error('expected a rejection')
+}
