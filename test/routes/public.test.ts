@@ -1,0 +1,40 @@
+import t from 'tap'
+import { build } from '../helpers/build.js'
+
+t.test('OpenAPI document and docs page are public and describe the API', async (t) => {
+  const { app } = await build(t)
+  const doc = await app.inject({ method: 'GET', url: '/api/openapi.json' })
+  t.equal(doc.statusCode, 200)
+  const spec = doc.json()
+  t.equal(spec.openapi, '3.1.0')
+  for (const path of ['/api/users/login', '/api/users/refresh', '/api/users/application-token', '/api/users/{id}', '/api/materials/', '/api/materials/{id}', '/api/stations/{id}/commands', '/api/events/']) {
+    t.ok(spec.paths[path] ?? spec.paths[path.replace(/\/$/, '')], `documents ${path}`)
+  }
+  const login = spec.paths['/api/users/login'].post
+  t.same(login.security, [], 'login needs no token')
+  t.ok(login.requestBody.content['application/json'].schema.properties.password)
+  const user = spec.paths['/api/users/{id}'].get.responses['200'].content['application/json'].schema
+  t.notOk(user.properties.passwordHash, 'the hash is not part of any response schema')
+  const page = await app.inject({ method: 'GET', url: '/api/docs/' })
+  t.equal(page.statusCode, 200)
+  t.match(page.headers['content-type'], /text\/html/)
+})
+
+t.test('a 500 carries no SQL, stack or internal names', async (t) => {
+  const ctx = await build(t)
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers: { ...ctx.auth(ctx.adminToken) } })
+  t.equal(res.statusCode, 200)
+  // Break the query under the app: the driver's message names the table and its SQL.
+  await ctx.db.execute({
+    text: ctx.db.dialect === 'mssql'
+      ? "EXEC sp_rename 'dbo.materials.material_number', 'mat_no_gone', 'COLUMN'"
+      : 'ALTER TABLE "materials" RENAME COLUMN "material_number" TO "mat_no_gone"',
+    params: []
+  })
+  const broken = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(ctx.adminToken) })
+  t.equal(broken.statusCode, 500)
+  t.same(Object.keys(broken.json()).sort(), ['code', 'error', 'message', 'statusCode'])
+  t.equal(broken.json().code, 'INTERNAL_ERROR')
+  t.match(broken.json().message, /request id req-/)
+  t.notMatch(broken.body, /material_number|mat_no_gone|SELECT|SQLITE|materials"|at .*\.ts/i)
+})
