@@ -24,7 +24,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       tags: ['events'],
       querystring: EventsQuery,
       produces: ['text/event-stream'],
-      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 401: ErrorResponse }
+      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse }
     }
   }, async (request, reply) => {
     const station = request.query.station

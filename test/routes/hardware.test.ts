@@ -1,7 +1,7 @@
 // The hardware side through the HTTP API, against simulated controllers on real sockets.
 import { once } from 'node:events'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { build, type TestContext } from '../helpers/build.js'
@@ -168,4 +168,41 @@ t.test('events need a token, filter by station, follow reconnects and leave no l
   all.close()
   await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
   t.equal(ctx.app.hardware.subscribers, 0)
+})
+
+t.test('a client that stops reading is cut off; the others keep receiving', async (t) => {
+  const ctx = await build(t, { events: { maxBufferedBytes: 1048576, heartbeatMs: 60000 } })
+  const token = ctx.adminToken
+  // Capture the route's listeners to publish large events directly, as a busy controller would.
+  const listeners: Array<(event: Parameters<Parameters<typeof ctx.app.hardware.subscribe>[0]>[0]) => void> = []
+  const subscribe = ctx.app.hardware.subscribe.bind(ctx.app.hardware)
+  ctx.app.hardware.subscribe = (listener) => { listeners.push(listener); return subscribe(listener) }
+
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const stalled = connect(port, '127.0.0.1')
+  stalled.on('error', () => {})
+  await once(stalled, 'connect')
+  stalled.write(`GET /api/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+  stalled.pause() // never reads again
+  let stalledClosed = false
+  stalled.on('close', () => { stalledClosed = true })
+  const good = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 2, 'two subscribers')
+
+  const big = 'x'.repeat(64 * 1024)
+  let sent = 0
+  for (let i = 0; i < 2000 && ctx.app.hardware.subscribers === 2; i++) {
+    for (const listener of [...listeners]) listener({ id: i, type: 'station.fault', data: { stationId: 1, controllerId: 'ctl-1', address: 1, code: 'F1', message: big, at: new Date().toISOString() } })
+    sent++
+    await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+  t.equal(ctx.app.hardware.subscribers, 1, `the stalled client was dropped after ${sent} events of 64 KiB`)
+  t.ok(sent < 2000)
+  stalled.resume() // the server hung up: reading what is left ends in the close
+  await until(() => stalledClosed, 'stalled socket closed')
+  await until(() => good.events.length === sent, `all ${sent} events at the reading client`)
+  t.equal(good.events.length, sent, 'the reading client got every event')
+  good.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
 })
