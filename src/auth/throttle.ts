@@ -1,4 +1,6 @@
 // Counts failed logins per normalized username in a sliding window.
+
+const MAX_KEYS = 10000
 export class FailureThrottle {
   private readonly failures = new Map<string, number[]>()
   constructor (private readonly max: number, private readonly windowMs: number, private readonly now: () => number = Date.now) {}
@@ -14,7 +16,7 @@ export class FailureThrottle {
     const recent = this.recent(key)
     recent.push(this.now())
     this.failures.set(key, recent)
-    if (this.failures.size > 10000) this.prune()
+    if (this.failures.size > MAX_KEYS) this.prune()
   }
 
   reset (key: string): void {
@@ -28,8 +30,12 @@ export class FailureThrottle {
     return list
   }
 
-  /** Bounds memory when many different usernames are tried. */
+  /** Bounds memory when many different usernames are tried: expired entries first, then the oldest. */
   private prune (): void {
     for (const key of [...this.failures.keys()]) this.recent(key)
+    for (const key of this.failures.keys()) {
+      if (this.failures.size <= MAX_KEYS / 2) break
+      this.failures.delete(key)
+    }
   }
 }
