@@ -129,6 +129,7 @@ function switchable (db: Database): Database & { down: boolean } {
     transaction: <T>(fn: (tx: Parameters<Parameters<Database['transaction']>[0]>[0]) => Promise<T>) => flaky.guard(() => db.transaction(fn)),
     ping: () => flaky.guard(() => db.ping()),
     checkMapping: (def: Parameters<Database['checkMapping']>[0], m: Parameters<Database['checkMapping']>[1]) => db.checkMapping(def, m),
+    columns: (m: Parameters<Database['columns']>[0]) => db.columns(m),
     close: () => db.close()
   }
   return flaky

@@ -2,7 +2,7 @@
 import sql from 'mssql'
 import { ConflictError, DatabaseUnavailableError, type DbError } from './errors.js'
 import { mappingProblems, missingColumns } from './resources.js'
-import type { Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
+import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
 /** The pino subset the database layer logs through. */
 export interface DbLogger {
@@ -288,7 +288,7 @@ async function randomPause (attempt: number): Promise<void> {
 /** The statement checkMapping runs; INFORMATION_SCHEMA.COLUMNS also lists views, which may be mapped too. */
 export function columnsStatement (mapping: TableMapping): Statement {
   return {
-    text: 'SELECT [COLUMN_NAME] AS [name] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
+    text: 'SELECT [COLUMN_NAME] AS [name], [IS_NULLABLE] AS [nullable] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
     params: [
       { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
       { name: 'table', kind: 'string', value: mapping.table }
@@ -389,8 +389,12 @@ class MssqlDatabase implements Database {
   async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
     const problems = mappingProblems(def, mapping)
     if (problems.length > 0) return problems
+    return missingColumns(def, mapping, `${mapping.schema ?? 'dbo'}.${mapping.table}`, (await this.columns(mapping)).map((c) => c.name))
+  }
+
+  async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query(columnsStatement(mapping))
-    return missingColumns(def, mapping, `${mapping.schema ?? 'dbo'}.${mapping.table}`, rows.map((r) => String(r.name)))
+    return rows.map((r) => ({ name: String(r.name), nullable: r.nullable === 'YES' }))
   }
 }
 

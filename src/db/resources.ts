@@ -1,5 +1,5 @@
 // The three resources' stored fields, and where the reference schema (`db init`) keeps them.
-import type { ResourceDef, TableMapping } from './types.js'
+import type { ColumnInfo, ResourceDef, TableMapping } from './types.js'
 
 export const materials: ResourceDef = {
   name: 'materials',
@@ -144,4 +144,19 @@ export function missingColumns (def: ResourceDef, mapping: TableMapping, table: 
   return Object.entries(mapping.columns)
     .filter(([, column]) => !names.has(column.toLowerCase()))
     .map(([field, column]) => `${def.name}.${field}: column '${column}' does not exist in table '${table}'`)
+}
+
+/**
+ * The definition as this database's table really is: a field keeps `notNull` (which lets list
+ * queries leave out IS NULL branches) only when its column is declared NOT NULL. A customer's
+ * table may hold NULLs where the reference schema does not; unknown columns (database down at
+ * start) count as nullable, which is always correct, only slower.
+ */
+export function withDeclaredNullability (def: ResourceDef, mapping: TableMapping, columns: ColumnInfo[] | undefined): ResourceDef {
+  const notNull = new Set((columns ?? []).filter((c) => !c.nullable).map((c) => c.name.toLowerCase()))
+  const fields = Object.fromEntries(Object.entries(def.fields).map(([field, f]) => {
+    if (f.notNull !== true || notNull.has(mapping.columns[field]?.toLowerCase())) return [field, f]
+    return [field, { ...f, notNull: false }]
+  }))
+  return { ...def, fields }
 }

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
 import { ConflictError, DatabaseUnavailableError } from './errors.js'
 import { mappingProblems, missingColumns } from './resources.js'
-import type { Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
+import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
 export interface SqliteOptions {
   /** create the file when it does not exist (only the embedded demo does) */
@@ -143,12 +143,17 @@ class SqliteDatabase implements Database {
   async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
     const problems = mappingProblems(def, mapping)
     if (problems.length > 0) return problems
+    return missingColumns(def, mapping, mapping.table, (await this.columns(mapping)).map((c) => c.name))
+  }
+
+  async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query({
-      text: 'SELECT name AS name FROM pragma_table_info(@table)',
+      text: 'SELECT name AS name, "notnull" AS "required", pk AS pk FROM pragma_table_info(@table)',
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
-    return missingColumns(def, mapping, mapping.table, rows.map((r) => String(r.name)))
+    return rows.map((r) => ({ name: String(r.name), nullable: Number(r.required) === 0 && Number(r.pk) === 0 }))
   }
+
 }
 
 export function openSqlite (path: string, opts: SqliteOptions): Database {

@@ -77,4 +77,12 @@ export interface Database extends Executor {
    * human-readable problems (empty when the mapping fits the database).
    */
   checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]>
+  /** The mapped table's columns as the database declares them; empty when the table does not exist. */
+  columns (mapping: TableMapping): Promise<ColumnInfo[]>
+}
+
+export interface ColumnInfo {
+  name: string
+  /** false only when the column is declared NOT NULL (or is the primary key) */
+  nullable: boolean
 }

@@ -124,7 +124,7 @@ t.test('retryDeadlocks', async (t) => {
 
 t.test('columnsStatement', async (t) => {
   t.same(columnsStatement({ table: 'MaterialBase', columns: {} }), {
-    text: 'SELECT [COLUMN_NAME] AS [name] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
+    text: 'SELECT [COLUMN_NAME] AS [name], [IS_NULLABLE] AS [nullable] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
     params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
   })
   t.equal(columnsStatement({ schema: 'pp', table: 'x', columns: {} }).params[0].value, 'pp')

@@ -143,6 +143,19 @@ t.test('materials mapped onto a foreign schema behave the same', async (t) => {
   t.same(filtered.json().data.map((m: { materialNumber: string }) => m.materialNumber), ['NEW-1'])
   const raw = await ctx.db.query({ text: 'SELECT "ReorderPoint" AS r, "Locked" AS l FROM "MaterialBase" WHERE "MatNo" = @n', params: [{ name: 'n', kind: 'string', value: 'NEW-1' }] })
   t.same(raw.map((r) => ({ r: r.r, l: Number(r.l) })), [{ r: 3, l: 1 }], 'written to the mapped columns')
+
+  // Legacy rows without a change time: a descending walk must still reach them (NULLs sort last).
+  for (const no of ['OLD-1', 'OLD-2']) {
+    await ctx.db.execute({ text: 'INSERT INTO "MaterialBase" ("MatNo", "MatName") VALUES (@n, @n)', params: [{ name: 'n', kind: 'string', value: no }] })
+  }
+  const walked: string[] = []
+  let next: string | undefined = '/api/materials?sort=-modifiedAt&limit=1'
+  while (next) {
+    const page: { data: Array<{ materialNumber: string }>, meta: { next?: string } } = (await app.inject({ method: 'GET', url: next, headers })).json()
+    walked.push(...page.data.map((m) => m.materialNumber))
+    next = page.meta.next
+  }
+  t.same(walked, ['NEW-1', 'LEGACY-1', 'OLD-1', 'OLD-2'], 'every row once, NULL change times last')
 })
 
 t.test('a mapping that does not fit the database stops the start', async (t) => {
