@@ -123,7 +123,9 @@ t.test('materials mapped onto a foreign schema behave the same', async (t) => {
         "LockText" ${text}, "QtyOnHand" ${real} NOT NULL DEFAULT 0, "Created" ${time}, "LastChange" ${time}, "BinLocation" ${text})`,
       params: []
     })
-    await db.execute({ text: `INSERT INTO "MaterialBase" ("MatNo", "MatName", "QtyOnHand", "BinLocation", "Created", "LastChange") VALUES ('LEGACY-1', 'Legacy item', 42, 'A-01-03', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`, params: [] })
+    // written the way each database takes a literal time (our SQLite text form; datetime2 without a zone)
+    const ts = mssql ? '2025-01-01T00:00:00.000' : '2025-01-01T00:00:00.000Z'
+    await db.execute({ text: `INSERT INTO "MaterialBase" ("MatNo", "MatName", "QtyOnHand", "BinLocation", "Created", "LastChange") VALUES ('LEGACY-1', 'Legacy item', 42, 'A-01-03', '${ts}', '${ts}')`, params: [] })
   })
   const { app, auth } = ctx
   const headers = auth(ctx.adminToken)
