@@ -9,7 +9,7 @@ import Ajv, { type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../schemas/config.js'
-import { signingKeys } from './config.js'
+import { mappingsOf, signingKeys } from './config.js'
 import authPlugin from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
 import errorHandler from '../plugins/error-handler.js'
@@ -21,8 +21,7 @@ import stationRoutes from '../plugins/routes/stations.js'
 import stationCommandRoutes from '../plugins/routes/station-commands.js'
 import eventRoutes from '../plugins/routes/events.js'
 import userRoutes from '../plugins/routes/users.js'
-import { referenceMappings, type ResourceName } from './db/resources.js'
-import type { Database, TableMapping } from './db/types.js'
+import type { Database } from './db/types.js'
 import { loggerOptions } from './logger.js'
 
 export interface BuildOptions {
@@ -113,7 +112,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     }, 'request')
   })
 
-  const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  const mappings = mappingsOf(config)
 
   await app.register(errorHandler)
   await app.register(sensible)

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { createPasswords, normalizeUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
-import { ConfigError, EXIT_CONFIG, loadConfig, packageRoot, type LoadedConfig } from './config.js'
+import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, type DbLogger } from './db/index.js'
-import { referenceMappings, type ResourceName } from './db/resources.js'
+import type { ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
 import type { Database, TableMapping } from './db/types.js'
 import { toUser, UserService } from './users.js'
@@ -180,7 +180,7 @@ function consoleLogger (io: Io): DbLogger {
 async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>): Promise<T> {
   const loaded = loadConfig({ env: io.env })
   const { config } = loaded
-  const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  const mappings = mappingsOf(config)
   const db = openDatabase(config.database.url, {
     create: true,
     password: config.database.password,

@@ -5,7 +5,8 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Value } from '@sinclair/typebox/value'
 import { Config } from '../schemas/config.js'
-import { mappingProblems, resources, type ResourceName } from './db/resources.js'
+import { mappingProblems, referenceMappings, resources, type ResourceName } from './db/resources.js'
+import type { TableMapping } from './db/types.js'
 
 export { Config }
 
@@ -191,6 +192,11 @@ function checkSecret (key: string, secret: string, problems: string[]): void {
   } else if (isWeakSecret(secret)) {
     problems.push(`${key}: a well-known default or repeated text is not a secret; generate one with: openssl rand -base64 48`)
   }
+}
+
+/** Where each resource lives: the configured mapping, the reference schema for the rest. */
+export function mappingsOf (config: Config): Record<ResourceName, TableMapping> {
+  return { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
 }
 
 /** The keys tokens are signed and verified with: auth.keys, or auth.jwtSecret as the single key 'default'. */

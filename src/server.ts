@@ -3,11 +3,9 @@ import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import { buildApp, type App } from './app.js'
 import { initDatabase } from './bootstrap.js'
-import { ConfigError, EXIT_CONFIG, loadConfig, type LoadOptions } from './config.js'
+import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, type LoadOptions } from './config.js'
 import { SchemaMismatchError } from './db/errors.js'
 import { openDatabase } from './db/index.js'
-import { referenceMappings, type ResourceName } from './db/resources.js'
-import type { TableMapping } from './db/types.js'
 import { loggerOptions } from './logger.js'
 import { startSimulator, type Simulator } from './hardware/index.js'
 
@@ -21,7 +19,7 @@ export interface ServeOptions extends LoadOptions {
 export async function serve (options: ServeOptions = {}): Promise<App> {
   const env = options.env ?? process.env
   const { config, demo, source } = loadConfig(options)
-  const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  const mappings = mappingsOf(config)
   const logger = pino(loggerOptions(config.logging.level))
   const db = openDatabase(config.database.url, {
     logger: logger.child({ component: 'database' }),

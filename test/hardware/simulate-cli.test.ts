@@ -1,7 +1,6 @@
 import net from 'node:net'
 import { once } from 'node:events'
 import { PassThrough } from 'node:stream'
-import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { ControllerLink, type ControllerEvent } from '../../src/hardware/controller-link.js'
 import { runControlLine, runSimulateCommand, SIMULATE_USAGE } from '../../src/hardware/simulate-cli.js'

@@ -6,9 +6,9 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { buildApp, type App } from '../../src/app.js'
 import { initDatabase } from '../../src/bootstrap.js'
-import { validateConfig, type Config } from '../../src/config.js'
+import { mappingsOf, validateConfig, type Config } from '../../src/config.js'
 import { openDatabase } from '../../src/db/index.js'
-import { referenceMappings, type ResourceName } from '../../src/db/resources.js'
+import type { ResourceName } from '../../src/db/resources.js'
 import type { Database, TableMapping } from '../../src/db/types.js'
 
 const silentLogger = { info () {}, warn () {}, error () {} }
@@ -52,7 +52,7 @@ export async function build (t: Test, overrides: DeepPartial<Config> & { mapping
     logging: { level: 'silent', ...overrides.logging }
   })
   const db = openDatabase(url, { create: true, connectTimeoutMs: 5000, requestTimeoutMs: 15000, logger: silentLogger })
-  const mappings = { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  const mappings = mappingsOf(config)
   if (url.startsWith('mssql:')) {
     // One shared test database: start every test file from empty reference tables.
     for (const name of ['materials', 'stations', 'users'] as ResourceName[]) {
