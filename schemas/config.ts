@@ -48,7 +48,9 @@ export const Config = Type.Object({
     /** overrides the password in an mssql:// URL (systemd credential `database-password`) */
     password: Type.Optional(Type.String()),
     connectTimeoutMs: Ms(5000),
-    requestTimeoutMs: Ms(15000)
+    requestTimeoutMs: Ms(15000),
+    /** when the database is down at start: how often the mapping check is tried again */
+    recheckMs: Ms(5000)
   }, { additionalProperties: false, default: {} }),
   auth: Type.Object({
     /** HS256 secret, at least 32 bytes; or use `keys` for rotation */

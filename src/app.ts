@@ -124,7 +124,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     exposeStatusRoute: false
   })
   await app.register(openapi)
-  await app.register(databasePlugin, { db: options.db, mappings })
+  await app.register(databasePlugin, { db: options.db, mappings, recheckMs: config.database.recheckMs })
   await app.register(authPlugin, { ...config.auth, keys: signingKeys(config) })
   await app.register(hardwarePlugin, { ...config.hardware, ...options.hardware })
 

@@ -128,8 +128,8 @@ function switchable (db: Database): Database & { down: boolean } {
     execute: (stmt: Parameters<Database['execute']>[0]) => flaky.guard(() => db.execute(stmt)),
     transaction: <T>(fn: (tx: Parameters<Parameters<Database['transaction']>[0]>[0]) => Promise<T>) => flaky.guard(() => db.transaction(fn)),
     ping: () => flaky.guard(() => db.ping()),
-    checkMapping: (def: Parameters<Database['checkMapping']>[0], m: Parameters<Database['checkMapping']>[1]) => db.checkMapping(def, m),
-    columns: (m: Parameters<Database['columns']>[0]) => db.columns(m),
+    checkMapping: (def: Parameters<Database['checkMapping']>[0], m: Parameters<Database['checkMapping']>[1]) => flaky.guard(() => db.checkMapping(def, m)),
+    columns: (m: Parameters<Database['columns']>[0]) => flaky.guard(() => db.columns(m)),
     close: () => db.close()
   }
   return flaky
@@ -163,6 +163,37 @@ t.test('database outage: readiness and requests answer 503, and recover by thems
   flaky.down = false
   t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200)
   t.equal((await app.inject({ method: 'GET', url: '/api/materials', headers })).statusCode, 200)
+})
+
+t.test('a database that is down at start: the gateway starts, answers 503, and checks the mapping once it is back', async (t) => {
+  const ctx = await build(t)
+  const base = { auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, logging: { level: 'silent' as const } }
+
+  const flaky = switchable(ctx.db)
+  flaky.down = true
+  const app = await buildApp(validateConfig({ ...base, database: { ...ctx.config.database, recheckMs: 50 } }), { db: flaky })
+  t.teardown(() => app.close())
+  t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 503)
+  t.equal(app.repos.materials.def.fields.modifiedAt.notNull, false, 'nullability unknown: every field treated as nullable')
+  flaky.down = false
+  await until(() => app.repos.materials.def.fields.modifiedAt.notNull === true, 'columns read after the database came back', 5000)
+  t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200)
+
+  // The same, with a mapping that turns out not to fit once the database is reachable.
+  const stations = { table: 'missing_stations', columns: Object.fromEntries(Object.keys(ctx.app.repos.stations.def.fields).map((f) => [f, f])) }
+  const late = switchable(ctx.db)
+  late.down = true
+  const wrong = await buildApp(validateConfig({ ...base, database: { ...ctx.config.database, recheckMs: 50 }, mapping: { stations } }), { db: late })
+  t.teardown(() => wrong.close())
+  late.down = false
+  let ready = await wrong.inject({ method: 'GET', url: '/health/ready' })
+  const end = Date.now() + 5000
+  while (ready.statusCode === 200 || (ready.json().database.error === undefined && Date.now() < end)) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    ready = await wrong.inject({ method: 'GET', url: '/health/ready' })
+  }
+  t.equal(ready.statusCode, 503)
+  t.match(ready.json().database.error, /table 'missing_stations' does not exist.*db init/)
 })
 
 t.test('overload protection answers 503 with Retry-After', async (t) => {

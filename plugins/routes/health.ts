@@ -33,6 +33,10 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       await fastify.db.ping()
       const latencyMs = Math.round((performance.now() - started) * 100) / 100
+      const problem = fastify.databaseStatus.mappingProblem
+      if (problem !== null) {
+        return reply.code(503).send({ status: 'unavailable' as const, database: { ok: false, latencyMs, error: problem }, controllers })
+      }
       return { status: 'ready' as const, database: { ok: true, latencyMs }, controllers }
     } catch (err) {
       request.log.warn({ err }, 'readiness: database unreachable')

@@ -50,18 +50,26 @@ export function toApiValue (def: FieldDef, value: unknown): unknown {
 }
 
 export class Repository {
-  readonly def: ResourceDef
-  readonly sql: SqlBuilder
+  def: ResourceDef
+  sql: SqlBuilder
   private readonly db: Database
+  private readonly mapping: TableMapping
   private readonly id: string
   private readonly uniqueFields: string[]
 
   constructor (db: Database, def: ResourceDef, mapping: TableMapping) {
     this.db = db
+    this.mapping = mapping
     this.def = def
     this.sql = new SqlBuilder(dialectFor(db.dialect), def, mapping)
     this.id = idField(def)
     this.uniqueFields = Object.keys(def.fields).filter((f) => def.fields[f].unique === true && f !== this.id)
+  }
+
+  /** Takes a refined definition of the same resource (nullability learned from the database later). */
+  adopt (def: ResourceDef): void {
+    this.def = def
+    this.sql = new SqlBuilder(dialectFor(this.db.dialect), def, this.mapping)
   }
 
   /** A driver row (aliased to API names) in API shape. */
