@@ -30,6 +30,8 @@ export interface AuthUser {
   username: string
   type: UserType
   tokenType: TokenType
+  /** the user's current token version (equal to the token's `ver`, or it was refused) */
+  tokenVersion: number
 }
 
 export interface AuthPluginOptions {
@@ -51,7 +53,8 @@ export interface LoginResult {
 export interface Auth {
   passwords: Passwords
   login (username: string, password: string): Promise<LoginResult>
-  issue (user: Row, typ: TokenType): string
+  /** signs a token for a user row or a verified identity */
+  issue (user: { id?: unknown, tokenVersion?: unknown }, typ: TokenType): string
   accessTokenTtlSeconds: number
   /** Forget a user's cached token version so revocation takes effect at once in this process. */
   forget (userId: number): void
@@ -108,7 +111,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     return row
   }
 
-  function issue (user: Row, typ: TokenType): string {
+  function issue (user: { id?: unknown, tokenVersion?: unknown }, typ: TokenType): string {
     const claims = { sub: String(user.id), typ, aud: AUDIENCE[typ], ver: Number(user.tokenVersion ?? 0), jti: randomUUID() }
     const ttl = typ === 'access' ? opts.accessTokenTtlSeconds : typ === 'refresh' ? opts.refreshTokenTtlSeconds : undefined
     // Application tokens do not expire (spec); they are revoked through the token version.
@@ -162,7 +165,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     const user = await loadUser(id)
     if (!user || user.enabled !== true || user.tokenVersion !== claims.ver) throw tokenInvalid()
     if (claims.typ === 'application' && user.type !== 'application') throw tokenInvalid()
-    return { id, username: user.username as string, type: user.type as UserType, tokenType: claims.typ }
+    return { id, username: user.username as string, type: user.type as UserType, tokenType: claims.typ, tokenVersion: claims.ver }
   }
 
   fastify.decorate('auth', service)

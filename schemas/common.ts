@@ -51,4 +51,6 @@ export const ListEnvelope = <T extends TSchema>(item: T) => Type.Object({
   meta: ListMeta
 })
 
-export const NoContent = Type.Null({ description: 'No content' })
+/** `{ 400: ErrorResponse, 404: ErrorResponse, … }` for a route's response schema. */
+export const errorResponses = (...codes: number[]): Record<number, typeof ErrorResponse> =>
+  Object.fromEntries(codes.map((code) => [code, ErrorResponse]))

@@ -9,6 +9,9 @@ import Ajv, { type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../schemas/config.js'
+import { Material, MaterialCreate } from '../schemas/materials.js'
+import { Station, StationCreate } from '../schemas/stations.js'
+import { User, UserCreate } from '../schemas/users.js'
 import { mappingsOf, signingKeys } from './config.js'
 import authPlugin from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
@@ -33,8 +36,9 @@ export interface BuildOptions {
 
 export type App = FastifyInstance
 
-/** Fields a client may read but never write; named as such in 400 messages. */
-const READ_ONLY_FIELDS = new Set(['id', 'createdAt', 'modifiedAt', 'stockQuantity', 'lastLoginAt', 'connected', 'status', 'lastSeenAt'])
+/** Fields a client may read but never write (in a resource but not in its create body); named as such in 400 messages. */
+const READ_ONLY_FIELDS = new Set([[Material, MaterialCreate], [Station, StationCreate], [User, UserCreate]]
+  .flatMap(([item, create]) => Object.keys(item.properties).filter((field) => !(field in create.properties))))
 
 /**
  * Bodies are validated strictly: no coercion ("5" is not a number, ["a"] is not a string) and

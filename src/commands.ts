@@ -6,7 +6,8 @@ import { createPasswords, normalizeUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, type DbLogger } from './db/index.js'
-import type { ResourceName } from './db/resources.js'
+import { SchemaMismatchError } from './db/errors.js'
+import { resources, type ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
 import type { Database, TableMapping } from './db/types.js'
 import { toUser, UserService } from './users.js'
@@ -149,9 +150,9 @@ export async function main (argv: string[], io: Io = processIo): Promise<number>
       io.err(err.message)
       return EXIT_CONFIG
     }
-    const { startupExitCode } = await import('./server.js')
     io.err(`picking-gateway: ${(err as Error).message ?? String(err)}`)
-    return startupExitCode(err)
+    // a table that does not fit the mapping is configuration too: systemd must not restart on it
+    return err instanceof SchemaMismatchError ? EXIT_CONFIG : EXIT_FAILURE
   }
 }
 
@@ -164,9 +165,9 @@ function checkConfig (argv: string[], io: Io): number {
   const { positionals } = parse(argv, {})
   if (positionals.length > 1) throw new UsageError('check-config takes at most one file')
   const env = positionals[0] ? { ...io.env, PICKING_GATEWAY_CONFIG: positionals[0] } : io.env
-  const { config, demo, source }: LoadedConfig = loadConfig({ env })
+  const { config, source }: LoadedConfig = loadConfig({ env })
   const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
-  io.out(`Configuration OK (${source}${demo ? '' : ''}): database ${db}, listen ${config.server.host}:${config.server.port}` +
+  io.out(`Configuration OK (${source}): database ${db}, listen ${config.server.host}:${config.server.port}` +
     `${config.server.tls ? ' (HTTPS)' : ''}, ${config.hardware.enabled ? config.hardware.controllers.length : 0} controller(s), licence ${config.licence.logins} login(s)`)
   return EXIT_OK
 }
@@ -236,7 +237,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
   const password = action === 'add' || action === 'passwd' ? await readPassword(io, values['password-stdin'] === true) : undefined
 
   return await withDatabase(io, async (db, { config }, mappings) => {
-    const repo = new Repository(db, (await import('./db/resources.js')).resources.users, mappings.users)
+    const repo = new Repository(db, resources.users, mappings.users)
     const service = new UserService({ repo, passwords: await createPasswords(config.auth.argon2), licenceLogins: config.licence.logins, onRevoke: () => {} })
     // The command line acts as the machine's administrator, not as any user account.
     const operator = { id: 0, type: 'admin' as const }

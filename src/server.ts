@@ -3,8 +3,7 @@ import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import { buildApp, type App } from './app.js'
 import { initDatabase } from './bootstrap.js'
-import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, type LoadOptions } from './config.js'
-import { SchemaMismatchError } from './db/errors.js'
+import { loadConfig, mappingsOf, type LoadOptions } from './config.js'
 import { openDatabase } from './db/index.js'
 import { loggerOptions } from './logger.js'
 import { startSimulator, type Simulator } from './hardware/index.js'
@@ -67,9 +66,4 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   await app.listen({ host: config.server.host, port: config.server.port })
   app.log.info({ config: source, demo, database: db.dialect }, 'picking-gateway ready')
   return app
-}
-
-/** Maps start-up failures to exit codes: 78 for configuration (systemd does not restart), 1 otherwise. */
-export function startupExitCode (err: unknown): number {
-  return err instanceof ConfigError || err instanceof SchemaMismatchError ? EXIT_CONFIG : 1
 }

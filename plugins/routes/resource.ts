@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type TObject } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { ErrorResponse, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
+import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import type { UserType } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import type { Repository } from '../../src/db/repository.js'
@@ -24,7 +24,6 @@ export interface ResourceRoutesOptions {
   writers: UserType[]
 }
 
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [code, ErrorResponse]))
 
 export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsyncTypebox {
   return async function (fastify) {
@@ -40,7 +39,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `List ${opts.tag}`,
         tags: [opts.tag],
         querystring: ListQuery,
-        response: { 200: ListEnvelope(opts.item), 304: Type.Null(), ...errors(400, 401, 503) }
+        response: { 200: ListEnvelope(opts.item), 304: Type.Null(), ...errorResponses(400, 401, 503) }
       }
     }, async (request, reply) => sendList(request, reply, repo, toPublic))
 
@@ -50,7 +49,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `Create a ${opts.noun}${who}`,
         tags: [opts.tag],
         body: opts.create,
-        response: { 201: opts.item, ...errors(400, 401, 403, 409, 503) }
+        response: { 201: opts.item, ...errorResponses(400, 401, 403, 409, 503) }
       }
     }, async (request, reply) => {
       const row = await repo.create({ ...opts.defaults, ...(request.body as Row) })
@@ -63,7 +62,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `Read a ${opts.noun}`,
         tags: [opts.tag],
         params: IdParams,
-        response: { 200: opts.item, 304: Type.Null(), ...errors(401, 404, 503) }
+        response: { 200: opts.item, 304: Type.Null(), ...errorResponses(401, 404, 503) }
       }
     }, async (request, reply) => {
       const row = await repo.get(request.params.id)
@@ -81,7 +80,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           tags: [opts.tag],
           params: IdParams,
           body: opts.update,
-          response: { 200: opts.item, ...errors(400, 401, 403, 404, 409, 412, 503) }
+          response: { 200: opts.item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
         },
         handler: async (request, reply) => {
           const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic) })
@@ -99,7 +98,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `Delete a ${opts.noun}${who}`,
         tags: [opts.tag],
         params: IdParams,
-        response: { 204: Type.Null(), ...errors(401, 403, 404, 412, 503) }
+        response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 412, 503) }
       }
     }, async (request, reply) => {
       await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic) }).catch(named(request.params.id))

@@ -1,11 +1,10 @@
 // POST /api/stations/:id/commands: light a position, clear it, call a tray, or ask for the controller's status.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ErrorResponse, IdParams } from '../../schemas/common.js'
+import { errorResponses, IdParams } from '../../schemas/common.js'
 import { CommandAck, StationCommand } from '../../schemas/events.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { badRequest } from '../../src/errors.js'
 
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [code, ErrorResponse]))
 
 const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/:id/commands', {
@@ -16,7 +15,7 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['stations'],
       params: IdParams,
       body: StationCommand,
-      response: { 200: CommandAck, ...errors(400, 401, 404, 409, 502, 503, 504) }
+      response: { 200: CommandAck, ...errorResponses(400, 401, 404, 409, 502, 503, 504) }
     }
   }, async (request) => {
     const { body } = request

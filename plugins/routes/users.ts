@@ -1,7 +1,7 @@
 // /api/users: login, token refresh, application tokens, and user management.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { ErrorResponse, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
+import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import {
   ApplicationTokenResponse, LoginBody, LoginResponse, RefreshResponse, User, UserCreate, UserUpdate
 } from '../../schemas/users.js'
@@ -16,7 +16,6 @@ export interface UserRoutesOptions {
   loginAddressWindowMs: number
 }
 
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [code, ErrorResponse]))
 const NO_STORE = 'no-store'
 
 const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts) => {
@@ -38,7 +37,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       tags: ['auth'],
       security: [],
       body: LoginBody,
-      response: { 200: LoginResponse, ...errors(400, 401, 429, 503) }
+      response: { 200: LoginResponse, ...errorResponses(400, 401, 429, 503) }
     }
   }, async (request, reply) => {
     const tokens = await fastify.auth.login(request.body.username, request.body.password)
@@ -49,7 +48,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
   const refreshSchema = {
     summary: 'Get a new access token with the refresh token as Bearer credential',
     tags: ['auth'],
-    response: { 200: RefreshResponse, ...errors(401, 503) }
+    response: { 200: RefreshResponse, ...errorResponses(401, 503) }
   }
   for (const method of ['GET', 'POST'] as const) {
     fastify.route({
@@ -58,9 +57,8 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       config: { auth: 'refresh' },
       schema: refreshSchema,
       handler: async (request, reply) => {
-        const user = await fastify.repos.users.get(request.identity!.id)
         reply.header('cache-control', NO_STORE)
-        return { accessToken: fastify.auth.issue(user!, 'access'), expiresIn: fastify.auth.accessTokenTtlSeconds }
+        return { accessToken: fastify.auth.issue(request.identity!, 'access'), expiresIn: fastify.auth.accessTokenTtlSeconds }
       }
     })
     fastify.route({
@@ -70,13 +68,12 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       schema: {
         summary: 'Exchange the refresh token of an application user for a non-expiring access token',
         tags: ['auth'],
-        response: { 200: ApplicationTokenResponse, ...errors(401, 403, 503) }
+        response: { 200: ApplicationTokenResponse, ...errorResponses(401, 403, 503) }
       },
       handler: async (request, reply) => {
         if (request.identity!.type !== 'application') throw forbidden('Only users of type application may create an application token')
-        const user = await fastify.repos.users.get(request.identity!.id)
         reply.header('cache-control', NO_STORE)
-        return { token: fastify.auth.issue(user!, 'application') }
+        return { token: fastify.auth.issue(request.identity!, 'application') }
       }
     })
   }
@@ -87,7 +84,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       summary: 'List users (admin)',
       tags: ['users'],
       querystring: ListQuery,
-      response: { 200: ListEnvelope(User), 304: Type.Null(), ...errors(400, 401, 403, 503) }
+      response: { 200: ListEnvelope(User), 304: Type.Null(), ...errorResponses(400, 401, 403, 503) }
     }
   }, async (request, reply) => sendList(request, reply, fastify.repos.users, toUser))
 
@@ -97,7 +94,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       summary: 'Create a user (admin)',
       tags: ['users'],
       body: UserCreate,
-      response: { 201: User, ...errors(400, 401, 403, 409, 503) }
+      response: { 201: User, ...errorResponses(400, 401, 403, 409, 503) }
     }
   }, async (request, reply) => {
     const user = await service.create(request.body)
@@ -109,7 +106,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       summary: 'Read a user (admin, or your own record)',
       tags: ['users'],
       params: IdParams,
-      response: { 200: User, 304: Type.Null(), ...errors(401, 403, 404, 503) }
+      response: { 200: User, 304: Type.Null(), ...errorResponses(401, 403, 404, 503) }
     }
   }, async (request, reply) => {
     const row = await service.read(request.params.id, request.identity!)
@@ -126,7 +123,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
         tags: ['users'],
         params: IdParams,
         body: UserUpdate,
-        response: { 200: User, ...errors(400, 401, 403, 404, 409, 412, 503) }
+        response: { 200: User, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
       },
       handler: async (request, reply) => {
         const user = await service.update(request.params.id, request.body, request.identity!, ifMatchCheck(request, toUser))
@@ -142,7 +139,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       summary: 'Delete a user (admin); revokes all its tokens',
       tags: ['users'],
       params: IdParams,
-      response: { 204: Type.Null(), ...errors(401, 403, 404, 409, 412, 503) }
+      response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 409, 412, 503) }
     }
   }, async (request, reply) => {
     await service.delete(request.params.id, request.identity!, ifMatchCheck(request, toUser))
