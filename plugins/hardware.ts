@@ -15,7 +15,7 @@ export interface LiveState {
   lastSeenAt: string | null
 }
 
-export interface ControllerState {
+export interface ControllerHealth {
   id: string
   connected: boolean
   lastSeenAt: string | null
@@ -58,7 +58,7 @@ export interface CommandAck {
 export interface Hardware {
   /** the live fields of a station, from its controller's link */
   stationState (station: Row): LiveState
-  controllerStates (): ControllerState[]
+  controllerStates (): ControllerHealth[]
   /** sends a command to the station's controller and waits for its ACK */
   command (station: Row, command: StationCommand): Promise<CommandAck>
   /** subscribes to station events; returns the unsubscribe function */
