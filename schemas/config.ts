@@ -3,11 +3,29 @@ import { Type, type Static } from '@sinclair/typebox'
 
 const Identifier = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_ $#@-]*$' })
 
+const StoredCode = Type.Union([Type.String({ maxLength: 200 }), Type.Number()])
+
+/** IANA time zone name such as Europe/Berlin; checked against the runtime's time zone data. */
+const TimeZoneName = Type.String({ minLength: 1, maxLength: 64 })
+
+/** A column with more than a name: legacy codes translated by a value map, or its own time zone. */
+export const ColumnMappingConfig = Type.Object({
+  column: Identifier,
+  /** API value -> stored code (or codes; the first is written), e.g. {"vlm": "V", "true": "J"} */
+  values: Type.Optional(Type.Record(Type.String(), Type.Union([StoredCode, Type.Array(StoredCode, { minItems: 1 })]), { minProperties: 1 })),
+  timeZone: Type.Optional(TimeZoneName)
+}, { additionalProperties: false })
+
 export const TableMappingConfig = Type.Object({
   schema: Type.Optional(Identifier),
   table: Identifier,
-  columns: Type.Record(Type.String(), Identifier)
+  columns: Type.Record(Type.String(), Type.Union([Identifier, ColumnMappingConfig])),
+  /** local time zone of the table's datetime columns (default UTC) */
+  timeZone: Type.Optional(TimeZoneName),
+  /** list and read only: writes answer 405 */
+  readOnly: Type.Optional(Type.Boolean())
 }, { additionalProperties: false })
+export type TableMappingConfig = Static<typeof TableMappingConfig>
 
 const Ms = (def: number) => Type.Integer({ minimum: 1, default: def })
 

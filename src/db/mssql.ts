@@ -285,15 +285,53 @@ async function randomPause (attempt: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40 * attempt))
 }
 
-/** The statement checkMapping runs; INFORMATION_SCHEMA.COLUMNS also lists views, which may be mapped too. */
+/**
+ * The statement that reads a table's (or view's) columns: INFORMATION_SCHEMA.COLUMNS for type,
+ * length, precision, nullability and default; COLUMNPROPERTY for identity and computed columns.
+ */
 export function columnsStatement (mapping: TableMapping): Statement {
+  const object = 'OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N\'.\' + QUOTENAME([TABLE_NAME]))'
   return {
-    text: 'SELECT [COLUMN_NAME] AS [name], [IS_NULLABLE] AS [nullable] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
+    text: 'SELECT [COLUMN_NAME] AS [name], [DATA_TYPE] AS [type], [CHARACTER_MAXIMUM_LENGTH] AS [maxLength], ' +
+      '[NUMERIC_PRECISION] AS [precision], [NUMERIC_SCALE] AS [scale], [DATETIME_PRECISION] AS [timeScale], ' +
+      '[IS_NULLABLE] AS [nullable], CASE WHEN [COLUMN_DEFAULT] IS NULL THEN 0 ELSE 1 END AS [hasDefault], ' +
+      `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsIdentity') AS [identity], ` +
+      `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsComputed') AS [computed], ` +
+      '[COLLATION_NAME] AS [collation] ' +
+      'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [
       { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
       { name: 'table', kind: 'string', value: mapping.table }
     ]
   }
+}
+
+const TIME_TYPES = new Set(['datetime2', 'datetimeoffset', 'time'])
+
+/** One row of columnsStatement as a ColumnInfo. */
+export function mssqlColumnInfo (r: Row): ColumnInfo {
+  const type = String(r.type).toLowerCase()
+  const num = (v: unknown): number | undefined => v === null || v === undefined ? undefined : Number(v)
+  const info: ColumnInfo = {
+    name: String(r.name),
+    type,
+    nullable: r.nullable === 'YES',
+    hasDefault: Number(r.hasDefault) === 1,
+    identity: Number(r.identity) === 1,
+    computed: Number(r.computed) === 1
+  }
+  const maxLength = num(r.maxLength)
+  if (maxLength !== undefined) info.maxLength = maxLength
+  if (TIME_TYPES.has(type)) {
+    info.scale = num(r.timeScale) ?? 7
+  } else if (num(r.precision) !== undefined) {
+    info.precision = num(r.precision)
+    info.scale = num(r.scale) ?? 0
+  }
+  if (typeof r.collation === 'string' && /_UTF8$/i.test(r.collation) && (type === 'varchar' || type === 'char')) info.utf8 = true
+  // rowversion is filled by the server; identity and computed columns cannot be written
+  if (info.identity || info.computed || type === 'timestamp' || type === 'rowversion') info.hasDefault = true
+  return info
 }
 
 class MssqlDatabase implements Database {
@@ -394,7 +432,7 @@ class MssqlDatabase implements Database {
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query(columnsStatement(mapping))
-    return rows.map((r) => ({ name: String(r.name), nullable: r.nullable === 'YES' }))
+    return rows.map(mssqlColumnInfo)
   }
 }
 

@@ -148,12 +148,42 @@ class SqliteDatabase implements Database {
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query({
-      text: 'SELECT name AS name, "notnull" AS "required", pk AS pk FROM pragma_table_info(@table)',
+      text: 'SELECT name AS name, type AS type, "notnull" AS "required", dflt_value AS dflt, pk AS pk, hidden AS hidden FROM pragma_table_xinfo(@table)',
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
-    return rows.map((r) => ({ name: String(r.name), nullable: Number(r.required) === 0 && Number(r.pk) === 0 }))
+    // INTEGER PRIMARY KEY (alone) is the rowid: SQLite assigns it, as SQL Server does an identity
+    const pkColumns = rows.filter((r) => Number(r.pk) > 0).length
+    return rows.map((r) => sqliteColumnInfo(r, pkColumns))
   }
+}
 
+/**
+ * One row of PRAGMA table_xinfo as a ColumnInfo. SQLite keeps the declared type as written
+ * (`VARCHAR(40)`, `DECIMAL(18,3)`, `DATETIME`); the gateway holds values to it as SQL Server would.
+ */
+export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
+  const declared = String(r.type ?? '').trim()
+  const m = /^([A-Za-z][A-Za-z0-9_ ]*?)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?$/i.exec(declared)
+  const type = (m?.[1] ?? declared).toLowerCase().replace(/\s+/g, ' ')
+  const info: ColumnInfo = {
+    name: String(r.name),
+    type,
+    nullable: Number(r.required) === 0 && Number(r.pk) === 0,
+    hasDefault: r.dflt !== null && r.dflt !== undefined,
+    identity: Number(r.pk) === 1 && pkColumns === 1 && type === 'integer',
+    computed: Number(r.hidden) === 2 || Number(r.hidden) === 3
+  }
+  const size = m?.[2]
+  if (size !== undefined) {
+    const n = size.toLowerCase() === 'max' ? -1 : Number(size)
+    if (/char|text|clob/.test(type)) info.maxLength = n
+    else if (/dec|num/.test(type)) {
+      info.precision = n
+      info.scale = m?.[3] === undefined ? 0 : Number(m[3])
+    } else if (/time/.test(type)) info.scale = n
+  }
+  if (info.identity || info.computed) info.hasDefault = true
+  return info
 }
 
 export function openSqlite (path: string, opts: SqliteOptions): Database {

@@ -27,6 +27,15 @@ export interface ResourceDef {
   fields: Record<string, FieldDef>
 }
 
+/** A code as the customer's table stores it. */
+export type StoredCode = string | number
+
+/**
+ * API value (written as text: 'vlm', 'true', '3') -> the stored code, or several codes that
+ * all mean it (the first is written).
+ */
+export type ValueMap = Record<string, StoredCode | StoredCode[]>
+
 /** Where a resource lives: validated configuration, never request input. */
 export interface TableMapping {
   /** SQL Server schema; ignored by SQLite. Default 'dbo'. */
@@ -34,15 +43,25 @@ export interface TableMapping {
   table: string
   /** API field name -> column name; every field of the ResourceDef must be mapped */
   columns: Record<string, string>
+  /** API field name -> value map, for columns whose stored codes differ from the API's values */
+  values?: Record<string, ValueMap>
+  /** IANA time zone of `datetime` columns that hold local time (default UTC) */
+  timeZone?: string
+  /** per field, overriding timeZone */
+  timeZones?: Record<string, string>
+  /** a view or a table the picking system owns alone: list and read only, writes answer 405 */
+  readOnly?: boolean
 }
 
 export type SqlValue = string | number | boolean | Date | null
 
-/** A bound parameter. `kind` tells the mssql driver which SQL type to declare. */
+/** A bound parameter. `type` (T-SQL type text such as `varchar(8000)`, `datetime`, `decimal(18,3)`) is
+ * what the mssql driver declares; without it `kind` picks a default. */
 export interface Param {
   name: string
   kind: FieldKind
   value: SqlValue
+  type?: string
 }
 
 /**
@@ -81,8 +100,27 @@ export interface Database extends Executor {
   columns (mapping: TableMapping): Promise<ColumnInfo[]>
 }
 
+/** A column as the database declares it (INFORMATION_SCHEMA.COLUMNS / sys.columns, PRAGMA table_xinfo). */
 export interface ColumnInfo {
   name: string
+  /**
+   * The declared type's name, lower case, without length or precision: 'nvarchar', 'varchar',
+   * 'datetime', 'datetime2', 'decimal', 'int', 'bit', ... SQLite: the declared type's name as
+   * written ('varchar', 'datetime', 'integer'; '' when the column declares none).
+   */
+  type: string
+  /** strings: the declared length in characters (bytes for varchar with a UTF-8 collation); -1 for max */
+  maxLength?: number
+  /** decimal/numeric: total digits; integers: their digits */
+  precision?: number
+  /** decimal/numeric: digits after the point; datetime2/datetimeoffset/time: fractional second digits */
+  scale?: number
   /** false only when the column is declared NOT NULL (or is the primary key) */
   nullable: boolean
+  /** the column has a default (or is filled by the database: identity, computed, rowversion) */
+  hasDefault: boolean
+  identity: boolean
+  computed: boolean
+  /** varchar with a UTF-8 collation: maxLength counts bytes */
+  utf8?: boolean
 }
