@@ -3,7 +3,8 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { DatabaseUnavailableError, SchemaMismatchError } from '../src/db/errors.js'
 import { Repository } from '../src/db/repository.js'
-import { resources, withDeclaredNullability, type ResourceName } from '../src/db/resources.js'
+import { resources, type ResourceName } from '../src/db/resources.js'
+import { inspectStorage } from '../src/db/storage.js'
 import type { ColumnInfo, Database, TableMapping } from '../src/db/types.js'
 
 export interface DatabasePluginOptions {
@@ -43,19 +44,17 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
 
   /** The mapping's problems and the columns as declared, or DatabaseUnavailableError. */
   async function inspect (): Promise<{ problems: string[], declared: Record<ResourceName, ColumnInfo[]> }> {
-    const problems: string[] = []
-    const declared = {} as Record<ResourceName, ColumnInfo[]>
-    for (const name of names) {
-      problems.push(...await db.checkMapping(resources[name], mappings[name]))
-      declared[name] = await db.columns(mappings[name])
-    }
-    return { problems, declared }
+    const { problems, columns } = await inspectStorage(db, mappings)
+    return { problems, declared: columns }
   }
 
-  // Until the columns are known every field counts as nullable: always correct, only slower.
-  const repos = Object.fromEntries(names.map((name) => [name, new Repository(db, withDeclaredNullability(resources[name], mappings[name], undefined), mappings[name])])) as Repositories
+  const log = fastify.log.child({ plugin: 'database' })
+  const warn = (obj: object, msg: string): void => log.warn(obj, msg)
+  // Until the columns are known every field counts as nullable and no column limit is checked
+  // before SQL runs: always correct, only slower and with the database's own errors.
+  const repos = Object.fromEntries(names.map((name) => [name, new Repository(db, resources[name], mappings[name], { warn })])) as Repositories
   const adopt = (declared: Record<ResourceName, ColumnInfo[]>): void => {
-    for (const name of names) repos[name].adopt(withDeclaredNullability(resources[name], mappings[name], declared[name]))
+    for (const name of names) repos[name].adopt(declared[name])
   }
 
   // A mapping that does not fit the database is a start-up error; a database that is

@@ -1,4 +1,4 @@
-// The picking-gateway commands: serve, db init, user, check-config, simulate. Exit codes follow sysexits.h.
+// The picking-gateway commands: serve, db init, db introspect, user, check-config, simulate. Exit codes follow sysexits.h.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
@@ -7,6 +7,7 @@ import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, type DbLogger } from './db/index.js'
 import { SchemaMismatchError } from './db/errors.js'
+import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { resources, type ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
 import type { Database, TableMapping } from './db/types.js'
@@ -48,6 +49,7 @@ Commands:
   serve                       run the gateway (the embedded demo when neither
                               DATABASE_URL nor PICKING_GATEWAY_CONFIG is set)
   db init [--demo]            create the reference tables and user admin
+  db introspect [--json]      propose a mapping for an existing database
   user add <name> [--type T]  create a user (type admin, user or application)
   user passwd <name>          set a user's password (revokes its tokens)
   user disable <name>         disable a user (revokes its tokens)
@@ -72,12 +74,20 @@ PICKING_GATEWAY_CONFIG, then the environment (HOST, PORT, DATABASE_URL,
 PICKING_GATEWAY_JWT_SECRET, LOG_LEVEL), then systemd credentials (jwt-secret,
 database-password). With none of them it runs the embedded demo under data/.`,
   db: `Usage: picking-gateway db init [--demo]
+       picking-gateway db introspect [--json]
 
-Creates the tables materials, stations and the gateway's user table (names from the
-configured mapping) where they do not exist, and user "admin" when the user table is
-empty. Its password comes from PICKING_GATEWAY_ADMIN_PASSWORD or is generated and
-printed once. --demo also fills in demo materials and stations. Existing tables are
-never altered; one that does not match the mapping is reported.`,
+db init creates the tables materials, stations and the gateway's user table (names
+from the configured mapping) where they do not exist, and user "admin" when the user
+table is empty. Its password comes from PICKING_GATEWAY_ADMIN_PASSWORD or is generated
+and printed once. --demo also fills in demo materials and stations. Existing tables
+are never altered; one that does not match the mapping is reported.
+
+db introspect reads the configured database's tables and views (every schema) and
+proposes a mapping for materials, stations and users: the table whose name and columns
+fit best, a column per field by name and type, value maps for code columns (J/N,
+V/K/P/M). It reports the fields it could not match and the NOT NULL columns without a
+default an insert would miss, then prints {"mapping": ...} to paste into the
+configuration file. --json prints only that JSON. It reads, never changes, the database.`,
   user: `Usage: picking-gateway user <add|passwd|disable|enable|list> [name] [options]
 
   user add <name> [--type admin|user|application] [--display-name TEXT] [--password-stdin]
@@ -135,7 +145,7 @@ export async function main (argv: string[], io: Io = processIo): Promise<number>
         await serve({ env: io.env })
         return KEEP_RUNNING
       }
-      case 'db': return await dbInit(rest, io)
+      case 'db': return await dbCommand(rest, io)
       case 'user': return await userCommand(rest, io)
       case 'check-config': return checkConfig(rest, io)
       case 'simulate': return await simulate(rest)
@@ -178,12 +188,12 @@ function consoleLogger (io: Io): DbLogger {
   return { info: () => {}, warn: line, error: line }
 }
 
-async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>): Promise<T> {
+async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, create = true): Promise<T> {
   const loaded = loadConfig({ env: io.env })
   const { config } = loaded
   const mappings = mappingsOf(config)
   const db = openDatabase(config.database.url, {
-    create: true,
+    create,
     password: config.database.password,
     connectTimeoutMs: config.database.connectTimeoutMs,
     requestTimeoutMs: config.database.requestTimeoutMs,
@@ -196,9 +206,33 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
   }
 }
 
-async function dbInit (argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parse(argv, { demo: { type: 'boolean' } })
-  if (positionals[0] !== 'init' || positionals.length > 1) throw new UsageError("expected 'db init [--demo]'")
+async function dbCommand (argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(argv, { demo: { type: 'boolean' }, json: { type: 'boolean' } })
+  const [action, ...extra] = positionals
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`)
+  if (action === 'init' && values.json === undefined) return await dbInit(values, io)
+  if (action === 'introspect' && values.demo === undefined) return await dbIntrospect(values.json === true, io)
+  throw new UsageError("expected 'db init [--demo]' or 'db introspect [--json]'")
+}
+
+async function dbIntrospect (json: boolean, io: Io): Promise<number> {
+  // create = false: a mistyped SQLite path must fail, not come back as an empty database
+  return await withDatabase(io, async (db, _loaded, mappings) => {
+    const result = await introspect(db, mappings)
+    const config = JSON.stringify(mappingConfig(result), null, 2)
+    if (json) {
+      io.out(config)
+      return EXIT_OK
+    }
+    for (const line of formatReport(result)) io.out(line)
+    io.out('')
+    io.out('Proposed mapping (paste into the configuration file; check every line above first):')
+    io.out(config)
+    return EXIT_OK
+  }, false)
+}
+
+async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
   return await withDatabase(io, async (db, { config, demo }, mappings) => {
     const result = await initDatabase(db, {
       demo: values.demo === true,

@@ -4,8 +4,10 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Value } from '@sinclair/typebox/value'
-import { Config } from '../schemas/config.js'
+import { Config, type TableMappingConfig } from '../schemas/config.js'
 import { mappingProblems, referenceMappings, resources, type ResourceName } from './db/resources.js'
+import { compileValueMap } from './db/storage.js'
+import { isTimeZone } from './db/time-zone.js'
 import type { TableMapping } from './db/types.js'
 
 export { Config }
@@ -90,7 +92,10 @@ export function validateConfig (raw: unknown, problems: string[] = []): Config {
   for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
     const mapping = config.mapping[name]
     if (mapping && typeof mapping.columns === 'object' && mapping.columns !== null) {
-      problems.push(...mappingProblems(resources[name], mapping).map((p) => `mapping.${p}`))
+      const normalized = normalizeMapping(mapping)
+      problems.push(...mappingProblems(resources[name], normalized).map((p) => `mapping.${p}`))
+      problems.push(...valueProblems(name, normalized))
+      if (name === 'users' && mapping.readOnly === true) problems.push('mapping.users.readOnly: the gateway writes its user table (logins, passwords); it cannot be read-only')
     }
   }
   if (problems.length === 0) return config
@@ -196,7 +201,57 @@ function checkSecret (key: string, secret: string, problems: string[]): void {
 
 /** Where each resource lives: the configured mapping, the reference schema for the rest. */
 export function mappingsOf (config: Config): Record<ResourceName, TableMapping> {
-  return { ...referenceMappings, ...config.mapping } as Record<ResourceName, TableMapping>
+  const out = { ...referenceMappings }
+  for (const [name, mapping] of Object.entries(config.mapping ?? {}) as Array<[ResourceName, TableMappingConfig | undefined]>) {
+    if (mapping !== undefined) out[name] = normalizeMapping(mapping)
+  }
+  return out
+}
+
+/** The configuration's mapping (a column name, or {column, values, timeZone}) as the database layer takes it. */
+export function normalizeMapping (config: TableMappingConfig): TableMapping {
+  const mapping: TableMapping = { table: config.table, columns: {} }
+  if (config.schema !== undefined) mapping.schema = config.schema
+  if (config.timeZone !== undefined) mapping.timeZone = config.timeZone
+  if (config.readOnly !== undefined) mapping.readOnly = config.readOnly
+  for (const [field, entry] of Object.entries(config.columns)) {
+    if (typeof entry === 'string') {
+      mapping.columns[field] = entry
+      continue
+    }
+    if (entry === null || typeof entry !== 'object') continue
+    mapping.columns[field] = entry.column
+    if (entry.values !== undefined) (mapping.values ??= {})[field] = entry.values
+    if (entry.timeZone !== undefined) (mapping.timeZones ??= {})[field] = entry.timeZone
+  }
+  return mapping
+}
+
+/** Value maps that do not fit their field, and time zones the runtime does not know. */
+function valueProblems (name: ResourceName, mapping: TableMapping): string[] {
+  const problems: string[] = []
+  const def = resources[name]
+  for (const [field, values] of Object.entries(mapping.values ?? {})) {
+    const f = def.fields[field]
+    if (f === undefined) continue
+    if (f.id === true || f.kind === 'datetime') {
+      problems.push(`mapping.${name}.columns.${field}.values: ${f.id === true ? 'the id' : 'a date-time field'} cannot have a value map`)
+      continue
+    }
+    try {
+      compileValueMap(f.kind, values)
+    } catch (err) {
+      problems.push(`mapping.${name}.columns.${field}.values: ${(err as Error).message}`)
+    }
+  }
+  const zones: Array<[string, string]> = [
+    ...(mapping.timeZone === undefined ? [] : [[`mapping.${name}.timeZone`, mapping.timeZone] as [string, string]]),
+    ...Object.entries(mapping.timeZones ?? {}).map(([field, zone]): [string, string] => [`mapping.${name}.columns.${field}.timeZone`, zone])
+  ]
+  for (const [key, zone] of zones) {
+    if (!isTimeZone(zone)) problems.push(`${key}: unknown time zone ${JSON.stringify(zone)}; expected an IANA name such as Europe/Berlin`)
+  }
+  return problems
 }
 
 /** The keys tokens are signed and verified with: auth.keys, or auth.jwtSecret as the single key 'default'. */

@@ -1,5 +1,7 @@
 // Errors the database layer raises; the HTTP layer maps each class to one status code.
 
+import type { DataFault } from './data-errors.js'
+
 export class DbError extends Error {
   readonly statusCode: number
   readonly code: string
@@ -38,4 +40,36 @@ export class DatabaseUnavailableError extends DbError {
 /** The configured tables do not match the database (start-up error). */
 export class SchemaMismatchError extends DbError {
   constructor (message: string) { super(500, 'SCHEMA_MISMATCH', message) }
+}
+
+/** A row cannot be deleted (or its key changed) while other rows still reference it (409). */
+export class ReferencedError extends DbError {
+  constructor (message: string, options?: ErrorOptions) { super(409, 'REFERENCED', message, options) }
+}
+
+/** The database refused the values: a foreign key, a CHECK constraint, a trigger (400). */
+export class ConstraintViolationError extends DbError {
+  constructor (message: string, options?: ErrorOptions) { super(400, 'CONSTRAINT_VIOLATION', message, options) }
+}
+
+/** A value the column cannot hold: empty where required, too long, out of range, wrong type (400). */
+export class InvalidValueError extends DbError {
+  constructor (message: string, options?: ErrorOptions) { super(400, 'VALIDATION_ERROR', message, options) }
+}
+
+/**
+ * A driver error about the data, classified but not yet worded: the dialect knows the fault, only
+ * the repository knows the resource and its fields, and turns it into a specific error with faultToError.
+ */
+export class DataFaultError extends DbError {
+  readonly fault: DataFault
+  constructor (fault: DataFault, options?: ErrorOptions) {
+    super(400, 'CONSTRAINT_VIOLATION', 'The database refused the values', options)
+    this.fault = fault
+  }
+}
+
+/** A write to a resource mapped `readOnly` (a view, or a table the picking system owns alone): 405. */
+export class ReadOnlyError extends DbError {
+  constructor (message: string) { super(405, 'METHOD_NOT_ALLOWED', message) }
 }

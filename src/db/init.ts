@@ -2,7 +2,7 @@
 import { SchemaMismatchError } from './errors.js'
 import { dialectFor, stringLiteral, type Dialect } from './dialect.js'
 import { resources, type ResourceName } from './resources.js'
-import type { Database, DialectName, FieldDef, ResourceDef, TableMapping } from './types.js'
+import type { ColumnInfo, Database, DialectName, FieldDef, ResourceDef, TableMapping } from './types.js'
 
 function asDialect (d: Dialect | DialectName): Dialect {
   return typeof d === 'string' ? dialectFor(d) : d
@@ -18,6 +18,26 @@ export function columnType (dialect: Dialect | DialectName, f: FieldDef): string
     case 'boolean': return mssql ? 'bit' : 'INTEGER'
     case 'datetime': return mssql ? 'datetime2(3)' : 'TEXT'
   }
+}
+
+/** The columns `db init` creates for a resource, as the database would then declare them. */
+export function referenceColumns (dialect: Dialect | DialectName, def: ResourceDef, mapping: TableMapping): ColumnInfo[] {
+  const d = asDialect(dialect)
+  return Object.entries(def.fields).map(([field, f]) => {
+    const declared = f.id === true ? (d.name === 'mssql' ? 'int' : 'INTEGER') : columnType(d, f)
+    const m = /^(\w+)(?:\((max|\d+)\))?/.exec(declared)!
+    const info: ColumnInfo = {
+      name: mapping.columns[field],
+      type: m[1].toLowerCase(),
+      nullable: f.id !== true && f.notNull !== true,
+      hasDefault: f.id === true || defaultExpression(d, f) !== undefined,
+      identity: f.id === true,
+      computed: false
+    }
+    if (f.kind === 'string' && d.name === 'mssql') info.maxLength = m[2] === 'max' ? -1 : Number(m[2])
+    if (m[1] === 'datetime2') info.scale = 3
+    return info
+  })
 }
 
 function defaultExpression (d: Dialect, f: FieldDef): string | undefined {
@@ -79,7 +99,9 @@ export function createTableStatements (dialect: Dialect | DialectName, def: Reso
     }
   } else {
     statements.push(`CREATE TABLE IF NOT EXISTS ${table} ${body}`)
-    if (ix !== undefined && modified !== undefined) statements.push(`CREATE INDEX IF NOT EXISTS ${ix} ON ${table} (${d.ident(modified)})`)
+    // SQLite compares and sorts times as strftime's canonical text (other programs write other
+    // formats): the index is on that expression, so time-sorted pages still seek
+    if (ix !== undefined && modified !== undefined) statements.push(`CREATE INDEX IF NOT EXISTS ${ix} ON ${table} (strftime('%Y-%m-%dT%H:%M:%fZ', ${d.ident(modified)}))`)
   }
   return statements
 }

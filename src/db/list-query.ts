@@ -1,7 +1,7 @@
 // Turns a list request's query string into a ListQuery (DESIGN §5), and the opaque keyset cursor both ways.
 import { BadQueryError } from './errors.js'
 import { idField } from './resources.js'
-import type { FieldDef, FieldKind, ResourceDef, Row, SqlValue } from './types.js'
+import type { FieldDef, FieldKind, ResourceDef, SqlValue } from './types.js'
 
 export const DEFAULT_LIMIT = 100
 export const MAX_LIMIT = 1000
@@ -40,7 +40,9 @@ export interface ListQuery {
   sort: SortKey[]
   count: boolean
   filters: Filter[]
-  /** keyset position from a cursor: the previous page's last row's value of every sort key */
+  /** the opaque cursor of the request; the repository decodes it into `after` */
+  cursor?: string
+  /** keyset position: the previous page's last row's stored value of every sort key */
   after?: SqlValue[]
 }
 
@@ -215,36 +217,58 @@ export function parseListQuery (query: QueryString, def: ResourceDef): ListQuery
     }
   }
 
-  let after: SqlValue[] | undefined
-  if (cursorRaw !== undefined) {
-    if (offset !== undefined) throw new BadQueryError("Query parameter 'cursor' cannot be combined with 'offset'")
-    after = decodeCursor(cursorRaw, def, sort)
-  }
-  return { limit, ...(offset !== undefined && { offset }), sort, count, filters, ...(after !== undefined && { after }) }
+  if (cursorRaw !== undefined && offset !== undefined) throw new BadQueryError("Query parameter 'cursor' cannot be combined with 'offset'")
+  return { limit, ...(offset !== undefined && { offset }), sort, count, filters, ...(cursorRaw !== undefined && { cursor: cursorRaw }) }
 }
 
 interface CursorBody {
   /** the sort spec */
   s: string
-  /** the last row's value of every sort key, datetimes as ISO strings */
+  /** the last row's stored value of every sort key; times as ISO 8601 with up to 7 fractional digits */
   v: Array<string | number | boolean | null>
 }
 
-/** The cursor for the page after `row` (an API-shaped row, as the repository returns them). */
-export function cursorFromRow (sort: SortKey[], row: Row): string {
-  const v = sort.map((k) => {
-    const value = row[k.field]
-    if (value instanceof Date) return value.toISOString()
+/** How a cursor value is read back: by the type the keyset compares it as. */
+export type CursorValueType = 'string' | 'number' | 'integer' | 'boolean' | 'time'
+
+/** An ISO text of a stored time, keeping the driver's digits below the millisecond (datetime2(7)). */
+export function timeText (value: Date): string {
+  const below = (value as Date & { nanosecondsDelta?: number }).nanosecondsDelta
+  const iso = value.toISOString()
+  if (typeof below !== 'number' || below <= 0) return iso
+  const digits = String(Math.round(below * 1e7)).padStart(4, '0').replace(/0+$/, '')
+  return `${iso.slice(0, -1)}${digits}Z`
+}
+
+/** A time text with up to 7 fractional digits as a Date carrying the rest below the millisecond (for tedious). */
+export function timeFromText (text: string): Date | undefined {
+  const m = /^(.*\.\d{3})(\d{1,4})Z$/.exec(text)
+  const date = parseIsoDateTime(m === null ? text : `${m[1]}Z`)
+  if (date === undefined || m === null) return date
+  const below = Number(m[2].padEnd(4, '0')) / 1e7
+  Object.defineProperty(date, 'nanosecondDelta', { value: below, enumerable: false })
+  Object.defineProperty(date, 'nanosecondsDelta', { value: below, enumerable: false })
+  return date
+}
+
+/** The cursor for the page after a row whose sort keys hold `values` (as stored). */
+export function encodeCursor (sort: SortKey[], values: unknown[]): string {
+  const v = values.map((value) => {
+    if (value instanceof Date) return timeText(value)
     if (value === undefined || value === null) return null
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value
+    if (typeof value === 'bigint') return Number(value)
     return String(value)
   })
   const body: CursorBody = { s: sortSpec(sort), v }
   return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url')
 }
 
-/** Reads a cursor back into typed keyset values; BadQueryError when it is malformed or made for another sort. */
-export function decodeCursor (cursor: string, def: ResourceDef, sort: SortKey[]): SqlValue[] {
+/**
+ * Reads a cursor back into keyset values of the given types; BadQueryError when it is malformed
+ * or made for another sort. `nullable[i]` false refuses a null (the id).
+ */
+export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValueType[], nullable: boolean[]): SqlValue[] {
   const invalid = (): BadQueryError => new BadQueryError("Query parameter 'cursor' is not a valid cursor")
   if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid()
   let body: unknown
@@ -258,20 +282,19 @@ export function decodeCursor (cursor: string, def: ResourceDef, sort: SortKey[])
   if (typeof s !== 'string' || !Array.isArray(v)) throw invalid()
   if (s !== sortSpec(sort)) throw new BadQueryError("Query parameter 'cursor' does not match sort: keep the 'sort' of the request that returned it")
   if (v.length !== sort.length) throw invalid()
-  return sort.map((key, i) => {
+  return sort.map((_, i) => {
     const raw = v[i]
-    const f = def.fields[key.field]
     if (raw === null) {
-      if (f.id === true) throw invalid()
+      if (!nullable[i]) throw invalid()
       return null
     }
     let value: SqlValue | undefined
-    switch (f.kind) {
+    switch (types[i]) {
       case 'string': value = typeof raw === 'string' ? raw : undefined; break
-      case 'boolean': value = typeof raw === 'boolean' ? raw : undefined; break
+      case 'boolean': value = typeof raw === 'boolean' ? raw : raw === 0 || raw === 1 ? raw : undefined; break
       case 'integer': value = Number.isSafeInteger(raw) ? raw as number : undefined; break
       case 'number': value = typeof raw === 'number' && Number.isFinite(raw) ? raw : undefined; break
-      case 'datetime': value = typeof raw === 'string' ? parseIsoDateTime(raw) : undefined; break
+      case 'time': value = typeof raw === 'string' ? timeFromText(raw) : undefined; break
     }
     if (value === undefined) throw invalid()
     return value

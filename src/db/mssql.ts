@@ -1,6 +1,7 @@
 // The SQL Server dialect: one mssql ConnectionPool that reconnects on its own, typed parameters, error mapping.
 import sql from 'mssql'
-import { ConflictError, DatabaseUnavailableError, type DbError } from './errors.js'
+import { mssqlDataFault } from './data-errors.js'
+import { ConflictError, DatabaseUnavailableError, DataFaultError, type DbError } from './errors.js'
 import { mappingProblems, missingColumns } from './resources.js'
 import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
@@ -79,11 +80,44 @@ export function parseMssqlUrl (url: string, opts: Pick<MssqlOptions, 'password' 
 const INT_MIN = -2147483648
 const INT_MAX = 2147483647
 
+/** A T-SQL type text (`varchar(8000)`, `decimal(18,3)`, `datetime2(7)`) as the driver's type object. */
+export function sqlTypeOf (text: string): sql.ISqlType | undefined {
+  const m = /^([a-z0-9]+)(?:\((max|\d+)(?:,(\d+))?\))?$/.exec(text)
+  if (m === null) return undefined
+  const [, name, a, b] = m
+  const len = a === 'max' ? sql.MAX : Number(a)
+  switch (name) {
+    case 'varchar': return sql.VarChar(len)
+    case 'nvarchar': return sql.NVarChar(len)
+    case 'tinyint': return sql.TinyInt()
+    case 'smallint': return sql.SmallInt()
+    case 'int': return sql.Int()
+    case 'bigint': return sql.BigInt()
+    case 'decimal': return sql.Decimal(Number(a), Number(b ?? 0))
+    case 'money': return sql.Money()
+    case 'smallmoney': return sql.SmallMoney()
+    case 'float': return sql.Float()
+    case 'real': return sql.Real()
+    case 'bit': return sql.Bit()
+    case 'datetime': return sql.DateTime()
+    case 'smalldatetime': return sql.SmallDateTime()
+    case 'datetime2': return sql.DateTime2(Number(a ?? 7))
+    case 'datetimeoffset': return sql.DateTimeOffset(Number(a ?? 7))
+    case 'date': return sql.Date()
+    default: return undefined
+  }
+}
+
 /**
- * The declared SQL type of a parameter. Strings are always NVarChar(4000) (MAX beyond it), not
- * their own length, so that SQL Server reuses one cached plan for every value.
+ * The declared SQL type of a parameter: the column's own type when the statement builder knows it
+ * (`p.type`), else by kind. Strings default to NVarChar(4000) (MAX beyond it), not their own
+ * length, so that SQL Server reuses one cached plan for every value.
  */
 export function mssqlType (p: Param): sql.ISqlType {
+  if (p.type !== undefined) {
+    const type = sqlTypeOf(p.type)
+    if (type !== undefined) return type
+  }
   switch (p.kind) {
     case 'string':
       return typeof p.value === 'string' && p.value.length > 4000 ? sql.NVarChar(sql.MAX) : sql.NVarChar(4000)
@@ -100,7 +134,8 @@ export function mssqlType (p: Param): sql.ISqlType {
 
 function request (target: sql.ConnectionPool | sql.Transaction, stmt: Statement): sql.Request {
   const req = new sql.Request(target as sql.ConnectionPool)
-  for (const p of stmt.params) req.input(p.name, mssqlType(p), p.value)
+  // a boolean written to an int column (a flag kept as 0/1) travels as a number
+  for (const p of stmt.params) req.input(p.name, mssqlType(p), typeof p.value === 'boolean' && p.type !== undefined && p.type !== 'bit' ? Number(p.value) : p.value)
   return req
 }
 
@@ -152,7 +187,10 @@ export function toDbError (err: unknown): DbError | unknown {
     case 'deadlock': return new DatabaseUnavailableError('The database is busy (deadlock)', { cause: err })
     case 'connection': return new DatabaseUnavailableError(undefined, { cause: err })
     case 'unavailable': return new DatabaseUnavailableError('The database did not answer in time', { cause: err })
-    default: return err
+    default: {
+      const fault = mssqlDataFault(err)
+      return fault === undefined ? err : new DataFaultError(fault, { cause: err })
+    }
   }
 }
 

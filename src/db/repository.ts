@@ -1,10 +1,12 @@
 // One resource's reads and writes over a Database, in API shape: rows keyed by API field, typed by kind.
 import { dialectFor } from './dialect.js'
-import { BadQueryError, ConflictError, NotFoundError, PreconditionFailedError } from './errors.js'
-import { cursorFromRow, parseIsoDateTime, type Filter, type ListQuery } from './list-query.js'
+import { faultToError } from './data-errors.js'
+import { BadQueryError, ConflictError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
+import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField } from './resources.js'
-import { SqlBuilder } from './sql.js'
-import type { Database, FieldDef, ResourceDef, Row, SqlValue, TableMapping } from './types.js'
+import { SqlBuilder, sortAlias } from './sql.js'
+import { ResourceStorage, type StorageOptions } from './storage.js'
+import type { ColumnInfo, Database, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 export interface ListResult {
   rows: Row[]
@@ -24,62 +26,70 @@ export interface UpdateOptions extends WriteOptions {
   touch?: boolean
 }
 
-export type Id = number | string
-
-const CANONICAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-
-/** A stored value in API shape: booleans, numbers, ISO 8601 UTC strings, strings, or null. */
-export function toApiValue (def: FieldDef, value: unknown): unknown {
-  if (value === null || value === undefined) return null
-  switch (def.kind) {
-    case 'boolean':
-      if (typeof value === 'boolean') return value
-      if (typeof value === 'number' || typeof value === 'bigint') return value !== 0 && value !== 0n
-      return value === '1' || value === 'true'
-    case 'integer':
-    case 'number':
-      return typeof value === 'number' ? value : Number(value)
-    case 'datetime': {
-      if (value instanceof Date) return value.toISOString()
-      if (typeof value === 'string') return CANONICAL_TIME.test(value) ? value : parseIsoDateTime(value)?.toISOString() ?? value
-      return String(value)
-    }
-    case 'string':
-      return typeof value === 'string' ? value : String(value)
-  }
+export interface RepositoryOptions extends StorageOptions {
+  /** the table's columns as the database declares them (learned at start); without them every column counts as nullable */
+  columns?: ColumnInfo[]
+  /** singular noun for messages ('material'); default: the resource name without its last letter */
+  noun?: string
 }
 
+export type Id = number | string
+
 export class Repository {
-  def: ResourceDef
+  readonly def: ResourceDef
+  storage: ResourceStorage
   sql: SqlBuilder
   private readonly db: Database
   private readonly mapping: TableMapping
   private readonly id: string
   private readonly uniqueFields: string[]
+  private readonly opts: RepositoryOptions
+  private readonly noun: string
+  /** [field, storage] pairs in field order: mapRow runs per row */
+  private readers: Array<[string, (raw: unknown) => unknown]> = []
 
-  constructor (db: Database, def: ResourceDef, mapping: TableMapping) {
+  constructor (db: Database, def: ResourceDef, mapping: TableMapping, opts: RepositoryOptions = {}) {
     this.db = db
     this.mapping = mapping
     this.def = def
-    this.sql = new SqlBuilder(dialectFor(db.dialect), def, mapping)
+    this.opts = opts
+    this.noun = opts.noun ?? def.name.replace(/s$/, '')
     this.id = idField(def)
     this.uniqueFields = Object.keys(def.fields).filter((f) => def.fields[f].unique === true && f !== this.id)
+    this.storage = new ResourceStorage(db.dialect, def, mapping, opts.columns, opts)
+    this.sql = new SqlBuilder(dialectFor(db.dialect), this.storage)
+    this.compile()
   }
 
-  /** Takes a refined definition of the same resource (nullability learned from the database later). */
-  adopt (def: ResourceDef): void {
-    this.def = def
-    this.sql = new SqlBuilder(dialectFor(this.db.dialect), def, this.mapping)
+  /** Takes the table's columns as the database declares them (learned later when it was down at start). */
+  adopt (columns: ColumnInfo[]): void {
+    this.storage = new ResourceStorage(this.db.dialect, this.def, this.mapping, columns, this.opts)
+    this.sql = new SqlBuilder(dialectFor(this.db.dialect), this.storage)
+    this.compile()
+  }
+
+  /** Reads the table's columns from the database (one-shot commands; the server learns them at start). */
+  async learn (): Promise<this> {
+    this.adopt(await this.db.columns(this.mapping))
+    return this
+  }
+
+  private compile (): void {
+    this.readers = Object.values(this.storage.fields).map((s) => [s.field, (raw: unknown) => this.storage.fromDb(s, raw)])
+  }
+
+  get readOnly (): boolean {
+    return this.storage.readOnly
   }
 
   /** A driver row (aliased to API names) in API shape. */
   mapRow (raw: Row): Row {
     const out: Row = {}
-    for (const [field, def] of Object.entries(this.def.fields)) out[field] = toApiValue(def, raw[field])
+    for (const [field, read] of this.readers) out[field] = read(raw[field])
     return out
   }
 
-  /** Checks and converts values from a caller (API-shaped or JS-typed) into statement values. */
+  /** Checks and converts values from a caller (API-shaped or JS-typed) into stored values. */
   private input (values: Row): Record<string, SqlValue> {
     const out: Record<string, SqlValue> = {}
     for (const [field, value] of Object.entries(values)) {
@@ -87,14 +97,14 @@ export class Repository {
       const def = Object.hasOwn(this.def.fields, field) ? this.def.fields[field] : undefined
       if (def === undefined) throw new BadQueryError(`Unknown field '${field}'`)
       if (def.id === true) throw new BadQueryError(`Field '${field}' cannot be set`)
-      out[field] = this.convert(field, def, value)
+      out[field] = this.storage.toDb(this.storage.field(field), this.convert(field, def, value))
     }
     return out
   }
 
   private convert (field: string, def: FieldDef, value: unknown): SqlValue {
     if (value === null) return null
-    const bad = (): BadQueryError => new BadQueryError(`Invalid value for '${field}': expected ${def.kind}`)
+    const bad = (): InvalidValueError => new InvalidValueError(`Invalid value for '${field}': expected ${def.kind}`)
     switch (def.kind) {
       case 'string':
         if (typeof value !== 'string') throw bad()
@@ -116,16 +126,54 @@ export class Repository {
     }
   }
 
+  private writable (): void {
+    if (this.readOnly) throw new ReadOnlyError(`${this.def.name} are read-only in this installation`)
+  }
+
+  /** The keyset values of a driver row for the cursor: each sort key's stored value. */
+  private cursorOf (q: ListQuery, raw: Row): string {
+    return encodeCursor(q.sort, q.sort.map((k, i) => this.sql.sortValueKind(k.field) === 'column' ? raw[k.field] : raw[sortAlias(i)]))
+  }
+
+  private cursorTypes (q: ListQuery): { types: CursorValueType[], nullable: boolean[] } {
+    const types = q.sort.map((k): CursorValueType => {
+      const kind = this.sql.sortValueKind(k.field)
+      if (kind === 'rank') return 'integer'
+      if (kind === 'time-text') return 'string'
+      const s = this.storage.field(k.field)
+      switch (s.category) {
+        case 'text': case 'ntext': return 'string'
+        case 'integer': return 'integer'
+        case 'decimal': case 'float': return 'number'
+        case 'bit': return 'boolean'
+        case 'time': return 'time'
+        default: return 'string'
+      }
+    })
+    return { types, nullable: q.sort.map((k) => this.storage.field(k.field).nullable) }
+  }
+
+  /** The statement of a list page (its cursor decoded into the keyset position); `limit` as given. */
+  listStatement (q: ListQuery): Statement {
+    let after = q.after
+    if (q.cursor !== undefined) {
+      const { types, nullable } = this.cursorTypes(q)
+      after = decodeCursor(q.cursor, q.sort, types, nullable)
+    }
+    return this.sql.list({ ...q, after })
+  }
+
   async list (q: ListQuery): Promise<ListResult> {
     // one row more than the page tells whether there is a next page without a count
     const [raw, total] = await Promise.all([
-      this.db.query(this.sql.list({ ...q, limit: q.limit + 1 })),
+      this.db.query(this.listStatement({ ...q, limit: q.limit + 1 })),
       q.count ? this.count(q.filters) : undefined
     ])
-    const rows = raw.slice(0, q.limit).map((r) => this.mapRow(r))
+    const page = raw.length > q.limit ? raw.slice(0, q.limit) : raw
+    const rows = page.map((r) => this.mapRow(r))
     const result: ListResult = { rows }
     if (total !== undefined) result.total = total
-    if (raw.length > q.limit) result.next = cursorFromRow(q.sort, rows[rows.length - 1])
+    if (raw.length > q.limit) result.next = this.cursorOf(q, page[page.length - 1])
     return result
   }
 
@@ -153,18 +201,23 @@ export class Repository {
 
   /** Inserts a row: defaults for missing writable fields, createdAt/modifiedAt now unless given. */
   async create (values: Row): Promise<Row> {
-    const vals = this.input(values)
+    this.writable()
+    const given: Row = { ...values }
     for (const [field, def] of Object.entries(this.def.fields)) {
-      if (vals[field] === undefined && def.default !== undefined && def.readOnly !== true) vals[field] = def.default
+      if (given[field] === undefined && def.default !== undefined && def.readOnly !== true) given[field] = def.default
     }
     const now = new Date()
-    if (this.has('createdAt') && vals.createdAt === undefined) vals.createdAt = now
-    if (this.has('modifiedAt') && vals.modifiedAt === undefined) vals.modifiedAt = now
+    if (this.has('createdAt') && given.createdAt === undefined) given.createdAt = now
+    if (this.has('modifiedAt') && given.modifiedAt === undefined) given.modifiedAt = now
+    const vals = this.input(given)
+    for (const s of Object.values(this.storage.fields)) {
+      if (s.required && vals[s.field] === undefined) throw new InvalidValueError(`'${s.field}' is required: the database has no default for it`)
+    }
     try {
       const rows = await this.db.query(this.sql.insert(vals))
       return this.mapRow(rows[0])
     } catch (err) {
-      throw await this.explainConflict(err, vals)
+      throw await this.explainConflict(this.explainFault(err, 'create'), vals)
     }
   }
 
@@ -174,6 +227,7 @@ export class Repository {
    * update even within one millisecond), and returns the row as stored.
    */
   async update (id: Id, values: Row, opts: UpdateOptions = {}): Promise<Row> {
+    this.writable()
     const vals = this.input(values)
     try {
       return await this.db.transaction(async (tx) => {
@@ -182,9 +236,8 @@ export class Repository {
         const row = this.mapRow(current[0])
         if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
-          const previous = typeof row.modifiedAt === 'string' ? Date.parse(row.modifiedAt) : Number.NaN
-          const now = Date.now()
-          vals.modifiedAt = new Date(Number.isNaN(previous) || previous < now ? now : previous + 1)
+          const s = this.storage.field('modifiedAt')
+          vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
         }
         if (Object.keys(vals).length === 0) return row
         await tx.execute(this.sql.update(id, vals))
@@ -192,20 +245,31 @@ export class Repository {
         return this.mapRow(after[0])
       })
     } catch (err) {
-      throw await this.explainConflict(err, vals, id)
+      throw await this.explainConflict(this.explainFault(err, 'update', id), vals, id)
     }
   }
 
   /** Deletes one row in a transaction (404 when missing, 412 when `check` rejects it); returns the deleted row. */
   async delete (id: Id, opts: WriteOptions = {}): Promise<Row> {
-    return await this.db.transaction(async (tx) => {
-      const current = await tx.query(this.sql.selectById(id, { forUpdate: true }))
-      if (current.length === 0) throw new NotFoundError(`${this.def.name} ${id} not found`)
-      const row = this.mapRow(current[0])
-      if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
-      await tx.execute(this.sql.delete(id))
-      return row
-    })
+    this.writable()
+    try {
+      return await this.db.transaction(async (tx) => {
+        const current = await tx.query(this.sql.selectById(id, { forUpdate: true }))
+        if (current.length === 0) throw new NotFoundError(`${this.def.name} ${id} not found`)
+        const row = this.mapRow(current[0])
+        if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
+        await tx.execute(this.sql.delete(id))
+        return row
+      })
+    } catch (err) {
+      throw this.explainFault(err, 'delete', id)
+    }
+  }
+
+  /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
+  private explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id): unknown {
+    if (!(err instanceof DataFaultError)) return err
+    return faultToError(err.fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
   }
 
   private has (field: string): boolean {

@@ -1,5 +1,5 @@
 // The three resources' stored fields, and where the reference schema (`db init`) keeps them.
-import type { ColumnInfo, ResourceDef, TableMapping } from './types.js'
+import type { ResourceDef, TableMapping } from './types.js'
 
 export const materials: ResourceDef = {
   name: 'materials',
@@ -28,7 +28,7 @@ export const stations: ResourceDef = {
     name: { kind: 'string', unique: true, notNull: true, maxLength: 100 },
     description: { kind: 'string', maxLength: 500 },
     // vlm | carousel | ptl | manual: the HTTP schema checks the value set
-    type: { kind: 'string', notNull: true, maxLength: 16, default: 'manual' },
+    type: { kind: 'string', notNull: true, maxLength: 16, default: 'manual', enum: ['vlm', 'carousel', 'ptl', 'manual'] },
     warehouse: { kind: 'string', maxLength: 64 },
     controllerId: { kind: 'string', maxLength: 64 },
     address: { kind: 'integer' },
@@ -44,7 +44,7 @@ export const users: ResourceDef = {
     id: { kind: 'integer', id: true },
     username: { kind: 'string', unique: true, notNull: true, maxLength: 100 },
     passwordHash: { kind: 'string', internal: true, notNull: true, maxLength: 255 },
-    type: { kind: 'string', notNull: true, maxLength: 32, default: 'user' },
+    type: { kind: 'string', notNull: true, maxLength: 32, default: 'user', enum: ['admin', 'user', 'application'] },
     displayName: { kind: 'string', maxLength: 200 },
     enabled: { kind: 'boolean', notNull: true, default: true },
     tokenVersion: { kind: 'integer', internal: true, notNull: true, default: 0 },
@@ -144,19 +144,4 @@ export function missingColumns (def: ResourceDef, mapping: TableMapping, table: 
   return Object.entries(mapping.columns)
     .filter(([, column]) => !names.has(column.toLowerCase()))
     .map(([field, column]) => `${def.name}.${field}: column '${column}' does not exist in table '${table}'`)
-}
-
-/**
- * The definition as this database's table really is: a field keeps `notNull` (which lets list
- * queries leave out IS NULL branches) only when its column is declared NOT NULL. A customer's
- * table may hold NULLs where the reference schema does not; unknown columns (database down at
- * start) count as nullable, which is always correct, only slower.
- */
-export function withDeclaredNullability (def: ResourceDef, mapping: TableMapping, columns: ColumnInfo[] | undefined): ResourceDef {
-  const notNull = new Set((columns ?? []).filter((c) => !c.nullable).map((c) => c.name.toLowerCase()))
-  const fields = Object.fromEntries(Object.entries(def.fields).map(([field, f]) => {
-    if (f.notNull !== true || notNull.has(mapping.columns[field]?.toLowerCase())) return [field, f]
-    return [field, { ...f, notNull: false }]
-  }))
-  return { ...def, fields }
 }

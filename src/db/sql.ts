@@ -1,73 +1,158 @@
 // Builds every statement the repositories run, for either dialect. Values only ever travel as parameters.
 import type { Dialect } from './dialect.js'
+import { BadQueryError } from './errors.js'
 import type { Filter, ListQuery, SortKey } from './list-query.js'
-import { idField } from './resources.js'
+import { ResourceStorage, type FieldStorage } from './storage.js'
 import type { FieldKind, Param, ResourceDef, SqlValue, Statement, TableMapping } from './types.js'
 
 /** Hands out @p1, @p2, … for one statement. */
 class Params {
   readonly list: Param[] = []
-  add (kind: FieldKind, value: SqlValue): string {
+  add (kind: FieldKind, value: SqlValue, type?: string): string {
     const name = `p${this.list.length + 1}`
-    this.list.push({ name, kind, value })
+    this.list.push(type === undefined ? { name, kind, value } : { name, kind, value, type })
     return `@${name}`
   }
 
-  named (name: string, kind: FieldKind, value: SqlValue): string {
-    this.list.push({ name, kind, value })
+  named (name: string, kind: FieldKind, value: SqlValue, type?: string): string {
+    this.list.push(type === undefined ? { name, kind, value } : { name, kind, value, type })
     return `@${name}`
   }
 }
 
 const ESCAPE = "ESCAPE '\\'"
+/** SQLite keeps times as text in more than one format: compare and sort them as one canonical text. */
+const SQLITE_TIME = (column: string): string => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column})`
+
+const INTEGER_FIT: Record<string, [number, number]> = {
+  tinyint: [0, 255],
+  smallint: [-32768, 32767],
+  int: [-2147483648, 2147483647]
+}
+
+/** The alias under which a list statement returns the value of sort key i (when it is an expression). */
+export const sortAlias = (i: number): string => `__s${i}`
+
+/** What a sort key's keyset value is: the column's own value, a rank of a value map, or SQLite's canonical time text. */
+export type SortValueKind = 'column' | 'rank' | 'time-text'
 
 export class SqlBuilder {
   readonly dialect: Dialect
-  readonly def: ResourceDef
-  readonly mapping: TableMapping
+  readonly storage: ResourceStorage
   readonly id: string
   private readonly table: string
   private readonly selectList: string
 
-  constructor (dialect: Dialect, def: ResourceDef, mapping: TableMapping) {
+  /** Over a compiled storage; or over a definition and mapping alone (columns unknown: types by kind). */
+  constructor (dialect: Dialect, storage: ResourceStorage | ResourceDef, mapping?: TableMapping) {
     this.dialect = dialect
-    this.def = def
-    this.mapping = mapping
-    this.id = idField(def)
-    this.table = dialect.table(mapping)
-    this.selectList = Object.keys(def.fields).map((f) => `${this.col(f)} AS ${dialect.ident(f)}`).join(', ')
+    storage = storage instanceof ResourceStorage ? storage : new ResourceStorage(dialect.name, storage, mapping!, undefined)
+    this.storage = storage
+    this.id = storage.id
+    this.table = dialect.table(storage.mapping)
+    this.selectList = Object.keys(storage.def.fields).map((f) => `${this.col(f)} AS ${dialect.ident(f)}`).join(', ')
   }
 
   /** the quoted column of an API field */
   col (field: string): string {
-    const column = this.mapping.columns[field]
-    if (column === undefined || !Object.hasOwn(this.def.fields, field)) throw new Error(`${this.def.name}: no column for field '${field}'`)
+    const column = this.storage.mapping.columns[field]
+    if (column === undefined || !Object.hasOwn(this.storage.def.fields, field)) throw new Error(`${this.storage.def.name}: no column for field '${field}'`)
     return this.dialect.ident(column)
   }
 
-  private kind (field: string): FieldKind {
-    return this.def.fields[field].kind
+  private s (field: string): FieldStorage {
+    return this.storage.field(field)
+  }
+
+  /**
+   * The T-SQL type of a parameter compared with or written to a column: the column's own type,
+   * so that SQL Server neither converts the column (an nvarchar parameter against an indexed
+   * varchar column scans) nor compares at another precision (datetime2 against datetime).
+   * A value the column type cannot hold gets a wider type instead of a driver error.
+   */
+  paramType (s: FieldStorage, value: SqlValue): string | undefined {
+    const type = s.paramType
+    if (type === undefined || value === null) return type
+    switch (s.category) {
+      case 'text':
+        // varchar parameters carry only what the column's code page has: other text compares as nvarchar
+        if (typeof value !== 'string') return type
+        if (!/^[\x00-\x7f]*$/.test(value)) return value.length > 4000 ? 'nvarchar(max)' : 'nvarchar(4000)'
+        return value.length > 8000 ? 'varchar(max)' : type
+      case 'ntext':
+        return typeof value === 'string' && value.length > 4000 ? 'nvarchar(max)' : type
+      case 'integer': {
+        const fit = INTEGER_FIT[type]
+        if (typeof value !== 'number') return type
+        if (!Number.isInteger(value)) return 'float'
+        return fit === undefined || (value >= fit[0] && value <= fit[1]) ? type : 'bigint'
+      }
+      case 'decimal': {
+        if (typeof value !== 'number' || !type.startsWith('decimal')) return type
+        const info = s.info!
+        const scale = info.scale ?? 0
+        const fits = Math.abs(value) < 10 ** ((info.precision ?? 18) - scale) && Number(value.toFixed(scale)) === value
+        return fits ? type : 'float'
+      }
+      default:
+        return type
+    }
+  }
+
+  private param (params: Params, s: FieldStorage, value: SqlValue): string {
+    return params.add(s.def.kind, value, this.paramType(s, value))
+  }
+
+  /** What the keyset compares for a sort key, and how the cursor keeps it. */
+  sortValueKind (field: string): SortValueKind {
+    const s = this.s(field)
+    if (s.map !== undefined) return 'rank'
+    if (s.def.kind === 'datetime' && this.dialect.name === 'sqlite') return 'time-text'
+    return 'column'
+  }
+
+  /** The expression ORDER BY and the keyset use for a field. */
+  private sortExpr (field: string, params: Params): string {
+    const s = this.s(field)
+    const c = this.col(field)
+    switch (this.sortValueKind(field)) {
+      case 'rank': {
+        // API order, not the order of the codes: CASE gives each API value its rank; unknown codes sort last
+        const map = s.map!
+        const whens = map.order.map((value, i) => {
+          const codes = map.codes.get(String(value))!.map((code) => this.param(params, s, this.storage.codeValue(s, code)))
+          return `WHEN ${c} ${codes.length === 1 ? `= ${codes[0]}` : `IN (${codes.join(', ')})`} THEN ${i + 1}`
+        })
+        return `CASE ${whens.join(' ')} WHEN ${c} IS NULL THEN NULL ELSE ${map.order.length + 1} END`
+      }
+      case 'time-text': return SQLITE_TIME(c)
+      default: return c
+    }
   }
 
   /** One row by id; `forUpdate` takes an update lock on SQL Server (inside a transaction). */
   selectById (id: SqlValue, opts: { forUpdate?: boolean } = {}): Statement {
     const params = new Params()
     const hint = opts.forUpdate === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, ROWLOCK)' : ''
-    const p = params.named('id', this.kind(this.id), id)
+    const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
     return { text: `SELECT ${this.selectList} FROM ${this.table}${hint} WHERE ${this.col(this.id)} = ${p}`, params: params.list }
   }
 
-  /** A page: filters, keyset position, sort, then offset/limit exactly as given in `q`. */
+  /**
+   * A page: filters, keyset position, sort, then offset/limit exactly as given in `q`. A sort key
+   * whose keyset value is not the column itself is also selected, as `__s<i>`, for the cursor.
+   */
   list (q: Pick<ListQuery, 'filters' | 'sort' | 'limit' | 'offset' | 'after'>): Statement {
     const params = new Params()
+    const extra = q.sort.map((k, i) => this.sortValueKind(k.field) === 'column' ? '' : `, ${this.sortExpr(k.field, params)} AS ${this.dialect.ident(sortAlias(i))}`).join('')
     const conditions = q.filters.map((f) => this.condition(f, params))
     if (q.after !== undefined) conditions.push(this.keyset(q.sort, q.after, params))
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''
-    const orderBy = q.sort.map((k) => `${this.col(k.field)} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
+    const orderBy = q.sort.map((k) => `${this.sortExpr(k.field, params)} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
     const limit = params.named('limit', 'integer', q.limit)
     const offset = params.named('offset', 'integer', q.offset ?? 0)
     const paging = this.dialect.paging(limit.slice(1), offset.slice(1))
-    return { text: `SELECT ${this.selectList} FROM ${this.table}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
+    return { text: `SELECT ${this.selectList}${extra} FROM ${this.table}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
   }
 
   /** The number of rows the filters match (the keyset position does not apply). */
@@ -78,20 +163,20 @@ export class SqlBuilder {
     return { text: `SELECT COUNT(*) AS ${this.dialect.ident('total')} FROM ${this.table}${where}`, params: params.list }
   }
 
-  /** Inserts one row and returns it (aliased like every select). */
+  /** Inserts one row and returns it (aliased like every select). `values` are stored values (ResourceStorage.toDb). */
   insert (values: Record<string, SqlValue>): Statement {
     const params = new Params()
     const fields = Object.keys(values)
     const head = fields.length === 0
       ? null
-      : { cols: fields.map((f) => this.col(f)).join(', '), vals: fields.map((f) => params.add(this.kind(f), values[f])).join(', ') }
+      : { cols: fields.map((f) => this.col(f)).join(', '), vals: fields.map((f) => this.param(params, this.s(f), values[f])).join(', ') }
     if (this.dialect.name === 'sqlite') {
       const body = head === null ? 'DEFAULT VALUES' : `(${head.cols}) VALUES (${head.vals})`
       return { text: `INSERT INTO ${this.table} ${body} RETURNING ${this.selectList}`, params: params.list }
     }
     // OUTPUT without INTO fails on a table that has triggers (error 334), and customers' picking
     // tables often do: capture the new id in a table variable, then read the row back by it.
-    const idType = this.kind(this.id) === 'integer' ? 'bigint' : 'nvarchar(450)'
+    const idType = this.s(this.id).paramType ?? 'bigint'
     const output = `OUTPUT INSERTED.${this.col(this.id)} INTO @inserted`
     const body = head === null ? `${output} DEFAULT VALUES` : `(${head.cols}) ${output} VALUES (${head.vals})`
     return {
@@ -109,31 +194,34 @@ export class SqlBuilder {
   insertMany (fields: string[], rows: Array<Record<string, SqlValue>>): Statement {
     const params = new Params()
     const cols = fields.map((f) => this.col(f)).join(', ')
-    const tuples = rows.map((row) => `(${fields.map((f) => params.add(this.kind(f), row[f] ?? null)).join(', ')})`)
+    const tuples = rows.map((row) => `(${fields.map((f) => this.param(params, this.s(f), row[f] ?? null)).join(', ')})`)
     return { text: `INSERT INTO ${this.table} (${cols}) VALUES ${tuples.join(', ')}`, params: params.list }
   }
 
-  /** Sets the given fields of one row. */
+  /** Sets the given fields of one row (stored values). */
   update (id: SqlValue, values: Record<string, SqlValue>): Statement {
     const fields = Object.keys(values)
     if (fields.length === 0) throw new Error('update without fields')
     const params = new Params()
-    const set = fields.map((f) => `${this.col(f)} = ${params.add(this.kind(f), values[f])}`).join(', ')
-    const p = params.named('id', this.kind(this.id), id)
+    const set = fields.map((f) => `${this.col(f)} = ${this.param(params, this.s(f), values[f])}`).join(', ')
+    const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
     return { text: `UPDATE ${this.table} SET ${set} WHERE ${this.col(this.id)} = ${p}`, params: params.list }
   }
 
   delete (id: SqlValue): Statement {
     const params = new Params()
-    const p = params.named('id', this.kind(this.id), id)
+    const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
     return { text: `DELETE FROM ${this.table} WHERE ${this.col(this.id)} = ${p}`, params: params.list }
   }
 
   private condition (f: Filter, params: Params): string {
+    const s = this.s(f.field)
+    if (s.map !== undefined) return this.mappedCondition(f, s, params)
+    if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
     const c = this.col(f.field)
-    const kind = this.kind(f.field)
-    const p = (i = 0): string => params.add(kind, f.values[i])
-    const list = (): string => f.values.map((v) => params.add(kind, v)).join(', ')
+    const operand = (v: SqlValue): SqlValue => this.operand(s, v)
+    const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
+    const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')
     switch (f.op) {
       case 'eq': return f.values[0] === null ? `${c} IS NULL` : `${c} = ${p()}`
       case 'gt': return `${c} > ${p()}`
@@ -142,8 +230,8 @@ export class SqlBuilder {
       case 'lte': return `${c} <= ${p()}`
       // The negations also match NULL (see Filter in list-query.ts).
       case 'not': return `(${c} <> ${p()} OR ${c} IS NULL)`
-      case 'like': return `${c} LIKE ${this.likeParam(f, params)} ${ESCAPE}`
-      case 'notlike': return `(${c} NOT LIKE ${this.likeParam(f, params)} ${ESCAPE} OR ${c} IS NULL)`
+      case 'like': return `${c} LIKE ${this.likeParam(f, s, params)} ${ESCAPE}`
+      case 'notlike': return `(${c} NOT LIKE ${this.likeParam(f, s, params)} ${ESCAPE} OR ${c} IS NULL)`
       case 'or': return `${c} IN (${list()})`
       case 'nor': return `(${c} NOT IN (${list()}) OR ${c} IS NULL)`
       case 'null': return `${c} IS NULL`
@@ -151,30 +239,153 @@ export class SqlBuilder {
     }
   }
 
-  private likeParam (f: Filter, params: Params): string {
-    return params.add('string', this.dialect.escapeLikePattern(String(f.values[0])))
+  /** A filter operand as the column holds it. */
+  private operand (s: FieldStorage, v: SqlValue): SqlValue {
+    if (v === null) return v
+    if (s.def.kind === 'string' && (s.category === 'integer' || s.category === 'decimal' || s.category === 'float')) {
+      if (typeof v !== 'string' || !/^-?\d+(?:\.\d+)?$/.test(v)) throw new BadQueryError(`Invalid value for '${s.field}': this installation keeps it as a number, got '${String(v)}'`)
+      return Number(v)
+    }
+    if (s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal')) return v === true ? 1 : 0
+    return v
+  }
+
+  private likeParam (f: Filter, s: FieldStorage, params: Params): string {
+    const pattern = this.dialect.escapeLikePattern(String(f.values[0]))
+    return params.add('string', pattern, s.category === 'text' || s.category === 'ntext' ? this.paramType(s, pattern) : undefined)
   }
 
   /**
-   * Rows strictly after the keyset position `after` in the order `sort`. Both dialects sort NULL
-   * first ascending and last descending; so after a non-null x, ASC means `> x` and DESC means
-   * `< x OR IS NULL`; after a NULL, ASC means `IS NOT NULL` and DESC means nothing (NULLs are last).
-   * Equality on the earlier keys includes `IS NULL`. The NULL branches are left out for fields
-   * declared notNull: an `OR col IS NULL` keeps SQLite from seeking on the column's index.
+   * Filters on a field with a value map compare stored codes: `type=vlm` is `col = 'V'`. A value
+   * the map does not know is compared as it is, so that rows with unknown codes can be found.
+   * The order operators compare the API order (the rank sorting uses).
+   */
+  private mappedCondition (f: Filter, s: FieldStorage, params: Params): string {
+    const c = this.col(f.field)
+    const map = s.map!
+    const numeric = s.category === 'integer' || s.category === 'decimal' || s.category === 'float' || s.category === 'bit'
+    const codesOf = (v: SqlValue): SqlValue[] => {
+      const codes = map.codes.get(String(v))
+      if (codes !== undefined) return codes.map((code) => this.storage.codeValue(s, code))
+      // not in the map: compare as stored, when the column can hold it at all
+      const raw = this.storage.codeValue(s, String(v))
+      return numeric && typeof raw !== 'number' ? [] : [raw]
+    }
+    const inList = (codes: SqlValue[]): string | null => codes.length === 0
+      ? null
+      : codes.length === 1 ? `= ${this.param(params, s, codes[0])}` : `IN (${codes.map((code) => this.param(params, s, code)).join(', ')})`
+    const rank = (v: SqlValue): string => {
+      const i = map.order.findIndex((value) => String(value) === String(v))
+      if (i < 0) throw new BadQueryError(`Filter '${f.field}': [${f.op}] compares in the order ${map.order.map((o) => String(o)).join(' < ')}; '${String(v)}' is not one of them`)
+      return params.add('integer', i + 1, this.dialect.name === 'mssql' ? 'int' : undefined)
+    }
+    switch (f.op) {
+      case 'eq':
+      case 'or': {
+        if (f.values[0] === null) return `${c} IS NULL`
+        const cond = inList(f.values.flatMap(codesOf))
+        return cond === null ? '1 = 0' : `${c} ${cond}`
+      }
+      case 'not':
+      case 'nor': {
+        const cond = inList(f.values.flatMap(codesOf))
+        return cond === null ? '1 = 1' : `(${c} NOT ${cond.startsWith('=') ? `IN (${cond.slice(2)})` : cond} OR ${c} IS NULL)`
+      }
+      case 'gt': return `${this.sortExpr(f.field, params)} > ${rank(f.values[0])}`
+      case 'gte': return `${this.sortExpr(f.field, params)} >= ${rank(f.values[0])}`
+      case 'lt': return `${this.sortExpr(f.field, params)} < ${rank(f.values[0])}`
+      case 'lte': return `${this.sortExpr(f.field, params)} <= ${rank(f.values[0])}`
+      case 'null': return `${c} IS NULL`
+      case 'notnull': return `${c} IS NOT NULL`
+      case 'like':
+      case 'notlike':
+        throw new BadQueryError(`Filter '${f.field}': [${f.op}] does not work on a field whose values are translated from codes; use [or] with the values`)
+    }
+  }
+
+  /**
+   * Time filters compare what the API shows. A filter time t (milliseconds) stands for the stored
+   * values shown as t: [t, t+1 ms) on columns finer than a millisecond (datetime2(7)); on coarser
+   * columns (smalldatetime, date, datetime2(0)) only t itself, when the column can hold it. Each
+   * bound is a value of the column's own type, so comparisons are exact and can seek.
+   * SQL Server's datetime (1/300 s) is compared with a datetime parameter, rounded as the server rounds.
+   */
+  private timeCondition (f: Filter, s: FieldStorage, params: Params): string {
+    const sqlite = this.dialect.name === 'sqlite'
+    const c = sqlite ? SQLITE_TIME(this.col(f.field)) : this.col(f.field)
+    const bound = (date: Date): string => sqlite
+      ? params.add('string', date.toISOString())
+      : params.add('datetime', date, s.paramType)
+    const window = (v: SqlValue): { lo: Date, hi: Date } | { at: Date } => {
+      const t = this.storage.timeOperand(s, v as Date)
+      const r = s.resolutionMs
+      if (sqlite || r === 1 || r === -1) return { at: t }
+      const ms = t.getTime()
+      if (r === 0) return { lo: t, hi: new Date(ms + 1) }
+      if (ms % r === 0) return { lo: t, hi: new Date(ms + r) }
+      const up = new Date(Math.ceil(ms / r) * r)
+      return { lo: up, hi: up }
+    }
+    const eq = (v: SqlValue): string => {
+      const w = window(v)
+      if ('at' in w) return `${c} = ${bound(w.at)}`
+      return w.lo.getTime() === w.hi.getTime() ? '1 = 0' : `(${c} >= ${bound(w.lo)} AND ${c} < ${bound(w.hi)})`
+    }
+    const ne = (v: SqlValue): string => {
+      const w = window(v)
+      if ('at' in w) return `(${c} <> ${bound(w.at)} OR ${c} IS NULL)`
+      return w.lo.getTime() === w.hi.getTime() ? '1 = 1' : `(${c} < ${bound(w.lo)} OR ${c} >= ${bound(w.hi)} OR ${c} IS NULL)`
+    }
+    const v = f.values[0]
+    switch (f.op) {
+      case 'eq': return v === null ? `${this.col(f.field)} IS NULL` : eq(v)
+      case 'not': return ne(v)
+      case 'gt': { const w = window(v); return 'at' in w ? `${c} > ${bound(w.at)}` : `${c} >= ${bound(w.hi)}` }
+      case 'gte': { const w = window(v); return 'at' in w ? `${c} >= ${bound(w.at)}` : `${c} >= ${bound(w.lo)}` }
+      case 'lt': { const w = window(v); return 'at' in w ? `${c} < ${bound(w.at)}` : `${c} < ${bound(w.lo)}` }
+      case 'lte': { const w = window(v); return 'at' in w ? `${c} <= ${bound(w.at)}` : `${c} < ${bound(w.hi)}` }
+      case 'or': return `(${f.values.map(eq).join(' OR ')})`
+      case 'nor': return `(${f.values.map(ne).join(' AND ')})`
+      case 'null': return `${this.col(f.field)} IS NULL`
+      case 'notnull': return `${this.col(f.field)} IS NOT NULL`
+      case 'like':
+      case 'notlike':
+        throw new BadQueryError(`Filter '${f.field}': [${f.op}] works only on text fields`)
+    }
+  }
+
+  /**
+   * Rows strictly after the keyset position `after` (the previous page's last row's sort values,
+   * as stored) in the order `sort`. Both dialects sort NULL first ascending and last descending;
+   * so after a non-null x, ASC means `> x` and DESC means `< x OR IS NULL`; after a NULL, ASC
+   * means `IS NOT NULL` and DESC means nothing (NULLs are last). Equality on the earlier keys
+   * includes `IS NULL`. The NULL branches are left out for columns declared NOT NULL: an
+   * `OR col IS NULL` keeps SQLite from seeking on the column's index.
    */
   private keyset (sort: SortKey[], after: SqlValue[], params: Params): string {
-    const refs = after.map((v, i) => v === null ? null : params.add(this.kind(sort[i].field), v))
-    const nullable = (i: number): boolean => this.def.fields[sort[i].field].notNull !== true && this.def.fields[sort[i].field].id !== true
+    const ref = (i: number): string | null => {
+      const v = after[i]
+      if (v === null) return null
+      const s = this.s(sort[i].field)
+      switch (this.sortValueKind(sort[i].field)) {
+        case 'rank': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
+        case 'time-text': return params.add('string', v)
+        default: return this.param(params, s, v)
+      }
+    }
+    const refs = after.map((_, i) => ref(i))
+    const exprs = sort.map((k) => this.sortExpr(k.field, params))
+    const nullable = (i: number): boolean => this.s(sort[i].field).nullable
     const disjuncts: string[] = []
     for (let i = 0; i < sort.length; i++) {
-      const c = this.col(sort[i].field)
-      const ref = refs[i]
+      const c = exprs[i]
+      const r = refs[i]
       let beyond: string | null
-      if (ref === null) beyond = sort[i].desc ? null : `${c} IS NOT NULL`
-      else if (sort[i].desc) beyond = nullable(i) ? `(${c} < ${ref} OR ${c} IS NULL)` : `${c} < ${ref}`
-      else beyond = `${c} > ${ref}`
+      if (r === null) beyond = sort[i].desc ? null : `${c} IS NOT NULL`
+      else if (sort[i].desc) beyond = nullable(i) ? `(${c} < ${r} OR ${c} IS NULL)` : `${c} < ${r}`
+      else beyond = `${c} > ${r}`
       if (beyond !== null) {
-        const equal = sort.slice(0, i).map((k, j) => refs[j] === null ? `${this.col(k.field)} IS NULL` : `${this.col(k.field)} = ${refs[j]}`)
+        const equal = sort.slice(0, i).map((_, j) => refs[j] === null ? `${exprs[j]} IS NULL` : `${exprs[j]} = ${refs[j]}`)
         disjuncts.push(equal.length === 0 ? beyond : `(${[...equal, beyond].join(' AND ')})`)
       }
     }
@@ -182,7 +393,7 @@ export class SqlBuilder {
     // The same bound on the first key alone is redundant, but it is the part an index can seek
     // on: each page then starts where the last one ended instead of filtering from the top.
     if (sort.length === 1) return keyset
-    const c = this.col(sort[0].field)
+    const c = exprs[0]
     let leading: string | null
     if (refs[0] === null) leading = sort[0].desc ? `${c} IS NULL` : null
     else if (!sort[0].desc) leading = `${c} >= ${refs[0]}`

@@ -1,7 +1,8 @@
 // The embedded dialect: better-sqlite3 behind the async Database interface, one connection, calls serialized.
 import { existsSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
-import { ConflictError, DatabaseUnavailableError } from './errors.js'
+import { sqliteDataFault } from './data-errors.js'
+import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
 import { mappingProblems, missingColumns } from './resources.js'
 import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
@@ -34,6 +35,8 @@ export function mapSqliteError (err: unknown): unknown {
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new DatabaseUnavailableError('The database is busy', { cause: err })
   }
+  const fault = sqliteDataFault(err)
+  if (fault !== undefined) return new DataFaultError(fault, { cause: err })
   return err
 }
 

@@ -1,6 +1,416 @@
-// What the database says about the mapped tables: checked once at start (serve, check-config), never per request.
-import { resources, type ResourceName } from './resources.js'
-import type { ColumnInfo, Database, TableMapping } from './types.js'
+// How each API field is stored: the column's declared type, value maps and time zone, compiled once per resource.
+import { InvalidValueError } from './errors.js'
+import { parseIsoDateTime, parseValue } from './list-query.js'
+import { idField, resources, type ResourceName } from './resources.js'
+import { isTimeZone, utcToWall, wallToUtc } from './time-zone.js'
+import type { ColumnInfo, Database, DialectName, FieldDef, FieldKind, ResourceDef, SqlValue, StoredCode, TableMapping } from './types.js'
+
+/** What the gateway makes of a column's declared type. */
+export type Category = 'text' | 'ntext' | 'integer' | 'decimal' | 'float' | 'bit' | 'time' | 'other'
+
+/** A compiled value map: API values and the codes that store them. */
+export interface CompiledMap {
+  /** API value (as text) -> stored codes, the first is written */
+  codes: Map<string, StoredCode[]>
+  /** normalized stored code -> API value */
+  api: Map<string, unknown>
+  /** lower-cased normalized code -> API value (codes compare case-insensitively, as SQL Server's usual collations do) */
+  apiFolded: Map<string, unknown>
+  /** API values in API order (false < true, numbers, text); their index + 1 is the rank sorting uses */
+  order: unknown[]
+}
+
+export interface FieldStorage {
+  readonly field: string
+  readonly def: FieldDef
+  readonly column: string
+  /** undefined while the database has not been reached */
+  readonly info: ColumnInfo | undefined
+  readonly category: Category
+  /** the column may hold NULL (always true while unknown, except for the id) */
+  readonly nullable: boolean
+  /** an insert must give a value: NOT NULL, no default, not filled by the database */
+  readonly required: boolean
+  readonly map: CompiledMap | undefined
+  /** IANA zone of a column holding local wall-clock time; undefined for UTC */
+  readonly timeZone: string | undefined
+  /**
+   * datetime columns: how finely the column stores time, in ms. 1 for milliseconds (datetime2(3),
+   * SQLite's text), 0 for finer (datetime2(4..7)), more for coarser (smalldatetime 60000, date 86400000,
+   * datetime2(0) 1000); -1 for SQL Server's datetime (1/300 s, rounded by the driver like the server does).
+   */
+  readonly resolutionMs: number
+  /** T-SQL type text of parameters compared with or written to this column (SQL Server only) */
+  readonly paramType: string | undefined
+}
+
+const INTEGER_RANGES: Record<string, [number, number]> = {
+  tinyint: [0, 255],
+  smallint: [-32768, 32767],
+  int: [-2147483648, 2147483647],
+  bigint: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
+}
+
+const MSSQL_CATEGORIES: Record<string, Category> = {
+  varchar: 'text', char: 'text', text: 'text',
+  nvarchar: 'ntext', nchar: 'ntext', ntext: 'ntext', sysname: 'ntext',
+  tinyint: 'integer', smallint: 'integer', int: 'integer', bigint: 'integer',
+  decimal: 'decimal', numeric: 'decimal', money: 'decimal', smallmoney: 'decimal',
+  float: 'float', real: 'float',
+  bit: 'bit',
+  datetime: 'time', smalldatetime: 'time', datetime2: 'time', datetimeoffset: 'time', date: 'time'
+}
+
+/** A column's category; SQLite by its declared type's affinity words (https://sqlite.org/datatype3.html). */
+export function categoryOf (dialect: DialectName, info: ColumnInfo | undefined, kind: FieldKind): Category {
+  if (info === undefined) return kind === 'string' ? 'ntext' : kind === 'datetime' ? 'time' : kind === 'boolean' ? 'bit' : kind === 'integer' ? 'integer' : 'float'
+  const type = info.type.toLowerCase()
+  if (dialect === 'mssql') return MSSQL_CATEGORIES[type] ?? 'other'
+  if (/date|time/.test(type)) return 'time'
+  if (/bool|bit/.test(type)) return 'bit'
+  if (/int/.test(type)) return 'integer'
+  if (/char|clob|text/.test(type)) return 'text'
+  if (/real|floa|doub/.test(type)) return 'float'
+  if (/dec|num|money/.test(type)) return info.precision !== undefined ? 'decimal' : 'float'
+  // no declared type: SQLite stores whatever it is given
+  return type === '' ? (kind === 'string' ? 'text' : kind === 'datetime' ? 'time' : kind === 'boolean' ? 'bit' : kind === 'integer' ? 'integer' : 'float') : 'other'
+}
+
+function mssqlParamType (info: ColumnInfo | undefined, category: Category): string | undefined {
+  if (info === undefined) return undefined
+  const t = info.type.toLowerCase()
+  switch (category) {
+    case 'text': return 'varchar(8000)'
+    case 'ntext': return 'nvarchar(4000)'
+    case 'integer': return t
+    case 'decimal':
+      if (t === 'money' || t === 'smallmoney') return t
+      return `decimal(${info.precision ?? 18},${info.scale ?? 0})`
+    case 'float': return t === 'real' ? 'real' : 'float'
+    case 'bit': return 'bit'
+    case 'time':
+      if (t === 'datetime2' || t === 'datetimeoffset') return `${t}(${info.scale ?? 7})`
+      return t
+    default: return undefined
+  }
+}
+
+function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined): number {
+  if (dialect === 'sqlite' || info === undefined) return 1
+  switch (info.type.toLowerCase()) {
+    case 'datetime': return -1
+    case 'smalldatetime': return 60000
+    case 'date': return 86400000
+    case 'datetime2':
+    case 'datetimeoffset': {
+      const scale = info.scale ?? 7
+      return scale >= 4 ? 0 : 10 ** (3 - scale)
+    }
+    default: return 1
+  }
+}
+
+/** The stored code as the map compares it: text without the padding of fixed-width columns. */
+const normalizeCode = (code: unknown): string => String(code).trimEnd()
+
+function compareApi (a: unknown, b: unknown): number {
+  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b)
+  if (typeof a === 'number' && typeof b === 'number') return a - b
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0
+}
+
+/** Compiles a configured value map; throws with a message naming the problem. */
+export function compileValueMap (kind: FieldKind, values: Record<string, StoredCode | StoredCode[]>): CompiledMap {
+  const map: CompiledMap = { codes: new Map(), api: new Map(), apiFolded: new Map(), order: [] }
+  for (const [key, raw] of Object.entries(values)) {
+    const value = parseValue(kind, key)
+    if (value === undefined || value instanceof Date) throw new Error(`'${key}' is not ${kind === 'boolean' ? 'true or false' : `a valid ${kind}`}`)
+    const codes = Array.isArray(raw) ? raw : [raw]
+    for (const code of codes) {
+      const norm = normalizeCode(code)
+      if (map.api.has(norm)) throw new Error(`the stored code ${JSON.stringify(code)} is given for two values`)
+      map.api.set(norm, value)
+      if (!map.apiFolded.has(norm.toLowerCase())) map.apiFolded.set(norm.toLowerCase(), value)
+    }
+    map.codes.set(String(value), codes)
+    map.order.push(value)
+  }
+  if (kind === 'boolean' && (!map.codes.has('true') || !map.codes.has('false'))) throw new Error("a boolean's value map needs both 'true' and 'false'")
+  map.order.sort(compareApi)
+  return map
+}
+
+export interface StorageOptions {
+  /** a stored value no map or enum knows: logged once per field and value */
+  warn?: (obj: object, msg: string) => void
+}
+
+/** The whole resource: one FieldStorage per field, and the conversions between API and stored values. */
+export class ResourceStorage {
+  readonly def: ResourceDef
+  readonly mapping: TableMapping
+  readonly dialect: DialectName
+  readonly fields: Record<string, FieldStorage>
+  readonly id: string
+  /** every column of the table, when known */
+  readonly columns: ColumnInfo[] | undefined
+  private readonly warned = new Set<string>()
+  private readonly warn: (obj: object, msg: string) => void
+
+  constructor (dialect: DialectName, def: ResourceDef, mapping: TableMapping, columns: ColumnInfo[] | undefined, opts: StorageOptions = {}) {
+    this.def = def
+    this.mapping = mapping
+    this.dialect = dialect
+    this.columns = columns === undefined || columns.length === 0 ? undefined : columns
+    this.id = idField(def)
+    this.warn = opts.warn ?? (() => {})
+    const byName = new Map((this.columns ?? []).map((c) => [c.name.toLowerCase(), c]))
+    this.fields = {}
+    for (const [field, f] of Object.entries(def.fields)) {
+      const column = mapping.columns[field]
+      const info = byName.get(column?.toLowerCase() ?? '')
+      const category = categoryOf(dialect, info, f.kind)
+      const values = mapping.values?.[field]
+      const zone = mapping.timeZones?.[field] ?? mapping.timeZone
+      const isOffset = info?.type.toLowerCase() === 'datetimeoffset'
+      this.fields[field] = {
+        field,
+        def: f,
+        column,
+        info,
+        category,
+        nullable: f.id === true ? false : info === undefined ? true : info.nullable,
+        required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
+        map: values === undefined ? undefined : compileValueMap(f.kind, values),
+        timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && zone !== 'UTC' && zone !== 'Etc/UTC' ? zone : undefined,
+        resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info) : 1,
+        paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
+      }
+    }
+  }
+
+  get readOnly (): boolean {
+    return this.mapping.readOnly === true
+  }
+
+  field (name: string): FieldStorage {
+    const s = this.fields[name]
+    if (s === undefined) throw new Error(`${this.def.name}: no field '${name}'`)
+    return s
+  }
+
+  /** The API field a column is mapped to (case-insensitive), for messages about the data. */
+  fieldOf (column: string): string | undefined {
+    const lower = column.toLowerCase()
+    for (const s of Object.values(this.fields)) if (s.column.toLowerCase() === lower && s.def.internal !== true) return s.field
+    return undefined
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // stored -> API
+
+  /** A driver value in API shape. A stored code that no map or enum knows is returned as is (and logged once). */
+  fromDb (s: FieldStorage, raw: unknown): unknown {
+    if (raw === null || raw === undefined) return null
+    if (s.map !== undefined) {
+      const code = normalizeCode(raw)
+      const value = s.map.api.get(code) ?? s.map.apiFolded.get(code.toLowerCase())
+      if (value !== undefined) return value
+      this.unknown(s, raw)
+      return typeof raw === 'string' ? code : typeof raw === 'bigint' ? Number(raw) : raw
+    }
+    switch (s.def.kind) {
+      case 'string': {
+        const text = typeof raw === 'string' ? raw : raw instanceof Date ? raw.toISOString() : String(raw)
+        // fixed-width columns pad with spaces; SQL compares without them, and so does the API
+        const value = s.info !== undefined && /^n?char$/.test(s.info.type) ? text.trimEnd() : text
+        if (s.def.enum !== undefined && !s.def.enum.includes(value)) this.unknown(s, value)
+        return value
+      }
+      case 'integer':
+      case 'number':
+        return typeof raw === 'number' ? raw : Number(raw)
+      case 'boolean':
+        if (typeof raw === 'boolean') return raw
+        if (typeof raw === 'number' || typeof raw === 'bigint') return raw !== 0 && raw !== 0n
+        return raw === '1' || raw === 'true'
+      case 'datetime':
+        return this.timeFromDb(s, raw)
+    }
+  }
+
+  private timeFromDb (s: FieldStorage, raw: unknown): unknown {
+    let date: Date | undefined
+    let wall = s.timeZone !== undefined
+    if (raw instanceof Date) date = raw
+    else if (typeof raw === 'string') {
+      // SQLite text: with Z or an offset it is an instant, whatever the column's zone
+      if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(raw)) wall = false
+      date = parseIsoDateTime(raw)
+    } else if (typeof raw === 'number') date = new Date(raw)
+    if (date === undefined || Number.isNaN(date.getTime())) return String(raw)
+    return (wall ? wallToUtc(date, s.timeZone!) : date).toISOString()
+  }
+
+  private unknown (s: FieldStorage, raw: unknown): void {
+    const key = `${s.field}\u0000${String(raw)}`
+    if (this.warned.has(key) || this.warned.size > 1000) return
+    this.warned.add(key)
+    this.warn({ resource: this.def.name, field: s.field, value: raw }, `a stored value that no value map or list of values knows is returned as it is; add it to mapping.${this.def.name}.columns.${s.field}.values`)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // API -> stored
+
+  /**
+   * A value to write, checked against the column (length, integer range, decimal precision and
+   * scale, date range) before any SQL runs: InvalidValueError names the field and the limit.
+   * `value` is already of the field's kind (the HTTP schema or the caller made sure).
+   */
+  toDb (s: FieldStorage, value: SqlValue): SqlValue {
+    if (value === null) {
+      if (s.info !== undefined && !s.info.nullable) throw new InvalidValueError(`'${s.field}' cannot be null: the database requires a value`)
+      return null
+    }
+    if (s.map !== undefined) {
+      const codes = s.map.codes.get(value instanceof Date ? value.toISOString() : String(value))
+      if (codes === undefined) throw new InvalidValueError(`'${s.field}' must be one of ${s.map.order.map((v) => JSON.stringify(v)).join(', ')}`)
+      return this.codeValue(s, codes[0])
+    }
+    switch (s.def.kind) {
+      case 'string': return this.checkText(s, value as string)
+      case 'integer':
+      case 'number': return this.checkNumber(s, value as number)
+      case 'boolean':
+        if (s.category === 'integer' || s.category === 'decimal') return value === true ? 1 : 0
+        return value
+      case 'datetime': return this.timeToDb(s, value as Date)
+    }
+  }
+
+  /** A stored code as the column's type wants it: numbers for numeric columns, text for text columns. */
+  codeValue (s: FieldStorage, code: StoredCode): SqlValue {
+    if (s.category === 'integer' || s.category === 'decimal' || s.category === 'float' || s.category === 'bit') {
+      const n = typeof code === 'number' ? code : Number(code)
+      return Number.isFinite(n) ? n : code
+    }
+    return typeof code === 'string' ? code : String(code)
+  }
+
+  private checkText (s: FieldStorage, text: string): SqlValue {
+    const max = s.info?.maxLength
+    if (max !== undefined && max > 0) {
+      const length = s.info?.utf8 === true ? Buffer.byteLength(text) : text.length
+      if (length > max) throw new InvalidValueError(`'${s.field}' must be at most ${max} ${s.info?.utf8 === true ? 'bytes' : 'characters'} long (its database column's limit), got ${length}`)
+    }
+    if (s.category === 'integer' || s.category === 'decimal' || s.category === 'float') {
+      // a text field the picking system keeps as a number (warehouse 3)
+      if (!/^-?\d+(?:\.\d+)?$/.test(text)) throw new InvalidValueError(`'${s.field}' must be a number written as text in this installation, got '${text}'`)
+      return this.checkNumber(s, Number(text))
+    }
+    return text
+  }
+
+  private checkNumber (s: FieldStorage, n: number): SqlValue {
+    const info = s.info
+    if (info === undefined) return n
+    const type = info.type.toLowerCase()
+    const range = INTEGER_RANGES[type]
+    if (s.category === 'integer' || (s.category === 'decimal' && (info.scale ?? 0) === 0 && range === undefined && type !== 'money' && type !== 'smallmoney')) {
+      if (!Number.isInteger(n)) throw new InvalidValueError(`'${s.field}' must be a whole number (its database column holds no fractions), got ${n}`)
+    }
+    if (range !== undefined && this.dialect === 'mssql') {
+      if (n < range[0] || n > range[1]) throw new InvalidValueError(`'${s.field}' must be between ${range[0]} and ${range[1]} (its database column's range), got ${n}`)
+      return n
+    }
+    if (s.category === 'decimal') {
+      const scale = type === 'money' || type === 'smallmoney' ? 4 : info.scale ?? 0
+      const precision = type === 'money' ? 19 : type === 'smallmoney' ? 10 : info.precision
+      if (precision !== undefined) {
+        const limit = 10 ** (precision - scale)
+        if (Math.abs(n) >= limit) throw new InvalidValueError(`'${s.field}' must be less than ${limit} in magnitude (its database column is decimal(${precision},${scale})), got ${n}`)
+      }
+      if (Number(n.toFixed(scale)) !== n) throw new InvalidValueError(`'${s.field}' must have at most ${scale} decimal place${scale === 1 ? '' : 's'} (its database column's scale), got ${n}`)
+    }
+    if (type === 'real' && Math.abs(n) > 3.4e38) throw new InvalidValueError(`'${s.field}' is too large for its database column (real), got ${n}`)
+    return n
+  }
+
+  private timeToDb (s: FieldStorage, date: Date): SqlValue {
+    const type = s.info?.type.toLowerCase()
+    const year = date.getUTCFullYear()
+    if (this.dialect === 'mssql' && type !== undefined) {
+      const [min, max] = type === 'datetime' ? [1753, 9999] : type === 'smalldatetime' ? [1900, 2078] : [1, 9999]
+      if (year < min || year > max) throw new InvalidValueError(`'${s.field}' must be between the years ${min} and ${max} (its database column's range)`)
+    }
+    if (s.timeZone === undefined) return date
+    const wall = utcToWall(date, s.timeZone)
+    // SQLite keeps text: local time is written without an offset, the way such columns hold it
+    return this.dialect === 'sqlite' ? wall.toISOString().replace('T', ' ').replace('Z', '') : wall
+  }
+
+  /** A UTC instant from a filter or cursor as the column compares it: wall time for local-time columns. */
+  timeOperand (s: FieldStorage, date: Date): Date {
+    return s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
+  }
+
+  /** The smallest later value the column can hold: modifiedAt must change on every update. */
+  nextTime (s: FieldStorage, previousIso: string | null | undefined, now: number): Date {
+    const previous = typeof previousIso === 'string' ? Date.parse(previousIso) : Number.NaN
+    const step = s.resolutionMs === -1 ? 4 : Math.max(1, s.resolutionMs)
+    return new Date(Number.isNaN(previous) || previous + step <= now ? now : previous + step)
+  }
+}
+
+/**
+ * What is wrong with a mapping given the table's columns: type mismatches, a NOT NULL column an
+ * insert would miss, an id the database does not generate. Empty when it fits.
+ */
+export function storageProblems (storage: ResourceStorage): string[] {
+  const { def, mapping } = storage
+  const problems: string[] = []
+  if (storage.columns === undefined) return problems
+  const where = `${def.name}`
+  const readOnlyHint = `or set mapping.${def.name}.readOnly to true`
+  for (const s of Object.values(storage.fields)) {
+    if (s.info === undefined) continue
+    const col = `column '${s.column}' (${describeType(s.info)})`
+    const k = s.def.kind
+    const c = s.category
+    let fits: boolean
+    if (s.map !== undefined) fits = c !== 'time' && c !== 'other' && k !== 'datetime'
+    else if (k === 'integer') fits = c === 'integer' || (c === 'decimal' && (s.info.scale ?? 0) === 0) || (storage.dialect === 'sqlite' && c === 'float')
+    else if (k === 'number') fits = c === 'integer' || c === 'decimal' || c === 'float'
+    else if (k === 'string') fits = c === 'text' || c === 'ntext' || c === 'integer' || c === 'decimal'
+    else if (k === 'boolean') fits = c === 'bit' || c === 'integer'
+    else fits = c === 'time' || (storage.dialect === 'sqlite' && c === 'text')
+    if (!fits) {
+      problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
+        ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
+        : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${c === 'text' || c === 'ntext' || c === 'integer' ? '; a value map may translate its codes' : ''}`)
+    }
+    if (s.def.id === true && storage.mapping.readOnly !== true && !s.info.identity && !s.info.hasDefault) {
+      problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ${readOnlyHint.replace(/^or /, '')}`)
+    }
+    if (s.timeZone !== undefined && !isTimeZone(s.timeZone)) problems.push(`${where}.${s.field}: unknown time zone '${s.timeZone}'`)
+  }
+  if (mapping.readOnly !== true) {
+    const mapped = new Set(Object.values(mapping.columns).map((c) => c.toLowerCase()))
+    for (const column of storage.columns) {
+      if (mapped.has(column.name.toLowerCase()) || column.nullable || column.hasDefault) continue
+      problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a default in the database, ${readOnlyHint}`)
+    }
+  }
+  return problems
+}
+
+export function describeType (info: ColumnInfo): string {
+  const t = info.type === '' ? 'no declared type' : info.type
+  if (info.maxLength !== undefined) return `${t}(${info.maxLength === -1 ? 'max' : info.maxLength})`
+  if (info.precision !== undefined && /dec|num/.test(t)) return `${t}(${info.precision},${info.scale ?? 0})`
+  if (info.scale !== undefined && /datetime2|datetimeoffset|time/.test(t) && t !== 'datetime') return `${t}(${info.scale})`
+  return t
+}
 
 export interface StorageReport {
   /** human-readable problems, each naming the resource and field or column; empty when the mapping fits */
@@ -17,8 +427,10 @@ export async function inspectStorage (db: Database, mappings: Record<ResourceNam
   const problems: string[] = []
   const columns = {} as Record<ResourceName, ColumnInfo[]>
   for (const name of Object.keys(resources) as ResourceName[]) {
-    problems.push(...await db.checkMapping(resources[name], mappings[name]))
+    const missing = await db.checkMapping(resources[name], mappings[name])
+    problems.push(...missing)
     columns[name] = await db.columns(mappings[name])
+    if (missing.length === 0) problems.push(...storageProblems(new ResourceStorage(db.dialect, resources[name], mappings[name], columns[name])))
   }
   return { problems, columns }
 }

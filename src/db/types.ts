@@ -18,6 +18,8 @@ export interface FieldDef {
   notNull?: boolean
   /** applied by Repository.create when the field is not given (and the column's default in `db init`) */
   default?: string | number | boolean
+  /** strings: the values the API knows; a stored value outside them is returned as is and logged once */
+  enum?: string[]
 }
 
 export interface ResourceDef {

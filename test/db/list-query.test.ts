@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  cursorFromRow, decodeCursor, nextLink, parseFilter, parseIsoDateTime, parseListQuery, parseSort, parseValue, sortSpec
+  decodeCursor, encodeCursor, nextLink, timeFromText, timeText, type CursorValueType, parseFilter, parseIsoDateTime, parseListQuery, parseSort, parseValue, sortSpec
 } from '../../src/db/list-query.js'
 import { materials, stations, users } from '../../src/db/resources.js'
 
@@ -118,26 +118,49 @@ t.test('ISO 8601 parsing', async (t) => {
 
 t.test('cursor round trip and mismatch', async (t) => {
   const sort = parseSort(materials, '-modifiedAt,description')
-  const cursor = cursorFromRow(sort, { id: 9, modifiedAt: '2024-01-02T03:04:05.678Z', description: null, name: 'ignored' })
+  const types: CursorValueType[] = ['time', 'string', 'integer']
+  const nullable = [true, true, false]
+  const cursor = encodeCursor(sort, [new Date('2024-01-02T03:04:05.678Z'), null, 9])
   t.match(cursor, /^[A-Za-z0-9_-]+$/, 'base64url')
-  t.same(decodeCursor(cursor, materials, sort), [new Date('2024-01-02T03:04:05.678Z'), null, 9])
+  t.same(decodeCursor(cursor, sort, types, nullable), [new Date('2024-01-02T03:04:05.678Z'), null, 9])
   const q = parseListQuery({ sort: '-modifiedAt,description', cursor }, materials)
-  t.same(q.after, [new Date('2024-01-02T03:04:05.678Z'), null, 9])
+  t.equal(q.cursor, cursor, 'the repository decodes it, knowing the column types')
   t.equal(q.offset, undefined)
-  bad(t, { cursor }, /'cursor' does not match sort/)
-  bad(t, { sort: 'modifiedAt,description', cursor }, /'cursor' does not match sort/)
-  bad(t, { cursor: 'not a cursor!' }, /'cursor' is not a valid cursor/)
-  bad(t, { cursor: 'bm90IGpzb24' }, /'cursor' is not a valid cursor/)
+  const bad2 = (c: string, re: RegExp, s = sort, ty = types, nu = nullable): void => {
+    t.throws(() => decodeCursor(c, s, ty, nu), re)
+  }
+  bad2(cursor, /'cursor' does not match sort/, parseSort(materials, 'modifiedAt,description'))
+  bad2('not a cursor!', /'cursor' is not a valid cursor/)
+  bad2('bm90IGpzb24', /'cursor' is not a valid cursor/)
+  bad(t, { offset: '5', cursor }, /cannot be combined with 'offset'/)
   const forged = (body: unknown): string => Buffer.from(JSON.stringify(body)).toString('base64url')
-  bad(t, { cursor: forged(null) }, /not a valid cursor/)
-  bad(t, { cursor: forged({ s: 'id', v: [] }) }, /not a valid cursor/)
-  bad(t, { cursor: forged({ s: 'id', v: [null] }) }, /not a valid cursor/)
-  bad(t, { cursor: forged({ s: 'id', v: ['1'] }) }, /not a valid cursor/)
-  bad(t, { cursor: forged({ s: 'id', v: [1.5] }) }, /not a valid cursor/)
-  bad(t, { sort: 'modifiedAt', cursor: forged({ s: 'modifiedAt,id', v: ['never', 1] }) }, /not a valid cursor/)
-  bad(t, { sort: 'blocked', cursor: forged({ s: 'blocked,id', v: ['true', 1] }) }, /not a valid cursor/)
-  t.same(parseListQuery({ sort: 'blocked,weight', cursor: forged({ s: 'blocked,weight,id', v: [true, 2.5, 1] }) }, materials).after, [true, 2.5, 1])
-  t.same(decodeCursor(cursorFromRow(sort, { id: 1, modifiedAt: new Date(0), description: 'x' }), materials, sort), [new Date(0), 'x', 1], 'Date values serialize as ISO')
+  const byId = parseSort(materials, undefined)
+  bad2(forged(null), /not a valid cursor/, byId, ['integer'], [false])
+  bad2(forged({ s: 'id', v: [] }), /not a valid cursor/, byId, ['integer'], [false])
+  bad2(forged({ s: 'id', v: [null] }), /not a valid cursor/, byId, ['integer'], [false])
+  bad2(forged({ s: 'id', v: ['1'] }), /not a valid cursor/, byId, ['integer'], [false])
+  bad2(forged({ s: 'id', v: [1.5] }), /not a valid cursor/, byId, ['integer'], [false])
+  const byTime = parseSort(materials, 'modifiedAt')
+  bad2(forged({ s: 'modifiedAt,id', v: ['never', 1] }), /not a valid cursor/, byTime, ['time', 'integer'], [true, false])
+  const byBlocked = parseSort(materials, 'blocked,weight')
+  bad2(forged({ s: 'blocked,weight,id', v: ['true', 2.5, 1] }), /not a valid cursor/, byBlocked, ['boolean', 'number', 'integer'], [false, true, false])
+  t.same(decodeCursor(forged({ s: 'blocked,weight,id', v: [true, 2.5, 1] }), byBlocked, ['boolean', 'number', 'integer'], [false, true, false]), [true, 2.5, 1])
+  t.same(decodeCursor(forged({ s: 'blocked,weight,id', v: [1, 2.5, 1] }), byBlocked, ['boolean', 'number', 'integer'], [false, true, false]), [1, 2.5, 1], 'SQLite keeps booleans as 0/1')
+})
+
+t.test('cursor times keep the digits below the millisecond (datetime2(7))', async (t) => {
+  const stored = new Date('2021-03-15T14:22:05.123Z')
+  Object.defineProperty(stored, 'nanosecondsDelta', { value: 0.0004567, enumerable: false })
+  t.equal(timeText(stored), '2021-03-15T14:22:05.1234567Z')
+  t.equal(timeText(new Date('2021-03-15T14:22:05.120Z')), '2021-03-15T14:22:05.120Z')
+  const back = timeFromText('2021-03-15T14:22:05.1234567Z') as Date & { nanosecondDelta: number }
+  t.equal(back.toISOString(), '2021-03-15T14:22:05.123Z')
+  t.equal(Math.round(back.nanosecondDelta * 1e7), 4567, 'tedious reads nanosecondDelta when it writes a datetime2 parameter')
+  const sort = parseSort(materials, 'modifiedAt')
+  const [v] = decodeCursor(encodeCursor(sort, [stored, 1]), sort, ['time', 'integer'], [true, false]) as [Date & { nanosecondDelta: number }]
+  t.equal(timeText(Object.defineProperty(new Date(v.getTime()), 'nanosecondsDelta', { value: v.nanosecondDelta })), '2021-03-15T14:22:05.1234567Z')
+  t.equal(timeFromText('2021-03-15T14:22:05.12Z')?.toISOString(), '2021-03-15T14:22:05.120Z')
+  t.equal(timeFromText('nope'), undefined)
 })
 
 t.test('nextLink keeps filters, sort, limit and count; drops offset and the old cursor', async (t) => {

@@ -5,7 +5,7 @@ import t from 'tap'
 import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import {
-  backoffDelay, classifyMssqlError, columnsStatement, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, toDbError
+  backoffDelay, classifyMssqlError, columnsStatement, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, toDbError
 } from '../../src/db/mssql.js'
 
 interface LogLine { level: string, obj: object, msg?: string }
@@ -124,10 +124,34 @@ t.test('retryDeadlocks', async (t) => {
 
 t.test('columnsStatement', async (t) => {
   t.same(columnsStatement({ table: 'MaterialBase', columns: {} }), {
-    text: 'SELECT [COLUMN_NAME] AS [name], [IS_NULLABLE] AS [nullable] FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table',
+    text: 'SELECT [COLUMN_NAME] AS [name], [DATA_TYPE] AS [type], [CHARACTER_MAXIMUM_LENGTH] AS [maxLength], ' +
+      '[NUMERIC_PRECISION] AS [precision], [NUMERIC_SCALE] AS [scale], [DATETIME_PRECISION] AS [timeScale], ' +
+      '[IS_NULLABLE] AS [nullable], CASE WHEN [COLUMN_DEFAULT] IS NULL THEN 0 ELSE 1 END AS [hasDefault], ' +
+      "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsIdentity') AS [identity], " +
+      "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsComputed') AS [computed], " +
+      '[COLLATION_NAME] AS [collation] ' +
+      'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
   })
   t.equal(columnsStatement({ schema: 'pp', table: 'x', columns: {} }).params[0].value, 'pp')
+})
+
+t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report', async (t) => {
+  const row = (over: Record<string, unknown>): Record<string, unknown> => ({
+    name: 'c', type: 'int', maxLength: null, precision: 10, scale: 0, timeScale: null, nullable: 'YES', hasDefault: 0, identity: 0, computed: 0, collation: null, ...over
+  })
+  t.same(mssqlColumnInfo(row({ name: 'MatID', nullable: 'NO', identity: 1 })),
+    { name: 'MatID', type: 'int', nullable: false, hasDefault: true, identity: true, computed: false, precision: 10, scale: 0 })
+  t.same(mssqlColumnInfo(row({ name: 'ArtNr', type: 'varchar', maxLength: 40, precision: null, scale: null, nullable: 'NO', collation: 'Latin1_General_CI_AS' })),
+    { name: 'ArtNr', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 40 })
+  t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, precision: null, scale: null, collation: 'Latin1_General_100_CI_AS_SC_UTF8' })).utf8, true, 'UTF-8 collations count bytes')
+  t.same(mssqlColumnInfo(row({ type: 'nvarchar', maxLength: -1, precision: null, scale: null })).maxLength, -1, 'nvarchar(max)')
+  t.same(mssqlColumnInfo(row({ type: 'decimal', precision: 18, scale: 3 })), { name: 'c', type: 'decimal', nullable: true, hasDefault: false, identity: false, computed: false, precision: 18, scale: 3 })
+  t.same(mssqlColumnInfo(row({ type: 'datetime2', precision: null, scale: null, timeScale: 7 })).scale, 7)
+  t.same(mssqlColumnInfo(row({ type: 'datetime', precision: null, scale: null, timeScale: 3 })).scale, undefined, 'datetime has no scale of its own')
+  t.same(mssqlColumnInfo(row({ type: 'timestamp', precision: null, scale: null, nullable: 'NO' })).hasDefault, true, 'rowversion is filled by the server')
+  t.same(mssqlColumnInfo(row({ computed: 1 })).hasDefault, true)
+  t.same(mssqlColumnInfo(row({ type: 'DateTime', precision: null, scale: null, hasDefault: 1 })).type, 'datetime')
 })
 
 t.test('backoffDelay: capped exponential with jitter', async (t) => {

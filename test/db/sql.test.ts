@@ -1,10 +1,12 @@
 // Pins the generated SQL text exactly: no SQL Server here, and npm's T-SQL parsers reject OUTPUT and parameterized OFFSET.
 import t from 'tap'
-import { mssqlDialect, sqliteDialect } from '../../src/db/dialect.js'
-import { createTableStatements } from '../../src/db/init.js'
+import { mssqlDialect, sqliteDialect, type Dialect } from '../../src/db/dialect.js'
+import { createTableStatements, referenceColumns } from '../../src/db/init.js'
 import { parseListQuery } from '../../src/db/list-query.js'
 import { materials, referenceMappings, users } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
+import { ResourceStorage } from '../../src/db/storage.js'
+import type { ResourceDef, TableMapping } from '../../src/db/types.js'
 
 const MS_COLS = '[id] AS [id], [material_number] AS [materialNumber], [name] AS [name], [description] AS [description], ' +
   '[unit] AS [unit], [barcode] AS [barcode], [min_stock] AS [minStock], [max_stock] AS [maxStock], [weight] AS [weight], ' +
@@ -15,8 +17,11 @@ const LITE_COLS = '"id" AS "id", "material_number" AS "materialNumber", "name" A
   '"blocked" AS "blocked", "block_reason" AS "blockReason", "stock_quantity" AS "stockQuantity", ' +
   '"created_at" AS "createdAt", "modified_at" AS "modifiedAt"'
 
-const ms = new SqlBuilder(mssqlDialect, materials, referenceMappings.materials)
-const lite = new SqlBuilder(sqliteDialect, materials, referenceMappings.materials)
+/** builders over the reference tables as `db init` creates them (column types and NOT NULL known) */
+const reference = (dialect: Dialect, def: ResourceDef = materials, mapping: TableMapping = referenceMappings.materials): SqlBuilder =>
+  new SqlBuilder(dialect, new ResourceStorage(dialect.name, def, mapping, referenceColumns(dialect, def, mapping)))
+const ms = reference(mssqlDialect)
+const lite = reference(sqliteDialect)
 
 const listQuery = (): ReturnType<typeof parseListQuery> => {
   const q = parseListQuery({
@@ -45,20 +50,21 @@ t.test('T-SQL list: filters, mixed sort, keyset after a NULL key, paging', async
     '[modified_at] <= @p10 AND ([modified_at] < @p10 OR ([modified_at] = @p10 AND [material_number] IS NOT NULL) OR ' +
     '([modified_at] = @p10 AND [material_number] IS NULL AND [id] > @p11)) ' +
     'ORDER BY [modified_at] DESC, [material_number] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
-  t.same(stmt.params.map((p) => [p.name, p.kind, p.value]), [
-    ['p1', 'string', '50%_\\[x]\\\\y'],
-    ['p2', 'number', 5],
-    ['p3', 'number', 100],
-    ['p4', 'string', 'pcs'],
-    ['p5', 'string', 'box'],
-    ['p6', 'string', '1'],
-    ['p7', 'string', '2'],
-    ['p8', 'string', 'old'],
-    ['p9', 'boolean', false],
-    ['p10', 'datetime', new Date('2024-01-02T03:04:05.678Z')],
-    ['p11', 'integer', 7],
-    ['limit', 'integer', 100],
-    ['offset', 'integer', 0]
+  // every parameter declared as its column is (db init's types), so SQL Server neither converts nor rounds
+  t.same(stmt.params.map((p) => [p.name, p.kind, p.value, p.type]), [
+    ['p1', 'string', '50%_\\[x]\\\\y', 'nvarchar(4000)'],
+    ['p2', 'number', 5, 'float'],
+    ['p3', 'number', 100, 'float'],
+    ['p4', 'string', 'pcs', 'nvarchar(4000)'],
+    ['p5', 'string', 'box', 'nvarchar(4000)'],
+    ['p6', 'string', '1', 'nvarchar(4000)'],
+    ['p7', 'string', '2', 'nvarchar(4000)'],
+    ['p8', 'string', 'old', 'nvarchar(4000)'],
+    ['p9', 'boolean', false, 'bit'],
+    ['p10', 'datetime', new Date('2024-01-02T03:04:05.678Z'), 'datetime2(3)'],
+    ['p11', 'integer', 7, 'int'],
+    ['limit', 'integer', 100, undefined],
+    ['offset', 'integer', 0, undefined]
   ])
 })
 
@@ -112,7 +118,7 @@ t.test('T-SQL keyset: NULL handling for nullable keys, a seekable bound on the f
 t.test('T-SQL insert captures the id with OUTPUT INTO and reads the row back', async (t) => {
   const stmt = ms.insert({ materialNumber: 'M-1', name: 'Valve', blocked: false })
   t.equal(stmt.text,
-    'DECLARE @inserted TABLE ([id] bigint); ' +
+    'DECLARE @inserted TABLE ([id] int); ' +
     'INSERT INTO [dbo].[materials] ([material_number], [name], [blocked]) OUTPUT INSERTED.[id] INTO @inserted VALUES (@p1, @p2, @p3); ' +
     `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [id] = (SELECT TOP (1) [id] FROM @inserted)`)
   t.same(stmt.params.map((p) => [p.name, p.kind, p.value]), [['p1', 'string', 'M-1'], ['p2', 'string', 'Valve'], ['p3', 'boolean', false]])
@@ -145,13 +151,19 @@ t.test('identifiers are quoted per dialect, with their quote characters doubled'
   t.throws(() => b.col('nope'), /no column for field 'nope'/)
 })
 
+const LITE_TIME = 'strftime(\'%Y-%m-%dT%H:%M:%fZ\', "modified_at")'
+
 t.test('SQLite texts', async (t) => {
-  const list = lite.list(listQuery())
+  const q = listQuery()
+  q.after = ['2024-01-02T03:04:05.678Z', null, 7]
+  const list = lite.list(q)
   t.equal(list.text,
-    `SELECT ${LITE_COLS} FROM "materials" WHERE ${FILTERS_LITE} AND ` +
-    '"modified_at" <= @p10 AND ("modified_at" < @p10 OR ("modified_at" = @p10 AND "material_number" IS NOT NULL) OR ' +
-    '("modified_at" = @p10 AND "material_number" IS NULL AND "id" > @p11)) ' +
-    'ORDER BY "modified_at" DESC, "material_number" ASC, "id" ASC LIMIT @limit OFFSET @offset')
+    `SELECT ${LITE_COLS}, ${LITE_TIME} AS "__s0" FROM "materials" WHERE ${FILTERS_LITE} AND ` +
+    `${LITE_TIME} <= @p10 AND (${LITE_TIME} < @p10 OR (${LITE_TIME} = @p10 AND "material_number" IS NOT NULL) OR ` +
+    `(${LITE_TIME} = @p10 AND "material_number" IS NULL AND "id" > @p11)) ` +
+    `ORDER BY ${LITE_TIME} DESC, "material_number" ASC, "id" ASC LIMIT @limit OFFSET @offset`)
+  // SQLite keeps times as text; the keyset compares the canonical text SQLite itself computes (the cursor carries it)
+  t.equal(list.params[9].value, '2024-01-02T03:04:05.678Z')
   // SQLite's LIKE has no [ class: only the escape character itself is escaped
   t.equal(list.params[0].value, '50%_[x]\\\\y')
   t.equal(lite.count([]).text, 'SELECT COUNT(*) AS "total" FROM "materials"')
@@ -210,6 +222,6 @@ t.test('SQLite DDL', async (t) => {
     "  \"created_at\" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n" +
     "  \"modified_at\" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n" +
     ')',
-    'CREATE INDEX IF NOT EXISTS "IX_materials_modified_at" ON "materials" ("modified_at")'
+    'CREATE INDEX IF NOT EXISTS "IX_materials_modified_at" ON "materials" (strftime(\'%Y-%m-%dT%H:%M:%fZ\', "modified_at"))'
   ])
 })

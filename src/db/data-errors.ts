@@ -1,0 +1,178 @@
+// Tells driver errors about the data (constraints, lengths, ranges, triggers) apart, and words them as 4xx API errors without naming tables.
+
+import { ConstraintViolationError, type DbError, InvalidValueError, ReferencedError } from './errors.js'
+
+export type DataFaultKind =
+  | 'referenced' // a DELETE/UPDATE hit a row other rows still reference
+  | 'foreignKey' // an INSERT/UPDATE names a parent row that does not exist; SQLite cannot tell the direction and always says this
+  | 'notNull'
+  | 'check'
+  | 'truncation'
+  | 'overflow'
+  | 'conversion'
+  | 'rejected' // a trigger or the picking system refused the change
+
+export interface DataFault {
+  kind: DataFaultKind
+  /** the column named by the driver's message, when it names one (515, 2628, SQLite NOT NULL "T.col") */
+  column?: string
+  /** for 'rejected' from RAISERROR/THROW/RAISE: the trigger's own message text (it is written for users) */
+  message?: string
+}
+
+export interface FaultContext {
+  /** singular noun: 'material' */
+  noun: string
+  operation: 'create' | 'update' | 'delete'
+  /** the id when updating or deleting */
+  id?: number | string
+  /** maps a column name (case-insensitive) to the API field it is mapped to, or undefined for unmapped columns */
+  fieldOf (column: string): string | undefined
+  /** what typically references this resource, for the 'referenced' message: 'bins or stock' */
+  referencedBy?: string
+}
+
+const OVERFLOW = new Set([8115, 220, 232, 517, 8134])
+const CONVERSION = new Set([241, 242, 245, 8114, 295, 8169, 8023, 296])
+
+/** the n-th (from 0) single-quoted string of a message; SQL Server quotes names this way in every language */
+function quoted (message: string, n: number): string | undefined {
+  const all = [...message.matchAll(/'([^']*)'/g)]
+  return all[n]?.[1]
+}
+
+function text (message: unknown): string | undefined {
+  if (typeof message !== 'string') return undefined
+  const trimmed = message.trim()
+  return trimmed === '' ? undefined : trimmed
+}
+
+/** 547 covers three constraint kinds; the keywords stay English in localized messages ("REFERENCE-Einschränkung") */
+function constraintKind (message: string): DataFaultKind {
+  if (/\bREFERENCE\b/.test(message)) return 'referenced'
+  if (/\bFOREIGN KEY\b/.test(message)) return 'foreignKey'
+  if (/\bCHECK\b/.test(message)) return 'check'
+  return /\bDELETE\b/.test(message) ? 'referenced' : 'check'
+}
+
+/** one SQL Server error and how much it says: a trigger's own text beats a constraint beats a bare 3609 */
+function mssqlOne (e: { number?: unknown, message?: unknown }): { fault: DataFault, rank: number } | undefined {
+  const number = e.number
+  if (typeof number !== 'number') return undefined
+  const message = typeof e.message === 'string' ? e.message : ''
+  if (number >= 50000) {
+    const own = text(message)
+    return own === undefined ? { fault: { kind: 'rejected' }, rank: 1 } : { fault: { kind: 'rejected', message: own }, rank: 3 }
+  }
+  if (number === 3609) return { fault: { kind: 'rejected' }, rank: 1 }
+  if (number === 547) return { fault: { kind: constraintKind(message) }, rank: 2 }
+  if (number === 515) return { fault: withColumn('notNull', quoted(message, 0)), rank: 2 }
+  if (number === 2628) return { fault: withColumn('truncation', quoted(message, 1)), rank: 2 }
+  if (number === 8152) return { fault: { kind: 'truncation' }, rank: 2 }
+  if (OVERFLOW.has(number)) return { fault: { kind: 'overflow' }, rank: 2 }
+  if (CONVERSION.has(number)) return { fault: { kind: 'conversion' }, rank: 2 }
+  return undefined
+}
+
+function withColumn (kind: DataFaultKind, column: string | undefined): DataFault {
+  return column === undefined || column === '' ? { kind } : { kind, column }
+}
+
+/**
+ * The data fault in a node-mssql error, or undefined when it is about something else (unique keys,
+ * deadlocks and connections are classifyMssqlError's). node-mssql throws the batch's last error
+ * with the earlier ones in precedingErrors: a trigger's RAISERROR (50000) comes before the 3609
+ * that ends the batch, so every error is looked at and the most informative one wins.
+ */
+export function mssqlDataFault (err: unknown): DataFault | undefined {
+  if (typeof err !== 'object' || err === null) return undefined
+  const e = err as { name?: unknown, code?: unknown, originalError?: unknown, precedingErrors?: unknown }
+  if (e.name === 'TransactionError' && e.code === 'EABORT' && e.originalError !== undefined) return mssqlDataFault(e.originalError)
+  if (e.name !== 'RequestError') return undefined
+  const all = [...(Array.isArray(e.precedingErrors) ? e.precedingErrors : []), err]
+  let best: { fault: DataFault, rank: number } | undefined
+  for (const one of all) {
+    if (typeof one !== 'object' || one === null) continue
+    const found = mssqlOne(one as { number?: unknown, message?: unknown })
+    // the earliest of equal rank: it is the cause, later ones are consequences
+    if (found !== undefined && (best === undefined || found.rank > best.rank)) best = found
+  }
+  return best?.fault
+}
+
+/** "T.col" in a SQLite message -> "col"; the table name comes first and has no dot */
+function sqliteColumn (message: string, after: RegExp): string | undefined {
+  const m = after.exec(message)
+  if (m === null) return undefined
+  const name = message.slice(m.index + m[0].length).trim()
+  const dot = name.indexOf('.')
+  return dot < 0 ? name : name.slice(dot + 1)
+}
+
+/**
+ * The data fault in a better-sqlite3 error, or undefined when it is about something else (unique
+ * keys and busy databases are mapSqliteError's). SQLite's foreign key error names neither the
+ * constraint nor the direction, so it is always 'foreignKey'.
+ */
+export function sqliteDataFault (err: unknown): DataFault | undefined {
+  if (typeof err !== 'object' || err === null) return undefined
+  const { code, message: raw } = err as { code?: unknown, message?: unknown }
+  const message = typeof raw === 'string' ? raw : ''
+  switch (code) {
+    case 'SQLITE_CONSTRAINT_FOREIGNKEY': return { kind: 'foreignKey' }
+    case 'SQLITE_CONSTRAINT_NOTNULL': return withColumn('notNull', sqliteColumn(message, /constraint failed:/))
+    case 'SQLITE_CONSTRAINT_CHECK': return { kind: 'check' }
+    case 'SQLITE_TOOBIG': return { kind: 'truncation' }
+    case 'SQLITE_MISMATCH': return { kind: 'conversion' }
+    // a STRICT table: "cannot store TEXT value in INTEGER column T.col"
+    case 'SQLITE_CONSTRAINT_DATATYPE': return withColumn('conversion', sqliteColumn(message, /\bcolumn\b/))
+    case 'SQLITE_CONSTRAINT_TRIGGER': {
+      const own = text(message)
+      return own === undefined ? { kind: 'rejected' } : { kind: 'rejected', message: own }
+    }
+    default: return undefined
+  }
+}
+
+const MAX_MESSAGE = 300
+
+/** a trigger's text on one line, capped so a runaway message cannot flood the response */
+function capped (message: string): string {
+  const chars = Array.from(message.replace(/\s+/g, ' ').trim())
+  return chars.length <= MAX_MESSAGE ? chars.join('') : chars.slice(0, MAX_MESSAGE - 1).join('') + '…'
+}
+
+/** The API error for a fault, in API vocabulary: fields through ctx.fieldOf, never a table or an unmapped column. */
+export function faultToError (fault: DataFault, ctx: FaultContext, options?: ErrorOptions): DbError {
+  const field = fault.column === undefined ? undefined : ctx.fieldOf(fault.column)
+  const kind = fault.kind === 'foreignKey' && ctx.operation === 'delete' ? 'referenced' : fault.kind
+  switch (kind) {
+    case 'referenced': {
+      const noun = ctx.noun.charAt(0).toUpperCase() + ctx.noun.slice(1)
+      const subject = ctx.id === undefined ? `The ${ctx.noun}` : `${noun} ${ctx.id}`
+      const example = ctx.referencedBy === undefined ? '' : ` (for example ${ctx.referencedBy})`
+      const verb = ctx.operation === 'delete' ? 'deleted' : 'changed this way'
+      return new ReferencedError(`${subject} is still referenced by other records of the picking system${example} and cannot be ${verb}`, options)
+    }
+    case 'foreignKey':
+      return new ConstraintViolationError('A value refers to a record that does not exist in the picking system', options)
+    case 'notNull':
+      return field === undefined
+        ? new InvalidValueError("The picking system's table requires a value the gateway's mapping does not supply " +
+          '(a NOT NULL column without a default); map that column or give it a default', options)
+        : new InvalidValueError(`Field '${field}' must have a value: the database does not allow it to be empty`, options)
+    case 'check':
+      return new ConstraintViolationError("The picking system's database refused the values (a CHECK constraint)", options)
+    case 'truncation':
+      return new InvalidValueError(field === undefined ? 'A value is too long for the database column' : `Field '${field}' is too long for the database column`, options)
+    case 'overflow':
+    case 'conversion':
+      return new InvalidValueError(field === undefined
+        ? 'A value is outside what the database column can hold'
+        : `Field '${field}' has a value outside what the database column can hold`, options)
+    case 'rejected':
+      return new ConstraintViolationError(fault.message === undefined
+        ? 'The picking system refused the change (a trigger rolled it back)'
+        : `The picking system refused the change: ${capped(fault.message)}`, options)
+  }
+}

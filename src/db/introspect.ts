@@ -1,0 +1,649 @@
+// `db introspect`: reads an existing database's tables and columns and proposes each resource's mapping block.
+import { Value } from '@sinclair/typebox/value'
+import { TableMappingConfig } from '../../schemas/config.js'
+import { dialectFor } from './dialect.js'
+import { referenceMappings, resources, type ResourceName } from './resources.js'
+import { categoryOf, describeType, type Category } from './storage.js'
+import type { ColumnInfo, Database, DialectName, FieldDef, Row, Statement, StoredCode, TableMapping, ValueMap } from './types.js'
+
+export interface TableInfo {
+  /** SQL Server schema; undefined on SQLite */
+  schema?: string
+  name: string
+  view: boolean
+  /** where the database tells it cheaply: SQL Server's partition statistics, SQLite's COUNT(*) of tables */
+  rows?: number
+}
+
+/** A distinct stored value and how many rows hold it. */
+export interface CodeCount { value: unknown, count: number }
+
+export interface FieldMatch {
+  field: string
+  column: ColumnInfo
+  /** which naming rule chose the column */
+  reason: string
+  values?: ValueMap
+  notes: string[]
+}
+
+export interface ResourceProposal {
+  resource: ResourceName
+  /** undefined when no table fits */
+  table?: TableInfo
+  /** why this table, or why none */
+  why: string
+  fields: FieldMatch[]
+  /** API fields without a column: left out of the mapping */
+  unmatched: string[]
+  /** NOT NULL columns without a default that no field maps: an insert through the gateway would miss them */
+  unmappedRequired: ColumnInfo[]
+  notes: string[]
+  /** the block for the configuration file; undefined when no table fits */
+  mapping?: TableMappingConfig
+}
+
+export interface Introspection {
+  dialect: DialectName
+  tables: TableInfo[]
+  resources: Record<ResourceName, ResourceProposal>
+}
+
+/** More distinct codes than this and a column is not a code column. */
+export const MAX_CODES = 20
+
+// Names compare normalized: lower case, umlauts spelled out, only letters and digits.
+const TABLE_SYNONYMS: Record<ResourceName, string[]> = {
+  materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'mat', 'art'],
+  stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'vlm', 'wp'],
+  users: ['gatewayusers', 'users', 'user']
+}
+
+/** Tables with these words in their name or schema hold history or copies, not the master data. */
+const NOISE_WORDS = new Set(['log', 'logs', 'hist', 'history', 'historie', 'archive', 'archiv', 'arch', 'backup', 'bak', 'old', 'alt', 'tmp', 'temp', 'copy', 'kopie', 'import', 'export', 'journal', 'protokoll', 'audit', 'movement', 'movements', 'buchung', 'booking', 'order', 'orders', 'auftrag', 'error', 'queue', 'staging'])
+
+const CREATED = ['created', 'createdate', 'createddate', 'creationdate', 'datecreated', 'erstellt', 'erstelltam', 'angelegt', 'angelegtam', 'anlagedatum', 'erfasst', 'erfasstam', 'insertdate', 'inserted', 'crdate']
+const MODIFIED = ['lastchange', 'lastchanged', 'modified', 'changed', 'geaendert', 'geaendertam', 'aenderungsdatum', 'updatedat', 'updated', 'lastmodified', 'lastupdate', 'changedate', 'modifydate', 'moddate', 'modifiedat', 'modifiedon', 'updatedon']
+
+/** Legacy column names per resource and field, best first (the field's own name and the reference column come before these). */
+const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
+  materials: {
+    id: ['matid', 'artid', 'artikelid', 'materialid', 'itemid', 'partid', 'articleid'],
+    materialNumber: ['matno', 'matnr', 'materialno', 'materialnr', 'artnr', 'artno', 'artikelnr', 'artikelnummer', 'itemno', 'itemnumber', 'itemnr', 'sku', 'partno', 'partnumber', 'partnr', 'articleno', 'articlenumber', 'number', 'nummer', 'nr', 'no'],
+    name: ['matname', 'artname', 'bezeichnung', 'bezeichnung1', 'description1', 'desc1', 'bez', 'bez1', 'shortdescription', 'shorttext', 'kurztext', 'kurzbezeichnung', 'itemname', 'materialname', 'articlename', 'artikelname', 'title'],
+    description: ['beschreibung', 'description2', 'desc2', 'bezeichnung2', 'bez2', 'longtext', 'langtext', 'longdescription', 'zusatztext', 'text', 'remark', 'remarks', 'bemerkung', 'notes', 'note', 'desc'],
+    unit: ['uom', 'me', 'einheit', 'unitofmeasure', 'baseunit', 'basisme', 'mengeneinheit', 'unitcode', 'uomcode'],
+    barcode: ['ean', 'gtin', 'eancode', 'ean13', 'upc', 'barcodeno'],
+    minStock: ['reorderpoint', 'minqty', 'minquantity', 'minbestand', 'mindestbestand', 'meldebestand', 'safetystock', 'minimumstock', 'min'],
+    maxStock: ['maxqty', 'maxquantity', 'maxbestand', 'hoechstbestand', 'maximumstock', 'max'],
+    weight: ['gewicht', 'grossweight', 'netweight', 'bruttogewicht', 'nettogewicht', 'unitweight', 'stueckgewicht'],
+    blocked: ['locked', 'gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'isblocked', 'islocked', 'blockflag', 'lockflag', 'lock', 'block'],
+    blockReason: ['locktext', 'lockreason', 'sperrgrund', 'sperrtext', 'blocktext', 'blockedreason'],
+    stockQuantity: ['qtyonhand', 'bestand', 'stock', 'stockqty', 'quantity', 'qty', 'menge', 'onhand', 'istbestand', 'currentstock', 'lagerbestand'],
+    createdAt: CREATED,
+    modifiedAt: MODIFIED
+  },
+  stations: {
+    id: ['wpid', 'stationid', 'arbeitsplatzid', 'workplaceid', 'terminalid', 'liftid', 'apid'],
+    name: ['wpname', 'stationname', 'workplacename', 'bezeichnung', 'bez', 'kurzname', 'kurzbezeichnung', 'wpnr', 'stationno', 'stationnr', 'code'],
+    description: ['beschreibung', 'bezeichnung2', 'text', 'bemerkung', 'remark', 'remarks', 'notes', 'desc'],
+    type: ['wptype', 'wptyp', 'art', 'typ', 'wpart', 'stationtype', 'stationtyp', 'lifttype', 'lifttyp', 'kind', 'typecode'],
+    warehouse: ['lager', 'whs', 'lagerort', 'warehouseid', 'warehousecode', 'lagerid', 'lagernr', 'whsid', 'whscode', 'werk', 'site', 'plant'],
+    controllerId: ['controller', 'plc', 'sps', 'plcid', 'spsid', 'controllername', 'plcname', 'spsname', 'ctrl', 'ctrlid'],
+    address: ['addr', 'adresse', 'plcaddress', 'spsadresse', 'busaddress', 'busadresse', 'nodeid', 'node'],
+    enabled: ['active', 'aktiv', 'isactive', 'isenabled', 'inbetrieb', 'enable'],
+    createdAt: CREATED,
+    modifiedAt: MODIFIED
+  },
+  users: {
+    id: ['userid', 'benutzerid'],
+    username: ['login', 'loginname', 'user', 'benutzer', 'benutzername', 'anmeldename'],
+    passwordHash: ['password', 'pwhash', 'passwordhashed', 'passwort', 'kennwort'],
+    type: ['usertype', 'role', 'rolle'],
+    displayName: ['fullname', 'name', 'anzeigename'],
+    enabled: ['active', 'aktiv', 'isactive'],
+    tokenVersion: ['tokenversion'],
+    lastLoginAt: ['lastlogin', 'letzteanmeldung'],
+    createdAt: CREATED,
+    modifiedAt: MODIFIED
+  }
+}
+
+/** German column names suggest German codes (J/N) when a flag column shows only one of its two codes. */
+const GERMAN_WORDS = new Set(['gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'aktiv', 'inbetrieb'])
+
+const TRUE_CODES = new Set(['y', 'yes', 'j', 'ja', '1', 't', 'true', 'x', 'on', 'w', 'wahr'])
+const FALSE_CODES = new Set(['n', 'no', 'nein', '0', 'f', 'false', '', 'off', 'falsch'])
+/** when only one code of a pair is seen: its partner (the other side of the same convention) */
+const PARTNERS: Record<string, string> = { y: 'n', yes: 'no', j: 'n', ja: 'nein', t: 'f', true: 'false', x: '', on: 'off', f: 't', false: 'true', no: 'yes', nein: 'ja', off: 'on', 1: '0', 0: '1' }
+
+/** stations.type: the API's values and the legacy codes that look like them. */
+const STATION_TYPES: Record<string, { codes: string[], prefixes: string[] }> = {
+  vlm: { codes: ['v', 'vlm', 'lift', 'l', 'shuttle', 'vertikallift', 'verticallift'], prefixes: ['vertik', 'vertic', 'lift', 'shuttle'] },
+  carousel: { codes: ['k', 'c', 'karussell', 'karussel', 'carousel', 'carrousel', 'paternoster', 'hk', 'vk'], prefixes: ['karus', 'carou', 'carro', 'pater'] },
+  ptl: { codes: ['p', 'ptl', 'pbl', 'picktolight', 'pickbylight'], prefixes: ['picktol', 'pickbyl'] },
+  manual: { codes: ['m', 'man', 'manual', 'manuell', 'hand', 'handlager'], prefixes: ['manu'] }
+}
+
+/** fields whose stored codes get a value map besides booleans */
+const CODE_FIELDS: Partial<Record<ResourceName, string[]>> = { stations: ['type'] }
+
+export function normalizeName (name: string): string {
+  return name.toLowerCase().replaceAll('ä', 'ae').replaceAll('ö', 'oe').replaceAll('ü', 'ue').replaceAll('ß', 'ss').replace(/[^a-z0-9]/g, '')
+}
+
+/** `MaterialBase` -> material, base; `ArtID` -> art, id; `stock_qty` -> stock, qty */
+export function nameTokens (name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
+    .split(/[^A-Za-z0-9äöüÄÖÜß]+/)
+    .map(normalizeName)
+    .filter((t) => t !== '')
+}
+
+/** The configuration accepts only these names (schemas/config.ts); others cannot be proposed. */
+const configurable = (name: string): boolean => Value.Check(TableMappingConfig.properties.table, name)
+
+// ---- tables -------------------------------------------------------------------------------
+
+/** Every table and view, in every schema. No user input: nothing to bind. */
+export function listTablesStatement (dialect: DialectName): Statement {
+  if (dialect === 'mssql') {
+    // sys.partitions holds row counts without scanning; views (unless indexed) have none
+    return {
+      text: 'SELECT [t].[TABLE_SCHEMA] AS [schema], [t].[TABLE_NAME] AS [name], [t].[TABLE_TYPE] AS [type], ' +
+        '(SELECT SUM([p].[rows]) FROM sys.partitions AS [p] WHERE [p].[object_id] = OBJECT_ID(QUOTENAME([t].[TABLE_SCHEMA]) + N\'.\' + QUOTENAME([t].[TABLE_NAME])) AND [p].[index_id] IN (0, 1)) AS [rows] ' +
+        'FROM INFORMATION_SCHEMA.TABLES AS [t] ORDER BY [t].[TABLE_SCHEMA], [t].[TABLE_NAME]',
+      params: []
+    }
+  }
+  return {
+    text: "SELECT name AS name, type AS type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    params: []
+  }
+}
+
+const tableMapping = (table: TableInfo): TableMapping => ({ schema: table.schema, table: table.name, columns: {} })
+
+/** The tables and views of the database, with row counts where they are cheap to get. */
+export async function listTables (db: Database): Promise<TableInfo[]> {
+  const rows = await db.query(listTablesStatement(db.dialect))
+  const tables: TableInfo[] = rows.map((r) => {
+    const t: TableInfo = { name: String(r.name), view: String(r.type).toUpperCase() === 'VIEW' }
+    if (db.dialect === 'mssql') t.schema = String(r.schema)
+    // SUM over bigint comes back as text from the driver
+    if (r.rows !== null && r.rows !== undefined) t.rows = Number(r.rows)
+    return t
+  })
+  if (db.dialect === 'sqlite') {
+    // an embedded database is small enough to count; a view may be arbitrarily expensive, so not those
+    const d = dialectFor('sqlite')
+    for (const t of tables.filter((t) => !t.view)) {
+      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(tableMapping(t))}`, params: [] })
+      t.rows = Number(row?.n)
+    }
+  }
+  return tables
+}
+
+const qualified = (t: TableInfo): string => t.schema === undefined ? t.name : `${t.schema}.${t.name}`
+
+/** How much a table's name looks like the resource's (0: not at all), and why. */
+export function tableNameScore (resource: ResourceName, table: TableInfo): { score: number, reason: string } {
+  const synonyms = TABLE_SYNONYMS[resource]
+  const n = normalizeName(table.name)
+  const tokens = nameTokens(table.name)
+  let score = 0
+  let reason = ''
+  const exact = synonyms.indexOf(n)
+  if (exact >= 0) {
+    score = 100 - exact
+    reason = `name '${table.name}' ~ ${resource}`
+  } else {
+    // tblArtikel, T_MATERIAL, ArtikelStamm: a known word with a prefix or suffix
+    const stripped = n.replace(/^(tbl|tab|tb|t)(?=[a-z])/, '').replace(/(base|master|stamm|data|daten|tab|tbl)$/, '')
+    const token = tokens.find((t) => synonyms.includes(t) && t.length >= 3)
+    if (stripped !== n && synonyms.includes(stripped)) score = 80
+    else if (token !== undefined) score = 60
+    else if (synonyms.some((s) => s.length >= 5 && n.includes(s))) score = 40
+    if (score > 0) reason = `name '${table.name}' contains a word for ${resource}`
+  }
+  if (score > 0 && [...tokens, ...nameTokens(table.schema ?? '')].some((t) => NOISE_WORDS.has(t))) {
+    score -= 45
+    reason += ' (but looks like a log, history or copy)'
+  }
+  return { score: Math.max(score, 0), reason }
+}
+
+// ---- columns ------------------------------------------------------------------------------
+
+type Fit = 'good' | 'weak' | 'codes' | 'no'
+
+/**
+ * Whether a column can hold a field, by the same rules the gateway checks a mapping with at
+ * start (storageProblems): 'weak' fits work but are second choice, 'codes' need a value map.
+ */
+export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef): Fit {
+  const c: Category = categoryOf(dialect, column, def.kind)
+  // SQLite without a declared type stores anything: usable, but nothing says it is right
+  const untyped = dialect === 'sqlite' && column.type === ''
+  switch (def.kind) {
+    case 'integer':
+      if (c === 'integer' || (c === 'decimal' && (column.scale ?? 0) === 0)) return untyped ? 'weak' : 'good'
+      return dialect === 'sqlite' && c === 'float' ? 'weak' : 'no'
+    case 'number':
+      return c === 'integer' || c === 'decimal' || c === 'float' ? (untyped ? 'weak' : 'good') : 'no'
+    case 'string':
+      if (c === 'text' || c === 'ntext') return untyped ? 'weak' : 'good'
+      return c === 'integer' || c === 'decimal' ? 'weak' : 'no'
+    case 'boolean':
+      if (c === 'bit' || c === 'integer') return untyped ? 'weak' : 'good'
+      return c === 'text' || c === 'ntext' ? 'codes' : 'no'
+    case 'datetime':
+      if (c === 'time') return untyped ? 'weak' : 'good'
+      // SQLite has no date type: the reference schema keeps ISO 8601 text
+      return dialect === 'sqlite' && c === 'text' ? 'weak' : 'no'
+  }
+}
+
+interface ColumnScore { score: number, reason: string }
+
+interface MatchContext {
+  resource: ResourceName
+  table: TableInfo
+  /** the configured column per field, when the table is the configured one */
+  configured: Record<string, string>
+}
+
+/** Name prefixes legacy tables put before their column names (Artikel.ArtikelNr, Arbeitsplatz.WpTyp). */
+function columnPrefixes (ctx: MatchContext): string[] {
+  const tokens = nameTokens(ctx.table.name)
+  return [...new Set([normalizeName(ctx.table.name), ...(tokens.length > 0 ? [tokens[0]] : []), ...TABLE_SYNONYMS[ctx.resource]])].filter((p) => p.length >= 2)
+}
+
+/** How much a column's name looks like a field's (0: not at all). */
+export function columnNameScore (field: string, column: ColumnInfo, ctx: MatchContext): ColumnScore {
+  const n = normalizeName(column.name)
+  const configured = ctx.configured[field]
+  if (configured !== undefined && n === normalizeName(configured)) return { score: 200, reason: 'the configured column' }
+  const reference = referenceMappings[ctx.resource].columns[field]
+  const synonyms = [...new Set([normalizeName(field), ...(reference === undefined ? [] : [normalizeName(reference)]), ...COLUMN_SYNONYMS[ctx.resource][field] ?? []])]
+  const tokens = nameTokens(column.name)
+  const kind = resources[ctx.resource].fields[field]?.kind
+  // CreatedBy, AngelegtVon: who, not when
+  if (kind === 'datetime' && tokens.some((t) => ['by', 'von', 'user', 'benutzer', 'usr'].includes(t))) return { score: 0, reason: '' }
+  const exact = synonyms.indexOf(n)
+  if (exact >= 0) return { score: 100 - Math.min(exact, 20), reason: 'name' }
+  if (field === 'id' && column.identity) return { score: 95, reason: 'identity column' }
+  for (const prefix of columnPrefixes(ctx)) {
+    if (n.length > prefix.length && n.startsWith(prefix) && synonyms.includes(n.slice(prefix.length))) return { score: 80, reason: 'name after the table prefix' }
+  }
+  if (field === 'id') return { score: 0, reason: '' }
+  if (tokens.some((t) => t.length >= 3 && synonyms.includes(t))) return { score: 60, reason: 'a word of the name' }
+  if (synonyms.some((s) => s.length >= 5 && n.includes(s))) return { score: 40, reason: 'part of the name' }
+  return { score: 0, reason: '' }
+}
+
+export interface ColumnProposal {
+  fields: FieldMatch[]
+  /** per matched field, the kind of fit (codes: needs a value map) */
+  fits: Record<string, Fit>
+  unmatched: string[]
+  /** columns skipped because the configuration cannot name them */
+  unnamable: string[]
+}
+
+/**
+ * Assigns columns to fields: every (field, column) pair that fits by type is scored by name, and
+ * the best pairs are taken first, so that a column serves one field only (MinBestand goes to
+ * minStock before stockQuantity can see 'bestand' in it).
+ */
+export function matchColumns (dialect: DialectName, resource: ResourceName, table: TableInfo, columns: ColumnInfo[], configured: Record<string, string> = {}): ColumnProposal {
+  const def = resources[resource]
+  const ctx: MatchContext = { resource, table, configured }
+  const unnamable = columns.filter((c) => !configurable(c.name)).map((c) => c.name)
+  const pairs: Array<{ field: string, column: ColumnInfo, score: number, reason: string, fit: Fit, order: number }> = []
+  const fieldNames = Object.keys(def.fields)
+  fieldNames.forEach((field, order) => {
+    for (const column of columns) {
+      if (!configurable(column.name)) continue
+      const fit = kindFit(dialect, column, def.fields[field])
+      if (fit === 'no') continue
+      const { score, reason } = columnNameScore(field, column, ctx)
+      // a weak type fit needs a name that says it clearly (a text column 'CreatedBy' is no createdAt)
+      if (score === 0 || (fit === 'weak' && score < 80)) continue
+      pairs.push({ field, column, score: fit === 'good' ? score + 10 : score, reason, fit, order })
+    }
+  })
+  pairs.sort((a, b) => b.score - a.score || a.order - b.order)
+  const byField = new Map<string, FieldMatch>()
+  const fits: Record<string, Fit> = {}
+  const used = new Set<string>()
+  for (const p of pairs) {
+    if (byField.has(p.field) || used.has(p.column.name.toLowerCase())) continue
+    byField.set(p.field, { field: p.field, column: p.column, reason: p.reason, notes: [] })
+    fits[p.field] = p.fit
+    used.add(p.column.name.toLowerCase())
+  }
+  return {
+    fields: fieldNames.filter((f) => byField.has(f)).map((f) => byField.get(f)!),
+    fits,
+    unmatched: fieldNames.filter((f) => !byField.has(f)),
+    unnamable
+  }
+}
+
+// ---- value maps ---------------------------------------------------------------------------
+
+/** A column's distinct values, most frequent first, at most MAX_CODES + 1 of them. */
+export function distinctValuesStatement (dialect: DialectName, table: TableInfo, column: string): Statement {
+  const d = dialectFor(dialect)
+  const col = d.ident(column)
+  const from = d.table(tableMapping(table))
+  return dialect === 'mssql'
+    ? { text: `SELECT TOP (${MAX_CODES + 1}) ${col} AS [v], COUNT(*) AS [n] FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC`, params: [] }
+    : { text: `SELECT ${col} AS "v", COUNT(*) AS "n" FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC LIMIT ${MAX_CODES + 1}`, params: [] }
+}
+
+/** Only short code columns are grouped: SQL Server cannot GROUP BY text/ntext, and a long text is no code. */
+function groupable (dialect: DialectName, column: ColumnInfo, category: Category): boolean {
+  if (category === 'integer') return dialect === 'sqlite' || ['tinyint', 'smallint', 'int', 'bigint'].includes(column.type)
+  if (category !== 'text' && category !== 'ntext') return false
+  if (column.maxLength === -1 || (column.maxLength ?? 0) > 200) return false
+  return dialect === 'sqlite' || ['char', 'varchar', 'nchar', 'nvarchar'].includes(column.type)
+}
+
+/** Stored codes as the map will name them: numbers stay numbers, fixed-width padding goes. */
+function codesOf (rows: CodeCount[], numeric: boolean): Array<{ code: StoredCode, count: number }> {
+  return rows
+    .filter((r) => r.value !== null && r.value !== undefined)
+    .map((r) => ({ code: numeric ? Number(r.value) : String(r.value).trimEnd(), count: r.count }))
+}
+
+const show = (code: StoredCode): string => JSON.stringify(code)
+
+function oneOrMany (codes: StoredCode[]): StoredCode | StoredCode[] {
+  return codes.length === 1 ? codes[0] : codes
+}
+
+/** Keeps the case of the code seen: a partner of 'j' is 'n', of 'J' is 'N'. */
+function partnerOf (code: string, german: boolean): string | undefined {
+  const lower = code.toLowerCase()
+  if (lower === '') return 'X'
+  const partner = lower === 'n' ? (german ? 'j' : 'y') : PARTNERS[lower]
+  if (partner === undefined || code === lower) return partner
+  return code === code.toUpperCase() ? partner.toUpperCase() : partner.charAt(0).toUpperCase() + partner.slice(1)
+}
+
+export interface MapProposal {
+  values?: ValueMap
+  /** false: the column cannot serve the field (codes that do not read as true/false) */
+  usable: boolean
+  notes: string[]
+}
+
+/**
+ * A boolean field's value map from the codes a column holds: Y/N, J/N, 1/0, T/F, X/''. A bit or
+ * 0/1 integer column needs none. With one code seen, its partner is guessed and said so.
+ */
+export function proposeBooleanMap (column: ColumnInfo, category: Category, rows: CodeCount[]): MapProposal {
+  const numeric = category === 'integer'
+  const codes = codesOf(rows, numeric)
+  if (rows.length > MAX_CODES) return { usable: numeric, notes: [`more than ${MAX_CODES} distinct values: no value map proposed`] }
+  if (numeric) {
+    const set = new Set(codes.map((c) => c.code))
+    if ([...set].every((c) => c === 0 || c === 1)) return { usable: true, notes: [] }
+    if ([...set].every((c) => c === 0 || c === -1)) return { usable: true, values: { true: -1, false: 0 }, notes: [] }
+    return { usable: true, notes: [`holds ${[...set].map(show).join(', ')}: no value map proposed (any value but 0 reads as true)`] }
+  }
+  if (codes.length === 0) return { usable: false, notes: [`column '${column.name}' holds codes but no rows to learn them from: map it by hand with a value map`] }
+  const yes: StoredCode[] = []
+  const no: StoredCode[] = []
+  const unknown: StoredCode[] = []
+  for (const { code } of codes) {
+    const lower = String(code).toLowerCase()
+    if (TRUE_CODES.has(lower)) yes.push(code)
+    else if (FALSE_CODES.has(lower)) no.push(code)
+    else unknown.push(code)
+  }
+  if (unknown.length > 0) {
+    return { usable: false, notes: [`column '${column.name}' holds ${unknown.map(show).join(', ')}, which do not read as true/false: map it by hand with a value map`] }
+  }
+  const notes: string[] = []
+  const german = GERMAN_WORDS.has(normalizeName(column.name)) || nameTokens(column.name).some((t) => GERMAN_WORDS.has(t))
+  if (yes.length === 0 || no.length === 0) {
+    const missing = yes.length === 0 ? 'true' : 'false'
+    const seen = String((yes.length > 0 ? yes : no)[0])
+    const partner = partnerOf(seen, german)
+    if (partner === undefined) return { usable: false, notes: [`column '${column.name}' holds only ${show(seen)}: map it by hand with a value map`] }
+    ;(missing === 'true' ? yes : no).push(partner)
+    notes.push(`only ${show(seen)} seen: ${show(partner)} guessed for ${missing}; check it`)
+  }
+  return { usable: true, values: { true: oneOrMany(yes), false: oneOrMany(no) }, notes }
+}
+
+/** The API value a stations.type code looks like, if any. */
+function stationTypeOf (code: StoredCode): string | undefined {
+  const n = normalizeName(String(code))
+  for (const [api, { codes, prefixes }] of Object.entries(STATION_TYPES)) {
+    if (codes.includes(n) || prefixes.some((p) => n.startsWith(p))) return api
+  }
+  return undefined
+}
+
+/**
+ * stations.type: places each stored code with the API value it looks like (V, VLM, Lift -> vlm;
+ * K, C, Karussell -> carousel; P, PTL -> ptl; M, Manuell -> manual) and lists those it cannot place.
+ */
+export function proposeStationTypeMap (category: Category, rows: CodeCount[]): MapProposal {
+  if (rows.length > MAX_CODES) return { usable: true, notes: [`more than ${MAX_CODES} distinct values: no value map proposed`] }
+  const codes = codesOf(rows, category === 'integer')
+  if (codes.length === 0) return { usable: true, notes: ['no rows: no value map proposed'] }
+  // codes that already are the API's values need no map
+  if (codes.every(({ code }) => Object.hasOwn(STATION_TYPES, code))) return { usable: true, notes: [] }
+  const placed = new Map<string, StoredCode[]>()
+  const unplaced: StoredCode[] = []
+  for (const { code } of codes) {
+    const api = stationTypeOf(code)
+    if (api === undefined) unplaced.push(code)
+    else placed.set(api, [...placed.get(api) ?? [], code])
+  }
+  const notes = unplaced.length > 0 ? [`codes not placed (returned as stored until mapped): ${unplaced.map(show).join(', ')}`] : []
+  if (placed.size === 0) return { usable: true, notes }
+  const values: ValueMap = {}
+  for (const api of Object.keys(STATION_TYPES)) {
+    const list = placed.get(api)
+    if (list !== undefined) values[api] = oneOrMany(list)
+  }
+  return { usable: true, values, notes }
+}
+
+// ---- the whole proposal -------------------------------------------------------------------
+
+/** The configured column names of a mapping (a column may be written as {column, values} in the file). */
+function configuredColumns (mapping: TableMapping | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [field, c] of Object.entries(mapping?.columns ?? {})) {
+    const name = typeof c === 'string' ? c : (c as { column?: unknown } | null)?.column
+    if (typeof name === 'string') out[field] = name
+  }
+  return out
+}
+
+function isConfiguredTable (dialect: DialectName, table: TableInfo, mapping: TableMapping | undefined): boolean {
+  if (mapping === undefined || table.name.toLowerCase() !== mapping.table.toLowerCase()) return false
+  return dialect !== 'mssql' || (table.schema ?? 'dbo').toLowerCase() === (mapping.schema ?? 'dbo').toLowerCase()
+}
+
+/** Builds the configuration block from the matched fields. */
+export function mappingBlock (dialect: DialectName, table: TableInfo, fields: FieldMatch[]): TableMappingConfig {
+  const columns: TableMappingConfig['columns'] = {}
+  for (const m of fields) columns[m.field] = m.values === undefined ? m.column.name : { column: m.column.name, values: m.values }
+  return {
+    ...(dialect === 'mssql' ? { schema: table.schema ?? 'dbo' } : {}),
+    table: table.name,
+    columns,
+    ...(table.view ? { readOnly: true } : {})
+  }
+}
+
+/**
+ * Proposes one resource's mapping: the table (the configured one when it exists, else the best
+ * by name and by how many fields its columns match), the columns, and value maps for code columns.
+ */
+export async function proposeMapping (db: Database, resource: ResourceName, tables: TableInfo[], current?: TableMapping): Promise<ResourceProposal> {
+  const def = resources[resource]
+  const fieldCount = Object.keys(def.fields).length
+  const internal = Object.entries(def.fields).filter(([, f]) => f.internal === true).map(([name]) => name)
+  const configuredTable = tables.find((t) => isConfiguredTable(db.dialect, t, current))
+  const scored = tables
+    .filter((t) => configurable(t.name) && (t.schema === undefined || configurable(t.schema)))
+    .map((t) => ({ table: t, ...tableNameScore(resource, t) }))
+    .filter((c) => c.score > 0 && c.table !== configuredTable)
+    .sort((a, b) => b.score - a.score)
+    // columns are read for the few best names only: a database may hold thousands of tables
+    .slice(0, 6)
+  const candidates = [
+    ...(configuredTable === undefined ? [] : [{ table: configuredTable, score: 1000, reason: 'the configured mapping names it' }]),
+    ...scored
+  ]
+
+  let best: { table: TableInfo, reason: string, total: number, columns: ColumnInfo[], proposal: ColumnProposal } | undefined
+  const rejected: string[] = []
+  for (const c of candidates) {
+    const columns = await db.columns(tableMapping(c.table))
+    const proposal = matchColumns(db.dialect, resource, c.table, columns, c.table === configuredTable ? configuredColumns(current) : {})
+    const matched = proposal.fields.length
+    const missingInternal = internal.filter((f) => proposal.unmatched.includes(f))
+    if (missingInternal.length > 0) {
+      rejected.push(`${qualified(c.table)} (no column for ${missingInternal.join(', ')}, which only the gateway's own table has)`)
+      continue
+    }
+    if (c.table !== configuredTable && matched < 2) {
+      rejected.push(`${qualified(c.table)} (${matched} field${matched === 1 ? '' : 's'} matched)`)
+      continue
+    }
+    const total = c.score + 4 * matched
+    const better = best === undefined || total > best.total ||
+      (total === best.total && ((best.table.view && !c.table.view) || (best.table.schema !== 'dbo' && c.table.schema === 'dbo')))
+    if (better) best = { table: c.table, reason: c.reason, total, columns, proposal }
+  }
+  const others = candidates.filter((c) => c.table !== best?.table).map((c) => qualified(c.table))
+
+  if (best === undefined) {
+    const hint = resource === 'users'
+      ? `the gateway keeps its users in its own table: 'picking-gateway db init' creates '${referenceMappings.users.table}'`
+      : 'map it by hand'
+    return {
+      resource,
+      why: `no table looks like ${resource}${rejected.length > 0 ? `: considered ${rejected.join(', ')}` : ''}; ${hint}`,
+      fields: [],
+      unmatched: Object.keys(def.fields),
+      unmappedRequired: [],
+      notes: []
+    }
+  }
+
+  const { table, proposal } = best
+  const notes: string[] = []
+  const unmatched = [...proposal.unmatched]
+  const fields: FieldMatch[] = []
+  for (const m of proposal.fields) {
+    const f = def.fields[m.field]
+    const category = categoryOf(db.dialect, m.column, f.kind)
+    const wantsCodes = f.kind === 'boolean' ? category !== 'bit' : CODE_FIELDS[resource]?.includes(m.field) === true
+    if (wantsCodes && groupable(db.dialect, m.column, category)) {
+      const rows = (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
+      const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, category, rows) : proposeStationTypeMap(category, rows)
+      if (!map.usable) {
+        unmatched.push(m.field)
+        notes.push(`${m.field}: ${map.notes.join('; ')}`)
+        continue
+      }
+      fields.push({ ...m, values: map.values, notes: map.notes })
+    } else if (proposal.fits[m.field] === 'codes') {
+      unmatched.push(m.field)
+      notes.push(`${m.field}: column '${m.column.name}' (${describeType(m.column)}) holds codes that cannot be read here: map it by hand with a value map`)
+    } else {
+      // SQLite has no date type: text is how the gateway itself stores date/time there
+      const weak = proposal.fits[m.field] === 'weak' && !(db.dialect === 'sqlite' && f.kind === 'datetime')
+      fields.push({ ...m, notes: weak ? [`the column's type (${describeType(m.column)}) is a second-best fit for ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`}`] : [] })
+    }
+  }
+  const order = Object.keys(def.fields)
+  unmatched.sort((a, b) => order.indexOf(a) - order.indexOf(b))
+
+  const mapped = new Set(fields.map((m) => m.column.name.toLowerCase()))
+  const unmappedRequired = table.view
+    ? []
+    : best.columns.filter((c) => !mapped.has(c.name.toLowerCase()) && !c.nullable && !c.hasDefault && !c.identity && !c.computed)
+  if (unmatched.length > 0) notes.push(`no column for ${unmatched.join(', ')}: left out of the mapping; map ${unmatched.length === 1 ? 'it' : 'them'} by hand`)
+  for (const c of unmappedRequired) {
+    notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a default in the database, or set "readOnly": true`)
+  }
+  const id = fields.find((m) => m.field === 'id')
+  if (!table.view && id !== undefined && !id.column.identity && !id.column.hasDefault) {
+    notes.push(`id column '${id.column.name}' is neither an identity column nor has a default: the gateway cannot create rows; give it one, or set "readOnly": true`)
+  }
+  if (table.view) notes.push('a view: proposed "readOnly": true (list and read only)')
+  const localTime = (m: FieldMatch): boolean => def.fields[m.field].kind === 'datetime' && m.column.type !== 'datetimeoffset' && categoryOf(db.dialect, m.column, 'datetime') === 'time'
+  // the configured table's time zone is the integrator's decision already
+  if (table !== configuredTable && fields.some(localTime)) {
+    notes.push('date/time columns are read as UTC; if they hold local time, add "timeZone" (for example "Europe/Berlin")')
+  }
+  if (proposal.unnamable.length > 0) notes.push(`columns the configuration cannot name, not considered: ${proposal.unnamable.join(', ')}`)
+
+  const why = `${best.reason}; ${fields.length} of ${fieldCount} fields matched` +
+    (others.length > 0 ? `; also considered: ${others.join(', ')}` : '')
+  return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping: mappingBlock(db.dialect, table, fields) }
+}
+
+/** Lists the tables and proposes a mapping for every resource. */
+export async function introspect (db: Database, current: Partial<Record<ResourceName, TableMapping>> = {}): Promise<Introspection> {
+  const tables = await listTables(db)
+  const proposals = {} as Record<ResourceName, ResourceProposal>
+  for (const name of Object.keys(resources) as ResourceName[]) proposals[name] = await proposeMapping(db, name, tables, current[name])
+  return { dialect: db.dialect, tables, resources: proposals }
+}
+
+/** `{"mapping": {...}}` for the configuration file: the resources a table was found for. */
+export function mappingConfig (result: Introspection): { mapping: Partial<Record<ResourceName, TableMappingConfig>> } {
+  const mapping: Partial<Record<ResourceName, TableMappingConfig>> = {}
+  for (const [name, p] of Object.entries(result.resources) as Array<[ResourceName, ResourceProposal]>) {
+    if (p.mapping !== undefined) mapping[name] = p.mapping
+  }
+  return { mapping }
+}
+
+/** The human-readable report (without the JSON that follows it). */
+export function formatReport (result: Introspection): string[] {
+  const lines: string[] = []
+  const views = result.tables.filter((t) => t.view).length
+  lines.push(`Database (${result.dialect}): ${result.tables.length - views} table${result.tables.length - views === 1 ? '' : 's'}, ${views} view${views === 1 ? '' : 's'}`)
+  const width = Math.max(0, ...result.tables.map((t) => qualified(t).length))
+  for (const t of result.tables) {
+    lines.push(`  ${qualified(t).padEnd(width)}  ${t.view ? 'view ' : 'table'}${t.rows === undefined ? '' : `  ${t.rows} row${t.rows === 1 ? '' : 's'}`}`.trimEnd())
+  }
+  for (const p of Object.values(result.resources)) {
+    lines.push('')
+    if (p.table === undefined) {
+      lines.push(`${p.resource}: no table (${p.why})`)
+      continue
+    }
+    lines.push(`${p.resource} -> ${qualified(p.table)} (${p.table.view ? 'view' : 'table'}): ${p.why}`)
+    const fieldWidth = Math.max(...Object.keys(resources[p.resource].fields).map((f) => f.length))
+    for (const field of Object.keys(resources[p.resource].fields)) {
+      const m = p.fields.find((x) => x.field === field)
+      if (m === undefined) {
+        lines.push(`  ${field.padEnd(fieldWidth)}  -  (no column)`)
+        continue
+      }
+      const flags = [describeType(m.column), ...(m.column.nullable ? [] : ['not null']), ...(m.column.identity ? ['identity'] : []), ...(m.column.computed ? ['computed'] : [])]
+      lines.push(`  ${field.padEnd(fieldWidth)}  ${m.column.name} (${flags.join(', ')}; by ${m.reason})${m.values === undefined ? '' : `  values ${JSON.stringify(m.values)}`}`)
+      for (const note of m.notes) lines.push(`  ${''.padEnd(fieldWidth)}    ${note}`)
+    }
+    for (const note of p.notes) lines.push(`  note: ${note}`)
+  }
+  return lines
+}

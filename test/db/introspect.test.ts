@@ -1,0 +1,393 @@
+// `db introspect` against a legacy-shaped SQLite database, the SQL Server statements by their exact text, and the CLI end to end.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
+import t from 'tap'
+import { main, type Io } from '../../src/commands.js'
+import { mappingsOf, validateConfig } from '../../src/config.js'
+import { openDatabase } from '../../src/db/index.js'
+import { createTableStatements } from '../../src/db/init.js'
+import {
+  distinctValuesStatement, formatReport, introspect, listTablesStatement, mappingConfig, proposeBooleanMap,
+  proposeStationTypeMap, tableNameScore, type CodeCount
+} from '../../src/db/introspect.js'
+import { referenceMappings, resources } from '../../src/db/resources.js'
+import { inspectStorage } from '../../src/db/storage.js'
+import type { ColumnInfo, Database, Row, Statement } from '../../src/db/types.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'pg-introspect-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+
+const silent = { info () {}, warn () {}, error () {} }
+const SECRET = 'a3f1c9e07b52d84611f0e9c3a7b25d6e8f4c1a09b7d3e5f2c8a6b4d1e0f9c7a5'
+
+/** The shapes an integrator meets: German names, J/N flags, one-letter station types, a log table, a view. */
+function legacyDatabase (path: string, opts: { complete?: boolean } = {}): void {
+  const db = new BetterSqlite3(path)
+  const complete = opts.complete === true
+  db.exec(`
+    CREATE TABLE Artikel (
+      ArtID INTEGER PRIMARY KEY,
+      ArtNr VARCHAR(40) NOT NULL,
+      Bezeichnung VARCHAR(80) NOT NULL,
+      ${complete ? 'Beschreibung VARCHAR(2000), MaxBestand DECIMAL(18,3), Sperrgrund VARCHAR(200),' : ''}
+      ME VARCHAR(10),
+      EAN VARCHAR(20),
+      MinBestand DECIMAL(18,3),
+      Gewicht REAL,
+      Gesperrt CHAR(1) NOT NULL DEFAULT 'N',
+      Bestand DECIMAL(18,3) NOT NULL DEFAULT 0,
+      Angelegt DATETIME,
+      LastChange DATETIME
+      ${complete ? '' : ', Lagerzone VARCHAR(4) NOT NULL'}
+    );
+    CREATE TABLE ArtikelLog (LogID INTEGER PRIMARY KEY, ArtNr VARCHAR(40), Bezeichnung VARCHAR(80), Angelegt DATETIME);
+    CREATE TABLE Arbeitsplatz (
+      WpID INTEGER PRIMARY KEY,
+      WpName VARCHAR(20) NOT NULL,
+      ${complete ? 'Beschreibung VARCHAR(200),' : ''}
+      WpType CHAR(1) NOT NULL,
+      Lager VARCHAR(10),
+      SPS VARCHAR(20),
+      Adresse INTEGER,
+      Aktiv BIT NOT NULL DEFAULT 1,
+      Angelegt DATETIME,
+      Geaendert DATETIME
+    );
+    CREATE TABLE Users (UserID INTEGER PRIMARY KEY, Login VARCHAR(20) NOT NULL, Name VARCHAR(80));
+    CREATE VIEW v_Gesperrt AS SELECT ArtID, ArtNr FROM Artikel WHERE Gesperrt = 'J';
+  `)
+  const lagerzone = complete ? '' : ', Lagerzone'
+  const insert = db.prepare(`INSERT INTO Artikel (ArtNr, Bezeichnung, Gesperrt, Angelegt${lagerzone}) VALUES (?, ?, ?, '2024-01-01 08:00:00'${complete ? '' : ", 'A1'"})`)
+  insert.run('4711', 'Schraube M6', 'N')
+  insert.run('4712', 'Mutter M6', 'N')
+  insert.run('4713', 'Scheibe', 'J')
+  const wp = db.prepare('INSERT INTO Arbeitsplatz (WpName, WpType, Lager) VALUES (?, ?, ?)')
+  for (const [name, type] of [['L1', 'V'], ['L2', 'V'], ['K1', 'K'], ['P1', 'P'], ['M1', 'M'], ['S1', 'S']]) wp.run(name, type, 'HL')
+  if (complete) {
+    for (const text of createTableStatements('sqlite', resources.users, referenceMappings.users)) db.exec(text)
+  }
+  db.close()
+}
+
+t.test('the SQL Server statements, by their exact text', async (t) => {
+  t.same(listTablesStatement('mssql'), {
+    text: 'SELECT [t].[TABLE_SCHEMA] AS [schema], [t].[TABLE_NAME] AS [name], [t].[TABLE_TYPE] AS [type], ' +
+      '(SELECT SUM([p].[rows]) FROM sys.partitions AS [p] WHERE [p].[object_id] = OBJECT_ID(QUOTENAME([t].[TABLE_SCHEMA]) + N\'.\' + QUOTENAME([t].[TABLE_NAME])) AND [p].[index_id] IN (0, 1)) AS [rows] ' +
+      'FROM INFORMATION_SCHEMA.TABLES AS [t] ORDER BY [t].[TABLE_SCHEMA], [t].[TABLE_NAME]',
+    params: []
+  })
+  t.same(distinctValuesStatement('mssql', { schema: 'wms', name: 'Arbeits]platz', view: false }, 'WpType'), {
+    text: 'SELECT TOP (21) [WpType] AS [v], COUNT(*) AS [n] FROM [wms].[Arbeits]]platz] GROUP BY [WpType] ORDER BY COUNT(*) DESC',
+    params: []
+  })
+  t.same(distinctValuesStatement('sqlite', { name: 'Arbeitsplatz', view: false }, 'WpType').text,
+    'SELECT "WpType" AS "v", COUNT(*) AS "n" FROM "Arbeitsplatz" GROUP BY "WpType" ORDER BY COUNT(*) DESC LIMIT 21')
+})
+
+t.test('a legacy SQLite database', async (t) => {
+  const path = join(dir, 'legacy.db')
+  legacyDatabase(path)
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const result = await introspect(db, mappingsOf(validateConfig({ auth: { jwtSecret: SECRET } })))
+
+  t.same(result.tables, [
+    { name: 'Arbeitsplatz', view: false, rows: 6 },
+    { name: 'Artikel', view: false, rows: 3 },
+    { name: 'ArtikelLog', view: false, rows: 0 },
+    { name: 'Users', view: false, rows: 0 },
+    { name: 'v_Gesperrt', view: true }
+  ])
+
+  const m = result.resources.materials
+  t.equal(m.table?.name, 'Artikel', 'not the log table, not the view')
+  t.match(m.why, /name 'Artikel' ~ materials; 11 of 14 fields matched; also considered: ArtikelLog/)
+  t.same(m.mapping, {
+    table: 'Artikel',
+    columns: {
+      id: 'ArtID',
+      materialNumber: 'ArtNr',
+      name: 'Bezeichnung',
+      unit: 'ME',
+      barcode: 'EAN',
+      minStock: 'MinBestand',
+      weight: 'Gewicht',
+      blocked: { column: 'Gesperrt', values: { true: 'J', false: 'N' } },
+      stockQuantity: 'Bestand',
+      createdAt: 'Angelegt',
+      modifiedAt: 'LastChange'
+    }
+  })
+  t.same(m.unmatched, ['description', 'maxStock', 'blockReason'])
+  t.same(m.unmappedRequired.map((c) => c.name), ['Lagerzone'])
+  t.match(m.notes.join('\n'), /column 'Lagerzone' \(varchar\(4\)\) is NOT NULL without a default and not mapped/)
+  t.match(m.notes.join('\n'), /no column for description, maxStock, blockReason: left out of the mapping/)
+
+  const s = result.resources.stations
+  t.same(s.mapping, {
+    table: 'Arbeitsplatz',
+    columns: {
+      id: 'WpID',
+      name: 'WpName',
+      type: { column: 'WpType', values: { vlm: 'V', carousel: 'K', ptl: 'P', manual: 'M' } },
+      warehouse: 'Lager',
+      controllerId: 'SPS',
+      address: 'Adresse',
+      enabled: 'Aktiv',
+      createdAt: 'Angelegt',
+      modifiedAt: 'Geaendert'
+    }
+  })
+  t.same(s.unmatched, ['description'])
+  t.same(s.unmappedRequired, [])
+  t.same(s.fields.find((f) => f.field === 'type')?.notes, ['codes not placed (returned as stored until mapped): "S"'])
+
+  const u = result.resources.users
+  t.equal(u.mapping, undefined, "a customer's user table without password hashes is not the gateway's")
+  t.match(u.why, /Users \(no column for passwordHash, tokenVersion.*db init' creates 'gateway_users'/)
+
+  const report = formatReport(result).join('\n')
+  t.match(report, /^Database \(sqlite\): 4 tables, 1 view\n {2}Arbeitsplatz {2}table {2}6 rows\n/)
+  t.match(report, /materials -> Artikel \(table\): /)
+  t.match(report, /\n {2}blocked {9}Gesperrt \(char\(1\), not null; by name\) {2}values \{"true":"J","false":"N"\}\n/)
+  t.match(report, /\n {2}description {5}- {2}\(no column\)\n/)
+  t.match(report, /\n {2}id {14}ArtID \(integer, not null, identity; by name\)\n/)
+  t.match(report, /users: no table \(/)
+  t.same(mappingConfig(result).mapping.users, undefined)
+  t.same(Object.keys(mappingConfig(result).mapping), ['materials', 'stations'])
+})
+
+t.test('the configured table wins; a view is proposed read-only; columns the configuration cannot name are skipped', async (t) => {
+  const path = join(dir, 'view.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE art_base (id INTEGER PRIMARY KEY, artnr TEXT NOT NULL, bezeichnung TEXT NOT NULL, "Gewicht in g" REAL, "Geänderte" DATETIME);
+    CREATE VIEW Material AS SELECT id, artnr, bezeichnung FROM art_base;
+    CREATE TABLE Materials (MatID INTEGER PRIMARY KEY, MatNo TEXT NOT NULL, MatName TEXT NOT NULL);
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+
+  const byName = await introspect(db, { materials: { table: 'nothing_here', columns: {} } })
+  t.same(byName.resources.materials.mapping, { table: 'Materials', columns: { id: 'MatID', materialNumber: 'MatNo', name: 'MatName' } })
+
+  const configured = await introspect(db, { materials: { table: 'art_base', columns: { weight: 'Gewicht in g' } } })
+  const m = configured.resources.materials
+  t.equal(m.table?.name, 'art_base')
+  t.match(m.why, /^the configured mapping names it; 4 of 14 fields/)
+  t.same(m.mapping?.columns, { id: 'id', materialNumber: 'artnr', name: 'bezeichnung', weight: 'Gewicht in g' })
+  t.match(m.notes.join('\n'), /columns the configuration cannot name, not considered: Geänderte/)
+
+  // only the view and a table whose columns do not fit: the view it is, read-only
+  const raw2 = new BetterSqlite3(path)
+  raw2.exec('DROP TABLE Materials')
+  raw2.close()
+  const view = (await introspect(db, {})).resources.materials
+  t.same(view.mapping, { table: 'Material', columns: { id: 'id', materialNumber: 'artnr', name: 'bezeichnung' }, readOnly: true })
+  t.same(view.unmappedRequired, [], 'a view takes no inserts')
+  t.match(view.notes.join('\n'), /a view: proposed "readOnly": true/)
+})
+
+t.test('table names', async (t) => {
+  const score = (resource: 'materials' | 'stations' | 'users', name: string, schema?: string): number => tableNameScore(resource, { name, schema, view: false }).score
+  t.ok(score('materials', 'MaterialBase') > score('materials', 'tblArtikel'))
+  t.ok(score('materials', 'tblArtikel') > score('materials', 'ArtikelZusatz'))
+  t.ok(score('materials', 'ArtikelZusatz') > score('materials', 'LagerArtikelbestand'))
+  t.ok(score('materials', 'LagerArtikelbestand') > 0)
+  t.ok(score('materials', 'Artikel') > score('materials', 'Artikel', 'archive'), 'a history schema counts against it')
+  t.equal(score('materials', 'ArtikelHistory'), 15)
+  t.equal(score('stations', 'Artikel'), 0)
+  t.ok(score('stations', 'VLM') > 0)
+  t.ok(score('users', 'gateway_users') > score('users', 'Users'))
+})
+
+t.test('boolean value maps', async (t) => {
+  const col = (name: string): ColumnInfo => ({ name, type: 'char', maxLength: 1, nullable: false, hasDefault: false, identity: false, computed: false })
+  const rows = (...values: unknown[]): CodeCount[] => values.map((value, i) => ({ value, count: 10 - i }))
+  t.same(proposeBooleanMap(col('Locked'), 'text', rows('N', 'Y')), { usable: true, values: { true: 'Y', false: 'N' }, notes: [] })
+  t.same(proposeBooleanMap(col('Locked'), 'text', rows('n', 'Y', 'y', null)).values, { true: ['Y', 'y'], false: 'n' }, 'the most frequent code is the one written; NULL is no code')
+  t.same(proposeBooleanMap(col('Sperre'), 'text', rows('X ', ' ')).values, { true: 'X', false: '' }, 'X and blank, padding removed')
+  t.same(proposeBooleanMap(col('Gesperrt'), 'text', rows('N')), { usable: true, values: { true: 'J', false: 'N' }, notes: ['only "N" seen: "J" guessed for true; check it'] })
+  t.same(proposeBooleanMap(col('Locked'), 'text', rows('N')).values, { true: 'Y', false: 'N' })
+  t.same(proposeBooleanMap(col('Flag'), 'text', rows('t')).values, { true: 't', false: 'f' })
+  t.same(proposeBooleanMap(col('Flag'), 'text', rows('Ja')).values, { true: 'Ja', false: 'Nein' })
+  t.same(proposeBooleanMap(col('Flag'), 'text', rows('')).values, { true: 'X', false: '' })
+  t.same(proposeBooleanMap(col('Flag'), 'text', rows('A', 'I')).usable, false, 'A/I is not a yes/no pair')
+  t.same(proposeBooleanMap(col('Flag'), 'text', rows()).usable, false, 'no rows, no codes to learn')
+  t.same(proposeBooleanMap(col('Flag'), 'text', rows(...Array.from({ length: 21 }, (_, i) => `c${i}`))).usable, false)
+  t.same(proposeBooleanMap(col('Aktiv'), 'integer', rows(1, 0)), { usable: true, notes: [] }, '0/1 needs no map')
+  t.same(proposeBooleanMap(col('Aktiv'), 'integer', rows(-1, 0)).values, { true: -1, false: 0 })
+  t.match(proposeBooleanMap(col('Aktiv'), 'integer', rows(1, 2)), { usable: true, values: undefined, notes: [/holds 1, 2/] })
+})
+
+t.test('station type value maps', async (t) => {
+  const rows = (...values: unknown[]): CodeCount[] => values.map((value) => ({ value, count: 1 }))
+  t.same(proposeStationTypeMap('text', rows('vlm', 'manual')), { usable: true, notes: [] }, 'already the API values')
+  t.same(proposeStationTypeMap('text', rows('Lift', 'Karussell', 'PTL', 'Manuell', 'VLM')).values,
+    { vlm: ['Lift', 'VLM'], carousel: 'Karussell', ptl: 'PTL', manual: 'Manuell' })
+  t.same(proposeStationTypeMap('integer', rows(1, 2)), { usable: true, notes: ['codes not placed (returned as stored until mapped): 1, 2'] })
+  t.same(proposeStationTypeMap('text', rows()).notes, ['no rows: no value map proposed'])
+  t.match(proposeStationTypeMap('text', rows(...Array.from({ length: 21 }, (_, i) => `c${i}`))).notes, [/more than 20/])
+})
+
+/** Answers the statements a SQL Server would be sent, from canned rows. */
+function fakeMssql (tables: Row[], columns: Record<string, ColumnInfo[]>, codes: Record<string, Row[]>): Database & { sent: Statement[] } {
+  const sent: Statement[] = []
+  return {
+    dialect: 'mssql',
+    sent,
+    async query (stmt) {
+      sent.push(stmt)
+      if (stmt.text === listTablesStatement('mssql').text) return tables
+      for (const [text, rows] of Object.entries(codes)) if (stmt.text === text) return rows
+      throw new Error(`unexpected statement ${stmt.text}`)
+    },
+    async execute () { throw new Error('introspection never writes') },
+    async transaction () { throw new Error('introspection never writes') },
+    async ping () {},
+    async close () {},
+    async checkMapping () { return [] },
+    async columns (mapping) { return columns[`${mapping.schema}.${mapping.table}`] ?? [] }
+  }
+}
+
+t.test('SQL Server: schemas, row counts as text, codes in a char column', async (t) => {
+  const c = (name: string, type: string, extra: Partial<ColumnInfo> = {}): ColumnInfo => ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...extra })
+  const materialBase = [
+    c('MatID', 'int', { identity: true, hasDefault: true, nullable: false, precision: 10, scale: 0 }),
+    c('MatNo', 'varchar', { maxLength: 40, nullable: false }),
+    c('MatName', 'nvarchar', { maxLength: 80, nullable: false }),
+    c('MatDesc', 'nvarchar', { maxLength: -1 }),
+    c('UoM', 'varchar', { maxLength: 10 }),
+    c('EAN', 'varchar', { maxLength: 20 }),
+    c('ReorderPoint', 'decimal', { precision: 18, scale: 3 }),
+    c('MaxQty', 'decimal', { precision: 18, scale: 3 }),
+    c('GrossWeight', 'float', { precision: 53 }),
+    c('Locked', 'char', { maxLength: 1, nullable: false, hasDefault: true }),
+    c('LockText', 'nvarchar', { maxLength: 200 }),
+    c('QtyOnHand', 'decimal', { precision: 18, scale: 3, computed: true, hasDefault: true }),
+    c('Created', 'datetime', { nullable: false, hasDefault: true }),
+    c('CreatedBy', 'varchar', { maxLength: 20 }),
+    c('LastChange', 'datetime', { nullable: false, hasDefault: true }),
+    c('rv', 'timestamp', { nullable: false, hasDefault: true })
+  ]
+  const lockedCodes = distinctValuesStatement('mssql', { schema: 'wms', name: 'MaterialBase', view: false }, 'Locked').text
+  const db = fakeMssql(
+    [
+      { schema: 'archive', name: 'MaterialBase', type: 'BASE TABLE', rows: '120000' },
+      { schema: 'wms', name: 'MaterialBase', type: 'BASE TABLE', rows: '5321' },
+      { schema: 'wms', name: 'vMaterial', type: 'VIEW', rows: null }
+    ],
+    { 'wms.MaterialBase': materialBase, 'archive.MaterialBase': materialBase },
+    { [lockedCodes]: [{ v: 'N', n: 5000 }, { v: 'Y', n: 321 }] }
+  )
+  const result = await introspect(db, { materials: { table: 'materials', columns: {} } })
+  t.same(result.tables, [
+    { schema: 'archive', name: 'MaterialBase', view: false, rows: 120000 },
+    { schema: 'wms', name: 'MaterialBase', view: false, rows: 5321 },
+    { schema: 'wms', name: 'vMaterial', view: true }
+  ])
+  const m = result.resources.materials
+  t.same(m.mapping, {
+    schema: 'wms',
+    table: 'MaterialBase',
+    columns: {
+      id: 'MatID',
+      materialNumber: 'MatNo',
+      name: 'MatName',
+      description: 'MatDesc',
+      unit: 'UoM',
+      barcode: 'EAN',
+      minStock: 'ReorderPoint',
+      maxStock: 'MaxQty',
+      weight: 'GrossWeight',
+      blocked: { column: 'Locked', values: { true: 'Y', false: 'N' } },
+      blockReason: 'LockText',
+      stockQuantity: 'QtyOnHand',
+      createdAt: 'Created',
+      modifiedAt: 'LastChange'
+    }
+  }, 'not the archive copy; CreatedBy is no date; the rowversion is no modifiedAt')
+  t.same(m.unmatched, [])
+  t.match(m.notes.join('\n'), /read as UTC; if they hold local time, add "timeZone"/)
+  t.ok(db.sent.every((s) => s.params.length === 0 && !/'(N|Y)'/.test(s.text)), 'no values in the statements')
+  t.match(formatReport(result).join('\n'), /\n {2}archive\.MaterialBase {2}table {2}120000 rows\n/)
+})
+
+t.test('SQL Server: columns a field cannot use after all, and an id the gateway cannot fill', async (t) => {
+  const c = (name: string, type: string, extra: Partial<ColumnInfo> = {}): ColumnInfo => ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...extra })
+  const item = { schema: 'dbo', name: 'Item', view: false }
+  const station = { schema: 'dbo', name: 'Station', view: false }
+  const db = fakeMssql(
+    [{ schema: 'dbo', name: 'Item', type: 'BASE TABLE', rows: '2' }, { schema: 'dbo', name: 'Station', type: 'BASE TABLE', rows: '2' }],
+    {
+      'dbo.Item': [c('ItemID', 'int', { identity: true, hasDefault: true, nullable: false }), c('ItemNo', 'varchar', { maxLength: 20, nullable: false }), c('Description1', 'nvarchar', { maxLength: 80 }), c('Blocked', 'varchar', { maxLength: 1, nullable: false })],
+      'dbo.Station': [c('StationID', 'int', { nullable: false }), c('StationName', 'nvarchar', { maxLength: 50, nullable: false }), c('Active', 'varchar', { maxLength: -1 }), c('Typ', 'int'), c('Controller', 'int')]
+    },
+    {
+      [distinctValuesStatement('mssql', item, 'Blocked').text]: [{ v: 'A', n: 1 }, { v: 'I', n: 1 }],
+      [distinctValuesStatement('mssql', station, 'Typ').text]: [{ v: 1, n: 1 }, { v: 2, n: 1 }]
+    }
+  )
+  const result = await introspect(db)
+  const m = result.resources.materials
+  t.same(m.mapping?.columns, { id: 'ItemID', materialNumber: 'ItemNo', name: 'Description1' })
+  t.match(m.notes.join('\n'), /blocked: column 'Blocked' holds "A", "I", which do not read as true\/false/)
+  t.same(m.unmappedRequired.map((col) => col.name), ['Blocked'], 'left unmapped, so an insert would miss it')
+  const s = result.resources.stations
+  t.same(s.mapping?.columns, { id: 'StationID', name: 'StationName', type: 'Typ', controllerId: 'Controller' })
+  t.same(s.fields.find((f) => f.field === 'controllerId')?.notes, ["the column's type (int) is a second-best fit for a string"])
+  t.match(s.notes.join('\n'), /enabled: column 'Active' \(varchar\(max\)\) holds codes that cannot be read here/)
+  t.match(s.notes.join('\n'), /id column 'StationID' is neither an identity column nor has a default/)
+  t.notMatch(db.sent.map((st) => st.text).join('\n'), /\[Active\]/, 'a varchar(max) column is not grouped')
+})
+
+function io (env: NodeJS.ProcessEnv): Io & { stdout: string[], stderr: string[] } {
+  const stdout: string[] = []
+  const stderr: string[] = []
+  return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), readStdin: async () => '', env }
+}
+
+t.test('picking-gateway db introspect', async (t) => {
+  const path = join(dir, 'cli.db')
+  legacyDatabase(path, { complete: true })
+  const url = `sqlite:${path}`
+  const env = { DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET }
+
+  const json = io(env)
+  t.equal(await main(['db', 'introspect', '--json'], json), 0)
+  const printed = JSON.parse(json.stdout.join('\n')) as { mapping: Record<string, unknown> }
+  t.same(Object.keys(printed), ['mapping'])
+  t.same(Object.keys(printed.mapping), ['materials', 'stations', 'users'])
+  t.same(printed.mapping.users, referenceMappings.users, "db init's user table, as it is")
+  const config = validateConfig({ auth: { jwtSecret: SECRET }, database: { url }, mapping: printed.mapping })
+
+  // the gateway's own start-up check finds nothing wrong with the proposal
+  const db = openDatabase(url, { logger: silent })
+  t.teardown(() => db.close())
+  t.same((await inspectStorage(db, mappingsOf(config))).problems, [])
+
+  const human = io(env)
+  t.equal(await main(['db', 'introspect'], human), 0)
+  const text = human.stdout.join('\n')
+  t.match(text, /materials -> Artikel \(table\): name 'Artikel' ~ materials; 14 of 14 fields matched/)
+  t.match(text, /stations -> Arbeitsplatz \(table\)/)
+  t.match(text, /users -> gateway_users \(table\): the configured mapping names it; 10 of 10/)
+  const start = human.stdout.findIndex((line) => line.startsWith('{'))
+  t.ok(start > 0, 'the JSON follows the report')
+  t.same(JSON.parse(human.stdout.slice(start).join('\n')), printed)
+
+  t.equal(await main(['db', 'introspect', '--demo'], io(env)), 64)
+  t.equal(await main(['db', 'init', '--json'], io(env)), 64)
+  t.equal(await main(['db', 'introspect', 'extra'], io(env)), 64)
+  const help = io({})
+  t.equal(await main(['db', '--help'], help), 0)
+  t.match(help.stdout.join('\n'), /db introspect \[--json\]/)
+
+  const missing = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'typo.db')}` })
+  t.equal(await main(['db', 'introspect'], missing), 1, 'a mistyped path is not an empty database')
+  t.match(missing.stderr.join(), /typo\.db' does not exist/)
+})
