@@ -1,12 +1,13 @@
 // The picking-gateway commands: serve, db init, db introspect, user, check-config, simulate. Exit codes follow sysexits.h.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { createPasswords, normalizeUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
-import { openDatabase, type DbLogger } from './db/index.js'
-import { SchemaMismatchError } from './db/errors.js'
+import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
+import { inspectStorage } from './db/storage.js'
+import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { resources, type ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
@@ -147,7 +148,7 @@ export async function main (argv: string[], io: Io = processIo): Promise<number>
       }
       case 'db': return await dbCommand(rest, io)
       case 'user': return await userCommand(rest, io)
-      case 'check-config': return checkConfig(rest, io)
+      case 'check-config': return await checkConfig(rest, io)
       case 'simulate': return await simulate(rest)
       default: throw new UsageError(`unknown command '${command}'`)
     }
@@ -171,15 +172,57 @@ async function simulate (argv: string[]): Promise<number> {
   return await runSimulateCommand(argv)
 }
 
-function checkConfig (argv: string[], io: Io): number {
+async function checkConfig (argv: string[], io: Io): Promise<number> {
   const { positionals } = parse(argv, {})
   if (positionals.length > 1) throw new UsageError('check-config takes at most one file')
   const env = positionals[0] ? { ...io.env, PICKING_GATEWAY_CONFIG: positionals[0] } : io.env
-  const { config, source }: LoadedConfig = loadConfig({ env })
+  const { config, source, demo }: LoadedConfig = loadConfig({ env })
   const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
+  // the embedded demo runs its simulated controllers (one per two stations) when none are configured
+  const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0
   io.out(`Configuration OK (${source}): database ${db}, listen ${config.server.host}:${config.server.port}` +
-    `${config.server.tls ? ' (HTTPS)' : ''}, ${config.hardware.enabled ? config.hardware.controllers.length : 0} controller(s), licence ${config.licence.logins} login(s)`)
-  return EXIT_OK
+    `${config.server.tls ? ' (HTTPS)' : ''}, ${controllers} controller(s), licence ${config.licence.logins} login(s)`)
+  return await checkDatabase(config, demo, io)
+}
+
+/**
+ * The mapping against the database, when check-config can reach it: what `serve` would refuse
+ * at start (a missing column, a type that does not fit, an unmapped NOT NULL column) is found here.
+ */
+async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io: Io): Promise<number> {
+  const path = sqlitePath(config.database.url)
+  if (path !== undefined && path !== ':memory:' && !existsSync(path)) {
+    io.out(demo ? 'Database: the embedded demo database is created on first start.' : `Database: '${path}' does not exist yet; mapping not checked.`)
+    return EXIT_OK
+  }
+  let database: Database
+  try {
+    database = openDatabase(config.database.url, {
+      password: config.database.password,
+      connectTimeoutMs: Math.min(config.database.connectTimeoutMs, 10000),
+      requestTimeoutMs: config.database.requestTimeoutMs,
+      logger: { info: () => {}, warn: () => {}, error: () => {} }
+    })
+  } catch (err) {
+    io.out(`Database: cannot open it (${(err as Error).message}); mapping not checked.`)
+    return EXIT_OK
+  }
+  try {
+    const { problems } = await inspectStorage(database, mappingsOf(config))
+    if (problems.length === 0) {
+      io.out('Database: reachable; every mapped table and column fits.')
+      return EXIT_OK
+    }
+    io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
+      "Run 'picking-gateway db introspect' for a proposed mapping, or create the reference tables with 'picking-gateway db init'.")
+    return EXIT_CONFIG
+  } catch (err) {
+    if (!(err instanceof DatabaseUnavailableError)) throw err
+    io.out(`Database: not reachable (${err.message}); mapping not checked.`)
+    return EXIT_OK
+  } finally {
+    await database.close()
+  }
 }
 
 /** One-shot commands report the database's state to the terminal; driver errors carry no secrets. */
@@ -271,7 +314,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
   const password = action === 'add' || action === 'passwd' ? await readPassword(io, values['password-stdin'] === true) : undefined
 
   return await withDatabase(io, async (db, { config }, mappings) => {
-    const repo = new Repository(db, resources.users, mappings.users)
+    const repo = await new Repository(db, resources.users, mappings.users).learn()
     const service = new UserService({ repo, passwords: await createPasswords(config.auth.argon2), licenceLogins: config.licence.logins, onRevoke: () => {} })
     // The command line acts as the machine's administrator, not as any user account.
     const operator = { id: 0, type: 'admin' as const }

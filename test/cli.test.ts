@@ -58,6 +58,40 @@ t.test('check-config', async (t) => {
   t.equal(await main(['check-config'], viaEnv), 78)
 })
 
+t.test('check-config checks the mapping against the database when it can reach it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const url = `sqlite:${join(dir, 'legacy.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const fits = io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET })
+  t.equal(await main(['check-config'], fits), 0)
+  t.match(fits.stdout.join('\n'), /Database: reachable; every mapped table and column fits/)
+
+  // a legacy table: an unmapped NOT NULL column without default, and a flag kept as J/N without a value map
+  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await db.execute({ text: "CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Beschr TEXT, ME VARCHAR(10), EAN VARCHAR(20), MinB DECIMAL(18,3), MaxB DECIMAL(18,3), Gew REAL, Gesperrt CHAR(1) NOT NULL DEFAULT 'N', Grund TEXT, Bestand DECIMAL(18,3) NOT NULL DEFAULT 0, Angelegt DATETIME, Geaendert DATETIME, Lagerzone VARCHAR(4) NOT NULL)", params: [] })
+  await db.close()
+  const columns = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: 'Beschr', unit: 'ME', barcode: 'EAN', minStock: 'MinB', maxStock: 'MaxB', weight: 'Gew', blocked: 'Gesperrt', blockReason: 'Grund', stockQuantity: 'Bestand', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }
+  const file = join(dir, 'legacy.json')
+  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', columns } } }))
+  const res = io({})
+  t.equal(await main(['check-config', file], res), 78, 'what serve would refuse, check-config refuses')
+  const text = res.stderr.join('\n')
+  t.match(text, /materials\.blocked: column 'Gesperrt' \(char\(1\)\) holds codes, not a boolean: give it a value map/)
+  t.match(text, /materials: column 'Lagerzone' is NOT NULL without a default and not mapped/)
+  t.match(text, /picking-gateway db introspect/)
+
+  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { ...columns, blocked: { column: 'Gesperrt', values: { true: 'J', false: 'N' } } } } } }))
+  const fixed = io({})
+  t.equal(await main(['check-config', file], fixed), 0, 'a value map and readOnly make it fit')
+  t.match(fixed.stdout.join('\n'), /every mapped table and column fits/)
+
+  const unreachable = join(dir, 'unreachable.json')
+  writeFileSync(unreachable, JSON.stringify({ database: { url: 'mssql://gw@127.0.0.1:1/Picking', connectTimeoutMs: 500 }, auth: { jwtSecret: SECRET } }))
+  const down = io({})
+  t.equal(await main(['check-config', unreachable], down), 0, 'a database that cannot be reached leaves the file check standing')
+  t.match(down.stdout.join('\n'), /Database: not reachable .*mapping not checked/)
+})
+
 t.test('db init and user management on a database', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
   const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }

@@ -7,6 +7,8 @@ import type { UserType } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import type { Repository } from '../../src/db/repository.js'
 import type { Row } from '../../src/db/types.js'
+import { resourceSchemas } from '../../src/column-schemas.js'
+import { ApiError } from '../../src/errors.js'
 import { etagOf, ifMatchCheck, sendList, sendOne } from '../../src/http.js'
 
 export interface ResourceRoutesOptions {
@@ -29,6 +31,11 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
   return async function (fastify) {
     const repo = opts.repo(fastify)
     const toPublic = opts.toPublic(fastify)
+    // the schemas as this installation's columns are (limits, nullability, stored codes)
+    const schemas = resourceSchemas(repo.storage, opts.item, opts.create, opts.update)
+    const item = schemas.item as TObject
+    const create = schemas.create as TObject
+    const update = schemas.update as TObject
     const writers = fastify.requireType(...opts.writers)
     const who = opts.writers.length === 3 ? '' : ` (${opts.writers.join(', ')})`
     const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
@@ -39,35 +46,46 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `List ${opts.tag}`,
         tags: [opts.tag],
         querystring: ListQuery,
-        response: { 200: ListEnvelope(opts.item), 304: Type.Null(), ...errorResponses(400, 401, 503) }
+        response: { 200: ListEnvelope(item), 304: Type.Null(), ...errorResponses(400, 401, 503) }
       }
     }, async (request, reply) => sendList(request, reply, repo, toPublic))
-
-    fastify.post('/', {
-      preHandler: writers,
-      schema: {
-        summary: `Create a ${opts.noun}${who}`,
-        tags: [opts.tag],
-        body: opts.create,
-        response: { 201: opts.item, ...errorResponses(400, 401, 403, 409, 503) }
-      }
-    }, async (request, reply) => {
-      const row = await repo.create({ ...opts.defaults, ...(request.body as Row) })
-      const body = toPublic(row)
-      return reply.code(201).header('location', `${request.url.split('?')[0].replace(/\/$/, '')}/${row.id}`).send(body)
-    })
 
     fastify.get('/:id', {
       schema: {
         summary: `Read a ${opts.noun}`,
         tags: [opts.tag],
         params: IdParams,
-        response: { 200: opts.item, 304: Type.Null(), ...errorResponses(401, 404, 503) }
+        response: { 200: item, 304: Type.Null(), ...errorResponses(401, 404, 503) }
       }
     }, async (request, reply) => {
       const row = await repo.get(request.params.id)
       if (!row) throw notFound(request.params.id)
       return sendOne(request, reply, toPublic(row))
+    })
+
+    if (repo.readOnly) {
+      // a view, or a table the picking system owns alone: say so, and which methods work
+      const refuse = async (): Promise<never> => {
+        throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${opts.tag[0].toUpperCase()}${opts.tag.slice(1)} are read-only in this installation`, { headers: { allow: 'GET, HEAD' } })
+      }
+      const readOnly = { summary: `Not available: ${opts.tag} are read-only in this installation`, tags: [opts.tag], response: errorResponses(401, 405) }
+      fastify.post('/', { schema: readOnly }, refuse)
+      for (const method of ['POST', 'PATCH', 'DELETE'] as const) fastify.route({ method, url: '/:id', schema: readOnly, handler: refuse })
+      return
+    }
+
+    fastify.post('/', {
+      preHandler: writers,
+      schema: {
+        summary: `Create a ${opts.noun}${who}`,
+        tags: [opts.tag],
+        body: create,
+        response: { 201: item, ...errorResponses(400, 401, 403, 409, 503) }
+      }
+    }, async (request, reply) => {
+      const row = await repo.create({ ...opts.defaults, ...(request.body as Row) })
+      const body = toPublic(row)
+      return reply.code(201).header('location', `${request.url.split('?')[0].replace(/\/$/, '')}/${row.id}`).send(body)
     })
 
     for (const method of ['POST', 'PATCH'] as const) {
@@ -79,8 +97,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           summary: `Update a ${opts.noun}: only the fields sent change${who}`,
           tags: [opts.tag],
           params: IdParams,
-          body: opts.update,
-          response: { 200: opts.item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
+          body: update,
+          response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
         },
         handler: async (request, reply) => {
           const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic) })

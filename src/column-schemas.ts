@@ -1,0 +1,121 @@
+// The HTTP schemas of a resource as this installation's columns are: real length and range limits, nullability, stored codes.
+import type { TObject } from '@sinclair/typebox'
+import type { FieldStorage, ResourceStorage } from './db/storage.js'
+
+type Json = Record<string, any>
+
+const clone = (schema: unknown): Json => JSON.parse(JSON.stringify(schema)) as Json
+
+const INTEGER_RANGES: Record<string, [number, number]> = {
+  tinyint: [0, 255],
+  smallint: [-32768, 32767],
+  int: [-2147483648, 2147483647]
+}
+
+/** The schema without its `null` branch, or undefined when it was only null. */
+function withoutNull (schema: Json): Json {
+  if (!Array.isArray(schema.anyOf)) return schema
+  const rest = schema.anyOf.filter((s: Json) => s.type !== 'null')
+  if (rest.length === schema.anyOf.length) return schema
+  const { anyOf: _, ...outer } = schema
+  return rest.length === 1 ? { ...rest[0], ...outer } : { ...outer, anyOf: rest }
+}
+
+function allowsNull (schema: Json): boolean {
+  return schema.type === 'null' || (Array.isArray(schema.anyOf) && schema.anyOf.some((s: Json) => s.type === 'null'))
+}
+
+function nullable (schema: Json): Json {
+  if (allowsNull(schema)) return schema
+  const { description, ...inner } = schema
+  return { anyOf: [inner, { type: 'null' }], ...(description !== undefined && { description }) }
+}
+
+/** Applies `fn` to the non-null branch(es) of a property schema. */
+function mapBranches (schema: Json, fn: (branch: Json) => Json): Json {
+  if (Array.isArray(schema.anyOf) && !schema.anyOf.every((s: Json) => 'const' in s)) return { ...schema, anyOf: schema.anyOf.map((s: Json) => s.type === 'null' ? s : fn(s)) }
+  return fn(schema)
+}
+
+function describeLimit (s: FieldStorage): string | undefined {
+  const info = s.info
+  if (info === undefined) return undefined
+  if (s.category === 'decimal' && info.precision !== undefined && /dec|num/.test(info.type)) return `stored as decimal(${info.precision},${info.scale ?? 0}): at most ${info.scale ?? 0} decimal places`
+  return undefined
+}
+
+/** A body property's schema narrowed to what the column holds. */
+function bodyProperty (schema: Json, s: FieldStorage): Json {
+  let out = schema
+  const info = s.info
+  if (info === undefined) return out
+  if (!info.nullable) out = withoutNull(out)
+  out = mapBranches(out, (branch) => {
+    const b = { ...branch }
+    if (b.type === 'string' && info.maxLength !== undefined && info.maxLength > 0 && info.utf8 !== true && s.map === undefined) {
+      b.maxLength = b.maxLength === undefined ? info.maxLength : Math.min(b.maxLength, info.maxLength)
+    }
+    if (b.type === 'integer' || b.type === 'number') {
+      const range = INTEGER_RANGES[info.type.toLowerCase()]
+      let limit: [number, number] | undefined = range
+      if (limit === undefined && s.category === 'decimal' && info.precision !== undefined && /dec|num/.test(info.type)) {
+        const scale = info.scale ?? 0
+        const max = Number((10 ** (info.precision - scale) - 10 ** -scale).toFixed(scale))
+        limit = [-max, max]
+      }
+      if (limit !== undefined) {
+        b.minimum = b.minimum === undefined ? limit[0] : Math.max(b.minimum, limit[0])
+        b.maximum = b.maximum === undefined ? limit[1] : Math.min(b.maximum, limit[1])
+      }
+      const note = describeLimit(s)
+      if (note !== undefined) b.description = b.description === undefined ? note : `${b.description}; ${note}`
+    }
+    return b
+  })
+  return out
+}
+
+/** A response property's schema widened to what the column may hold: NULL, and codes no map knows. */
+function responseProperty (schema: Json, s: FieldStorage): Json {
+  let out = schema
+  if (s.map !== undefined || s.def.enum !== undefined) {
+    const known = s.map !== undefined ? s.map.order.map((v) => String(v)) : s.def.enum!
+    const description = `${schema.description !== undefined ? `${String(schema.description)}. ` : ''}One of ${known.join(', ')}; a stored code that no value map knows is returned as it is`
+    if (s.def.kind === 'string') out = { type: 'string', description }
+    else out = { anyOf: [withoutNull(schema), { type: 'string' }, { type: 'number' }], description }
+  }
+  return s.nullable ? nullable(out) : out
+}
+
+export interface ResourceSchemas {
+  item: Json
+  create: Json
+  update: Json
+}
+
+/**
+ * The item, create and update schemas of a resource for this database. Fields the storage does
+ * not know (live hardware fields) are left as they are; without column facts (the database was
+ * down at start) limits come from the API's own schema and every stored field may be null.
+ */
+export function resourceSchemas (storage: ResourceStorage, item: TObject, create: TObject, update: TObject): ResourceSchemas {
+  const out: ResourceSchemas = { item: clone(item), create: clone(create), update: clone(update) }
+  for (const [field, schema] of Object.entries(out.item.properties as Record<string, Json>)) {
+    const s = storage.fields[field]
+    if (s !== undefined && s.def.id !== true) out.item.properties[field] = responseProperty(schema, s)
+  }
+  for (const body of [out.create, out.update]) {
+    for (const [field, schema] of Object.entries(body.properties as Record<string, Json>)) {
+      const s = storage.fields[field]
+      if (s !== undefined) body.properties[field] = bodyProperty(schema, s)
+    }
+  }
+  // a NOT NULL column without a default must be given on create, whatever the API's own schema says
+  const required = new Set<string>(out.create.required ?? [])
+  for (const field of Object.keys(out.create.properties)) {
+    const s = storage.fields[field]
+    if (s?.required === true && s.def.default === undefined) required.add(field)
+  }
+  if (required.size > 0) out.create.required = [...required]
+  return out
+}
