@@ -1,0 +1,233 @@
+// Pins what legacy column types make of statements: each parameter declared as its column, time windows, value maps.
+import sql from 'mssql'
+import t from 'tap'
+import { mssqlDialect, sqliteDialect } from '../../src/db/dialect.js'
+import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
+import { mssqlType, sqlTypeOf } from '../../src/db/mssql.js'
+import { materials, stations } from '../../src/db/resources.js'
+import { SqlBuilder } from '../../src/db/sql.js'
+import { ResourceStorage } from '../../src/db/storage.js'
+import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
+
+const col = (name: string, type: string, o: Partial<ColumnInfo> = {}): ColumnInfo =>
+  ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...o })
+
+// A legacy material table on SQL Server: every column type a picking database uses.
+const matMapping: TableMapping = {
+  schema: 'wms',
+  table: 'Artikel',
+  columns: {
+    id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: 'Txt', unit: 'ME', barcode: 'EAN', minStock: 'MinB', maxStock: 'MaxB',
+    weight: 'Gew', blocked: 'Gesperrt', blockReason: 'Grund', stockQuantity: 'Bestand', createdAt: 'Angelegt', modifiedAt: 'LastChange'
+  }
+}
+const matColumns = [
+  col('ArtID', 'bigint', { identity: true, nullable: false, precision: 19, scale: 0 }),
+  col('ArtNr', 'varchar', { maxLength: 40, nullable: false }),
+  col('Bez', 'nvarchar', { maxLength: 80, nullable: false }),
+  col('Txt', 'nvarchar', { maxLength: -1 }),
+  col('ME', 'char', { maxLength: 3 }),
+  col('EAN', 'varchar', { maxLength: 20 }),
+  col('MinB', 'decimal', { precision: 18, scale: 3 }),
+  col('MaxB', 'int', { precision: 10, scale: 0 }),
+  col('Gew', 'real'),
+  col('Gesperrt', 'bit', { nullable: false, hasDefault: true }),
+  col('Grund', 'varchar', { maxLength: 100 }),
+  col('Bestand', 'money', { nullable: false, hasDefault: true }),
+  col('Angelegt', 'datetime2', { scale: 7 }),
+  col('LastChange', 'datetime', { nullable: false, hasDefault: true })
+]
+
+const msMat = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping, matColumns))
+const types = (params: Param[]): Array<[string, SqlValue, string | undefined]> => params.map((p) => [p.name, p.value, p.type])
+const list = (b: SqlBuilder, query: QueryString, def = materials): ReturnType<SqlBuilder['list']> => b.list(parseListQuery(query, def))
+const where = (text: string): string => text.slice(text.indexOf(' WHERE ') + 7, text.indexOf(' ORDER BY '))
+
+t.test('every parameter is declared as its column is', async (t) => {
+  const s = list(msMat, {
+    materialNumber: 'M-100', name: 'Ventil', unit: 'pcs', minStock: '[gte]2.5', maxStock: '[lt]10', weight: '[gt]1', blocked: 'true', stockQuantity: '[lte]9.5'
+  })
+  t.equal(where(s.text), '[ArtNr] = @p1 AND [Bez] = @p2 AND [ME] = @p3 AND [MinB] >= @p4 AND [MaxB] < @p5 AND [Gew] > @p6 AND [Gesperrt] = @p7 AND [Bestand] <= @p8')
+  t.same(types(s.params).slice(0, 8), [
+    // varchar columns get varchar parameters: an nvarchar one would convert the column and scan its index
+    ['p1', 'M-100', 'varchar(8000)'],
+    ['p2', 'Ventil', 'nvarchar(4000)'],
+    ['p3', 'pcs', 'varchar(8000)'],
+    ['p4', 2.5, 'decimal(18,3)'],
+    ['p5', 10, 'int'],
+    ['p6', 1, 'real'],
+    ['p7', true, 'bit'],
+    ['p8', 9.5, 'money']
+  ])
+})
+
+t.test('a value the column type cannot hold is compared with a wider type, never a driver error', async (t) => {
+  const s = list(msMat, { materialNumber: '[or]Schlüssel;M-1', maxStock: '[or]5;3000000000;1.5', minStock: '[or]1.2345;1e20' })
+  t.same(types(s.params).slice(0, 7), [
+    ['p1', 'Schlüssel', 'nvarchar(4000)'], // not ASCII: a varchar parameter could turn ü into ?
+    ['p2', 'M-1', 'varchar(8000)'],
+    ['p3', 5, 'int'],
+    ['p4', 3000000000, 'bigint'],
+    ['p5', 1.5, 'float'],
+    ['p6', 1.2345, 'float'],
+    ['p7', 1e20, 'float']
+  ])
+  t.equal(msMat.paramType(msMat.storage.field('materialNumber'), 'x'.repeat(8001)), 'varchar(max)')
+  t.equal(msMat.paramType(msMat.storage.field('description'), 'x'.repeat(4001)), 'nvarchar(max)')
+})
+
+t.test('keyset on a DATETIME column: the stored value with a datetime parameter, so ties compare equal', async (t) => {
+  const q = parseListQuery({ sort: 'modifiedAt', limit: '123' }, materials)
+  // what the driver returned for …05.997 (stored as .9966667); a datetime2(3) parameter .997 would not be equal
+  q.after = [new Date('2021-03-15T14:22:05.997Z'), 106]
+  const s = msMat.list(q)
+  t.equal(where(s.text), '[LastChange] >= @p1 AND ([LastChange] > @p1 OR ([LastChange] = @p1 AND [ArtID] > @p2))', 'NOT NULL: no IS NULL branches')
+  t.same(types(s.params), [['p1', new Date('2021-03-15T14:22:05.997Z'), 'datetime'], ['p2', 106, 'bigint'], ['limit', 123, undefined], ['offset', 0, undefined]])
+  const desc = parseListQuery({ sort: '-createdAt' }, materials)
+  desc.after = [null, 7]
+  t.equal(where(msMat.list(desc).text), '[Angelegt] IS NULL AND ([Angelegt] IS NULL AND [ArtID] > @p1)', 'after a NULL descending: only the NULLs left')
+})
+
+t.test('time filters compare what the API shows, on every time type', async (t) => {
+  const exact = list(msMat, { modifiedAt: '2021-03-15T14:22:05.997Z' })
+  t.equal(where(exact.text), '[LastChange] = @p1', 'datetime: the server rounds the parameter to 1/300 s as it rounded the value')
+  t.same(types(exact.params)[0], ['p1', new Date('2021-03-15T14:22:05.997Z'), 'datetime'])
+
+  // datetime2(7) holds 100 ns: the API shows milliseconds, so t stands for [t, t + 1 ms)
+  const fine = list(msMat, { createdAt: '2021-03-15T14:22:05.123Z' })
+  t.equal(where(fine.text), '([Angelegt] >= @p1 AND [Angelegt] < @p2)')
+  t.same(types(fine.params).slice(0, 2), [['p1', new Date('2021-03-15T14:22:05.123Z'), 'datetime2(7)'], ['p2', new Date('2021-03-15T14:22:05.124Z'), 'datetime2(7)']])
+  const ops = (op: string): string => where(list(msMat, { createdAt: `[${op}]2021-03-15T14:22:05.123Z` }).text)
+  t.equal(ops('gt'), '[Angelegt] >= @p1', 'after the whole millisecond')
+  t.equal(ops('gte'), '[Angelegt] >= @p1')
+  t.equal(ops('lt'), '[Angelegt] < @p1')
+  t.equal(ops('lte'), '[Angelegt] < @p1', 'up to the end of the millisecond')
+  t.equal(ops('not'), '([Angelegt] < @p1 OR [Angelegt] >= @p2 OR [Angelegt] IS NULL)')
+  t.equal(where(list(msMat, { createdAt: '[or]2021-01-01;2021-01-02' }).text), '(([Angelegt] >= @p1 AND [Angelegt] < @p2) OR ([Angelegt] >= @p3 AND [Angelegt] < @p4))')
+  t.equal(where(list(msMat, { createdAt: '[nor]2021-01-01' }).text), '(([Angelegt] < @p1 OR [Angelegt] >= @p2 OR [Angelegt] IS NULL))')
+  t.equal(where(list(msMat, { createdAt: '[null]' }).text), '[Angelegt] IS NULL')
+  t.throws(() => list(msMat, { createdAt: '[like]2021' }), /works only on text fields/)
+
+  // coarser columns hold only some milliseconds: bounds move to values the column holds
+  const coarse = (type: string, extra: Partial<ColumnInfo> = {}): SqlBuilder => new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping,
+    matColumns.map((c) => c.name === 'Angelegt' ? col('Angelegt', type, extra) : c)))
+  const small = coarse('smalldatetime')
+  const at = (b: SqlBuilder, q: string): [string, Array<[string, SqlValue, string | undefined]>] => {
+    const s = list(b, { createdAt: q })
+    return [where(s.text), types(s.params).slice(0, -2)]
+  }
+  t.same(at(small, '[gt]2021-03-15T14:22:40Z'), ['[Angelegt] >= @p1', [['p1', new Date('2021-03-15T14:23:00Z'), 'smalldatetime']]], 'later than 14:22:40 is from 14:23 on')
+  t.same(at(small, '[lte]2021-03-15T14:22:40Z'), ['[Angelegt] < @p1', [['p1', new Date('2021-03-15T14:23:00Z'), 'smalldatetime']]])
+  t.same(at(small, '[gte]2021-03-15T14:22:00Z'), ['[Angelegt] >= @p1', [['p1', new Date('2021-03-15T14:22:00Z'), 'smalldatetime']]])
+  t.same(at(small, '2021-03-15T14:22:00Z'), ['([Angelegt] >= @p1 AND [Angelegt] < @p2)', [['p1', new Date('2021-03-15T14:22:00Z'), 'smalldatetime'], ['p2', new Date('2021-03-15T14:23:00Z'), 'smalldatetime']]])
+  t.same(at(small, '2021-03-15T14:22:30Z'), ['1 = 0', []], 'a time the column cannot hold equals nothing')
+  t.same(at(coarse('date'), '[lt]2021-03-15T12:00:00Z'), ['[Angelegt] < @p1', [['p1', new Date('2021-03-16T00:00:00Z'), 'date']]])
+  t.same(at(coarse('datetime2', { scale: 0 }), '[gt]2021-03-15T14:22:05.500Z'), ['[Angelegt] >= @p1', [['p1', new Date('2021-03-15T14:22:06Z'), 'datetime2(0)']]])
+  t.same(at(coarse('datetime2', { scale: 3 }), '[gt]2021-03-15T14:22:05.500Z'), ['[Angelegt] > @p1', [['p1', new Date('2021-03-15T14:22:05.500Z'), 'datetime2(3)']]])
+  t.same(at(coarse('datetimeoffset', { scale: 7 }), '2021-03-15T14:22:05.500Z')[1].map((p) => p[2]), ['datetimeoffset(7)', 'datetimeoffset(7)'])
+})
+
+t.test('local-time columns: filters and writes in wall-clock time, the API in UTC', async (t) => {
+  const berlin = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, { ...matMapping, timeZone: 'Europe/Berlin' }, matColumns))
+  const s = list(berlin, { modifiedSince: '2026-07-01T10:00:00Z' })
+  t.equal(where(s.text), '[LastChange] >= @p1')
+  t.same(types(s.params)[0], ['p1', new Date('2026-07-01T12:00:00Z'), 'datetime'], 'summer: UTC+2 as wall-clock time')
+  const storage = berlin.storage
+  const lastChange = storage.field('modifiedAt')
+  t.same(storage.toDb(lastChange, new Date('2026-01-10T10:00:00Z')), new Date('2026-01-10T11:00:00Z'), 'winter: UTC+1')
+  t.equal(storage.fromDb(lastChange, new Date('2026-01-10T11:00:00Z')), '2026-01-10T10:00:00.000Z')
+  t.equal(storage.fromDb(lastChange, new Date('2026-03-29T02:30:00Z')), '2026-03-29T01:30:00.000Z', 'a wall time in the spring gap moves forward')
+  t.equal(storage.fromDb(lastChange, new Date('2026-10-25T02:30:00Z')), '2026-10-25T00:30:00.000Z', 'a wall time in the autumn overlap takes the earlier instant')
+  const lite = new ResourceStorage('sqlite', materials, { table: 'Artikel', columns: matMapping.columns, timeZone: 'Europe/Berlin' },
+    [col('LastChange', 'datetime'), ...matColumns.filter((c) => c.name !== 'LastChange')])
+  t.equal(lite.toDb(lite.field('modifiedAt'), new Date('2026-07-01T10:00:00.123Z')), '2026-07-01 12:00:00.123', 'SQLite: local text without an offset')
+  t.equal(lite.fromDb(lite.field('modifiedAt'), '2026-07-01 12:00:00'), '2026-07-01T10:00:00.000Z')
+  t.equal(lite.fromDb(lite.field('modifiedAt'), '2026-07-01T12:00:00Z'), '2026-07-01T12:00:00.000Z', 'text with an offset is an instant whatever the zone')
+})
+
+// A legacy station table: type codes, a J/N flag, a warehouse kept as a number.
+const stMapping: TableMapping = {
+  schema: 'wms',
+  table: 'Arbeitsplatz',
+  columns: { id: 'WpID', name: 'WpName', description: 'Txt', type: 'WpType', warehouse: 'Lager', controllerId: 'Sps', address: 'Adr', enabled: 'Aktiv', createdAt: 'Angelegt', modifiedAt: 'LastChange' },
+  values: { type: { vlm: 'V', carousel: 'K', ptl: 'P', manual: ['M', 'H'] }, enabled: { true: 'J', false: 'N' } }
+}
+const stColumns = [
+  col('WpID', 'int', { identity: true, nullable: false }), col('WpName', 'varchar', { maxLength: 40, nullable: false }), col('Txt', 'nvarchar', { maxLength: -1 }),
+  col('WpType', 'char', { maxLength: 1, nullable: false }), col('Lager', 'smallint'), col('Sps', 'varchar', { maxLength: 20 }), col('Adr', 'tinyint'),
+  col('Aktiv', 'char', { maxLength: 1, nullable: false, hasDefault: true }), col('Angelegt', 'smalldatetime'), col('LastChange', 'datetime')
+]
+const msSt = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, stMapping, stColumns))
+const RANK = (p: number[]): string => `CASE WHEN [WpType] = @p${p[0]} THEN 1 WHEN [WpType] IN (@p${p[1]}, @p${p[2]}) THEN 2 WHEN [WpType] = @p${p[3]} THEN 3 ` +
+  `WHEN [WpType] = @p${p[4]} THEN 4 WHEN [WpType] IS NULL THEN NULL ELSE 5 END`
+
+t.test('value maps: filters compare stored codes, sorting follows the API values', async (t) => {
+  const s = list(msSt, { type: '[or]vlm;manual', enabled: 'true', warehouse: '3' }, stations)
+  t.equal(where(s.text), '[WpType] IN (@p1, @p2, @p3) AND [Aktiv] = @p4 AND [Lager] = @p5')
+  t.same(types(s.params).slice(0, 5), [['p1', 'V', 'varchar(8000)'], ['p2', 'M', 'varchar(8000)'], ['p3', 'H', 'varchar(8000)'], ['p4', 'J', 'varchar(8000)'], ['p5', 3, 'smallint']])
+  t.equal(where(list(msSt, { type: 'S' }, stations).text), '[WpType] = @p1', 'a code no map knows is compared as it is: rows holding it can be found')
+  t.equal(where(list(msSt, { type: '[not]vlm' }, stations).text), '([WpType] NOT IN (@p1) OR [WpType] IS NULL)')
+  t.equal(where(list(msSt, { type: '[nor]manual' }, stations).text), '([WpType] NOT IN (@p1, @p2) OR [WpType] IS NULL)')
+  t.equal(where(list(msSt, { type: '[gte]ptl' }, stations).text), `${RANK([1, 2, 3, 4, 5])} >= @p6`)
+  t.throws(() => list(msSt, { type: '[gt]shuttle' }, stations), /compares in the order carousel < manual < ptl < vlm; 'shuttle' is not one of them/)
+  t.throws(() => list(msSt, { type: '[like]v%' }, stations), /translated from codes/)
+  t.throws(() => list(msSt, { warehouse: 'north' }, stations), /keeps it as a number/)
+
+  const sorted = parseListQuery({ sort: 'type' }, stations)
+  sorted.after = [2, 5]
+  const k = msSt.list(sorted)
+  t.equal(k.text.slice(k.text.indexOf(', CASE'), k.text.indexOf(' FROM ')), `, ${RANK([1, 2, 3, 4, 5])} AS [__s0]`, 'the rank is selected for the cursor')
+  t.equal(where(k.text), `${RANK([8, 9, 10, 11, 12])} >= @p6 AND (${RANK([8, 9, 10, 11, 12])} > @p6 OR (${RANK([8, 9, 10, 11, 12])} = @p6 AND [WpID] > @p7))`)
+  t.match(k.text, /ORDER BY CASE .* END ASC, \[WpID\] ASC OFFSET/)
+  t.same(types(k.params).slice(5, 7), [['p6', 2, 'int'], ['p7', 5, 'int']])
+})
+
+t.test('values checked against the column before any SQL runs', async (t) => {
+  const st = msMat.storage
+  const bad = (field: string, value: SqlValue, re: RegExp): void => { t.throws(() => st.toDb(st.field(field), value), { name: 'InvalidValueError', message: re }) }
+  bad('materialNumber', 'x'.repeat(41), /'materialNumber' must be at most 40 characters long .*got 41/)
+  t.equal(st.toDb(st.field('materialNumber'), 'x'.repeat(40)), 'x'.repeat(40))
+  bad('minStock', 1e15, /'minStock' must be less than 1000000000000000 in magnitude \(its database column is decimal\(18,3\)\)/)
+  bad('minStock', 1.2345, /'minStock' must have at most 3 decimal places/)
+  t.equal(st.toDb(st.field('minStock'), 999999999999999.9), 999999999999999.9)
+  bad('maxStock', 2147483648, /'maxStock' must be between -2147483648 and 2147483647/)
+  bad('maxStock', 1.5, /'maxStock' must be a whole number/)
+  bad('stockQuantity', 1.23456, /at most 4 decimal places/)
+  bad('name', null, /'name' cannot be null/)
+  const legacyDate = new ResourceStorage('mssql', materials, matMapping, matColumns)
+  t.throws(() => legacyDate.toDb(legacyDate.field('modifiedAt'), new Date('1700-01-01T00:00:00Z')), /between the years 1753 and 9999/)
+  const utf8 = new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'ArtNr' ? { ...c, utf8: true } : c))
+  t.throws(() => utf8.toDb(utf8.field('materialNumber'), 'ü'.repeat(21)), /at most 40 bytes long .*got 42/, 'UTF-8 collations count bytes')
+  const flags = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, stMapping, stColumns)).storage
+  t.equal(flags.toDb(flags.field('enabled'), false), 'N')
+  t.equal(flags.toDb(flags.field('type'), 'manual'), 'M', 'the first of several codes is written')
+  t.equal(flags.fromDb(flags.field('type'), 'H'), 'manual')
+  t.equal(flags.fromDb(flags.field('type'), 'v  '), 'vlm', 'padding and case as SQL Server compares them')
+  t.equal(flags.toDb(flags.field('warehouse'), '12'), 12, 'a text field kept as a number')
+  t.throws(() => flags.toDb(flags.field('address'), 256), /between 0 and 255/)
+})
+
+t.test('SQLite: declared types give the same limits; times compare as canonical text', async (t) => {
+  const lite = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', materials, { table: 'Artikel', columns: matMapping.columns }, [
+    col('ArtID', 'integer', { identity: true, nullable: false }), col('ArtNr', 'varchar', { maxLength: 40, nullable: false }), col('LastChange', 'datetime', { nullable: false })
+  ]))
+  t.throws(() => lite.storage.toDb(lite.storage.field('materialNumber'), 'x'.repeat(41)), /at most 40 characters/)
+  const s = list(lite, { modifiedSince: '2026-11-23T07:00:00Z' })
+  t.equal(where(s.text), 'strftime(\'%Y-%m-%dT%H:%M:%fZ\', "LastChange") >= @p1', "text written as '2026-11-23 07:06:04' is found")
+  t.same(s.params[0].value, '2026-11-23T07:00:00.000Z')
+  t.equal(lite.storage.fromDb(lite.storage.field('modifiedAt'), '2026-11-23 07:06:04'), '2026-11-23T07:06:04.000Z')
+})
+
+t.test('T-SQL type texts become the driver types', async (t) => {
+  const cases: Array<[string, unknown]> = [
+    ['varchar(8000)', sql.VarChar(8000)], ['varchar(max)', sql.VarChar(sql.MAX)], ['nvarchar(4000)', sql.NVarChar(4000)],
+    ['tinyint', sql.TinyInt()], ['smallint', sql.SmallInt()], ['int', sql.Int()], ['bigint', sql.BigInt()],
+    ['decimal(18,3)', sql.Decimal(18, 3)], ['money', sql.Money()], ['smallmoney', sql.SmallMoney()], ['float', sql.Float()], ['real', sql.Real()],
+    ['bit', sql.Bit()], ['datetime', sql.DateTime()], ['smalldatetime', sql.SmallDateTime()], ['datetime2(7)', sql.DateTime2(7)],
+    ['datetimeoffset(3)', sql.DateTimeOffset(3)], ['date', sql.Date()]
+  ]
+  for (const [text, type] of cases) t.same(sqlTypeOf(text), type, text)
+  t.equal(sqlTypeOf('geography'), undefined)
+  t.same(mssqlType({ name: 'p', kind: 'string', value: 'x', type: 'xml' }), sql.NVarChar(4000), 'an unknown type text falls back to the kind')
+  t.same(mssqlType({ name: 'p', kind: 'datetime', value: new Date(0), type: 'datetime' }), sql.DateTime())
+})
