@@ -129,6 +129,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
 
   /** Stations wired to a controller (and address): looked up when an event arrives, so the mapping stays in the database. */
   async function stationsOf (controllerId: string, address?: number): Promise<Row[]> {
+    // a station table without controller columns (mapped to null) wires no station to a controller
+    const { fields } = fastify.repos.stations.storage
+    if (fields.controllerId.absent || (address !== undefined && fields.address.absent)) return []
     const filters: Filter[] = [{ field: 'controllerId', op: 'eq', values: [controllerId] }]
     if (address !== undefined) filters.push({ field: 'address', op: 'eq', values: [address] })
     try {

@@ -19,7 +19,8 @@ export const ColumnMappingConfig = Type.Object({
 export const TableMappingConfig = Type.Object({
   schema: Type.Optional(Identifier),
   table: Identifier,
-  columns: Type.Record(Type.String(), Type.Union([Identifier, ColumnMappingConfig])),
+  /** a field mapped to null is not stored in this installation: always null, and a value written to it is a 400 */
+  columns: Type.Record(Type.String(), Type.Union([Identifier, ColumnMappingConfig, Type.Null()])),
   /** local time zone of the table's datetime columns (default UTC) */
   timeZone: Type.Optional(TimeZoneName),
   /** list and read only: writes answer 405 */

@@ -215,6 +215,10 @@ export function normalizeMapping (config: TableMappingConfig): TableMapping {
   if (config.timeZone !== undefined) mapping.timeZone = config.timeZone
   if (config.readOnly !== undefined) mapping.readOnly = config.readOnly
   for (const [field, entry] of Object.entries(config.columns)) {
+    if (entry === null) {
+      (mapping.absent ??= []).push(field)
+      continue
+    }
     if (typeof entry === 'string') {
       mapping.columns[field] = entry
       continue

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { ConfigError, isWeakSecret, loadConfig, validateConfig } from '../src/config.js'
+import { referenceMappings } from '../src/db/resources.js'
+import { ConfigError, isWeakSecret, loadConfig, mappingsOf, validateConfig } from '../src/config.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 
@@ -71,6 +72,42 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   t.match(url, [/database.url: .*<hidden>/], 'the database URL may hold a password')
   const mapping = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'MaterialBase', columns: { id: 'MatID' } } } }))
   t.match(mapping.join('\n'), /mapping.materials.name: no column configured/)
+  t.match(mapping.join('\n'), /mapping.materials.barcode: no column configured \(map it to null if the table has none\)/)
+})
+
+t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly', async (t) => {
+  const columns = Object.fromEntries(Object.entries(referenceMappings.materials.columns))
+  const ok = validateConfig({
+    auth: { jwtSecret: SECRET },
+    mapping: {
+      materials: { schema: 'wms', table: 'Artikel', timeZone: 'Europe/Berlin', readOnly: true, columns: { ...columns, barcode: null, blocked: { column: 'Gesperrt', values: { true: ['J', 'Y'], false: 'N' } }, createdAt: { column: 'Angelegt', timeZone: 'UTC' } } }
+    }
+  })
+  const m = mappingsOf(ok).materials
+  t.same(m.absent, ['barcode'])
+  t.equal(m.columns.barcode, undefined)
+  t.equal(m.columns.blocked, 'Gesperrt')
+  t.same(m.values, { blocked: { true: ['J', 'Y'], false: 'N' } })
+  t.same(m.timeZones, { createdAt: 'UTC' })
+  t.equal(m.timeZone, 'Europe/Berlin')
+  t.equal(m.readOnly, true)
+  t.equal(mappingsOf(ok).stations, referenceMappings.stations, 'unconfigured resources keep the reference mapping')
+
+  const problems = problemsOf(() => validateConfig({
+    auth: { jwtSecret: SECRET },
+    mapping: {
+      materials: { table: 'Artikel', timeZone: 'Mars/Olympus', columns: { ...columns, name: null, blocked: { column: 'Gesperrt', values: { true: 'J' } }, weight: { column: 'Gew', values: { heavy: 'H' } }, createdAt: { column: 'Angelegt', values: { x: 1 } } } },
+      stations: { table: 'Wp', columns: { ...referenceMappings.stations.columns, type: { column: 'T', values: { vlm: 'V', ptl: 'V' } } } },
+      users: { table: 'U', readOnly: true, columns: referenceMappings.users.columns }
+    }
+  })).join('\n')
+  t.match(problems, /mapping.materials.name: cannot be null; the gateway needs a column for it/)
+  t.match(problems, /mapping.materials.columns.blocked.values: a boolean's value map needs both 'true' and 'false'/)
+  t.match(problems, /mapping.materials.columns.weight.values: 'heavy' is not a valid number/)
+  t.match(problems, /mapping.materials.columns.createdAt.values: a date-time field cannot have a value map/)
+  t.match(problems, /mapping.materials.timeZone: unknown time zone "Mars\/Olympus"/)
+  t.match(problems, /mapping.stations.columns.type.values: the stored code "V" is given for two values/)
+  t.match(problems, /mapping.users.readOnly: the gateway writes its user table/)
   const dir = mkdtempSync(join(tmpdir(), 'pg-config-'))
   writeFileSync(join(dir, 'broken.json'), '{ "server": ')
   t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'broken.json') } })), [/not valid JSON/])

@@ -23,7 +23,7 @@ export function columnType (dialect: Dialect | DialectName, f: FieldDef): string
 /** The columns `db init` creates for a resource, as the database would then declare them. */
 export function referenceColumns (dialect: Dialect | DialectName, def: ResourceDef, mapping: TableMapping): ColumnInfo[] {
   const d = asDialect(dialect)
-  return Object.entries(def.fields).map(([field, f]) => {
+  return Object.entries(def.fields).filter(([field]) => mapping.absent?.includes(field) !== true).map(([field, f]) => {
     const declared = f.id === true ? (d.name === 'mssql' ? 'int' : 'INTEGER') : columnType(d, f)
     const m = /^(\w+)(?:\((max|\d+)\))?/.exec(declared)!
     const info: ColumnInfo = {
@@ -66,6 +66,7 @@ export function createTableStatements (dialect: Dialect | DialectName, def: Reso
   const table = d.table(mapping)
   const lines: string[] = []
   for (const [field, f] of Object.entries(def.fields)) {
+    if (mapping.absent?.includes(field) === true) continue
     const column = mapping.columns[field]
     const parts = [d.ident(column)]
     if (f.id === true) {
@@ -84,7 +85,7 @@ export function createTableStatements (dialect: Dialect | DialectName, def: Reso
   }
   const body = `(\n  ${lines.join(',\n  ')}\n)`
   const statements: string[] = []
-  const modified = def.fields.modifiedAt !== undefined ? mapping.columns.modifiedAt : undefined
+  const modified = def.fields.modifiedAt !== undefined && mapping.absent?.includes('modifiedAt') !== true ? mapping.columns.modifiedAt : undefined
   const ix = modified === undefined ? undefined : d.ident(objectName('IX', mapping, modified))
   if (d.name === 'mssql') {
     const schema = mapping.schema ?? 'dbo'

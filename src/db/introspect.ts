@@ -2,7 +2,7 @@
 import { Value } from '@sinclair/typebox/value'
 import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
-import { referenceMappings, resources, type ResourceName } from './resources.js'
+import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
 import { categoryOf, describeType, type Category } from './storage.js'
 import type { ColumnInfo, Database, DialectName, FieldDef, Row, Statement, StoredCode, TableMapping, ValueMap } from './types.js'
 
@@ -477,9 +477,11 @@ function isConfiguredTable (dialect: DialectName, table: TableInfo, mapping: Tab
 }
 
 /** Builds the configuration block from the matched fields. */
-export function mappingBlock (dialect: DialectName, table: TableInfo, fields: FieldMatch[]): TableMappingConfig {
+export function mappingBlock (dialect: DialectName, table: TableInfo, fields: FieldMatch[], absent: string[] = []): TableMappingConfig {
   const columns: TableMappingConfig['columns'] = {}
   for (const m of fields) columns[m.field] = m.values === undefined ? m.column.name : { column: m.column.name, values: m.values }
+  // fields the table has no column for, where the gateway can do without one: always null
+  for (const field of absent) columns[field] = null
   return {
     ...(dialect === 'mssql' ? { schema: table.schema ?? 'dbo' } : {}),
     table: table.name,
@@ -578,7 +580,10 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   const unmappedRequired = table.view
     ? []
     : best.columns.filter((c) => !mapped.has(c.name.toLowerCase()) && !c.nullable && !c.hasDefault && !c.identity && !c.computed)
-  if (unmatched.length > 0) notes.push(`no column for ${unmatched.join(', ')}: left out of the mapping; map ${unmatched.length === 1 ? 'it' : 'them'} by hand`)
+  const absent = unmatched.filter((f) => canBeAbsent(def, f))
+  const essential = unmatched.filter((f) => !canBeAbsent(def, f))
+  if (absent.length > 0) notes.push(`no column for ${absent.join(', ')}: mapped to null (always null in the API, not writable); map ${absent.length === 1 ? 'it' : 'them'} by hand if the table has one`)
+  if (essential.length > 0) notes.push(`no column for ${essential.join(', ')}: the gateway needs ${essential.length === 1 ? 'it' : 'them'}; map ${essential.length === 1 ? 'it' : 'them'} by hand`)
   for (const c of unmappedRequired) {
     notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a default in the database, or set "readOnly": true`)
   }
@@ -596,7 +601,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
 
   const why = `${best.reason}; ${fields.length} of ${fieldCount} fields matched` +
     (others.length > 0 ? `; also considered: ${others.join(', ')}` : '')
-  return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping: mappingBlock(db.dialect, table, fields) }
+  return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping: mappingBlock(db.dialect, table, fields, absent) }
 }
 
 /** Lists the tables and proposes a mapping for every resource. */

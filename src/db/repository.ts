@@ -97,7 +97,10 @@ export class Repository {
       const def = Object.hasOwn(this.def.fields, field) ? this.def.fields[field] : undefined
       if (def === undefined) throw new BadQueryError(`Unknown field '${field}'`)
       if (def.id === true) throw new BadQueryError(`Field '${field}' cannot be set`)
-      out[field] = this.storage.toDb(this.storage.field(field), this.convert(field, def, value))
+      const s = this.storage.field(field)
+      const stored = this.storage.toDb(s, this.convert(field, def, value))
+      // a field without a column takes null (and only null) and is left out of the statement
+      if (!s.absent) out[field] = stored
     }
     return out
   }
@@ -204,7 +207,7 @@ export class Repository {
     this.writable()
     const given: Row = { ...values }
     for (const [field, def] of Object.entries(this.def.fields)) {
-      if (given[field] === undefined && def.default !== undefined && def.readOnly !== true) given[field] = def.default
+      if (given[field] === undefined && def.default !== undefined && def.readOnly !== true && this.has(field)) given[field] = def.default
     }
     const now = new Date()
     if (this.has('createdAt') && given.createdAt === undefined) given.createdAt = now
@@ -272,8 +275,9 @@ export class Repository {
     return faultToError(err.fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
   }
 
+  /** the field exists and the table has a column for it */
   private has (field: string): boolean {
-    return Object.hasOwn(this.def.fields, field)
+    return Object.hasOwn(this.def.fields, field) && !this.storage.field(field).absent
   }
 
   /**

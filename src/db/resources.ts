@@ -123,14 +123,31 @@ export function idField (def: ResourceDef): string {
 export function mappingProblems (def: ResourceDef, mapping: TableMapping): string[] {
   const problems: string[] = []
   if (!mapping.table) problems.push(`${def.name}: no table configured`)
+  const absent = new Set(mapping.absent ?? [])
   for (const field of Object.keys(def.fields)) {
+    if (absent.has(field)) {
+      if (!canBeAbsent(def, field)) problems.push(`${def.name}.${field}: cannot be null; the gateway needs a column for it`)
+      continue
+    }
     const col = mapping.columns[field]
-    if (typeof col !== 'string' || col === '') problems.push(`${def.name}.${field}: no column configured`)
+    if (typeof col !== 'string' || col === '') {
+      problems.push(`${def.name}.${field}: no column configured${canBeAbsent(def, field) ? ' (map it to null if the table has none)' : ''}`)
+    }
   }
-  for (const field of Object.keys(mapping.columns)) {
+  for (const field of [...Object.keys(mapping.columns), ...absent]) {
     if (!Object.hasOwn(def.fields, field)) problems.push(`${def.name}: unknown field '${field}' in the column mapping`)
   }
   return problems
+}
+
+/**
+ * Whether a field may be mapped to null (a legacy table without such a column): not the id, not a
+ * unique key, not a field every create must give, and nothing of the gateway's own user table.
+ */
+export function canBeAbsent (def: ResourceDef, field: string): boolean {
+  const f = def.fields[field]
+  if (f === undefined || def.name === 'users') return false
+  return f.id !== true && f.unique !== true && !(f.notNull === true && f.default === undefined && f.readOnly !== true)
 }
 
 /**

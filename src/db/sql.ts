@@ -50,12 +50,14 @@ export class SqlBuilder {
     this.storage = storage
     this.id = storage.id
     this.table = dialect.table(storage.mapping)
-    this.selectList = Object.keys(storage.def.fields).map((f) => `${this.col(f)} AS ${dialect.ident(f)}`).join(', ')
+    // a field without a column (mapped to null) is selected as NULL, so every row has every field
+    this.selectList = Object.keys(storage.def.fields).map((f) => `${storage.fields[f].absent ? 'NULL' : this.col(f)} AS ${dialect.ident(f)}`).join(', ')
   }
 
   /** the quoted column of an API field */
   col (field: string): string {
     const column = this.storage.mapping.columns[field]
+    if (this.storage.fields[field]?.absent === true) throw new BadQueryError(`'${field}' is not stored in this installation: it cannot be filtered or sorted`)
     if (column === undefined || !Object.hasOwn(this.storage.def.fields, field)) throw new Error(`${this.storage.def.name}: no column for field '${field}'`)
     return this.dialect.ident(column)
   }
@@ -216,6 +218,7 @@ export class SqlBuilder {
 
   private condition (f: Filter, params: Params): string {
     const s = this.s(f.field)
+    if (s.absent) this.col(f.field)
     if (s.map !== undefined) return this.mappedCondition(f, s, params)
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
     const c = this.col(f.field)

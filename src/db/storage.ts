@@ -23,7 +23,10 @@ export interface CompiledMap {
 export interface FieldStorage {
   readonly field: string
   readonly def: FieldDef
+  /** the column's name; '' when the field is mapped to null (`absent`) */
   readonly column: string
+  /** the table has no column for this field: always null, never written, not filterable */
+  readonly absent: boolean
   /** undefined while the database has not been reached */
   readonly info: ColumnInfo | undefined
   readonly category: Category
@@ -167,8 +170,9 @@ export class ResourceStorage {
     const byName = new Map((this.columns ?? []).map((c) => [c.name.toLowerCase(), c]))
     this.fields = {}
     for (const [field, f] of Object.entries(def.fields)) {
-      const column = mapping.columns[field]
-      const info = byName.get(column?.toLowerCase() ?? '')
+      const absent = mapping.absent?.includes(field) === true
+      const column = absent ? '' : mapping.columns[field]
+      const info = absent ? undefined : byName.get(column?.toLowerCase() ?? '')
       const category = categoryOf(dialect, info, f.kind)
       const values = mapping.values?.[field]
       const zone = mapping.timeZones?.[field] ?? mapping.timeZone
@@ -177,6 +181,7 @@ export class ResourceStorage {
         field,
         def: f,
         column,
+        absent,
         info,
         category,
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
@@ -202,7 +207,7 @@ export class ResourceStorage {
   /** The API field a column is mapped to (case-insensitive), for messages about the data. */
   fieldOf (column: string): string | undefined {
     const lower = column.toLowerCase()
-    for (const s of Object.values(this.fields)) if (s.column.toLowerCase() === lower && s.def.internal !== true) return s.field
+    for (const s of Object.values(this.fields)) if (!s.absent && s.column.toLowerCase() === lower && s.def.internal !== true) return s.field
     return undefined
   }
 
@@ -211,7 +216,7 @@ export class ResourceStorage {
 
   /** A driver value in API shape. A stored code that no map or enum knows is returned as is (and logged once). */
   fromDb (s: FieldStorage, raw: unknown): unknown {
-    if (raw === null || raw === undefined) return null
+    if (raw === null || raw === undefined || s.absent) return null
     if (s.map !== undefined) {
       const code = normalizeCode(raw)
       const value = s.map.api.get(code) ?? s.map.apiFolded.get(code.toLowerCase())
@@ -268,6 +273,10 @@ export class ResourceStorage {
    * `value` is already of the field's kind (the HTTP schema or the caller made sure).
    */
   toDb (s: FieldStorage, value: SqlValue): SqlValue {
+    if (s.absent) {
+      if (value === null) return null
+      throw new InvalidValueError(`'${s.field}' is not stored in this installation (the picking system's table has no column for it)`)
+    }
     if (value === null) {
       if (s.info !== undefined && !s.info.nullable) throw new InvalidValueError(`'${s.field}' cannot be null: the database requires a value`)
       return null
@@ -395,7 +404,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (s.timeZone !== undefined && !isTimeZone(s.timeZone)) problems.push(`${where}.${s.field}: unknown time zone '${s.timeZone}'`)
   }
   if (mapping.readOnly !== true) {
-    const mapped = new Set(Object.values(mapping.columns).map((c) => c.toLowerCase()))
+    const mapped = new Set(Object.entries(mapping.columns).filter(([field]) => mapping.absent?.includes(field) !== true).map(([, c]) => c.toLowerCase()))
     for (const column of storage.columns) {
       if (mapped.has(column.name.toLowerCase()) || column.nullable || column.hasDefault) continue
       problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a default in the database, ${readOnlyHint}`)

@@ -43,8 +43,10 @@ export interface TableMapping {
   /** SQL Server schema; ignored by SQLite. Default 'dbo'. */
   schema?: string
   table: string
-  /** API field name -> column name; every field of the ResourceDef must be mapped */
+  /** API field name -> column name; every field of the ResourceDef is mapped or listed in `absent` */
   columns: Record<string, string>
+  /** fields this table has no column for (mapped to null): always null, never written, not filterable */
+  absent?: string[]
   /** API field name -> value map, for columns whose stored codes differ from the API's values */
   values?: Record<string, ValueMap>
   /** IANA time zone of `datetime` columns that hold local time (default UTC) */

@@ -231,3 +231,18 @@ t.test('T-SQL type texts become the driver types', async (t) => {
   t.same(mssqlType({ name: 'p', kind: 'string', value: 'x', type: 'xml' }), sql.NVarChar(4000), 'an unknown type text falls back to the kind')
   t.same(mssqlType({ name: 'p', kind: 'datetime', value: new Date(0), type: 'datetime' }), sql.DateTime())
 })
+
+t.test('a field mapped to null: selected as NULL, never written, not filterable', async (t) => {
+  const mapping: TableMapping = { ...matMapping, columns: { ...matMapping.columns }, absent: ['barcode', 'weight'] }
+  delete mapping.columns.barcode
+  delete mapping.columns.weight
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, mapping, matColumns.filter((c) => c.name !== 'EAN' && c.name !== 'Gew')))
+  const s = list(b, { name: 'x' })
+  t.match(s.text, /\[ME\] AS \[unit\], NULL AS \[barcode\], \[MinB\] AS \[minStock\], \[MaxB\] AS \[maxStock\], NULL AS \[weight\], /)
+  t.throws(() => list(b, { barcode: '[null]' }), { name: 'BadQueryError', message: "'barcode' is not stored in this installation: it cannot be filtered or sorted" })
+  t.throws(() => list(b, { sort: 'weight' }), { name: 'BadQueryError', message: /'weight' is not stored/ })
+  const st = b.storage
+  t.equal(st.toDb(st.field('barcode'), null), null)
+  t.throws(() => st.toDb(st.field('barcode'), '4006381333931'), { name: 'InvalidValueError', message: /'barcode' is not stored in this installation/ })
+  t.equal(st.fromDb(st.field('barcode'), 'ignored'), null)
+})

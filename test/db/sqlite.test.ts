@@ -327,7 +327,7 @@ for (const variant of ['reference', 'foreign'] as const) {
         [`materials.weight: column 'Gewicht' does not exist in table '${mapping.table}'`])
       const { barcode: _, ...fewer } = mapping.columns
       t.same(await db.checkMapping(materials, { ...mapping, columns: { ...fewer, colour: 'Colour' } }),
-        ['materials.barcode: no column configured', "materials: unknown field 'colour' in the column mapping"])
+        ['materials.barcode: no column configured (map it to null if the table has none)', "materials: unknown field 'colour' in the column mapping"])
       const upper = Object.fromEntries(Object.entries(mapping.columns).map(([f, c]) => [f, c.toUpperCase()]))
       t.same(await db.checkMapping(materials, { ...mapping, columns: upper }), [], 'SQLite column names are case-insensitive')
     })
