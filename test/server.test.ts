@@ -130,6 +130,7 @@ function switchable (db: Database): Database & { down: boolean } {
     ping: () => flaky.guard(() => db.ping()),
     checkMapping: (def: Parameters<Database['checkMapping']>[0], m: Parameters<Database['checkMapping']>[1]) => flaky.guard(() => db.checkMapping(def, m)),
     columns: (m: Parameters<Database['columns']>[0]) => flaky.guard(() => db.columns(m)),
+    changeMark: () => flaky.down ? undefined : db.changeMark(),
     close: () => db.close()
   }
   return flaky

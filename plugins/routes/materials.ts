@@ -3,10 +3,9 @@ import { Material, MaterialCreate, MaterialUpdate } from '../../schemas/material
 import type { Row } from '../../src/db/types.js'
 import { resourceRoutes } from './resource.js'
 
-const FIELDS = Object.keys(Material.properties)
-
+/** A repository row is already the public material: every field, in order, NULL as null. */
 export function toMaterial (row: Row): Material {
-  return Object.fromEntries(FIELDS.map((field) => [field, row[field] ?? null])) as Material
+  return row as Material
 }
 
 export default resourceRoutes({
@@ -18,5 +17,6 @@ export default resourceRoutes({
   update: MaterialUpdate,
   defaults: { unit: 'pcs', blocked: false },
   toPublic: () => toMaterial,
-  writers: ['admin', 'user', 'application']
+  writers: ['admin', 'user', 'application'],
+  storedOnly: true
 })

@@ -9,7 +9,7 @@ import type { Repository } from '../../src/db/repository.js'
 import type { Row } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
-import { etagOf, ifMatchCheck, sendList, sendOne } from '../../src/http.js'
+import { etagOf, ifMatchCheck, ListEtagCache, sendList, sendOne, type SendListOptions } from '../../src/http.js'
 
 export interface ResourceRoutesOptions {
   /** singular noun for messages and summaries */
@@ -24,6 +24,8 @@ export interface ResourceRoutesOptions {
   toPublic: (fastify: FastifyInstance) => (row: Row) => Record<string, unknown>
   /** user types allowed to create, update and delete (everyone authenticated may read) */
   writers: UserType[]
+  /** the public rows carry only stored fields (no live hardware state): lists may answer 304 from a cache */
+  storedOnly?: boolean
 }
 
 
@@ -38,6 +40,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const update = schemas.update as TObject
     const writers = fastify.requireType(...opts.writers)
     const who = opts.writers.length === 3 ? '' : ` (${opts.writers.join(', ')})`
+    const listOptions: SendListOptions = opts.storedOnly === true ? { stored: { cache: new ListEtagCache(), mark: () => fastify.db.changeMark() } } : {}
     const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
 
@@ -48,7 +51,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         querystring: ListQuery,
         response: { 200: ListEnvelope(item), 304: Type.Null(), ...errorResponses(400, 401, 503) }
       }
-    }, async (request, reply) => sendList(request, reply, repo, toPublic))
+    }, async (request, reply) => sendList(request, reply, repo, toPublic, listOptions))
 
     fastify.get('/:id', {
       schema: {

@@ -457,6 +457,11 @@ class MssqlDatabase implements Database {
     await this.query({ text: 'SELECT 1 AS [ok]', params: [] })
   }
 
+  /** SQL Server has no cheap commit counter a client can read: conditional GETs run their query. */
+  changeMark (): undefined {
+    return undefined
+  }
+
   async close (): Promise<void> {
     await this.supervisor.close()
     await this.pool.close()

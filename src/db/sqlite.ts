@@ -47,9 +47,12 @@ class SqliteDatabase implements Database {
   /** the tail of the queue every call waits on: a transaction holds it across its awaits */
   private queue: Promise<unknown> = Promise.resolve()
   private closed = false
+  /** statements that wrote through this connection: PRAGMA data_version counts only other connections' commits */
+  private ownWrites = 0
 
   constructor (db: BetterSqlite3.Database) {
     this.db = db
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck()
   }
 
   private prepare (text: string): BetterSqlite3.Statement {
@@ -67,6 +70,8 @@ class SqliteDatabase implements Database {
     try {
       const prepared = this.prepare(stmt.text)
       const bound = toSqliteParams(stmt.params)
+      // counted before it runs: a reader that sees the mark after this write also sees the write
+      if (!prepared.readonly) this.ownWrites++
       if (prepared.reader) return prepared.all(bound) as Row[]
       prepared.run(bound)
       return []
@@ -77,7 +82,9 @@ class SqliteDatabase implements Database {
 
   private runExecute (stmt: Statement): number {
     try {
-      return this.prepare(stmt.text).run(toSqliteParams(stmt.params)).changes
+      const prepared = this.prepare(stmt.text)
+      if (!prepared.readonly) this.ownWrites++
+      return prepared.run(toSqliteParams(stmt.params)).changes
     } catch (err) {
       throw mapSqliteError(err)
     }
@@ -120,6 +127,7 @@ class SqliteDatabase implements Database {
       try {
         const result = await fn(tx)
         this.db.exec('COMMIT')
+        this.ownWrites++
         return result
       } catch (err) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK')
@@ -133,6 +141,13 @@ class SqliteDatabase implements Database {
   async ping (): Promise<void> {
     await this.query({ text: 'SELECT 1', params: [] })
   }
+
+  changeMark (): string | undefined {
+    if (this.closed) return undefined
+    return `${this.dataVersion.get() as number}:${this.ownWrites}`
+  }
+
+  private readonly dataVersion: BetterSqlite3.Statement
 
   async close (): Promise<void> {
     if (this.closed) return

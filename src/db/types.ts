@@ -102,6 +102,12 @@ export interface Database extends Executor {
   checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]>
   /** The mapped table's columns as the database declares them; empty when the table does not exist. */
   columns (mapping: TableMapping): Promise<ColumnInfo[]>
+  /**
+   * A text that changes whenever anything was committed to the database, by this process or any
+   * other (SQLite: PRAGMA data_version plus this connection's own writes). Undefined when the
+   * dialect cannot tell cheaply: then nothing may be cached on it.
+   */
+  changeMark (): string | undefined
 }
 
 /** A column as the database declares it (INFORMATION_SCHEMA.COLUMNS / sys.columns, PRAGMA table_xinfo). */

@@ -261,6 +261,7 @@ function fakeMssql (tables: Row[], columns: Record<string, ColumnInfo[]>, codes:
     async ping () {},
     async close () {},
     async checkMapping () { return [] },
+    changeMark () { return undefined },
     async columns (mapping) { return columns[`${mapping.schema}.${mapping.table}`] ?? [] }
   }
 }
