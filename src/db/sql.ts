@@ -307,11 +307,16 @@ export class SqlBuilder {
   }
 
   /**
-   * Time filters compare what the API shows. A filter time t (milliseconds) stands for the stored
-   * values shown as t: [t, t+1 ms) on columns finer than a millisecond (datetime2(7)); on coarser
-   * columns (smalldatetime, date, datetime2(0)) only t itself, when the column can hold it. Each
-   * bound is a value of the column's own type, so comparisons are exact and can seek.
-   * SQL Server's datetime (1/300 s) is compared with a datetime parameter, rounded as the server rounds.
+   * Time filters compare what the API shows. A filter time t (milliseconds, UTC) stands for the
+   * stored values the API shows as t: the window [lo, hi) where lo is the first value the column
+   * can hold that the API shows as t or later, and hi the same for t + 1 ms. So `[gt] t` is
+   * `>= hi`, `[lte] t` is `< hi`, `= t` is `>= lo AND < hi` (nothing when lo = hi: the column
+   * cannot hold t). Each bound is a value of the column's own type, so the comparison is exact
+   * and can seek: SQL Server's datetime (1/300 s) bounds are the ticks the driver reads back as
+   * t; smalldatetime, date and datetime2(0) bounds round up to what they hold; local-time
+   * columns take the first wall-clock time at or after t (after the autumn's repeated hour,
+   * whose times read as the first occurrence). Columns that hold exactly milliseconds in UTC
+   * (datetime2(3), SQLite) compare t itself.
    */
   private timeCondition (f: Filter, s: FieldStorage, params: Params): string {
     const sqlite = this.dialect.name === 'sqlite'
@@ -319,34 +324,31 @@ export class SqlBuilder {
     const bound = (date: Date): string => sqlite
       ? params.add('string', date.toISOString())
       : params.add('datetime', date, s.paramType)
-    const window = (v: SqlValue): { lo: Date, hi: Date } | { at: Date } => {
-      const t = this.storage.timeOperand(s, v as Date)
-      const r = s.resolutionMs
-      if (sqlite || r === 1 || r === -1) return { at: t }
-      const ms = t.getTime()
-      if (r === 0) return { lo: t, hi: new Date(ms + 1) }
-      if (ms % r === 0) return { lo: t, hi: new Date(ms + r) }
-      const up = new Date(Math.ceil(ms / r) * r)
-      return { lo: up, hi: up }
+    const plain = s.timeZone === undefined && (sqlite || s.resolutionMs === 1)
+    const first = (t: number): Date => this.storage.firstStoredAtOrAfter(s, t)
+    const window = (v: SqlValue): { lo: Date, hi: Date } => {
+      const t = (v as Date).getTime()
+      return { lo: first(t), hi: first(t + 1) }
     }
     const eq = (v: SqlValue): string => {
+      if (plain) return `${c} = ${bound(v as Date)}`
       const w = window(v)
-      if ('at' in w) return `${c} = ${bound(w.at)}`
       return w.lo.getTime() === w.hi.getTime() ? '1 = 0' : `(${c} >= ${bound(w.lo)} AND ${c} < ${bound(w.hi)})`
     }
     const ne = (v: SqlValue): string => {
+      if (plain) return `(${c} <> ${bound(v as Date)} OR ${c} IS NULL)`
       const w = window(v)
-      if ('at' in w) return `(${c} <> ${bound(w.at)} OR ${c} IS NULL)`
       return w.lo.getTime() === w.hi.getTime() ? '1 = 1' : `(${c} < ${bound(w.lo)} OR ${c} >= ${bound(w.hi)} OR ${c} IS NULL)`
     }
     const v = f.values[0]
+    const at = (): Date => v as Date
     switch (f.op) {
       case 'eq': return v === null ? `${this.col(f.field)} IS NULL` : eq(v)
       case 'not': return ne(v)
-      case 'gt': { const w = window(v); return 'at' in w ? `${c} > ${bound(w.at)}` : `${c} >= ${bound(w.hi)}` }
-      case 'gte': { const w = window(v); return 'at' in w ? `${c} >= ${bound(w.at)}` : `${c} >= ${bound(w.lo)}` }
-      case 'lt': { const w = window(v); return 'at' in w ? `${c} < ${bound(w.at)}` : `${c} < ${bound(w.lo)}` }
-      case 'lte': { const w = window(v); return 'at' in w ? `${c} <= ${bound(w.at)}` : `${c} < ${bound(w.hi)}` }
+      case 'gt': return plain ? `${c} > ${bound(at())}` : `${c} >= ${bound(window(v).hi)}`
+      case 'gte': return plain ? `${c} >= ${bound(at())}` : `${c} >= ${bound(window(v).lo)}`
+      case 'lt': return plain ? `${c} < ${bound(at())}` : `${c} < ${bound(window(v).lo)}`
+      case 'lte': return plain ? `${c} <= ${bound(at())}` : `${c} < ${bound(window(v).hi)}`
       case 'or': return `(${f.values.map(eq).join(' OR ')})`
       case 'nor': return `(${f.values.map(ne).join(' AND ')})`
       case 'null': return `${this.col(f.field)} IS NULL`

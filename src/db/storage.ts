@@ -254,7 +254,28 @@ export class ResourceStorage {
       date = parseIsoDateTime(raw)
     } else if (typeof raw === 'number') date = new Date(raw)
     if (date === undefined || Number.isNaN(date.getTime())) return String(raw)
-    return (wall ? wallToUtc(date, s.timeZone!) : date).toISOString()
+    return (wall ? this.wallInstant(date, s.timeZone!) : date).toISOString()
+  }
+
+  /**
+   * The UTC instant a stored wall-clock time stands for. In the autumn's repeated hour: the first
+   * occurrence. In the spring's skipped hour (a time no clock there showed): the moment the clock
+   * jumped, so that the instants keep the order of the stored times, which sorting and paging
+   * follow: a filter then finds exactly the rows whose shown time matches.
+   */
+  wallInstant (wall: Date, zone: string): Date {
+    const instant = wallToUtc(wall, zone)
+    const back = utcToWall(instant, zone).getTime()
+    if (back === wall.getTime()) return instant
+    // in the gap: the first instant whose wall-clock time is at or after the stored one
+    let lo = instant.getTime() - (back - wall.getTime())
+    let hi = instant.getTime()
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2)
+      if (utcToWall(new Date(mid), zone).getTime() >= wall.getTime()) hi = mid
+      else lo = mid
+    }
+    return new Date(hi)
   }
 
   private unknown (s: FieldStorage, raw: unknown): void {
@@ -358,9 +379,44 @@ export class ResourceStorage {
     return this.dialect === 'sqlite' ? wall.toISOString().replace('T', ' ').replace('Z', '') : wall
   }
 
-  /** A UTC instant from a filter or cursor as the column compares it: wall time for local-time columns. */
-  timeOperand (s: FieldStorage, date: Date): Date {
-    return s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
+  /**
+   * The first value the column can hold (as the driver gives it: a Date, wall-clock for local
+   * columns) that the API shows as UTC time `t` or later. Exact for every time type: datetime's
+   * 1/300 s ticks, coarse types rounded up, and local times after DST changes.
+   */
+  firstStoredAtOrAfter (s: FieldStorage, t: number): Date {
+    let wall = t
+    if (s.timeZone !== undefined) {
+      wall = utcToWall(new Date(t), s.timeZone).getTime()
+      const before = utcToWall(new Date(t - 1), s.timeZone).getTime()
+      // t is the moment the spring clock jumped: the skipped wall times stand for t too
+      if (wall - before > 1) wall = before + 1
+      // in the autumn's repeated hour a wall time reads as its first occurrence: a UTC time in the
+      // second one is first reached by the wall-clock time just after the hour
+      const zone = s.timeZone
+      const shownAt = (w: number): number => this.wallInstant(new Date(w), zone).getTime()
+      const shown = this.wallInstant(new Date(wall), zone).getTime()
+      if (shown < t) {
+        // the first wall time after the repeated hour: f(lo) < t <= f(hi), halved to the millisecond
+        let lo = wall
+        let hi = wall + (t - shown)
+        while (hi - lo > 1) {
+          const mid = Math.floor((lo + hi) / 2)
+          if (shownAt(mid) >= t) hi = mid
+          else lo = mid
+        }
+        wall = hi
+      }
+    }
+    const r = s.resolutionMs
+    if (r > 1) return new Date(Math.ceil(wall / r) * r)
+    if (r === -1) {
+      // datetime: 300 ticks a second; the driver reads tick k as round(k * 10 / 3) ms into the day
+      const day = Math.floor(wall / 86400000) * 86400000
+      const tick = Math.ceil((6 * (wall - day) - 3) / 20)
+      return new Date(day + Math.round(tick * 10 / 3))
+    }
+    return new Date(wall)
   }
 
   /** The smallest later value the column can hold: modifiedAt must change on every update. */

@@ -89,9 +89,15 @@ t.test('keyset on a DATETIME column: the stored value with a datetime parameter,
 })
 
 t.test('time filters compare what the API shows, on every time type', async (t) => {
+  // datetime keeps 1/300 s: …05.997 is tick 299 (.99667); the API (the driver) shows it as .997
   const exact = list(msMat, { modifiedAt: '2021-03-15T14:22:05.997Z' })
-  t.equal(where(exact.text), '[LastChange] = @p1', 'datetime: the server rounds the parameter to 1/300 s as it rounded the value')
-  t.same(types(exact.params)[0], ['p1', new Date('2021-03-15T14:22:05.997Z'), 'datetime'])
+  t.equal(where(exact.text), '([LastChange] >= @p1 AND [LastChange] < @p2)', 'datetime: the ticks the API shows as that millisecond')
+  t.same(types(exact.params).slice(0, 2), [['p1', new Date('2021-03-15T14:22:05.997Z'), 'datetime'], ['p2', new Date('2021-03-15T14:22:06.000Z'), 'datetime']])
+  const after = list(msMat, { modifiedSince: '2021-03-15T14:22:05.001Z' })
+  t.same(types(after.params)[0], ['p1', new Date('2021-03-15T14:22:05.003Z'), 'datetime'], '.001 is no tick: the first one at or after it is .00333, shown as .003')
+  const firstAt = (ms: string): string => msMat.storage.firstStoredAtOrAfter(msMat.storage.field('modifiedAt'), Date.parse(`2021-03-15T14:22:05.${ms}Z`)).toISOString().slice(20, 23)
+  t.same(['000', '001', '003', '004', '007', '010', '500', '998'].map(firstAt), ['000', '003', '003', '007', '007', '010', '500', '000'])
+  t.equal(msMat.storage.firstStoredAtOrAfter(msMat.storage.field('modifiedAt'), Date.parse('2021-03-15T23:59:59.999Z')).toISOString(), '2021-03-16T00:00:00.000Z', 'the last tick of a day rounds into the next')
 
   // datetime2(7) holds 100 ns: the API shows milliseconds, so t stands for [t, t + 1 ms)
   const fine = list(msMat, { createdAt: '2021-03-15T14:22:05.123Z' })
@@ -136,8 +142,16 @@ t.test('local-time columns: filters and writes in wall-clock time, the API in UT
   const lastChange = storage.field('modifiedAt')
   t.same(storage.toDb(lastChange, new Date('2026-01-10T10:00:00Z')), new Date('2026-01-10T11:00:00Z'), 'winter: UTC+1')
   t.equal(storage.fromDb(lastChange, new Date('2026-01-10T11:00:00Z')), '2026-01-10T10:00:00.000Z')
-  t.equal(storage.fromDb(lastChange, new Date('2026-03-29T02:30:00Z')), '2026-03-29T01:30:00.000Z', 'a wall time in the spring gap moves forward')
+  t.equal(storage.fromDb(lastChange, new Date('2026-03-29T02:30:00Z')), '2026-03-29T01:00:00.000Z', 'a wall time in the spring gap reads as the moment the clock jumped: the order of stored times is kept')
   t.equal(storage.fromDb(lastChange, new Date('2026-10-25T02:30:00Z')), '2026-10-25T00:30:00.000Z', 'a wall time in the autumn overlap takes the earlier instant')
+  // a filter time t becomes the first wall-clock value the API shows as t or later
+  const first = (iso: string): string => storage.firstStoredAtOrAfter(lastChange, Date.parse(iso)).toISOString()
+  t.equal(first('2026-03-29T00:59:59Z'), '2026-03-29T01:59:59.000Z', 'before the spring jump: CET')
+  t.equal(first('2026-03-29T01:00:00Z'), '2026-03-29T02:00:00.000Z', 'the jump itself: the skipped wall times stand for it too')
+  t.equal(first('2026-03-29T01:00:00.001Z'), '2026-03-29T03:00:00.003Z', 'after it: CEST (datetime ticks)')
+  t.equal(first('2026-10-25T00:30:00Z'), '2026-10-25T02:30:00.000Z', 'autumn, first occurrence: CEST')
+  t.equal(first('2026-10-25T01:30:00Z'), '2026-10-25T03:00:00.000Z', 'autumn, second occurrence: no wall time shows it; the first after the repeated hour')
+  t.equal(first('2026-10-25T02:00:00Z'), '2026-10-25T03:00:00.000Z', 'CET again')
   const lite = new ResourceStorage('sqlite', materials, { table: 'Artikel', columns: matMapping.columns, timeZone: 'Europe/Berlin' },
     [col('LastChange', 'datetime'), ...matColumns.filter((c) => c.name !== 'LastChange')])
   t.equal(lite.toDb(lite.field('modifiedAt'), new Date('2026-07-01T10:00:00.123Z')), '2026-07-01 12:00:00.123', 'SQLite: local text without an offset')

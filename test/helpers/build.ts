@@ -9,7 +9,8 @@ import { initDatabase } from '../../src/bootstrap.js'
 import { mappingsOf, validateConfig, type Config } from '../../src/config.js'
 import { openDatabase } from '../../src/db/index.js'
 import type { ResourceName } from '../../src/db/resources.js'
-import type { Database, TableMapping } from '../../src/db/types.js'
+import type { TableMappingConfig } from '../../schemas/config.js'
+import type { Database } from '../../src/db/types.js'
 
 const silentLogger = { info () {}, warn () {}, error () {} }
 
@@ -41,7 +42,7 @@ export function testDatabaseUrl (dir: string): string {
   return `sqlite:${join(dir, 'test.db')}`
 }
 
-export async function build (t: Test, overrides: DeepPartial<Config> & { mapping?: Partial<Record<ResourceName, TableMapping>> } = {}, prepare?: (db: Database) => Promise<void>): Promise<TestContext> {
+export async function build (t: Test, overrides: DeepPartial<Config> & { mapping?: Partial<Record<ResourceName, TableMappingConfig>> } = {}, prepare?: (db: Database) => Promise<void>): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'pg-test-'))
   const url = testDatabaseUrl(dir)
   const config = validateConfig({
@@ -62,8 +63,16 @@ export async function build (t: Test, overrides: DeepPartial<Config> & { mapping
   }
   if (prepare) await prepare(db)
   await initDatabase(db, { demo: false, mappings, argon2: TEST_ARGON2, adminPassword: ADMIN_PASSWORD, print: () => {} })
-  const app = await buildApp(config, { db })
-  await app.ready()
+  let app: App
+  try {
+    app = await buildApp(config, { db })
+    await app.ready()
+  } catch (err) {
+    // a start-up error must not leave the database (an mssql pool keeps the process alive) or the files behind
+    await db.close()
+    rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
   t.teardown(async () => {
     await app.close()
     rmSync(dir, { recursive: true, force: true })
