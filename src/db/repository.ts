@@ -75,7 +75,7 @@ export class Repository {
   }
 
   private compile (): void {
-    this.readers = Object.values(this.storage.fields).map((s) => [s.field, (raw: unknown) => this.storage.fromDb(s, raw)])
+    this.readers = Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)])
   }
 
   get readOnly (): boolean {

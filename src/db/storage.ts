@@ -113,6 +113,8 @@ function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined): numb
   }
 }
 
+const CANONICAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
 /** The stored code as the map compares it: text without the padding of fixed-width columns. */
 const normalizeCode = (code: unknown): string => String(code).trimEnd()
 
@@ -241,6 +243,30 @@ export class ResourceStorage {
         return raw === '1' || raw === 'true'
       case 'datetime':
         return this.timeFromDb(s, raw)
+    }
+  }
+
+  /**
+   * fromDb for one field, specialized once: mapRow runs it for every field of every row, so the
+   * common cases (text, numbers, flags, canonical UTC time text) skip the general dispatch.
+   */
+  reader (s: FieldStorage): (raw: unknown) => unknown {
+    if (s.absent) return () => null
+    const general = (raw: unknown): unknown => this.fromDb(s, raw)
+    if (s.map !== undefined || s.def.enum !== undefined) return general
+    const padded = s.info !== undefined && /^n?char$/.test(s.info.type)
+    switch (s.def.kind) {
+      case 'string':
+        return padded ? general : (raw) => typeof raw === 'string' ? raw : general(raw)
+      case 'integer':
+      case 'number':
+        return (raw) => typeof raw === 'number' ? raw : general(raw)
+      case 'boolean':
+        return (raw) => raw === 1 ? true : raw === 0 ? false : general(raw)
+      case 'datetime':
+        // the text the gateway itself writes (and SQLite's strftime): already what the API shows
+        if (s.timeZone !== undefined) return general
+        return (raw) => typeof raw === 'string' && CANONICAL_TIME.test(raw) ? raw : general(raw)
     }
   }
 
