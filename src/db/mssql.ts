@@ -1,9 +1,17 @@
 // The SQL Server dialect: one mssql ConnectionPool that reconnects on its own, typed parameters, error mapping.
-import sql from 'mssql'
+import { createRequire } from 'node:module'
+import type Mssql from 'mssql'
 import { mssqlDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError, type DbError } from './errors.js'
 import { mappingProblems, missingColumns } from './resources.js'
 import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
+
+type Driver = typeof Mssql
+let driver: Driver | undefined
+/** The driver, loaded on first use: an installation on SQLite never pays its memory (about 30 MB). */
+const sql: Driver = new Proxy({} as Driver, {
+  get: (_, key) => (driver ??= createRequire(import.meta.url)('mssql') as Driver)[key as keyof Driver]
+})
 
 /** The pino subset the database layer logs through. */
 export interface DbLogger {
@@ -41,7 +49,7 @@ function optionValue (raw: string): string | number | boolean {
  * option of the same name (`pool.max` and friends go to the pool), 'true'/'false' and numbers
  * parsed. Errors never repeat the URL (it holds a password).
  */
-export function parseMssqlUrl (url: string, opts: Pick<MssqlOptions, 'password' | 'connectTimeoutMs' | 'requestTimeoutMs'> = {}): sql.config {
+export function parseMssqlUrl (url: string, opts: Pick<MssqlOptions, 'password' | 'connectTimeoutMs' | 'requestTimeoutMs'> = {}): Mssql.config {
   let u: URL
   try {
     u = new URL(url)
@@ -59,13 +67,13 @@ export function parseMssqlUrl (url: string, opts: Pick<MssqlOptions, 'password' 
     if (key.startsWith('pool.')) pool[key.slice(5)] = optionValue(raw)
     else options[key] = optionValue(raw)
   }
-  const config: sql.config = {
+  const config: Mssql.config = {
     server,
     database: decodeURIComponent(segments[0]),
     connectionTimeout: opts.connectTimeoutMs ?? 5000,
     requestTimeout: opts.requestTimeoutMs ?? 15000,
-    options: options as sql.IOptions,
-    pool: pool as sql.config['pool']
+    options: options as Mssql.IOptions,
+    pool: pool as Mssql.config['pool']
   }
   if (u.port !== '') config.port = Number(u.port)
   if (u.username !== '') config.user = decodeURIComponent(u.username)
@@ -81,7 +89,7 @@ const INT_MIN = -2147483648
 const INT_MAX = 2147483647
 
 /** A T-SQL type text (`varchar(8000)`, `decimal(18,3)`, `datetime2(7)`) as the driver's type object. */
-export function sqlTypeOf (text: string): sql.ISqlType | undefined {
+export function sqlTypeOf (text: string): Mssql.ISqlType | undefined {
   const m = /^([a-z0-9]+)(?:\((max|\d+)(?:,(\d+))?\))?$/.exec(text)
   if (m === null) return undefined
   const [, name, a, b] = m
@@ -113,7 +121,7 @@ export function sqlTypeOf (text: string): sql.ISqlType | undefined {
  * (`p.type`), else by kind. Strings default to NVarChar(4000) (MAX beyond it), not their own
  * length, so that SQL Server reuses one cached plan for every value.
  */
-export function mssqlType (p: Param): sql.ISqlType {
+export function mssqlType (p: Param): Mssql.ISqlType {
   if (p.type !== undefined) {
     const type = sqlTypeOf(p.type)
     if (type !== undefined) return type
@@ -132,8 +140,8 @@ export function mssqlType (p: Param): sql.ISqlType {
   }
 }
 
-function request (target: sql.ConnectionPool | sql.Transaction, stmt: Statement): sql.Request {
-  const req = new sql.Request(target as sql.ConnectionPool)
+function request (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Mssql.Request {
+  const req = new sql.Request(target as Mssql.ConnectionPool)
   // a boolean written to an int column (a flag kept as 0/1) travels as a number
   for (const p of stmt.params) req.input(p.name, mssqlType(p), typeof p.value === 'boolean' && p.type !== undefined && p.type !== 'bit' ? Number(p.value) : p.value)
   return req
@@ -374,11 +382,11 @@ export function mssqlColumnInfo (r: Row): ColumnInfo {
 
 class MssqlDatabase implements Database {
   readonly dialect = 'mssql' as const
-  private readonly pool: sql.ConnectionPool
+  private readonly pool: Mssql.ConnectionPool
   private readonly supervisor: ConnectionSupervisor
   private readonly logger: DbLogger
 
-  constructor (config: sql.config, opts: MssqlOptions) {
+  constructor (config: Mssql.config, opts: MssqlOptions) {
     this.logger = opts.logger
     this.pool = new sql.ConnectionPool(config)
     // node-mssql re-emits every failed acquire here; without a listener an outage kills the process.
@@ -410,12 +418,12 @@ class MssqlDatabase implements Database {
     }
   }
 
-  private static async query (target: sql.ConnectionPool | sql.Transaction, stmt: Statement): Promise<Row[]> {
+  private static async query (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Promise<Row[]> {
     const result = await request(target, stmt).query(stmt.text)
     return (result.recordset ?? []) as Row[]
   }
 
-  private static async execute (target: sql.ConnectionPool | sql.Transaction, stmt: Statement): Promise<number> {
+  private static async execute (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Promise<number> {
     const result = await request(target, stmt).query(stmt.text)
     return result.rowsAffected.reduce((a, b) => a + b, 0)
   }
