@@ -1,98 +1,488 @@
-// npm run bench: password hashing cost, list latency and throughput over real HTTP, a full sync walk, memory.
+// npm run bench: the gateway against naive baselines in the same run, as ratios against the goals of issue 9; exit code 1 when a goal is missed.
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { buildApp } from '../src/app.js'
+import { fileURLToPath } from 'node:url'
 import { createPasswords, DEFAULT_ARGON2 } from '../src/auth/passwords.js'
 import { initDatabase } from '../src/bootstrap.js'
-import { validateConfig } from '../src/config.js'
-import { openDatabase, referenceMappings } from '../src/db/index.js'
+import { openDatabase, referenceMappings, seedDemoData } from '../src/db/index.js'
+import {
+  installCleanup, loadRound, median, percentiles, removeTempDir, round2, startServer, table, timeIt, trackTempDir,
+  type Request, type Round, type Server
+} from './harness.js'
 
-const quiet = { info () {}, warn () {}, error () {} }
-
-function stats (samples: number[]): { p50: number, p95: number, max: number } {
-  const sorted = [...samples].sort((a, b) => a - b)
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
-  return { p50: round(at(0.5)), p95: round(at(0.95)), max: round(sorted[sorted.length - 1]) }
+const int = (name: string, def: number) => {
+  const v = process.env[name]
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : def
 }
-const round = (n: number) => Math.round(n * 100) / 100
-const mib = (n: number) => Math.round(n / 1048576)
 
-async function timeIt (fn: () => Promise<unknown>): Promise<number> {
+/** Round lengths fit the whole run in about 6 minutes on 2 cores; the BENCH_* variables shorten it for a smoke test. */
+const settings = {
+  // 50 connections: enough to keep one server core busy without the client (autocannon, one core) saturating first
+  connections: int('BENCH_CONNECTIONS', 50),
+  roundSeconds: int('BENCH_ROUND_SECONDS', 5),
+  warmupSeconds: int('BENCH_WARMUP_SECONDS', 2),
+  rounds: int('BENCH_ROUNDS', 3),
+  rows: int('BENCH_ROWS', 100_000),
+  /** list load after each walk of the memory rounds: three rounds make the minute */
+  memoryLoadSeconds: int('BENCH_MEMORY_LOAD_SECONDS', 20),
+  memoryRounds: 3,
+  loginsPerSecond: 20,
+  /**
+   * Goal 5 loads the list at a steady rate well below what the server can do: at saturation p99 is
+   * the length of the queue, which any extra work stretches, not the latency a client sees.
+   */
+  loginListRate: int('BENCH_LOGIN_LIST_RATE', 200),
+  loginListConnections: 10,
+  walkLimit: 1000
+}
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+const GATEWAY = join(here, '..', 'src', 'cli.js')
+const NAIVE = join(here, 'naive-server.js')
+const quiet = { info () {}, warn () {}, error () {} }
+const mib = (n: number | undefined) => n === undefined ? NaN : Math.round(n / 1048576)
+
+interface Goal {
+  id: string
+  figure: string
+  gateway: string
+  baseline: string
+  value: number | null
+  goal: string
+  /** null: not measured here */
+  pass: boolean | null
+  note?: string
+}
+
+const goals: Goal[] = []
+const rounds: Round[] = []
+const info: Record<string, unknown> = {}
+
+function record (round: Round): Round {
+  rounds.push(round)
+  const odd = round.expectedShare < 1 ? `  statuses ${JSON.stringify(round.statuses)} errors ${round.errors}` : ''
+  console.log(`  ${round.phase.padEnd(16)} ${round.side.padEnd(8)} ${round.round.padEnd(7)} ${String(round.rps).padStart(6)} req/s  p99 ${String(round.p99).padStart(4)} ms  server cpu ${round.serverCpu ?? '?'}%  client cpu ${round.clientCpu}%${odd}`)
+  return round
+}
+
+/** A goal is only as good as its responses: anything but the expected status in a measured round fails it. */
+function clean (rs: Round[]): string | undefined {
+  const bad = rs.filter((r) => r.expectedShare < 0.999 || r.errors > 0)
+  return bad.length === 0 ? undefined : `unexpected responses: ${bad.map((r) => `${r.side} ${r.round} ${JSON.stringify(r.statuses)} errors ${r.errors}`).join('; ')}`
+}
+
+interface Side { server: Server, requests: Request[], expect: number }
+
+/** Warm-up each, then rounds alternating A B B A A B…, so drift on a shared machine hits both sides alike. */
+async function compare (phase: string, gateway: Side, baseline: Side): Promise<{ gateway: Round[], baseline: Round[] }> {
+  const run = (side: Side, name: string, round: string, seconds: number) =>
+    loadRound(side.server, side.requests, { connections: settings.connections, seconds, expect: side.expect }, { phase, side: name, round })
+  record(await run(gateway, 'gateway', 'warm-up', settings.warmupSeconds))
+  record(await run(baseline, 'naive', 'warm-up', settings.warmupSeconds))
+  const out = { gateway: [] as Round[], baseline: [] as Round[] }
+  for (let i = 1; i <= settings.rounds; i++) {
+    const order = i % 2 === 1 ? ['gateway', 'naive'] as const : ['naive', 'gateway'] as const
+    for (const name of order) {
+      const side = name === 'gateway' ? gateway : baseline
+      const r = record(await run(side, name, String(i), settings.roundSeconds))
+      ;(name === 'gateway' ? out.gateway : out.baseline).push(r)
+    }
+  }
+  return out
+}
+
+function ratioGoal (id: string, figure: string, result: { gateway: Round[], baseline: Round[] }, min: number, stretch?: number): void {
+  const gw = median(result.gateway.map((r) => r.rps))
+  const base = median(result.baseline.map((r) => r.rps))
+  const ratio = round2(gw / base)
+  const note = clean([...result.gateway, ...result.baseline])
+  goals.push({
+    id,
+    figure,
+    gateway: `${gw} req/s, p99 ${median(result.gateway.map((r) => r.p99))} ms`,
+    baseline: `${base} req/s, p99 ${median(result.baseline.map((r) => r.p99))} ms`,
+    value: ratio,
+    goal: `>= ${min}x${stretch ? ` (stretch ${stretch}x${ratio >= stretch ? ' met' : ' not met'})` : ''}`,
+    pass: note === undefined && ratio >= min,
+    note
+  })
+}
+
+const json = (body: unknown, headers: Record<string, string>) => ({ headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+
+async function login (base: string, password: string): Promise<string> {
+  const res = await fetch(`${base}/api/users/login`, { method: 'POST', ...json({ username: 'admin', password }, {}) })
+  if (res.status !== 200) throw new Error(`login: ${res.status} ${await res.text()}`)
+  return ((await res.json()) as { accessToken: string }).accessToken
+}
+
+async function getJson (base: string, path: string, headers: Record<string, string>): Promise<{ status: number, etag: string | null, body: any }> {
+  const res = await fetch(base + path, { headers })
+  const text = await res.text()
+  return { status: res.status, etag: res.headers.get('etag'), body: text === '' ? undefined : JSON.parse(text) }
+}
+
+/** A database the gateway and the baselines can each get a copy of. SQL Server plugs in here. */
+interface Backend {
+  name: string
+  /** why it does not run here */
+  skip?: string
+  /** builds the data once */
+  prepare (dir: string, adminPassword: string): Promise<void>
+  /** a fresh copy of the data for one server: the gateway's and the naive server's environment */
+  copy (tag: string): { gateway: Record<string, string>, naive: Record<string, string> }
+}
+
+function sqliteBackend (dir: string): Backend {
+  const master = join(dir, 'master.db')
+  return {
+    name: 'SQLite',
+    async prepare (_dir, adminPassword) {
+      const db = openDatabase(`sqlite:${master}`, { create: true, logger: quiet })
+      try {
+        // the gateway's own code builds the tables, the admin and the data: no demo seed, our count instead
+        await initDatabase(db, { demo: false, mappings: referenceMappings, argon2: DEFAULT_ARGON2, adminPassword, print: () => {} })
+        await seedDemoData(db, referenceMappings, { count: settings.rows })
+      } finally {
+        await db.close() // checkpoints the WAL into the file
+      }
+    },
+    copy (tag) {
+      const file = join(dir, `${tag}.db`)
+      copyFileSync(master, file)
+      if (existsSync(`${master}-wal`)) copyFileSync(`${master}-wal`, `${file}-wal`)
+      return { gateway: { DATABASE_URL: `sqlite:${file}` }, naive: { DATABASE_FILE: file } }
+    }
+  }
+}
+
+function mssqlBackend (): Backend {
+  const skip = process.env.MSSQL_TEST_URL
+    ? 'MSSQL_TEST_URL is set, but the SQL Server round is not written yet (it needs a seeding step and an mssql naive server)'
+    : 'MSSQL_TEST_URL not set'
+  return { name: 'SQL Server', skip, prepare: async () => {}, copy: () => ({ gateway: {}, naive: {} }) }
+}
+
+interface Context {
+  dir: string
+  secret: string
+  adminPassword: string
+  /** PICKING_GATEWAY_CONFIG: production defaults, except the per-address login limit that 20 logins/s from one address would hit */
+  configFile: string
+}
+
+function gatewayEnv (ctx: Context, db: Record<string, string>): Record<string, string> {
+  // LOG_LEVEL info: production logs every request, so the measurement includes it (to a file)
+  return { ...db, PICKING_GATEWAY_CONFIG: ctx.configFile, PICKING_GATEWAY_JWT_SECRET: ctx.secret, LOG_LEVEL: 'info', NODE_ENV: 'production' }
+}
+
+async function startPair (ctx: Context, backend: Backend): Promise<{ gateway: Server, naive: Server }> {
+  const gw = backend.copy('gateway')
+  const nv = backend.copy('naive')
+  const gateway = await startServer('gateway', GATEWAY, ['serve'], gatewayEnv(ctx, gw.gateway), join(ctx.dir, 'gateway.log'))
+  try {
+    const naive = await startServer('naive', NAIVE, [], { ...nv.naive, PICKING_GATEWAY_JWT_SECRET: ctx.secret, NODE_ENV: 'production', EXIT_ON_STDIN_END: '1' }, join(ctx.dir, 'naive.log'))
+    return { gateway, naive }
+  } catch (err) {
+    await gateway.stop()
+    throw err
+  }
+}
+
+async function throughputPhases (ctx: Context, gateway: Server, naive: Server): Promise<void> {
+  const token = await login(gateway.base, ctx.adminPassword)
+  const auth = { authorization: `Bearer ${token}` }
+  for (const s of [gateway, naive]) {
+    const probe = await getJson(s.base, '/api/materials?limit=100', auth)
+    if (probe.status !== 200 || probe.body.data.length !== 100) throw new Error(`${s.name}: GET /api/materials?limit=100 answered ${probe.status} with the gateway's token`)
+  }
+
+  // Latency one request at a time (no load): the figures the README quotes.
+  const sequential = async (s: Server, path: string, n: number) => {
+    for (let i = 0; i < 30; i++) await getJson(s.base, path, auth)
+    const samples: number[] = []
+    for (let i = 0; i < n; i++) samples.push(await timeIt(() => getJson(s.base, path, auth)))
+    return percentiles(samples)
+  }
+  info.list100SequentialMs = { gateway: await sequential(gateway, '/api/materials?limit=100', 300), naive: await sequential(naive, '/api/materials?limit=100', 300) }
+  info.list100FilteredCountSequentialMs = { gateway: await sequential(gateway, '/api/materials?limit=100&name=%5Blike%5Dvalve&count=true', 50) }
+
+  const get = (path: string): Request[] => [{ method: 'GET', path, headers: auth }]
+
+  console.log('\n1. GET /api/materials?limit=100')
+  ratioGoal('1', 'list limit=100, req/s', await compare('list', { server: gateway, requests: get('/api/materials?limit=100'), expect: 200 }, { server: naive, requests: get('/api/materials'), expect: 200 }), 1.0, 1.3)
+
+  console.log('\n2. conditional GET answered 304')
+  const first = await getJson(gateway.base, '/api/materials?limit=100', auth)
+  if (first.etag === null) throw new Error('GET /api/materials?limit=100 answered without an ETag')
+  const conditional = [{ method: 'GET' as const, path: '/api/materials?limit=100', headers: { ...auth, 'if-none-match': first.etag } }]
+  ratioGoal('2', '304 for If-None-Match, req/s', await compare('not-modified', { server: gateway, requests: conditional, expect: 304 }, { server: naive, requests: get('/api/not-modified'), expect: 304 }), 0.3)
+
+  console.log(`\n5. list p99 at ${settings.loginListRate} req/s with ${settings.loginsPerSecond} logins/s in the background`)
+  await loginInterference(ctx, gateway, get('/api/materials?limit=100'))
+
+  // Writes change the data, so they come after every list figure. Both sides get the same request sequence.
+  console.log('\n3. read by id, create, update')
+  const byId = (): Request[] => {
+    let n = 0
+    return [{ method: 'GET', path: '/api/materials/1', headers: auth, setupRequest: (req) => ({ ...req, path: `/api/materials/${(n++ % 1000) + 1}` }) }]
+  }
+  const create = (): Request[] => {
+    let n = 0
+    return [{
+      method: 'POST',
+      path: '/api/materials',
+      setupRequest: (req) => {
+        n++
+        return { ...req, ...json({ materialNumber: `BENCH-${n}`, name: `Bench material ${n}`, unit: 'pcs', weight: n % 100, description: 'created by npm run bench' }, auth) }
+      }
+    }]
+  }
+  const update = (): Request[] => {
+    let n = 0
+    return [{
+      method: 'POST',
+      path: '/api/materials/1',
+      setupRequest: (req) => {
+        n++
+        return { ...req, path: `/api/materials/${(n % 1000) + 1}`, ...json({ name: `Bench update ${n}`, weight: n % 100 }, auth) }
+      }
+    }]
+  }
+  ratioGoal('3a', 'read by id, req/s', await compare('read-by-id', { server: gateway, requests: byId(), expect: 200 }, { server: naive, requests: byId(), expect: 200 }), 0.9)
+  ratioGoal('3b', 'create, req/s', await compare('create', { server: gateway, requests: create(), expect: 201 }, { server: naive, requests: create(), expect: 201 }), 0.9)
+  ratioGoal('3c', 'update, req/s', await compare('update', { server: gateway, requests: update(), expect: 200 }, { server: naive, requests: update(), expect: 200 }), 0.9)
+}
+
+async function loginInterference (ctx: Context, gateway: Server, list: Request[]): Promise<void> {
+  const opts = { connections: settings.loginListConnections, seconds: settings.roundSeconds, expect: 200, rate: settings.loginListRate }
+  const loginStatuses: Record<string, number> = {}
+  const loginMs: number[] = []
+  let loginSeconds = 0
+  const withLogins = async (round: string): Promise<Round> => {
+    const inFlight: Array<Promise<void>> = []
+    const fire = () => {
+      const t0 = performance.now()
+      inFlight.push(fetch(`${gateway.base}/api/users/login`, { method: 'POST', ...json({ username: 'admin', password: ctx.adminPassword }, {}) })
+        .then(async (res) => { await res.arrayBuffer(); loginStatuses[res.status] = (loginStatuses[res.status] ?? 0) + 1; loginMs.push(performance.now() - t0) })
+        .catch(() => { loginStatuses.error = (loginStatuses.error ?? 0) + 1 }))
+    }
+    const timer = setInterval(fire, 1000 / settings.loginsPerSecond)
+    const t0 = performance.now()
+    try {
+      return record(await loadRound(gateway, list, opts, { phase: 'list+logins', side: 'gateway', round }))
+    } finally {
+      clearInterval(timer)
+      loginSeconds += (performance.now() - t0) / 1000
+      await Promise.all(inFlight) // none left to disturb the next quiet round
+    }
+  }
+  const quietRound = async (round: string) => record(await loadRound(gateway, list, opts, { phase: 'list-quiet', side: 'gateway', round }))
+  record(await loadRound(gateway, list, { ...opts, seconds: settings.warmupSeconds }, { phase: 'list-quiet', side: 'gateway', round: 'warm-up' }))
+  const quiet: Round[] = []
+  const busy: Round[] = []
+  for (let i = 1; i <= settings.rounds; i++) {
+    if (i % 2 === 1) {
+      quiet.push(await quietRound(String(i)))
+      busy.push(await withLogins(String(i)))
+    } else {
+      busy.push(await withLogins(String(i)))
+      quiet.push(await quietRound(String(i)))
+    }
+  }
+  const p99Quiet = median(quiet.map((r) => r.p99))
+  const p99Busy = median(busy.map((r) => r.p99))
+  const ratio = round2(p99Busy / p99Quiet)
+  const ok = loginStatuses['200'] ?? 0
+  const attempted = Object.values(loginStatuses).reduce((a, b) => a + b, 0)
+  const note = clean([...quiet, ...busy]) ?? (ok !== attempted ? `logins: ${JSON.stringify(loginStatuses)}` : undefined)
+  info.backgroundLogins = { statuses: loginStatuses, perSecond: round2(ok / loginSeconds), latencyMs: percentiles(loginMs) }
+  goals.push({
+    id: '5',
+    figure: `list p99 with ${settings.loginsPerSecond} logins/s / without`,
+    gateway: `p99 ${p99Busy} ms with (${round2(ok / loginSeconds)} logins/s done), ${median(busy.map((r) => r.rps))} req/s`,
+    baseline: `p99 ${p99Quiet} ms without, ${median(quiet.map((r) => r.rps))} req/s`,
+    value: ratio,
+    goal: '<= 1.25x',
+    pass: note === undefined && ratio <= 1.25,
+    note
+  })
+}
+
+interface Walk { rows: number, pages: Array<{ ms: number, rows: number }>, totalMs: number }
+
+/** A full incremental sync by meta.next, timing each page to its last byte. */
+async function walk (base: string, headers: Record<string, string>): Promise<Walk> {
+  let next: string | undefined = `/api/materials?limit=${settings.walkLimit}&sort=modifiedAt`
+  const pages: Walk['pages'] = []
+  let rows = 0
   const t0 = performance.now()
-  await fn()
-  return performance.now() - t0
+  while (next !== undefined) {
+    const p0 = performance.now()
+    const res = await fetch(next.startsWith('http') ? next : base + next, { headers })
+    const text = await res.text()
+    const ms = performance.now() - p0
+    if (res.status !== 200) throw new Error(`walk: ${next} answered ${res.status}: ${text.slice(0, 200)}`)
+    const page = JSON.parse(text) as { data: unknown[], meta: { next?: string | null } }
+    pages.push({ ms, rows: page.data.length })
+    rows += page.data.length
+    next = page.meta.next ?? undefined
+  }
+  return { rows, pages, totalMs: round2(performance.now() - t0) }
+}
+
+/** Goals 4 and 6 on a fresh gateway process: a walk plus list load per round, RSS after each. */
+async function memoryAndWalk (ctx: Context, backend: Backend): Promise<void> {
+  const gateway = await startServer('gateway', GATEWAY, ['serve'], gatewayEnv(ctx, backend.copy('walk').gateway), join(ctx.dir, 'gateway-walk.log'))
+  try {
+    const auth = { authorization: `Bearer ${await login(gateway.base, ctx.adminPassword)}` }
+    // varied lists, so caches keyed by URL fill up as they would in production
+    const words = ['valve', 'bolt', 'nut', 'bearing', 'cable', 'glove', 'hose', 'ring', 'fuse', 'filter', 'tape', 'grease']
+    let n = 0
+    const variedList: Request[] = [{
+      method: 'GET',
+      path: '/api/materials?limit=100',
+      headers: auth,
+      setupRequest: (req) => {
+        const k = n++
+        const variant = k % 4 === 0
+          ? `limit=100`
+          : k % 4 === 1
+            ? `limit=${10 + (k % 91)}&sort=-modifiedAt`
+            : k % 4 === 2 ? `limit=100&name=%5Blike%5D${words[k % words.length]}` : `limit=50&minStock=%5Bgte%5D${k % 300}`
+        return { ...req, path: `/api/materials?${variant}` }
+      }
+    }]
+    const walks: Walk[] = []
+    const rss: number[] = []
+    info.gatewayRssAtStartMiB = mib(gateway.rss())
+    for (let i = 1; i <= settings.memoryRounds; i++) {
+      const w = await walk(gateway.base, auth)
+      walks.push(w)
+      console.log(`  walk ${i}: ${w.rows} rows, ${w.pages.length} pages, ${w.totalMs} ms, RSS ${mib(gateway.rss())} MiB`)
+      record(await loadRound(gateway, variedList, { connections: settings.connections, seconds: settings.memoryLoadSeconds, expect: 200 }, { phase: 'memory-list', side: 'gateway', round: String(i) }))
+      rss.push(gateway.rss() ?? NaN)
+      console.log(`  RSS after round ${i}: ${mib(rss[i - 1])} MiB`)
+    }
+    info.walks = walks.map((w) => ({ rows: w.rows, pages: w.pages.length, totalMs: w.totalMs }))
+    const memoryNote = clean(rounds.filter((r) => r.phase === 'memory-list'))
+    const last = rss[rss.length - 1]
+    goals.push({
+      id: '4a',
+      figure: `gateway RSS after ${settings.memoryRounds} x (walk + ${settings.memoryLoadSeconds} s list load)`,
+      gateway: `${mib(last)} MiB`,
+      baseline: '-',
+      value: mib(last),
+      goal: '<= 150 MiB',
+      pass: memoryNote === undefined && mib(last) <= 150,
+      note: memoryNote
+    })
+    goals.push({
+      id: '4b',
+      figure: 'RSS growth, last round / first',
+      gateway: rss.map((b) => `${mib(b)}`).join(' -> ') + ' MiB',
+      baseline: '-',
+      value: round2(last / rss[0]),
+      goal: '<= 1.05x',
+      pass: last <= rss[0] * 1.05
+    })
+
+    // Goal 6: per page position the median over the walks, then the median of the first 5 full pages against the last 5.
+    const expected = settings.rows
+    const full = Math.min(...walks.map((w) => w.pages.filter((p) => p.rows === settings.walkLimit).length))
+    const perPage = Array.from({ length: full }, (_, i) => median(walks.map((w) => w.pages[i].ms)))
+    const firstMs = round2(median(perPage.slice(0, 5)))
+    const lastMs = round2(median(perPage.slice(-5)))
+    const rowsOk = walks.every((w) => w.rows === expected)
+    goals.push({
+      id: '6',
+      figure: `walk of ${expected} rows, limit ${settings.walkLimit}: last 5 pages / first 5 (median of ${walks.length} walks)`,
+      gateway: `first ${firstMs} ms, last ${lastMs} ms, walk ${round2(median(walks.map((w) => w.totalMs)) / 1000)} s`,
+      baseline: '-',
+      value: round2(lastMs / firstMs),
+      goal: '<= 1.2x',
+      pass: rowsOk && full >= 10 && lastMs <= firstMs * 1.2,
+      note: rowsOk ? undefined : `walks returned ${walks.map((w) => w.rows).join(', ')} rows, expected ${expected}`
+    })
+  } finally {
+    await gateway.stop()
+  }
 }
 
 async function main (): Promise<void> {
-  const results: Record<string, unknown> = { node: process.version, argon2: DEFAULT_ARGON2 }
+  const started = performance.now()
+  installCleanup()
+  const cpu = cpus()
+  const machine = { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, node: process.version, platform: `${process.platform} ${process.arch}`, loadAverageAtStart: loadavg().map(round2), loadAverageAtEnd: [] as number[] }
+  // a load average above the core count means something else shares the machine: read the ratios, not the absolute figures
+  console.log(`picking-gateway bench: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load average ${machine.loadAverageAtStart.join(' ')}`)
+  console.log(`settings: ${JSON.stringify(settings)}`)
+  console.log('The gateway logs every request at info level to a file, as in production; the naive baseline logs nothing.')
 
-  // 1. Password hashing: what a login costs, alone and with 16 at once.
+  // Password hashing cost, in this process: what one login costs the gateway's threadpool.
   const passwords = await createPasswords(DEFAULT_ARGON2)
   const hash = await passwords.hash('correct horse battery staple')
   const verifies: number[] = []
   for (let i = 0; i < 10; i++) verifies.push(await timeIt(() => passwords.verify(hash, 'correct horse battery staple')))
-  results.argon2VerifyMs = stats(verifies)
-  results.argon2Verify16ConcurrentMs = round(await timeIt(() => Promise.all(Array.from({ length: 16 }, () => passwords.verify(hash, 'x')))))
+  info.argon2 = DEFAULT_ARGON2
+  info.argon2VerifyMs = percentiles(verifies)
+  info.argon2Verify16ConcurrentMs = round2(await timeIt(() => Promise.all(Array.from({ length: 16 }, () => passwords.verify(hash, 'x')))))
 
-  // 2. The API over real HTTP on the demo data set.
   const dir = mkdtempSync(join(tmpdir(), 'pg-bench-'))
-  const url = `sqlite:${join(dir, 'bench.db')}`
-  const db = openDatabase(url, { create: true, logger: quiet })
-  await initDatabase(db, { demo: true, mappings: referenceMappings, argon2: DEFAULT_ARGON2, adminPassword: 'bench-password', print: () => {} })
-  const config = validateConfig({ database: { url }, auth: { jwtSecret: randomBytes(32).toString('hex') }, logging: { level: 'warn' }, hardware: { enabled: false }, server: { maxEventLoopDelayMs: 0 } })
-  const app = await buildApp(config, { db })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-  const login = await fetch(`${base}/api/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'bench-password' }) })
-  const headers = { authorization: `Bearer ${((await login.json()) as { accessToken: string }).accessToken}` }
-  const get = async (path: string) => {
-    const res = await fetch(base + path, { headers })
-    if (res.status !== 200) throw new Error(`${path}: ${res.status}`)
-    return await res.json() as { data: unknown[], meta: { next?: string } }
+  trackTempDir(dir)
+  const ctx: Context = {
+    dir,
+    secret: randomBytes(48).toString('base64'),
+    adminPassword: randomBytes(18).toString('base64url'),
+    configFile: join(dir, 'gateway.json')
   }
-
-  for (let i = 0; i < 50; i++) await get('/api/materials?limit=100') // warm-up
-  const sequential: number[] = []
-  for (let i = 0; i < 300; i++) sequential.push(await timeIt(() => get('/api/materials?limit=100&sort=-modifiedAt')))
-  results.list100SequentialMs = stats(sequential)
-  const filtered: number[] = []
-  for (let i = 0; i < 200; i++) filtered.push(await timeIt(() => get('/api/materials?limit=100&name=%5Blike%5Dvalve&count=true')))
-  results.list100FilteredCountMs = stats(filtered)
-
-  const concurrency = 16
-  const perWorker = 50
-  const wall = await timeIt(() => Promise.all(Array.from({ length: concurrency }, async () => {
-    for (let i = 0; i < perWorker; i++) await get('/api/materials?limit=100')
-  })))
-  results.list100Concurrent16RequestsPerSecond = Math.round(concurrency * perWorker / (wall / 1000))
-
-  // 3. A full incremental-sync walk: every page should cost about the same (keyset paging).
-  for (const limit of [100, 1000]) {
-    const pages: number[] = []
-    let next: string | undefined = `/api/materials?limit=${limit}&sort=modifiedAt`
-    let rows = 0
-    const total = await timeIt(async () => {
-      while (next) {
-        const t0 = performance.now()
-        const page = await get(next)
-        pages.push(performance.now() - t0)
-        rows += page.data.length
-        next = page.meta.next
+  writeFileSync(ctx.configFile, JSON.stringify({ auth: { loginThrottle: { maxAttemptsPerAddress: 1_000_000 } } }))
+  const skipped: string[] = []
+  try {
+    for (const backend of [sqliteBackend(dir), mssqlBackend()]) {
+      if (backend.skip !== undefined) {
+        console.log(`\n${backend.name}: skipped: ${backend.skip}`)
+        skipped.push(`${backend.name}: ${backend.skip}`)
+        goals.push({ id: '7', figure: `${backend.name} round`, gateway: '-', baseline: '-', value: null, goal: 'goals 1-6 on SQL Server', pass: null, note: `skipped: ${backend.skip}` })
+        continue
       }
-    })
-    results[`walkLimit${limit}`] = { rows, pages: pages.length, totalMs: round(total), firstPageMs: round(pages[0]), lastPageMs: round(pages[pages.length - 1]) }
+      console.log(`\n${backend.name}: building ${settings.rows} materials with the gateway's own code…`)
+      info.seedMs = round2(await timeIt(() => backend.prepare(dir, ctx.adminPassword)))
+      const { gateway, naive } = await startPair(ctx, backend)
+      try {
+        await throughputPhases(ctx, gateway, naive)
+      } finally {
+        await Promise.all([gateway.stop(), naive.stop()])
+      }
+      console.log('\n4 + 6. memory and full walks, fresh gateway process')
+      await memoryAndWalk(ctx, backend)
+    }
+  } finally {
+    removeTempDir(dir)
   }
 
-  const memory = process.memoryUsage()
-  results.memoryMiB = { rss: mib(memory.rss), heapUsed: mib(memory.heapUsed) }
-  await app.close()
-  rmSync(dir, { recursive: true, force: true })
-
-  console.log(JSON.stringify(results, null, 2))
+  const totalSeconds = Math.round((performance.now() - started) / 1000)
+  machine.loadAverageAtEnd = loadavg().map(round2)
+  console.log('\nRounds (median of the numbered rounds counts; warm-ups are not counted):')
+  console.log(table(
+    ['phase', 'side', 'round', 'req/s', 'p50 ms', 'p99 ms', 'expected status', 'server cpu %', 'client cpu %'],
+    rounds.map((r) => [r.phase, r.side, r.round, r.rps, r.p50, r.p99, `${round2(r.expectedShare * 100)}%`, r.serverCpu ?? '?', r.clientCpu])
+  ))
+  console.log('\nOther figures:')
+  for (const [key, value] of Object.entries(info)) console.log(`  ${key}: ${JSON.stringify(value)}`)
+  console.log(`\nGoals (gateway / baseline, same run, ${settings.connections} connections, ${settings.rounds} alternating rounds of ${settings.roundSeconds} s after a warm-up):`)
+  console.log(table(
+    ['goal', 'figure', 'gateway', 'baseline', 'ratio', 'goal', 'result'],
+    goals.map((g) => [g.id, g.figure, g.gateway, g.baseline, g.value ?? '-', g.goal, g.pass === null ? 'SKIP' : g.pass ? 'PASS' : 'FAIL'])
+  ))
+  for (const g of goals) if (g.note !== undefined && g.pass !== null) console.log(`  goal ${g.id}: ${g.note}`)
+  const failed = goals.filter((g) => g.pass === false).map((g) => g.id)
+  console.log(`\n${failed.length === 0 ? 'All goals met' : `Goals missed: ${failed.join(', ')}`}; ${totalSeconds} s in all; load average at the end ${machine.loadAverageAtEnd.join(' ')}.`)
+  console.log(JSON.stringify({ machine, settings, totalSeconds, skipped, goals, info, rounds }))
+  if (failed.length > 0) process.exitCode = 1
 }
 
 main().catch((err) => {

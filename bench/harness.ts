@@ -1,0 +1,207 @@
+// The machinery of `npm run bench`: server processes that always end, autocannon rounds, statistics, tables.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import autocannon from 'autocannon'
+
+const children = new Set<ChildProcess>()
+const tempDirs = new Set<string>()
+
+/** Kills every server still running and removes the temporary files, however the bench ends. */
+export function installCleanup (): void {
+  process.on('exit', () => {
+    for (const child of children) child.kill('SIGKILL')
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
+  })
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\n${signal}: stopping the servers\n`)
+      process.exit(code) // the exit handler above does the rest
+    })
+  }
+}
+
+export function trackTempDir (dir: string): void {
+  tempDirs.add(dir)
+}
+
+export function removeTempDir (dir: string): void {
+  rmSync(dir, { recursive: true, force: true })
+  tempDirs.delete(dir)
+}
+
+async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+export interface Server {
+  name: string
+  base: string
+  pid: number
+  /** where its stdout and stderr go */
+  log: string
+  /** resident set size in bytes (Linux /proc), undefined elsewhere */
+  rss (): number | undefined
+  /** user + system CPU seconds so far (Linux /proc), undefined elsewhere */
+  cpuSeconds (): number | undefined
+  stop (): Promise<void>
+}
+
+function tail (file: string, lines = 20): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')
+  } catch {
+    return '(no output)'
+  }
+}
+
+/** `node <script> <args>` on a free port with only the given environment, ready once GET /health answers 200. */
+export async function startServer (name: string, script: string, args: string[], env: Record<string, string>, log: string): Promise<Server> {
+  const port = await freePort()
+  const fd = openSync(log, 'a')
+  const child = spawn(process.execPath, [script, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['pipe', fd, fd]
+  })
+  closeSync(fd)
+  children.add(child)
+  const exited = new Promise<void>((resolve) => child.once('exit', () => { children.delete(child); resolve() }))
+  let spawnError: Error | undefined
+  child.once('error', (err) => { spawnError = err })
+  const alive = () => child.exitCode === null && child.signalCode === null && spawnError === undefined
+  const base = `http://127.0.0.1:${port}`
+  const server: Server = {
+    name,
+    base,
+    pid: child.pid ?? -1,
+    log,
+    rss: () => procStatus(child.pid, 'VmRSS'),
+    cpuSeconds: () => procCpu(child.pid),
+    async stop () {
+      if (!alive()) return await exited
+      child.kill('SIGTERM')
+      const stopped = await Promise.race([exited.then(() => true), sleep(8000).then(() => false)])
+      if (!stopped) child.kill('SIGKILL')
+      await exited
+    }
+  }
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    if (!alive()) throw new Error(`${name} ended while starting (${spawnError?.message ?? child.exitCode ?? child.signalCode}):\n${tail(log)}`)
+    try {
+      const res = await fetch(`${base}/health`)
+      await res.arrayBuffer()
+      if (res.status === 200) return server
+    } catch {}
+    if (Date.now() > deadline) {
+      await server.stop()
+      throw new Error(`${name}: GET /health did not answer 200 within 30 s:\n${tail(log)}`)
+    }
+    await sleep(100)
+  }
+}
+
+function procStatus (pid: number | undefined, key: string): number | undefined {
+  if (pid === undefined || !existsSync(`/proc/${pid}/status`)) return undefined
+  const match = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return match ? Number(match[1]) * 1024 : undefined
+}
+
+/** utime + stime from /proc/<pid>/stat, at the kernel's usual 100 ticks per second. */
+function procCpu (pid: number | undefined): number | undefined {
+  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+export type Request = autocannon.Request
+
+export interface Round {
+  phase: string
+  side: string
+  round: string
+  rps: number
+  p50: number
+  p99: number
+  /** responses with the expected status, as a share of all */
+  expectedShare: number
+  statuses: Record<string, number>
+  errors: number
+  /** the server's CPU use during the round, in percent of one core */
+  serverCpu: number | null
+  /** the bench process's (autocannon's) CPU use, in percent of one core: near 100 means the client was the limit */
+  clientCpu: number
+}
+
+export interface LoadOptions {
+  connections: number
+  seconds: number
+  /** the status every response should have */
+  expect: number
+  /** requests per second over all connections; absent: as fast as the server answers */
+  rate?: number
+}
+
+/** One autocannon round against a server; requests carry their own headers and bodies. */
+export async function loadRound (server: Server, requests: Request[], opts: LoadOptions, label: { phase: string, side: string, round: string }): Promise<Round> {
+  const cpu0 = server.cpuSeconds()
+  const client0 = process.cpuUsage()
+  const t0 = performance.now()
+  const result = await autocannon({ url: server.base, connections: opts.connections, duration: opts.seconds, requests, ...(opts.rate !== undefined && { overallRate: opts.rate }) })
+  const wall = (performance.now() - t0) / 1000
+  const cpu1 = server.cpuSeconds()
+  const client = process.cpuUsage(client0)
+  const statuses: Record<string, number> = {}
+  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = stat.count ?? 0
+  const total = Object.values(statuses).reduce((a, b) => a + b, 0)
+  return {
+    ...label,
+    rps: Math.round(result.requests.total / result.duration),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    expectedShare: total === 0 ? 0 : (statuses[String(opts.expect)] ?? 0) / total,
+    statuses,
+    errors: result.errors,
+    serverCpu: cpu0 === undefined || cpu1 === undefined ? null : Math.round((cpu1 - cpu0) / wall * 100),
+    clientCpu: Math.round((client.user + client.system) / 1e6 / wall * 100)
+  }
+}
+
+export function median (xs: number[]): number {
+  if (xs.length === 0) return NaN
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(s.length / 2)
+  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2
+}
+
+export function percentiles (samples: number[]): { p50: number, p95: number, p99: number, max: number } {
+  const s = [...samples].sort((a, b) => a - b)
+  const at = (q: number) => round2(s[Math.min(s.length - 1, Math.floor(q * s.length))])
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: round2(s[s.length - 1]) }
+}
+
+export const round2 = (n: number) => Math.round(n * 100) / 100
+
+export async function timeIt (fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now()
+  await fn()
+  return performance.now() - t0
+}
+
+/** A plain text table, columns padded to their widest cell. */
+export function table (header: string[], rows: Array<Array<string | number>>): string {
+  const cells = [header, ...rows.map((r) => r.map(String))]
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)))
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join(' | ').trimEnd()
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...cells.slice(1).map(line)].join('\n')
+}
