@@ -1,10 +1,52 @@
 #!/usr/bin/env node
 // Entry of the picking-gateway command; the commands live in commands.ts.
+import { closeSync, openSync } from 'node:fs'
+import { isatty } from 'node:tty'
 import { KEEP_RUNNING, main } from './commands.js'
 
+/** How long a finished command may wait for leftover handles before it exits anyway. */
+const LINGER_MS = 2000
+
+// A reader that went away (a closed pipe, a restarted journald, a hung-up terminal) must not turn
+// the next write into an uncaught exception: writes to it are dropped (the logger moves on, see logSink).
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {})
+
+// Node 20 aborts at exit when it cannot restore the mode of a terminal that hung up (an SSH
+// session dropped; nodejs/node#51519): stdio that was a terminal and is no longer one (the
+// hung-up terminal fails the check) is pointed at /dev/null first, which Node then leaves alone.
+const terminals = [0, 1, 2].filter((fd) => isatty(fd))
+if (terminals.length > 0) {
+  process.on('exit', () => {
+    for (const fd of terminals) {
+      if (isatty(fd)) continue
+      try {
+        closeSync(fd)
+        const reopened = openSync('/dev/null', 'r+')
+        if (reopened !== fd) closeSync(reopened)
+      } catch {}
+    }
+  })
+}
+
 main(process.argv.slice(2)).then((code) => {
-  if (code !== KEEP_RUNNING) process.exitCode = code
+  if (code === KEEP_RUNNING) return
+  process.exitCode = code
+  exitAfterLinger(code)
 }, (err: unknown) => {
   console.error(err)
   process.exitCode = 1
+  exitAfterLinger(1)
 })
+
+/**
+ * A command that has returned its exit code ends even if something it opened lingers (a socket,
+ * a timer): systemd waits for the exit before it restarts the service. Output still being
+ * written to a slow reader is waited for.
+ */
+function exitAfterLinger (code: number): void {
+  setTimeout(function check () {
+    const writing = [process.stdout, process.stderr].some((s) => s.writableLength > 0 && !s.destroyed)
+    if (writing) setTimeout(check, LINGER_MS).unref()
+    else process.exit(code)
+  }, LINGER_MS).unref()
+}

@@ -1,5 +1,5 @@
 // Logger options: JSON lines for journald, pretty only on a terminal; secrets scrubbed at every depth.
-import type { LoggerOptions } from 'pino'
+import { pino, type Logger, type LoggerOptions } from 'pino'
 
 const SECRET_KEYS = /^(authorization|cookie|set-cookie|password|passwordhash|newpassword|token|accesstoken|refreshtoken|jwtsecret|secret|credentials?)$/i
 /** A JWT (three base64url parts, the first starting with eyJ) or a Bearer credential anywhere in a string. */
@@ -41,4 +41,109 @@ export function loggerOptions (level: string, stream: 'auto' | 'json' = 'auto'):
     formatters: { log: (object) => scrub(object) as Record<string, unknown> },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {})
   }
+}
+
+/** What the log sink writes to: process.stdout and process.stderr, or a test's stream. */
+export interface SinkStream {
+  write (chunk: string): unknown
+  on (event: 'error', listener: (err: Error) => void): unknown
+  readonly writableLength: number
+  readonly destroyed: boolean
+  readonly writable: boolean
+  /** the error that destroyed the stream (its 'error' event comes a tick later) */
+  readonly errored?: Error | null
+}
+
+export interface LogSinkOptions {
+  /** tried in order: when one fails (EPIPE, EIO), logging moves to the next; after the last, it stops */
+  streams: SinkStream[]
+  /** turns a JSON line into the text written (pretty printing); JSON as it is when absent */
+  format?: (line: string) => string
+  /** bytes a stream may hold unwritten (its reader is slow or stalled) before lines are dropped */
+  maxPendingBytes?: number
+}
+
+export interface LogSink {
+  write (line: string): void
+  /** lines dropped because the reader did not keep up */
+  readonly dropped: number
+  /** no stream left: every line is discarded */
+  readonly stopped: boolean
+}
+
+const MAX_PENDING_BYTES = 4 * 1024 * 1024
+
+/**
+ * The service's log destination. A log write never blocks, never retries and never throws: a
+ * stream that does not keep up loses lines (counted, then reported), a stream that fails (its
+ * reader went away: a journald restart, a closed pipe, a terminal hung up) is given up for the
+ * next one. There is no exit-time flush: what the stream has not taken by then is lost, and
+ * exiting never waits on a reader (pino's own destination retries a failed write at exit forever).
+ */
+export function logSink (options: LogSinkOptions): LogSink {
+  const streams = [...options.streams]
+  const format = options.format ?? ((line: string) => line)
+  const maxPending = options.maxPendingBytes ?? MAX_PENDING_BYTES
+  let current = 0
+  let dropped = 0
+  let droppedSince = 0
+
+  const fail = (stream: SinkStream, err: Error | undefined) => {
+    if (streams[current] !== stream) return
+    current++
+    const next = streams[current]
+    if (next !== undefined) {
+      const code = (err as NodeJS.ErrnoException | undefined)?.code ?? 'closed'
+      send(next, format(JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg: `log output failed (${code}): logging continues here` }) + '\n'))
+    }
+  }
+  const send = (stream: SinkStream, text: string): boolean => {
+    if (stream.destroyed || !stream.writable) {
+      fail(stream, stream.errored ?? undefined)
+      return false
+    }
+    try {
+      stream.write(text)
+      return true
+    } catch (err) {
+      fail(stream, err as Error)
+      return false
+    }
+  }
+  for (const stream of streams) stream.on('error', (err) => fail(stream, err))
+
+  return {
+    write (line) {
+      while (current < streams.length) {
+        const stream = streams[current]
+        if (stream.writableLength > maxPending) {
+          dropped++
+          droppedSince++
+          return
+        }
+        if (droppedSince > 0) {
+          const notice = JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg: `${droppedSince} log lines dropped: the log reader did not keep up` }) + '\n'
+          if (!send(stream, format(notice))) continue
+          droppedSince = 0
+        }
+        if (send(stream, format(line))) return
+      }
+    },
+    get dropped () { return dropped },
+    get stopped () { return current >= streams.length }
+  }
+}
+
+/**
+ * The logger of `picking-gateway serve`: JSON lines on stdout (journald), pretty on a terminal,
+ * both through logSink. Pretty printing runs in this thread: pino's transport would run it in a
+ * worker thread that pino flushes synchronously at exit, waiting on a terminal that may be gone.
+ */
+export async function serviceLogger (level: string): Promise<Logger> {
+  let format: ((line: string) => string) | undefined
+  if (process.stdout.isTTY === true) {
+    const { prettyFactory } = await import('pino-pretty')
+    format = prettyFactory({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', colorize: process.stdout.hasColors?.() ?? false })
+  }
+  return pino(loggerOptions(level, 'json'), logSink({ streams: [process.stdout, process.stderr], format }))
 }

@@ -316,7 +316,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.log.info({ host: this.host, port: this.port }, 'controller connected')
     // STATUS goes first so it always carries SEQ 0001 of the new connection.
     this.send('STATUS').catch((err: HardwareError) => {
-      this.log.warn({ err }, 'controller did not answer STATUS after connect')
+      // a link closed right after it connected drops its STATUS: no fault of the controller
+      this.log[this.closing ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
     })
     this.safeEmit('connected')
   }
@@ -472,8 +473,9 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       this.safeEmit('disconnected', reason)
     } else {
       this.stats.connectFailures++
-      // One warning per outage; the retries after it would flood the log.
-      this.log[++this.failuresInRow === 1 ? 'warn' : 'debug']({ reason, host: this.host, port: this.port }, 'cannot connect to controller')
+      // One warning per outage; the retries after it would flood the log. A connect cut short by close() is no outage.
+      const level = this.closing ? 'debug' : ++this.failuresInRow === 1 ? 'warn' : 'debug'
+      this.log[level]({ reason, host: this.host, port: this.port }, 'cannot connect to controller')
     }
     if (!this.closing) this.scheduleReconnect()
   }

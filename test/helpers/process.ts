@@ -1,0 +1,113 @@
+// Runs picking-gateway serve as a real process for the process tests, and makes sure every process started ends.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { Test } from 'tap'
+import { main } from '../../src/commands.js'
+import { startSimulator } from '../../src/hardware/index.js'
+import { ADMIN_PASSWORD, TEST_ARGON2 } from './build.js'
+import { until } from './wait.js'
+
+const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
+export const CLI = join(import.meta.dirname, '..', '..', 'src', 'cli.ts')
+const SERVER = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'server.ts')).href
+/** server.closeGraceMs of the gateways started here */
+export const GRACE_MS = 3000
+/** A process still there this long after it should have ended is hung: killed, and the test fails. */
+export const HUNG_MS = GRACE_MS + 7000
+
+export interface Exit { code: number | null, signal: NodeJS.Signals | null, at: number }
+
+export interface Run {
+  child: ChildProcess
+  exited: Promise<Exit>
+  /** resolves with the exit, or with undefined when the process is still running after `ms` */
+  exitWithin (ms: number): Promise<Exit | undefined>
+  out (): string
+  err (): string
+}
+
+/**
+ * Starts node (with tap's TypeScript loader) and makes sure the process ends: a process still
+ * running at the end of the test is killed and waited for.
+ */
+export function start (t: Test, args: string[], env: NodeJS.ProcessEnv): Run {
+  const child = spawn(process.execPath, [...process.execArgv, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => { stdout += c })
+  child.stdout!.on('error', () => {})
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => { stderr += c })
+  const exited = new Promise<Exit>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() })))
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await exited
+    }
+  })
+  const exitWithin = async (ms: number) => {
+    let timer: NodeJS.Timeout | undefined
+    const result = await Promise.race([exited, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), ms) })])
+    clearTimeout(timer)
+    return result
+  }
+  return { child, exited, exitWithin, out: () => stdout, err: () => stderr }
+}
+
+export interface LogLine { level: number, time: number, msg: string, controllerId?: string, [key: string]: unknown }
+
+export const jsonLines = (text: string): LogLine[] => text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine)
+
+/** A configuration file, a database with user admin, and two simulated controllers in this process. */
+export async function gatewaySetup (t: Test, server: Record<string, unknown> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-proc-'))
+  const sim = await startSimulator({ controllers: [{ id: 'ctl-1', port: 0 }, { id: 'ctl-2', port: 0 }] })
+  t.teardown(async () => {
+    await sim.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const config = join(dir, 'config.json')
+  writeFileSync(config, JSON.stringify({
+    server: { port: 0, closeGraceMs: GRACE_MS, ...server },
+    database: { url: `sqlite:${join(dir, 'g.db')}` },
+    auth: { jwtSecret: SECRET, argon2: TEST_ARGON2 },
+    hardware: { controllers: [...sim.controllers.values()].map((c) => ({ id: c.id, host: '127.0.0.1', port: c.port })) }
+  }))
+  const env = { PICKING_GATEWAY_CONFIG: config, PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD, LOG_LEVEL: 'info' }
+  t.equal(await main(['db', 'init'], { out: () => {}, err: () => {}, readStdin: async () => '', env }), 0, 'db init')
+  return { dir, env, sim }
+}
+
+/** A port that something else listens on. */
+export async function occupiedPort (t: Test): Promise<number> {
+  const holder = createServer()
+  holder.listen(0, '127.0.0.1')
+  await once(holder, 'listening')
+  t.teardown(() => new Promise<void>((resolve) => holder.close(() => resolve())))
+  return (holder.address() as AddressInfo).port
+}
+
+export const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/
+
+export async function listening (run: Run): Promise<number> {
+  await until(() => LISTENING.test(run.out()) || run.child.exitCode !== null, 'the gateway to listen', 30000)
+  const match = LISTENING.exec(run.out())
+  if (!match) throw new Error(`the gateway did not start: ${run.err()}`)
+  return Number(match[1])
+}
+
+export const connectedBoth = (text: string) => (text.match(/controller connected/g) ?? []).length >= 2
+
+/** The embedded demo (its simulator runs in the gateway's process) in a temporary data directory. */
+export function startDemo (t: Test, env: NodeJS.ProcessEnv) {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-demo-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const script = `import { serve } from ${JSON.stringify(SERVER)}
+serve({ dataDir: ${JSON.stringify(dir)}, env: ${JSON.stringify({ PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD, LOG_LEVEL: 'info', ...env })} })
+  .catch((err) => { process.stderr.write(err.message + '\\n'); process.exitCode = 1 })`
+  return start(t, ['--input-type=module', '-e', script], {})
+}

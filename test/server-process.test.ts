@@ -1,0 +1,72 @@
+// picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change) and
+// the controller lines of its log (one line per event).
+import t from 'tap'
+import { ConfigError } from '../src/config.js'
+import { listenError } from '../src/server.js'
+import { CLI, HUNG_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startDemo } from './helpers/process.js'
+import { until } from './helpers/wait.js'
+
+t.test('port already in use: the process exits at once, non-zero, naming the address and how to choose another', async (t) => {
+  const { env } = await gatewaySetup(t)
+  const port = await occupiedPort(t)
+  // debug: the links log 'connecting' when the app is ready, just before it tries to listen
+  const run = start(t, [CLI, 'serve'], { ...env, PORT: String(port), LOG_LEVEL: 'debug' })
+  const exit = await run.exitWithin(30000)
+  t.ok(exit, `exited by itself${exit ? '' : `; still running: ${run.err()}`}`)
+  if (!exit) return
+  t.equal(exit.signal, null)
+  t.equal(exit.code, 1, 'exit 1: a failure systemd restarts (Restart=on-failure; 78 would not be restarted)')
+  t.match(run.err(), `cannot listen on 127.0.0.1:${port}: the address is already in use (EADDRINUSE)`)
+  t.match(run.err(), /PORT \(environment\) or server\.port \(configuration file\)/)
+  const ready = jsonLines(run.out()).find((l) => l.msg === 'connecting to controller')
+  t.ok(ready, 'the controller links had started')
+  const ms = exit.at - ready!.time
+  t.ok(ms < 5000, `exited ${ms} ms after the app was ready`)
+  t.comment(`EADDRINUSE: exit ${ms} ms after the controller links started`)
+  t.notMatch(run.out(), /picking-gateway ready/)
+})
+
+t.test('an address this machine does not have: exits non-zero naming HOST', async (t) => {
+  const { env } = await gatewaySetup(t)
+  const run = start(t, [CLI, 'serve'], { ...env, HOST: '192.0.2.1', PORT: '3000' })
+  const exit = await run.exitWithin(30000)
+  t.ok(exit, 'exited by itself')
+  t.equal(exit?.code, 1)
+  t.match(run.err(), 'cannot listen on 192.0.2.1:3000: no network interface of this machine has the address 192.0.2.1 (EADDRNOTAVAIL)')
+  t.match(run.err(), /HOST \(environment\) or server\.host/)
+})
+
+t.test('listen errors name the address and what to change', async (t) => {
+  const err = (code: string, message = code) => Object.assign(new Error(message), { code })
+  const denied = listenError(err('EACCES'), '0.0.0.0', 80)
+  t.ok(denied instanceof ConfigError, 'a privileged port is a configuration error: exit 78, no restart loop')
+  t.match(denied.message, /server\.port: cannot listen on 0\.0\.0\.0:80: permission denied \(EACCES\).*PORT \(environment\) or server\.port/)
+  t.match(listenError(err('EADDRINUSE'), '::1', 3000).message, 'cannot listen on [::1]:3000: the address is already in use')
+  t.match(listenError(err('ENOTFOUND'), 'gateway.invalid', 3000).message, /host name gateway\.invalid does not resolve \(ENOTFOUND\).*HOST/)
+  t.match(listenError(err('EMFILE', 'too many open files'), '127.0.0.1', 3000).message, 'cannot listen on 127.0.0.1:3000: too many open files (EMFILE). Check HOST and PORT')
+})
+
+t.test('the demo with its simulated controllers, port in use: serve() fails and nothing keeps the process alive', async (t) => {
+  const port = await occupiedPort(t)
+  const run = startDemo(t, { PORT: String(port) })
+  const exit = await run.exitWithin(30000)
+  t.ok(exit, 'ended by itself: simulator, controller links and database closed')
+  t.equal(exit?.code, 1)
+  t.match(run.err(), `cannot listen on 127.0.0.1:${port}: the address is already in use`)
+})
+
+t.test('one line per controller event: connected once, disconnected once (info) on a normal shutdown', async (t) => {
+  const run = startDemo(t, { PORT: '0' })
+  await listening(run)
+  await until(() => connectedBoth(run.out()), 'both demo controllers connected', 15000)
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.equal(exit?.code, 0, 'exit 0')
+  const lines = jsonLines(run.out())
+  const connected = lines.filter((l) => l.msg === 'controller connected')
+  const disconnected = lines.filter((l) => l.msg === 'controller disconnected')
+  t.same(connected.map((l) => l.controllerId).sort(), ['ctl-1', 'ctl-2'], 'one "controller connected" per controller')
+  t.same(disconnected.map((l) => l.controllerId).sort(), ['ctl-1', 'ctl-2'], 'one "controller disconnected" per controller')
+  t.same(disconnected.map((l) => l.level), [30, 30], 'at info: a shutdown is no outage')
+  t.same(lines.filter((l) => l.level >= 40).map((l) => l.msg), [], 'no warning from start to stop')
+})

@@ -1,0 +1,173 @@
+// picking-gateway serve ends on SIGTERM and SIGHUP within its grace period whatever became of its
+// stdout (a reader gone, stalled, a terminal hung up), and a log write never blocks, spins or throws.
+import { spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { logSink, type SinkStream } from '../src/logger.js'
+import { CLI, GRACE_MS, HUNG_MS, connectedBoth, gatewaySetup, jsonLines, listening, start } from './helpers/process.js'
+import { until } from './helpers/wait.js'
+
+t.test('SIGTERM after the stdout reader went away: the process serves on, then exits 0 within the grace period', async (t) => {
+  const { env } = await gatewaySetup(t)
+  const run = start(t, [CLI, 'serve'], env)
+  const port = await listening(run)
+  await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
+  run.child.stdout!.destroy()
+  // the next log line meets the closed pipe (EPIPE)
+  for (let i = 0; i < 3; i++) t.equal((await fetch(`http://127.0.0.1:${port}/api/materials`)).status, 401, 'still answering')
+  await until(() => run.err().includes('logging continues here'), 'logging moved to stderr', 5000)
+  const sent = Date.now()
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'exited')
+  if (!exit) return
+  t.equal(exit.code, 0)
+  t.ok(exit.at - sent < GRACE_MS, `exited ${exit.at - sent} ms after SIGTERM (grace ${GRACE_MS} ms)`)
+  t.comment(`dead stdout: exit ${exit.at - sent} ms after SIGTERM`)
+  const messages = jsonLines(run.err()).map((l) => l.msg)
+  t.equal(messages[0], 'log output failed (EPIPE): logging continues here')
+  t.ok(messages.includes('closing: no new connections, finishing requests in flight'), 'the log went on on stderr')
+})
+
+t.test('SIGTERM with a stalled stdout reader that goes away during shutdown: exits within the grace period', async (t) => {
+  const { env } = await gatewaySetup(t)
+  const run = start(t, [CLI, 'serve'], env)
+  const port = await listening(run)
+  await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
+  const stdout = run.child.stdout!
+  stdout.pause()
+  // About 300 kB of request lines: more than this side's buffer and the pipe hold, so the gateway's writes wait.
+  const pad = 'x'.repeat(12000)
+  for (let i = 0; i < 25; i++) t.equal((await fetch(`http://127.0.0.1:${port}/api/materials?pad=${pad}`)).status, 401)
+  t.ok(stdout.readableLength >= stdout.readableHighWaterMark, `the reader stopped reading (${stdout.readableLength} bytes unread)`)
+  const sent = Date.now()
+  run.child.kill('SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  stdout.destroy()
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, `exited${exit ? '' : ' (still running: spinning on its log output)'}`)
+  if (!exit) return
+  t.equal(exit.code, 0)
+  t.ok(exit.at - sent < GRACE_MS, `exited ${exit.at - sent} ms after SIGTERM (grace ${GRACE_MS} ms)`)
+  t.comment(`stalled then dead stdout: exit ${exit.at - sent} ms after SIGTERM`)
+})
+
+t.test('SIGHUP ends it like SIGTERM', async (t) => {
+  const { env } = await gatewaySetup(t)
+  const run = start(t, [CLI, 'serve'], env)
+  await listening(run)
+  await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
+  const sent = Date.now()
+  run.child.kill('SIGHUP')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.equal(exit?.code, 0)
+  t.ok(exit !== undefined && exit.at - sent < GRACE_MS, 'within the grace period')
+  t.match(run.out(), /"signal":"SIGHUP","msg":"closing: no new connections/)
+  // configured controllers: the plugin and the link each logged these before
+  const lines = jsonLines(run.out())
+  t.same(lines.filter((l) => l.msg === 'controller connected').map((l) => [l.controllerId, l.level]).sort(), [['ctl-1', 30], ['ctl-2', 30]], 'one line per connect')
+  t.same(lines.filter((l) => l.msg === 'controller disconnected').map((l) => [l.controllerId, l.level]).sort(), [['ctl-1', 30], ['ctl-2', 30]], 'one line per disconnect, at info')
+})
+
+// A terminal that goes away (an SSH session dropped): the kernel hangs it up and sends SIGHUP.
+// Python's pty module gives the gateway a terminal, then closes it and reports how the gateway ended.
+const PTY_RUN = `
+import json, os, pty, sys, time
+argv, deadline = json.loads(sys.argv[1]), float(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+out = b''
+begin = time.time()
+while out.count(b'controller connected') < 2 and time.time() - begin < 60:
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.close(fd)
+closed = time.time()
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.time() - closed > deadline:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        status = None
+        break
+    time.sleep(0.01)
+print(json.dumps({
+    'hung': status is None,
+    'code': os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
+    'signal': os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
+    'ms': round((time.time() - closed) * 1000),
+    'output': out.decode('utf8', 'replace')[-3000:]
+}))
+`
+
+const python = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0
+
+t.test('the terminal goes away: the gateway ends within the grace period, exit 0', { skip: python ? false : 'needs python3 (pty)' }, async (t) => {
+  const { env } = await gatewaySetup(t)
+  const argv = [process.execPath, ...process.execArgv, CLI, 'serve']
+  const helper = spawn('python3', ['-c', PTY_RUN, JSON.stringify(argv), String(HUNG_MS / 1000)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  helper.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
+  helper.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
+  const [code] = await once(helper, 'exit') as [number | null]
+  t.equal(code, 0, `helper ran: ${err}`)
+  const result = JSON.parse(out) as { hung: boolean, code: number | null, signal: number | null, ms: number, output: string }
+  t.match(result.output, /Server listening at http/, 'the gateway ran on the terminal (pretty logs)')
+  t.equal(result.hung, false, 'ended by itself (before: spinning at full CPU, deaf to SIGTERM)')
+  t.equal(result.signal, null, 'not killed by a signal (before: SIGABRT from Node restoring the lost terminal)')
+  t.equal(result.code, 0)
+  t.ok(result.ms < GRACE_MS, `ended ${result.ms} ms after the hangup`)
+  t.comment(`terminal hung up: exit ${result.ms} ms after the hangup`)
+})
+
+/** A stream double: records what is written, can fail or stall. */
+function fakeStream () {
+  const written: string[] = []
+  const stream = Object.assign(new Writable({ write (chunk, _enc, cb) { written.push(String(chunk)); cb() } }), { pending: 0 })
+  Object.defineProperty(stream, 'writableLength', { get: () => stream.pending })
+  return { stream: stream as unknown as SinkStream & Writable & { pending: number }, written }
+}
+
+t.test('log sink: a failing stream is given up for the next one, a stalled one loses lines, nothing throws', async (t) => {
+  const a = fakeStream()
+  const b = fakeStream()
+  const sink = logSink({ streams: [a.stream, b.stream], maxPendingBytes: 100 })
+  sink.write('{"msg":"one"}\n')
+  t.same(a.written, ['{"msg":"one"}\n'])
+
+  a.stream.pending = 1000
+  sink.write('{"msg":"lost"}\n')
+  sink.write('{"msg":"lost too"}\n')
+  t.equal(sink.dropped, 2, 'a reader that does not keep up loses lines instead of growing memory')
+  a.stream.pending = 0
+  sink.write('{"msg":"two"}\n')
+  t.match(a.written[1], /"level":40,.*"msg":"2 log lines dropped: the log reader did not keep up"/)
+  t.equal(a.written[2], '{"msg":"two"}\n')
+
+  a.stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }))
+  sink.write('{"msg":"three"}\n')
+  t.match(b.written[0], /"msg":"log output failed \(EPIPE\): logging continues here"/)
+  t.equal(b.written[1], '{"msg":"three"}\n')
+
+  b.stream.destroy()
+  sink.write('{"msg":"nowhere"}\n')
+  t.equal(sink.stopped, true, 'no stream left: logging is off')
+  t.doesNotThrow(() => sink.write('{"msg":"still nowhere"}\n'))
+
+  const throwing = fakeStream()
+  throwing.stream.write = () => { throw new Error('EBADF') }
+  const formatted = fakeStream()
+  const sink2 = logSink({ streams: [throwing.stream, formatted.stream], format: (line) => `> ${line}` })
+  sink2.write('{"msg":"x"}\n')
+  t.match(formatted.written, [/^> \{"level":40,.*"log output failed \(closed\)/, '> {"msg":"x"}\n'], 'a throwing write moves on too; lines are formatted')
+})
