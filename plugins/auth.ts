@@ -1,6 +1,7 @@
 // Tokens, password checks and the per-request identity. Token kinds are told apart by checked claims (typ, aud), never by namespace.
 import { randomUUID } from 'node:crypto'
 import fastifyJwt from '@fastify/jwt'
+import { createDecoder, createVerifier } from 'fast-jwt'
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { createPasswords, normalizeUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
@@ -58,6 +59,11 @@ export interface Auth {
   accessTokenTtlSeconds: number
   /** Forget a user's cached token version so revocation takes effect at once in this process. */
   forget (userId: number): void
+  /**
+   * The identity of a user as a credential issued at `tokenVersion` gives it: TOKEN_INVALID when the
+   * user is gone, disabled or its tokens were revoked since. For credentials that are not JWTs (stream tickets).
+   */
+  identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser>
 }
 
 declare module 'fastify' {
@@ -73,6 +79,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     auth?: RouteAuth
+    /** another credential the route takes instead of a Bearer token; resolves undefined when the request carries none */
+    credential?: (request: FastifyRequest) => Promise<AuthUser | undefined>
   }
 }
 
@@ -88,7 +96,11 @@ interface CachedUser { row: Row | undefined, expires: number }
 
 async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise<void> {
   const [signing] = opts.keys
-  const verifyKeys = new Map(opts.keys.map((key) => [key.kid, key.secret]))
+  // One verifier per key, made once: @fastify/jwt's verify(token, { key }) builds a new verifier,
+  // key object included, on every call. fast-jwt's own cache remembers a verified token until it
+  // expires (a polling client sends the same one over and over); the signature, alg and exp rules are the same.
+  const verifiers = new Map(opts.keys.map((key) => [key.kid, createVerifier({ key: key.secret, algorithms: ['HS256'], cache: 10000 })]))
+  const decodeComplete = createDecoder({ complete: true })
   await fastify.register(fastifyJwt, {
     secret: signing.secret,
     sign: { algorithm: 'HS256', kid: signing.kid },
@@ -123,6 +135,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     accessTokenTtlSeconds: opts.accessTokenTtlSeconds,
     issue,
     forget (userId) { cache.delete(userId) },
+    identifyUser,
     async login (username, password) {
       const key = normalizeUsername(username)
       const wait = throttle.retryAfter(key)
@@ -148,10 +161,10 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     let claims: TokenClaims
     try {
       // The key is chosen by the header's kid: a token signed with a removed key finds none.
-      const header = fastify.jwt.decode<{ header: { kid?: unknown } }>(match[1], { complete: true })?.header
-      const key = typeof header?.kid === 'string' ? verifyKeys.get(header.kid) : undefined
-      if (key === undefined) throw tokenInvalid()
-      claims = fastify.jwt.verify<TokenClaims>(match[1], { key })
+      const header = (decodeComplete(match[1]) as { header?: { kid?: unknown } } | undefined)?.header
+      const verifier = typeof header?.kid === 'string' ? verifiers.get(header.kid) : undefined
+      if (verifier === undefined) throw tokenInvalid()
+      claims = verifier(match[1]) as TokenClaims
     } catch (err) {
       // Expiry is only reported for a well-signed token: fast-jwt checks the signature first.
       if ((err as { code?: string }).code === 'FAST_JWT_EXPIRED') throw tokenExpired()
@@ -161,11 +174,14 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number')) {
       throw tokenInvalid()
     }
-    const id = Number(claims.sub)
+    return identifyUser(Number(claims.sub), claims.ver, claims.typ)
+  }
+
+  async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser> {
     const user = await loadUser(id)
-    if (!user || user.enabled !== true || user.tokenVersion !== claims.ver) throw tokenInvalid()
-    if (claims.typ === 'application' && user.type !== 'application') throw tokenInvalid()
-    return { id, username: user.username as string, type: user.type as UserType, tokenType: claims.typ, tokenVersion: claims.ver }
+    if (!user || user.enabled !== true || user.tokenVersion !== tokenVersion) throw tokenInvalid()
+    if (tokenType === 'application' && user.type !== 'application') throw tokenInvalid()
+    return { id, username: user.username as string, type: user.type as UserType, tokenType, tokenVersion }
   }
 
   fastify.decorate('auth', service)
@@ -180,7 +196,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   fastify.decorate('authenticate', async function (request: FastifyRequest) {
     const mode = request.routeOptions.config.auth ?? 'access'
     if (mode === 'none') return
-    request.identity = await identify(request, mode === 'refresh' ? ['refresh'] : ['access', 'application'])
+    request.identity = await request.routeOptions.config.credential?.(request) ??
+      await identify(request, mode === 'refresh' ? ['refresh'] : ['access', 'application'])
   })
 }
 

@@ -65,6 +65,13 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
     }
 
     const status = err.statusCode ?? 500
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      const type = request.headers['content-type']
+      const message = type === undefined ? 'A request body needs Content-Type: application/json' : `Content-Type '${type}' is not supported: send application/json`
+      return reply.code(415).send(buildErrorBody(415, 'UNSUPPORTED_MEDIA_TYPE', message))
+    }
+    const repeated = repeatedParameter(err, request)
+    if (repeated !== undefined) return reply.code(400).send(buildErrorBody(400, 'BAD_QUERY', `Query parameter '${repeated}' must be given only once`))
     if (PASS_THROUGH(status)) {
       // Fastify's own 4xx (validation, 413, 415, bad JSON) and @fastify/sensible's httpErrors.
       const code = err.validation ? 'VALIDATION_ERROR' : (err.code ?? codeFromStatus(status))
@@ -80,6 +87,14 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
   fastify.setNotFoundHandler(function (request, reply) {
     return reply.code(404).send(buildErrorBody(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`))
   })
+}
+
+/** A single-valued query parameter given twice fails its schema's type check: the name, so the message can say so. */
+function repeatedParameter (err: FastifyError, request: FastifyRequest): string | undefined {
+  const [first] = err.validation ?? []
+  if (err.validationContext !== 'querystring' || first?.keyword !== 'type' || !/^\/[^/]+$/.test(first.instancePath)) return undefined
+  const name = first.instancePath.slice(1)
+  return Array.isArray((request.query as Record<string, unknown> | undefined)?.[name]) ? name : undefined
 }
 
 function codeFromStatus (status: number): string {

@@ -63,6 +63,12 @@ export interface Hardware {
   command (station: Row, command: StationCommand): Promise<CommandAck>
   /** subscribes to station events; returns the unsubscribe function */
   subscribe (listener: (event: StationEvent) => void): () => void
+  /**
+   * The held events (the last EVENT_RING published) with an id above `afterId`, oldest first, and
+   * `missedBefore` (the oldest id held, or that will be) when some events after `afterId` are no
+   * longer held: it is older than the ring, or above every id (from before a restart).
+   */
+  replay (afterId: number): { events: StationEvent[], missedBefore?: number }
   /** number of current subscribers (for tests and health) */
   readonly subscribers: number
 }
@@ -74,6 +80,9 @@ declare module 'fastify' {
     hardware: Hardware
   }
 }
+
+/** How many of the latest events a reconnecting stream client can get again (Last-Event-ID). */
+export const EVENT_RING = 1000
 
 const EVENT_TYPES: Record<string, EventType> = {
   CONFIRM: 'pick.confirmed',
@@ -113,11 +122,14 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   const addressStatus = new Map<string, Map<number, StationStatus>>()
   const listeners = new Set<(event: StationEvent) => void>()
   let nextEventId = 1
+  /** the latest EVENT_RING events: `ring[(id - 1) % EVENT_RING]` holds event `id` */
+  const ring: StationEvent[] = []
 
   fastify.errorTranslators.push(toApiError)
 
   function publish (type: EventType, data: Omit<StationEvent['data'], 'at'>): void {
     const event: StationEvent = { id: nextEventId++, type, data: { ...data, at: new Date().toISOString() } }
+    ring[(event.id - 1) % EVENT_RING] = event
     for (const listener of listeners) {
       try {
         listener(event)
@@ -189,14 +201,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         maxFrameBytes: opts.maxFrameBytes,
         logger: log.child({ controllerId: controller.id })
       })
-      link.on('connected', () => {
-        log.info({ controllerId: link.id }, 'controller connected')
-        void onConnection(link, 'station.connected')
-      })
-      link.on('disconnected', (reason) => {
-        log.warn({ controllerId: link.id, reason }, 'controller disconnected')
-        void onConnection(link, 'station.disconnected')
-      })
+      // The link logs its connects and disconnects (info when closing, warn for an outage): one line per event.
+      link.on('connected', () => { void onConnection(link, 'station.connected') })
+      link.on('disconnected', () => { void onConnection(link, 'station.disconnected') })
       link.on('event', (event) => { void onEvent(link, event) })
       link.on('status', (state) => {
         // STATUS resynchronizes: addresses listed are busy, all others idle.
@@ -275,6 +282,16 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     subscribe (listener) {
       listeners.add(listener)
       return () => { listeners.delete(listener) }
+    },
+
+    replay (afterId) {
+      const last = nextEventId - 1
+      const oldest = Math.max(1, last - EVENT_RING + 1)
+      // an id above the last one comes from before a restart (ids start again at 1)
+      const from = afterId > last ? oldest : Math.max(afterId + 1, oldest)
+      const events: StationEvent[] = []
+      for (let id = from; id <= last; id++) events.push(ring[(id - 1) % EVENT_RING])
+      return afterId > last || afterId + 1 < oldest ? { events, missedBefore: oldest } : { events }
     },
 
     get subscribers () {

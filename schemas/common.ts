@@ -11,9 +11,14 @@ export const ErrorResponse = Type.Object({
 }, { $id: 'ErrorResponse', description: 'Fastify error shape, used by every 4xx and 5xx response' })
 export type ErrorResponse = Static<typeof ErrorResponse>
 
+/**
+ * A path id is decimal digits only: `0x10`, `1e1`, `+16`, `16.0`, ` 16` and `016` are refused
+ * (Ajv's coercion would read them all as numbers). The `digitsOnly` keyword (src/app.ts) checks
+ * the raw text before `id` is coerced, so handlers still get a number.
+ */
 export const IdParams = Type.Object({
-  id: Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Resource id (positive integer)' })
-})
+  id: Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Resource id: decimal digits, 1 to 2147483647, no sign or leading zero' })
+}, { digitsOnly: ['id'] })
 export type IdParams = Static<typeof IdParams>
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' })
@@ -34,7 +39,7 @@ export const ListQuery = Type.Object({
   modifiedSince: Type.Optional(Type.String({ description: 'ISO 8601 time; same as modifiedAt=[gte]<time>' }))
 }, {
   additionalProperties: Type.Union([Type.String(), Type.Array(Type.String())]),
-  description: 'Further parameters filter by field: `field=value` or `field=[op]value` with op one of gt, gte, lt, lte, not, like, notlike, or, nor, null, notnull'
+  description: 'Further parameters filter by field: `field=value` or `field=[op]value` with op one of eq, gt, gte, lt, lte, not, like, notlike, or, nor, null, notnull (case-insensitive)'
 })
 export type ListQuery = Static<typeof ListQuery>
 

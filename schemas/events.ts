@@ -18,6 +18,18 @@ export const CommandAck = Type.Object({
 })
 
 export const EventsQuery = Type.Object({
-  station: Type.Optional(Type.Integer({ minimum: 1, description: 'only events of this station id' }))
+  station: Type.Optional(Type.Integer({ minimum: 1, description: 'only events of this station id' })),
+  ticket: Type.Optional(Type.String({ maxLength: 128, description: 'a stream ticket from POST /api/events/ticket, for clients that cannot send an Authorization header (EventSource)' })),
+  lastEventId: Type.Optional(Type.Integer({ minimum: 0, description: 'as the Last-Event-ID header, for EventSource polyfills that cannot send it' }))
 }, { additionalProperties: false })
 export type EventsQuery = Static<typeof EventsQuery>
+
+export const EventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.Integer({ minimum: 0, description: 'the last event id received: the held events after it are sent first' }))
+})
+
+export const EventTicket = Type.Object({
+  ticket: Type.String({ description: 'opens one event stream as `GET /api/events?ticket=…`' }),
+  expiresIn: Type.Integer({ description: 'seconds the ticket stays valid' })
+})
+export type EventTicket = Static<typeof EventTicket>

@@ -1,13 +1,15 @@
 // buildApp: the one Fastify instance, used by the server and by every test.
 import { readFileSync } from 'node:fs'
+import { maxHeaderSize } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { getHeapStatistics } from 'node:v8'
 import rateLimit from '@fastify/rate-limit'
 import underPressure from '@fastify/under-pressure'
 import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Ajv, { type ErrorObject } from 'ajv'
+import Ajv, { type ErrorObject, type FuncKeywordDefinition, type SchemaValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
@@ -15,16 +17,17 @@ import { User, UserCreate } from '../schemas/users.js'
 import { mappingsOf, signingKeys } from './config.js'
 import authPlugin from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
-import errorHandler from '../plugins/error-handler.js'
+import errorHandler, { buildErrorBody } from '../plugins/error-handler.js'
 import hardwarePlugin, { type HardwarePluginOptions } from '../plugins/hardware.js'
 import openapi from '../plugins/openapi.js'
 import healthRoutes from '../plugins/routes/health.js'
 import materialRoutes from '../plugins/routes/materials.js'
 import stationRoutes from '../plugins/routes/stations.js'
 import stationCommandRoutes from '../plugins/routes/station-commands.js'
-import eventRoutes from '../plugins/routes/events.js'
+import eventRoutes, { redactTicket } from '../plugins/routes/events.js'
 import userRoutes from '../plugins/routes/users.js'
 import type { Database } from './db/types.js'
+import { ApiError, statusText } from './errors.js'
 import { loggerOptions } from './logger.js'
 
 export interface BuildOptions {
@@ -41,6 +44,28 @@ const READ_ONLY_FIELDS = new Set([[Material, MaterialCreate], [Station, StationC
   .flatMap(([item, create]) => Object.keys(item.properties).filter((field) => !(field in create.properties))))
 
 /**
+ * `digitsOnly: ['id']` on a params object: those parameters are decimal digits without a leading
+ * zero. A keyword without a type runs before `properties`, so it sees the text before coercion
+ * turns `0x10`, `1e1` or ` 16` into a number.
+ */
+const checkDigits: SchemaValidateFunction = function (names: string[], data: unknown): boolean {
+  if (typeof data !== 'object' || data === null) return true
+  for (const name of names) {
+    const value = (data as Record<string, unknown>)[name]
+    if (value === undefined || (typeof value === 'string' && /^[1-9][0-9]*$/.test(value))) continue
+    checkDigits.errors = [{
+      keyword: 'digitsOnly',
+      instancePath: `/${name}`,
+      params: { digitsOnly: name },
+      message: `must be decimal digits without sign, spaces or leading zero (1 to 2147483647), got '${String(value)}'`
+    }]
+    return false
+  }
+  return true
+}
+const digitsOnly: FuncKeywordDefinition = { keyword: 'digitsOnly', schemaType: 'array', validate: checkDigits }
+
+/**
  * Bodies are validated strictly: no coercion ("5" is not a number, ["a"] is not a string) and
  * unknown fields refused, where Fastify's default Ajv coerces and strips (DESIGN §10).
  * Query strings and path parameters are text by nature and are coerced.
@@ -49,6 +74,7 @@ function validatorCompiler () {
   const base = { allErrors: false, useDefaults: true, strict: false, removeAdditional: false as const }
   const body = addFormats.default(new Ajv.default({ ...base, coerceTypes: false }))
   const text = addFormats.default(new Ajv.default({ ...base, coerceTypes: 'array' }))
+  text.addKeyword(digitsOnly)
   return ({ schema, httpPart }: { schema: object, httpPart?: string }) =>
     (httpPart === 'body' ? body : text).compile(schema)
 }
@@ -74,6 +100,86 @@ function describeValidation (errors: ErrorObject[], dataVar: string): Error {
   return new Error(message)
 }
 
+/** The charset a Content-Type header declares, lower-cased; undefined when it declares none. */
+function declaredCharset (contentType: string | undefined): string | undefined {
+  const m = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? '')
+  return m === null ? undefined : m[1].toLowerCase()
+}
+
+/** The offset of the first byte that is not part of valid UTF-8 (the body is known to hold one). */
+function firstInvalidByte (body: Buffer): number {
+  const text = body.toString('utf8')
+  for (let at = text.indexOf('\uFFFD'); at >= 0; at = text.indexOf('\uFFFD', at + 1)) {
+    const offset = Buffer.byteLength(text.slice(0, at))
+    // a U+FFFD that the body really holds (EF BF BD) is not the fault
+    if (body[offset] !== 0xef || body[offset + 1] !== 0xbf || body[offset + 2] !== 0xbd) return offset
+  }
+  return 0
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * JSON bodies are UTF-8 (RFC 8259 §8.1): bytes that are not, or another declared charset, are
+ * refused before anything is parsed or written, instead of being stored as U+FFFD. The text then
+ * goes to Fastify's own JSON parser (which refuses __proto__ and constructor.prototype keys).
+ */
+function jsonParser (app: FastifyInstance) {
+  const parse = app.getDefaultJsonParser('error', 'error')
+  return (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void => {
+    const charset = declaredCharset(request.headers['content-type'])
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares charset=${charset}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`))
+      return
+    }
+    let text: string
+    try {
+      text = utf8.decode(body as Buffer)
+    } catch {
+      const at = firstInvalidByte(body as Buffer)
+      done(new ApiError(400, 'INVALID_UTF8', `The body is not valid UTF-8 (byte 0x${(body as Buffer)[at].toString(16).toUpperCase().padStart(2, '0')} at offset ${at}): JSON bodies must be UTF-8`))
+      return
+    }
+    parse(request, text, done)
+  }
+}
+
+/** Errors Node's HTTP parser raises before there is a request (oversized headers, a malformed request line): the same body shape as every other error. */
+function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string, reason?: unknown }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  let status = 400
+  let code = 'BAD_REQUEST'
+  let message = `Malformed HTTP request${typeof err.reason === 'string' && err.reason !== '' ? `: ${err.reason}` : ''}`
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431
+    code = 'HEADERS_TOO_LARGE'
+    message = `The request's header block is larger than ${Math.round(maxHeaderSize / 1024)} KB`
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408
+    code = 'REQUEST_TIMEOUT'
+    message = 'The request was not received in time'
+  }
+  this.log.debug({ err }, 'client error')
+  if (socket.writable) {
+    const body = JSON.stringify(buildErrorBody(status, code, message))
+    socket.write(`HTTP/1.1 ${status} ${statusText(status)}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  }
+  socket.destroy(err)
+}
+
+/** Errors Fastify raises before routing (a URL that does not decode, a parameter too long): the documented shape and codes. */
+function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const status = err.statusCode ?? 500
+  if (status >= 500) {
+    request.log.error({ err }, 'request failed')
+    void reply.code(500).send(buildErrorBody(500, 'INTERNAL_ERROR', `Internal error; the log has details under request id ${request.id}`))
+    return
+  }
+  const code = err.code === 'FST_ERR_BAD_URL' ? 'BAD_URL' : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'URI_TOO_LONG' : statusText(status).toUpperCase().replace(/[^A-Z]+/g, '_')
+  void reply.code(status).send(buildErrorBody(status, code, err.message))
+}
+
 export async function buildApp (config: Config, options: BuildOptions): Promise<App> {
   const { server } = config
   const fastifyOptions: FastifyServerOptions & Record<string, unknown> = {
@@ -91,7 +197,9 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     schemaErrorFormatter: describeValidation,
     // One line per request, written when it ends (see the onResponse hook), instead of two.
     logController: new LogController({ disableRequestLogging: true }),
-    ajv: { customOptions: { strict: false } }
+    ajv: { customOptions: { strict: false } },
+    clientErrorHandler,
+    frameworkErrors
   }
   if (server.tls) {
     fastifyOptions.https = { cert: readFileSync(server.tls.cert), key: readFileSync(server.tls.key) }
@@ -104,11 +212,14 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
 
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
   app.setValidatorCompiler(validatorCompiler())
+  // JSON only, and only UTF-8; any other content type (text/plain too) is a 415 naming it
+  app.removeContentTypeParser(['application/json', 'text/plain'])
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonParser(app))
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({
       method: request.method,
-      url: request.url,
+      url: redactTicket(request.url),
       route: request.routeOptions.url,
       statusCode: reply.statusCode,
       responseTimeMs: Math.round(reply.elapsedTime * 10) / 10,

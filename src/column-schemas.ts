@@ -22,11 +22,27 @@ function withoutNull (schema: Json): Json {
 }
 
 function allowsNull (schema: Json): boolean {
-  return schema.type === 'null' || (Array.isArray(schema.anyOf) && schema.anyOf.some((s: Json) => s.type === 'null'))
+  return schema.type === 'null' || (Array.isArray(schema.type) && schema.type.includes('null')) ||
+    (Array.isArray(schema.anyOf) && schema.anyOf.some((s: Json) => s.type === 'null'))
 }
 
+/**
+ * The schema that also allows null. A single-type schema becomes `type: [t, 'null']` rather than
+ * an anyOf: the response serializer (fast-json-stringify) writes type lists directly but runs a
+ * validator per value for every anyOf, which made a page of 100 rows about 2.7 times slower.
+ */
 function nullable (schema: Json): Json {
+  const simple = (s: Json): boolean => typeof s.type === 'string' && s.type !== 'null' && s.anyOf === undefined && s.const === undefined && s.enum === undefined
+  if (Array.isArray(schema.anyOf) && schema.anyOf.length === 2) {
+    const [a, b] = schema.anyOf as Json[]
+    const [inner, other] = b.type === 'null' ? [a, b] : [b, a]
+    if (other.type === 'null' && simple(inner)) {
+      const { anyOf: _, ...outer } = schema
+      return { ...inner, ...outer, type: [inner.type, 'null'] }
+    }
+  }
   if (allowsNull(schema)) return schema
+  if (simple(schema)) return { ...schema, type: [schema.type, 'null'] }
   const { description, ...inner } = schema
   return { anyOf: [inner, { type: 'null' }], ...(description !== undefined && { description }) }
 }
@@ -84,13 +100,56 @@ function responseProperty (schema: Json, s: FieldStorage): Json {
     if (s.def.kind === 'string') out = { type: 'string', description }
     else out = { anyOf: [withoutNull(schema), { type: 'string' }, { type: 'number' }], description }
   }
-  return s.nullable ? nullable(out) : out
+  // nullable() also turns an API schema's own null union into a type list the serializer writes fast
+  return s.nullable || allowsNull(out) ? nullable(out) : out
 }
 
 export interface ResourceSchemas {
   item: Json
   create: Json
   update: Json
+  /** the list's filter query parameters by field, for the document (the list parser checks them) */
+  filters: Record<string, Json>
+}
+
+const OPERATORS = '[gt] [gte] [lt] [lte] [not] [like] [notlike] [or] [nor] [null] [notnull]'
+
+const KIND_TEXT: Record<string, string> = {
+  string: 'text',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  datetime: 'an ISO 8601 date-time, UTC unless it names an offset'
+}
+
+/** A filter example that the list parser accepts for the field. */
+function filterExample (s: FieldStorage): string {
+  const known = s.map !== undefined ? s.map.order.map((v) => String(v)) : s.def.enum
+  if (known !== undefined && known.length > 1) return `[or]${known.slice(0, 2).join(';')}`
+  switch (s.def.kind) {
+    case 'integer': return s.def.id === true ? '[or]1;2;3' : '[gte]1'
+    case 'number': return '[lt]10'
+    case 'boolean': return 'true'
+    case 'datetime': return '[gte]2026-01-01T00:00:00Z'
+    default: return '[like]abc'
+  }
+}
+
+/** One optional text query parameter per field the list can filter on: stored and visible, in API order. */
+export function filterParameters (storage: ResourceStorage, item: TObject | Json): Record<string, Json> {
+  const out: Record<string, Json> = {}
+  for (const field of Object.keys(item.properties as Record<string, unknown>)) {
+    const s = storage.fields[field]
+    if (s === undefined || s.absent || s.def.internal === true) continue
+    out[field] = {
+      type: 'string',
+      description: `Filter on ${field} (${KIND_TEXT[s.def.kind] ?? s.def.kind}): \`value\` for equality, or \`[op]value\` with op one of ${OPERATORS}. ` +
+        '[or] and [nor] take a list a;b;c, [null] and [notnull] no value; [like] and [notlike] take a pattern (% any run, _ one character; ' +
+        'without either, a substring) and work on text only. Repeat the parameter to AND two conditions.',
+      examples: [filterExample(s)]
+    }
+  }
+  return out
 }
 
 /**
@@ -99,7 +158,7 @@ export interface ResourceSchemas {
  * down at start) limits come from the API's own schema and every stored field may be null.
  */
 export function resourceSchemas (storage: ResourceStorage, item: TObject, create: TObject, update: TObject): ResourceSchemas {
-  const out: ResourceSchemas = { item: clone(item), create: clone(create), update: clone(update) }
+  const out: ResourceSchemas = { item: clone(item), create: clone(create), update: clone(update), filters: filterParameters(storage, item) }
   for (const [field, schema] of Object.entries(out.item.properties as Record<string, Json>)) {
     const s = storage.fields[field]
     if (s !== undefined && s.def.id !== true) out.item.properties[field] = responseProperty(schema, s)

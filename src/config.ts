@@ -110,7 +110,8 @@ function describeError (path: string, message: string, value: unknown): string {
   const key = path.replace(/^\//, '').replace(/\//g, '.') || '(root)'
   if (message.startsWith('Unexpected property')) return `${key}: unknown key`
   const shown = SECRET_KEYS.has(key) || SECRET_KEY_PATTERN.test(key) ? '<hidden>' : JSON.stringify(value)
-  return `${key}: ${message.toLowerCase()}, got ${shown === undefined ? 'nothing' : shown}`
+  // only the first letter: the rest may quote a pattern or a name whose case matters
+  return `${key}: ${message.charAt(0).toLowerCase()}${message.slice(1)}, got ${shown === undefined ? 'nothing' : shown}`
 }
 
 function readConfigFile (file: string, problems: string[]): Record<string, any> {

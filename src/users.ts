@@ -4,7 +4,7 @@ import { NotFoundError } from './db/errors.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseListQuery } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
-import type { Row } from './db/types.js'
+import type { Executor, Row } from './db/types.js'
 import type { User, UserCreate, UserType, UserUpdate } from '../schemas/users.js'
 
 export interface Actor { id: number, type: UserType }
@@ -40,15 +40,16 @@ export class UserService {
   async create (input: UserCreate): Promise<User> {
     const type = input.type ?? 'user'
     const enabled = input.enabled ?? true
-    if (enabled && LICENSED.includes(type)) await this.assertLicence()
+    // hashed before the transaction: argon2 is slow on purpose, and the licence lock must be short
+    const passwordHash = await this.opts.passwords.hash(input.password)
     const row = await this.opts.repo.create({
       username: normalizeUsername(input.username),
-      passwordHash: await this.opts.passwords.hash(input.password),
+      passwordHash,
       type,
       displayName: input.displayName ?? null,
       enabled,
       tokenVersion: 0
-    })
+    }, enabled && LICENSED.includes(type) ? { guard: async (tx) => { await this.assertLicence(tx) } } : {})
     return toUser(row)
   }
 
@@ -69,15 +70,19 @@ export class UserService {
 
     const current = await this.opts.repo.get(id)
     if (!current) throw new NotFoundError(`User ${id} not found`)
-    const willCount = (changes.enabled ?? current.enabled) === true && LICENSED.includes((changes.type ?? current.type) as UserType)
-    const counted = current.enabled === true && LICENSED.includes(current.type as UserType)
-    if (willCount && !counted) await this.assertLicence()
     const revoked = patch.password !== undefined || (patch.enabled === false && current.enabled === true) ||
       (patch.type !== undefined && patch.type !== current.type)
     if (revoked) changes.tokenVersion = Number(current.tokenVersion ?? 0) + 1
     // The version read above must still be current, or a concurrent revocation could be undone.
+    // The licence is checked inside the update's transaction, on the locked row, so that two
+    // concurrent enables cannot both take the last free login.
     const row = await this.opts.repo.update(id, changes, {
-      check: (row) => row.tokenVersion === current.tokenVersion && (check === undefined || check(row))
+      check: (row) => row.tokenVersion === current.tokenVersion && (check === undefined || check(row)),
+      guard: async (locked, tx) => {
+        const willCount = (changes.enabled ?? locked.enabled) === true && LICENSED.includes((changes.type ?? locked.type) as UserType)
+        const counted = locked.enabled === true && LICENSED.includes(locked.type as UserType)
+        if (willCount && !counted) await this.assertLicence(tx)
+      }
     })
     if (revoked) this.opts.onRevoke(id)
     return toUser(row)
@@ -103,9 +108,10 @@ export class UserService {
     if (fields.length > 0) throw forbidden(`You may only change your own password, not ${fields.join(', ')}`)
   }
 
-  private async assertLicence (): Promise<void> {
+  /** Inside the write's transaction, with the counted rows locked until it ends (SQL Server: UPDLOCK, HOLDLOCK). */
+  private async assertLicence (tx: Executor): Promise<void> {
     const { filters } = parseListQuery({ enabled: 'true', type: `[or]${LICENSED.join(';')}` }, this.opts.repo.def)
-    const used = await this.opts.repo.count(filters)
+    const used = await this.opts.repo.count(filters, { tx, lock: true })
     if (used >= this.opts.licenceLogins) throw licenceLimit(this.opts.licenceLogins)
   }
 }

@@ -73,6 +73,8 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   const mapping = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'MaterialBase', columns: { id: 'MatID' } } } }))
   t.match(mapping.join('\n'), /mapping.materials.name: no column configured/)
   t.match(mapping.join('\n'), /mapping.materials.barcode: no column configured \(map it to null if the table has none\)/)
+  const pattern = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'Line A!', host: 'h', port: 1 }] } }))
+  t.same(pattern, [`hardware.controllers.0.id: expected string to match '^[A-Za-z0-9_.-]+$', got "Line A!"`], 'the pattern keeps its case')
 })
 
 t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly', async (t) => {

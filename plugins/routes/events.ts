@@ -1,33 +1,123 @@
-// GET /api/events: Server-Sent Events of what the controllers report, optionally for one station.
+// GET /api/events: Server-Sent Events of what the controllers report, optionally for one station; tickets for EventSource.
+import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { ErrorResponse } from '../../schemas/common.js'
-import { EventsQuery } from '../../schemas/events.js'
+import { ErrorResponse, errorResponses } from '../../schemas/common.js'
+import { EventsHeaders, EventsQuery, EventTicket } from '../../schemas/events.js'
+import { tokenInvalid } from '../../src/errors.js'
+import type { TokenType } from '../auth.js'
 import type { StationEvent } from '../hardware.js'
 
 export interface EventRoutesOptions {
   heartbeatMs: number
   maxBufferedBytes: number
+  /** how long a stream ticket opens a stream (default 30) */
+  ticketTtlSeconds?: number
+  /** unused tickets held at most; beyond, the oldest go (default 10000) */
+  maxTickets?: number
 }
 
+interface TicketHolder { id: number, tokenVersion: number, tokenType: TokenType }
+
+/**
+ * Single-use stream tickets, held in memory. An EventSource cannot send an Authorization header,
+ * and a token in a URL would stay valid for as long as the token wherever the URL was logged.
+ */
+export class StreamTickets {
+  private readonly held = new Map<string, TicketHolder & { expires: number }>()
+  private readonly ttlMs: number
+  private readonly max: number
+
+  constructor (ttlMs: number, max: number) {
+    this.ttlMs = ttlMs
+    this.max = max
+  }
+
+  issue (holder: TicketHolder): string {
+    const now = Date.now()
+    // Held in the order they expire: the expired ones are at the front.
+    for (const [ticket, entry] of this.held) {
+      if (entry.expires > now && this.held.size < this.max) break
+      this.held.delete(ticket)
+    }
+    const ticket = randomBytes(32).toString('base64url')
+    this.held.set(ticket, { ...holder, expires: now + this.ttlMs })
+    return ticket
+  }
+
+  /** The holder of a valid ticket; undefined for an unknown, used or expired one. The ticket is gone either way. */
+  take (ticket: string): TicketHolder | undefined {
+    const entry = this.held.get(ticket)
+    if (entry === undefined) return undefined
+    this.held.delete(ticket)
+    return entry.expires > Date.now() ? entry : undefined
+  }
+}
+
+/** A URL for the log: the value of every `ticket` parameter replaced (also when its name is percent-encoded or in another case). */
+export function redactTicket (url: string): string {
+  const query = url.indexOf('?')
+  if (query < 0) return url
+  return url.slice(0, query) + url.slice(query).replace(/([?&])([^=&#]*)=([^&#]*)/g, (all, sep: string, name: string) => {
+    let decoded = name
+    try { decoded = decodeURIComponent(name.replaceAll('+', ' ')) } catch {}
+    return decoded.trim().toLowerCase() === 'ticket' ? `${sep}${name}=[redacted]` : all
+  })
+}
+
+const frame = (event: StationEvent): string => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`
+
 const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, opts) => {
+  const ttlSeconds = opts.ticketTtlSeconds ?? 30
+  const tickets = new StreamTickets(ttlSeconds * 1000, opts.maxTickets ?? 10000)
   const open = new Set<() => void>()
   // app.close() waits for open connections: end the streams first.
   fastify.addHook('preClose', async () => { for (const end of [...open]) end() })
 
-  fastify.get('/', {
+  fastify.post('/ticket', {
     schema: {
+      operationId: 'createEventTicket',
+      summary: `A single-use ticket that opens one event stream within ${ttlSeconds} s (for EventSource, which cannot send an Authorization header)`,
+      tags: ['events'],
+      response: { 200: EventTicket, ...errorResponses(401, 503) }
+    }
+  }, async (request, reply) => {
+    const { id, tokenVersion, tokenType } = request.identity!
+    reply.header('cache-control', 'no-store')
+    return { ticket: tickets.issue({ id, tokenVersion, tokenType }), expiresIn: ttlSeconds }
+  })
+
+  fastify.get('/', {
+    config: {
+      // `?ticket=` stands in for the Bearer token; the user's revocation state is checked again on use
+      credential: async (request) => {
+        const { ticket } = request.query as { ticket?: unknown }
+        if (ticket === undefined) return undefined
+        const holder = typeof ticket === 'string' ? tickets.take(ticket) : undefined
+        if (holder === undefined) throw tokenInvalid()
+        return fastify.auth.identifyUser(holder.id, holder.tokenVersion, holder.tokenType)
+      }
+    },
+    schema: {
+      operationId: 'streamEvents',
       summary: 'Stream station events (text/event-stream)',
       description: 'Events: station.connected, station.disconnected, pick.confirmed, pick.shortage, tray.ready, station.fault. ' +
         'Each is `event: <type>`, `id: <n>` and one `data:` line of JSON ({stationId, controllerId, address, quantity?, tray?, ref?, code?, message?, at}). ' +
-        'Comment lines (`: heartbeat`) keep idle proxies open.',
+        'Comment lines (`: heartbeat`) keep idle proxies open. ' +
+        'Authenticate with a Bearer token, or with `?ticket=` from POST /api/events/ticket (one stream, within 30 s). ' +
+        'A client reconnecting with `Last-Event-ID: <n>` (or `?lastEventId=<n>`) first gets the held events after n (the last 1000) that match its filter; ' +
+        'when some after n are no longer held the stream starts with the comment `: missed events before <id>`.',
       tags: ['events'],
+      security: [{ bearer: [] }, { eventTicket: [] }],
       querystring: EventsQuery,
+      headers: EventsHeaders,
       produces: ['text/event-stream'],
       response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse }
     }
   }, async (request, reply) => {
     const station = request.query.station
+    const lastEventId = request.headers['last-event-id'] ?? request.query.lastEventId
+    const matches = (event: StationEvent): boolean => station === undefined || event.data.stationId === station
     const raw = reply.raw
     reply.hijack()
     raw.writeHead(200, {
@@ -36,9 +126,10 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       connection: 'keep-alive',
       'x-accel-buffering': 'no'
     })
-    raw.write(': connected\n\n')
 
+    let ended = false
     const send = (chunk: string): void => {
+      if (ended) return
       // A client that stopped reading is dropped rather than buffered without bound.
       if (raw.writableLength > opts.maxBufferedBytes) {
         request.log.warn({ buffered: raw.writableLength }, 'event stream client too slow; disconnecting')
@@ -47,13 +138,13 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       }
       raw.write(chunk)
     }
+    // The backlog is taken and the subscription made in one synchronous step: no event falls between them.
+    const backlog = lastEventId === undefined ? undefined : fastify.hardware.replay(lastEventId)
     const unsubscribe = fastify.hardware.subscribe((event: StationEvent) => {
-      if (station !== undefined && event.data.stationId !== station) return
-      send(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`)
+      if (matches(event)) send(frame(event))
     })
     const heartbeat = setInterval(() => send(': heartbeat\n\n'), opts.heartbeatMs)
     heartbeat.unref()
-    let ended = false
     function end (): void {
       if (ended) return
       ended = true
@@ -67,6 +158,10 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     request.raw.on('close', end)
     raw.on('error', end)
     raw.on('close', end)
+
+    if (backlog?.missedBefore !== undefined) raw.write(`: missed events before ${backlog.missedBefore}\n\n`)
+    raw.write(': connected\n\n')
+    for (const event of backlog?.events ?? []) if (matches(event)) send(frame(event))
     return reply
   })
 }

@@ -1,7 +1,7 @@
 // The five endpoints of a plain resource (list, create, read, update by POST or PATCH, delete) over one repository.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type TObject } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import type { UserType } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
@@ -9,7 +9,7 @@ import type { Repository } from '../../src/db/repository.js'
 import type { Row } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
-import { etagOf, ifMatchCheck, ListEtagCache, sendList, sendOne, type SendListOptions } from '../../src/http.js'
+import { etagOf, ifMatchCheck, ListEtagCache, sendList, sendOne, type ListBody, type SendListOptions } from '../../src/http.js'
 
 export interface ResourceRoutesOptions {
   /** singular noun for messages and summaries */
@@ -26,7 +26,11 @@ export interface ResourceRoutesOptions {
   writers: UserType[]
   /** the public rows carry only stored fields (no live hardware state): lists may answer 304 from a cache */
   storedOnly?: boolean
+  /** answers GET / instead of the plain list (stations: filters and sorts on live fields) */
+  list?: (fastify: FastifyInstance, repo: Repository, toPublic: (row: Row) => Record<string, unknown>) => ListHandler
 }
+
+export type ListHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<ListBody<Record<string, unknown>> | FastifyReply>
 
 
 export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsyncTypebox {
@@ -41,20 +45,27 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const writers = fastify.requireType(...opts.writers)
     const who = opts.writers.length === 3 ? '' : ` (${opts.writers.join(', ')})`
     const listOptions: SendListOptions = opts.storedOnly === true ? { stored: { cache: new ListEtagCache(), mark: () => fastify.db.changeMark() } } : {}
+    const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
     const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
+    // operationIds for generated clients: listMaterials, createMaterial, getMaterial, updateMaterial (patchMaterial), deleteMaterial
+    const Noun = `${opts.noun[0].toUpperCase()}${opts.noun.slice(1)}`
+    const operationId = { GET: `get${Noun}`, POST: `update${Noun}`, PATCH: `patch${Noun}`, DELETE: `delete${Noun}` }
 
     fastify.get('/', {
       schema: {
+        operationId: `list${opts.tag[0].toUpperCase()}${opts.tag.slice(1)}`,
         summary: `List ${opts.tag}`,
         tags: [opts.tag],
         querystring: ListQuery,
+        queryFilters: schemas.filters,
         response: { 200: ListEnvelope(item), 304: Type.Null(), ...errorResponses(400, 401, 503) }
       }
-    }, async (request, reply) => sendList(request, reply, repo, toPublic, listOptions))
+    }, async (request, reply) => await list(request, reply))
 
     fastify.get('/:id', {
       schema: {
+        operationId: operationId.GET,
         summary: `Read a ${opts.noun}`,
         tags: [opts.tag],
         params: IdParams,
@@ -72,14 +83,15 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${opts.tag[0].toUpperCase()}${opts.tag.slice(1)} are read-only in this installation`, { headers: { allow: 'GET, HEAD' } })
       }
       const readOnly = { summary: `Not available: ${opts.tag} are read-only in this installation`, tags: [opts.tag], response: errorResponses(401, 405) }
-      fastify.post('/', { schema: readOnly }, refuse)
-      for (const method of ['POST', 'PATCH', 'DELETE'] as const) fastify.route({ method, url: '/:id', schema: readOnly, handler: refuse })
+      fastify.post('/', { schema: { ...readOnly, operationId: `create${Noun}` } }, refuse)
+      for (const method of ['POST', 'PATCH', 'DELETE'] as const) fastify.route({ method, url: '/:id', schema: { ...readOnly, operationId: operationId[method] }, handler: refuse })
       return
     }
 
     fastify.post('/', {
       preHandler: writers,
       schema: {
+        operationId: `create${Noun}`,
         summary: `Create a ${opts.noun}${who}`,
         tags: [opts.tag],
         body: create,
@@ -97,6 +109,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         url: '/:id',
         preHandler: writers,
         schema: {
+          operationId: operationId[method],
           summary: `Update a ${opts.noun}: only the fields sent change${who}`,
           tags: [opts.tag],
           params: IdParams,
@@ -116,6 +129,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     fastify.delete('/:id', {
       preHandler: writers,
       schema: {
+        operationId: operationId.DELETE,
         summary: `Delete a ${opts.noun}${who}`,
         tags: [opts.tag],
         params: IdParams,

@@ -1,14 +1,56 @@
 // /api/stations: picking stations, with live state from the hardware plugin. Written by admins only.
+import type { FastifyInstance } from 'fastify'
 import { Station, StationCreate, StationUpdate } from '../../schemas/stations.js'
-import type { Row } from '../../src/db/types.js'
+import { nextLink, type QueryString } from '../../src/db/list-query.js'
+import type { Repository } from '../../src/db/repository.js'
+import type { FieldDef, FieldKind, Row } from '../../src/db/types.js'
+import { etagOf, notModified, sendList, type ListBody } from '../../src/http.js'
+import { livePage, parseLiveListQuery, storedQuery, tooManyRows, withLiveFields } from '../../src/live-list.js'
 import type { Hardware } from '../hardware.js'
-import { resourceRoutes } from './resource.js'
+import { resourceRoutes, type ListHandler } from './resource.js'
 
-const STORED = Object.keys(Station.properties).filter((field) => !['connected', 'status', 'lastSeenAt'].includes(field))
+/** The live fields, as the list parser sees them: filterable and sortable, computed per row by the hardware plugin. */
+const LIVE: Record<string, FieldDef> = {
+  connected: { kind: 'boolean', readOnly: true },
+  status: { kind: 'string', readOnly: true, enum: ['offline', 'idle', 'busy', 'error', 'disabled'] },
+  lastSeenAt: { kind: 'datetime', readOnly: true }
+}
+
+const STORED = Object.keys(Station.properties).filter((field) => !Object.hasOwn(LIVE, field))
 
 export const stationView = (hardware: Hardware) => (row: Row): Station => {
   const stored = Object.fromEntries(STORED.map((field) => [field, row[field] ?? null]))
   return { ...stored, ...hardware.stationState(row) } as Station
+}
+
+/**
+ * The station list: the plain list unless a live field is filtered or sorted on; then every
+ * station that matches the stored filters (up to LIVE_LIST_CAP) is read, and the live filters,
+ * the sort and the page are applied in memory.
+ */
+const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row: Row) => Record<string, unknown>): ListHandler => {
+  const kinds: Record<string, FieldKind> = Object.fromEntries(Object.entries(withLiveFields(repo.def, LIVE).fields).map(([field, def]) => [field, def.kind]))
+  return async (request, reply) => {
+    const query = request.query as QueryString
+    const q = parseLiveListQuery(query, repo.def, LIVE)
+    if (!q.inMemory) return await sendList(request, reply, repo, toPublic)
+    // a stored sort key without a column is refused here as the database path would refuse it
+    for (const key of q.query.sort) if (!Object.hasOwn(LIVE, key.field)) repo.sql.col(key.field)
+    const stored = await repo.list(storedQuery(q))
+    if (stored.next !== undefined) throw tooManyRows('stations', Object.keys(LIVE))
+    const page = livePage(stored.rows.map(toPublic), q, kinds)
+    const meta: ListBody<Record<string, unknown>>['meta'] = { limit: q.query.limit, serverTime: new Date().toISOString() }
+    if (q.query.offset !== undefined) meta.offset = q.query.offset
+    if (page.total !== undefined) {
+      meta.total = page.total
+      reply.header('x-total-count', String(page.total))
+    }
+    if (page.next !== undefined) meta.next = nextLink(request.url.split('?')[0], query, page.next)
+    const etag = etagOf({ data: page.rows, total: meta.total, next: meta.next })
+    reply.header('etag', etag)
+    if (notModified(request, etag)) return reply.code(304).send()
+    return { data: page.rows, meta }
+  }
 }
 
 export default resourceRoutes({
@@ -20,5 +62,6 @@ export default resourceRoutes({
   update: StationUpdate,
   defaults: { type: 'manual', enabled: true },
   toPublic: (fastify) => stationView(fastify.hardware),
-  writers: ['admin']
+  writers: ['admin'],
+  list: stationList
 })

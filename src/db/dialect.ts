@@ -9,7 +9,10 @@ export interface Dialect {
   table (mapping: TableMapping): string
   /** `ORDER BY` is emitted by the caller; this is what follows it */
   paging (limitParam: string, offsetParam: string): string
-  /** turns a pattern where only `%` and `_` are wildcards into one safe for `LIKE … ESCAPE '\'` */
+  /**
+   * a pattern for `LIKE … ESCAPE '\'` (from likePattern: `\%`, `\_`, `\\` already escaped) with
+   * what else this dialect's LIKE treats specially escaped too
+   */
   escapeLikePattern (pattern: string): string
 }
 
@@ -18,8 +21,8 @@ export const sqliteDialect: Dialect = {
   ident: (name) => `"${name.replaceAll('"', '""')}"`,
   table: (mapping) => sqliteDialect.ident(mapping.table),
   paging: (limit, offset) => `LIMIT @${limit} OFFSET @${offset}`,
-  // SQLite's LIKE knows only % and _; the escape character itself must be escaped.
-  escapeLikePattern: (pattern) => pattern.replaceAll('\\', '\\\\')
+  // SQLite's LIKE knows only % and _, and likePattern has escaped those and the escape character.
+  escapeLikePattern: (pattern) => pattern
 }
 
 export const mssqlDialect: Dialect = {
@@ -28,7 +31,7 @@ export const mssqlDialect: Dialect = {
   table: (mapping) => `${mssqlDialect.ident(mapping.schema ?? 'dbo')}.${mssqlDialect.ident(mapping.table)}`,
   paging: (limit, offset) => `OFFSET @${offset} ROWS FETCH NEXT @${limit} ROWS ONLY`,
   // T-SQL's LIKE also treats [ as the start of a character class: escape it so it matches literally.
-  escapeLikePattern: (pattern) => pattern.replaceAll('\\', '\\\\').replaceAll('[', '\\[')
+  escapeLikePattern: (pattern) => pattern.replaceAll('[', '\\[')
 }
 
 export function dialectFor (name: DialectName): Dialect {

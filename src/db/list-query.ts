@@ -14,8 +14,9 @@ export type FilterOp =
 
 /**
  * One condition on one field. `values` are typed by the field's kind (datetimes as Date).
- * For like/notlike, values[0] is a pattern in which only `%` and `_` are wildcards; the
- * statement builder escapes everything else for its dialect.
+ * For like/notlike, values[0] is a pattern for `LIKE … ESCAPE '\'`: `%` and `_` are wildcards,
+ * `\%`, `\_` and `\\` the characters themselves (likePattern writes it); the statement builder
+ * escapes what else its dialect treats specially.
  *
  * The negations (`not`, `nor`, `notlike`) also match rows where the field is NULL: in SQL,
  * `col <> 'x'` is not true for a NULL col, and integrators asking for "everything that is not
@@ -49,7 +50,11 @@ export interface ListQuery {
 export type QueryString = Record<string, string | string[] | undefined>
 
 const CONTROL_PARAMS = new Set(['limit', 'offset', 'sort', 'count', 'cursor', 'modifiedSince'])
-const OPERATOR = /^\[(gte?|lte?|not|like|notlike|or|nor|null|notnull)\]/i
+export const OPERATORS: readonly FilterOp[] = ['eq', 'gt', 'gte', 'lt', 'lte', 'not', 'like', 'notlike', 'or', 'nor', 'null', 'notnull']
+/** a value starting with `[word]` names an operator (case-insensitive); an unknown word is an error, not text */
+const OPERATOR = /^\[([a-z]+)\]/i
+/** what other APIs call the operators, for the message about an unknown one */
+const OPERATOR_HINTS: Record<string, FilterOp> = { ne: 'not', neq: 'not', in: 'or', nin: 'nor', notin: 'nor', ge: 'gte', le: 'lte', isnull: 'null', isnotnull: 'notnull', contains: 'like' }
 const KIND_NAMES: Record<FieldKind, string> = {
   integer: 'an integer',
   number: 'a number',
@@ -132,11 +137,42 @@ function operand (field: string, def: FieldDef, raw: string): SqlValue {
   return v
 }
 
+/**
+ * An API [like] pattern as a pattern for `LIKE … ESCAPE '\'`. In the API pattern `%` and `_` are
+ * wildcards and `\%`, `\_`, `\\` stand for the characters themselves; any other backslash is
+ * literal. Without an unescaped wildcard the pattern matches as a substring.
+ */
+export function likePattern (raw: string): string {
+  let out = ''
+  let wildcard = false
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i]
+    if (c === '\\') {
+      const next = raw[i + 1]
+      if (next === '%' || next === '_' || next === '\\') {
+        out += `\\${next}`
+        i++
+      } else {
+        out += '\\\\'
+      }
+    } else {
+      if (c === '%' || c === '_') wildcard = true
+      out += c
+    }
+  }
+  return wildcard ? out : `%${out}%`
+}
+
 /** Parses one `field=value` filter; exported for the tests and for callers building filters by hand. */
 export function parseFilter (field: string, def: FieldDef, raw: string): Filter {
   const m = OPERATOR.exec(raw)
   if (m === null) return { field, op: 'eq', values: [operand(field, def, raw)] }
   const op = m[1].toLowerCase() as FilterOp
+  if (!OPERATORS.includes(op)) {
+    const hint = OPERATOR_HINTS[op] === undefined ? '' : ` (did you mean [${OPERATOR_HINTS[op]}]?)`
+    throw new BadQueryError(`Filter '${field}': unknown operator '${m[0]}'${hint}; the operators are ${OPERATORS.map((o) => `[${o}]`).join(' ')} ` +
+      `(case-insensitive). To match a value that starts with '[', put [eq] before it: '${field}=[eq]${raw}'`)
+  }
   const rest = raw.slice(m[0].length)
   switch (op) {
     case 'null':
@@ -150,8 +186,7 @@ export function parseFilter (field: string, def: FieldDef, raw: string): Filter 
     case 'like':
     case 'notlike': {
       if (def.kind !== 'string') throw new BadQueryError(`Filter '${field}': [${op}] works only on text fields`)
-      const pattern = /[%_]/.test(rest) ? rest : `%${rest}%`
-      return { field, op, values: [pattern] }
+      return { field, op, values: [likePattern(rest)] }
     }
     default:
       return { field, op, values: [operand(field, def, rest)] }

@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, typ
 import { idField } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
 import { ResourceStorage, type StorageOptions } from './storage.js'
-import type { ColumnInfo, Database, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
+import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 export interface ListResult {
   rows: Row[]
@@ -21,9 +21,19 @@ export interface WriteOptions {
   check?: (current: Row) => boolean
 }
 
+export interface CreateOptions {
+  /**
+   * Runs inside the insert's transaction, before the insert: a rule that must still hold when the
+   * row is written (the licence count); it throws to refuse. Without it the insert is one statement.
+   */
+  guard?: (tx: Executor) => Promise<void>
+}
+
 export interface UpdateOptions extends WriteOptions {
   /** set modifiedAt to now (default true); false for bookkeeping such as lastLoginAt */
   touch?: boolean
+  /** runs inside the transaction with the locked current row, after `check`: a rule that must still hold; throws to refuse */
+  guard?: (current: Row, tx: Executor) => Promise<void>
 }
 
 export interface RepositoryOptions extends StorageOptions {
@@ -180,8 +190,9 @@ export class Repository {
     return result
   }
 
-  async count (filters: Filter[] = []): Promise<number> {
-    const rows = await this.db.query(this.sql.count(filters))
+  /** `tx` counts inside that transaction; with `lock` the counted range stays locked until it ends (SqlBuilder.count). */
+  async count (filters: Filter[] = [], opts: { tx?: Executor, lock?: boolean } = {}): Promise<number> {
+    const rows = await (opts.tx ?? this.db).query(this.sql.count(filters, { lock: opts.lock }))
     return Number(rows[0]?.total ?? 0)
   }
 
@@ -203,7 +214,7 @@ export class Repository {
   }
 
   /** Inserts a row: defaults for missing writable fields, createdAt/modifiedAt now unless given. */
-  async create (values: Row): Promise<Row> {
+  async create (values: Row, opts: CreateOptions = {}): Promise<Row> {
     this.writable()
     const given: Row = { ...values }
     for (const [field, def] of Object.entries(this.def.fields)) {
@@ -217,7 +228,11 @@ export class Repository {
       if (s.required && vals[s.field] === undefined) throw new InvalidValueError(`'${s.field}' is required: the database has no default for it`)
     }
     try {
-      const rows = await this.db.query(this.sql.insert(vals))
+      const insert = this.sql.insert(vals)
+      const guard = opts.guard
+      const rows = guard === undefined
+        ? await this.db.query(insert)
+        : await this.db.transaction(async (tx) => { await guard(tx); return await tx.query(insert) })
       return this.mapRow(rows[0])
     } catch (err) {
       throw await this.explainConflict(this.explainFault(err, 'create'), vals)
@@ -238,6 +253,7 @@ export class Repository {
         if (current.length === 0) throw new NotFoundError(`${this.def.name} ${id} not found`)
         const row = this.mapRow(current[0])
         if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
+        if (opts.guard !== undefined) await opts.guard(row, tx)
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))

@@ -157,12 +157,18 @@ export class SqlBuilder {
     return { text: `SELECT ${this.selectList}${extra} FROM ${this.table}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
   }
 
-  /** The number of rows the filters match (the keyset position does not apply). */
-  count (filters: Filter[]): Statement {
+  /**
+   * The number of rows the filters match (the keyset position does not apply). `lock` (inside a
+   * transaction) holds a serializable range update lock on SQL Server, so that a second
+   * transaction counting the same range waits until the first commits (SQLite's BEGIN IMMEDIATE
+   * already serializes writers).
+   */
+  count (filters: Filter[], opts: { lock?: boolean } = {}): Statement {
     const params = new Params()
     const conditions = filters.map((f) => this.condition(f, params))
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''
-    return { text: `SELECT COUNT(*) AS ${this.dialect.ident('total')} FROM ${this.table}${where}`, params: params.list }
+    const hint = opts.lock === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''
+    return { text: `SELECT COUNT(*) AS ${this.dialect.ident('total')} FROM ${this.table}${hint}${where}`, params: params.list }
   }
 
   /** Inserts one row and returns it (aliased like every select). `values` are stored values (ResourceStorage.toDb). */

@@ -74,6 +74,30 @@ t.test('T-SQL count uses the same filters, no paging, no keyset', async (t) => {
   t.equal(stmt.params.length, 9)
 })
 
+t.test('the licence count locks the range it counted on SQL Server (inside the write transaction)', async (t) => {
+  const { filters } = parseListQuery({ enabled: 'true', type: '[or]user;application' }, users)
+  const msUsers = reference(mssqlDialect, users, referenceMappings.users)
+  t.equal(msUsers.count(filters, { lock: true }).text,
+    'SELECT COUNT(*) AS [total] FROM [dbo].[gateway_users] WITH (UPDLOCK, HOLDLOCK) WHERE [enabled] = @p1 AND [type] IN (@p2, @p3)')
+  t.equal(msUsers.count(filters).text, 'SELECT COUNT(*) AS [total] FROM [dbo].[gateway_users] WHERE [enabled] = @p1 AND [type] IN (@p2, @p3)', 'no lock unless asked')
+  t.equal(reference(sqliteDialect, users, referenceMappings.users).count(filters, { lock: true }).text,
+    'SELECT COUNT(*) AS "total" FROM "gateway_users" WHERE "enabled" = @p1 AND "type" IN (@p2, @p3)', 'SQLite: BEGIN IMMEDIATE already serializes writers')
+})
+
+t.test('[like] escapes reach the SQL: \\% and \\_ as escaped wildcards, \\\\ as an escaped backslash, [ escaped for T-SQL', async (t) => {
+  const pattern = (dialect: Dialect, raw: string): unknown => {
+    const stmt = reference(dialect).list(parseListQuery({ name: `[like]${raw}` }, materials))
+    t.match(stmt.text, /WHERE \[?"?name"?\]? LIKE @p1 ESCAPE '\\' ORDER BY/)
+    return stmt.params[0].value
+  }
+  t.equal(pattern(mssqlDialect, '50\\%'), '%50\\%%', 'a literal percent stays escaped, the substring wildcards are bare')
+  t.equal(pattern(sqliteDialect, '50\\%'), '%50\\%%')
+  t.equal(pattern(mssqlDialect, 'a\\_b%'), 'a\\_b%')
+  t.equal(pattern(mssqlDialect, '[x]\\\\y_'), '\\[x]\\\\y_', 'T-SQL: [ escaped; an escaped backslash stays one escaped backslash')
+  t.equal(pattern(sqliteDialect, '[x]\\\\y_'), '[x]\\\\y_', 'SQLite: [ is not special')
+  t.equal(pattern(sqliteDialect, 'C:\\temp'), '%C:\\\\temp%', 'a lone backslash is literal, so it is escaped')
+})
+
 t.test('T-SQL offset-paged list with the default sort', async (t) => {
   const q = parseListQuery({ limit: '20', offset: '40', materialNumber: '[notlike]M-1%' }, materials)
   const stmt = ms.list(q)

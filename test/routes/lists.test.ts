@@ -101,6 +101,51 @@ t.test('sorting, filters and offset paging through the API', async (t) => {
   t.equal(changed.statusCode, 200, 'a changed list does not')
 })
 
+t.test('unknown operators are a 400 naming them; [eq] writes a value that starts with a bracket', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  for (const [materialNumber, name] of [['B-1', '[abc]'], ['B-2', 'abc'], ['B-3', '[eq]abc'], ['B-4', '50% off_cut'], ['B-5', '50 % off'], ['B-6', '500 offcut'], ['B-7', 'C:\\temp\\x']]) {
+    t.equal((await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber, name } })).statusCode, 201)
+  }
+  const get = (query: Record<string, string>) => app.inject({ method: 'GET', url: '/api/materials', query, headers })
+  const numbers = async (query: Record<string, string>): Promise<string[]> => {
+    const res = await get(query)
+    t.equal(res.statusCode, 200, JSON.stringify(query))
+    return res.json().data.map((m: { materialNumber: string }) => m.materialNumber)
+  }
+  const operators = '[eq] [gt] [gte] [lt] [lte] [not] [like] [notlike] [or] [nor] [null] [notnull]'
+  const eq = await get({ name: '[eq]abc' })
+  t.same(eq.json().data.map((m: { materialNumber: string }) => m.materialNumber), ['B-2'], '[eq] is explicit equality')
+  t.same(await numbers({ name: '[eq][abc]' }), ['B-1'], 'the literal text [abc]')
+  t.same(await numbers({ name: '[EQ][eq]abc' }), ['B-3'])
+  const unknown = await get({ name: '[abc]' })
+  t.equal(unknown.statusCode, 400)
+  t.same(unknown.json(), {
+    statusCode: 400,
+    code: 'BAD_QUERY',
+    error: 'Bad Request',
+    message: `Filter 'name': unknown operator '[abc]'; the operators are ${operators} (case-insensitive). To match a value that starts with '[', put [eq] before it: 'name=[eq][abc]'`
+  })
+  const ne = await get({ stockQuantity: '[ne]5' })
+  t.equal(ne.statusCode, 400)
+  t.same(ne.json(), {
+    statusCode: 400,
+    code: 'BAD_QUERY',
+    error: 'Bad Request',
+    message: `Filter 'stockQuantity': unknown operator '[ne]' (did you mean [not]?); the operators are ${operators} (case-insensitive). To match a value that starts with '[', put [eq] before it: 'stockQuantity=[eq][ne]5'`
+  }, 'not "expected a number"')
+  t.same(await numbers({ stockQuantity: '[NOT]5' }), ['B-1', 'B-2', 'B-3', 'B-4', 'B-5', 'B-6', 'B-7'], 'operators are case-insensitive')
+
+  // [like]: \% and \_ are the characters themselves, \\ one backslash
+  t.same(await numbers({ name: '[like]50%' }), ['B-4', 'B-5', 'B-6'], '% is a wildcard')
+  t.same(await numbers({ name: '[like]50\\%' }), ['B-4'], '\\% is a literal percent (a substring search)')
+  t.same(await numbers({ name: '[like]%\\_%' }), ['B-4'], '\\_ is a literal underscore')
+  t.same(await numbers({ name: '[notlike]%\\%%' }), ['B-1', 'B-2', 'B-3', 'B-6', 'B-7'], 'no percent sign in the name')
+  t.same(await numbers({ name: '[like]C:\\\\temp\\\\%' }), ['B-7'], '\\\\ is one backslash')
+  t.same(await numbers({ name: '[like]C:\\temp\\x' }), ['B-7'], 'a backslash before anything else is literal')
+})
+
 t.test('materials mapped onto a foreign schema behave the same', async (t) => {
   const mapping = {
     table: 'MaterialBase',

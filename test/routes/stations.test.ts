@@ -1,5 +1,10 @@
 import t from 'tap'
+import { startSimulator } from '../../src/hardware/index.js'
+import { LIVE_LIST_CAP } from '../../src/live-list.js'
 import { build } from '../helpers/build.js'
+import { until } from '../helpers/wait.js'
+
+const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
 
 t.test('stations: admins write, everyone reads, live fields are read-only', async (t) => {
   const ctx = await build(t)
@@ -58,4 +63,116 @@ t.test('stations: admins write, everyone reads, live fields are read-only', asyn
   t.equal((await app.inject({ method: 'DELETE', url: `/api/stations/${s.id}`, headers: admin })).statusCode, 204)
   t.equal((await app.inject({ method: 'GET', url: `/api/stations/${s.id}`, headers: admin })).statusCode, 404)
   t.equal((await app.inject({ method: 'GET', url: '/api/stations?count=true', headers: admin })).json().meta.total, 1)
+})
+
+t.test('stations: the live fields filter and sort like any other, paged in memory', async (t) => {
+  // confirmations never come during the test: a lit position keeps its station busy
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 600000, trayDelay: 600000 } })
+  t.teardown(() => sim.close())
+  const before = new Date(Date.now() - 1).toISOString()
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST } })
+  const { app } = ctx
+  const admin = ctx.auth(ctx.adminToken)
+  const ids: Record<string, number> = {}
+  for (const payload of [
+    { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 1 },
+    { name: 'PTL-2', type: 'ptl', controllerId: 'ctl-1', address: 2 },
+    { name: 'PTL-3', type: 'ptl', controllerId: 'ctl-1', address: 3 },
+    { name: 'Bench-1' },
+    { name: 'Bench-2', enabled: false },
+    { name: 'VLM-1', type: 'vlm', controllerId: 'ctl-9', address: 1 }
+  ]) {
+    const res = await app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload })
+    ids[payload.name] = res.json().id
+  }
+  const get = (url: string) => app.inject({ method: 'GET', url, headers: admin })
+  await until(async () => (await get(`/api/stations/${ids['PTL-1']}`)).json().connected === true, 'controller connected')
+  const lit = await app.inject({ method: 'POST', url: `/api/stations/${ids['PTL-2']}/commands`, headers: admin, payload: { command: 'light', quantity: 1 } })
+  t.equal(lit.statusCode, 200)
+  const names = async (query: string): Promise<string[]> => {
+    const res = await get(`/api/stations?${query}`)
+    t.equal(res.statusCode, 200, `${query}: ${res.body}`)
+    return res.json().data.map((s: { name: string }) => s.name)
+  }
+
+  t.same(await names('status=[or]idle;busy&sort=name'), ['PTL-1', 'PTL-2', 'PTL-3'])
+  t.same(await names('status=[OR]busy'), ['PTL-2'], 'operators are case-insensitive')
+  t.same(await names('status=[not]idle&sort=name'), ['Bench-1', 'Bench-2', 'PTL-2', 'VLM-1'])
+  t.same(await names('status=[nor]idle;offline'), ['PTL-2', 'Bench-2'], 'by id without a sort')
+  t.same(await names('connected=false&sort=-name'), ['VLM-1', 'Bench-2', 'Bench-1'])
+  t.same(await names('connected=true&type=ptl&name=[not]PTL-3'), ['PTL-1', 'PTL-2'], 'live and stored filters together')
+  t.same(await names('lastSeenAt=[null]&sort=name'), ['Bench-1', 'Bench-2', 'VLM-1'])
+  t.same(await names('lastSeenAt=[notnull]&sort=name'), ['PTL-1', 'PTL-2', 'PTL-3'])
+  t.same(await names(`lastSeenAt=[gte]${before}&sort=name`), ['PTL-1', 'PTL-2', 'PTL-3'])
+  t.same(await names(`lastSeenAt=[lt]${before}`), [])
+  t.same(await names('sort=-lastSeenAt,name'), ['PTL-1', 'PTL-2', 'PTL-3', 'Bench-1', 'Bench-2', 'VLM-1'], 'descending: no time (null) last')
+  t.same(await names('sort=lastSeenAt,-name'), ['VLM-1', 'Bench-2', 'Bench-1', 'PTL-3', 'PTL-2', 'PTL-1'], 'ascending: null first')
+  t.same(await names('sort=status,-name'), ['PTL-2', 'Bench-2', 'PTL-3', 'PTL-1', 'VLM-1', 'Bench-1'], 'busy, disabled, idle, offline')
+
+  const counted = await get('/api/stations?status=offline&count=true&limit=1&sort=name')
+  t.same(counted.json().data.map((s: { name: string }) => s.name), ['Bench-1'])
+  t.equal(counted.json().meta.total, 2, 'counted after the live filter')
+  t.equal(counted.headers['x-total-count'], '2')
+  t.match(counted.json().meta.next, /^\/api\/stations\?status=offline&count=true&limit=1&sort=name&cursor=[\w-]+$/)
+  const second = await get(counted.json().meta.next)
+  t.same(second.json().data.map((s: { name: string }) => s.name), ['VLM-1'])
+  t.notOk('next' in second.json().meta, 'the last page has no next')
+
+  // meta.next walks every station exactly once, in the order of one big page
+  const all = await names('sort=status,-lastSeenAt&limit=100')
+  const walked: string[] = []
+  let url: string | undefined = '/api/stations?sort=status,-lastSeenAt&limit=2'
+  while (url !== undefined) {
+    const res = await get(url)
+    t.equal(res.statusCode, 200)
+    walked.push(...res.json().data.map((s: { name: string }) => s.name))
+    url = res.json().meta.next
+  }
+  t.same(walked, all)
+  const offset = await get('/api/stations?sort=status,-name&limit=2&offset=2')
+  t.same(offset.json().data.map((s: { name: string }) => s.name), ['PTL-3', 'PTL-1'])
+  t.equal(offset.json().meta.offset, 2)
+  t.notMatch(offset.json().meta.next, /offset/, 'the next page goes by cursor')
+  t.same((await get(offset.json().meta.next)).json().data.map((s: { name: string }) => s.name), ['VLM-1', 'Bench-1'])
+
+  const list = await get('/api/stations?status=busy')
+  const cached = await app.inject({ method: 'GET', url: '/api/stations?status=busy', headers: { ...admin, 'if-none-match': list.headers.etag as string } })
+  t.equal(cached.statusCode, 304, 'ETag and If-None-Match as for any list')
+
+  const bad = async (query: string, message: string | RegExp): Promise<void> => {
+    const res = await get(`/api/stations?${query}`)
+    t.equal(res.statusCode, 400, query)
+    t.match(res.json(), { statusCode: 400, code: 'BAD_QUERY', error: 'Bad Request', message }, query)
+  }
+  await bad('status=[like]idle', "Filter 'status': [like] does not work on a live field; use [or] with the values")
+  await bad('connected=maybe', "Invalid value for 'connected': expected true or false, got 'maybe'")
+  await bad('lastSeenAt=[gte]soon', "Invalid value for 'lastSeenAt': expected an ISO 8601 date-time, got 'soon'")
+  await bad('status=[is]idle', /^Filter 'status': unknown operator '\[is\]'/)
+  await bad('sort=state', "Unknown sort field 'state' in 'sort'")
+  const stored = (await get('/api/stations?limit=1&sort=name')).json().meta.next as string
+  await bad(`${stored.split('?')[1]}&status=offline`, /'cursor' does not match this query/)
+})
+
+t.test('stations: a live filter reads at most 10000 stations, and says so beyond', async (t) => {
+  const ctx = await build(t)
+  const repo = ctx.app.repos.stations
+  const fields = ['name', 'type', 'enabled', 'createdAt', 'modifiedAt']
+  const now = new Date()
+  for (let from = 0; from < LIVE_LIST_CAP + 1; from += 400) {
+    const rows = Array.from({ length: Math.min(400, LIVE_LIST_CAP + 1 - from) }, (_, i) => ({ name: `S-${from + i}`, type: 'manual', enabled: true, createdAt: now, modifiedAt: now }))
+    await ctx.db.execute(repo.sql.insertMany(fields, rows.map((row) => Object.fromEntries(fields.map((f) => [f, repo.storage.toDb(repo.storage.field(f), row[f as keyof typeof row])])))))
+  }
+  const admin = ctx.auth(ctx.adminToken)
+  const over = await ctx.app.inject({ method: 'GET', url: '/api/stations?status=offline', headers: admin })
+  t.equal(over.statusCode, 400)
+  t.same(over.json(), {
+    statusCode: 400,
+    code: 'BAD_QUERY',
+    error: 'Bad Request',
+    message: 'Filtering or sorting stations by connected, status, lastSeenAt works on at most 10000 stations, and more match the other filters: narrow the list with filters on stored fields'
+  })
+  const narrowed = await ctx.app.inject({ method: 'GET', url: '/api/stations?status=offline&name=[like]S-100_&count=true&limit=1', headers: admin })
+  t.equal(narrowed.statusCode, 200)
+  t.equal(narrowed.json().meta.total, 10, 'a stored filter narrows the read')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/stations?limit=1', headers: admin })).statusCode, 200, 'without a live field the database pages as usual')
 })

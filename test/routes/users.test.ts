@@ -110,6 +110,33 @@ t.test('licence caps enabled user and application accounts', async (t) => {
   t.equal(demote.json().code, 'LICENCE_LIMIT', 'turning an admin into a user needs a licence too')
 })
 
+t.test('the licence check is atomic with the write: concurrent creates and enables for the last free login', async (t) => {
+  const ctx = await build(t, { licence: { logins: 2 } })
+  const admin = ctx.auth(ctx.adminToken)
+  const post = (url: string, payload: object) => ctx.app.inject({ method: 'POST', url, headers: admin, payload })
+  t.equal((await post('/api/users', { username: 'first', password: 'long-enough', type: 'user' })).statusCode, 201, 'one of two logins used')
+  const expected = { statusCode: 403, code: 'LICENCE_LIMIT', error: 'Forbidden', message: 'The licence allows 2 enabled user or application account(s); disable one first' }
+
+  const creates = await Promise.all(['r1', 'r2', 'r3'].map((username, i) =>
+    post('/api/users', { username, password: 'long-enough', type: i === 1 ? 'application' : 'user' })))
+  t.same(creates.map((r) => r.statusCode).sort(), [201, 403, 403], 'exactly one of three concurrent creates gets the last login')
+  for (const res of creates.filter((r) => r.statusCode === 403)) t.same(res.json(), expected)
+  const listed = await ctx.app.inject({ method: 'GET', url: '/api/users?enabled=true&type=[or]user;application&count=true', headers: admin })
+  t.equal(listed.json().meta.total, 2, 'the licence holds: nothing else was written')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 3, 'the refused creates left no row behind')
+
+  // free one login, then race three enables of disabled accounts for it
+  const winner = creates.find((r) => r.statusCode === 201)!.json()
+  t.equal((await post(`/api/users/${winner.id as number}`, { enabled: false })).statusCode, 200)
+  const disabled: number[] = []
+  for (const username of ['d1', 'd2', 'd3']) disabled.push((await post('/api/users', { username, password: 'long-enough', type: 'user', enabled: false })).json().id)
+  const enables = await Promise.all(disabled.map((id) => post(`/api/users/${id}`, { enabled: true })))
+  t.same(enables.map((r) => r.statusCode).sort(), [200, 403, 403], 'exactly one of three concurrent enables gets the last login')
+  for (const res of enables.filter((r) => r.statusCode === 403)) t.same(res.json(), expected)
+  const states = await Promise.all(disabled.map(async (id) => (await ctx.app.inject({ method: 'GET', url: `/api/users/${id}`, headers: admin })).json().enabled))
+  t.same(states.filter(Boolean).length, 1, 'only the winner is enabled')
+})
+
 t.test('update', async (t) => {
   const ctx = await build(t)
   const { app, auth } = ctx

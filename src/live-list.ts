@@ -1,0 +1,170 @@
+// Lists that filter or sort on fields the database does not hold (a station's live hardware state): done in memory.
+import { BadQueryError } from './db/errors.js'
+import { parseListQuery, sortSpec, type Filter, type ListQuery, type QueryString, type SortKey } from './db/list-query.js'
+import type { FieldDef, FieldKind, ResourceDef, Row, SqlValue } from './db/types.js'
+
+/**
+ * The most rows a live list reads from the database before filtering and sorting them in memory.
+ * Stations number in the hundreds; beyond this the request is refused rather than read whole.
+ */
+export const LIVE_LIST_CAP = 10000
+
+/** A parsed list request split into what the database does and what is left for memory. */
+export interface LiveListQuery {
+  /** the whole request, parsed against the resource with its live fields */
+  query: ListQuery
+  /** conditions on stored fields: the database applies them */
+  stored: Filter[]
+  /** conditions on live fields: applied in memory */
+  live: Filter[]
+  /** true when a live field is filtered or sorted on; otherwise the ordinary list path serves the request */
+  inMemory: boolean
+}
+
+/** The resource's definition with its live fields added, so that the list parser knows them. */
+export function withLiveFields (def: ResourceDef, live: Record<string, FieldDef>): ResourceDef {
+  return { ...def, fields: { ...def.fields, ...live } }
+}
+
+/** Parses a list request that may name live fields; BadQueryError as for any list. */
+export function parseLiveListQuery (raw: QueryString, def: ResourceDef, live: Record<string, FieldDef>): LiveListQuery {
+  const query = parseListQuery(raw, withLiveFields(def, live))
+  const isLive = (field: string): boolean => Object.hasOwn(live, field)
+  const stored: Filter[] = []
+  const liveFilters: Filter[] = []
+  for (const filter of query.filters) {
+    if (!isLive(filter.field)) {
+      stored.push(filter)
+      continue
+    }
+    if (filter.op === 'like' || filter.op === 'notlike') {
+      throw new BadQueryError(`Filter '${filter.field}': [${filter.op}] does not work on a live field; use [or] with the values`)
+    }
+    liveFilters.push(filter)
+  }
+  return { query, stored, live: liveFilters, inMemory: liveFilters.length > 0 || query.sort.some((k) => isLive(k.field)) }
+}
+
+/** The query the database runs for a live list: stored filters only, every match up to the cap (by id). */
+export function storedQuery (q: LiveListQuery, idField = 'id'): ListQuery {
+  return { limit: LIVE_LIST_CAP, sort: [{ field: idField, desc: false }], count: false, filters: q.stored }
+}
+
+export function tooManyRows (noun: string, liveFields: string[]): BadQueryError {
+  return new BadQueryError(`Filtering or sorting ${noun} by ${liveFields.join(', ')} works on at most ${LIVE_LIST_CAP} ${noun}, and more match ` +
+    'the other filters: narrow the list with filters on stored fields')
+}
+
+/** A row value as the comparisons see it: times as epoch milliseconds, everything else as the API shows it. */
+function comparable (kind: FieldKind, value: unknown): string | number | boolean | null {
+  if (value === null || value === undefined) return null
+  if (value instanceof Date) return value.getTime()
+  if (kind === 'datetime' && typeof value === 'string') {
+    const t = Date.parse(value)
+    return Number.isNaN(t) ? value : t
+  }
+  return value as string | number | boolean
+}
+
+/** Orders two non-null values of one field: false < true, numbers by value, text by code point. */
+function order (a: string | number | boolean, b: string | number | boolean): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b
+  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b)
+  const x = String(a)
+  const y = String(b)
+  return x < y ? -1 : x > y ? 1 : 0
+}
+
+/** One filter on one row, with the SQL semantics of list-query.ts (the negations also match null). */
+export function matches (row: Row, filter: Filter, kind: FieldKind): boolean {
+  const value = comparable(kind, row[filter.field])
+  const values = filter.values.map((v: SqlValue) => comparable(kind, v))
+  const equal = (v: string | number | boolean | null): boolean => value !== null && v !== null && order(value, v) === 0
+  const cmp = (): number => order(value!, values[0]!)
+  switch (filter.op) {
+    case 'eq': return values[0] === null ? value === null : equal(values[0])
+    case 'not': return value === null || !equal(values[0])
+    case 'or': return values.some(equal)
+    case 'nor': return value === null || !values.some(equal)
+    case 'null': return value === null
+    case 'notnull': return value !== null
+    case 'gt': return value !== null && cmp() > 0
+    case 'gte': return value !== null && cmp() >= 0
+    case 'lt': return value !== null && cmp() < 0
+    case 'lte': return value !== null && cmp() <= 0
+    case 'like':
+    case 'notlike':
+      throw new BadQueryError(`Filter '${filter.field}': [${filter.op}] does not work on a live field`)
+  }
+}
+
+/** Compares two rows' sort keys the way the SQL lists do: NULL first ascending, last descending. */
+export function compareKeys (a: unknown[], b: unknown[], sort: SortKey[], kinds: Record<string, FieldKind>): number {
+  for (let i = 0; i < sort.length; i++) {
+    const kind = kinds[sort[i].field]
+    const x = comparable(kind, a[i])
+    const y = comparable(kind, b[i])
+    const c = x === null ? (y === null ? 0 : -1) : y === null ? 1 : order(x, y)
+    if (c !== 0) return sort[i].desc ? -c : c
+  }
+  return 0
+}
+
+const keysOf = (row: Row, sort: SortKey[]): unknown[] => sort.map((k) => row[k.field] ?? null)
+
+/** A live list's cursor: the last row's sort keys as the API shows them, marked so that it is never taken for a database cursor. */
+export function encodeLiveCursor (sort: SortKey[], row: Row): string {
+  return Buffer.from(JSON.stringify({ s: `live:${sortSpec(sort)}`, v: keysOf(row, sort) }), 'utf8').toString('base64url')
+}
+
+export function decodeLiveCursor (cursor: string, sort: SortKey[], kinds: Record<string, FieldKind>): unknown[] {
+  const invalid = (): BadQueryError => new BadQueryError("Query parameter 'cursor' is not a valid cursor")
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid()
+  let body: unknown
+  try {
+    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+  } catch {
+    throw invalid()
+  }
+  const { s, v } = (typeof body === 'object' && body !== null ? body : {}) as { s?: unknown, v?: unknown }
+  if (typeof s !== 'string' || !Array.isArray(v) || v.length !== sort.length) throw invalid()
+  if (s !== `live:${sortSpec(sort)}`) throw new BadQueryError("Query parameter 'cursor' does not match this query: keep the filters and 'sort' of the request that returned it")
+  v.forEach((value: unknown, i) => {
+    const kind = kinds[sort[i].field]
+    const type = kind === 'integer' || kind === 'number' ? 'number' : kind === 'boolean' ? 'boolean' : 'string'
+    if (value !== null && typeof value !== type) throw invalid()
+  })
+  return v
+}
+
+export interface LivePage {
+  rows: Row[]
+  /** when the query asked for a count: the rows that match every filter */
+  total?: number
+  /** the cursor of the next page; absent on the last page */
+  next?: string
+}
+
+/**
+ * Filters (live conditions), sorts and pages rows that already passed the stored filters. `kinds`
+ * gives every field's kind. The cursor is the last row's keys, so a walk through meta.next sees
+ * every row exactly once even when rows come and go; a row whose sort key changes moves, as in
+ * any sorted walk.
+ */
+export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>): LivePage {
+  const { query } = q
+  const matching = rows.filter((row) => q.live.every((f) => matches(row, f, kinds[f.field])))
+  const keyed = matching.map((row) => ({ row, keys: keysOf(row, query.sort) }))
+  keyed.sort((a, b) => compareKeys(a.keys, b.keys, query.sort, kinds))
+  let start = query.offset ?? 0
+  if (query.cursor !== undefined) {
+    const after = decodeLiveCursor(query.cursor, query.sort, kinds)
+    start = keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds) > 0)
+    if (start < 0) start = keyed.length
+  }
+  const page = keyed.slice(start, start + query.limit).map((r) => r.row)
+  const result: LivePage = { rows: page }
+  if (query.count) result.total = keyed.length
+  if (start + query.limit < keyed.length) result.next = encodeLiveCursor(query.sort, page[page.length - 1])
+  return result
+}

@@ -1,0 +1,114 @@
+// Errors before a route runs: body encodings and content types, repeated parameters, and what Node's HTTP parser refuses.
+import { connect, type AddressInfo } from 'node:net'
+import t from 'tap'
+import { build, type TestContext } from '../helpers/build.js'
+
+const json = 'application/json'
+
+t.test('JSON bodies are UTF-8: other bytes or another declared charset are refused and nothing is written', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+  const admin = ctx.auth(ctx.adminToken)
+  const post = (payload: string | Buffer, type: string | undefined, url = '/api/materials') =>
+    app.inject({ method: 'POST', url, headers: { ...admin, ...(type !== undefined && { 'content-type': type }) }, payload })
+  const count = async (): Promise<number> => (await app.inject({ method: 'GET', url: '/api/materials?count=true', headers: admin })).json().meta.total
+
+  // Windows-1252 / ISO-8859-1: ü is the single byte 0xFC
+  const latin1 = Buffer.concat([Buffer.from('{"materialNumber":"M-1","name":"Schl'), Buffer.from([0xfc]), Buffer.from('ssel"}')])
+  for (const type of [json, `${json}; charset=utf-8`]) {
+    const res = await post(latin1, type)
+    t.equal(res.statusCode, 400, type)
+    t.same(res.json(), { statusCode: 400, code: 'INVALID_UTF8', error: 'Bad Request', message: 'The body is not valid UTF-8 (byte 0xFC at offset 36): JSON bodies must be UTF-8' }, type)
+  }
+  const realReplacement = Buffer.concat([Buffer.from('{"name":"\uFFFD'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')])
+  t.match((await post(realReplacement, json)).json().message, /byte 0xC3 at offset 12/, 'a U+FFFD the body really holds is not the fault')
+  for (const type of [`${json}; charset=iso-8859-1`, `${json};charset="windows-1252"`, `${json}; charset=UTF-16`]) {
+    const res = await post(latin1, type)
+    t.equal(res.statusCode, 415, type)
+    t.same(res.json(), {
+      statusCode: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      error: 'Unsupported Media Type',
+      message: `Content-Type declares charset=${/charset="?([^"]+)/.exec(type)![1].toLowerCase()}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`
+    }, type)
+  }
+  const ascii = await post('{"materialNumber":"M-0","name":"plain"}', `${json}; charset=ISO-8859-1`)
+  t.equal(ascii.statusCode, 415, 'the declared charset is refused even when the bytes happen to be ASCII')
+  t.equal(await count(), 0, 'nothing was written')
+
+  const utf8 = Buffer.from('{"materialNumber":"M-1","name":"Schlüssel 🔑"}', 'utf8')
+  for (const [i, type] of [json, `${json}; charset=UTF-8`, `${json}; charset="utf-8"`, `${json}; charset=utf8`].entries()) {
+    const res = await post(utf8.toString('utf8').replace('M-1', `M-${i + 1}`), type)
+    t.equal(res.statusCode, 201, type)
+    t.equal(res.json().name, 'Schlüssel 🔑', type)
+  }
+  t.equal(await count(), 4)
+
+  // Fastify's own JSON handling still applies
+  const poisoned = await post('{"materialNumber":"M-9","name":"x","__proto__":{"admin":true}}', json)
+  t.equal(poisoned.statusCode, 400, '__proto__ is refused')
+  t.equal(poisoned.json().code, 'FST_ERR_CTP_INVALID_JSON_BODY')
+  t.equal((await post('{"materialNumber":"M-9","name":"x","constructor":{"prototype":{"a":1}}}', json)).statusCode, 400, 'constructor.prototype is refused')
+  t.match((await post('{bad', json)).json(), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' })
+  t.match((await post('', json)).json(), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' })
+  t.equal((await post(`{"materialNumber":"M-9","name":"${'y'.repeat(2 * 1024 * 1024)}"}`, json)).statusCode, 413, 'the body limit holds')
+
+  // not JSON at all: 415 naming the type
+  for (const [type, payload] of [['text/plain', 'hello'], ['application/xml', '<a/>'], ['application/x-www-form-urlencoded', 'a=1']]) {
+    const res = await post(payload, type)
+    t.equal(res.statusCode, 415, type)
+    t.same(res.json(), { statusCode: 415, code: 'UNSUPPORTED_MEDIA_TYPE', error: 'Unsupported Media Type', message: `Content-Type '${type}' is not supported: send application/json` })
+  }
+  const login = await post('{"username":"admin"}', 'text/plain', '/api/users/login')
+  t.equal(login.json().code, 'UNSUPPORTED_MEDIA_TYPE', 'also where no token is needed')
+  t.equal(await count(), 4)
+})
+
+t.test('a list parameter given twice is a BAD_QUERY naming it', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  for (const name of ['limit', 'offset', 'sort', 'count', 'cursor', 'modifiedSince']) {
+    for (const resource of ['materials', 'stations', 'users']) {
+      const res = await ctx.app.inject({ method: 'GET', url: `/api/${resource}?${name}=1&${name}=2`, headers })
+      t.equal(res.statusCode, 400, `${resource} ${name}`)
+      t.same(res.json(), { statusCode: 400, code: 'BAD_QUERY', error: 'Bad Request', message: `Query parameter '${name}' must be given only once` }, `${resource} ${name}`)
+    }
+  }
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?name=a&name=b', headers })).statusCode, 200, 'a filter given twice ANDs')
+})
+
+/** Sends raw bytes to a listening app and reads until the server closes the connection. */
+async function raw (ctx: TestContext, request: string): Promise<{ status: number, headers: string, body: unknown }> {
+  if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const socket = connect(port, '127.0.0.1')
+  let text = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => { text += chunk })
+  await new Promise<void>((resolve, reject) => {
+    socket.on('close', () => resolve())
+    socket.on('error', reject)
+    socket.write(request)
+  })
+  const [head, body] = text.split('\r\n\r\n')
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head, body: JSON.parse(body) }
+}
+
+t.test('what the HTTP parser refuses has the same body shape: 431, malformed requests', async (t) => {
+  const ctx = await build(t)
+  const big = await raw(ctx, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`)
+  t.equal(big.status, 431)
+  t.match(big.headers, /content-type: application\/json; charset=utf-8/i)
+  t.same(big.body, { statusCode: 431, code: 'HEADERS_TOO_LARGE', error: 'Request Header Fields Too Large', message: "The request's header block is larger than 16 KB" })
+
+  const garbage = await raw(ctx, 'THIS IS NOT HTTP\r\n\r\n')
+  t.equal(garbage.status, 400)
+  t.match(garbage.body, { statusCode: 400, code: 'BAD_REQUEST', error: 'Bad Request', message: /^Malformed HTTP request: [A-Z]/ })
+  const badLine = await raw(ctx, 'GET /health HTTP/9.9 extra\r\nHost: x\r\n\r\n')
+  t.equal(badLine.status, 400)
+  t.match(badLine.body, { statusCode: 400, code: 'BAD_REQUEST', error: 'Bad Request', message: /^Malformed HTTP request: [A-Z]/ })
+
+  const badUrl = await ctx.app.inject({ method: 'GET', url: '/api/materials/%E0%A4%A', headers: ctx.auth(ctx.adminToken) })
+  t.equal(badUrl.statusCode, 400)
+  t.same(badUrl.json(), { statusCode: 400, code: 'BAD_URL', error: 'Bad Request', message: "'/api/materials/%E0%A4%A' is not a valid url component" })
+})
