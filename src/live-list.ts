@@ -1,6 +1,6 @@
 // Lists that filter or sort on fields the database does not hold (a station's live hardware state): done in memory.
 import { BadQueryError } from './db/errors.js'
-import { parseListQuery, sortSpec, type Filter, type ListQuery, type QueryString, type SortKey } from './db/list-query.js'
+import { invalidCursor, parseListQuery, readCursor, sortSpec, type Filter, type ListQuery, type QueryString, type SortKey } from './db/list-query.js'
 import type { FieldDef, FieldKind, ResourceDef, Row, SqlValue } from './db/types.js'
 
 /**
@@ -118,16 +118,9 @@ export function encodeLiveCursor (sort: SortKey[], row: Row): string {
 }
 
 export function decodeLiveCursor (cursor: string, sort: SortKey[], kinds: Record<string, FieldKind>): unknown[] {
-  const invalid = (): BadQueryError => new BadQueryError("Query parameter 'cursor' is not a valid cursor")
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid()
-  let body: unknown
-  try {
-    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
-  } catch {
-    throw invalid()
-  }
-  const { s, v } = (typeof body === 'object' && body !== null ? body : {}) as { s?: unknown, v?: unknown }
-  if (typeof s !== 'string' || !Array.isArray(v) || v.length !== sort.length) throw invalid()
+  const invalid = invalidCursor
+  const { s, v } = readCursor(cursor)
+  if (v.length !== sort.length) throw invalid()
   if (s !== `live:${sortSpec(sort)}`) throw new BadQueryError("Query parameter 'cursor' does not match this query: keep the filters and 'sort' of the request that returned it")
   v.forEach((value: unknown, i) => {
     const kind = kinds[sort[i].field]

@@ -303,18 +303,25 @@ export function encodeCursor (sort: SortKey[], values: unknown[]): string {
  * Reads a cursor back into keyset values of the given types; BadQueryError when it is malformed
  * or made for another sort. `nullable[i]` false refuses a null (the id).
  */
-export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValueType[], nullable: boolean[]): SqlValue[] {
-  const invalid = (): BadQueryError => new BadQueryError("Query parameter 'cursor' is not a valid cursor")
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid()
+export const invalidCursor = (): BadQueryError => new BadQueryError("Query parameter 'cursor' is not a valid cursor")
+
+/** A cursor's sort spec and values, as the client sent them back: BadQueryError when it is not one at all. */
+export function readCursor (cursor: string): { s: string, v: unknown[] } {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalidCursor()
   let body: unknown
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
   } catch {
-    throw invalid()
+    throw invalidCursor()
   }
-  if (typeof body !== 'object' || body === null) throw invalid()
-  const { s, v } = body as Partial<CursorBody>
-  if (typeof s !== 'string' || !Array.isArray(v)) throw invalid()
+  const { s, v } = (typeof body === 'object' && body !== null ? body : {}) as { s?: unknown, v?: unknown }
+  if (typeof s !== 'string' || !Array.isArray(v)) throw invalidCursor()
+  return { s, v }
+}
+
+export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValueType[], nullable: boolean[]): SqlValue[] {
+  const invalid = invalidCursor
+  const { s, v } = readCursor(cursor)
   if (s !== sortSpec(sort)) throw new BadQueryError("Query parameter 'cursor' does not match sort: keep the 'sort' of the request that returned it")
   if (v.length !== sort.length) throw invalid()
   return sort.map((_, i) => {

@@ -249,10 +249,7 @@ export class Repository {
     const vals = this.input(values)
     try {
       return await this.db.transaction(async (tx) => {
-        const current = await tx.query(this.sql.selectById(id, { forUpdate: true }))
-        if (current.length === 0) throw new NotFoundError(`${this.def.name} ${id} not found`)
-        const row = this.mapRow(current[0])
-        if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
+        const row = await this.lockRow(tx, id, opts)
         if (opts.guard !== undefined) await opts.guard(row, tx)
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
@@ -273,16 +270,22 @@ export class Repository {
     this.writable()
     try {
       return await this.db.transaction(async (tx) => {
-        const current = await tx.query(this.sql.selectById(id, { forUpdate: true }))
-        if (current.length === 0) throw new NotFoundError(`${this.def.name} ${id} not found`)
-        const row = this.mapRow(current[0])
-        if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
+        const row = await this.lockRow(tx, id, opts)
         await tx.execute(this.sql.delete(id))
         return row
       })
     } catch (err) {
       throw this.explainFault(err, 'delete', id)
     }
+  }
+
+  /** The row, locked for the rest of the transaction: 404 when missing, 412 when `check` (If-Match) rejects it. */
+  private async lockRow (tx: Executor, id: Id, opts: WriteOptions): Promise<Row> {
+    const current = await tx.query(this.sql.selectById(id, { forUpdate: true }))
+    if (current.length === 0) throw new NotFoundError(`${this.def.name} ${id} not found`)
+    const row = this.mapRow(current[0])
+    if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
+    return row
   }
 
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
