@@ -42,6 +42,41 @@ export const SigningKey = Type.Object({
   secret: Type.String({ minLength: 1 })
 }, { additionalProperties: false })
 
+/** Asymmetric JWS algorithms an identity provider may sign with; `none` and HS* are never accepted. */
+export const SSO_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const
+export type SsoAlgorithm = typeof SSO_ALGORITHMS[number]
+
+const ClaimNames = Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })])
+
+/** One OpenID Connect identity provider (Entra ID, Keycloak, ADFS, Authentik, …). */
+export const SsoProviderConfig = Type.Object({
+  /** names the provider in URLs (/api/users/sso/<id>/login), credentials and the user rows it creates */
+  id: Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9][a-z0-9-]*$' }),
+  /** exactly as the tokens' `iss` claim says; https, or http on loopback (tests) */
+  issuer: Type.String({ minLength: 1 }),
+  /** the `aud` the provider puts into access tokens for the gateway (one of these) */
+  audience: Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })]),
+  /** else discovered from <issuer>/.well-known/openid-configuration */
+  jwksUri: Type.Optional(Type.String({ minLength: 1 })),
+  /** default: what the provider advertises among RS256, PS256, ES256, EdDSA */
+  algorithms: Type.Optional(Type.Array(Type.Union(SSO_ALGORITHMS.map((alg) => Type.Literal(alg))), { minItems: 1 })),
+  /** claims tried in order for the username of a new user row */
+  usernameClaim: Type.Optional(ClaimNames),
+  /** the claim (a string or a list of strings; a dotted path such as realm_access.roles) whose values map to a user type */
+  typeClaim: Type.String({ minLength: 1, default: 'roles' }),
+  typeMap: Type.Record(Type.String({ minLength: 1 }), Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('application')]), { minProperties: 1 }),
+  /** for every request to the provider (discovery, keys, token endpoint) */
+  timeoutMs: Type.Integer({ minimum: 100, maximum: 60000, default: 5000 }),
+  /** browser login: the gateway's client at the provider */
+  clientId: Type.Optional(Type.String({ minLength: 1 })),
+  /** never in the file: systemd credential sso-<id>-client-secret or PICKING_GATEWAY_SSO_<ID>_CLIENT_SECRET */
+  clientSecret: Type.Optional(Type.String({ minLength: 1 })),
+  /** browser login: the public URL of GET /api/users/sso/<id>/callback, registered at the provider */
+  redirectUri: Type.Optional(Type.String({ minLength: 1 })),
+  scope: Type.String({ minLength: 1, default: 'openid profile email' })
+}, { additionalProperties: false })
+export type SsoProviderConfig = Static<typeof SsoProviderConfig>
+
 export const Config = Type.Object({
   server: Type.Object({
     host: Type.String({ default: '127.0.0.1' }),
@@ -90,7 +125,9 @@ export const Config = Type.Object({
       userWindowMs: Ms(900000),
       maxAttemptsPerAddress: Type.Integer({ minimum: 1, default: 20 }),
       addressWindowMs: Ms(60000)
-    }, { additionalProperties: false, default: {} })
+    }, { additionalProperties: false, default: {} }),
+    /** OpenID Connect providers whose access tokens are accepted and whose users may log in in a browser */
+    sso: Type.Array(SsoProviderConfig, { default: [], maxItems: 20 })
   }, { additionalProperties: false, default: {} }),
   licence: Type.Object({
     logins: Type.Integer({ minimum: 0, default: 1 })

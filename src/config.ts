@@ -35,7 +35,8 @@ export class ConfigError extends Error {
 
 /** Keys whose values are never printed, not even in error messages. */
 const SECRET_KEYS = new Set(['auth.jwtSecret', 'database.password', 'database.url'])
-const SECRET_KEY_PATTERN = /(^|\.)(secret|password|jwtSecret)$/i
+/** Any key whose name contains one of these words (auth.sso.0.clientSecret, database.password). */
+const SECRET_KEY_PATTERN = /secret|password/i
 
 /** Publicly known or trivially guessable secrets that are refused even if long enough. */
 const KNOWN_WEAK_SECRETS = ['secret', 'changeme', 'change-me', 'password', 'jwt-secret', 'supersecret', 'default', 'test', 'example', 'your-256-bit-secret', 'picking-gateway']
@@ -64,6 +65,7 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
   const file = env.PICKING_GATEWAY_CONFIG
   if (file) {
     raw = readConfigFile(file, problems)
+    refuseSsoSecretsInFile(raw, problems)
   }
   const demo = !file && !env.DATABASE_URL
 
@@ -89,6 +91,7 @@ export function validateConfig (raw: unknown, problems: string[] = []): Config {
   const config = withDefaults as Config
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
+  if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
   for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
     const mapping = config.mapping[name]
     if (mapping && typeof mapping.columns === 'object' && mapping.columns !== null) {
@@ -149,6 +152,35 @@ function applyEnv (raw: Record<string, any>, env: NodeJS.ProcessEnv, problems: s
   if (env.DATABASE_URL) section('database').url = env.DATABASE_URL
   if (env.PICKING_GATEWAY_JWT_SECRET) section('auth').jwtSecret = env.PICKING_GATEWAY_JWT_SECRET
   if (env.LOG_LEVEL) section('logging').level = env.LOG_LEVEL
+  for (const provider of ssoEntries(raw)) {
+    const secret = env[ssoSecretEnv(provider.id)]
+    if (secret) provider.clientSecret = secret
+  }
+}
+
+/** The raw auth.sso entries that have an id (the schema reports the others). */
+function ssoEntries (raw: Record<string, any>): Array<Record<string, any> & { id: string }> {
+  const list: unknown = raw.auth?.sso
+  if (!Array.isArray(list)) return []
+  return list.filter((p): p is Record<string, any> & { id: string } => p !== null && typeof p === 'object' && typeof p.id === 'string')
+}
+
+/** PICKING_GATEWAY_SSO_<ID>_CLIENT_SECRET: the provider id upper-cased, '-' as '_'. */
+export function ssoSecretEnv (id: string): string {
+  return `PICKING_GATEWAY_SSO_${id.toUpperCase().replaceAll('-', '_')}_CLIENT_SECRET`
+}
+
+/** A client secret is never kept in the file, which is readable by more people than the credential. */
+function refuseSsoSecretsInFile (raw: Record<string, any>, problems: string[]): void {
+  const list: unknown = raw.auth?.sso
+  if (!Array.isArray(list)) return
+  list.forEach((provider: unknown, i) => {
+    if (provider === null || typeof provider !== 'object' || !('clientSecret' in provider)) return
+    const given = (provider as { id?: unknown }).id
+    const id = typeof given === 'string' ? given : '<id>'
+    problems.push(`auth.sso.${i}.clientSecret: the client secret does not belong in the configuration file; use the systemd credential sso-${id}-client-secret or ${ssoSecretEnv(id)}`)
+    delete (provider as { clientSecret?: unknown }).clientSecret
+  })
 }
 
 /** systemd's LoadCredential= puts secrets as files into $CREDENTIALS_DIRECTORY. */
@@ -167,6 +199,10 @@ function applyCredentials (raw: Record<string, any>, env: NodeJS.ProcessEnv, pro
   }
   const jwt = read('jwt-secret')
   if (jwt !== undefined && !env.PICKING_GATEWAY_JWT_SECRET) raw.auth = { ...raw.auth, jwtSecret: jwt }
+  for (const provider of ssoEntries(raw)) {
+    const secret = read(`sso-${provider.id}-client-secret`)
+    if (secret !== undefined && secret !== '' && !env[ssoSecretEnv(provider.id)]) provider.clientSecret = secret
+  }
   const dbPassword = read('database-password')
   // An empty credential file means "no separate password" (systemd requires the file to exist).
   if (dbPassword !== undefined && dbPassword !== '') raw.database = { ...raw.database, password: dbPassword }
@@ -268,6 +304,61 @@ export function isWeakSecret (secret: string): boolean {
   const lower = secret.toLowerCase()
   if (KNOWN_WEAK_SECRETS.some((weak) => lower.replaceAll(weak, '') === '')) return true
   return new Set(secret).size < 8
+}
+
+/** https anywhere; plain http only to this machine (a test provider), never across a network. */
+export function isHttpsOrLoopback (url: URL): boolean {
+  if (url.protocol === 'https:') return true
+  if (url.protocol !== 'http:') return false
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+}
+
+function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
+  const ids = new Set<string>()
+  const issuers = new Set<string>()
+  providers.forEach((provider, i) => {
+    if (provider === null || typeof provider !== 'object') return
+    const key = `auth.sso.${i}`
+    if (typeof provider.id === 'string') {
+      if (ids.has(provider.id)) problems.push(`${key}.id: '${provider.id}' appears twice`)
+      ids.add(provider.id)
+    }
+    if (typeof provider.issuer === 'string') {
+      if (issuers.has(provider.issuer)) problems.push(`${key}.issuer: ${JSON.stringify(provider.issuer)} appears twice; one entry per provider`)
+      issuers.add(provider.issuer)
+    }
+    for (const field of ['issuer', 'jwksUri'] as const) {
+      const value = provider[field]
+      if (typeof value !== 'string') continue
+      const url = parseUrl(value)
+      if (url === undefined || url.search !== '' || url.hash !== '') {
+        problems.push(`${key}.${field}: expected an absolute URL without query or fragment, got ${JSON.stringify(value)}`)
+      } else if (!isHttpsOrLoopback(url)) {
+        problems.push(`${key}.${field}: expected https:// (plain http only on loopback, for tests), got ${JSON.stringify(value)}`)
+      }
+    }
+    const browser = [provider.clientId, provider.redirectUri].filter((v) => v !== undefined).length
+    if (browser === 1) problems.push(`${key}: browser login needs both clientId and redirectUri (or neither, for access tokens only)`)
+    if (provider.clientSecret !== undefined && provider.clientId === undefined) problems.push(`${key}: a client secret without clientId is of no use`)
+    if (typeof provider.redirectUri === 'string') {
+      const url = parseUrl(provider.redirectUri)
+      const path = `/api/users/sso/${provider.id}/callback`
+      if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+        problems.push(`${key}.redirectUri: expected an absolute http(s) URL, got ${JSON.stringify(provider.redirectUri)}`)
+      } else if (url.pathname !== path && !url.pathname.endsWith(path)) {
+        problems.push(`${key}.redirectUri: must be the gateway's ${path} as the browser reaches it, got ${JSON.stringify(provider.redirectUri)}`)
+      }
+    }
+  })
+}
+
+function parseUrl (text: string): URL | undefined {
+  try {
+    return new URL(text)
+  } catch {
+    return undefined
+  }
 }
 
 function checkDatabaseUrl (url: string, problems: string[]): void {

@@ -121,3 +121,61 @@ t.test('weak secrets', async (t) => {
   t.equal(isWeakSecret('a'.repeat(40)), true)
   t.equal(isWeakSecret(SECRET), false)
 })
+
+t.test('auth.sso: providers checked with errors naming the key, client secrets never from the file', async (t) => {
+  const base = { database: { url: 'sqlite:/tmp/x.db' }, auth: { jwtSecret: SECRET } }
+  const provider = { id: 'entra', issuer: 'https://login.microsoftonline.com/tenant/v2.0', audience: 'api://picking-gateway', typeMap: { 'Gateway.Admin': 'admin' } }
+  const ok = validateConfig({ ...base, auth: { ...base.auth, sso: [provider] } })
+  t.match(ok.auth.sso[0], { typeClaim: 'roles', timeoutMs: 5000, scope: 'openid profile email' }, 'defaults')
+  t.same(validateConfig(base).auth.sso, [], 'no provider unless configured')
+  t.same(loadConfig({ env: {}, dataDir: mkdtempSync(join(tmpdir(), 'pg-config-')) }).config.auth.sso, [], 'the demo has none')
+  t.ok(validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, issuer: 'http://127.0.0.1:8080/realms/test', jwksUri: 'http://[::1]:8080/keys' }] } }), 'http on loopback')
+
+  const problems = problemsOf(() => validateConfig({
+    ...base,
+    auth: {
+      ...base.auth,
+      sso: [
+        { ...provider, issuer: 'http://idp.example.com/realms/w', jwksUri: 'ftp://idp/keys', algorithms: ['HS256'] },
+        { ...provider, issuer: 'not a url', typeMap: { x: 'root' }, clientId: 'web' },
+        { ...provider, id: 'Bad Id', issuer: 'https://kc.example.com/realms/w?x=1', redirectUri: 'https://gw.example.com/wrong', clientId: 'web', clientSecret: 'hunter2-hunter2' },
+        { ...provider, clientSecret: 'never-shown-secret' }
+      ]
+    }
+  }))
+  const text = problems.join('\n')
+  t.match(text, /auth\.sso\.0\.issuer: expected https:\/\/ \(plain http only on loopback/)
+  t.match(text, /auth\.sso\.0\.jwksUri: expected https:\/\//)
+  t.match(text, /auth\.sso\.0\.algorithms\.0/, 'HS256 is not an identity-provider algorithm')
+  t.match(text, /auth\.sso\.1\.issuer: expected an absolute URL/)
+  t.match(text, /auth\.sso\.1\.typeMap\.x/)
+  t.match(text, /auth\.sso\.1: browser login needs both clientId and redirectUri/)
+  t.match(text, /auth\.sso\.2\.id/)
+  t.match(text, /auth\.sso\.2\.issuer: expected an absolute URL without query/)
+  t.match(text, /auth\.sso\.2\.redirectUri: must be the gateway's \/api\/users\/sso\/Bad Id\/callback/)
+  t.match(text, /auth\.sso\.3\.id: 'entra' appears twice/)
+  t.match(text, /auth\.sso\.3: a client secret without clientId/)
+  t.notMatch(text, /hunter2|never-shown-secret/, 'no secret value in any message')
+  const typed = problemsOf(() => validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, clientSecret: 42, clientPassword: 'pw-value' }] } })).join('\n')
+  t.match(typed, /auth\.sso\.0\.clientSecret: .*got <hidden>/, 'a wrongly typed secret is not shown either')
+  t.notMatch(typed, /pw-value/)
+
+  const dir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  const file = join(dir, 'config.json')
+  const browser = { ...provider, clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/entra/callback' }
+  writeFileSync(file, JSON.stringify({ ...base, auth: { ...base.auth, sso: [{ ...browser, clientSecret: 'file-secret-value' }] } }))
+  const inFile = problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: file } })).join('\n')
+  t.match(inFile, /auth\.sso\.0\.clientSecret: the client secret does not belong in the configuration file; use the systemd credential sso-entra-client-secret or PICKING_GATEWAY_SSO_ENTRA_CLIENT_SECRET/)
+  t.notMatch(inFile, /file-secret-value/)
+
+  writeFileSync(file, JSON.stringify({ ...base, auth: { ...base.auth, sso: [browser, { ...browser, id: 'key-cloak', issuer: 'https://kc.example.com/realms/w', redirectUri: 'https://gw.example.com/api/users/sso/key-cloak/callback' }] } }))
+  const creds = mkdtempSync(join(tmpdir(), 'pg-creds-'))
+  writeFileSync(join(creds, 'sso-entra-client-secret'), 'from-credential\n')
+  writeFileSync(join(creds, 'sso-key-cloak-client-secret'), 'kc-from-credential\n')
+  const fromCredential = loadConfig({ env: { PICKING_GATEWAY_CONFIG: file, CREDENTIALS_DIRECTORY: creds } }).config.auth.sso
+  t.equal(fromCredential[0].clientSecret, 'from-credential')
+  t.equal(fromCredential[1].clientSecret, 'kc-from-credential')
+  const fromEnv = loadConfig({ env: { PICKING_GATEWAY_CONFIG: file, CREDENTIALS_DIRECTORY: creds, PICKING_GATEWAY_SSO_KEY_CLOAK_CLIENT_SECRET: 'from-env' } }).config.auth.sso
+  t.equal(fromEnv[1].clientSecret, 'from-env', 'the environment wins, as for the JWT secret')
+  t.equal(fromEnv[0].clientSecret, 'from-credential')
+})
