@@ -6,8 +6,11 @@ import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from
 import fp from 'fastify-plugin'
 import { createPasswords, normalizeUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
 import { FailureThrottle } from '../src/auth/throttle.js'
-import { forbidden, invalidCredentials, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
+import { proxyFetch, SsoClaimError, SsoError, SsoProviders, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
+import { ApiError, forbidden, invalidCredentials, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import type { Row } from '../src/db/types.js'
+import { UserService } from '../src/users.js'
+import type { SsoProviderConfig } from '../schemas/config.js'
 import type { UserType } from '../schemas/users.js'
 
 export type TokenType = 'access' | 'refresh' | 'application'
@@ -43,6 +46,12 @@ export interface AuthPluginOptions {
   revocationCacheMs: number
   argon2: Argon2Params
   loginThrottle: { maxFailuresPerUser: number, userWindowMs: number }
+  /** OpenID Connect providers whose access tokens are accepted (auth.sso) */
+  sso?: SsoProviderConfig[]
+  /** for the user rows single sign-on creates */
+  licenceLogins: number
+  /** tests only: shorter key-set cooldowns and retries than the production minute */
+  ssoTiming?: Pick<SsoProviderOptions, 'jwksCooldownMs' | 'retryMs' | 'jwksMaxAgeMs'>
 }
 
 export interface LoginResult {
@@ -64,6 +73,13 @@ export interface Auth {
    * user is gone, disabled or its tokens were revoked since. For credentials that are not JWTs (stream tickets).
    */
   identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser>
+  /** the configured identity providers */
+  sso: SsoProviders
+  /**
+   * The user row of an identity provider's verified claims (created on first sight, type kept in
+   * step); throws 403 with the reason, and logs it. Also for the browser login's ID token.
+   */
+  ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row>
 }
 
 declare module 'fastify' {
@@ -111,6 +127,14 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const throttle = new FailureThrottle(opts.loginThrottle.maxFailuresPerUser, opts.loginThrottle.userWindowMs)
   const users = fastify.repos.users
   const cache = new Map<number, CachedUser>()
+  const providerFetch = proxyFetch()
+  fastify.addHook('onClose', async () => { await providerFetch.close() })
+  const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming })
+  const userService = new UserService({ repo: users, passwords, licenceLogins: opts.licenceLogins, onRevoke: (id) => cache.delete(id) })
+  /** provider + subject -> user id, so that a known identity costs no lookup by marker */
+  const ssoIds = new Map<string, number>()
+  /** one creation per identity at a time */
+  const ssoPending = new Map<string, Promise<Row>>()
 
   async function loadUser (id: number): Promise<Row | undefined> {
     const hit = cache.get(id)
@@ -136,6 +160,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     issue,
     forget (userId) { cache.delete(userId) },
     identifyUser,
+    sso,
+    ssoUser,
     async login (username, password) {
       const key = normalizeUsername(username)
       const wait = throttle.retryAfter(key)
@@ -158,6 +184,15 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   async function identify (request: FastifyRequest, accepted: TokenType[]): Promise<AuthUser> {
     const match = BEARER.exec(request.headers.authorization ?? '')
     if (!match) throw tokenMissing()
+    const provider = sso.providerOf(match[1])
+    if (provider !== undefined) {
+      // A token from outside never starts the gateway's own chain: refresh and application tokens come from a login here.
+      if (!accepted.includes('access')) {
+        request.log.info({ provider: provider.id }, 'identity provider token refused: only access routes take it')
+        throw tokenInvalid()
+      }
+      return await identifySso(request, provider, match[1])
+    }
     let claims: TokenClaims
     try {
       // The key is chosen by the header's kid: a token signed with a removed key finds none.
@@ -182,6 +217,52 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     if (!user || user.enabled !== true || user.tokenVersion !== tokenVersion) throw tokenInvalid()
     if (tokenType === 'application' && user.type !== 'application') throw tokenInvalid()
     return { id, username: user.username as string, type: user.type as UserType, tokenType, tokenVersion }
+  }
+
+  async function identifySso (request: FastifyRequest, provider: SsoProvider, token: string): Promise<AuthUser> {
+    let claims: Awaited<ReturnType<SsoProvider['verify']>>
+    try {
+      claims = await provider.verify(token)
+    } catch (err) {
+      if (!(err instanceof SsoError)) throw err
+      // The log says why (the caller only learns TOKEN_INVALID); an unreachable provider is the operator's business.
+      request.log[err.unavailable ? 'warn' : 'info']({ provider: provider.id, reason: err.message }, 'identity provider token refused')
+      throw err.expired ? tokenExpired() : tokenInvalid()
+    }
+    const user = await ssoUser(provider, claims, request.log)
+    if (user.enabled !== true) throw tokenInvalid()
+    return { id: user.id as number, username: user.username as string, type: user.type as UserType, tokenType: 'access', tokenVersion: Number(user.tokenVersion) }
+  }
+
+  async function ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row> {
+    let identity
+    try {
+      identity = provider.identity(claims)
+    } catch (err) {
+      if (!(err instanceof SsoClaimError)) throw err
+      log.warn({ provider: provider.id, sub: claims.sub }, err.message)
+      throw forbidden(err.message)
+    }
+    // The usual path: a known identity, its row from the revocation cache.
+    const known = ssoIds.get(identity.marker)
+    const cached = known === undefined ? undefined : await loadUser(known)
+    if (cached !== undefined && cached.passwordHash === identity.marker && (cached.type === identity.type || cached.enabled !== true)) return cached
+    let pending = ssoPending.get(identity.marker)
+    if (pending === undefined) {
+      pending = userService.ssoUser(identity).finally(() => ssoPending.delete(identity.marker))
+      ssoPending.set(identity.marker, pending)
+    }
+    let row: Row
+    try {
+      row = await pending
+    } catch (err) {
+      if (err instanceof ApiError && err.statusCode === 403) log.warn({ provider: provider.id, sub: identity.sub, code: err.code }, err.message)
+      throw err
+    }
+    if (ssoIds.size > 10000) ssoIds.clear()
+    ssoIds.set(identity.marker, row.id as number)
+    cache.delete(row.id as number)
+    return row
   }
 
   fastify.decorate('auth', service)

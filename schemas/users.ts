@@ -15,6 +15,9 @@ export const User = Type.Object({
   type: UserType,
   displayName: Type.Union([Type.String(), Type.Null()]),
   enabled: Type.Boolean(),
+  source: Type.Union([Type.Literal('local'), Type.Literal('sso')], {
+    description: '`local`: logs in with a password here; `sso`: created by an identity provider\'s token (no password here, type set by the provider)'
+  }),
   lastLoginAt: Type.Union([Timestamp, Type.Null()]),
   createdAt: Timestamp,
   modifiedAt: Timestamp

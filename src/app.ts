@@ -15,7 +15,7 @@ import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
 import { User, UserCreate } from '../schemas/users.js'
 import { mappingsOf, signingKeys } from './config.js'
-import authPlugin from '../plugins/auth.js'
+import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
 import errorHandler, { buildErrorBody } from '../plugins/error-handler.js'
 import hardwarePlugin, { type HardwarePluginOptions } from '../plugins/hardware.js'
@@ -35,6 +35,8 @@ export interface BuildOptions {
   /** a pino instance or options; defaults to the configured level */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   hardware?: Partial<HardwarePluginOptions>
+  /** tests only: identity-provider key and discovery timings shorter than a minute */
+  ssoTiming?: AuthPluginOptions['ssoTiming']
 }
 
 export type App = FastifyInstance
@@ -240,7 +242,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   })
   await app.register(openapi)
   await app.register(databasePlugin, { db: options.db, mappings, recheckMs: config.database.recheckMs })
-  await app.register(authPlugin, { ...config.auth, keys: signingKeys(config) })
+  await app.register(authPlugin, { ...config.auth, keys: signingKeys(config), licenceLogins: config.licence.logins, ssoTiming: options.ssoTiming })
   await app.register(hardwarePlugin, { ...config.hardware, ...options.hardware })
 
   await app.register(healthRoutes)

@@ -1,6 +1,7 @@
 // User management rules: who may change what, the licence cap, and revocation by token version.
-import { ApiError, forbidden, licenceLimit } from './errors.js'
-import { NotFoundError } from './db/errors.js'
+import { ApiError, badRequest, forbidden, licenceLimit } from './errors.js'
+import { ConflictError, NotFoundError } from './db/errors.js'
+import { isSsoMarker, type SsoIdentity } from './auth/sso.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseListQuery } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
@@ -20,6 +21,11 @@ export interface UserServiceOptions {
   onRevoke: (userId: number) => void
 }
 
+function usernameTaken (username: string, taken: Row): ApiError {
+  const whose = isSsoMarker(taken.passwordHash) ? 'another single sign-on account' : 'a local account'
+  return forbidden(`The username '${username}' is already taken by ${whose}; an identity provider's user is never linked to it. Rename that account or map another claim to the username (auth.sso usernameClaim); no user was created`)
+}
+
 /** The public shape: never the hash or the token version, whatever the row holds. */
 export function toUser (row: Row): User {
   return {
@@ -28,6 +34,7 @@ export function toUser (row: Row): User {
     type: row.type as UserType,
     displayName: (row.displayName as string | null) ?? null,
     enabled: row.enabled === true,
+    source: isSsoMarker(row.passwordHash) ? 'sso' : 'local',
     lastLoginAt: (row.lastLoginAt as string | null) ?? null,
     createdAt: row.createdAt as string,
     modifiedAt: row.modifiedAt as string
@@ -61,15 +68,21 @@ export class UserService {
 
   async update (id: number, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
     this.assertMayUpdate(id, patch, actor)
+    const current = await this.opts.repo.get(id)
+    if (!current) throw new NotFoundError(`User ${id} not found`)
+    if (isSsoMarker(current.passwordHash)) {
+      // The identity provider is the source of truth for these; a password here would be a second way in.
+      if (patch.password !== undefined) throw badRequest(`User ${id} signs in through single sign-on: it has no password here`, 'SSO_USER')
+      if (patch.type !== undefined && patch.type !== current.type) {
+        throw badRequest(`User ${id} signs in through single sign-on: its type follows the identity provider's claim; change it there`, 'SSO_USER')
+      }
+    }
     const changes: Row = {}
     if (patch.username !== undefined) changes.username = normalizeUsername(patch.username)
     if (patch.displayName !== undefined) changes.displayName = patch.displayName
     if (patch.type !== undefined) changes.type = patch.type
     if (patch.enabled !== undefined) changes.enabled = patch.enabled
     if (patch.password !== undefined) changes.passwordHash = await this.opts.passwords.hash(patch.password)
-
-    const current = await this.opts.repo.get(id)
-    if (!current) throw new NotFoundError(`User ${id} not found`)
     const revoked = patch.password !== undefined || (patch.enabled === false && current.enabled === true) ||
       (patch.type !== undefined && patch.type !== current.type)
     if (revoked) changes.tokenVersion = Number(current.tokenVersion ?? 0) + 1
@@ -94,6 +107,53 @@ export class UserService {
       throw err instanceof NotFoundError ? new NotFoundError(`User ${id} not found`) : err
     })
     this.opts.onRevoke(id)
+  }
+
+  /**
+   * The user row of an identity provider's user: found by provider and subject (the marker in the
+   * password-hash column), created on its first sign-in, its type kept equal to what the provider
+   * says. Never linked to a local account. Throws 403 (FORBIDDEN, LICENCE_LIMIT) with a message
+   * saying why; the caller logs it.
+   */
+  async ssoUser (identity: SsoIdentity): Promise<Row> {
+    const row = await this.opts.repo.findOne('passwordHash', identity.marker)
+    if (row === undefined) return await this.createSso(identity)
+    if (row.enabled !== true || row.type === identity.type) return row
+    const updated = await this.opts.repo.update(row.id as number, { type: identity.type, tokenVersion: Number(row.tokenVersion ?? 0) + 1 }, {
+      check: (locked) => locked.passwordHash === identity.marker,
+      guard: async (locked, tx) => {
+        const counted = locked.enabled === true && LICENSED.includes(locked.type as UserType)
+        if (locked.enabled === true && LICENSED.includes(identity.type) && !counted) await this.assertLicence(tx)
+      }
+    })
+    this.opts.onRevoke(row.id as number)
+    return updated
+  }
+
+  private async createSso (identity: SsoIdentity): Promise<Row> {
+    if ('problem' in identity.username) throw forbidden(`${identity.username.problem}; no user was created`)
+    const username = identity.username.name
+    if (username.length > 64) throw forbidden(`The username from the identity provider is longer than 64 characters; no user was created`)
+    const taken = await this.opts.repo.findOne('username', username)
+    if (taken !== undefined) throw usernameTaken(username, taken)
+    try {
+      return await this.opts.repo.create({
+        username,
+        passwordHash: identity.marker,
+        type: identity.type,
+        displayName: identity.displayName,
+        enabled: true,
+        tokenVersion: 0,
+        lastLoginAt: new Date()
+      }, LICENSED.includes(identity.type) ? { guard: async (tx) => { await this.assertLicence(tx) } } : {})
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err
+      // Another request created it (or took the name) in the meantime.
+      const again = await this.opts.repo.findOne('passwordHash', identity.marker)
+      if (again !== undefined) return again
+      const other = await this.opts.repo.findOne('username', username)
+      throw other === undefined ? err : usernameTaken(username, other)
+    }
   }
 
   private assertMayUpdate (id: number, patch: UserUpdate, actor: Actor): void {

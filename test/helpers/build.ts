@@ -4,7 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { buildApp, type App } from '../../src/app.js'
+import { pino } from 'pino'
+import { buildApp, type App, type BuildOptions } from '../../src/app.js'
+import { loggerOptions } from '../../src/logger.js'
 import { initDatabase } from '../../src/bootstrap.js'
 import { mappingsOf, validateConfig, type Config } from '../../src/config.js'
 import { openDatabase } from '../../src/db/index.js'
@@ -42,7 +44,14 @@ export function testDatabaseUrl (dir: string): string {
   return `sqlite:${join(dir, 'test.db')}`
 }
 
-export async function build (t: Test, overrides: DeepPartial<Config> & { mapping?: Partial<Record<ResourceName, TableMappingConfig>> } = {}, prepare?: (db: Database) => Promise<void>): Promise<TestContext> {
+export interface BuildExtras {
+  /** identity-provider timings shorter than the production minute */
+  timing?: BuildOptions['ssoTiming']
+  /** where the app's log lines go (the production logger options: redaction included) */
+  logStream?: { write: (line: string) => void }
+}
+
+export async function build (t: Test, overrides: DeepPartial<Config> & { mapping?: Partial<Record<ResourceName, TableMappingConfig>> } = {}, prepare?: (db: Database) => Promise<void>, extras: BuildExtras = {}): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'pg-test-'))
   const url = testDatabaseUrl(dir)
   const config = validateConfig({
@@ -67,7 +76,8 @@ export async function build (t: Test, overrides: DeepPartial<Config> & { mapping
   await initDatabase(db, { demo: false, mappings, argon2: TEST_ARGON2, adminPassword: ADMIN_PASSWORD, print: () => {} })
   let app: App
   try {
-    app = await buildApp(config, { db })
+    const logger = extras.logStream === undefined ? undefined : pino(loggerOptions(config.logging.level, 'json'), extras.logStream)
+    app = await buildApp(config, { db, logger, ssoTiming: extras.timing })
     await app.ready()
   } catch (err) {
     // a start-up error must not leave the database (an mssql pool keeps the process alive) or the files behind

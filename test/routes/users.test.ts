@@ -1,7 +1,7 @@
 import t from 'tap'
 import { build } from '../helpers/build.js'
 
-const USER_KEYS = ['createdAt', 'displayName', 'enabled', 'id', 'lastLoginAt', 'modifiedAt', 'type', 'username']
+const USER_KEYS = ['createdAt', 'displayName', 'enabled', 'id', 'lastLoginAt', 'modifiedAt', 'source', 'type', 'username']
 
 t.test('every users route needs a token', async (t) => {
   const { app } = await build(t)

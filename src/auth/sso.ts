@@ -1,0 +1,311 @@
+// OpenID Connect providers (auth.sso): discovery, signing keys and access-token checks with jose and openid-client; no Fastify here.
+import { createHash } from 'node:crypto'
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose'
+import * as client from 'openid-client'
+import { EnvHttpProxyAgent, fetch as undiciFetch } from 'undici'
+import { SSO_ALGORITHMS, type SsoProviderConfig } from '../../schemas/config.js'
+import type { UserType } from '../../schemas/users.js'
+import { normalizeUsername } from './passwords.js'
+
+/** The algorithms used when the configuration names none and the provider advertises none of them. */
+export const DEFAULT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA']
+
+/** Usernames are taken from the first of these claims that a token has. */
+export const DEFAULT_USERNAME_CLAIMS = ['preferred_username', 'upn', 'email']
+
+/** At most this much skew is allowed for `nbf` (the provider's clock against ours). */
+export const NBF_SKEW_SECONDS = 60
+
+/** The password-hash column of an SSO user holds this prefix: argon2 hashes start with `$argon2`, so it can never verify. */
+export const SSO_MARKER_PREFIX = '!sso:'
+
+/** When several claim values map to different types, the most privileged wins. */
+const TYPE_RANK: Record<UserType, number> = { admin: 3, user: 2, application: 1 }
+
+/** The column is 255 characters: a longer subject is stored as its SHA-256. */
+const MARKER_MAX = 255
+
+export type ProviderFetch = (url: string, init: RequestInit) => Promise<Response>
+
+/** Why a token or a provider request failed; never carries the token. */
+export class SsoError extends Error {
+  /** the token was well signed but has expired */
+  readonly expired: boolean
+  /** the provider could not be reached or answered nonsense (the operator should know, not only the caller) */
+  readonly unavailable: boolean
+  constructor (message: string, options: { expired?: boolean, unavailable?: boolean, cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.name = 'SsoError'
+    this.expired = options.expired ?? false
+    this.unavailable = options.unavailable ?? false
+  }
+}
+
+/**
+ * fetch for provider requests through HTTPS_PROXY / HTTP_PROXY unless NO_PROXY names the host
+ * (on-premise servers often reach Entra ID only through a proxy). Node 20's own fetch ignores
+ * those variables; undici's EnvHttpProxyAgent reads them (upper or lower case) when created.
+ */
+export function proxyFetch (): { fetch: ProviderFetch, close: () => Promise<void> } {
+  const agent = new EnvHttpProxyAgent()
+  return {
+    fetch: async (url, init) => await (undiciFetch(url, { ...init as Parameters<typeof undiciFetch>[1], dispatcher: agent }) as unknown as Promise<Response>),
+    close: async () => { await agent.close() }
+  }
+}
+
+export function ssoMarker (providerId: string, sub: string): string {
+  const marker = `${SSO_MARKER_PREFIX}${providerId}:${sub}`
+  return marker.length <= MARKER_MAX ? marker : `${SSO_MARKER_PREFIX}${providerId}:#${createHash('sha256').update(sub).digest('base64url')}`
+}
+
+export function isSsoMarker (passwordHash: unknown): boolean {
+  return typeof passwordHash === 'string' && passwordHash.startsWith(SSO_MARKER_PREFIX)
+}
+
+/** A claim by its name, or by a dotted path (Keycloak's realm_access.roles) when no claim has the whole name. */
+export function claimAt (claims: JWTPayload, name: string): unknown {
+  if (Object.hasOwn(claims, name)) return claims[name]
+  let value: unknown = claims
+  for (const part of name.split('.')) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) return undefined
+    value = (value as Record<string, unknown>)[part]
+  }
+  return value
+}
+
+export interface SsoIdentity {
+  provider: string
+  sub: string
+  /** what the password-hash column of its user row holds */
+  marker: string
+  type: UserType
+  /** normalized; or why there is none usable (only needed when the row is created) */
+  username: { name: string } | { problem: string }
+  displayName: string | null
+}
+
+/** Why a token's claims cannot become a user (403 FORBIDDEN with this message). */
+export class SsoClaimError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'SsoClaimError'
+  }
+}
+
+export interface SsoProviderOptions {
+  fetch: ProviderFetch
+  /** least time between two fetches of the key set (an unknown kid refetches at most this often) */
+  jwksCooldownMs?: number
+  /** a failed discovery, or a key set never fetched, is tried again after this long; requests in between fail at once */
+  retryMs?: number
+  /** keys older than this are refetched (the cached ones stay in use if that fails) */
+  jwksMaxAgeMs?: number
+}
+
+interface KeyParams { jwksUri: URL, algorithms: string[] }
+
+type KeyLookup = ReturnType<typeof createLocalJWKSet>
+
+export class SsoProvider {
+  readonly id: string
+  readonly config: SsoProviderConfig
+  private readonly fetch: ProviderFetch
+  private readonly cooldownMs: number
+  private readonly retryMs: number
+  private readonly maxAgeMs: number
+  private discovery?: Promise<client.Configuration>
+  private discoveryFailure?: { at: number, message: string }
+  private keys?: KeyLookup
+  private keysAt = 0
+  private keysAttemptedAt = Number.NEGATIVE_INFINITY
+  private keysPending?: Promise<void>
+  /** key set requests made, for the log and the tests */
+  jwksFetches = 0
+
+  constructor (config: SsoProviderConfig, options: SsoProviderOptions) {
+    this.id = config.id
+    this.config = config
+    this.fetch = options.fetch
+    this.cooldownMs = options.jwksCooldownMs ?? 60000
+    this.retryMs = options.retryMs ?? 10000
+    this.maxAgeMs = options.jwksMaxAgeMs ?? 600000
+  }
+
+  /** The provider's metadata and the gateway's client there (openid-client), discovered once; a failure is tried again after retryMs. */
+  async configuration (): Promise<client.Configuration> {
+    if (this.discovery === undefined) {
+      if (this.discoveryFailure !== undefined && Date.now() - this.discoveryFailure.at < this.retryMs) {
+        throw new SsoError(`${this.discoveryFailure.message} (tried again ${this.retryMs / 1000} s after the failure)`, { unavailable: true })
+      }
+      this.discovery = this.discover().catch((err: SsoError) => {
+        this.discovery = undefined
+        this.discoveryFailure = { at: Date.now(), message: err.message }
+        throw err
+      })
+    }
+    return await this.discovery
+  }
+
+  private async discover (): Promise<client.Configuration> {
+    const { issuer, clientId, clientSecret, timeoutMs } = this.config
+    const insecure = new URL(issuer).protocol === 'http:' // loopback only (config check)
+    try {
+      return await client.discovery(new URL(issuer), clientId ?? 'picking-gateway', undefined,
+        clientSecret === undefined ? client.None() : client.ClientSecretPost(clientSecret), {
+          [client.customFetch]: this.fetch as client.CustomFetch,
+          timeout: timeoutMs / 1000,
+          execute: insecure ? [client.allowInsecureRequests] : []
+        })
+    } catch (err) {
+      throw new SsoError(`discovery at ${issuer}/.well-known/openid-configuration failed: ${describe(err)}`, { unavailable: true, cause: err })
+    }
+  }
+
+  private async keyParams (): Promise<KeyParams> {
+    const { jwksUri, algorithms } = this.config
+    if (jwksUri !== undefined) return { jwksUri: new URL(jwksUri), algorithms: algorithms ?? DEFAULT_ALGORITHMS }
+    const metadata = (await this.configuration()).serverMetadata()
+    if (typeof metadata.jwks_uri !== 'string') throw new SsoError('the provider\'s metadata has no jwks_uri; set jwksUri', { unavailable: true })
+    const url = new URL(metadata.jwks_uri)
+    if (url.protocol !== 'https:' && new URL(this.config.issuer).protocol !== 'http:') throw new SsoError(`jwks_uri ${url.href} is not https`, { unavailable: true })
+    if (algorithms !== undefined) return { jwksUri: url, algorithms }
+    const advertised = (metadata.id_token_signing_alg_values_supported ?? []).filter((alg) => DEFAULT_ALGORITHMS.includes(alg))
+    return { jwksUri: url, algorithms: advertised.length > 0 ? advertised : DEFAULT_ALGORITHMS }
+  }
+
+  /**
+   * Verifies an access token of this provider: signature by kid (asymmetric algorithms only), iss,
+   * aud, exp (required, no skew), nbf (at most 60 s skew), sub. Throws SsoError.
+   */
+  async verify (token: string): Promise<JWTPayload & { sub: string }> {
+    const { jwksUri, algorithms } = await this.keyParams()
+    let payload: JWTPayload
+    try {
+      ({ payload } = await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws), {
+        issuer: this.config.issuer,
+        audience: this.config.audience,
+        algorithms,
+        clockTolerance: NBF_SKEW_SECONDS,
+        requiredClaims: ['exp', 'sub']
+      }))
+    } catch (err) {
+      if (err instanceof SsoError) throw err
+      if (err instanceof errors.JWTExpired) throw new SsoError('the token has expired', { expired: true })
+      if (err instanceof errors.JWKSNoMatchingKey) throw new SsoError(`no key in the provider's key set matches the token's kid (keys fetched ${this.keysAt === 0 ? 'never' : new Date(this.keysAt).toISOString()})`)
+      throw new SsoError(`the token was refused: ${describe(err)}`)
+    }
+    // jose's clockTolerance also stretches exp: the skew is for nbf only.
+    if ((payload.exp as number) <= Math.floor(Date.now() / 1000)) throw new SsoError('the token has expired', { expired: true })
+    if (typeof payload.sub !== 'string' || payload.sub === '') throw new SsoError('the token has no sub')
+    return payload as JWTPayload & { sub: string }
+  }
+
+  /** The key for a token header: the cached set, fetched when there is none and refetched (at most once per cooldown) for an unknown kid. */
+  private async key (url: URL, header: Parameters<KeyLookup>[0], jws: Parameters<KeyLookup>[1]): Promise<Awaited<ReturnType<KeyLookup>>> {
+    const now = Date.now()
+    if (this.keys === undefined) {
+      if (now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
+      await this.refreshKeys(url)
+    } else if (now - this.keysAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
+      // Stale keys are better than none while the provider is away: the error was logged by the failing fetch's caller.
+      await this.refreshKeys(url).catch(() => {})
+    }
+    try {
+      return await this.keys!(header, jws)
+    } catch (err) {
+      if (!(err instanceof errors.JWKSNoMatchingKey) || Date.now() - this.keysAttemptedAt < this.cooldownMs) throw err
+      await this.refreshKeys(url)
+      return await this.keys!(header, jws)
+    }
+  }
+
+  /** One fetch at a time: concurrent callers share it. */
+  private async refreshKeys (url: URL): Promise<void> {
+    this.keysPending ??= (async () => {
+      this.keysAttemptedAt = Date.now()
+      this.jwksFetches++
+      try {
+        const response = await this.fetch(url.href, {
+          headers: { accept: 'application/jwk-set+json, application/json' },
+          redirect: 'manual',
+          signal: AbortSignal.timeout(this.config.timeoutMs)
+        })
+        if (response.status !== 200) throw new Error(`HTTP ${response.status}`)
+        this.keys = createLocalJWKSet(await response.json() as Parameters<typeof createLocalJWKSet>[0])
+        this.keysAt = Date.now()
+      } catch (err) {
+        throw new SsoError(`fetching the key set ${url.href} failed: ${describe(err)}`, { unavailable: true, cause: err })
+      } finally {
+        this.keysPending = undefined
+      }
+    })()
+    await this.keysPending
+  }
+
+  /** What the claims say about the user row: identity, type (throws SsoClaimError when none), username. */
+  identity (claims: JWTPayload & { sub: string }): SsoIdentity {
+    const { typeClaim, typeMap } = this.config
+    const raw = claimAt(claims, typeClaim)
+    const values = typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw.filter((v): v is string => typeof v === 'string') : []
+    if (values.length === 0) throw new SsoClaimError(`The token has no '${typeClaim}' claim: the gateway needs it to choose the user type (auth.sso typeClaim)`)
+    let type: UserType | undefined
+    for (const value of values) {
+      const mapped = Object.hasOwn(typeMap, value) ? typeMap[value] : undefined
+      if (mapped !== undefined && (type === undefined || TYPE_RANK[mapped] > TYPE_RANK[type])) type = mapped
+    }
+    if (type === undefined) throw new SsoClaimError(`No value of the token's '${typeClaim}' claim maps to a user type (auth.sso typeMap)`)
+    const names = this.config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [this.config.usernameClaim].flat()
+    const found = names.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v.trim() !== '')
+    const name = typeof claims.name === 'string' && claims.name.length <= 200 ? claims.name : null
+    return {
+      provider: this.id,
+      sub: claims.sub,
+      marker: ssoMarker(this.id, claims.sub),
+      type,
+      username: found === undefined ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` } : { name: normalizeUsername(found) },
+      displayName: name
+    }
+  }
+}
+
+/** The providers by issuer, and which tokens are theirs. */
+export class SsoProviders {
+  private readonly byIssuer = new Map<string, SsoProvider>()
+  readonly byId = new Map<string, SsoProvider>()
+
+  constructor (configs: SsoProviderConfig[], options: SsoProviderOptions) {
+    for (const config of configs) {
+      const provider = new SsoProvider(config, options)
+      this.byIssuer.set(config.issuer, provider)
+      this.byId.set(config.id, provider)
+    }
+  }
+
+  get size (): number {
+    return this.byId.size
+  }
+
+  /**
+   * The provider a token claims to come from: its (unverified) `iss` names one and its `alg` is
+   * asymmetric. Anything else is left to the gateway's own HS256 check, which refuses what is not its own.
+   */
+  providerOf (token: string): SsoProvider | undefined {
+    if (this.byIssuer.size === 0) return undefined
+    try {
+      const { alg } = decodeProtectedHeader(token)
+      if (typeof alg !== 'string' || !(SSO_ALGORITHMS as readonly string[]).includes(alg)) return undefined
+      const { iss } = decodeJwt(token)
+      return typeof iss === 'string' ? this.byIssuer.get(iss) : undefined
+    } catch {
+      return undefined
+    }
+  }
+}
+
+function describe (err: unknown): string {
+  if (!(err instanceof Error)) return String(err)
+  const code = (err as { code?: unknown }).code
+  const cause = err.cause instanceof Error ? ` (${err.cause.message})` : ''
+  return `${err.name}${typeof code === 'string' ? ` ${code}` : ''}: ${err.message}${cause}`
+}

@@ -1,0 +1,363 @@
+// Identity-provider access tokens as Bearer tokens, against a real OpenID provider (oidc-provider) on loopback.
+import { createHmac } from 'node:crypto'
+import t, { type Test } from 'tap'
+import { build, type TestContext } from '../helpers/build.js'
+import { AUDIENCE, REALM_PATH, startProvider, type TestProvider } from '../helpers/oidc.js'
+import type { Config } from '../../src/config.js'
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
+const header = (token: string) => JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString())
+const INVALID = { statusCode: 401, code: 'TOKEN_INVALID', error: 'Unauthorized', message: 'The token is invalid' }
+const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
+
+type SsoOverrides = Partial<Config['auth']['sso'][number]>
+
+async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, timing?: { jwksCooldownMs?: number, retryMs?: number }, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, bearer: (token: string) => { authorization: string }, logs: string[] }> {
+  const idp = await startProvider()
+  t.teardown(() => idp.close())
+  const logs: string[] = []
+  const ctx = await build(t, {
+    auth: {
+      sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, ...options.sso } as Config['auth']['sso'][number]],
+      revocationCacheMs: options.revocationCacheMs ?? 0
+    },
+    licence: { logins: options.licence ?? 10 },
+    logging: { level: 'info' }
+  }, undefined, { timing: options.timing, logStream: { write: (line: string) => { logs.push(line) } } })
+  return { idp, ctx, bearer: (token) => ({ authorization: `Bearer ${token}` }), logs }
+}
+
+t.test('a client-credentials token from the provider works on every kind of access route', async (t) => {
+  const { idp, ctx, bearer } = await setup(t)
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'ERP-System' })
+  idp.claims.set('scanner', { roles: ['gateway-user'], preferred_username: 'scanner' })
+  idp.claims.set('erp-2', { roles: ['gateway-admin', 'gateway-user'], preferred_username: 'it-admin' })
+  const token = await idp.clientCredentials('erp')
+  t.equal(decode(token).iss, `http://127.0.0.1:${idp.port}${REALM_PATH}`, 'the issuer has a path')
+  t.equal(decode(token).aud, AUDIENCE)
+  t.equal(header(token).alg, 'RS256')
+
+  const list = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  t.equal(list.statusCode, 200, 'materials read')
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: bearer(token), payload: { materialNumber: 'M-SSO', name: 'Bolt' } })
+  t.equal(created.statusCode, 201, 'materials write')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/stations', headers: bearer(token) })).statusCode, 200, 'stations read')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/events/ticket', headers: bearer(token) })).statusCode, 200, 'event stream ticket')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users', headers: bearer(token) })).statusCode, 403, 'an application may not list users')
+
+  const users = (await ctx.app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(ctx.adminToken) })).json().data
+  const erp = users.find((u: { username: string }) => u.username === 'erp-system')
+  t.match(erp, { type: 'application', source: 'sso', enabled: true }, 'the first token created the user row, username lower-cased')
+  t.equal(users.find((u: { username: string }) => u.username === 'admin').source, 'local')
+  const own = await ctx.app.inject({ method: 'GET', url: `/api/users/${erp.id}`, headers: bearer(token) })
+  t.equal(own.statusCode, 200, 'own user record')
+  t.equal(own.json().username, 'erp-system')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/1', headers: bearer(token) })).statusCode, 403)
+
+  const again = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })
+  t.equal(again.statusCode, 200, 'a second token of the same identity')
+  const count = (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total
+  t.equal(count, 2, 'no second row for the same identity')
+
+  const user = await idp.clientCredentials('scanner')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(user) })).statusCode, 200, 'a user-type identity')
+  const admin = await idp.clientCredentials('erp-2')
+  const asAdmin = await ctx.app.inject({ method: 'GET', url: '/api/users', headers: bearer(admin) })
+  t.equal(asAdmin.statusCode, 200, 'the most privileged mapped value wins: admin routes')
+  t.match(asAdmin.json().data.find((u: { username: string }) => u.username === 'it-admin'), { type: 'admin', source: 'sso' })
+})
+
+t.test('tokens that are not right are refused with 401', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t)
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const real = await idp.clientCredentials('erp')
+  const good = decode(real)
+  const now = Math.floor(Date.now() / 1000)
+  const call = async (token: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  t.equal((await call(real)).statusCode, 200, 'the real one works')
+
+  const expired = await call(await idp.sign({ ...good, iat: now - 600, exp: now - 120 }))
+  t.equal(expired.statusCode, 401)
+  t.equal(expired.json().code, 'TOKEN_EXPIRED', 'a well-signed expired token says so')
+  t.equal((await call(await idp.sign({ ...good, iat: now - 600, exp: now - 1 }))).json().code, 'TOKEN_EXPIRED', 'no skew on exp')
+
+  const { kid } = idp.keys[0]
+  const publicPem = JSON.stringify(idp.keys[0].publicJwk)
+  const hs = (payload: object, secret: string) => {
+    const body = `${b64({ alg: 'HS256', kid, typ: 'JWT' })}.${b64(payload)}`
+    return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}`
+  }
+  const [h, p] = real.split('.')
+  const cases: Record<string, string> = {
+    'nbf 2 minutes ahead': await idp.sign({ ...good, nbf: now + 120 }),
+    'no exp': await idp.sign({ ...good, exp: undefined }),
+    'wrong aud': await idp.sign({ ...good, aud: 'https://other.test/api' }),
+    'wrong iss (another realm of the same server)': await idp.sign({ ...good, iss: `http://127.0.0.1:${idp.port}/realms/other` }),
+    'no sub': await idp.sign({ ...good, sub: undefined }),
+    'unknown kid': await idp.sign(good, { header: { kid: 'no-such-key' } }),
+    'HS256 with the public key as secret': hs(good, publicPem),
+    'HS256 with the modulus as secret': hs(good, idp.keys[0].publicJwk.n!),
+    'alg none': `${b64({ alg: 'none', typ: 'JWT' })}.${p}.`,
+    'alg none with the signature kept': `${b64({ alg: 'none', kid })}.${p}.${real.split('.')[2]}`,
+    'tampered payload': `${h}.${b64({ ...good, roles: ['gateway-admin'] })}.${real.split('.')[2]}`,
+    'signed by a key the provider never had': await (async () => {
+      const other = await startProvider()
+      t.teardown(() => other.close())
+      return await other.sign(good, { header: { kid } })
+    })()
+  }
+  for (const [name, token] of Object.entries(cases)) {
+    const res = await call(token)
+    t.equal(res.statusCode, 401, name)
+    t.same(res.json(), INVALID, `${name}: body`)
+  }
+  t.ok(await idp.sign({ ...good, nbf: now + 30 }).then(call).then((r) => r.statusCode === 200), 'nbf 30 s ahead is within the skew')
+  t.match(logs.join('\n'), /identity provider token refused/, 'the log says a provider token was refused')
+  t.match(logs.join('\n'), /unexpected \\"aud\\" claim value/, '… and why')
+  t.notMatch(logs.join('\n'), /eyJ[\w-]+\.eyJ/, 'no token in the log')
+})
+
+t.test('gateway tokens and provider tokens stay apart', async (t) => {
+  const { idp, ctx, bearer } = await setup(t)
+  const gateway = decode(ctx.adminToken)
+  // A provider token that copies the gateway's own claims: sub 1 is the admin's id here.
+  idp.claims.set('erp', { roles: ['gateway-user'], preferred_username: 'copycat' })
+  const copy = await idp.sign({ ...gateway, iss: idp.issuer, aud: 'picking-gateway:access' })
+  const refused = await ctx.app.inject({ method: 'GET', url: '/api/users', headers: bearer(copy) })
+  t.equal(refused.statusCode, 401, 'the gateway\'s audience is not the provider\'s')
+  const copied = await idp.sign({ ...gateway, iss: idp.issuer, aud: AUDIENCE, roles: ['gateway-user'], preferred_username: 'copycat' })
+  const asUser = await ctx.app.inject({ method: 'GET', url: '/api/users/1', headers: bearer(copied) })
+  t.equal(asUser.statusCode, 403, 'sub "1" of the provider is not user 1 of the gateway')
+  const row = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=copycat', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  t.match(row, { source: 'sso', type: 'user' })
+  t.not(row.id, 1)
+
+  // The gateway's token with the provider's issuer: still HS256, so never the provider's; and not the gateway's either.
+  const [, , sig] = ctx.adminToken.split('.')
+  const withIss = `${ctx.adminToken.split('.')[0]}.${b64({ ...gateway, iss: idp.issuer })}.${sig}`
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users', headers: bearer(withIss) })).statusCode, 401)
+  t.equal(idp.jwksRequests, 1, 'gateway tokens never cause a key-set fetch')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(ctx.adminToken) })).statusCode, 200, 'the gateway\'s own token still works')
+})
+
+t.test('provider tokens are refused at refresh and application-token', async (t) => {
+  const { idp, ctx, bearer } = await setup(t)
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200)
+  for (const url of ['/api/users/refresh', '/api/users/application-token']) {
+    for (const method of ['GET', 'POST'] as const) {
+      const res = await ctx.app.inject({ method, url, headers: bearer(token) })
+      t.equal(res.statusCode, 401, `${method} ${url}`)
+      t.same(res.json(), INVALID)
+    }
+  }
+})
+
+t.test('claims: type mapping, missing claim, username fallbacks, a local account\'s name', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t)
+  const users = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?limit=100', headers: ctx.auth(ctx.adminToken) })).json().data as Array<{ username: string, type: string, source: string }>
+  const call = async (client: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials(client)) })
+
+  idp.claims.set('erp', { roles: ['warehouse-visitor'], preferred_username: 'visitor' })
+  const unmapped = await call('erp')
+  t.equal(unmapped.statusCode, 403)
+  t.equal(unmapped.json().code, 'FORBIDDEN')
+  t.match(unmapped.json().message, /'roles' claim maps to a user type/, 'the message names the claim')
+  idp.claims.set('erp', { preferred_username: 'visitor' })
+  const missing = await call('erp')
+  t.equal(missing.statusCode, 403)
+  t.match(missing.json().message, /no 'roles' claim/)
+  t.notOk((await users()).some((u) => u.username === 'visitor'), 'no row was created')
+
+  idp.claims.set('erp-2', { roles: 'gateway-user', upn: 'Bob@Example.COM' })
+  t.equal((await call('erp-2')).statusCode, 200, 'a single string value, username from upn')
+  idp.claims.set('erp-3', { roles: ['gateway-user'], email: 'carol@example.com' })
+  t.equal((await call('erp-3')).statusCode, 200, 'username from email')
+  idp.claims.set('erp-4', { roles: ['gateway-user'] })
+  const nameless = await call('erp-4')
+  t.equal(nameless.statusCode, 403)
+  t.match(nameless.json().message, /none of the claims 'preferred_username', 'upn', 'email'/)
+  const list = await users()
+  t.ok(list.some((u) => u.username === 'bob@example.com' && u.source === 'sso'))
+  t.ok(list.some((u) => u.username === 'carol@example.com' && u.source === 'sso'))
+
+  await ctx.createUser('user', 'dave')
+  idp.claims.set('erp-5', { roles: ['gateway-admin'], preferred_username: 'Dave' })
+  const collision = await call('erp-5')
+  t.equal(collision.statusCode, 403)
+  t.match(collision.json().message, /'dave' is already taken by a local account/)
+  t.match((await users()).find((u) => u.username === 'dave'), { type: 'user', source: 'local' }, 'the local account is untouched')
+  t.match(logs.join('\n'), /already taken by a local account/, 'and the log warns')
+
+  idp.claims.set('erp-6', { roles: ['gateway-user'], preferred_username: 'x'.repeat(65) })
+  const long = await call('erp-6')
+  t.equal(long.statusCode, 403)
+  t.match(long.json().message, /longer than 64 characters/)
+})
+
+t.test('a configured username claim and a nested type claim (Keycloak\'s realm_access.roles)', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { sso: { usernameClaim: ['client_id'], typeClaim: 'realm_access.roles' } })
+  idp.claims.set('scanner', { realm_access: { roles: ['offline_access', 'gateway-user'] }, preferred_username: 'ignored' })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('scanner')) })
+  t.equal(res.statusCode, 200)
+  const users = (await ctx.app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(ctx.adminToken) })).json().data
+  t.ok(users.some((u: { username: string, type: string }) => u.username === 'scanner' && u.type === 'user'))
+})
+
+t.test('the user row: disable, delete and re-creation, type following the claim, what the API refuses', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { revocationCacheMs: 0 })
+  const admin = ctx.auth(ctx.adminToken)
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp', name: 'SAP ERP' })
+  const token = await idp.clientCredentials('erp')
+  const call = async () => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  t.equal((await call()).statusCode, 200)
+  const row = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: admin })).json().data[0]
+  t.match(row, { type: 'application', source: 'sso', displayName: 'SAP ERP', enabled: true })
+  t.type(row.lastLoginAt, 'string')
+
+  // What only the provider decides
+  const typeChange = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${row.id}`, headers: admin, payload: { type: 'user' } })
+  t.equal(typeChange.statusCode, 400)
+  t.equal(typeChange.json().code, 'SSO_USER')
+  t.match(typeChange.json().message, /type follows the identity provider/)
+  const password = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${row.id}`, headers: admin, payload: { password: 'a-password-here' } })
+  t.equal(password.statusCode, 400)
+  t.match(password.json().message, /no password here/)
+  const login = await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'erp', password: '!sso:warehouse:erp' } })
+  t.equal(login.statusCode, 401, 'the marker in the password column is not a password')
+  t.equal((await ctx.app.repos.users.get(row.id))?.passwordHash, '!sso:warehouse:erp', 'the password-hash column names provider and subject')
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${row.id}`, headers: admin, payload: { displayName: 'SAP' } })).statusCode, 200, 'other fields may change')
+
+  // Disable: refused at once (revocationCacheMs 0 here), however many tokens the provider issues
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${row.id}`, headers: admin, payload: { enabled: false } })).statusCode, 200)
+  t.same((await call()).json(), INVALID, 'a disabled user\'s provider token is refused')
+  const fresh = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })
+  t.equal(fresh.statusCode, 401, 'a new token too')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: admin })).json().data[0].enabled, false, 'the row stays disabled')
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${row.id}`, headers: admin, payload: { enabled: true } })).statusCode, 200)
+  t.equal((await call()).statusCode, 200, 'enabled again')
+
+  // The type follows the claim on every token; it revokes the gateway tokens of the old type
+  idp.claims.set('erp', { roles: ['gateway-user'], preferred_username: 'erp' })
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })).statusCode, 200)
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${row.id}`, headers: admin })).json().type, 'user')
+
+  // Delete: the row goes, the next token brings it back (so disabling is how access is withdrawn)
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: `/api/users/${row.id}`, headers: admin })).statusCode, 204)
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${row.id}`, headers: admin })).statusCode, 404)
+  t.equal((await call()).statusCode, 200, 'the next token re-creates it')
+  const recreated = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: admin })).json().data[0]
+  t.not(recreated.id, row.id, 'a new row')
+  t.match(recreated, { source: 'sso', enabled: true })
+})
+
+t.test('licence: a new SSO user past the licence, and a type change into it', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { licence: 1 })
+  const admin = ctx.auth(ctx.adminToken)
+  const call = async (client: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials(client)) })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  idp.claims.set('scanner', { roles: ['gateway-user'], preferred_username: 'scanner' })
+  idp.claims.set('erp-2', { roles: ['gateway-admin'], preferred_username: 'boss' })
+  t.equal((await call('erp')).statusCode, 200, 'the one licensed login')
+  const over = await call('scanner')
+  t.equal(over.statusCode, 403)
+  t.equal(over.json().code, 'LICENCE_LIMIT')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?username=scanner', headers: admin })).json().data.length, 0, 'no row')
+  t.equal((await call('erp-2')).statusCode, 200, 'admins do not count')
+
+  // The provider moves the admin to a licensed type while the licence is used up
+  idp.claims.set('erp-2', { roles: ['gateway-user'], preferred_username: 'boss' })
+  const promoted = await call('erp-2')
+  t.equal(promoted.statusCode, 403)
+  t.equal(promoted.json().code, 'LICENCE_LIMIT')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?username=boss', headers: admin })).json().data[0].type, 'admin', 'unchanged')
+
+  // Disabling the first frees the login
+  const erp = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: admin })).json().data[0]
+  await ctx.app.inject({ method: 'PATCH', url: `/api/users/${erp.id}`, headers: admin, payload: { enabled: false } })
+  t.equal((await call('erp-2')).statusCode, 200)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?username=boss', headers: admin })).json().data[0].type, 'user')
+  // Enabling the first again through the API is now past the licence
+  const enable = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${erp.id}`, headers: admin, payload: { enabled: true } })
+  t.equal(enable.statusCode, 403)
+  t.equal(enable.json().code, 'LICENCE_LIMIT')
+})
+
+t.test('key rotation at the provider: a new kid is accepted without a restart', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { timing: { jwksCooldownMs: 200 } })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const before = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200)
+  t.equal(idp.jwksRequests, 1)
+  const key = await idp.rotate()
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  const after = await idp.clientCredentials('erp')
+  t.equal(header(after).kid, key.kid, 'the provider signs with the new key')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(after) })).statusCode, 200, 'accepted')
+  t.equal(idp.jwksRequests, 2, 'one refetch for the new kid')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200, 'the old key is still published')
+  t.equal(idp.jwksRequests, 2)
+})
+
+t.test('the provider stopped or hanging', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { timeoutMs: 500 } })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200)
+  t.equal(idp.jwksRequests, 1)
+  const good = decode(token)
+  const unknownKid = async (n: number) => await idp.sign(good, { header: { kid: `rotated-${n}` } })
+
+  idp.mode = 'hang'
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200, 'hanging: the cached key still works')
+  const started = Date.now()
+  const burst = await Promise.all([1, 2, 3, 4, 5].map(async (n) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(n)) })))
+  for (const res of burst) t.same(res.json(), INVALID, 'an unknown kid: 401')
+  t.ok(Date.now() - started < 2000, `answered within the timeout (${Date.now() - started} ms)`)
+  t.equal(idp.jwksRequests, 1, 'no fetch within the minute after the last one')
+
+  await idp.stop()
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200, 'stopped: the cached key still works')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(9)) })).statusCode, 401)
+  t.notMatch(logs.join('\n'), /"statusCode":500/)
+})
+
+t.test('a provider that hangs or is down before its keys are known', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { timeoutMs: 400 }, timing: { jwksCooldownMs: 60000, retryMs: 60000 } })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  idp.mode = 'hang'
+  const started = Date.now()
+  const burst = await Promise.all([1, 2, 3].map(async () => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })))
+  const took = Date.now() - started
+  for (const res of burst) t.same(res.json(), INVALID, 'hanging discovery: 401 TOKEN_INVALID, not 500')
+  t.ok(took >= 350 && took < 1500, `within the timeout (${took} ms)`)
+  t.equal(idp.discoveryRequests, 0, 'the hanging requests were not counted as answered')
+  t.match(logs.join('\n'), /discovery at .* failed/, 'the log says why')
+  const soon = Date.now()
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 401)
+  t.ok(Date.now() - soon < 300, 'a failure is remembered: no new wait until the retry time')
+})
+
+t.test('a configured jwksUri and algorithms: no discovery; a key set that cannot be fetched', async (t) => {
+  const idp = await startProvider()
+  t.teardown(() => idp.close())
+  const logs: string[] = []
+  const config = { id: 'keys', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 300, jwksUri: `${idp.issuer}/jwks`, algorithms: ['RS256' as const] }
+  const ctx = await build(t, { auth: { sso: [config], revocationCacheMs: 0 }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  idp.mode = 'hang'
+  const started = Date.now()
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
+  t.same(res.json(), INVALID)
+  t.ok(Date.now() - started < 1000, `within the timeout (${Date.now() - started} ms)`)
+  t.match(logs.join('\n'), /fetching the key set .* failed/, 'the log says why')
+  idp.mode = 'up'
+  const immediately = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
+  t.equal(immediately.statusCode, 401, 'the failed fetch is not repeated at once')
+  t.equal(idp.discoveryRequests, 0, 'no discovery')
+  t.equal(idp.jwksRequests, 0, 'the hanging request was never answered; none since')
+})
