@@ -26,6 +26,7 @@ import stationRoutes from '../plugins/routes/stations.js'
 import stationCommandRoutes from '../plugins/routes/station-commands.js'
 import eventRoutes, { redactTicket } from '../plugins/routes/events.js'
 import userRoutes from '../plugins/routes/users.js'
+import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
 import { ApiError, statusText } from './errors.js'
 import { loggerOptions } from './logger.js'
@@ -36,7 +37,7 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   hardware?: Partial<HardwarePluginOptions>
   /** tests only: identity-provider key and discovery timings shorter than a minute */
-  ssoTiming?: AuthPluginOptions['ssoTiming']
+  ssoTiming?: AuthPluginOptions['ssoTiming'] & { stateTtlMs?: number }
 }
 
 export type App = FastifyInstance
@@ -182,6 +183,13 @@ function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: Fas
   void reply.code(status).send(buildErrorBody(status, code, err.message))
 }
 
+/** The logged URL: stream tickets, and a browser login's code and state, are credentials. */
+function redactQuery (request: FastifyRequest): string {
+  const url = request.url
+  if (request.routeOptions.url?.startsWith('/api/users/sso/') === true && url.includes('?')) return `${url.slice(0, url.indexOf('?'))}?[redacted]`
+  return redactTicket(url)
+}
+
 export async function buildApp (config: Config, options: BuildOptions): Promise<App> {
   const { server } = config
   const fastifyOptions: FastifyServerOptions & Record<string, unknown> = {
@@ -221,7 +229,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({
       method: request.method,
-      url: redactTicket(request.url),
+      url: redactQuery(request),
       route: request.routeOptions.url,
       statusCode: reply.statusCode,
       responseTimeMs: Math.round(reply.elapsedTime * 10) / 10,
@@ -253,6 +261,12 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       licenceLogins: config.licence.logins,
       loginAttemptsPerAddress: config.auth.loginThrottle.maxAttemptsPerAddress,
       loginAddressWindowMs: config.auth.loginThrottle.addressWindowMs
+    })
+    await scope.register(ssoRoutes, {
+      prefix: '/users/sso',
+      loginAttemptsPerAddress: config.auth.loginThrottle.maxAttemptsPerAddress,
+      loginAddressWindowMs: config.auth.loginThrottle.addressWindowMs,
+      stateTtlMs: options.ssoTiming?.stateTtlMs
     })
     await scope.register(materialRoutes, { prefix: '/materials' })
     await scope.register(stationRoutes, { prefix: '/stations' })

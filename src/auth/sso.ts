@@ -155,7 +155,8 @@ export class SsoProvider {
         clientSecret === undefined ? client.None() : client.ClientSecretPost(clientSecret), {
           [client.customFetch]: this.fetch as client.CustomFetch,
           timeout: timeoutMs / 1000,
-          execute: insecure ? [client.allowInsecureRequests] : []
+          // ID tokens of the browser login: signature checked too, not only trusted for arriving over TLS
+          execute: [...(insecure ? [client.allowInsecureRequests] : []), ...(clientId === undefined ? [] : [client.enableNonRepudiationChecks])]
         })
     } catch (err) {
       throw new SsoError(`discovery at ${issuer}/.well-known/openid-configuration failed: ${describe(err)}`, { unavailable: true, cause: err })

@@ -1,0 +1,152 @@
+// /api/users/sso/<id>: browser login at an identity provider (authorization code + PKCE, state, nonce), ending in the gateway's own token pair.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import * as client from 'openid-client'
+import { errorResponses } from '../../schemas/common.js'
+import { LoginResponse } from '../../schemas/users.js'
+import { SsoError, type SsoProvider } from '../../src/auth/sso.js'
+import { ApiError, badRequest, invalidCredentials } from '../../src/errors.js'
+
+export interface SsoRoutesOptions {
+  loginAttemptsPerAddress: number
+  loginAddressWindowMs: number
+  /** how long a started login may take until its callback (default 10 minutes) */
+  stateTtlMs?: number
+}
+
+/** What the login remembers for its callback; the key is the state, used once. */
+interface Pending { provider: string, codeVerifier: string, nonce: string, expires: number }
+
+/** Pending logins kept at most; beyond it the oldest are dropped (each is a browser that never came back). */
+const MAX_PENDING = 10000
+
+const Params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 32, description: 'the provider id from auth.sso' }) })
+
+const CallbackQuery = Type.Object({
+  state: Type.Optional(Type.String({ maxLength: 1024 })),
+  code: Type.Optional(Type.String({ maxLength: 4096 })),
+  iss: Type.Optional(Type.String({ maxLength: 1024 })),
+  error: Type.Optional(Type.String({ maxLength: 256 })),
+  error_description: Type.Optional(Type.String({ maxLength: 4096 }))
+}, { additionalProperties: true, description: 'as the identity provider sends it (RFC 6749 4.1.2; RFC 9207 iss)' })
+
+const unavailable = (id: string): ApiError =>
+  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' cannot be reached; try again shortly`, { headers: { 'retry-after': '10' } })
+
+const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) => {
+  const ttl = opts.stateTtlMs ?? 600000
+  const pending = new Map<string, Pending>()
+  const rateLimit = { max: opts.loginAttemptsPerAddress, timeWindow: opts.loginAddressWindowMs }
+
+  function browserProvider (id: string): SsoProvider {
+    const provider = fastify.auth.sso.byId.get(id)
+    if (provider === undefined || provider.config.clientId === undefined || provider.config.redirectUri === undefined) {
+      throw new ApiError(404, 'NOT_FOUND', `No identity provider '${id}' with browser login is configured (auth.sso with clientId and redirectUri)`)
+    }
+    return provider
+  }
+
+  async function configuration (provider: SsoProvider, log: typeof fastify.log): Promise<client.Configuration> {
+    try {
+      return await provider.configuration()
+    } catch (err) {
+      if (!(err instanceof SsoError)) throw err
+      log.warn({ provider: provider.id, reason: err.message }, 'identity provider unreachable for a browser login')
+      throw unavailable(provider.id)
+    }
+  }
+
+  fastify.get('/:id/login', {
+    config: { auth: 'none', rateLimit },
+    schema: {
+      summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
+      tags: ['auth'],
+      security: [],
+      params: Params,
+      response: { 302: Type.Null({ description: 'Location: the provider\'s authorization endpoint' }), ...errorResponses(404, 429, 503) }
+    }
+  }, async (request, reply) => {
+    const provider = browserProvider(request.params.id)
+    const config = await configuration(provider, request.log)
+    const now = Date.now()
+    for (const [state, entry] of pending) {
+      if (entry.expires > now && pending.size < MAX_PENDING) break // insertion order: the rest are younger
+      pending.delete(state)
+    }
+    const codeVerifier = client.randomPKCECodeVerifier()
+    const state = client.randomState()
+    const nonce = client.randomNonce()
+    pending.set(state, { provider: provider.id, codeVerifier, nonce, expires: now + ttl })
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: provider.config.redirectUri!,
+      scope: provider.config.scope,
+      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce
+    })
+    return reply.header('cache-control', 'no-store').redirect(url.href, 302)
+  })
+
+  fastify.get('/:id/callback', {
+    config: { auth: 'none', rateLimit },
+    schema: {
+      summary: 'Where the identity provider sends the browser back: the same answer as POST /api/users/login',
+      tags: ['auth'],
+      security: [],
+      params: Params,
+      querystring: CallbackQuery,
+      response: { 200: LoginResponse, ...errorResponses(400, 401, 403, 404, 429, 503) }
+    }
+  }, async (request, reply) => {
+    const provider = browserProvider(request.params.id)
+    // Used once, whatever happens next: a replayed or forged callback finds nothing.
+    const { state } = request.query
+    const entry = state === undefined ? undefined : pending.get(state)
+    if (state !== undefined) pending.delete(state)
+    if (entry === undefined || entry.provider !== provider.id || entry.expires <= Date.now()) {
+      request.log.info({ provider: provider.id }, 'browser login callback with an unknown, used or expired state')
+      throw badRequest(`The login state is unknown, used or expired; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')
+    }
+    const config = await configuration(provider, request.log)
+    // The URL the provider redirected to, as registered (not the Host header, which a proxy may change).
+    const current = new URL(provider.config.redirectUri!)
+    current.search = request.url.slice(request.url.indexOf('?'))
+    let claims
+    try {
+      const tokens = await client.authorizationCodeGrant(config, current, {
+        pkceCodeVerifier: entry.codeVerifier,
+        expectedState: state,
+        expectedNonce: entry.nonce,
+        idTokenExpected: true
+      })
+      claims = tokens.claims()
+    } catch (err) {
+      if (err instanceof client.AuthorizationResponseError || err instanceof client.ResponseBodyError) {
+        request.log.info({ provider: provider.id, error: err.error }, 'browser login refused by the identity provider')
+        throw badRequest(`The identity provider refused the login (${err.error}); start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')
+      }
+      const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+      const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError' || (err as { code?: string }).code === 'OAUTH_TIMEOUT')
+      if (timeout || (err instanceof TypeError && /fetch failed/.test(err.message))) {
+        request.log.warn({ provider: provider.id, reason }, 'identity provider unreachable for a browser login')
+        throw unavailable(provider.id)
+      }
+      request.log.warn({ provider: provider.id, reason }, 'browser login response refused')
+      throw badRequest(`The identity provider's answer did not pass the checks; start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')
+    }
+    if (claims === undefined) throw badRequest('The identity provider sent no ID token', 'SSO_LOGIN_FAILED')
+    const user = await fastify.auth.ssoUser(provider, claims, request.log)
+    if (user.enabled !== true) throw invalidCredentials()
+    await fastify.repos.users.update(user.id as number, { lastLoginAt: new Date() }, { touch: false })
+    reply.header('cache-control', 'no-store')
+    return {
+      login: true as const,
+      accessToken: fastify.auth.issue(user, 'access'),
+      refreshToken: fastify.auth.issue(user, 'refresh'),
+      expiresIn: fastify.auth.accessTokenTtlSeconds
+    }
+  })
+}
+
+export default sso

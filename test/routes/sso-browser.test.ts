@@ -1,0 +1,181 @@
+// Browser login at a real OpenID provider (oidc-provider on loopback): code + PKCE, state and nonce, ending in the gateway's token pair.
+import t, { type Test } from 'tap'
+import { build, type TestContext } from '../helpers/build.js'
+import { AUDIENCE, BROWSER_CLIENT, browserLogin, CLIENT_SECRET, startProvider, type TestProvider } from '../helpers/oidc.js'
+
+const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
+const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
+const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
+
+async function setup (t: Test, options: { licence?: number, stateTtlMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+  const idp = await startProvider({ redirectUri: REDIRECT })
+  t.teardown(() => idp.close())
+  const logs: string[] = []
+  const ctx = await build(t, {
+    auth: {
+      sso: [
+        { id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: CLIENT_SECRET, redirectUri: REDIRECT },
+        { id: 'tokens-only', issuer: `${idp.issuer}-other`, audience: AUDIENCE, typeMap: TYPE_MAP }
+      ],
+      revocationCacheMs: 0
+    },
+    licence: { logins: options.licence ?? 10 },
+    logging: { level: 'info' }
+  }, undefined, { timing: { stateTtlMs: options.stateTtlMs }, logStream: { write: (line: string) => { logs.push(line) } } })
+  return { idp, ctx, logs }
+}
+
+/** GET /login, then the provider's pages as a browser follows them: the callback URL the provider sends back. */
+async function start (ctx: TestContext, idp: TestProvider): Promise<{ authorization: URL, callback: URL }> {
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login' })
+  if (res.statusCode !== 302) throw new Error(`login: ${res.statusCode} ${res.body}`)
+  const authorization = new URL(res.headers.location as string)
+  return { authorization, callback: await browserLogin(authorization.href, REDIRECT) }
+}
+
+const callbackOf = (url: URL) => `${url.pathname}${url.search}`
+
+t.test('code + PKCE end to end: the same answer as a password login, then refresh as usual', async (t) => {
+  const { idp, ctx, logs } = await setup(t)
+  idp.loginAs = 'alice'
+  idp.claims.set('alice', { preferred_username: 'Alice', name: 'Alice Example', roles: ['gateway-user'] })
+
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login' })
+  t.equal(res.statusCode, 302)
+  t.equal(res.headers['cache-control'], 'no-store')
+  const authorization = new URL(res.headers.location as string)
+  t.equal(`${authorization.origin}${authorization.pathname}`, `${idp.issuer}/auth`, 'to the provider\'s authorization endpoint (discovered; issuer with a path)')
+  const q = authorization.searchParams
+  t.equal(q.get('response_type'), 'code')
+  t.equal(q.get('client_id'), BROWSER_CLIENT)
+  t.equal(q.get('redirect_uri'), REDIRECT)
+  t.equal(q.get('code_challenge_method'), 'S256')
+  t.match(q.get('code_challenge'), /^[\w-]{43}$/)
+  t.match(q.get('state'), /^[\w-]{20,}$/)
+  t.match(q.get('nonce'), /^[\w-]{20,}$/)
+  t.equal(q.get('scope'), 'openid profile email')
+
+  const callback = await browserLogin(authorization.href, REDIRECT)
+  t.equal(callback.searchParams.get('state'), q.get('state'))
+  t.ok(callback.searchParams.get('code'))
+  const done = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  t.equal(done.statusCode, 200, done.body)
+  t.equal(done.headers['cache-control'], 'no-store')
+  const body = done.json()
+  t.same(Object.keys(body).sort(), ['accessToken', 'expiresIn', 'login', 'refreshToken'])
+  t.equal(body.login, true)
+  t.equal(body.expiresIn, 900)
+  t.equal(decode(body.accessToken).typ, 'access', 'the gateway\'s own tokens')
+
+  const me = await ctx.app.inject({ method: 'GET', url: `/api/users/${decode(body.accessToken).sub}`, headers: ctx.auth(body.accessToken) })
+  t.equal(me.statusCode, 200)
+  t.match(me.json(), { username: 'alice', displayName: 'Alice Example', type: 'user', source: 'sso', enabled: true })
+  t.type(me.json().lastLoginAt, 'string')
+  const refreshed = await ctx.app.inject({ method: 'POST', url: '/api/users/refresh', headers: ctx.auth(body.refreshToken) })
+  t.equal(refreshed.statusCode, 200, 'refresh works unchanged')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(refreshed.json().accessToken) })).statusCode, 200)
+
+  // Replayed: the state was used up; nothing changes
+  const before = (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total
+  const replay = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  t.equal(replay.statusCode, 400)
+  t.equal(replay.json().code, 'SSO_STATE_INVALID')
+  t.match(replay.json().message, /unknown, used or expired/)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, before)
+
+  // A second login of the same person: the same row
+  const second = await start(ctx, idp)
+  const again = await ctx.app.inject({ method: 'GET', url: callbackOf(second.callback) })
+  t.equal(again.statusCode, 200)
+  t.equal(decode(again.json().accessToken).sub, decode(body.accessToken).sub, 'one identity, one row')
+
+  const logged = logs.join('\n')
+  t.notMatch(logged, new RegExp(callback.searchParams.get('code')!), 'the code is not logged')
+  t.match(logged, /"url":"\/api\/users\/sso\/warehouse\/callback\?\[redacted\]"/)
+})
+
+t.test('forged, crossed and expired callbacks are a 400 that changes nothing', async (t) => {
+  const { idp, ctx } = await setup(t, { stateTtlMs: 300 })
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total
+  const users = await count()
+
+  const forged = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/callback?code=abc&state=made-up' })
+  t.equal(forged.statusCode, 400)
+  t.equal(forged.json().code, 'SSO_STATE_INVALID')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/callback' })).json().code, 'SSO_STATE_INVALID', 'no state at all')
+
+  // A real state with another code: the provider refuses the code, and the state is gone
+  const one = await start(ctx, idp)
+  const other = await start(ctx, idp)
+  const crossed = new URL(one.callback)
+  crossed.searchParams.set('code', other.callback.searchParams.get('code')!)
+  const refused = await ctx.app.inject({ method: 'GET', url: callbackOf(crossed) })
+  t.equal(refused.statusCode, 400, 'a code issued for another login (its PKCE verifier does not match)')
+  t.equal(refused.json().code, 'SSO_LOGIN_FAILED')
+  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(one.callback) })).json().code, 'SSO_STATE_INVALID', 'the state was used by the failed attempt')
+
+  // The provider says no
+  const third = await start(ctx, idp)
+  const denied = await ctx.app.inject({ method: 'GET', url: `/api/users/sso/warehouse/callback?error=access_denied&state=${third.callback.searchParams.get('state')}&iss=${encodeURIComponent(idp.issuer)}` })
+  t.equal(denied.statusCode, 400)
+  t.match(denied.json().message, /refused the login \(access_denied\)/)
+
+  // Too late
+  const late = await start(ctx, idp)
+  await new Promise((resolve) => setTimeout(resolve, 350))
+  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(late.callback) })).json().code, 'SSO_STATE_INVALID', 'an expired state')
+  t.equal(await count(), users, 'no user was created by any of these')
+  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(other.callback) })).statusCode, 400, 'a code already tried by someone else is refused')
+})
+
+t.test('browser login: claims, licence and disabled users as for tokens', async (t) => {
+  const { idp, ctx } = await setup(t, { licence: 1 })
+  const admin = ctx.auth(ctx.adminToken)
+  const login = async (account: string) => {
+    idp.loginAs = account
+    const { callback } = await start(ctx, idp)
+    return await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  }
+  idp.claims.set('nobody', { preferred_username: 'nobody', roles: ['visitor'] })
+  const unmapped = await login('nobody')
+  t.equal(unmapped.statusCode, 403)
+  t.match(unmapped.json().message, /'roles' claim/)
+  idp.claims.set('bob', { preferred_username: 'bob', roles: ['gateway-user'] })
+  idp.claims.set('carol', { preferred_username: 'carol', roles: ['gateway-user'] })
+  t.equal((await login('bob')).statusCode, 200)
+  const over = await login('carol')
+  t.equal(over.statusCode, 403)
+  t.equal(over.json().code, 'LICENCE_LIMIT')
+  const bob = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=bob', headers: admin })).json().data[0]
+  await ctx.app.inject({ method: 'PATCH', url: `/api/users/${bob.id}`, headers: admin, payload: { enabled: false } })
+  const disabled = await login('bob')
+  t.equal(disabled.statusCode, 401)
+  t.match(disabled.json(), { code: 'INVALID_CREDENTIALS', login: false })
+})
+
+t.test('unknown providers, providers without browser login, an unreachable provider', async (t) => {
+  const { idp, ctx, logs } = await setup(t)
+  const unknown = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/nope/login' })
+  t.equal(unknown.statusCode, 404)
+  t.match(unknown.json().message, /No identity provider 'nope'/)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/sso/tokens-only/login' })).statusCode, 404, 'configured for tokens only')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/sso/tokens-only/callback?state=x' })).statusCode, 404)
+  await idp.stop()
+  const down = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login' })
+  t.equal(down.statusCode, 503)
+  t.equal(down.json().code, 'SSO_UNAVAILABLE')
+  t.ok(down.headers['retry-after'])
+  t.match(logs.join('\n'), /identity provider unreachable for a browser login/)
+})
+
+t.test('the provider goes away between login and callback', async (t) => {
+  const { idp, ctx } = await setup(t)
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const { callback } = await start(ctx, idp)
+  idp.mode = 'hang'
+  const started = Date.now()
+  const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  t.equal(res.statusCode, 503, 'the token endpoint does not answer')
+  t.ok(Date.now() - started < 2500, `within the timeout (${Date.now() - started} ms)`)
+})
