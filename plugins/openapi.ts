@@ -57,13 +57,15 @@ const transform: SwaggerTransform = ({ schema, url, route }) => {
   const path = url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url
   const method = typeof route.method === 'string' ? route.method : route.method[0]
   const open = !path.startsWith('/api/') || route.config?.auth === 'none'
+  // Refresh and application-token start from the gateway's own login: an identity provider's token is never taken there.
+  const secured: Array<Record<string, string[]>> = route.config?.auth === 'refresh' ? [{ bearer: [] }] : [{ bearer: [] }, { identityProvider: [] }]
   const { queryFilters, ...rest } = schema ?? {} as FastifySchema
   return {
     url: path,
     schema: {
       ...rest,
       operationId: rest.operationId ?? operationIdOf(method, path),
-      security: rest.security ?? (open ? [] : [{ bearer: [] }]),
+      security: rest.security ?? (open ? [] : secured),
       ...(rest.querystring !== undefined && { querystring: documentedQuery(rest.querystring as Json, queryFilters) })
     }
   }
@@ -80,7 +82,13 @@ async function openapi (fastify: FastifyInstance): Promise<void> {
       },
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'the gateway\'s own token: from POST /api/users/login (or a browser login at an identity provider), /api/users/refresh or /api/users/application-token' },
+          identityProvider: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'an access token from an OpenID Connect provider configured in auth.sso (its iss and aud), for example a client-credentials token of Entra ID or Keycloak; never taken at /api/users/refresh or /api/users/application-token'
+          },
           eventTicket: { type: 'apiKey', in: 'query', name: 'ticket', description: 'single-use, from POST /api/events/ticket; only GET /api/events takes it' }
         }
       }

@@ -108,7 +108,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
         'A client reconnecting with `Last-Event-ID: <n>` (or `?lastEventId=<n>`) first gets the held events after n (the last 1000) that match its filter; ' +
         'when some after n are no longer held the stream starts with the comment `: missed events before <id>`.',
       tags: ['events'],
-      security: [{ bearer: [] }, { eventTicket: [] }],
+      security: [{ bearer: [] }, { identityProvider: [] }, { eventTicket: [] }],
       querystring: EventsQuery,
       headers: EventsHeaders,
       produces: ['text/event-stream'],

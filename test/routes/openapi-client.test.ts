@@ -66,7 +66,7 @@ t.test('the document describes a client: no trailing slashes, typed list paramet
     for (const [method, op] of Object.entries<any>(item)) {
       t.type(op.operationId, 'string', `${method} ${path} has an operationId`)
       ids.push(op.operationId)
-      const open = path.startsWith('/health') || path === '/api/users/login'
+      const open = path.startsWith('/health') || path === '/api/users/login' || path.startsWith('/api/users/sso/')
       if (open) t.same(op.security, [], `${method} ${path} is public`)
       else t.ok(op.security.some((s: object) => 'bearer' in s), `${method} ${path} needs the bearer token`)
     }
@@ -76,8 +76,13 @@ t.test('the document describes a client: no trailing slashes, typed list paramet
   t.same([op('/api/materials', 'get'), op('/api/materials', 'post'), op('/api/materials/{id}', 'get'), op('/api/materials/{id}', 'post'), op('/api/materials/{id}', 'delete')],
     ['listMaterials', 'createMaterial', 'getMaterial', 'updateMaterial', 'deleteMaterial'])
   t.equal(op('/api/stations', 'get'), 'listStations')
-  t.same(spec.paths['/api/events'].get.security, [{ bearer: [] }, { eventTicket: [] }])
-  t.match(spec.components.securitySchemes, { bearer: { type: 'http', scheme: 'bearer' }, eventTicket: { type: 'apiKey', in: 'query', name: 'ticket' } })
+  t.same(spec.paths['/api/events'].get.security, [{ bearer: [] }, { identityProvider: [] }, { eventTicket: [] }])
+  t.match(spec.components.securitySchemes, { bearer: { type: 'http', scheme: 'bearer' }, identityProvider: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, eventTicket: { type: 'apiKey', in: 'query', name: 'ticket' } })
+  t.same(spec.paths['/api/materials'].get.security, [{ bearer: [] }, { identityProvider: [] }], 'access routes take either kind of token')
+  t.same(spec.paths['/api/users/refresh'].post.security, [{ bearer: [] }], 'refresh takes only the gateway\'s own')
+  t.same(spec.paths['/api/users/application-token'].post.security, [{ bearer: [] }])
+  t.ok(spec.paths['/api/users/sso/{id}/login'].get.responses['302'], 'the browser login redirects')
+  t.ok(spec.paths['/api/users/sso/{id}/callback'].get.responses['200'], 'and its callback answers like a login')
 
   const list = spec.paths['/api/materials'].get
   const param = (name: string) => list.parameters.find((p: any) => p.name === name && p.in === 'query')
