@@ -32,6 +32,7 @@ const COLUMNS: Record<string, string> = {
 }
 
 const list = db.prepare('SELECT * FROM materials ORDER BY id LIMIT 100')
+const listAfter = db.prepare('SELECT * FROM materials WHERE id > ? ORDER BY id LIMIT 100')
 const byId = db.prepare('SELECT * FROM materials WHERE id = ?')
 const insert = db.prepare(`INSERT INTO materials (material_number, name, description, unit, barcode, min_stock, max_stock, weight, blocked, block_reason)
   VALUES (@materialNumber, @name, @description, @unit, @barcode, @minStock, @maxStock, @weight, @blocked, @blockReason) RETURNING *`)
@@ -48,9 +49,10 @@ app.get('/health', async () => ({ status: 'ok' }))
 await app.register(async (api) => {
   api.addHook('onRequest', async (request) => { await request.jwtVerify() })
 
-  api.get('/materials', async (_request, reply) => {
+  api.get<{ Querystring: { after?: string } }>('/materials', async (request, reply) => {
     reply.type('application/json')
-    return JSON.stringify({ data: list.all(), meta: { limit: 100 } })
+    const after = request.query.after
+    return JSON.stringify({ data: after === undefined ? list.all() : listAfter.all(Number(after)), meta: { limit: 100 } })
   })
 
   api.get<{ Params: { id: string } }>('/materials/:id', async (request, reply) => {

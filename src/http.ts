@@ -50,44 +50,84 @@ export interface ListBody<T> {
 }
 
 /**
- * Conditional GETs of one list route answered without a query: URL -> the ETag last sent for it
- * and the database's change mark read before that page's query ran. A mark that moved since
- * (any commit, by the gateway or by the picking system behind its back) makes the entry stale.
+ * Pages of one list route answered without a query: URL -> the body last sent for it (serverTime
+ * left as a slot), its ETag and total, and the database's change mark read before that page's
+ * query ran. A mark that moved since (any commit, by the gateway or by the picking system behind
+ * its back) makes the entry stale, so a hit is exactly the page the query would return now. An
+ * ERP that polls the same page all day gets it, or its 304, for the cost of the token check.
+ * Bounded by bytes (least recently used out first); a page larger than an eighth of the budget
+ * is not kept.
  */
-export class ListEtagCache {
-  private readonly entries = new Map<string, { mark: string, etag: string }>()
-  constructor (private readonly max = 1000) {}
+export class ListPageCache {
+  private readonly entries = new Map<string, CachedPage>()
+  private bytes = 0
+  constructor (private readonly maxBytes = 4 * 1048576) {}
 
-  get (url: string, mark: string): string | undefined {
+  get (url: string, mark: string): CachedPage | undefined {
     const hit = this.entries.get(url)
-    return hit !== undefined && hit.mark === mark ? hit.etag : undefined
+    if (hit === undefined) return undefined
+    if (hit.mark !== mark) {
+      this.remove(url, hit)
+      return undefined
+    }
+    // most recently used last
+    this.entries.delete(url)
+    this.entries.set(url, hit)
+    return hit
   }
 
-  set (url: string, mark: string, etag: string): void {
-    this.entries.delete(url)
-    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string)
-    this.entries.set(url, { mark, etag })
+  set (url: string, page: CachedPage): void {
+    const old = this.entries.get(url)
+    if (old !== undefined) this.remove(url, old)
+    const size = page.body.length + url.length
+    if (size > this.maxBytes / 8) return
+    while (this.bytes + size > this.maxBytes) {
+      const [oldest, entry] = this.entries.entries().next().value as [string, CachedPage]
+      this.remove(oldest, entry)
+    }
+    this.entries.set(url, page)
+    this.bytes += size
   }
 
   get size (): number {
     return this.entries.size
   }
+
+  /** bytes held (bodies, and URLs counted as characters) */
+  get held (): number {
+    return this.bytes
+  }
+
+  private remove (url: string, entry: CachedPage): void {
+    this.entries.delete(url)
+    this.bytes -= entry.body.length + url.length
+  }
+}
+
+export interface CachedPage {
+  mark: string
+  etag: string
+  /** the body as sent, UTF-8, with serverTime as TIME_SLOT at `at` */
+  body: Buffer
+  at: number
+  total?: number
 }
 
 export interface SendListOptions {
   /**
    * The rows hold only stored fields (no live, volatile ones): the body is serialized once with
    * the route's compiled serializer and the ETag is the hash of that text; with a cache and a
-   * database that has a change mark, a matching If-None-Match is answered without a query.
+   * database that has a change mark, a page whose data cannot have changed is answered from the
+   * cache (200 or 304) without a query.
    */
-  stored?: { cache?: ListEtagCache, mark?: () => string | undefined }
+  stored?: { cache?: ListPageCache, mark?: () => string | undefined }
 }
 
 /** serverTime's place while the body is hashed: the same length as any ISO time, so it is replaced in place. */
 const TIME_SLOT = '0000-00-00T00:00:00.000Z'
 
-function hashTag (text: string): string {
-  return `"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`
+function hashTag (body: Buffer): string {
+  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
 }
 
 /** Parses the list query, runs it and builds the envelope with meta.next, X-Total-Count and ETag. */
@@ -102,9 +142,12 @@ export async function sendList<T> (
   const parsed = parseListQuery(query, repo.def)
   const stored = opts.stored
   const mark = stored?.mark?.()
-  if (stored?.cache !== undefined && mark !== undefined && request.headers['if-none-match'] !== undefined) {
-    const etag = stored.cache.get(request.url, mark)
-    if (etag !== undefined && notModified(request, etag)) return reply.code(304).header('etag', etag).send()
+  const hit = mark === undefined ? undefined : stored?.cache?.get(request.url, mark)
+  if (hit !== undefined) {
+    reply.header('etag', hit.etag)
+    if (hit.total !== undefined) reply.header('x-total-count', String(hit.total))
+    if (notModified(request, hit.etag)) return reply.code(304).send()
+    return sendStored(reply, hit, new Date().toISOString())
   }
   const result = await repo.list(parsed)
   const meta: ListBody<T>['meta'] = { limit: parsed.limit, serverTime: new Date().toISOString() }
@@ -124,11 +167,22 @@ export async function sendList<T> (
   // Serialize once: the route's compiled serializer, with serverTime's slot held fixed while hashing
   const serverTime = meta.serverTime
   meta.serverTime = TIME_SLOT
-  const text = reply.serialize({ data, meta }) as string
-  const etag = hashTag(text)
-  if (mark !== undefined) stored.cache?.set(request.url, mark, etag)
-  reply.header('etag', etag)
-  if (notModified(request, etag)) return reply.code(304).send()
-  const at = text.lastIndexOf(TIME_SLOT)
-  return reply.type('application/json; charset=utf-8').send(text.slice(0, at) + serverTime + text.slice(at + TIME_SLOT.length))
+  // The text becomes UTF-8 once: hashed as bytes, kept as bytes, sent as bytes
+  const body = Buffer.from(reply.serialize({ data, meta }) as string)
+  const page: CachedPage = { mark: mark ?? '', etag: hashTag(body), body, at: body.lastIndexOf(TIME_SLOT), total: meta.total }
+  if (mark !== undefined) stored.cache?.set(request.url, page)
+  reply.header('etag', page.etag)
+  if (notModified(request, page.etag)) return reply.code(304).send()
+  return sendStored(reply, page, serverTime)
+}
+
+/**
+ * A stored body with this request's serverTime in its slot (the last one: meta follows data).
+ * A copy: the cached bytes stay as they are, and a socket may still be writing an earlier copy.
+ */
+function sendStored (reply: FastifyReply, page: CachedPage, serverTime: string): FastifyReply {
+  const body = Buffer.allocUnsafe(page.body.length)
+  page.body.copy(body)
+  body.write(serverTime, page.at, TIME_SLOT.length, 'latin1')
+  return reply.type('application/json; charset=utf-8').send(body)
 }

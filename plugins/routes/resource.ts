@@ -9,7 +9,7 @@ import type { Repository } from '../../src/db/repository.js'
 import type { Row } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
-import { etagOf, ifMatchCheck, ListEtagCache, sendList, sendOne, type ListBody, type SendListOptions } from '../../src/http.js'
+import { etagOf, ifMatchCheck, ListPageCache, sendList, sendOne, type ListBody, type SendListOptions } from '../../src/http.js'
 
 export interface ResourceRoutesOptions {
   /** singular noun for messages and summaries */
@@ -44,7 +44,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const update = schemas.update as TObject
     const writers = fastify.requireType(...opts.writers)
     const who = opts.writers.length === 3 ? '' : ` (${opts.writers.join(', ')})`
-    const listOptions: SendListOptions = opts.storedOnly === true ? { stored: { cache: new ListEtagCache(), mark: () => fastify.db.changeMark() } } : {}
+    const listOptions: SendListOptions = opts.storedOnly === true ? { stored: { cache: new ListPageCache(), mark: () => fastify.db.changeMark() } } : {}
     const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
     const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }

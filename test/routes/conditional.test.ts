@@ -77,3 +77,80 @@ t.test('a 304 never hides a change made behind the gateway\'s back', async (t) =
   t.equal((await app.inject({ method: 'GET', url: `${url}&offset=10`, headers: { ...headers, 'if-none-match': etag4 } })).statusCode, 200)
   t.equal((await app.inject({ method: 'GET', url: `${url}&offset=10`, headers: { ...headers, 'if-none-match': '*' } })).statusCode, 304)
 })
+
+t.test('a page answered from the cache (200) is exactly the page the query would return now', async (t) => {
+  const ctx = await build(t)
+  const { app, db } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  for (let i = 1; i <= 12; i++) {
+    t.equal((await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: `P-${i}`, name: `Page part ${i}` } })).statusCode, 201)
+  }
+  const url = '/api/materials?limit=5&sort=materialNumber&count=true'
+  const first = await app.inject({ method: 'GET', url, headers })
+  t.equal(first.statusCode, 200)
+  let queries = 0
+  const query = db.query.bind(db)
+  db.query = async (stmt) => { queries++; return await query(stmt) }
+  await new Promise((resolve) => setTimeout(resolve, 5)) // serverTime moves on
+  const cached = await app.inject({ method: 'GET', url, headers })
+  const sqlite = db.dialect === 'sqlite'
+  if (sqlite) t.equal(queries, 0, 'a repeated page of unchanged data runs no query')
+  t.equal(cached.statusCode, 200)
+  t.equal(cached.headers['content-type'], 'application/json; charset=utf-8')
+  t.equal(cached.headers.etag, first.headers.etag)
+  t.equal(cached.headers['x-total-count'], '12', 'X-Total-Count comes with a cached page')
+  const a = first.json()
+  const b = cached.json()
+  t.same(b.data, a.data)
+  t.same({ ...b.meta, serverTime: 0 }, { ...a.meta, serverTime: 0 }, 'the same meta (limit, total, next)')
+  t.ok(Date.parse(b.meta.serverTime) > Date.parse(a.meta.serverTime), 'serverTime is the time of this request, not of the cached one')
+  t.ok(Date.parse(b.meta.serverTime) <= Date.now())
+
+  // the next page by its link, twice: the second comes from the cache and is the same
+  const next = await app.inject({ method: 'GET', url: a.meta.next, headers })
+  const nextAgain = await app.inject({ method: 'GET', url: a.meta.next, headers })
+  t.same(nextAgain.json().data, next.json().data)
+  t.equal(nextAgain.json().data[0].materialNumber, 'P-3', 'the walk goes on where page one ended (P-1, P-10, P-11, P-12, P-2; then P-3)')
+
+  // a change behind the gateway's back, modified time left alone: the next plain GET has it
+  const id = a.data[2].id as number
+  const table = db.dialect === 'mssql' ? '[dbo].[materials]' : '"materials"'
+  await db.execute({ text: `UPDATE ${table} SET name = @name WHERE id = @id`, params: [{ name: 'name', kind: 'string', value: 'Changed directly' }, { name: 'id', kind: 'integer', value: id }] })
+  const after = await app.inject({ method: 'GET', url, headers })
+  t.equal(after.json().data[2].name, 'Changed directly', 'the cached page is not served after a write')
+  t.not(after.headers.etag, first.headers.etag)
+
+  if (sqlite) {
+    const other = new BetterSqlite3(sqlitePath(ctx.config.database.url)!)
+    t.teardown(() => other.close())
+    other.prepare('UPDATE materials SET weight = ? WHERE id = ?').run(4.25, id)
+    const outside = await app.inject({ method: 'GET', url, headers })
+    t.equal(outside.json().data[2].weight, 4.25, 'a commit by another connection: the page is read again')
+    other.prepare('DELETE FROM materials WHERE id = ?').run(id)
+    const gone = await app.inject({ method: 'GET', url, headers })
+    t.equal(gone.headers['x-total-count'], '11', 'and a row deleted by another connection is gone from the page and the total')
+    t.notOk(gone.json().data.some((m: { id: number }) => m.id === id))
+  }
+})
+
+t.test('the page cache is bounded by size, least recently used out first', async (t) => {
+  const { ListPageCache } = await import('../../src/http.js')
+  const cache = new ListPageCache(8000)
+  const page = (n: number) => ({ mark: 'm1', etag: `"${n}"`, body: Buffer.alloc(900, 'x'), at: 0 })
+  for (let i = 0; i < 10; i++) cache.set(`/p${i}`, page(i))
+  t.ok(cache.held <= 8000, `held ${cache.held} of 8000`)
+  t.equal(cache.get('/p0', 'm1'), undefined, 'the oldest went first')
+  t.equal(cache.get('/p9', 'm1')?.etag, '"9"')
+  t.equal(cache.get('/p9', 'm2'), undefined, 'another change mark: stale')
+  t.equal(cache.get('/p9', 'm1'), undefined, 'and the stale entry is dropped')
+  const before = cache.size
+  cache.set('/big', { mark: 'm1', etag: '"big"', body: Buffer.alloc(1001, 'x'), at: 0 })
+  t.equal(cache.size, before, 'a page over an eighth of the budget is not kept')
+  // a read keeps an entry: the least recently used goes instead
+  const oldest = ['/p2', '/p3'].filter((u) => cache.get(u, 'm1') !== undefined)
+  t.ok(oldest.length > 0)
+  cache.get(oldest[0], 'm1')
+  for (let i = 10; i < 14; i++) cache.set(`/p${i}`, page(i))
+  t.not(cache.get(oldest[0], 'm1'), undefined, 'the page read recently is still there')
+  t.ok(cache.held <= 8000)
+})
