@@ -1,5 +1,7 @@
 // argon2id hashing with one set of parameters, and a decoy hash so unknown users cost the same time as known ones.
 import argon2 from 'argon2'
+import { availableParallelism } from 'node:os'
+import { ApiError } from '../errors.js'
 
 export interface Argon2Params {
   memoryCost: number
@@ -17,21 +19,61 @@ export interface Passwords {
   needsRehash (storedHash: string): boolean
 }
 
-export async function createPasswords (params: Argon2Params = DEFAULT_ARGON2): Promise<Passwords> {
+export interface HashingLimits {
+  /** argon2 computations at once; default: one core less than the machine has (at least 1) */
+  concurrency?: number
+  /** computations waiting beyond that; one more is a 503 OVERLOADED (default 256) */
+  queue?: number
+}
+
+/**
+ * Runs at most `concurrency` tasks at once, first come first served. argon2 runs on libuv's
+ * threadpool (4 threads): unlimited, a burst of logins takes every core and the event loop,
+ * which serves everyone else, waits behind it. One core less than the machine has keeps one
+ * for the event loop; waiting logins queue instead (bounded).
+ */
+export class Limiter {
+  private running = 0
+  private readonly waiting: Array<() => void> = []
+  constructor (readonly concurrency: number, readonly queue: number) {}
+
+  async run<T> (task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.concurrency) {
+      if (this.waiting.length >= this.queue) {
+        throw new ApiError(503, 'OVERLOADED', 'Too many password checks at once; try again shortly', { headers: { 'retry-after': '1' } })
+      }
+      await new Promise<void>((resolve) => this.waiting.push(resolve))
+    } else {
+      this.running++
+    }
+    try {
+      return await task()
+    } finally {
+      // hand the slot to the next in line, or give it back
+      const next = this.waiting.shift()
+      if (next !== undefined) next()
+      else this.running--
+    }
+  }
+}
+
+export async function createPasswords (params: Argon2Params = DEFAULT_ARGON2, limits: HashingLimits = {}): Promise<Passwords> {
   const options = { type: argon2.argon2id as 2, ...params }
-  const hash = (password: string): Promise<string> => argon2.hash(password, options)
+  const limiter = new Limiter(limits.concurrency ?? Math.max(1, availableParallelism() - 1), limits.queue ?? 256)
+  const hash = (password: string): Promise<string> => limiter.run(() => argon2.hash(password, options))
+  const check = (stored: string, password: string): Promise<boolean> => limiter.run(() => argon2.verify(stored, password))
   const decoy = await hash(`decoy-${Math.random()}`)
   return {
     hash,
     async verify (storedHash, password) {
       if (!storedHash || !storedHash.startsWith('$argon2')) {
-        await argon2.verify(decoy, password).catch(() => false)
+        await check(decoy, password).catch(rethrowOverload)
         return false
       }
       try {
-        return await argon2.verify(storedHash, password)
-      } catch {
-        return false
+        return await check(storedHash, password)
+      } catch (err) {
+        return rethrowOverload(err)
       }
     },
     needsRehash (storedHash) {
@@ -42,6 +84,12 @@ export async function createPasswords (params: Argon2Params = DEFAULT_ARGON2): P
       }
     }
   }
+}
+
+/** A hash that does not parse is a failed check; a full queue stays a 503. */
+function rethrowOverload (err: unknown): false {
+  if (err instanceof ApiError) throw err
+  return false
 }
 
 /** Usernames are case-insensitive and compared trimmed (SQL Server compares 'admin' and 'Admin  ' as equal). */
