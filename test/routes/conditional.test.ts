@@ -136,7 +136,7 @@ t.test('a page answered from the cache (200) is exactly the page the query would
 t.test('the page cache is bounded by size, least recently used out first', async (t) => {
   const { ListPageCache } = await import('../../src/http.js')
   const cache = new ListPageCache(8000)
-  const page = (n: number) => ({ mark: 'm1', etag: `"${n}"`, body: Buffer.alloc(900, 'x'), at: 0 })
+  const page = (n: number) => ({ mark: 'm1', etag: `"${n}"`, text: 'x'.repeat(900), at: 0 })
   for (let i = 0; i < 10; i++) cache.set(`/p${i}`, page(i))
   t.ok(cache.held <= 8000, `held ${cache.held} of 8000`)
   t.equal(cache.get('/p0', 'm1'), undefined, 'the oldest went first')
@@ -144,7 +144,7 @@ t.test('the page cache is bounded by size, least recently used out first', async
   t.equal(cache.get('/p9', 'm2'), undefined, 'another change mark: stale')
   t.equal(cache.get('/p9', 'm1'), undefined, 'and the stale entry is dropped')
   const before = cache.size
-  cache.set('/big', { mark: 'm1', etag: '"big"', body: Buffer.alloc(1001, 'x'), at: 0 })
+  cache.set('/big', { mark: 'm1', etag: '"big"', text: 'x'.repeat(1001), at: 0 })
   t.equal(cache.size, before, 'a page over an eighth of the budget is not kept')
   // a read keeps an entry: the least recently used goes instead
   const oldest = ['/p2', '/p3'].filter((u) => cache.get(u, 'm1') !== undefined)
