@@ -2,7 +2,6 @@
 import { createHash } from 'node:crypto'
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose'
 import * as client from 'openid-client'
-import { EnvHttpProxyAgent, fetch as undiciFetch } from 'undici'
 import { SSO_ALGORITHMS, type SsoProviderConfig } from '../../schemas/config.js'
 import type { UserType } from '../../schemas/users.js'
 import { normalizeUsername } from './passwords.js'
@@ -47,10 +46,22 @@ export class SsoError extends Error {
  * those variables; undici's EnvHttpProxyAgent reads them (upper or lower case) when created.
  */
 export function proxyFetch (): { fetch: ProviderFetch, close: () => Promise<void> } {
-  const agent = new EnvHttpProxyAgent()
+  // undici loads on the first provider request: about 20 MB resident that an installation
+  // without single sign-on (the demo, most sites) does not need
+  let loading: Promise<{ agent: import('undici').EnvHttpProxyAgent, fetch: typeof import('undici').fetch }> | undefined
+  const load = async () => {
+    const undici = await import('undici')
+    return { agent: new undici.EnvHttpProxyAgent(), fetch: undici.fetch }
+  }
   return {
-    fetch: async (url, init) => await (undiciFetch(url, { ...init as Parameters<typeof undiciFetch>[1], dispatcher: agent }) as unknown as Promise<Response>),
-    close: async () => { await agent.close() }
+    fetch: async (url, init) => {
+      loading ??= load()
+      const { agent, fetch } = await loading
+      return await (fetch(url, { ...init as Parameters<typeof fetch>[1], dispatcher: agent }) as unknown as Promise<Response>)
+    },
+    close: async () => {
+      if (loading !== undefined) await (await loading).agent.close()
+    }
   }
 }
 
