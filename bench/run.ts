@@ -1,6 +1,6 @@
 // npm run bench: the gateway against naive baselines in the same run, as ratios against the goals of issue 9; exit code 1 when a goal is missed.
 import { randomBytes } from 'node:crypto'
-import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -188,10 +188,22 @@ interface Context {
   configFile: string
 }
 
+/** The Environment= settings of systemd/picking-gateway.service, but the configuration file's path. */
+function unitEnvironment (): Record<string, string> {
+  const unit = readFileSync(join(here, '..', '..', 'systemd', 'picking-gateway.service'), 'utf8')
+  const env: Record<string, string> = {}
+  for (const m of unit.matchAll(/^Environment=([A-Z_][A-Z0-9_]*)=(\S*)$/gm)) {
+    if (m[1] !== 'PICKING_GATEWAY_CONFIG') env[m[1]] = m[2]
+  }
+  return env
+}
+
 function gatewayEnv (ctx: Context, db: Record<string, string>): Record<string, string> {
   // LOG_LEVEL info: production logs every request, so the measurement includes it (to a file)
   const experiment = process.env.BENCH_GATEWAY_NODE_OPTIONS
   return {
+    // what the production unit sets for the process (MALLOC_ARENA_MAX, NODE_ENV)
+    ...unitEnvironment(),
     ...db,
     PICKING_GATEWAY_CONFIG: ctx.configFile,
     PICKING_GATEWAY_JWT_SECRET: ctx.secret,
@@ -464,6 +476,7 @@ async function main (): Promise<void> {
   console.log(`picking-gateway bench: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load average ${machine.loadAverageAtStart.join(' ')}`)
   console.log(`settings: ${JSON.stringify(settings)}`)
   console.log('The gateway logs every request at info level to a file, as in production; the naive baseline logs nothing.')
+  console.log(`The gateway runs with the systemd unit's environment: ${JSON.stringify(unitEnvironment())}`)
 
   // Password hashing cost, in this process: what one login costs the gateway's threadpool.
   const passwords = await createPasswords(DEFAULT_ARGON2)
