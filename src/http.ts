@@ -1,5 +1,5 @@
 // HTTP conventions shared by the resource routes: ETags, conditional requests, the list envelope.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parseListQuery, nextLink } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
@@ -8,9 +8,26 @@ import type { Row } from './db/types.js'
 /** Fields left out of ETags: they change on every heartbeat and are not the resource's version. */
 const VOLATILE = new Set(['lastSeenAt'])
 
+/** The ETag of a text: SHA-256, base64url, 27 characters (162 bits), quoted. */
+function hashTag (text: string): string {
+  return `"${hash('sha256', text, 'base64url').slice(0, 27)}"`
+}
+
+const dropVolatile = (key: string, v: unknown): unknown => (VOLATILE.has(key) ? undefined : v)
+
+/** A flat object (a material's body) without volatile fields: JSON.stringify needs no replacer for it. */
+function flatAndStable (value: unknown): boolean {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key]
+    if (VOLATILE.has(key) || (v !== null && typeof v === 'object')) return false
+  }
+  return true
+}
+
 export function etagOf (value: unknown): string {
-  const json = JSON.stringify(value, (key, v) => (VOLATILE.has(key) ? undefined : v))
-  return `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"`
+  const json = flatAndStable(value) ? JSON.stringify(value) : JSON.stringify(value, dropVolatile)
+  return hashTag(json)
 }
 
 function listTags (header: string): string[] {
@@ -126,9 +143,7 @@ export interface SendListOptions {
 /** serverTime's place while the body is hashed: the same length as any ISO time, so it is replaced in place. */
 const TIME_SLOT = '0000-00-00T00:00:00.000Z'
 
-function hashTag (text: string): string {
-  return `"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`
-}
+
 
 /** Parses the list query, runs it and builds the envelope with meta.next, X-Total-Count and ETag. */
 export async function sendList<T> (
