@@ -4,6 +4,7 @@ import type Mssql from 'mssql'
 import { mssqlDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError, type DbError } from './errors.js'
 import { mappingProblems, missingColumns } from './resources.js'
+import { tableLabel } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
 type Driver = typeof Mssql
@@ -478,7 +479,7 @@ class MssqlDatabase implements Database {
   async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
     const problems = mappingProblems(def, mapping)
     if (problems.length > 0) return problems
-    return missingColumns(def, mapping, `${mapping.schema ?? 'dbo'}.${mapping.table}`, (await this.columns(mapping)).map((c) => c.name))
+    return missingColumns(def, mapping, tableLabel(this.dialect, mapping), (await this.columns(mapping)).map((c) => c.name))
   }
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {

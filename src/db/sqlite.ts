@@ -4,6 +4,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
 import { mappingProblems, missingColumns } from './resources.js'
+import { tableLabel } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
 
 export interface SqliteOptions {
@@ -161,7 +162,7 @@ class SqliteDatabase implements Database {
   async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
     const problems = mappingProblems(def, mapping)
     if (problems.length > 0) return problems
-    return missingColumns(def, mapping, mapping.table, (await this.columns(mapping)).map((c) => c.name))
+    return missingColumns(def, mapping, tableLabel(this.dialect, mapping), (await this.columns(mapping)).map((c) => c.name))
   }
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {

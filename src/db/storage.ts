@@ -1,7 +1,7 @@
 // How each API field is stored: the column's declared type, value maps and time zone, compiled once per resource.
 import { InvalidValueError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
-import { idField, resources, type ResourceName } from './resources.js'
+import { idField, mappingProblems, missingColumns, resources, type ResourceName } from './resources.js'
 import { isTimeZone, utcToWall, wallToUtc } from './time-zone.js'
 import type { ColumnInfo, Database, DialectName, FieldDef, FieldKind, ResourceDef, SqlValue, StoredCode, TableMapping } from './types.js'
 
@@ -510,18 +510,26 @@ export interface StorageReport {
   columns: Record<ResourceName, ColumnInfo[]>
 }
 
+/** The table's name as messages about it show it: schema-qualified on SQL Server. */
+export function tableLabel (dialect: DialectName, mapping: TableMapping): string {
+  return dialect === 'mssql' ? `${mapping.schema ?? 'dbo'}.${mapping.table}` : mapping.table
+}
+
 /**
- * Reads every mapped table's columns and checks the mapping against them. Rejects with
+ * Reads every mapped table's columns (once each) and checks the mapping against them. Rejects with
  * DatabaseUnavailableError when the database cannot be reached.
  */
 export async function inspectStorage (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<StorageReport> {
   const problems: string[] = []
   const columns = {} as Record<ResourceName, ColumnInfo[]>
   for (const name of Object.keys(resources) as ResourceName[]) {
-    const missing = await db.checkMapping(resources[name], mappings[name])
+    const def = resources[name]
+    const mapping = mappings[name]
+    const structural = mappingProblems(def, mapping)
+    columns[name] = structural.length > 0 ? [] : await db.columns(mapping)
+    const missing = structural.length > 0 ? structural : missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns[name].map((c) => c.name))
     problems.push(...missing)
-    columns[name] = await db.columns(mappings[name])
-    if (missing.length === 0) problems.push(...storageProblems(new ResourceStorage(db.dialect, resources[name], mappings[name], columns[name])))
+    if (missing.length === 0) problems.push(...storageProblems(new ResourceStorage(db.dialect, def, mapping, columns[name])))
   }
   return { problems, columns }
 }

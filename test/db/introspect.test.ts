@@ -380,7 +380,11 @@ t.test('picking-gateway db introspect', async (t) => {
   // the gateway's own start-up check finds nothing wrong with the proposal
   const db = openDatabase(url, { logger: silent })
   t.teardown(() => db.close())
+  const reads: string[] = []
+  const columns = db.columns.bind(db)
+  db.columns = async (m) => { reads.push(m.table); return await columns(m) }
   t.same((await inspectStorage(db, mappingsOf(config))).problems, [])
+  t.same(reads, ['Artikel', 'Arbeitsplatz', 'gateway_users'], "each table's columns are read once")
 
   const human = io(env)
   t.equal(await main(['db', 'introspect'], human), 0)
