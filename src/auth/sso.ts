@@ -4,6 +4,7 @@ import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify,
 import * as client from 'openid-client'
 import { SSO_ALGORITHMS, type SsoProviderConfig } from '../../schemas/config.js'
 import type { UserType } from '../../schemas/users.js'
+import { isHttpsOrLoopback } from '../config.js'
 import { normalizeUsername } from './passwords.js'
 
 /** The algorithms used when the configuration names none and the provider advertises none of them. */
@@ -86,7 +87,6 @@ export function claimAt (claims: JWTPayload, name: string): unknown {
 }
 
 export interface SsoIdentity {
-  provider: string
   sub: string
   /** what the password-hash column of its user row holds */
   marker: string
@@ -127,6 +127,8 @@ export class SsoProvider {
   private readonly maxAgeMs: number
   private discovery?: Promise<client.Configuration>
   private discoveryFailure?: { at: number, message: string }
+  /** where the keys are and which algorithms they sign with: settled once known */
+  private params?: KeyParams
   private keys?: KeyLookup
   private keysAt = 0
   private keysAttemptedAt = Number.NEGATIVE_INFINITY
@@ -180,7 +182,8 @@ export class SsoProvider {
     const metadata = (await this.configuration()).serverMetadata()
     if (typeof metadata.jwks_uri !== 'string') throw new SsoError('the provider\'s metadata has no jwks_uri; set jwksUri', { unavailable: true })
     const url = new URL(metadata.jwks_uri)
-    if (url.protocol !== 'https:' && new URL(this.config.issuer).protocol !== 'http:') throw new SsoError(`jwks_uri ${url.href} is not https`, { unavailable: true })
+    // the rule the configuration check applies to a configured jwksUri
+    if (!isHttpsOrLoopback(url)) throw new SsoError(`jwks_uri ${url.href} is neither https nor on loopback`, { unavailable: true })
     if (algorithms !== undefined) return { jwksUri: url, algorithms }
     const advertised = (metadata.id_token_signing_alg_values_supported ?? []).filter((alg) => DEFAULT_ALGORITHMS.includes(alg))
     return { jwksUri: url, algorithms: advertised.length > 0 ? advertised : DEFAULT_ALGORITHMS }
@@ -191,7 +194,7 @@ export class SsoProvider {
    * aud, exp (required, no skew), nbf (at most 60 s skew), sub. Throws SsoError.
    */
   async verify (token: string): Promise<JWTPayload & { sub: string }> {
-    const { jwksUri, algorithms } = await this.keyParams()
+    const { jwksUri, algorithms } = this.params ??= await this.keyParams()
     let payload: JWTPayload
     try {
       ({ payload } = await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws), {
@@ -271,7 +274,6 @@ export class SsoProvider {
     const found = names.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v.trim() !== '')
     const name = typeof claims.name === 'string' && claims.name.length <= 200 ? claims.name : null
     return {
-      provider: this.id,
       sub: claims.sub,
       marker: ssoMarker(this.id, claims.sub),
       type,
@@ -292,10 +294,6 @@ export class SsoProviders {
       this.byIssuer.set(config.issuer, provider)
       this.byId.set(config.id, provider)
     }
-  }
-
-  get size (): number {
-    return this.byId.size
   }
 
   /**
