@@ -5,6 +5,7 @@ import * as client from 'openid-client'
 import { errorResponses } from '../../schemas/common.js'
 import { LoginResponse } from '../../schemas/users.js'
 import { SsoError, type SsoProvider } from '../../src/auth/sso.js'
+import { NotFoundError } from '../../src/db/errors.js'
 import { ApiError, badRequest, invalidCredentials } from '../../src/errors.js'
 
 export interface SsoRoutesOptions {
@@ -41,7 +42,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
   function browserProvider (id: string): SsoProvider {
     const provider = fastify.auth.sso.byId.get(id)
     if (provider === undefined || provider.config.clientId === undefined || provider.config.redirectUri === undefined) {
-      throw new ApiError(404, 'NOT_FOUND', `No identity provider '${id}' with browser login is configured (auth.sso with clientId and redirectUri)`)
+      throw new NotFoundError(`No identity provider '${id}' with browser login is configured (auth.sso with clientId and redirectUri)`)
     }
     return provider
   }
