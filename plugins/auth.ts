@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from
 import fp from 'fastify-plugin'
 import { createPasswords, normalizeUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
 import { FailureThrottle } from '../src/auth/throttle.js'
-import { proxyFetch, SsoClaimError, SsoError, SsoProviders, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
+import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import type { Row } from '../src/db/types.js'
 import { UserService } from '../src/users.js'
@@ -235,14 +235,16 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   }
 
   async function ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row> {
-    let identity
     try {
-      identity = provider.identity(claims)
+      return await ssoRow(provider.identity(claims))
     } catch (err) {
-      if (!(err instanceof SsoClaimError)) throw err
-      log.warn({ provider: provider.id, sub: claims.sub }, err.message)
-      throw forbidden(err.message)
+      // claims that give no type, a username that is taken or too long, the licence: the caller and the log learn why
+      if (err instanceof ApiError && err.statusCode === 403) log.warn({ provider: provider.id, sub: claims.sub, code: err.code }, err.message)
+      throw err
     }
+  }
+
+  async function ssoRow (identity: SsoIdentity): Promise<Row> {
     // The usual path: a known identity, its row from the revocation cache.
     const known = ssoIds.get(identity.marker)
     const cached = known === undefined ? undefined : await loadUser(known)
@@ -252,13 +254,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       pending = userService.ssoUser(identity).finally(() => ssoPending.delete(identity.marker))
       ssoPending.set(identity.marker, pending)
     }
-    let row: Row
-    try {
-      row = await pending
-    } catch (err) {
-      if (err instanceof ApiError && err.statusCode === 403) log.warn({ provider: provider.id, sub: identity.sub, code: err.code }, err.message)
-      throw err
-    }
+    const row = await pending
     if (ssoIds.size > 10000) ssoIds.clear()
     ssoIds.set(identity.marker, row.id as number)
     cache.delete(row.id as number)

@@ -5,6 +5,7 @@ import * as client from 'openid-client'
 import { SSO_ALGORITHMS, type SsoProviderConfig } from '../../schemas/config.js'
 import type { UserType } from '../../schemas/users.js'
 import { isHttpsOrLoopback } from '../config.js'
+import { forbidden } from '../errors.js'
 import { normalizeUsername } from './passwords.js'
 
 /** The algorithms used when the configuration names none and the provider advertises none of them. */
@@ -94,14 +95,6 @@ export interface SsoIdentity {
   /** normalized; or why there is none usable (only needed when the row is created) */
   username: { name: string } | { problem: string }
   displayName: string | null
-}
-
-/** Why a token's claims cannot become a user (403 FORBIDDEN with this message). */
-export class SsoClaimError extends Error {
-  constructor (message: string) {
-    super(message)
-    this.name = 'SsoClaimError'
-  }
 }
 
 export interface SsoProviderOptions {
@@ -258,18 +251,18 @@ export class SsoProvider {
     await this.keysPending
   }
 
-  /** What the claims say about the user row: identity, type (throws SsoClaimError when none), username. */
+  /** What the claims say about the user row: identity, type (403 FORBIDDEN naming the claim when none), username. */
   identity (claims: JWTPayload & { sub: string }): SsoIdentity {
     const { typeClaim, typeMap } = this.config
     const raw = claimAt(claims, typeClaim)
     const values = typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw.filter((v): v is string => typeof v === 'string') : []
-    if (values.length === 0) throw new SsoClaimError(`The token has no '${typeClaim}' claim: the gateway needs it to choose the user type (auth.sso typeClaim)`)
+    if (values.length === 0) throw forbidden(`The token has no '${typeClaim}' claim: the gateway needs it to choose the user type (auth.sso typeClaim)`)
     let type: UserType | undefined
     for (const value of values) {
       const mapped = Object.hasOwn(typeMap, value) ? typeMap[value] : undefined
       if (mapped !== undefined && (type === undefined || TYPE_RANK[mapped] > TYPE_RANK[type])) type = mapped
     }
-    if (type === undefined) throw new SsoClaimError(`No value of the token's '${typeClaim}' claim maps to a user type (auth.sso typeMap)`)
+    if (type === undefined) throw forbidden(`No value of the token's '${typeClaim}' claim maps to a user type (auth.sso typeMap)`)
     const names = this.config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [this.config.usernameClaim].flat()
     const found = names.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v.trim() !== '')
     const name = typeof claims.name === 'string' && claims.name.length <= 200 ? claims.name : null
