@@ -3,8 +3,8 @@ import { Value } from '@sinclair/typebox/value'
 import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
 import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
-import { categoryOf, describeType, type Category } from './storage.js'
-import type { ColumnInfo, Database, DialectName, FieldDef, Row, Statement, StoredCode, TableMapping, ValueMap } from './types.js'
+import { categoryOf, describeType, kindFit, type Category, type Fit } from './storage.js'
+import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, ValueMap } from './types.js'
 
 export interface TableInfo {
   /** SQL Server schema; undefined on SQLite */
@@ -217,35 +217,6 @@ export function tableNameScore (resource: ResourceName, table: TableInfo): { sco
 }
 
 // ---- columns ------------------------------------------------------------------------------
-
-type Fit = 'good' | 'weak' | 'codes' | 'no'
-
-/**
- * Whether a column can hold a field, by the same rules the gateway checks a mapping with at
- * start (storageProblems): 'weak' fits work but are second choice, 'codes' need a value map.
- */
-export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef): Fit {
-  const c: Category = categoryOf(dialect, column, def.kind)
-  // SQLite without a declared type stores anything: usable, but nothing says it is right
-  const untyped = dialect === 'sqlite' && column.type === ''
-  switch (def.kind) {
-    case 'integer':
-      if (c === 'integer' || (c === 'decimal' && (column.scale ?? 0) === 0)) return untyped ? 'weak' : 'good'
-      return dialect === 'sqlite' && c === 'float' ? 'weak' : 'no'
-    case 'number':
-      return c === 'integer' || c === 'decimal' || c === 'float' ? (untyped ? 'weak' : 'good') : 'no'
-    case 'string':
-      if (c === 'text' || c === 'ntext') return untyped ? 'weak' : 'good'
-      return c === 'integer' || c === 'decimal' ? 'weak' : 'no'
-    case 'boolean':
-      if (c === 'bit' || c === 'integer') return untyped ? 'weak' : 'good'
-      return c === 'text' || c === 'ntext' ? 'codes' : 'no'
-    case 'datetime':
-      if (c === 'time') return untyped ? 'weak' : 'good'
-      // SQLite has no date type: the reference schema keeps ISO 8601 text
-      return dialect === 'sqlite' && c === 'text' ? 'weak' : 'no'
-  }
-}
 
 interface ColumnScore { score: number, reason: string }
 

@@ -453,6 +453,36 @@ export class ResourceStorage {
   }
 }
 
+export type Fit = 'good' | 'weak' | 'codes' | 'no'
+
+/**
+ * Whether a column can hold a field (without a value map): the rule storageProblems checks a
+ * mapping with at start and introspection proposes columns by. 'weak' fits work but are second
+ * choice, 'codes' need a value map.
+ */
+export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef): Fit {
+  const c: Category = categoryOf(dialect, column, def.kind)
+  // SQLite without a declared type stores anything: usable, but nothing says it is right
+  const untyped = dialect === 'sqlite' && column.type === ''
+  switch (def.kind) {
+    case 'integer':
+      if (c === 'integer' || (c === 'decimal' && (column.scale ?? 0) === 0)) return untyped ? 'weak' : 'good'
+      return dialect === 'sqlite' && c === 'float' ? 'weak' : 'no'
+    case 'number':
+      return c === 'integer' || c === 'decimal' || c === 'float' ? (untyped ? 'weak' : 'good') : 'no'
+    case 'string':
+      if (c === 'text' || c === 'ntext') return untyped ? 'weak' : 'good'
+      return c === 'integer' || c === 'decimal' ? 'weak' : 'no'
+    case 'boolean':
+      if (c === 'bit' || c === 'integer') return untyped ? 'weak' : 'good'
+      return c === 'text' || c === 'ntext' ? 'codes' : 'no'
+    case 'datetime':
+      if (c === 'time') return untyped ? 'weak' : 'good'
+      // SQLite has no date type: the reference schema keeps ISO 8601 text
+      return dialect === 'sqlite' && c === 'text' ? 'weak' : 'no'
+  }
+}
+
 /**
  * What is wrong with a mapping given the table's columns: type mismatches, a NOT NULL column an
  * insert would miss, an id the database does not generate. Empty when it fits.
@@ -468,13 +498,8 @@ export function storageProblems (storage: ResourceStorage): string[] {
     const col = `column '${s.column}' (${describeType(s.info)})`
     const k = s.def.kind
     const c = s.category
-    let fits: boolean
-    if (s.map !== undefined) fits = c !== 'time' && c !== 'other' && k !== 'datetime'
-    else if (k === 'integer') fits = c === 'integer' || (c === 'decimal' && (s.info.scale ?? 0) === 0) || (storage.dialect === 'sqlite' && c === 'float')
-    else if (k === 'number') fits = c === 'integer' || c === 'decimal' || c === 'float'
-    else if (k === 'string') fits = c === 'text' || c === 'ntext' || c === 'integer' || c === 'decimal'
-    else if (k === 'boolean') fits = c === 'bit' || c === 'integer'
-    else fits = c === 'time' || (storage.dialect === 'sqlite' && c === 'text')
+    // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
+    const fits = s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def))
     if (!fits) {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
