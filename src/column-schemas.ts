@@ -1,16 +1,10 @@
 // The HTTP schemas of a resource as this installation's columns are: real length and range limits, nullability, stored codes.
 import type { TObject } from '@sinclair/typebox'
-import type { FieldStorage, ResourceStorage } from './db/storage.js'
+import { INTEGER_RANGES, type FieldStorage, type ResourceStorage } from './db/storage.js'
 
 type Json = Record<string, any>
 
 const clone = (schema: unknown): Json => JSON.parse(JSON.stringify(schema)) as Json
-
-const INTEGER_RANGES: Record<string, [number, number]> = {
-  tinyint: [0, 255],
-  smallint: [-32768, 32767],
-  int: [-2147483648, 2147483647]
-}
 
 /** The schema without its `null` branch, or undefined when it was only null. */
 function withoutNull (schema: Json): Json {

@@ -2,7 +2,7 @@
 import type { Dialect } from './dialect.js'
 import { BadQueryError } from './errors.js'
 import type { Filter, ListQuery, SortKey } from './list-query.js'
-import { ResourceStorage, type FieldStorage } from './storage.js'
+import { INTEGER_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
 import type { FieldKind, Param, ResourceDef, SqlValue, Statement, TableMapping } from './types.js'
 
 /** Hands out @p1, @p2, … for one statement. */
@@ -23,12 +23,6 @@ class Params {
 const ESCAPE = "ESCAPE '\\'"
 /** SQLite keeps times as text in more than one format: compare and sort them as one canonical text. */
 const SQLITE_TIME = (column: string): string => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column})`
-
-const INTEGER_FIT: Record<string, [number, number]> = {
-  tinyint: [0, 255],
-  smallint: [-32768, 32767],
-  int: [-2147483648, 2147483647]
-}
 
 /** The alias under which a list statement returns the value of sort key i (when it is an expression). */
 export const sortAlias = (i: number): string => `__s${i}`
@@ -84,7 +78,7 @@ export class SqlBuilder {
       case 'ntext':
         return typeof value === 'string' && value.length > 4000 ? 'nvarchar(max)' : type
       case 'integer': {
-        const fit = INTEGER_FIT[type]
+        const fit = INTEGER_RANGES[type]
         if (typeof value !== 'number') return type
         if (!Number.isInteger(value)) return 'float'
         return fit === undefined || (value >= fit[0] && value <= fit[1]) ? type : 'bigint'

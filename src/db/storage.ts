@@ -47,7 +47,8 @@ export interface FieldStorage {
   readonly paramType: string | undefined
 }
 
-const INTEGER_RANGES: Record<string, [number, number]> = {
+/** What SQL Server's integer types hold (bigint: what a JavaScript number holds exactly). */
+export const INTEGER_RANGES: Record<string, [number, number]> = {
   tinyint: [0, 255],
   smallint: [-32768, 32767],
   int: [-2147483648, 2147483647],
