@@ -216,7 +216,7 @@ export class SsoProvider {
       if (now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
       await this.refreshKeys(url)
     } else if (now - this.keysAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
-      // Stale keys are better than none while the provider is away: the error was logged by the failing fetch's caller.
+      // Stale keys are better than none while the provider is away; the next try is after the cooldown.
       await this.refreshKeys(url).catch(() => {})
     }
     try {
