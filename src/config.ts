@@ -346,7 +346,7 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
       const path = `/api/users/sso/${provider.id}/callback`
       if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
         problems.push(`${key}.redirectUri: expected an absolute http(s) URL, got ${JSON.stringify(provider.redirectUri)}`)
-      } else if (url.pathname !== path && !url.pathname.endsWith(path)) {
+      } else if (!url.pathname.endsWith(path)) {
         problems.push(`${key}.redirectUri: must be the gateway's ${path} as the browser reaches it, got ${JSON.stringify(provider.redirectUri)}`)
       }
     }
