@@ -2,7 +2,7 @@
 import { InvalidValueError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, resources, type ResourceName } from './resources.js'
-import { isTimeZone, utcToWall, wallToUtc } from './time-zone.js'
+import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
 import type { ColumnInfo, Database, DialectName, FieldDef, FieldKind, ResourceDef, SqlValue, StoredCode, TableMapping } from './types.js'
 
 /** What the gateway makes of a column's declared type. */
@@ -190,7 +190,7 @@ export class ResourceStorage {
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
-        timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && zone !== 'UTC' && zone !== 'Etc/UTC' ? zone : undefined,
+        timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
         resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info) : 1,
         paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
       }

@@ -39,6 +39,9 @@ function zone (tz: string): Zone {
   return z
 }
 
+/** a zone whose offset is always 0: its columns hold UTC and need no conversion */
+export const isUtcZone = (name: string): boolean => UTC_ZONES.has(name)
+
 export function isTimeZone (name: string): boolean {
   if (UTC_ZONES.has(name)) return true
   if (name === '') return false

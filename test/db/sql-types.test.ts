@@ -159,6 +159,12 @@ t.test('local-time columns: filters and writes in wall-clock time, the API in UT
   t.equal(lite.fromDb(lite.field('modifiedAt'), '2026-07-01T12:00:00Z'), '2026-07-01T12:00:00.000Z', 'text with an offset is an instant whatever the zone')
 })
 
+t.test('a zone whose offset is always 0 is UTC: no conversion', async (t) => {
+  for (const timeZone of ['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT']) {
+    t.equal(new ResourceStorage('mssql', materials, { ...matMapping, timeZone }, matColumns).field('modifiedAt').timeZone, undefined, timeZone)
+  }
+})
+
 // A legacy station table: type codes, a J/N flag, a warehouse kept as a number.
 const stMapping: TableMapping = {
   schema: 'wms',
