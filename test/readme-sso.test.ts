@@ -8,27 +8,21 @@
 // without a browser, and withdrawing access by disabling the row. Every process and server started
 // here is stopped, and the last test checks that none is left.
 import t from 'tap'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { createConnection, createServer, type AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { freePort, has, packageCopy, Processes, processesNaming, README, refused, type Done, type Gateway } from './helpers/documented.js'
 import { fenced, section } from './helpers/markdown.js'
 import { ADMIN_PASSWORD, TEST_ARGON2 } from './helpers/build.js'
 import { AUDIENCE, BROWSER_CLIENT, browserLogin, CLIENT_SECRET, CookieJar, REALM_PATH, startProvider } from './helpers/oidc.js'
 import { until } from './helpers/wait.js'
 import { validateConfig } from '../src/config.js'
 
-const ROOT = join(import.meta.dirname, '..')
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 /** the gateway's address in the SSO section's examples */
 const DOCUMENTED_GATEWAY = 'https://gateway.example.com'
 /** the users walk-through's address and password placeholder (the admin part of the walk-through) */
 const DOCUMENTED_BASE = 'http://127.0.0.1:3000'
 const PASSWORD_PLACEHOLDER = '<the printed password>'
-/** a process still running this long after SIGTERM is hung */
-const STOP_MS = 15000
 /** the keys the README's Keycloak entry shows; the test replaces the values of the first four */
 const REPLACED = ['issuer', 'audience', 'clientId', 'redirectUri']
 const DOCUMENTED_KEYS = ['id', ...REPLACED, 'typeClaim', 'typeMap']
@@ -83,82 +77,21 @@ function documentedCall (): { baseLine: string, tokenLines: string[], callLine: 
   return { baseLine, tokenLines, callLine }
 }
 
-interface Done { code: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string, timedOut: boolean }
-
-/** Every process this file started, to prove at the end that none is left. */
-const started: ChildProcess[] = []
-
-/** The environment for the documented commands and the gateway: no proxy between them and loopback. */
-function cleanEnv (): NodeJS.ProcessEnv {
-  const env = { ...process.env }
-  for (const key of Object.keys(env)) if (/^(https?|all|no)_proxy$/i.test(key)) delete env[key]
-  for (const key of Object.keys(env)) if (key.startsWith('PICKING_GATEWAY_') || key === 'CREDENTIALS_DIRECTORY') delete env[key]
-  for (const key of ['DATABASE_URL', 'LOG_LEVEL', 'HOST', 'PORT']) delete env[key]
-  return { ...env, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' }
-}
-
-/** Runs a command to its end (killed after timeoutMs). */
-async function run (cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 30000): Promise<Done> {
-  const child = spawn(cmd, args, { cwd, env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  started.push(child)
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => { stdout += c })
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => { stderr += c })
-  let timedOut = false
-  const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL') }, timeoutMs)
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', (c, s) => resolve([c, s]))
-  })
-  clearTimeout(timer)
-  return { code, signal, stdout, stderr, timedOut }
-}
+const processes = new Processes()
 
 /** Runs documented lines as one sh script; `@@name` markers split the output. */
 async function sh (name: string, parts: Array<[string, string]>, env: NodeJS.ProcessEnv = {}): Promise<{ out: Record<string, string>, done: Done }> {
   const script = parts.map(([label, code]) => `printf '\\n@@${label}\\n'\n${code}`).join('\n') + '\nprintf \'\\n@@end\\n\'\n'
   const file = join(pkg, name)
   writeFileSync(file, script)
-  const done = await run('sh', [file], pkg, env)
+  const done = await processes.run('sh', [file], pkg, env)
   const out: Record<string, string> = {}
   const pieces = done.stdout.split(/\n@@(\S+)\n/)
   for (let i = 1; i + 1 < pieces.length; i += 2) out[pieces[i]] = pieces[i + 1]
   return { out, done }
 }
 
-const has = (cmd: string, args: string[]): boolean => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0
 const toolsMissing = has('curl', ['--version']) && has('jq', ['--version']) ? false : 'curl and jq are needed by the README\'s commands and one of them is not installed here'
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-async function refused (port: number): Promise<boolean> {
-  return await new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => { socket.destroy(); resolve(false) })
-    socket.once('error', () => resolve(true))
-  })
-}
-
-/** Processes whose command line names this directory (Linux: /proc), the test's own excluded. */
-function processesNaming (dir: string): string[] {
-  if (!existsSync('/proc/self/cmdline')) return []
-  const found: string[] = []
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    if (Number(pid) === process.pid) continue
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')
-      if (cmdline.includes(dir)) found.push(`${pid}: ${cmdline}`)
-    } catch {}
-  }
-  return found
-}
 
 const decode = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
 const json = (text: string | undefined): any => {
@@ -180,26 +113,14 @@ const listUsersLine = (usersWalk[0] ?? '').split('\n').find((l) => /^curl -s \$B
 const disableLine = (usersWalk[0] ?? '').split('\n').find((l) => /^curl -s -X PATCH \$BASE\/api\/users\/2 .*'\{"enabled": false\}'$/.test(l))
 
 // --- the provider, the package copy, the configuration, the gateway ---
-const pkg = mkdtempSync(join(tmpdir(), 'pg-readme-sso-'))
-for (const dir of ['src', 'plugins', 'schemas']) cpSync(join(ROOT, dir), join(pkg, dir), { recursive: true })
-for (const file of ['package.json', 'tsconfig.json']) cpSync(join(ROOT, file), join(pkg, file))
-symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'), 'dir')
+const pkg = packageCopy('pg-readme-sso-')
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
 const redirectUri = `${base}${new URL(String(documented.redirectUri)).pathname}`
 const idp = await startProvider({ redirectUri })
-
-let gateway: ChildProcess | undefined
-let gatewayExit: Promise<[number | null, NodeJS.Signals | null]> | undefined
 t.teardown(async () => {
-  for (const child of started) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await new Promise((resolve) => child.once('exit', resolve))
-    }
-  }
+  await processes.end(pkg)
   await idp.close()
-  rmSync(pkg, { recursive: true, force: true })
 })
 
 // The README's entry with the test provider's issuer, audience, client and redirect URI; the rest as documented.
@@ -216,22 +137,9 @@ const gatewayEnv = {
   PICKING_GATEWAY_JWT_SECRET: randomBytes(48).toString('base64url'),
   [secretEnv]: CLIENT_SECRET
 }
-const init = await run(process.execPath, [...process.execArgv, join(pkg, 'src', 'cli.ts'), 'db', 'init'], pkg, { ...gatewayEnv, PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD }, 60000)
+const init = await processes.cli(pkg, ['db', 'init'], { ...gatewayEnv, PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD })
 if (init.code !== 0) throw new Error(`picking-gateway db init failed (${init.code}):\n${init.stdout}\n${init.stderr}`)
-
-gateway = spawn(process.execPath, [...process.execArgv, join(pkg, 'src', 'cli.ts'), 'serve'], {
-  cwd: pkg,
-  env: { ...cleanEnv(), ...gatewayEnv, LOG_LEVEL: 'info' },
-  stdio: ['ignore', 'pipe', 'pipe']
-})
-started.push(gateway)
-let out = ''
-let err = ''
-gateway.stdout!.setEncoding('utf8').on('data', (c: string) => { out += c })
-gateway.stderr!.setEncoding('utf8').on('data', (c: string) => { err += c })
-gatewayExit = new Promise((resolve) => gateway!.on('exit', (c, s) => resolve([c, s])))
-await until(() => out.includes('picking-gateway ready') || gateway!.exitCode !== null, 'the gateway to start', 60000)
-if (!out.includes('picking-gateway ready')) throw new Error(`the gateway did not start:\n${out}\n${err}`)
+const gateway: Gateway = await processes.serve(pkg, { ...gatewayEnv, LOG_LEVEL: 'info' })
 
 // Keycloak-like claims: a service account's token and a person's, realm roles under realm_access.roles
 idp.claims.set('erp', { preferred_username: 'service-account-erp', realm_access: { roles: ['default-roles-warehouse', 'gateway-app'] } })
@@ -299,7 +207,7 @@ t.test('"Calling the gateway with the provider\'s token", Keycloak: a client-cre
   t.ok(Array.isArray(page.data), `the API answers the list (${(o.call ?? '').slice(0, 200)})`)
   t.equal(page.meta?.limit, 5, 'with the limit of the documented call')
   // the request log line is written once the answer is sent: it may reach us a moment after curl ended
-  const logged = (): Record<string, any> | undefined => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>)
+  const logged = (): Record<string, any> | undefined => gateway.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>)
     .find((l) => l.msg === 'request' && String(l.url).startsWith('/api/materials?limit=5'))
   await until(() => logged() !== undefined, 'the request\'s log line', 5000).catch(() => {})
   t.equal(logged()?.statusCode, 200, 'the gateway\'s request log shows 200')
@@ -376,13 +284,11 @@ t.test('withdrawing access: disabling the row refuses the provider\'s token and 
 })
 
 t.test('every process and server started here ends', async (t) => {
-  gateway!.kill('SIGTERM')
-  const exit = await Promise.race([gatewayExit!, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_MS).unref())])
-  t.same(exit, [0, null], 'the gateway exits 0 on SIGTERM')
+  t.same(await processes.stop(gateway), [0, null], 'the gateway exits 0 on SIGTERM')
   t.ok(await refused(port), 'nothing listens on the gateway\'s port any more')
   await idp.close()
   t.ok(await refused(idp.port), 'the provider no longer listens')
-  for (const child of started) t.ok(child.exitCode !== null || child.signalCode !== null, `process ${child.pid} has ended`)
+  t.same(processes.running().map((child) => child.pid), [], 'every process started here has ended')
   t.same(processesNaming(pkg), [], 'no process names the temporary package directory')
-  t.notMatch(out + err, new RegExp(CLIENT_SECRET), 'the client secret is never logged')
+  t.notMatch(gateway.out() + gateway.err(), new RegExp(CLIENT_SECRET), 'the client secret is never logged')
 })

@@ -9,85 +9,19 @@
 // same `serve` command from dist/ after building. Only loopback is used. Every process started here
 // is stopped, and the last test checks that none is left.
 import t from 'tap'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { createConnection, createServer, type AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { freePort, has, packageCopy, Processes, processesNaming, README, refused, ROOT, type Done } from './helpers/documented.js'
 import { fenced, section } from './helpers/markdown.js'
 import { until } from './helpers/wait.js'
 
-const ROOT = join(import.meta.dirname, '..')
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 const DOCUMENTED_BASE = 'http://127.0.0.1:3000'
 const PASSWORD_PLACEHOLDER = '<the printed password>'
-/** a process still running this long after SIGTERM is hung */
-const STOP_MS = 15000
 
 const quickStart = section(README, 'Quick start')
 const tryCurl = section(README, 'Try it with curl')
 
-interface Done { code: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string, timedOut: boolean, pid: number | undefined }
-
-/** Every process this file started, to prove at the end that none is left. */
-const started: ChildProcess[] = []
-
-/** The environment for the documented commands: no proxy between them and loopback. */
-function clientEnv (): NodeJS.ProcessEnv {
-  const env = { ...process.env }
-  for (const key of Object.keys(env)) if (/^(https?|all|no)_proxy$/i.test(key)) delete env[key]
-  return { ...env, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' }
-}
-
-/** Runs a command to its end (killed after timeoutMs). */
-async function run (cmd: string, args: string[], timeoutMs: number, cwd: string): Promise<Done> {
-  const child = spawn(cmd, args, { cwd, env: clientEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-  started.push(child)
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => { stdout += c })
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => { stderr += c })
-  let timedOut = false
-  const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL') }, timeoutMs)
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', (c, s) => resolve([c, s]))
-  })
-  clearTimeout(timer)
-  return { code, signal, stdout, stderr, timedOut, pid: child.pid }
-}
-
-const has = (cmd: string, args: string[]): boolean => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-async function refused (port: number): Promise<boolean> {
-  return await new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => { socket.destroy(); resolve(false) })
-    socket.once('error', () => resolve(true))
-  })
-}
-
-/** Processes whose command line names this directory (Linux: /proc), the test's own excluded. */
-function processesNaming (dir: string): string[] {
-  if (!existsSync('/proc/self/cmdline')) return []
-  const found: string[] = []
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    if (Number(pid) === process.pid) continue
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')
-      if (cmdline.includes(dir)) found.push(`${pid}: ${cmdline}`)
-    } catch {}
-  }
-  return found
-}
+const processes = new Processes()
 
 /** A documented block, pointed at the test's gateway: the reader changes the URL and the password alike. */
 function pointed (code: string, base: string, password: string): string {
@@ -105,7 +39,7 @@ async function runShell (dir: string, name: string, blocks: string[], base: stri
   ].join('\n')
   const file = join(dir, name)
   writeFileSync(file, script + '\n')
-  const done = await run('sh', [file], 60000, dir)
+  const done = await processes.run('sh', [file], dir, {}, 60000)
   const [before, probeText = ''] = done.stdout.split('\n@@probes\n')
   const outputs: string[] = []
   before.split(/\n@@block \d+\n/).slice(1).forEach((o) => outputs.push(o))
@@ -142,45 +76,22 @@ t.test('the quick start documents the start commands, PORT and HOST, and needs n
 // The gateway, started as `PORT=8080 HOST=0.0.0.0 npm start` says, on a free port and on loopback
 // (this test listens on no other interface).
 const documented = /^PORT=(\d+) HOST=(\S+) npm start/m.exec(fenced(quickStart, 'sh').join('\n'))
-const pkg = mkdtempSync(join(tmpdir(), 'pg-readme-'))
+const pkg = packageCopy('pg-readme-')
 const dataBefore = existsSync(join(ROOT, 'data'))
-for (const dir of ['src', 'plugins', 'schemas']) cpSync(join(ROOT, dir), join(pkg, dir), { recursive: true })
-for (const file of ['package.json', 'tsconfig.json']) cpSync(join(ROOT, file), join(pkg, file))
-symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'), 'dir')
 const port = await freePort()
-const env = clientEnv()
-for (const key of ['PICKING_GATEWAY_CONFIG', 'DATABASE_URL', 'PICKING_GATEWAY_JWT_SECRET', 'PICKING_GATEWAY_ADMIN_PASSWORD', 'CREDENTIALS_DIRECTORY', 'LOG_LEVEL', 'HOST', 'PORT']) delete env[key]
+// after the first await: set before it, tap 21 ended the file's root test with the first subtest
+t.teardown(async () => await processes.end(pkg))
 const startedAt = Date.now()
-const gateway = spawn(process.execPath, [...process.execArgv, join(pkg, 'src', 'cli.ts'), 'serve'], {
-  cwd: pkg,
-  env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
-  stdio: ['ignore', 'pipe', 'pipe']
-})
-started.push(gateway)
-let out = ''
-let err = ''
-gateway.stdout!.setEncoding('utf8').on('data', (c: string) => { out += c })
-gateway.stderr!.setEncoding('utf8').on('data', (c: string) => { err += c })
-const gatewayExit = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => gateway.on('exit', (c, s) => resolve([c, s])))
-t.teardown(async () => {
-  for (const child of started) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await new Promise((resolve) => child.once('exit', resolve))
-    }
-  }
-  rmSync(pkg, { recursive: true, force: true })
-})
+const gateway = await processes.serve(pkg, { PORT: String(port), HOST: '127.0.0.1' })
 const base = `http://127.0.0.1:${port}`
-await until(() => out.includes('picking-gateway ready') || gateway.exitCode !== null, 'the gateway to start', 60000)
-if (!out.includes('picking-gateway ready')) throw new Error(`the gateway did not start:\n${out}\n${err}`)
-await until(() => (out.match(/"controller connected"/g) ?? []).length >= 2, 'both demo controllers connected', 15000)
-const printed = /Created user "admin" with the generated password:\n\n\s+(\S+)\n/.exec(out)
+const out = (): string => gateway.out()
+await until(() => (out().match(/"controller connected"/g) ?? []).length >= 2, 'both demo controllers connected', 15000)
+const printed = /Created user "admin" with the generated password:\n\n\s+(\S+)\n/.exec(out())
 const password = printed?.[1] ?? ''
 
 t.test('the demo starts as documented', async (t) => {
   t.ok(documented, 'the quick start shows PORT=<port> HOST=<address> npm start')
-  t.match(out, `Server listening at ${base}`, 'PORT from the environment chooses the port')
+  t.match(out(), `Server listening at ${base}`, 'PORT from the environment chooses the port')
   t.ok(password, 'the generated admin password is printed once on the terminal, as the quick start shows')
   t.ok(existsSync(join(pkg, 'data', 'picking-gateway.db')), 'the demo database is under data/ beside package.json')
   t.equal(existsSync(join(ROOT, 'data')), dataBefore, 'the checkout got no data/ from this test')
@@ -212,7 +123,7 @@ t.test('quick start: the curl commands', async (t) => {
   const lines = sync.trim().split('\n').map((l) => l.trim())
   t.same(lines.slice(0, -1), ['500', '500', '200'], 'three pages by meta.next: 1,200 rows, as the comment says')
   const next = /^next run: modifiedSince=(\S+)$/.exec(lines.at(-1) ?? '')
-  t.ok(keptFirstServerTime(out, next?.[1], before), `the first page's meta.serverTime becomes the next SINCE (${next?.[1]})`)
+  t.ok(keptFirstServerTime(out(), next?.[1], before), `the first page's meta.serverTime becomes the next SINCE (${next?.[1]})`)
   t.equal(probes.SINCE, next?.[1], '$SINCE holds it')
 })
 
@@ -233,7 +144,7 @@ t.test('quick start: the Python example', { skip: has('python3', ['-c', 'import 
   const file = join(pkg, 'example.py')
   writeFileSync(file, pointed(code[0], base, password))
   const before = Date.now()
-  const done = await run('python3', [file], 30000, pkg)
+  const done = await processes.run('python3', [file], pkg, {}, 30000)
   t.equal(done.code, 0, `python3 exits 0${done.stderr ? `; stderr: ${done.stderr}` : ''}`)
   const lines = done.stdout.trim().split('\n')
   t.match(lines[0], /^M-103472 Solenoid valve/, 'the filtered list')
@@ -241,7 +152,7 @@ t.test('quick start: the Python example', { skip: has('python3', ['-c', 'import 
   t.equal(lines[2], '304', 'the conditional read')
   const sync = /^1200 rows; next run: modifiedSince = (\S+)$/.exec(lines[3] ?? '')
   t.ok(sync, 'the sync loop walks all 1,200 rows')
-  t.ok(keptFirstServerTime(out, sync?.[1], before), 'and keeps the first page\'s meta.serverTime')
+  t.ok(keptFirstServerTime(out(), sync?.[1], before), 'and keeps the first page\'s meta.serverTime')
   t.match(lines[4], /^200 \{'ack': True, 'seq': \d+\}$/, 'the station command is acknowledged')
 })
 
@@ -250,14 +161,14 @@ t.test('quick start: the PowerShell example', { skip: has('pwsh', ['-NoProfile',
   const file = join(pkg, 'example.ps1')
   writeFileSync(file, pointed(code[0], base, password))
   const before = Date.now()
-  const done = await run('pwsh', ['-NoProfile', '-NonInteractive', '-File', file], 60000, pkg)
+  const done = await processes.run('pwsh', ['-NoProfile', '-NonInteractive', '-File', file], pkg, {}, 60000)
   t.equal(done.code, 0, `pwsh exits 0${done.stderr ? `; stderr: ${done.stderr}` : ''}`)
   t.match(done.stdout, /M-103472/, 'the filtered list')
   t.match(done.stdout, /^304$/m, 'the conditional read')
   const sync = /^1200 rows; next run: modifiedSince = (\S+)$/m.exec(done.stdout)
   t.ok(sync, 'the sync loop walks all 1,200 rows')
   // PowerShell 7 writes the [datetime] back with 7 fractional digits: compare at milliseconds
-  t.ok(keptFirstServerTime(out, sync?.[1].replace(/^(.*\.\d{3})\d*Z$/, '$1Z'), before), 'and keeps the first page\'s meta.serverTime')
+  t.ok(keptFirstServerTime(out(), sync?.[1].replace(/^(.*\.\d{3})\d*Z$/, '$1Z'), before), 'and keeps the first page\'s meta.serverTime')
   t.match(done.stdout, /True/, 'the station command is acknowledged')
 })
 
@@ -287,7 +198,7 @@ t.test('the curl walk-throughs: users and materials', { skip: has('jq', ['--vers
   t.ok(syncLines.slice(0, -1).every((l) => String((JSON.parse(l) as { modifiedAt: string }).modifiedAt) >= since), 'only rows modified since SINCE')
   t.comment(`walk-through sync: ${syncLines.length - 1} rows modified since ${since}`)
   const next = /^next run: modifiedSince=(\S+)$/.exec(syncLines.at(-1) ?? '')
-  t.ok(keptFirstServerTime(out, next?.[1], before), 'the loop ends and keeps the first page\'s meta.serverTime')
+  t.ok(keptFirstServerTime(out(), next?.[1], before), 'the loop ends and keeps the first page\'s meta.serverTime')
 
   t.equal(etag.trim(), '304', 'If-None-Match answers 304')
   // curl -s prints a body without a newline: the update's body and the 412 share a line
@@ -299,11 +210,9 @@ t.test('the curl walk-throughs: users and materials', { skip: has('jq', ['--vers
 })
 
 t.test('every process started here ends; the checkout is left alone', async (t) => {
-  gateway.kill('SIGTERM')
-  const exit = await Promise.race([gatewayExit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_MS).unref())])
-  t.same(exit, [0, null], 'the gateway exits 0 on SIGTERM')
+  t.same(await processes.stop(gateway), [0, null], 'the gateway exits 0 on SIGTERM')
   t.ok(await refused(port), 'nothing listens on its port any more')
-  for (const child of started) t.ok(child.exitCode !== null || child.signalCode !== null, `process ${child.pid} has ended`)
+  t.same(processes.running().map((child) => child.pid), [], 'every process started here has ended')
   t.same(processesNaming(pkg), [], 'no process names the temporary package directory')
   t.equal(existsSync(join(ROOT, 'data')), dataBefore, 'no data/ in the checkout')
 })
