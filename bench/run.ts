@@ -246,11 +246,13 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
   info.list100FilteredCountSequentialMs = { gateway: await sequential(gateway, '/api/materials?limit=100&name=%5Blike%5Dvalve&count=true', 50) }
 
   const get = (path: string): Request[] => [{ method: 'GET', path, headers: auth }]
-  // 900 pages of 100 in turn: more than the gateway's page cache holds, so every request runs its query
-  const pages = (base: string, query: (after: number) => string): Request[] => {
+  /** Requests that differ one from the next: the n-th (from 0) is `make(n)`; each side gets its own sequence, the same one. */
+  const sequence = (method: 'GET' | 'POST', make: (n: number) => { path: string, body?: string, headers?: Record<string, string> }): Request[] => {
     let n = 0
-    return [{ method: 'GET', path: base, headers: auth, setupRequest: (req) => ({ ...req, path: `${base}?${query((n++ % 900) * 100)}` }) }]
+    return [{ method, path: '/', headers: auth, setupRequest: (req) => ({ ...req, ...make(n++) }) }]
   }
+  // 900 pages of 100 in turn: more than the gateway's page cache holds, so every request runs its query
+  const pages = (base: string, query: (after: number) => string): Request[] => sequence('GET', (n) => ({ path: `${base}?${query((n % 900) * 100)}` }))
   const uncachedPages = () => pages('/api/materials', (after) => `limit=100&sort=id&id=%5Bgt%5D${after}`)
 
   if (runs('1')) {
@@ -281,32 +283,12 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
   // Writes change the data, so they come after every list figure. Both sides get the same request sequence.
   if (!runs('3')) return
   console.log('\n3. read by id, create, update')
-  const byId = (): Request[] => {
-    let n = 0
-    return [{ method: 'GET', path: '/api/materials/1', headers: auth, setupRequest: (req) => ({ ...req, path: `/api/materials/${(n++ % 1000) + 1}` }) }]
-  }
-  const create = (): Request[] => {
-    let n = 0
-    return [{
-      method: 'POST',
-      path: '/api/materials',
-      setupRequest: (req) => {
-        n++
-        return { ...req, ...json({ materialNumber: `BENCH-${n}`, name: `Bench material ${n}`, unit: 'pcs', weight: n % 100, description: 'created by npm run bench' }, auth) }
-      }
-    }]
-  }
-  const update = (): Request[] => {
-    let n = 0
-    return [{
-      method: 'POST',
-      path: '/api/materials/1',
-      setupRequest: (req) => {
-        n++
-        return { ...req, path: `/api/materials/${(n % 1000) + 1}`, ...json({ name: `Bench update ${n}`, weight: n % 100 }, auth) }
-      }
-    }]
-  }
+  const byId = (): Request[] => sequence('GET', (n) => ({ path: `/api/materials/${(n % 1000) + 1}` }))
+  const create = (): Request[] => sequence('POST', (n) => ({
+    path: '/api/materials',
+    ...json({ materialNumber: `BENCH-${n + 1}`, name: `Bench material ${n + 1}`, unit: 'pcs', weight: (n + 1) % 100, description: 'created by npm run bench' }, auth)
+  }))
+  const update = (): Request[] => sequence('POST', (n) => ({ path: `/api/materials/${((n + 1) % 1000) + 1}`, ...json({ name: `Bench update ${n + 1}`, weight: (n + 1) % 100 }, auth) }))
   ratioGoal('3a', 'read by id, req/s', await compare('read-by-id', { server: gateway, requests: byId(), expect: 200 }, { server: naive, requests: byId(), expect: 200 }), 0.9)
   ratioGoal('3b', 'create, req/s', await compare('create', { server: gateway, requests: create(), expect: 201 }, { server: naive, requests: create(), expect: 201 }), 0.9)
   ratioGoal('3c', 'update, req/s', await compare('update', { server: gateway, requests: update(), expect: 200 }, { server: naive, requests: update(), expect: 200 }), 0.9)
