@@ -30,6 +30,8 @@ export interface FieldStorage {
   /** undefined while the database has not been reached */
   readonly info: ColumnInfo | undefined
   readonly category: Category
+  /** a fixed-width text column (char, nchar): its values come padded with spaces */
+  readonly padded: boolean
   /** the column may hold NULL (always true while unknown, except for the id) */
   readonly nullable: boolean
   /** an insert must give a value: NOT NULL, no default, not filled by the database */
@@ -187,6 +189,7 @@ export class ResourceStorage {
         absent,
         info,
         category,
+        padded: info !== undefined && /^n?char$/.test(info.type),
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
@@ -231,7 +234,7 @@ export class ResourceStorage {
       case 'string': {
         const text = typeof raw === 'string' ? raw : raw instanceof Date ? raw.toISOString() : String(raw)
         // fixed-width columns pad with spaces; SQL compares without them, and so does the API
-        const value = s.info !== undefined && /^n?char$/.test(s.info.type) ? text.trimEnd() : text
+        const value = s.padded ? text.trimEnd() : text
         if (s.def.enum !== undefined && !s.def.enum.includes(value)) this.unknown(s, value)
         return value
       }
@@ -255,10 +258,9 @@ export class ResourceStorage {
     if (s.absent) return () => null
     const general = (raw: unknown): unknown => this.fromDb(s, raw)
     if (s.map !== undefined || s.def.enum !== undefined) return general
-    const padded = s.info !== undefined && /^n?char$/.test(s.info.type)
     switch (s.def.kind) {
       case 'string':
-        return padded ? general : (raw) => typeof raw === 'string' ? raw : general(raw)
+        return s.padded ? general : (raw) => typeof raw === 'string' ? raw : general(raw)
       case 'integer':
       case 'number':
         return (raw) => typeof raw === 'number' ? raw : general(raw)
