@@ -299,10 +299,6 @@ export function encodeCursor (sort: SortKey[], values: unknown[]): string {
   return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url')
 }
 
-/**
- * Reads a cursor back into keyset values of the given types; BadQueryError when it is malformed
- * or made for another sort. `nullable[i]` false refuses a null (the id).
- */
 export const invalidCursor = (): BadQueryError => new BadQueryError("Query parameter 'cursor' is not a valid cursor")
 
 /** A cursor's sort spec and values, as the client sent them back: BadQueryError when it is not one at all. */
@@ -319,15 +315,18 @@ export function readCursor (cursor: string): { s: string, v: unknown[] } {
   return { s, v }
 }
 
+/**
+ * Reads a cursor back into keyset values of the given types; BadQueryError when it is malformed
+ * or made for another sort. `nullable[i]` false refuses a null (the id).
+ */
 export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValueType[], nullable: boolean[]): SqlValue[] {
-  const invalid = invalidCursor
   const { s, v } = readCursor(cursor)
   if (s !== sortSpec(sort)) throw new BadQueryError("Query parameter 'cursor' does not match sort: keep the 'sort' of the request that returned it")
-  if (v.length !== sort.length) throw invalid()
+  if (v.length !== sort.length) throw invalidCursor()
   return sort.map((_, i) => {
     const raw = v[i]
     if (raw === null) {
-      if (!nullable[i]) throw invalid()
+      if (!nullable[i]) throw invalidCursor()
       return null
     }
     let value: SqlValue | undefined
@@ -338,7 +337,7 @@ export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValu
       case 'number': value = typeof raw === 'number' && Number.isFinite(raw) ? raw : undefined; break
       case 'time': value = typeof raw === 'string' ? timeFromText(raw) : undefined; break
     }
-    if (value === undefined) throw invalid()
+    if (value === undefined) throw invalidCursor()
     return value
   })
 }
