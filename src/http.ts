@@ -76,33 +76,31 @@ export interface ListBody<T> {
  * is not kept.
  */
 export class ListPageCache {
-  private readonly entries = new Map<string, CachedPage>()
+  private readonly entries = new Map<string, { mark: string, page: CachedPage }>()
   private bytes = 0
   constructor (private readonly maxBytes = 4 * 1048576) {}
 
   get (url: string, mark: string): CachedPage | undefined {
     const hit = this.entries.get(url)
     if (hit === undefined) return undefined
-    if (hit.mark !== mark) {
-      this.remove(url, hit)
-      return undefined
-    }
+    this.remove(url, hit.page)
+    if (hit.mark !== mark) return undefined
     // most recently used last
-    this.entries.delete(url)
     this.entries.set(url, hit)
-    return hit
+    this.bytes += this.sizeOf(url, hit.page)
+    return hit.page
   }
 
-  set (url: string, page: CachedPage): void {
+  set (url: string, mark: string, page: CachedPage): void {
     const old = this.entries.get(url)
-    if (old !== undefined) this.remove(url, old)
-    const size = page.text.length + url.length
+    if (old !== undefined) this.remove(url, old.page)
+    const size = this.sizeOf(url, page)
     if (size > this.maxBytes / 8) return
     while (this.bytes + size > this.maxBytes) {
-      const [oldest, entry] = this.entries.entries().next().value as [string, CachedPage]
-      this.remove(oldest, entry)
+      const [oldest, entry] = this.entries.entries().next().value as [string, { page: CachedPage }]
+      this.remove(oldest, entry.page)
     }
-    this.entries.set(url, page)
+    this.entries.set(url, { mark, page })
     this.bytes += size
   }
 
@@ -115,14 +113,17 @@ export class ListPageCache {
     return this.bytes
   }
 
-  private remove (url: string, entry: CachedPage): void {
+  private sizeOf (url: string, page: CachedPage): number {
+    return page.text.length + url.length
+  }
+
+  private remove (url: string, page: CachedPage): void {
     this.entries.delete(url)
-    this.bytes -= entry.text.length + url.length
+    this.bytes -= this.sizeOf(url, page)
   }
 }
 
 export interface CachedPage {
-  mark: string
   etag: string
   /** the body as sent, with serverTime as TIME_SLOT at `at` */
   text: string
@@ -137,13 +138,11 @@ export interface SendListOptions {
    * database that has a change mark, a page whose data cannot have changed is answered from the
    * cache (200 or 304) without a query.
    */
-  stored?: { cache?: ListPageCache, mark?: () => string | undefined }
+  stored?: { cache: ListPageCache, mark: () => string | undefined }
 }
 
 /** serverTime's place while the body is hashed: the same length as any ISO time, so it is replaced in place. */
 const TIME_SLOT = '0000-00-00T00:00:00.000Z'
-
-
 
 /** Parses the list query, runs it and builds the envelope with meta.next, X-Total-Count and ETag. */
 export async function sendList<T> (
@@ -156,8 +155,8 @@ export async function sendList<T> (
   const query = request.query as Record<string, string | string[] | undefined>
   const parsed = parseListQuery(query, repo.def)
   const stored = opts.stored
-  const mark = stored?.mark?.()
-  const hit = mark === undefined ? undefined : stored?.cache?.get(request.url, mark)
+  const mark = stored?.mark()
+  const hit = mark === undefined ? undefined : stored?.cache.get(request.url, mark)
   if (hit !== undefined) {
     reply.header('etag', hit.etag)
     if (hit.total !== undefined) reply.header('x-total-count', String(hit.total))
@@ -183,8 +182,8 @@ export async function sendList<T> (
   const serverTime = meta.serverTime
   meta.serverTime = TIME_SLOT
   const text = reply.serialize({ data, meta }) as string
-  const page: CachedPage = { mark: mark ?? '', etag: hashTag(text), text, at: text.lastIndexOf(TIME_SLOT), total: meta.total }
-  if (mark !== undefined) stored.cache?.set(request.url, page)
+  const page: CachedPage = { etag: hashTag(text), text, at: text.lastIndexOf(TIME_SLOT), total: meta.total }
+  if (mark !== undefined) stored.cache.set(request.url, mark, page)
   reply.header('etag', page.etag)
   if (notModified(request, page.etag)) return reply.code(304).send()
   return sendStored(reply, page, serverTime)
