@@ -67,9 +67,14 @@ const MSSQL_CATEGORIES: Record<string, Category> = {
   datetime: 'time', smalldatetime: 'time', datetime2: 'time', datetimeoffset: 'time', date: 'time'
 }
 
+/** The category a field's kind stands for when nothing declares the column's type; `text` is the string kind's. */
+function byKind (kind: FieldKind, text: Category): Category {
+  return kind === 'string' ? text : kind === 'datetime' ? 'time' : kind === 'boolean' ? 'bit' : kind === 'integer' ? 'integer' : 'float'
+}
+
 /** A column's category; SQLite by its declared type's affinity words (https://sqlite.org/datatype3.html). */
 export function categoryOf (dialect: DialectName, info: ColumnInfo | undefined, kind: FieldKind): Category {
-  if (info === undefined) return kind === 'string' ? 'ntext' : kind === 'datetime' ? 'time' : kind === 'boolean' ? 'bit' : kind === 'integer' ? 'integer' : 'float'
+  if (info === undefined) return byKind(kind, 'ntext')
   const type = info.type.toLowerCase()
   if (dialect === 'mssql') return MSSQL_CATEGORIES[type] ?? 'other'
   if (/date|time/.test(type)) return 'time'
@@ -79,7 +84,7 @@ export function categoryOf (dialect: DialectName, info: ColumnInfo | undefined, 
   if (/real|floa|doub/.test(type)) return 'float'
   if (/dec|num|money/.test(type)) return info.precision !== undefined ? 'decimal' : 'float'
   // no declared type: SQLite stores whatever it is given
-  return type === '' ? (kind === 'string' ? 'text' : kind === 'datetime' ? 'time' : kind === 'boolean' ? 'bit' : kind === 'integer' ? 'integer' : 'float') : 'other'
+  return type === '' ? byKind(kind, 'text') : 'other'
 }
 
 function mssqlParamType (info: ColumnInfo | undefined, category: Category): string | undefined {
