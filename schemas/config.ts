@@ -44,9 +44,9 @@ export const SigningKey = Type.Object({
 
 /** Asymmetric JWS algorithms an identity provider may sign with; `none` and HS* are never accepted. */
 export const SSO_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const
-export type SsoAlgorithm = typeof SSO_ALGORITHMS[number]
 
-const ClaimNames = Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })])
+/** one name, or several (claims tried in order; audiences any of) */
+const OneOrMore = Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })])
 
 /** One OpenID Connect identity provider (Entra ID, Keycloak, ADFS, Authentik, …). */
 export const SsoProviderConfig = Type.Object({
@@ -55,13 +55,13 @@ export const SsoProviderConfig = Type.Object({
   /** exactly as the tokens' `iss` claim says; https, or http on loopback (tests) */
   issuer: Type.String({ minLength: 1 }),
   /** the `aud` the provider puts into access tokens for the gateway (one of these) */
-  audience: Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })]),
+  audience: OneOrMore,
   /** else discovered from <issuer>/.well-known/openid-configuration */
   jwksUri: Type.Optional(Type.String({ minLength: 1 })),
   /** default: what the provider advertises among RS256, PS256, ES256, EdDSA */
   algorithms: Type.Optional(Type.Array(Type.Union(SSO_ALGORITHMS.map((alg) => Type.Literal(alg))), { minItems: 1 })),
   /** claims tried in order for the username of a new user row */
-  usernameClaim: Type.Optional(ClaimNames),
+  usernameClaim: Type.Optional(OneOrMore),
   /** the claim (a string or a list of strings; a dotted path such as realm_access.roles) whose values map to a user type */
   typeClaim: Type.String({ minLength: 1, default: 'roles' }),
   typeMap: Type.Record(Type.String({ minLength: 1 }), Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('application')]), { minProperties: 1 }),
