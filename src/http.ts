@@ -1,7 +1,7 @@
 // HTTP conventions shared by the resource routes: ETags, conditional requests, the list envelope.
 import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { parseListQuery, nextLink } from './db/list-query.js'
+import { nextLink, parseListQuery, type QueryString } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
 import type { Row } from './db/types.js'
 
@@ -144,6 +144,29 @@ export interface SendListOptions {
 /** serverTime's place while the body is hashed: the same length as any ISO time, so it is replaced in place. */
 const TIME_SLOT = '0000-00-00T00:00:00.000Z'
 
+/**
+ * A page's meta: limit and offset as asked, total (also as X-Total-Count) when counted, the link
+ * to the page after `cursor`, and the server's time.
+ */
+export function listMeta (request: FastifyRequest, reply: FastifyReply, asked: { limit: number, offset?: number }, total?: number, cursor?: string): ListBody<never>['meta'] {
+  const meta: ListBody<never>['meta'] = { limit: asked.limit, serverTime: new Date().toISOString() }
+  if (asked.offset !== undefined) meta.offset = asked.offset
+  if (total !== undefined) {
+    meta.total = total
+    reply.header('x-total-count', String(total))
+  }
+  if (cursor !== undefined) meta.next = nextLink(request.url.split('?')[0], request.query as QueryString, cursor)
+  return meta
+}
+
+/** A page whose rows may hold live fields: the ETag is taken over data, total and next (volatile fields left out); 304 when it matches. */
+export function sendListBody<T> (request: FastifyRequest, reply: FastifyReply, data: T[], meta: ListBody<T>['meta']): ListBody<T> | FastifyReply {
+  const etag = etagOf({ data, total: meta.total, next: meta.next })
+  reply.header('etag', etag)
+  if (notModified(request, etag)) return reply.code(304).send()
+  return { data, meta }
+}
+
 /** Parses the list query, runs it and builds the envelope with meta.next, X-Total-Count and ETag. */
 export async function sendList<T> (
   request: FastifyRequest,
@@ -152,8 +175,7 @@ export async function sendList<T> (
   toPublic: (row: Row) => T,
   opts: SendListOptions = {}
 ): Promise<ListBody<T> | FastifyReply> {
-  const query = request.query as Record<string, string | string[] | undefined>
-  const parsed = parseListQuery(query, repo.def)
+  const parsed = parseListQuery(request.query as QueryString, repo.def)
   const stored = opts.stored
   const mark = stored?.mark()
   const hit = mark === undefined ? undefined : stored?.cache.get(request.url, mark)
@@ -164,20 +186,9 @@ export async function sendList<T> (
     return sendStored(reply, hit, new Date().toISOString())
   }
   const result = await repo.list(parsed)
-  const meta: ListBody<T>['meta'] = { limit: parsed.limit, serverTime: new Date().toISOString() }
-  if (parsed.offset !== undefined) meta.offset = parsed.offset
-  if (result.total !== undefined) {
-    meta.total = result.total
-    reply.header('x-total-count', String(result.total))
-  }
-  if (result.next !== undefined) meta.next = nextLink(request.url.split('?')[0], query, result.next)
+  const meta = listMeta(request, reply, parsed, result.total, result.next)
   const data = result.rows.map(toPublic)
-  if (stored === undefined) {
-    const etag = etagOf({ data, total: meta.total, next: meta.next })
-    reply.header('etag', etag)
-    if (notModified(request, etag)) return reply.code(304).send()
-    return { data, meta }
-  }
+  if (stored === undefined) return sendListBody(request, reply, data, meta)
   // Serialize once: the route's compiled serializer, with serverTime's slot held fixed while hashing
   const serverTime = meta.serverTime
   meta.serverTime = TIME_SLOT

@@ -1,10 +1,10 @@
 // /api/stations: picking stations, with live state from the hardware plugin. Written by admins only.
 import type { FastifyInstance } from 'fastify'
 import { Station, StationCreate, StationUpdate } from '../../schemas/stations.js'
-import { nextLink, type QueryString } from '../../src/db/list-query.js'
+import type { QueryString } from '../../src/db/list-query.js'
 import type { Repository } from '../../src/db/repository.js'
 import type { FieldDef, FieldKind, Row } from '../../src/db/types.js'
-import { etagOf, notModified, sendList, type ListBody } from '../../src/http.js'
+import { listMeta, sendList, sendListBody } from '../../src/http.js'
 import { livePage, parseLiveListQuery, storedQuery, tooManyRows, withLiveFields } from '../../src/live-list.js'
 import type { Hardware } from '../hardware.js'
 import { resourceRoutes, type ListHandler } from './resource.js'
@@ -39,17 +39,7 @@ const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row
     const stored = await repo.list(storedQuery(q))
     if (stored.next !== undefined) throw tooManyRows('stations', Object.keys(LIVE))
     const page = livePage(stored.rows.map(toPublic), q, kinds)
-    const meta: ListBody<Record<string, unknown>>['meta'] = { limit: q.query.limit, serverTime: new Date().toISOString() }
-    if (q.query.offset !== undefined) meta.offset = q.query.offset
-    if (page.total !== undefined) {
-      meta.total = page.total
-      reply.header('x-total-count', String(page.total))
-    }
-    if (page.next !== undefined) meta.next = nextLink(request.url.split('?')[0], query, page.next)
-    const etag = etagOf({ data: page.rows, total: meta.total, next: meta.next })
-    reply.header('etag', etag)
-    if (notModified(request, etag)) return reply.code(304).send()
-    return { data: page.rows, meta }
+    return sendListBody(request, reply, page.rows, listMeta(request, reply, q.query, page.total, page.next))
   }
 }
 
