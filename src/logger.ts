@@ -32,14 +32,13 @@ export function scrub (value: unknown, depth = 0): unknown {
   return out
 }
 
-export function loggerOptions (level: string, stream: 'auto' | 'json' = 'auto'): LoggerOptions {
-  const pretty = stream === 'auto' && process.stdout.isTTY === true
+/** JSON lines with secrets scrubbed; pretty printing is serviceLogger's, on a terminal only. */
+export function loggerOptions (level: string): LoggerOptions {
   return {
     level,
     // Fastify's request serializer leaves headers out; these paths are a second guard for its req/res objects.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: REDACTED },
-    formatters: { log: (object) => scrub(object) as Record<string, unknown> },
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {})
+    formatters: { log: (object) => scrub(object) as Record<string, unknown> }
   }
 }
 
@@ -145,5 +144,5 @@ export async function serviceLogger (level: string): Promise<Logger> {
     const { prettyFactory } = await import('pino-pretty')
     format = prettyFactory({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', colorize: process.stdout.hasColors?.() ?? false })
   }
-  return pino(loggerOptions(level, 'json'), logSink({ streams: [process.stdout, process.stderr], format }))
+  return pino(loggerOptions(level), logSink({ streams: [process.stdout, process.stderr], format }))
 }

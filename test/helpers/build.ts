@@ -76,7 +76,7 @@ export async function build (t: Test, overrides: DeepPartial<Config> & { mapping
   await initDatabase(db, { demo: false, mappings, argon2: TEST_ARGON2, adminPassword: ADMIN_PASSWORD, print: () => {} })
   let app: App
   try {
-    const logger = extras.logStream === undefined ? undefined : pino(loggerOptions(config.logging.level, 'json'), extras.logStream)
+    const logger = extras.logStream === undefined ? undefined : pino(loggerOptions(config.logging.level), extras.logStream)
     app = await buildApp(config, { db, logger, ssoTiming: extras.timing })
     await app.ready()
   } catch (err) {

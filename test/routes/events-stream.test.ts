@@ -266,7 +266,7 @@ t.test('a ticket never reaches the log', async (t) => {
   const config = validateConfig({ database: { url }, auth: { jwtSecret: randomBytes(32).toString('hex'), argon2: TEST_ARGON2 }, licence: { logins: 10 }, logging: { level: 'info' }, events: { heartbeatMs: 60000 } })
   const db = openDatabase(url, { create: true, connectTimeoutMs: 5000, requestTimeoutMs: 15000, logger: { info () {}, warn () {}, error () {} } })
   await initDatabase(db, { demo: false, mappings: mappingsOf(config), argon2: TEST_ARGON2, adminPassword: ADMIN_PASSWORD, print: () => {} })
-  const app = await buildApp(config, { db, logger: pino(loggerOptions('info', 'json'), sink) })
+  const app = await buildApp(config, { db, logger: pino(loggerOptions('info'), sink) })
   t.teardown(async () => { await app.close(); rmSync(dir, { recursive: true, force: true }) })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { accessToken } = (await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })).json()
