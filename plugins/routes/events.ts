@@ -104,7 +104,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       description: 'Events: station.connected, station.disconnected, pick.confirmed, pick.shortage, tray.ready, station.fault. ' +
         'Each is `event: <type>`, `id: <n>` and one `data:` line of JSON ({stationId, controllerId, address, quantity?, tray?, ref?, code?, message?, at}). ' +
         'Comment lines (`: heartbeat`) keep idle proxies open. ' +
-        'Authenticate with a Bearer token, or with `?ticket=` from POST /api/events/ticket (one stream, within 30 s). ' +
+        `Authenticate with a Bearer token, or with \`?ticket=\` from POST /api/events/ticket (one stream, within ${ttlSeconds} s). ` +
         'A client reconnecting with `Last-Event-ID: <n>` (or `?lastEventId=<n>`) first gets the held events after n (the last 1000) that match its filter; ' +
         'when some after n are no longer held the stream starts with the comment `: missed events before <id>`.',
       tags: ['events'],
