@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type TObject } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fastJson from 'fast-json-stringify'
 import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import type { UserType } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
@@ -9,7 +10,7 @@ import type { Repository } from '../../src/db/repository.js'
 import type { Row } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
-import { etagOf, ifMatchCheck, ListPageCache, sendList, sendOne, type ListBody, type SendListOptions } from '../../src/http.js'
+import { ifMatchCheck, ListPageCache, sendJsonText, sendList, sendOne, serializeItem, tagger, type ListBody, type SendListOptions, type Serialize } from '../../src/http.js'
 
 export interface ResourceRoutesOptions {
   /** singular noun for messages and summaries */
@@ -45,6 +46,9 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const writers = fastify.requireType(...opts.writers)
     const who = opts.writers.length === 3 ? '' : ` (${opts.writers.join(', ')})`
     const listOptions: SendListOptions = opts.storedOnly === true ? { stored: { cache: new ListPageCache(), mark: () => fastify.db.changeMark() } } : {}
+    // Items of stored fields only are serialized once, by the item schema's compiled serializer: their ETag is the hash of the text sent.
+    const serialize: Serialize | undefined = opts.storedOnly === true ? fastJson(item) : undefined
+    const tagOf = tagger(serialize)
     const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
     const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
@@ -74,7 +78,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     }, async (request, reply) => {
       const row = await repo.get(request.params.id)
       if (!row) throw notFound(request.params.id)
-      return sendOne(request, reply, toPublic(row))
+      return sendOne(request, reply, toPublic(row), serialize)
     })
 
     if (repo.readOnly) {
@@ -117,11 +121,12 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
         },
         handler: async (request, reply) => {
-          const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic) })
+          const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic, tagOf) })
             .catch(named(request.params.id))
           const body = toPublic(row)
-          reply.header('etag', etagOf(body))
-          return body
+          if (serialize === undefined) return reply.header('etag', tagOf(body)).send(body)
+          const { text, etag } = serializeItem(serialize, body)
+          return sendJsonText(reply.header('etag', etag), text)
         }
       })
     }
@@ -136,7 +141,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 412, 503) }
       }
     }, async (request, reply) => {
-      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic) }).catch(named(request.params.id))
+      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic, tagOf) }).catch(named(request.params.id))
       return reply.code(204).send(null)
     })
   }

@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
+import { VerifiedTokens, type TokenClaims } from '../../plugins/auth.js'
 import { ADMIN_PASSWORD, build } from '../helpers/build.js'
 
 const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
@@ -179,6 +181,45 @@ t.test('token attacks all end in 401 with a fixed message', async (t) => {
   t.match(exp.headers['www-authenticate'], /invalid_token/)
   const expiredForeign = sign({ alg: 'HS256', typ: 'JWT' }, { ...good, iat: now - 1000, exp: now - 100 }, 'another-secret-that-is-long-enough-123')
   t.equal((await call(auth(expiredForeign))).json().code, 'TOKEN_INVALID', 'expiry is only told for a well-signed token')
+})
+
+t.test('a token that answered while valid is refused as expired once past exp, and a tampered copy never rides on it', async (t) => {
+  const ctx = await build(t)
+  const { app, auth, config } = ctx
+  const secret = config.auth.jwtSecret!
+  const good = decode(ctx.adminToken)
+  const call = (token: string) => app.inject({ method: 'GET', url: '/api/materials?limit=1', headers: auth(token) })
+  // exp is in whole seconds: this one ends at the start of the next second but one
+  const exp = Math.floor(Date.now() / 1000) + 2
+  const token = sign({ alg: 'HS256', typ: 'JWT' }, { ...good, exp }, secret)
+  t.equal((await call(token)).statusCode, 200)
+  t.equal((await call(token)).statusCode, 200, 'the second use comes from the checked tokens')
+  const [h, p, sig] = token.split('.')
+  const tampered = `${h}.${b64({ ...good, exp, sub: '2' })}.${sig}`
+  t.equal((await call(tampered)).json().code, 'TOKEN_INVALID', 'the same signature over other claims is another text')
+  await sleep(exp * 1000 + 20 - Date.now())
+  const late = await call(token)
+  t.equal(late.statusCode, 401)
+  t.equal(late.json().code, 'TOKEN_EXPIRED')
+  t.equal((await call(token)).json().code, 'TOKEN_EXPIRED', 'and stays so')
+})
+
+t.test('VerifiedTokens: claims until exp, none for unknown text, emptied when full', async (t) => {
+  const claims = (exp?: number): TokenClaims => ({ sub: '1', typ: exp === undefined ? 'application' : 'access', aud: 'x', ver: 0, jti: 'j', iat: 0, exp })
+  const tokens = new VerifiedTokens(2)
+  t.equal(tokens.get('a', 0), undefined)
+  tokens.set('a', claims(100))
+  t.same(tokens.get('a', 100_000), claims(100), 'valid at exp itself (fast-jwt: now <= exp)')
+  t.equal(tokens.get('a', 100_001), 'expired')
+  t.equal(tokens.get('a', 0), undefined, 'an expired entry is dropped')
+  tokens.set('b', claims())
+  t.same(tokens.get('b', Number.MAX_SAFE_INTEGER), claims(), 'without exp (application tokens) it stays')
+  tokens.set('c', claims(100))
+  t.equal(tokens.size, 2)
+  tokens.set('d', claims(100))
+  t.equal(tokens.size, 1, 'full: emptied, then the new one kept')
+  t.equal(tokens.get('b', 0), undefined)
+  t.ok(tokens.get('d', 0))
 })
 
 t.test('revocation: disable, password change and delete revoke every token at once', async (t) => {

@@ -1,5 +1,9 @@
+import { createHash } from 'node:crypto'
 import t from 'tap'
 import { build } from '../helpers/build.js'
+
+/** Serialized once: the ETag is the hash of the very bytes sent. */
+const tagOfBody = (body: string) => `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
 
 const MATERIAL_KEYS = ['barcode', 'blockReason', 'blocked', 'createdAt', 'description', 'id', 'materialNumber', 'maxStock', 'minStock', 'modifiedAt', 'name', 'stockQuantity', 'unit', 'weight']
 
@@ -32,6 +36,8 @@ t.test('create, read, update, delete', async (t) => {
   t.same(read.json(), m)
   const etag = read.headers.etag as string
   t.match(etag, /^"[\w-]+"$/)
+  t.equal(etag, tagOfBody(read.body), 'the ETag is the hash of the body as sent')
+  t.match(read.headers['content-type'], /^application\/json; charset=utf-8$/)
   const notModified = await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-none-match': etag } })
   t.equal(notModified.statusCode, 304)
   t.equal(notModified.body, '')
@@ -43,6 +49,8 @@ t.test('create, read, update, delete', async (t) => {
   t.ok(updated.json().modifiedAt > m.modifiedAt, 'modifiedAt moves on')
   t.equal(updated.json().createdAt, m.createdAt)
   t.not(updated.headers.etag, etag)
+  t.equal(updated.headers.etag, tagOfBody(updated.body), 'an update answers with the ETag of the body it sends')
+  t.equal((await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-none-match': updated.headers.etag as string } })).statusCode, 304, 'which a read then confirms')
 
   const lost = await app.inject({ method: 'PATCH', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': etag }, payload: { name: 'overwritten' } })
   t.equal(lost.statusCode, 412, 'an update based on an old ETag is refused')
