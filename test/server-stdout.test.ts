@@ -143,31 +143,79 @@ t.test('log sink: a failing stream is given up for the next one, a stalled one l
   const b = fakeStream()
   const sink = logSink({ streams: [a.stream, b.stream], maxPendingBytes: 100 })
   sink.write('{"msg":"one"}\n')
+  sink.flush()
   t.same(a.written, ['{"msg":"one"}\n'])
 
   a.stream.pending = 1000
   sink.write('{"msg":"lost"}\n')
+  sink.flush()
   sink.write('{"msg":"lost too"}\n')
+  sink.flush()
   t.equal(sink.dropped, 2, 'a reader that does not keep up loses lines instead of growing memory')
   a.stream.pending = 0
   sink.write('{"msg":"two"}\n')
+  sink.flush()
   t.match(a.written[1], /"level":40,.*"msg":"2 log lines dropped: the log reader did not keep up"/)
   t.equal(a.written[2], '{"msg":"two"}\n')
 
   a.stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }))
   sink.write('{"msg":"three"}\n')
+  sink.flush()
   t.match(b.written[0], /"msg":"log output failed \(EPIPE\): logging continues here"/)
   t.equal(b.written[1], '{"msg":"three"}\n')
 
   b.stream.destroy()
   sink.write('{"msg":"nowhere"}\n')
+  sink.flush()
   t.equal(sink.stopped, true, 'no stream left: logging is off')
-  t.doesNotThrow(() => sink.write('{"msg":"still nowhere"}\n'))
+  t.doesNotThrow(() => { sink.write('{"msg":"still nowhere"}\n'); sink.flush() })
 
   const throwing = fakeStream()
   throwing.stream.write = () => { throw new Error('EBADF') }
   const formatted = fakeStream()
   const sink2 = logSink({ streams: [throwing.stream, formatted.stream], format: (line) => `> ${line}` })
   sink2.write('{"msg":"x"}\n')
-  t.match(formatted.written, [/^> \{"level":40,.*"log output failed \(closed\)/, '> {"msg":"x"}\n'], 'a throwing write moves on too; lines are formatted')
+  sink2.write('{"msg":"y"}\n')
+  sink2.flush()
+  t.match(formatted.written, [/^> \{"level":40,.*"log output failed \(closed\)/, '> {"msg":"x"}\n> {"msg":"y"}\n'], 'a throwing write moves on too, the batch with it; lines are formatted')
+})
+
+t.test('log sink: the lines of one event-loop turn go out in one write at its end', async (t) => {
+  const a = fakeStream()
+  const sink = logSink({ streams: [a.stream] })
+  sink.write('{"msg":"one"}\n')
+  sink.write('{"msg":"two"}\n')
+  t.same(a.written, [], 'held until the turn ends')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(a.written, ['{"msg":"one"}\n{"msg":"two"}\n'], 'one write for both, in order')
+  sink.write('{"msg":"three"}\n')
+  let called = false
+  sink.flush(() => { called = true })
+  t.same(a.written[1], '{"msg":"three"}\n', 'flush writes at once')
+  t.ok(called, "pino's logger.flush(cb) gets its callback")
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(a.written.length, 2, 'and nothing is written twice')
+
+  const big = `{"msg":"${'x'.repeat(40 * 1024)}"}\n`
+  sink.write(big)
+  t.equal(a.written.length, 2)
+  sink.write(big)
+  t.equal(a.written.length, 3, 'a batch past 64 KiB is written without waiting for the turn to end')
+  t.equal(a.written[2], big + big)
+})
+
+t.test('log sink: the last lines before an exit are written (the exit flush of serviceLogger)', async (t) => {
+  // a fatal path logs and exits in the same turn: the line must still reach stdout
+  const script = `
+    import { serviceLogger } from ${JSON.stringify(new URL('../src/logger.js', import.meta.url).href)}
+    const log = await serviceLogger('info')
+    log.error('last words')
+    process.exit(3)
+  `
+  const child = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
+  const [code] = await once(child, 'exit') as [number | null]
+  t.equal(code, 3)
+  t.match(out, /"msg":"last words"/)
 })

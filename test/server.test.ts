@@ -240,4 +240,12 @@ t.test('no secret reaches the log at any depth', async (t) => {
   }
   t.match(log, /\[redacted\]/)
   t.same(scrub({ Authorization: 'Bearer abc', nested: [{ refreshToken: 'x' }], ok: 1 }), { Authorization: '[redacted]', nested: [{ refreshToken: '[redacted]' }], ok: 1 })
+  const given = { url: '/api/x?q=Bearer abc', list: ['a', 'eyJa.bcd.efg'], deep: { password: 'p', n: 1 }, fine: 'text' }
+  const before = JSON.stringify(given)
+  t.same(scrub(given), { url: '/api/x?q=[redacted]', list: ['a', '[redacted]'], deep: { password: '[redacted]', n: 1 }, fine: 'text' })
+  t.equal(JSON.stringify(given), before, 'the caller\'s object is left as it was')
+  t.same(scrub('Bearer abc and Bearer def'), '[redacted] and [redacted]', 'every occurrence, call after call')
+  t.same(scrub('Bearer abc and Bearer def'), '[redacted] and [redacted]')
+  const clean = { method: 'GET', url: '/api/materials', statusCode: 200, nested: { a: [1, 'b'] } }
+  t.equal(scrub(clean), clean, 'an object with nothing to scrub is not copied')
 })

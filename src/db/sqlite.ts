@@ -47,6 +47,8 @@ class SqliteDatabase implements Database {
   private readonly cache = new Map<string, BetterSqlite3.Statement>()
   /** the tail of the queue every call waits on: a transaction holds it across its awaits */
   private queue: Promise<unknown> = Promise.resolve()
+  /** calls queued or running through the queue */
+  private pending = 0
   private closed = false
   /** statements that wrote through this connection: PRAGMA data_version counts only other connections' commits */
   private ownWrites = 0
@@ -94,17 +96,33 @@ class SqliteDatabase implements Database {
   /** Runs fn once every earlier call (and transaction) has finished. */
   private serialize<T> (fn: () => T | Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new DatabaseUnavailableError('The database is closed'))
+    this.pending++
     const run = this.queue.then(fn)
-    this.queue = run.catch(() => undefined)
+    this.queue = run.then(this.settled, this.settled)
     return run
   }
 
+  private readonly settled = (): void => { this.pending-- }
+
+  /**
+   * One statement: at once when nothing is queued or running (the usual case: every statement is
+   * synchronous, so the queue is only ever held by a transaction), else after the queue.
+   */
+  private now<T> (fn: () => T): Promise<T> {
+    if (this.pending > 0 || this.closed) return this.serialize(fn)
+    try {
+      return Promise.resolve(fn())
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
   query (stmt: Statement): Promise<Row[]> {
-    return this.serialize(() => this.runQuery(stmt))
+    return this.now(() => this.runQuery(stmt))
   }
 
   execute (stmt: Statement): Promise<number> {
-    return this.serialize(() => this.runExecute(stmt))
+    return this.now(() => this.runExecute(stmt))
   }
 
   /**
