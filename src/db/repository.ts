@@ -57,6 +57,11 @@ export class Repository {
   private readonly noun: string
   /** [field, storage] pairs in field order: mapRow runs per row */
   private readers: Array<[string, (raw: unknown) => unknown]> = []
+  /** what a create fills in: [field, default] of writable stored fields with one, and the time stamps kept */
+  private createDefaults: Array<[string, unknown]> = []
+  private stamps: Array<'createdAt' | 'modifiedAt'> = []
+  /** fields an insert must give: the column has no default */
+  private required: string[] = []
 
   constructor (db: Database, def: ResourceDef, mapping: TableMapping, opts: RepositoryOptions = {}) {
     this.db = db
@@ -86,6 +91,11 @@ export class Repository {
 
   private compile (): void {
     this.readers = Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)])
+    this.createDefaults = Object.entries(this.def.fields)
+      .filter(([field, def]) => def.default !== undefined && def.readOnly !== true && this.has(field))
+      .map(([field, def]) => [field, def.default])
+    this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
+    this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
   }
 
   get readOnly (): boolean {
@@ -217,15 +227,16 @@ export class Repository {
   async create (values: Row, opts: CreateOptions = {}): Promise<Row> {
     this.writable()
     const given: Row = { ...values }
-    for (const [field, def] of Object.entries(this.def.fields)) {
-      if (given[field] === undefined && def.default !== undefined && def.readOnly !== true && this.has(field)) given[field] = def.default
+    for (const [field, value] of this.createDefaults) {
+      if (given[field] === undefined) given[field] = value
     }
     const now = new Date()
-    if (this.has('createdAt') && given.createdAt === undefined) given.createdAt = now
-    if (this.has('modifiedAt') && given.modifiedAt === undefined) given.modifiedAt = now
+    for (const field of this.stamps) {
+      if (given[field] === undefined) given[field] = now
+    }
     const vals = this.input(given)
-    for (const s of Object.values(this.storage.fields)) {
-      if (s.required && vals[s.field] === undefined) throw new InvalidValueError(`'${s.field}' is required: the database has no default for it`)
+    for (const field of this.required) {
+      if (vals[field] === undefined) throw new InvalidValueError(`'${field}' is required: the database has no default for it`)
     }
     try {
       const insert = this.sql.insert(vals)

@@ -36,6 +36,11 @@ export class SqlBuilder {
   readonly id: string
   private readonly table: string
   private readonly selectList: string
+  /**
+   * Texts of writes and reads by id, by their shape (which fields, which hint): the same text object
+   * each time, so the driver's statement cache finds it without rebuilding or rehashing it.
+   */
+  private readonly texts = new Map<string, string>()
 
   /** Over a compiled storage; or over a definition and mapping alone (columns unknown: types by kind). */
   constructor (dialect: Dialect, storage: ResourceStorage | ResourceDef, mapping?: TableMapping) {
@@ -126,12 +131,22 @@ export class SqlBuilder {
     }
   }
 
+  /** The text of a statement shape, built once (at most 256 shapes kept: a body's choice of fields makes one each). */
+  private text (shape: string, build: () => string): string {
+    let text = this.texts.get(shape)
+    if (text === undefined) {
+      text = build()
+      if (this.texts.size < 256) this.texts.set(shape, text)
+    }
+    return text
+  }
+
   /** One row by id; `forUpdate` takes an update lock on SQL Server (inside a transaction). */
   selectById (id: SqlValue, opts: { forUpdate?: boolean } = {}): Statement {
     const params = new Params()
     const hint = opts.forUpdate === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, ROWLOCK)' : ''
     const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
-    return { text: `SELECT ${this.selectList} FROM ${this.table}${hint} WHERE ${this.col(this.id)} = ${p}`, params: params.list }
+    return { text: this.text(`select${hint}`, () => `SELECT ${this.selectList} FROM ${this.table}${hint} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
   }
 
   /**
@@ -169,24 +184,24 @@ export class SqlBuilder {
   insert (values: Record<string, SqlValue>): Statement {
     const params = new Params()
     const fields = Object.keys(values)
-    const head = fields.length === 0
-      ? null
-      : { cols: fields.map((f) => this.col(f)).join(', '), vals: fields.map((f) => this.param(params, this.s(f), values[f])).join(', ') }
+    const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
+    return { text: this.text(`insert ${fields.join(',')}`, () => this.insertText(fields, placeholders)), params: params.list }
+  }
+
+  private insertText (fields: string[], placeholders: string[]): string {
+    const head = fields.length === 0 ? null : { cols: fields.map((f) => this.col(f)).join(', '), vals: placeholders.join(', ') }
     if (this.dialect.name === 'sqlite') {
       const body = head === null ? 'DEFAULT VALUES' : `(${head.cols}) VALUES (${head.vals})`
-      return { text: `INSERT INTO ${this.table} ${body} RETURNING ${this.selectList}`, params: params.list }
+      return `INSERT INTO ${this.table} ${body} RETURNING ${this.selectList}`
     }
     // OUTPUT without INTO fails on a table that has triggers (error 334), and customers' picking
     // tables often do: capture the new id in a table variable, then read the row back by it.
     const idType = this.s(this.id).paramType ?? 'bigint'
     const output = `OUTPUT INSERTED.${this.col(this.id)} INTO @inserted`
     const body = head === null ? `${output} DEFAULT VALUES` : `(${head.cols}) ${output} VALUES (${head.vals})`
-    return {
-      text: `DECLARE @inserted TABLE ([id] ${idType}); ` +
-        `INSERT INTO ${this.table} ${body}; ` +
-        `SELECT ${this.selectList} FROM ${this.table} WHERE ${this.col(this.id)} = (SELECT TOP (1) [id] FROM @inserted)`,
-      params: params.list
-    }
+    return `DECLARE @inserted TABLE ([id] ${idType}); ` +
+      `INSERT INTO ${this.table} ${body}; ` +
+      `SELECT ${this.selectList} FROM ${this.table} WHERE ${this.col(this.id)} = (SELECT TOP (1) [id] FROM @inserted)`
   }
 
   /**
@@ -205,15 +220,16 @@ export class SqlBuilder {
     const fields = Object.keys(values)
     if (fields.length === 0) throw new Error('update without fields')
     const params = new Params()
-    const set = fields.map((f) => `${this.col(f)} = ${this.param(params, this.s(f), values[f])}`).join(', ')
+    const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
     const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
-    return { text: `UPDATE ${this.table} SET ${set} WHERE ${this.col(this.id)} = ${p}`, params: params.list }
+    const set = () => fields.map((f, i) => `${this.col(f)} = ${placeholders[i]}`).join(', ')
+    return { text: this.text(`update ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
   }
 
   delete (id: SqlValue): Statement {
     const params = new Params()
     const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
-    return { text: `DELETE FROM ${this.table} WHERE ${this.col(this.id)} = ${p}`, params: params.list }
+    return { text: this.text('delete', () => `DELETE FROM ${this.table} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
   }
 
   private condition (f: Filter, params: Params): string {

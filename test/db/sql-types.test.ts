@@ -74,6 +74,13 @@ t.test('a value the column type cannot hold is compared with a wider type, never
   ])
   t.equal(msMat.paramType(msMat.storage.field('materialNumber'), 'x'.repeat(8001)), 'varchar(max)')
   t.equal(msMat.paramType(msMat.storage.field('description'), 'x'.repeat(4001)), 'nvarchar(max)')
+  // writes keep one text per shape (SqlBuilder.text), but each call's types follow its own values
+  const plain = msMat.update(1, { materialNumber: 'M-1' })
+  const wide = msMat.update(1, { materialNumber: 'Schlüssel' })
+  t.equal(wide.text, plain.text)
+  t.same([plain.params[0].type, wide.params[0].type], ['varchar(8000)', 'nvarchar(4000)'])
+  t.equal(msMat.insert({ maxStock: 5 }).params[0].type, 'int')
+  t.equal(msMat.insert({ maxStock: 3000000000 }).params[0].type, 'bigint', 'after an insert of the same shape with an int')
 })
 
 t.test('keyset on a DATETIME column: the stored value with a datetime parameter, so ties compare equal', async (t) => {

@@ -159,6 +159,23 @@ t.test('T-SQL update, delete, select by id and for update', async (t) => {
   t.equal(ms.selectById(5, { forUpdate: true }).text, `SELECT ${MS_COLS} FROM [dbo].[materials] WITH (UPDLOCK, ROWLOCK) WHERE [id] = @id`)
 })
 
+t.test('texts are built once per shape: the same fields give the same text, with this call\'s values and types', async (t) => {
+  const b = new SqlBuilder(mssqlDialect, materials, referenceMappings.materials)
+  const first = b.insert({ materialNumber: 'M-1', name: 'Valve' })
+  const other = b.insert({ name: 'Valve', materialNumber: 'M-2' })
+  const again = b.insert({ materialNumber: 'M-3', name: 'Bolt' })
+  t.equal(again.text, first.text, 'the same fields in the same order: one text')
+  t.not(other.text, first.text, 'another order is another shape')
+  t.match(other.text, /\(\[name\], \[material_number\]\)/)
+  t.same(again.params.map((p) => [p.name, p.value]), [['p1', 'M-3'], ['p2', 'Bolt']], 'parameters are this call\'s')
+  t.equal(b.update(1, { name: 'plain' }).text, b.update(2, { name: 'Größe' }).text)
+  t.same(b.update(9, { name: 'x' }).params.map((p) => [p.name, p.value]), [['p1', 'x'], ['id', 9]])
+  t.equal(b.selectById(1).text, b.selectById(2).text)
+  t.not(b.selectById(1).text, b.selectById(1, { forUpdate: true }).text, 'the lock hint is part of the shape')
+  t.throws(() => b.insert({ nope: 1 } as never), /nope/, 'an unknown field fails every time, cached or not')
+  t.throws(() => b.insert({ nope: 1 } as never), /nope/)
+})
+
 t.test('T-SQL multi-row insert for seeding', async (t) => {
   const stmt = ms.insertMany(['materialNumber', 'name'], [{ materialNumber: 'A', name: 'a' }, { materialNumber: 'B', name: null }])
   t.equal(stmt.text, 'INSERT INTO [dbo].[materials] ([material_number], [name]) VALUES (@p1, @p2), (@p3, @p4)')
