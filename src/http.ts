@@ -100,13 +100,17 @@ export interface ListBody<T> {
  * query ran. A mark that moved since (any commit, by the gateway or by the picking system behind
  * its back) makes the entry stale, so a hit is exactly the page the query would return now. An
  * ERP that polls the same page all day gets it, or its 304, for the cost of the token check.
- * Bounded by bytes (least recently used out first); a page larger than an eighth of the budget
- * is not kept.
+ * Bounded by bytes (least recently used out first). A page larger than 128 KiB (or an eighth of
+ * the budget) is not kept: a poll asks for the same small page again and again, a full sync walks
+ * once through pages of up to 1,000 rows (400 KB each), which would only push the polled pages out.
  */
 export class ListPageCache {
   private readonly entries = new Map<string, { mark: string, page: CachedPage }>()
   private bytes = 0
-  constructor (private readonly maxBytes = 4 * 1048576) {}
+  private readonly maxPage: number
+  constructor (private readonly maxBytes = 4 * 1048576, maxPage = 128 * 1024) {
+    this.maxPage = Math.min(maxPage, maxBytes / 8)
+  }
 
   get (url: string, mark: string): CachedPage | undefined {
     const hit = this.entries.get(url)
@@ -123,7 +127,7 @@ export class ListPageCache {
     const old = this.entries.get(url)
     if (old !== undefined) this.remove(url, old.page)
     const size = this.sizeOf(url, page)
-    if (size > this.maxBytes / 8) return
+    if (size > this.maxPage) return
     while (this.bytes + size > this.maxBytes) {
       const [oldest, entry] = this.entries.entries().next().value as [string, { page: CachedPage }]
       this.remove(oldest, entry.page)

@@ -153,4 +153,11 @@ t.test('the page cache is bounded by size, least recently used out first', async
   for (let i = 10; i < 14; i++) cache.set(`/p${i}`, 'm1', page(i))
   t.not(cache.get(oldest[0], 'm1'), undefined, 'the page read recently is still there')
   t.ok(cache.held <= 8000)
+
+  // the default: polled pages of 100 rows (about 40 KB) stay, a full sync's pages of 1,000 rows do not push them out
+  const production = new ListPageCache()
+  production.set('/api/materials?limit=100', 'm', { etag: '"poll"', text: 'x'.repeat(40 * 1024), at: 0 })
+  for (let i = 0; i < 20; i++) production.set(`/api/materials?limit=1000&cursor=${i}`, 'm', { etag: `"${i}"`, text: 'x'.repeat(400 * 1024), at: 0 })
+  t.equal(production.size, 1, 'no walk page was kept')
+  t.equal(production.get('/api/materials?limit=100', 'm')?.etag, '"poll"', 'the polled page is still there')
 })
