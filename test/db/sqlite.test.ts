@@ -398,6 +398,12 @@ t.test('transactions: serialized, rolled back on error', async (t) => {
   await Promise.all(Array.from({ length: 20 }, async (_, i) => repo.update(row.id as number, { description: `u${i}` })))
   const all = await Promise.all(Array.from({ length: 10 }, async () => repo.get(row.id as number)))
   t.ok(all.every((r) => typeof r?.description === 'string' && r.description.startsWith('u')))
+
+  // with nothing queued (every transaction above ended, one by an error) a statement runs at once
+  const mark = db.changeMark()
+  const write = db.execute(repo.sql.update(row.id as number, { address: 3 }))
+  t.not(db.changeMark(), mark, 'written before the call returned: no queue left behind')
+  await write
 })
 
 t.test('a locked database answers DatabaseUnavailableError, not a hang', async (t) => {
