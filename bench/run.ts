@@ -205,7 +205,7 @@ function gatewayEnv (ctx: Context, db: Record<string, string>): Record<string, s
   // LOG_LEVEL info: production logs every request, so the measurement includes it (to a file)
   const experiment = process.env.BENCH_GATEWAY_NODE_OPTIONS
   return {
-    // what the production unit sets for the process (MALLOC_ARENA_MAX, NODE_ENV)
+    // what the production unit sets for the process (NODE_ENV, malloc settings)
     ...unitEnvironment(),
     ...db,
     PICKING_GATEWAY_CONFIG: ctx.configFile,

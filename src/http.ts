@@ -25,7 +25,7 @@ function flatAndStable (value: unknown): boolean {
   return true
 }
 
-export function etagOf (value: unknown): string {
+function etagOf (value: unknown): string {
   const json = flatAndStable(value) ? JSON.stringify(value) : JSON.stringify(value, dropVolatile)
   return hashTag(json)
 }
@@ -33,20 +33,26 @@ export function etagOf (value: unknown): string {
 /** A compiled serializer of one item schema (fast-json-stringify): the body text of an item that holds only stored fields. */
 export type Serialize = (body: unknown) => string
 
-/** An item serialized once: the text to send and its ETag, the hash of that text. */
-export function serializeItem (serialize: Serialize, body: unknown): { text: string, etag: string } {
+/**
+ * One item as it is sent: with `serialize` (an item of stored fields only) serialized once, the
+ * ETag the hash of that text and the text sent; without, the object and etagOf (volatile fields left out).
+ */
+function item<T> (body: T, serialize: Serialize | undefined): { etag: string, text?: string } {
+  if (serialize === undefined) return { etag: etagOf(body) }
   const text = serialize(body)
-  return { text, etag: hashTag(text) }
-}
-
-/** An item's ETag: the hash of its serialized text when it has a serializer, etagOf otherwise. */
-export function tagger (serialize: Serialize | undefined): (body: unknown) => string {
-  return serialize === undefined ? etagOf : (body) => serializeItem(serialize, body).etag
+  return { etag: hashTag(text), text }
 }
 
 /** Sends a body already serialized as JSON. */
 export function sendJsonText (reply: FastifyReply, text: string): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(text)
+}
+
+/** Sends one item with its ETag (the answer to a write). */
+export function sendItem<T> (reply: FastifyReply, body: T, serialize?: Serialize): FastifyReply {
+  const { etag, text } = item(body, serialize)
+  reply.header('etag', etag)
+  return text === undefined ? reply.send(body) : sendJsonText(reply, text)
 }
 
 function listTags (header: string): string[] {
@@ -64,29 +70,21 @@ export function notModified (request: FastifyRequest, etag: string): boolean {
  * A check for Repository.update/delete built from If-Match: it runs inside the
  * write's transaction against the current row, so a change in between is a 412.
  */
-export function ifMatchCheck<T> (request: FastifyRequest, toPublic: (row: Row) => T, tagOf: (body: T) => string = etagOf): ((current: Row) => boolean) | undefined {
+export function ifMatchCheck<T> (request: FastifyRequest, toPublic: (row: Row) => T, serialize?: Serialize): ((current: Row) => boolean) | undefined {
   const header = request.headers['if-match']
   if (!header) return undefined
   if (header.trim() === '*') return () => true
   const tags = listTags(header)
-  return (current) => tags.includes(tagOf(toPublic(current)))
+  // the ETag sendOne and sendItem give the same item
+  return (current) => tags.includes(item(toPublic(current), serialize).etag)
 }
 
-/**
- * Sends one object with its ETag, or 304. With `serialize` (an item of stored fields only) it is
- * serialized once: the ETag is the hash of that text, and that text is what is sent.
- */
+/** Sends one item with its ETag, or 304 when If-None-Match names it. */
 export function sendOne<T> (request: FastifyRequest, reply: FastifyReply, body: T, serialize?: Serialize): T | FastifyReply {
-  if (serialize === undefined) {
-    const etag = etagOf(body)
-    reply.header('etag', etag)
-    if (notModified(request, etag)) return reply.code(304).send()
-    return body
-  }
-  const { text, etag } = serializeItem(serialize, body)
+  const { etag, text } = item(body, serialize)
   reply.header('etag', etag)
   if (notModified(request, etag)) return reply.code(304).send()
-  return sendJsonText(reply, text)
+  return text === undefined ? body : sendJsonText(reply, text)
 }
 
 export interface ListBody<T> {

@@ -135,11 +135,7 @@ export function logSink (options: LogSinkOptions): LogSink {
   let lines = 0
   let scheduled: NodeJS.Immediate | undefined
 
-  const flush = (done?: () => void): void => {
-    write()
-    done?.()
-  }
-  const write = (): void => {
+  const writeBatch = (): void => {
     if (scheduled !== undefined) clearImmediate(scheduled)
     scheduled = undefined
     const text = batch
@@ -167,10 +163,13 @@ export function logSink (options: LogSinkOptions): LogSink {
       if (current >= streams.length) return
       batch += format(line)
       lines++
-      if (batch.length >= MAX_BATCH_CHARS) write()
-      else scheduled ??= setImmediate(write)
+      if (batch.length >= MAX_BATCH_CHARS) writeBatch()
+      else scheduled ??= setImmediate(writeBatch)
     },
-    flush,
+    flush (done) {
+      writeBatch()
+      done?.()
+    },
     get dropped () { return dropped },
     get stopped () { return current >= streams.length }
   }

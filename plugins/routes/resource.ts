@@ -10,7 +10,7 @@ import type { Repository } from '../../src/db/repository.js'
 import type { Row } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
-import { ifMatchCheck, ListPageCache, sendJsonText, sendList, sendOne, serializeItem, tagger, type ListBody, type SendListOptions, type Serialize } from '../../src/http.js'
+import { ifMatchCheck, ListPageCache, sendItem, sendList, sendOne, type ListBody, type SendListOptions, type Serialize } from '../../src/http.js'
 
 export interface ResourceRoutesOptions {
   /** singular noun for messages and summaries */
@@ -48,7 +48,6 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const listOptions: SendListOptions = opts.storedOnly === true ? { stored: { cache: new ListPageCache(), mark: () => fastify.db.changeMark() } } : {}
     // Items of stored fields only are serialized once, by the item schema's compiled serializer: their ETag is the hash of the text sent.
     const serialize: Serialize | undefined = opts.storedOnly === true ? fastJson(item) : undefined
-    const tagOf = tagger(serialize)
     const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
     const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
@@ -121,12 +120,9 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
         },
         handler: async (request, reply) => {
-          const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic, tagOf) })
+          const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic, serialize) })
             .catch(named(request.params.id))
-          const body = toPublic(row)
-          if (serialize === undefined) return reply.header('etag', tagOf(body)).send(body)
-          const { text, etag } = serializeItem(serialize, body)
-          return sendJsonText(reply.header('etag', etag), text)
+          return sendItem(reply, toPublic(row), serialize)
         }
       })
     }
@@ -141,7 +137,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 412, 503) }
       }
     }, async (request, reply) => {
-      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic, tagOf) }).catch(named(request.params.id))
+      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(request.params.id))
       return reply.code(204).send(null)
     })
   }

@@ -7,7 +7,7 @@ import {
 } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { forbidden } from '../../src/errors.js'
-import { etagOf, ifMatchCheck, sendList, sendOne } from '../../src/http.js'
+import { ifMatchCheck, sendItem, sendList, sendOne } from '../../src/http.js'
 import { toUser, UserService } from '../../src/users.js'
 
 export interface UserRoutesOptions {
@@ -127,8 +127,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       },
       handler: async (request, reply) => {
         const user = await service.update(request.params.id, request.body, request.identity!, ifMatchCheck(request, toUser))
-        reply.header('etag', etagOf(user))
-        return user
+        return sendItem(reply, user)
       }
     })
   }
