@@ -166,7 +166,7 @@ function ssoEntries (raw: Record<string, any>): Array<Record<string, any> & { id
 }
 
 /** PICKING_GATEWAY_SSO_<ID>_CLIENT_SECRET: the provider id upper-cased, '-' as '_'. */
-export function ssoSecretEnv (id: string): string {
+function ssoSecretEnv (id: string): string {
   return `PICKING_GATEWAY_SSO_${id.toUpperCase().replaceAll('-', '_')}_CLIENT_SECRET`
 }
 

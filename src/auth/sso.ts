@@ -9,16 +9,16 @@ import { forbidden } from '../errors.js'
 import { normalizeUsername } from './passwords.js'
 
 /** The algorithms used when the configuration names none and the provider advertises none of them. */
-export const DEFAULT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA']
+const DEFAULT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA']
 
 /** Usernames are taken from the first of these claims that a token has. */
-export const DEFAULT_USERNAME_CLAIMS = ['preferred_username', 'upn', 'email']
+const DEFAULT_USERNAME_CLAIMS = ['preferred_username', 'upn', 'email']
 
 /** At most this much skew is allowed for `nbf` (the provider's clock against ours). */
-export const NBF_SKEW_SECONDS = 60
+const NBF_SKEW_SECONDS = 60
 
 /** The password-hash column of an SSO user holds this prefix: argon2 hashes start with `$argon2`, so it can never verify. */
-export const SSO_MARKER_PREFIX = '!sso:'
+const SSO_MARKER_PREFIX = '!sso:'
 
 /** When several claim values map to different types, the most privileged wins. */
 const TYPE_RANK: Record<UserType, number> = { admin: 3, user: 2, application: 1 }
@@ -67,7 +67,7 @@ export function proxyFetch (): { fetch: ProviderFetch, close: () => Promise<void
   }
 }
 
-export function ssoMarker (providerId: string, sub: string): string {
+function ssoMarker (providerId: string, sub: string): string {
   const marker = `${SSO_MARKER_PREFIX}${providerId}:${sub}`
   return marker.length <= MARKER_MAX ? marker : `${SSO_MARKER_PREFIX}${providerId}:#${createHash('sha256').update(sub).digest('base64url')}`
 }
@@ -77,7 +77,7 @@ export function isSsoMarker (passwordHash: unknown): boolean {
 }
 
 /** A claim by its name, or by a dotted path (Keycloak's realm_access.roles) when no claim has the whole name. */
-export function claimAt (claims: JWTPayload, name: string): unknown {
+function claimAt (claims: JWTPayload, name: string): unknown {
   if (Object.hasOwn(claims, name)) return claims[name]
   let value: unknown = claims
   for (const part of name.split('.')) {
@@ -88,7 +88,6 @@ export function claimAt (claims: JWTPayload, name: string): unknown {
 }
 
 export interface SsoIdentity {
-  sub: string
   /** what the password-hash column of its user row holds */
   marker: string
   type: UserType
@@ -103,9 +102,10 @@ export interface SsoProviderOptions {
   jwksCooldownMs?: number
   /** a failed discovery, or a key set never fetched, is tried again after this long; requests in between fail at once */
   retryMs?: number
-  /** keys older than this are refetched (the cached ones stay in use if that fails) */
-  jwksMaxAgeMs?: number
 }
+
+/** keys older than this are refetched (the cached ones stay in use if that fails) */
+const JWKS_MAX_AGE_MS = 600000
 
 interface KeyParams { jwksUri: URL, algorithms: string[] }
 
@@ -117,7 +117,6 @@ export class SsoProvider {
   private readonly fetch: ProviderFetch
   private readonly cooldownMs: number
   private readonly retryMs: number
-  private readonly maxAgeMs: number
   private discovery?: Promise<client.Configuration>
   private discoveryFailure?: { at: number, message: string }
   /** where the keys are and which algorithms they sign with: settled once known */
@@ -135,7 +134,6 @@ export class SsoProvider {
     this.fetch = options.fetch
     this.cooldownMs = options.jwksCooldownMs ?? 60000
     this.retryMs = options.retryMs ?? 10000
-    this.maxAgeMs = options.jwksMaxAgeMs ?? 600000
   }
 
   /** The provider's metadata and the gateway's client there (openid-client), discovered once; a failure is tried again after retryMs. */
@@ -215,7 +213,7 @@ export class SsoProvider {
     if (this.keys === undefined) {
       if (now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
       await this.refreshKeys(url)
-    } else if (now - this.keysAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
+    } else if (now - this.keysAt > JWKS_MAX_AGE_MS && now - this.keysAttemptedAt >= this.cooldownMs) {
       // Stale keys are better than none while the provider is away; the next try is after the cooldown.
       await this.refreshKeys(url).catch(() => {})
     }
@@ -267,7 +265,6 @@ export class SsoProvider {
     const found = names.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v.trim() !== '')
     const name = typeof claims.name === 'string' && claims.name.length <= 200 ? claims.name : null
     return {
-      sub: claims.sub,
       marker: ssoMarker(this.id, claims.sub),
       type,
       username: found === undefined ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` } : { name: normalizeUsername(found) },
