@@ -6,7 +6,7 @@ export const UserType = Type.Union([Type.Literal('admin'), Type.Literal('user'),
 })
 export type UserType = Static<typeof UserType>
 
-const Username = Type.String({ minLength: 1, maxLength: 64, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'Case-insensitive; stored trimmed and in lower case' })
+export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'Case-insensitive; stored trimmed and in lower case' })
 const Password = Type.String({ minLength: 8, maxLength: 1024, description: 'Write-only; stored as an argon2id hash' })
 
 export const User = Type.Object({

@@ -6,7 +6,8 @@ import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseListQuery } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
 import type { Executor, Row } from './db/types.js'
-import type { User, UserCreate, UserType, UserUpdate } from '../schemas/users.js'
+import { Value } from '@sinclair/typebox/value'
+import { Username, type User, type UserCreate, type UserType, type UserUpdate } from '../schemas/users.js'
 
 export interface Actor { id: number, type: UserType }
 
@@ -133,7 +134,9 @@ export class UserService {
   private async createSso (identity: SsoIdentity): Promise<Row> {
     if ('problem' in identity.username) throw forbidden(`${identity.username.problem}; no user was created`)
     const username = identity.username.name
-    if (username.length > 64) throw forbidden(`The username from the identity provider is longer than 64 characters; no user was created`)
+    if (username.length > 64) throw forbidden('The username from the identity provider is longer than 64 characters; no user was created')
+    // the rest of the rule of the API's own usernames (schemas/users.ts), not a second copy of it
+    if (!Value.Check(Username, username)) throw forbidden('The username from the identity provider holds control characters; no user was created')
     const taken = await this.opts.repo.findOne('username', username)
     if (taken !== undefined) throw usernameTaken(username, taken)
     try {
