@@ -183,10 +183,17 @@ function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: Fas
   void reply.code(status).send(buildErrorBody(status, code, err.message))
 }
 
-/** The logged URL: stream tickets, and a browser login's code and state, are credentials. */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** false: the request line's URL is logged without its query (it carries credentials: a browser login's code and state) */
+    logQuery?: false
+  }
+}
+
+/** The logged URL: stream tickets, and the query of routes that say logQuery: false, are credentials. */
 function redactQuery (request: FastifyRequest): string {
   const url = request.url
-  if (request.routeOptions.url?.startsWith('/api/users/sso/') === true && url.includes('?')) return `${url.slice(0, url.indexOf('?'))}?[redacted]`
+  if (request.routeOptions.config?.logQuery === false && url.includes('?')) return `${url.slice(0, url.indexOf('?'))}?[redacted]`
   return redactTicket(url)
 }
 

@@ -58,7 +58,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
   }
 
   fastify.get('/:id/login', {
-    config: { auth: 'none', rateLimit },
+    config: { auth: 'none', rateLimit, logQuery: false },
     schema: {
       summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
       tags: ['auth'],
@@ -90,7 +90,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
   })
 
   fastify.get('/:id/callback', {
-    config: { auth: 'none', rateLimit },
+    config: { auth: 'none', rateLimit, logQuery: false },
     schema: {
       summary: 'Where the identity provider sends the browser back: the same answer as POST /api/users/login',
       tags: ['auth'],
