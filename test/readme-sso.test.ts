@@ -150,7 +150,6 @@ idp.loginAs = 'alice'
 const asAdmin = (code: string): string => code.replaceAll(DOCUMENTED_BASE, base).replaceAll(PASSWORD_PLACEHOLDER, ADMIN_PASSWORD)
 
 t.test('the walk-through\'s pieces are where the test reads them', async (t) => {
-  t.same(Object.keys(documented).sort(), [...DOCUMENTED_KEYS].sort(), 'the Keycloak entry: id, issuer, audience, typeClaim, typeMap, clientId, redirectUri')
   t.equal(new URL(String(documented.issuer)).pathname, REALM_PATH, 'the documented issuer has the realm path the test provider has')
   t.equal(new URL(String(documented.redirectUri)).pathname, `/api/users/sso/${id}/callback`, 'the documented redirect URI is the callback of the documented id')
   t.equal(loginPath, '/api/users/sso/<id>/login', 'the browser login URL')

@@ -73,25 +73,24 @@ t.test('the quick start documents the start commands, PORT and HOST, and needs n
   t.match(quickStart, /EBADENGINE/, 'the EBADENGINE warnings are explained')
 })
 
-// The gateway, started as `PORT=8080 HOST=0.0.0.0 npm start` says, on a free port and on loopback
-// (this test listens on no other interface).
-const documented = /^PORT=(\d+) HOST=(\S+) npm start/m.exec(fenced(quickStart, 'sh').join('\n'))
+// The gateway, started as `PORT=8080 HOST=0.0.0.0 npm start` says, on a free port and on a
+// loopback address that is not the default 127.0.0.1, so that HOST is seen to be read (this test
+// listens on no other interface).
 const pkg = packageCopy('pg-readme-')
 const dataBefore = existsSync(join(ROOT, 'data'))
 const port = await freePort()
 // after the first await: set before it, tap 21 ended the file's root test with the first subtest
 t.teardown(async () => await processes.end(pkg))
 const startedAt = Date.now()
-const gateway = await processes.serve(pkg, { PORT: String(port), HOST: '127.0.0.1' })
-const base = `http://127.0.0.1:${port}`
+const gateway = await processes.serve(pkg, { PORT: String(port), HOST: '127.0.0.2' })
+const base = `http://127.0.0.2:${port}`
 const out = (): string => gateway.out()
 await until(() => (out().match(/"controller connected"/g) ?? []).length >= 2, 'both demo controllers connected', 15000)
 const printed = /Created user "admin" with the generated password:\n\n\s+(\S+)\n/.exec(out())
 const password = printed?.[1] ?? ''
 
 t.test('the demo starts as documented', async (t) => {
-  t.ok(documented, 'the quick start shows PORT=<port> HOST=<address> npm start')
-  t.match(out(), `Server listening at ${base}`, 'PORT from the environment chooses the port')
+  t.match(out(), `Server listening at ${base}`, 'PORT and HOST from the environment choose the address')
   t.ok(password, 'the generated admin password is printed once on the terminal, as the quick start shows')
   t.ok(existsSync(join(pkg, 'data', 'picking-gateway.db')), 'the demo database is under data/ beside package.json')
   t.equal(existsSync(join(ROOT, 'data')), dataBefore, 'the checkout got no data/ from this test')

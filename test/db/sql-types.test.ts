@@ -74,7 +74,7 @@ t.test('a value the column type cannot hold is compared with a wider type, never
   ])
   t.equal(msMat.paramType(msMat.storage.field('materialNumber'), 'x'.repeat(8001)), 'varchar(max)')
   t.equal(msMat.paramType(msMat.storage.field('description'), 'x'.repeat(4001)), 'nvarchar(max)')
-  // writes keep one text per shape (SqlBuilder.text), but each call's types follow its own values
+  // one text for both (the same shape), but each call's types follow its own values
   const plain = msMat.update(1, { materialNumber: 'M-1' })
   const wide = msMat.update(1, { materialNumber: 'Schlüssel' })
   t.equal(wide.text, plain.text)

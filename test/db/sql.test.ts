@@ -166,6 +166,8 @@ t.test('texts are built once per shape: the same fields give the same text, with
   const again = b.insert({ materialNumber: 'M-3', name: 'Bolt' })
   t.equal(again.text, first.text, 'the same fields in the same order: one text')
   t.not(other.text, first.text, 'another order is another shape')
+  const built = (b as unknown as { texts: Map<string, string> }).texts
+  t.same([...built.keys()], ['insert materialNumber,name', 'insert name,materialNumber'], 'three inserts, two shapes: two texts built')
   t.match(other.text, /\(\[name\], \[material_number\]\)/)
   t.same(again.params.map((p) => [p.name, p.value]), [['p1', 'M-3'], ['p2', 'Bolt']], 'parameters are this call\'s')
   t.equal(b.update(1, { name: 'plain' }).text, b.update(2, { name: 'Größe' }).text)
