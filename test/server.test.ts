@@ -128,7 +128,6 @@ function switchable (db: Database): Database & { down: boolean } {
     execute: (stmt: Parameters<Database['execute']>[0]) => flaky.guard(() => db.execute(stmt)),
     transaction: <T>(fn: (tx: Parameters<Parameters<Database['transaction']>[0]>[0]) => Promise<T>) => flaky.guard(() => db.transaction(fn)),
     ping: () => flaky.guard(() => db.ping()),
-    checkMapping: (def: Parameters<Database['checkMapping']>[0], m: Parameters<Database['checkMapping']>[1]) => flaky.guard(() => db.checkMapping(def, m)),
     columns: (m: Parameters<Database['columns']>[0]) => flaky.guard(() => db.columns(m)),
     changeMark: () => flaky.down ? undefined : db.changeMark(),
     close: () => db.close()

@@ -2,6 +2,7 @@
 import { SchemaMismatchError } from './errors.js'
 import { dialectFor, stringLiteral, type Dialect } from './dialect.js'
 import { resources, type ResourceName } from './resources.js'
+import { mappingFit } from './storage.js'
 import type { ColumnInfo, Database, DialectName, FieldDef, ResourceDef, TableMapping } from './types.js'
 
 function asDialect (d: Dialect | DialectName): Dialect {
@@ -114,7 +115,7 @@ export function createTableStatements (dialect: Dialect | DialectName, def: Reso
 export async function createReferenceTables (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   const created: string[] = []
   for (const name of Object.keys(resources) as ResourceName[]) {
-    const problems = await db.checkMapping(resources[name], mappings[name])
+    const { problems } = await mappingFit(db, resources[name], mappings[name])
     if (problems.length === 0) continue
     if (problems.length > 1 || !/: table '.*' does not exist$/.test(problems[0])) {
       throw new SchemaMismatchError(`The existing table does not match the configured mapping: ${problems.join('; ')}`)

@@ -3,9 +3,7 @@ import { createRequire } from 'node:module'
 import type Mssql from 'mssql'
 import { mssqlDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError, type DbError } from './errors.js'
-import { mappingProblems, missingColumns } from './resources.js'
-import { tableLabel } from './storage.js'
-import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
+import type { ColumnInfo, Database, Executor, Param, Row, Statement, TableMapping } from './types.js'
 
 type Driver = typeof Mssql
 let driver: Driver | undefined
@@ -476,11 +474,6 @@ class MssqlDatabase implements Database {
     await this.pool.close()
   }
 
-  async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
-    const problems = mappingProblems(def, mapping)
-    if (problems.length > 0) return problems
-    return missingColumns(def, mapping, tableLabel(this.dialect, mapping), (await this.columns(mapping)).map((c) => c.name))
-  }
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query(columnsStatement(mapping))

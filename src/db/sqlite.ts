@@ -3,9 +3,7 @@ import { existsSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
-import { mappingProblems, missingColumns } from './resources.js'
-import { tableLabel } from './storage.js'
-import type { ColumnInfo, Database, Executor, Param, ResourceDef, Row, Statement, TableMapping } from './types.js'
+import type { ColumnInfo, Database, Executor, Param, Row, Statement, TableMapping } from './types.js'
 
 export interface SqliteOptions {
   /** create the file when it does not exist (only the embedded demo does) */
@@ -177,11 +175,6 @@ class SqliteDatabase implements Database {
     this.db.close()
   }
 
-  async checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]> {
-    const problems = mappingProblems(def, mapping)
-    if (problems.length > 0) return problems
-    return missingColumns(def, mapping, tableLabel(this.dialect, mapping), (await this.columns(mapping)).map((c) => c.name))
-  }
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query({

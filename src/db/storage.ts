@@ -558,11 +558,21 @@ export async function inspectStorage (db: Database, mappings: Record<ResourceNam
   for (const name of Object.keys(resources) as ResourceName[]) {
     const def = resources[name]
     const mapping = mappings[name]
-    const structural = mappingProblems(def, mapping)
-    columns[name] = structural.length > 0 ? [] : await db.columns(mapping)
-    const missing = structural.length > 0 ? structural : missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns[name].map((c) => c.name))
-    problems.push(...missing)
-    if (missing.length === 0) problems.push(...storageProblems(new ResourceStorage(db.dialect, def, mapping, columns[name])))
+    const fit = await mappingFit(db, def, mapping)
+    columns[name] = fit.columns
+    problems.push(...fit.problems)
+    if (fit.problems.length === 0) problems.push(...storageProblems(new ResourceStorage(db.dialect, def, mapping, fit.columns)))
   }
   return { problems, columns }
+}
+
+/**
+ * One mapping against its table as the database declares it: the mapping's own problems, else the
+ * columns it names that the table lacks; and the columns read (none when the mapping itself is wrong).
+ */
+export async function mappingFit (db: Database, def: ResourceDef, mapping: TableMapping): Promise<{ problems: string[], columns: ColumnInfo[] }> {
+  const structural = mappingProblems(def, mapping)
+  if (structural.length > 0) return { problems: structural, columns: [] }
+  const columns = await db.columns(mapping)
+  return { problems: missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns.map((c) => c.name)), columns }
 }

@@ -95,11 +95,6 @@ export interface Database extends Executor {
   /** One round trip; throws DatabaseUnavailableError when the database cannot be reached. */
   ping (): Promise<void>
   close (): Promise<void>
-  /**
-   * Checks that the mapped table and columns exist. Resolves to a list of
-   * human-readable problems (empty when the mapping fits the database).
-   */
-  checkMapping (def: ResourceDef, mapping: TableMapping): Promise<string[]>
   /** The mapped table's columns as the database declares them; empty when the table does not exist. */
   columns (mapping: TableMapping): Promise<ColumnInfo[]>
   /**

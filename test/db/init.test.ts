@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { demoMaterials, demoStations, ean13CheckDigit, prng, seedDemoData } from '../../src/db/demo-data.js'
 import { createReferenceTables } from '../../src/db/init.js'
+import { mappingFit } from '../../src/db/storage.js'
 import { parseListQuery } from '../../src/db/list-query.js'
 import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, resources, stations, users, type ResourceName } from '../../src/db/resources.js'
@@ -94,7 +95,7 @@ t.test('createReferenceTables and seedDemoData on SQLite', async (t) => {
   await createReferenceTables(db, referenceMappings)
   await createReferenceTables(db, referenceMappings)
   for (const name of Object.keys(resources) as ResourceName[]) {
-    t.same(await db.checkMapping(resources[name], referenceMappings[name]), [], `${name} table fits its mapping`)
+    t.same((await mappingFit(db, resources[name], referenceMappings[name])).problems, [], `${name} table fits its mapping`)
   }
   const started = Date.now()
   t.same(await seedDemoData(db, referenceMappings, { now: NOW }), { materials: 1200, stations: 8 })

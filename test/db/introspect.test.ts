@@ -260,7 +260,6 @@ function fakeMssql (tables: Row[], columns: Record<string, ColumnInfo[]>, codes:
     async transaction () { throw new Error('introspection never writes') },
     async ping () {},
     async close () {},
-    async checkMapping () { return [] },
     changeMark () { return undefined },
     async columns (mapping) { return columns[`${mapping.schema}.${mapping.table}`] ?? [] }
   }

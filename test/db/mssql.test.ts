@@ -4,6 +4,7 @@ import sql from 'mssql'
 import t from 'tap'
 import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
+import { mappingFit } from '../../src/db/storage.js'
 import {
   backoffDelay, classifyMssqlError, columnsStatement, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, toDbError
 } from '../../src/db/mssql.js'
@@ -270,14 +271,14 @@ t.test('the real driver against a port nobody listens on: 503 at once, no crash,
   const t1 = Date.now()
   await t.rejects(db.query({ text: 'SELECT 1', params: [] }), { name: 'DatabaseUnavailableError' })
   await t.rejects(db.transaction(async () => 1), { name: 'DatabaseUnavailableError' })
-  await t.rejects(db.checkMapping({ name: 'x', fields: { id: { kind: 'integer', id: true } } }, { table: 'x', columns: { id: 'id' } }), { name: 'DatabaseUnavailableError' })
+  await t.rejects(mappingFit(db, { name: 'x', fields: { id: { kind: 'integer', id: true } } }, { table: 'x', columns: { id: 'id' } }), { name: 'DatabaseUnavailableError' })
   t.ok(Date.now() - t1 < 300, 'refused at once while down (the connect timeout is 2000 ms)')
   t.match(lines[0], { level: 'error', msg: 'database unreachable; retrying in the background' })
   t.notMatch(JSON.stringify(lines.map((l) => l.msg)), /Secret/)
   await db.close()
 
   const mapped = openMssql('mssql://sa:x@127.0.0.1:1/picking', { logger })
-  t.same(await mapped.checkMapping({ name: 'x', fields: { id: { kind: 'integer', id: true }, a: { kind: 'string' } } }, { table: 'x', columns: { id: 'id' } }),
+  t.same((await mappingFit(mapped, { name: 'x', fields: { id: { kind: 'integer', id: true }, a: { kind: 'string' } } }, { table: 'x', columns: { id: 'id' } })).problems,
     ['x.a: no column configured (map it to null if the table has none)'], 'mapping problems are found without a round trip')
   await mapped.close()
 })

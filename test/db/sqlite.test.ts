@@ -11,7 +11,10 @@ import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
 import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, stations } from '../../src/db/resources.js'
 import { mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
+import { mappingFit } from '../../src/db/storage.js'
 import type { Database, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
+
+const problemsOf = async (db: Database, def: ResourceDef, mapping: TableMapping): Promise<string[]> => (await mappingFit(db, def, mapping)).problems
 
 const dir = mkdtempSync(join(tmpdir(), 'pg-sqlite-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -325,18 +328,18 @@ for (const variant of ['reference', 'foreign'] as const) {
       }
     })
 
-    t.test('checkMapping', async (t) => {
+    t.test('mappingFit', async (t) => {
       const mapping = variant === 'foreign' ? foreignMapping : referenceMappings.materials
-      t.same(await db.checkMapping(materials, mapping), [])
-      t.same(await db.checkMapping(stations, referenceMappings.stations), [])
-      t.same(await db.checkMapping(materials, { ...mapping, table: 'NoSuchTable' }), ["materials: table 'NoSuchTable' does not exist"])
-      t.same(await db.checkMapping(materials, { ...mapping, columns: { ...mapping.columns, weight: 'Gewicht' } }),
+      t.same(await problemsOf(db, materials, mapping), [])
+      t.same(await problemsOf(db, stations, referenceMappings.stations), [])
+      t.same(await problemsOf(db, materials, { ...mapping, table: 'NoSuchTable' }), ["materials: table 'NoSuchTable' does not exist"])
+      t.same(await problemsOf(db, materials, { ...mapping, columns: { ...mapping.columns, weight: 'Gewicht' } }),
         [`materials.weight: column 'Gewicht' does not exist in table '${mapping.table}'`])
       const { barcode: _, ...fewer } = mapping.columns
-      t.same(await db.checkMapping(materials, { ...mapping, columns: { ...fewer, colour: 'Colour' } }),
+      t.same(await problemsOf(db, materials, { ...mapping, columns: { ...fewer, colour: 'Colour' } }),
         ['materials.barcode: no column configured (map it to null if the table has none)', "materials: unknown field 'colour' in the column mapping"])
       const upper = Object.fromEntries(Object.entries(mapping.columns).map(([f, c]) => [f, c.toUpperCase()]))
-      t.same(await db.checkMapping(materials, { ...mapping, columns: upper }), [], 'SQLite column names are case-insensitive')
+      t.same(await problemsOf(db, materials, { ...mapping, columns: upper }), [], 'SQLite column names are case-insensitive')
     })
   })
 }
