@@ -1,6 +1,7 @@
 // The machinery of `npm run bench`: server processes that always end, autocannon rounds, statistics, tables.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { Agent, get } from 'node:http'
 import { createServer } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -148,8 +149,6 @@ export interface LoadOptions {
   seconds: number
   /** the status every response should have */
   expect: number
-  /** requests per second over all connections; absent: as fast as the server answers */
-  rate?: number
 }
 
 /** One autocannon round against a server; requests carry their own headers and bodies. */
@@ -157,7 +156,7 @@ export async function loadRound (server: Server, requests: Request[], opts: Load
   const cpu0 = server.cpuSeconds()
   const client0 = process.cpuUsage()
   const t0 = performance.now()
-  const result = await autocannon({ url: server.base, connections: opts.connections, duration: opts.seconds, requests, ...(opts.rate !== undefined && { overallRate: opts.rate }) })
+  const result = await autocannon({ url: server.base, connections: opts.connections, duration: opts.seconds, requests })
   const wall = (performance.now() - t0) / 1000
   const cpu1 = server.cpuSeconds()
   const client = process.cpuUsage(client0)
@@ -172,6 +171,75 @@ export async function loadRound (server: Server, requests: Request[], opts: Load
     expectedShare: total === 0 ? 0 : (statuses[String(opts.expect)] ?? 0) / total,
     statuses,
     errors: result.errors,
+    serverCpu: cpu0 === undefined || cpu1 === undefined ? null : Math.round((cpu1 - cpu0) / wall * 100),
+    clientCpu: Math.round((client.user + client.system) / 1e6 / wall * 100)
+  }
+}
+
+export interface PacedOptions {
+  /** requests per second, one every 1/rate s */
+  rate: number
+  seconds: number
+  /** at most this many requests in flight; a request that finds them all busy waits, and its wait counts */
+  connections: number
+  expect: number
+}
+
+/**
+ * Requests at a steady rate, one every 1/rate seconds whatever the answers do (an open loop, as
+ * clients polling on a timer are). autocannon's rate limit is not that: each connection sends its
+ * share of the second back to back and then waits for the next second, so "200 req/s" was a burst
+ * at full speed once a second. Latency is counted from when a request was due, not from when it
+ * was sent, so a client held up by a slow server does not hide the delay.
+ */
+export async function pacedRound (server: Server, path: (n: number) => string, headers: Record<string, string>, opts: PacedOptions, label: { phase: string, side: string, round: string }): Promise<Round> {
+  const url = new URL(server.base)
+  const agent = new Agent({ keepAlive: true, maxSockets: opts.connections })
+  const count = Math.round(opts.rate * opts.seconds)
+  const interval = 1000 / opts.rate
+  const latencies: number[] = []
+  const statuses: Record<string, number> = {}
+  let errors = 0
+  const one = (n: number, due: number): Promise<void> => new Promise((resolve) => {
+    const req = get({ host: url.hostname, port: url.port, path: path(n), headers, agent }, (res) => {
+      res.on('data', () => {})
+      res.on('end', () => {
+        latencies.push(performance.now() - due)
+        statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1
+        resolve()
+      })
+      res.on('error', () => { errors++; resolve() })
+    })
+    req.on('error', () => { errors++; resolve() })
+  })
+  const cpu0 = server.cpuSeconds()
+  const client0 = process.cpuUsage()
+  const t0 = performance.now()
+  const inFlight: Array<Promise<void>> = []
+  try {
+    for (let n = 0; n < count; n++) {
+      const due = t0 + n * interval
+      const wait = due - performance.now()
+      if (wait > 0) await sleep(wait)
+      inFlight.push(one(n, due))
+    }
+    await Promise.all(inFlight)
+  } finally {
+    agent.destroy()
+  }
+  const wall = (performance.now() - t0) / 1000
+  const cpu1 = server.cpuSeconds()
+  const client = process.cpuUsage(client0)
+  const total = Object.values(statuses).reduce((a, b) => a + b, 0)
+  const at = percentiles(latencies)
+  return {
+    ...label,
+    rps: Math.round(total / wall),
+    p50: at.p50,
+    p99: at.p99,
+    expectedShare: total === 0 ? 0 : (statuses[String(opts.expect)] ?? 0) / total,
+    statuses,
+    errors,
     serverCpu: cpu0 === undefined || cpu1 === undefined ? null : Math.round((cpu1 - cpu0) / wall * 100),
     clientCpu: Math.round((client.user + client.system) / 1e6 / wall * 100)
   }

@@ -9,7 +9,7 @@ import { createPasswords, DEFAULT_ARGON2 } from '../src/auth/passwords.js'
 import { initDatabase } from '../src/bootstrap.js'
 import { openDatabase, referenceMappings, seedDemoData } from '../src/db/index.js'
 import {
-  installCleanup, loadRound, median, percentiles, removeTempDir, round2, startServer, table, timeIt, trackTempDir,
+  installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startServer, table, timeIt, trackTempDir,
   type Request, type Round, type Server
 } from './harness.js'
 
@@ -256,7 +256,8 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
   }
   // 900 pages of 100 in turn: more than the gateway's page cache holds, so every request runs its query
   const pages = (base: string, query: (after: number) => string): Request[] => sequence('GET', (n) => ({ path: `${base}?${query((n % 900) * 100)}` }))
-  const uncachedPages = () => pages('/api/materials', (after) => `limit=100&sort=id&id=%5Bgt%5D${after}`)
+  const uncachedQuery = (after: number) => `limit=100&sort=id&id=%5Bgt%5D${after}`
+  const uncachedPages = () => pages('/api/materials', uncachedQuery)
 
   if (runs('1')) {
     console.log('\n1. GET /api/materials?limit=100')
@@ -280,7 +281,7 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
   if (runs('5')) {
     console.log(`\n5. list p99 at ${settings.loginListRate} req/s with ${settings.loginsPerSecond} logins/s in the background`)
     // the list a page cache cannot answer, so that the logins compete with real work
-    await loginInterference(ctx, gateway, uncachedPages())
+    await loginInterference(ctx, gateway, (n) => `/api/materials?${uncachedQuery((n % 900) * 100)}`, auth)
   }
 
   // Writes change the data, so they come after every list figure. Both sides get the same request sequence.
@@ -297,7 +298,7 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
   ratioGoal('3c', 'update, req/s', await compare('update', { server: gateway, requests: update(), expect: 200 }, { server: naive, requests: update(), expect: 200 }), 0.9)
 }
 
-async function loginInterference (ctx: Context, gateway: Server, list: Request[]): Promise<void> {
+async function loginInterference (ctx: Context, gateway: Server, list: (n: number) => string, auth: Record<string, string>): Promise<void> {
   const opts = { connections: settings.loginListConnections, seconds: settings.loginRoundSeconds, expect: 200, rate: settings.loginListRate }
   const loginStatuses: Record<string, number> = {}
   const loginMs: number[] = []
@@ -313,15 +314,15 @@ async function loginInterference (ctx: Context, gateway: Server, list: Request[]
     const timer = setInterval(fire, 1000 / settings.loginsPerSecond)
     const t0 = performance.now()
     try {
-      return record(await loadRound(gateway, list, opts, { phase: 'list+logins', side: 'gateway', round }))
+      return record(await pacedRound(gateway, list, auth, opts, { phase: 'list+logins', side: 'gateway', round }))
     } finally {
       clearInterval(timer)
       loginSeconds += (performance.now() - t0) / 1000
       await Promise.all(inFlight) // none left to disturb the next quiet round
     }
   }
-  const quietRound = async (round: string) => record(await loadRound(gateway, list, opts, { phase: 'list-quiet', side: 'gateway', round }))
-  record(await loadRound(gateway, list, { ...opts, seconds: settings.warmupSeconds }, { phase: 'list-quiet', side: 'gateway', round: 'warm-up' }))
+  const quietRound = async (round: string) => record(await pacedRound(gateway, list, auth, opts, { phase: 'list-quiet', side: 'gateway', round }))
+  record(await pacedRound(gateway, list, auth, { ...opts, seconds: settings.warmupSeconds }, { phase: 'list-quiet', side: 'gateway', round: 'warm-up' }))
   const quiet: Round[] = []
   const busy: Round[] = []
   for (let i = 1; i <= settings.rounds; i++) {
