@@ -474,7 +474,6 @@ class MssqlDatabase implements Database {
     await this.pool.close()
   }
 
-
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query(columnsStatement(mapping))
     return rows.map(mssqlColumnInfo)

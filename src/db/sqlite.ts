@@ -175,7 +175,6 @@ class SqliteDatabase implements Database {
     this.db.close()
   }
 
-
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
     const rows = await this.query({
       text: 'SELECT name AS name, type AS type, "notnull" AS "required", dflt_value AS dflt, pk AS pk, hidden AS hidden FROM pragma_table_xinfo(@table)',
