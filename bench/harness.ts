@@ -151,29 +151,36 @@ export interface LoadOptions {
   expect: number
 }
 
-/** One autocannon round against a server; requests carry their own headers and bodies. */
-export async function loadRound (server: Server, requests: Request[], opts: LoadOptions, label: { phase: string, side: string, round: string }): Promise<Round> {
+type Label = Pick<Round, 'phase' | 'side' | 'round'>
+type Load = Pick<Round, 'rps' | 'p50' | 'p99' | 'statuses' | 'errors'>
+
+/** Runs one round of load and adds what both kinds of round report: the share of expected statuses and the CPU of server and client. */
+async function measured (server: Server, expect: number, label: Label, load: () => Promise<Load>): Promise<Round> {
   const cpu0 = server.cpuSeconds()
   const client0 = process.cpuUsage()
   const t0 = performance.now()
-  const result = await autocannon({ url: server.base, connections: opts.connections, duration: opts.seconds, requests })
+  const result = await load()
   const wall = (performance.now() - t0) / 1000
   const cpu1 = server.cpuSeconds()
   const client = process.cpuUsage(client0)
-  const statuses: Record<string, number> = {}
-  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = stat.count ?? 0
-  const total = Object.values(statuses).reduce((a, b) => a + b, 0)
+  const total = Object.values(result.statuses).reduce((a, b) => a + b, 0)
   return {
     ...label,
-    rps: Math.round(result.requests.total / result.duration),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    expectedShare: total === 0 ? 0 : (statuses[String(opts.expect)] ?? 0) / total,
-    statuses,
-    errors: result.errors,
+    ...result,
+    expectedShare: total === 0 ? 0 : (result.statuses[String(expect)] ?? 0) / total,
     serverCpu: cpu0 === undefined || cpu1 === undefined ? null : Math.round((cpu1 - cpu0) / wall * 100),
     clientCpu: Math.round((client.user + client.system) / 1e6 / wall * 100)
   }
+}
+
+/** One autocannon round against a server; requests carry their own headers and bodies. */
+export async function loadRound (server: Server, requests: Request[], opts: LoadOptions, label: Label): Promise<Round> {
+  return await measured(server, opts.expect, label, async () => {
+    const result = await autocannon({ url: server.base, connections: opts.connections, duration: opts.seconds, requests })
+    const statuses: Record<string, number> = {}
+    for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = stat.count ?? 0
+    return { rps: Math.round(result.requests.total / result.duration), p50: result.latency.p50, p99: result.latency.p99, statuses, errors: result.errors }
+  })
 }
 
 export interface PacedOptions {
@@ -192,57 +199,43 @@ export interface PacedOptions {
  * at full speed once a second. Latency is counted from when a request was due, not from when it
  * was sent, so a client held up by a slow server does not hide the delay.
  */
-export async function pacedRound (server: Server, path: (n: number) => string, headers: Record<string, string>, opts: PacedOptions, label: { phase: string, side: string, round: string }): Promise<Round> {
+export async function pacedRound (server: Server, path: (n: number) => string, headers: Record<string, string>, opts: PacedOptions, label: Label): Promise<Round> {
   const url = new URL(server.base)
-  const agent = new Agent({ keepAlive: true, maxSockets: opts.connections })
   const count = Math.round(opts.rate * opts.seconds)
   const interval = 1000 / opts.rate
-  const latencies: number[] = []
-  const statuses: Record<string, number> = {}
-  let errors = 0
-  const one = (n: number, due: number): Promise<void> => new Promise((resolve) => {
-    const req = get({ host: url.hostname, port: url.port, path: path(n), headers, agent }, (res) => {
-      res.on('data', () => {})
-      res.on('end', () => {
-        latencies.push(performance.now() - due)
-        statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1
-        resolve()
+  return await measured(server, opts.expect, label, async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: opts.connections })
+    const latencies: number[] = []
+    const statuses: Record<string, number> = {}
+    let errors = 0
+    const one = (n: number, due: number): Promise<void> => new Promise((resolve) => {
+      const req = get({ host: url.hostname, port: url.port, path: path(n), headers, agent }, (res) => {
+        res.on('data', () => {})
+        res.on('end', () => {
+          latencies.push(performance.now() - due)
+          statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1
+          resolve()
+        })
+        res.on('error', () => { errors++; resolve() })
       })
-      res.on('error', () => { errors++; resolve() })
+      req.on('error', () => { errors++; resolve() })
     })
-    req.on('error', () => { errors++; resolve() })
-  })
-  const cpu0 = server.cpuSeconds()
-  const client0 = process.cpuUsage()
-  const t0 = performance.now()
-  const inFlight: Array<Promise<void>> = []
-  try {
-    for (let n = 0; n < count; n++) {
-      const due = t0 + n * interval
-      const wait = due - performance.now()
-      if (wait > 0) await sleep(wait)
-      inFlight.push(one(n, due))
+    const t0 = performance.now()
+    const inFlight: Array<Promise<void>> = []
+    try {
+      for (let n = 0; n < count; n++) {
+        const due = t0 + n * interval
+        const wait = due - performance.now()
+        if (wait > 0) await sleep(wait)
+        inFlight.push(one(n, due))
+      }
+      await Promise.all(inFlight)
+    } finally {
+      agent.destroy()
     }
-    await Promise.all(inFlight)
-  } finally {
-    agent.destroy()
-  }
-  const wall = (performance.now() - t0) / 1000
-  const cpu1 = server.cpuSeconds()
-  const client = process.cpuUsage(client0)
-  const total = Object.values(statuses).reduce((a, b) => a + b, 0)
-  const at = percentiles(latencies)
-  return {
-    ...label,
-    rps: Math.round(total / wall),
-    p50: at.p50,
-    p99: at.p99,
-    expectedShare: total === 0 ? 0 : (statuses[String(opts.expect)] ?? 0) / total,
-    statuses,
-    errors,
-    serverCpu: cpu0 === undefined || cpu1 === undefined ? null : Math.round((cpu1 - cpu0) / wall * 100),
-    clientCpu: Math.round((client.user + client.system) / 1e6 / wall * 100)
-  }
+    const at = percentiles(latencies)
+    return { rps: Math.round(latencies.length / ((performance.now() - t0) / 1000)), p50: at.p50, p99: at.p99, statuses, errors }
+  })
 }
 
 export function median (xs: number[]): number {

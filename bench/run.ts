@@ -255,9 +255,10 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
     return [{ method, path: '/', headers: auth, setupRequest: (req) => ({ ...req, ...make(n++) }) }]
   }
   // 900 pages of 100 in turn: more than the gateway's page cache holds, so every request runs its query
-  const pages = (base: string, query: (after: number) => string): Request[] => sequence('GET', (n) => ({ path: `${base}?${query((n % 900) * 100)}` }))
-  const uncachedQuery = (after: number) => `limit=100&sort=id&id=%5Bgt%5D${after}`
-  const uncachedPages = () => pages('/api/materials', uncachedQuery)
+  const page = (base: string, query: (after: number) => string) => (n: number) => `${base}?${query((n % 900) * 100)}`
+  const pages = (path: (n: number) => string): Request[] => sequence('GET', (n) => ({ path: path(n) }))
+  const uncachedPage = page('/api/materials', (after) => `limit=100&sort=id&id=%5Bgt%5D${after}`)
+  const uncachedPages = (): Request[] => pages(uncachedPage)
 
   if (runs('1')) {
     console.log('\n1. GET /api/materials?limit=100')
@@ -267,7 +268,7 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
     console.log('\n1u. GET /api/materials?limit=100, another page each time (no cache hit)')
     ratioGoal('1u', 'list limit=100, another page each time, req/s', await compare('list-uncached',
       { server: gateway, requests: uncachedPages(), expect: 200 },
-      { server: naive, requests: pages('/api/materials', (after) => `after=${after}`), expect: 200 }), 1.0, undefined, true)
+      { server: naive, requests: pages(page('/api/materials', (after) => `after=${after}`)), expect: 200 }), 1.0, undefined, true)
   }
 
   if (runs('2')) {
@@ -281,7 +282,7 @@ async function throughputPhases (ctx: Context, gateway: Server, naive: Server): 
   if (runs('5')) {
     console.log(`\n5. list p99 at ${settings.loginListRate} req/s with ${settings.loginsPerSecond} logins/s in the background`)
     // the list a page cache cannot answer, so that the logins compete with real work
-    await loginInterference(ctx, gateway, (n) => `/api/materials?${uncachedQuery((n % 900) * 100)}`, auth)
+    await loginInterference(ctx, gateway, uncachedPage, auth)
   }
 
   // Writes change the data, so they come after every list figure. Both sides get the same request sequence.
