@@ -5,6 +5,7 @@ import t from 'tap'
 import { encodeFrame, FrameDecoder, type Frame, type FrameArgsInput, type FrameInput } from '../../src/hardware/codec.js'
 import { backoffDelay, ControllerLink, type ControllerEvent, type ControllerLinkOptions, type LinkTimings, type Logger } from '../../src/hardware/controller-link.js'
 import { HardwareError } from '../../src/hardware/errors.js'
+import { freePort } from '../helpers/ports.js'
 import { until, rejection } from '../helpers/wait.js'
 
 // Generous where the test waits for something that should happen, short where it waits for a failure.
@@ -137,15 +138,6 @@ function captureLogger (): { logger: Logger, lines: Array<{ level: string, obj: 
   const lines: Array<{ level: string, obj: object, msg?: string }> = []
   const at = (level: string) => (obj: object, msg?: string): void => { lines.push({ level, obj, msg }) }
   return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } }
-}
-
-
-async function freePort (): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as net.AddressInfo
-  await new Promise(resolve => server.close(resolve))
-  return port
 }
 
 

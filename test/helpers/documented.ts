@@ -3,10 +3,12 @@
 // commands as child processes, and the proof that every process started has ended.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
-import { createConnection, createServer, type AddressInfo } from 'node:net'
+import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { until } from './wait.js'
+
+export { freePort } from './ports.js'
 
 export const ROOT = join(import.meta.dirname, '..', '..')
 export const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
@@ -29,14 +31,6 @@ export function cleanEnv (): NodeJS.ProcessEnv {
 }
 
 export const has = (cmd: string, args: string[]): boolean => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0
-
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 /** Nothing listens on the port (any more). */
 export async function refused (port: number): Promise<boolean> {
