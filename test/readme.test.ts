@@ -11,7 +11,8 @@
 import t from 'tap'
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { freePort, has, packageCopy, Processes, processesNaming, README, refused, ROOT, type Done } from './helpers/documented.js'
+import { has, packageCopy, Processes, processesNaming, README, refused, ROOT, type Done } from './helpers/documented.js'
+import { freePort } from './helpers/ports.js'
 import { fenced, section } from './helpers/markdown.js'
 import { until } from './helpers/wait.js'
 

@@ -8,8 +8,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { until } from './wait.js'
 
-export { freePort } from './ports.js'
-
 export const ROOT = join(import.meta.dirname, '..', '..')
 export const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 /** a process still running this long after SIGTERM is hung */
