@@ -1,9 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { main, type Io } from '../src/commands.js'
 import { openDatabase } from '../src/db/index.js'
+import { tempDir } from './helpers/temp.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 
@@ -37,7 +37,7 @@ t.test('help, version and usage errors', async (t) => {
 })
 
 t.test('check-config', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const dir = tempDir(t, 'pg-cli-')
   const good = join(dir, 'good.json')
   writeFileSync(good, JSON.stringify({ database: { url: 'mssql://gw:p%40ss@db.local/Picking' }, auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: '10.0.0.5', port: 4001 }] } }))
   const ok = io({})
@@ -59,7 +59,7 @@ t.test('check-config', async (t) => {
 })
 
 t.test('check-config checks the mapping against the database when it can reach it', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'legacy.db')}`
   t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
   const fits = io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET })
@@ -93,7 +93,7 @@ t.test('check-config checks the mapping against the database when it can reach i
 })
 
 t.test('db init and user management on a database', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const dir = tempDir(t, 'pg-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }
   const init = io(env)
   t.equal(await main(['db', 'init', '--demo'], init), 0)
@@ -132,7 +132,7 @@ t.test('db init and user management on a database', async (t) => {
 })
 
 t.test('serve refuses a database without the tables', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-cli-'))
+  const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'empty.db')}`
   openDatabase(url, { create: true, logger: console }).close()
   const res = io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0' })

@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { referenceMappings } from '../src/db/resources.js'
 import { ConfigError, isWeakSecret, loadConfig, mappingsOf, validateConfig } from '../src/config.js'
+import { tempDir } from './helpers/temp.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 
@@ -18,7 +18,7 @@ function problemsOf (fn: () => unknown): string[] {
 }
 
 t.test('the embedded demo when nothing is configured', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  const dataDir = tempDir(t, 'pg-config-')
   const { config, demo, source } = loadConfig({ env: {}, dataDir })
   t.equal(demo, true)
   t.equal(source, 'embedded demo')
@@ -33,7 +33,7 @@ t.test('the embedded demo when nothing is configured', async (t) => {
 })
 
 t.test('environment overrides the file', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  const dir = tempDir(t, 'pg-config-')
   const file = join(dir, 'config.json')
   writeFileSync(file, JSON.stringify({ server: { port: 4000 }, database: { url: 'sqlite:/tmp/x.db' }, auth: { jwtSecret: SECRET }, licence: { logins: 3 } }))
   const { config, demo } = loadConfig({ env: { PICKING_GATEWAY_CONFIG: file, PORT: '5000', HOST: '0.0.0.0', DATABASE_URL: 'sqlite:/tmp/y.db' } })
@@ -47,7 +47,7 @@ t.test('environment overrides the file', async (t) => {
 })
 
 t.test('secrets from systemd credentials', async (t) => {
-  const creds = mkdtempSync(join(tmpdir(), 'pg-creds-'))
+  const creds = tempDir(t, 'pg-creds-')
   writeFileSync(join(creds, 'jwt-secret'), SECRET + '\n')
   writeFileSync(join(creds, 'database-password'), 'db-pass\n')
   const { config } = loadConfig({ env: { DATABASE_URL: 'mssql://gw@db/Picking', CREDENTIALS_DIRECTORY: creds } })
@@ -110,7 +110,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   t.match(problems, /mapping.materials.timeZone: unknown time zone "Mars\/Olympus"/)
   t.match(problems, /mapping.stations.columns.type.values: the stored code "V" is given for two values/)
   t.match(problems, /mapping.users.readOnly: the gateway writes its user table/)
-  const dir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  const dir = tempDir(t, 'pg-config-')
   writeFileSync(join(dir, 'broken.json'), '{ "server": ')
   t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'broken.json') } })), [/not valid JSON/])
   t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'missing.json') } })), [/cannot read .*ENOENT/])
@@ -128,7 +128,7 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   const ok = validateConfig({ ...base, auth: { ...base.auth, sso: [provider] } })
   t.match(ok.auth.sso[0], { typeClaim: 'roles', timeoutMs: 5000, scope: 'openid profile email' }, 'defaults')
   t.same(validateConfig(base).auth.sso, [], 'no provider unless configured')
-  t.same(loadConfig({ env: {}, dataDir: mkdtempSync(join(tmpdir(), 'pg-config-')) }).config.auth.sso, [], 'the demo has none')
+  t.same(loadConfig({ env: {}, dataDir: tempDir(t, 'pg-config-') }).config.auth.sso, [], 'the demo has none')
   t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, issuer: 'http://127.0.0.1:8080/realms/test', jwksUri: 'http://[::1]:8080/keys' }] } }).auth.sso?.[0].jwksUri, 'http://[::1]:8080/keys', 'http on loopback')
 
   const problems = problemsOf(() => validateConfig({
@@ -160,7 +160,7 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   t.match(typed, /auth\.sso\.0\.clientSecret: .*got <hidden>/, 'a wrongly typed secret is not shown either')
   t.notMatch(typed, /pw-value/)
 
-  const dir = mkdtempSync(join(tmpdir(), 'pg-config-'))
+  const dir = tempDir(t, 'pg-config-')
   const file = join(dir, 'config.json')
   const browser = { ...provider, clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/entra/callback' }
   writeFileSync(file, JSON.stringify({ ...base, auth: { ...base.auth, sso: [{ ...browser, clientSecret: 'file-secret-value' }] } }))
@@ -169,7 +169,7 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   t.notMatch(inFile, /file-secret-value/)
 
   writeFileSync(file, JSON.stringify({ ...base, auth: { ...base.auth, sso: [browser, { ...browser, id: 'key-cloak', issuer: 'https://kc.example.com/realms/w', redirectUri: 'https://gw.example.com/api/users/sso/key-cloak/callback' }] } }))
-  const creds = mkdtempSync(join(tmpdir(), 'pg-creds-'))
+  const creds = tempDir(t, 'pg-creds-')
   writeFileSync(join(creds, 'sso-entra-client-secret'), 'from-credential\n')
   writeFileSync(join(creds, 'sso-key-cloak-client-secret'), 'kc-from-credential\n')
   const fromCredential = loadConfig({ env: { PICKING_GATEWAY_CONFIG: file, CREDENTIALS_DIRECTORY: creds } }).config.auth.sso

@@ -1,10 +1,9 @@
 // The gateway as a process and as a server: signals, exit codes, timeouts, TLS, faults, logs.
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
 import { connect, type AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
@@ -17,6 +16,7 @@ import type { Database } from '../src/db/types.js'
 import { loggerOptions, scrub } from '../src/logger.js'
 import { ADMIN_PASSWORD, build } from './helpers/build.js'
 import { until } from './helpers/wait.js'
+import { tempDir } from './helpers/temp.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 const CLI = join(import.meta.dirname, '..', 'src', 'cli.ts')
@@ -33,7 +33,7 @@ function spawnCli (args: string[], env: NodeJS.ProcessEnv) {
 
 
 t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-srv-'))
+  const dir = tempDir(t, 'pg-srv-')
   const config = join(dir, 'config.json')
   // Expensive hashing makes a login last long enough to be in flight when the signal comes.
   writeFileSync(config, JSON.stringify({
@@ -65,7 +65,7 @@ t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
 })
 
 t.test('configuration errors exit 78 and name every key', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-srv-'))
+  const dir = tempDir(t, 'pg-srv-')
   const config = join(dir, 'config.json')
   writeFileSync(config, JSON.stringify({ server: { port: 'http' }, database: { url: 'oracle://x' }, auth: { jwtSecret: 'changeme' } }))
   const run = spawnCli(['serve'], { PICKING_GATEWAY_CONFIG: config })
@@ -102,7 +102,7 @@ t.test('slow clients are cut off', async (t) => {
 })
 
 t.test('HTTPS with server.tls', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-tls-'))
+  const dir = tempDir(t, 'pg-tls-')
   const key = join(dir, 'key.pem')
   const cert = join(dir, 'cert.pem')
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })

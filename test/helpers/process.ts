@@ -10,6 +10,7 @@ import type { Test } from 'tap'
 import { main } from '../../src/commands.js'
 import { startSimulator } from '../../src/hardware/index.js'
 import { ADMIN_PASSWORD, TEST_ARGON2 } from './build.js'
+import { tempDir } from './temp.js'
 import { until } from './wait.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
@@ -104,8 +105,7 @@ export const connectedBoth = (text: string) => (text.match(/controller connected
 
 /** The embedded demo (its simulator runs in the gateway's process) in a temporary data directory. */
 export function startDemo (t: Test, env: NodeJS.ProcessEnv) {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-demo-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'pg-demo-')
   const script = `import { serve } from ${JSON.stringify(SERVER)}
 serve({ dataDir: ${JSON.stringify(dir)}, env: ${JSON.stringify({ PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD, LOG_LEVEL: 'info', ...env })} })
   .catch((err) => { process.stderr.write(err.message + '\\n'); process.exitCode = 1 })`
