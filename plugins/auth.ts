@@ -51,7 +51,7 @@ export interface AuthPluginOptions {
   /** for the user rows single sign-on creates */
   licenceLogins: number
   /** tests only: shorter key-set cooldowns and retries than the production minute */
-  ssoTiming?: Pick<SsoProviderOptions, 'jwksCooldownMs' | 'retryMs'>
+  ssoTiming?: Pick<SsoProviderOptions, 'jwksCooldownMs' | 'retryMs' | 'jwksMaxAgeMs'>
 }
 
 export interface LoginResult {
@@ -159,7 +159,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const cache = new Map<number, CachedUser>()
   const providerFetch = proxyFetch()
   fastify.addHook('onClose', async () => { await providerFetch.close() })
-  const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming })
+  const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming, warn: (fields, message) => fastify.log.warn(fields, message) })
   const userService = new UserService({ repo: users, passwords, licenceLogins: opts.licenceLogins, onRevoke: (id) => cache.delete(id) })
   /** provider + subject -> user id, so that a known identity costs no lookup by marker */
   const ssoIds = new Map<string, number>()

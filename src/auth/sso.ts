@@ -102,10 +102,11 @@ export interface SsoProviderOptions {
   jwksCooldownMs?: number
   /** a failed discovery, or a key set never fetched, is tried again after this long; requests in between fail at once */
   retryMs?: number
+  /** keys older than this are fetched again on the next token (the cached ones stay in use if that fails) */
+  jwksMaxAgeMs?: number
+  /** what no request reports: a refetch of stale keys that failed while the old keys carried on */
+  warn?: (fields: { provider: string }, message: string) => void
 }
-
-/** keys older than this are refetched (the cached ones stay in use if that fails) */
-const JWKS_MAX_AGE_MS = 600000
 
 interface KeyParams { jwksUri: URL, algorithms: string[] }
 
@@ -117,6 +118,8 @@ export class SsoProvider {
   private readonly fetch: ProviderFetch
   private readonly cooldownMs: number
   private readonly retryMs: number
+  private readonly maxAgeMs: number
+  private readonly warn: NonNullable<SsoProviderOptions['warn']>
   private discovery?: Promise<client.Configuration>
   private discoveryFailure?: { at: number, message: string }
   /** where the keys are and which algorithms they sign with: settled once known */
@@ -134,6 +137,8 @@ export class SsoProvider {
     this.fetch = options.fetch
     this.cooldownMs = options.jwksCooldownMs ?? 60000
     this.retryMs = options.retryMs ?? 10000
+    this.maxAgeMs = options.jwksMaxAgeMs ?? 600000
+    this.warn = options.warn ?? (() => {})
   }
 
   /** The provider's metadata and the gateway's client there (openid-client), discovered once; a failure is tried again after retryMs. */
@@ -213,9 +218,12 @@ export class SsoProvider {
     if (this.keys === undefined) {
       if (now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
       await this.refreshKeys(url)
-    } else if (now - this.keysAt > JWKS_MAX_AGE_MS && now - this.keysAttemptedAt >= this.cooldownMs) {
+    } else if (now - this.keysAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
       // Stale keys are better than none while the provider is away; the next try is after the cooldown.
-      await this.refreshKeys(url).catch(() => {})
+      // The request goes on, so only the log can tell that the provider is away.
+      await this.refreshKeys(url).catch((err: Error) => {
+        this.warn({ provider: this.id }, `${err.message}; the keys fetched ${new Date(this.keysAt).toISOString()} stay in use`)
+      })
     }
     try {
       return await this.keys!(header, jws)

@@ -13,7 +13,7 @@ const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-ap
 
 type SsoOverrides = Partial<Config['auth']['sso'][number]>
 
-async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, timing?: { jwksCooldownMs?: number, retryMs?: number }, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, bearer: (token: string) => { authorization: string }, logs: string[] }> {
+async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, timing?: { jwksCooldownMs?: number, retryMs?: number, jwksMaxAgeMs?: number }, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, bearer: (token: string) => { authorization: string }, logs: string[] }> {
   const idp = await startProvider()
   t.teardown(() => idp.close())
   const logs: string[] = []
@@ -338,6 +338,26 @@ t.test('the provider stopped or hanging', async (t) => {
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200, 'stopped: the cached key still works')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(9)) })).statusCode, 401)
   t.notMatch(logs.join('\n'), /"statusCode":500/)
+})
+
+t.test('keys past their age are fetched again; when that fails, the old ones carry on and the log says so', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { timeoutMs: 500 }, timing: { jwksCooldownMs: 0, jwksMaxAgeMs: 200 } })
+  const provider = ctx.app.auth.sso.byId.get('warehouse')!
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200)
+  t.equal(provider.jwksFetches, 1)
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200)
+  t.equal(provider.jwksFetches, 2, 'stale keys: fetched again')
+  t.notMatch(logs.join('\n'), /stay in use/, 'a refetch that worked is not a warning')
+
+  await idp.stop()
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200, 'the provider is down: the stale key still works')
+  t.equal(provider.jwksFetches, 3, 'it was tried')
+  const warning = logs.map((line) => JSON.parse(line)).find((entry) => /stay in use/.test(entry.msg))
+  t.match(warning, { level: 40, provider: 'warehouse', msg: /^fetching the key set http:\/\/127\.0\.0\.1:\d+\/.* failed: .*; the keys fetched \d{4}-\d\d-\d\dT.* stay in use$/ }, 'a warning names the provider, the cause and the age of the keys in use')
 })
 
 t.test('a provider that hangs or is down before its keys are known', async (t) => {
