@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from
 import fp from 'fastify-plugin'
 import { createPasswords, normalizeUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
 import { FailureThrottle } from '../src/auth/throttle.js'
+import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import type { Row } from '../src/db/types.js'
@@ -110,33 +111,6 @@ const BEARER = /^Bearer +([A-Za-z0-9_\-.=+/]+) *$/i
 
 interface CachedUser { row: Row | undefined, expires: number }
 
-/**
- * Claims of tokens whose signature was checked, by the exact token text: the same text is the same
- * signature over the same claims. An entry answers until the token's `exp` (fast-jwt's rule:
- * valid while now <= exp); the map is emptied when full, which costs one check per token again.
- */
-export class VerifiedTokens {
-  private readonly entries = new Map<string, TokenClaims>()
-  constructor (private readonly max: number) {}
-
-  /** the claims, 'expired' once past exp, or undefined when the token was not checked here */
-  get (token: string, now: number): TokenClaims | 'expired' | undefined {
-    const claims = this.entries.get(token)
-    if (claims === undefined || claims.exp === undefined || now <= claims.exp * 1000) return claims
-    this.entries.delete(token)
-    return 'expired'
-  }
-
-  set (token: string, claims: TokenClaims): void {
-    if (this.entries.size >= this.max) this.entries.clear()
-    this.entries.set(token, claims)
-  }
-
-  get size (): number {
-    return this.entries.size
-  }
-}
-
 async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise<void> {
   const [signing] = opts.keys
   // One verifier per key, made once: @fastify/jwt's verify(token, { key }) builds a new verifier,
@@ -145,7 +119,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   // A polling client sends the same token over and over: its claims are kept, keyed by the exact
   // token text, until it expires. fast-jwt's own cache keys on a SHA-256 of the token, which costs
   // as much as checking the HMAC again (npm run bench: 10 % of a read by id).
-  const verified = new VerifiedTokens(10000)
+  const verified = new VerifiedTokens<TokenClaims>(10000)
   const decodeComplete = createDecoder({ complete: true })
   await fastify.register(fastifyJwt, {
     secret: signing.secret,

@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { VerifiedTokens, type TokenClaims } from '../../plugins/auth.js'
+import type { TokenClaims } from '../../plugins/auth.js'
+import { VerifiedTokens } from '../../src/auth/verified-tokens.js'
 import { ADMIN_PASSWORD, build } from '../helpers/build.js'
 
 const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
@@ -206,7 +207,7 @@ t.test('a token that answered while valid is refused as expired once past exp, a
 
 t.test('VerifiedTokens: claims until exp, none for unknown text, emptied when full', async (t) => {
   const claims = (exp?: number): TokenClaims => ({ sub: '1', typ: exp === undefined ? 'application' : 'access', aud: 'x', ver: 0, jti: 'j', iat: 0, exp })
-  const tokens = new VerifiedTokens(2)
+  const tokens = new VerifiedTokens<TokenClaims>(2)
   t.equal(tokens.get('a', 0), undefined)
   tokens.set('a', claims(100))
   t.same(tokens.get('a', 100_000), claims(100), 'valid at exp itself (fast-jwt: now <= exp)')
@@ -220,6 +221,9 @@ t.test('VerifiedTokens: claims until exp, none for unknown text, emptied when fu
   t.equal(tokens.size, 1, 'full: emptied, then the new one kept')
   t.equal(tokens.get('b', 0), undefined)
   t.ok(tokens.get('d', 0))
+  tokens.set('e', claims(100), 50_000)
+  t.same(tokens.get('e', 50_000), claims(100), 'an earlier time of its own: valid up to it')
+  t.equal(tokens.get('e', 50_001), 'expired', 'and not after it, though exp is later')
 })
 
 t.test('revocation: disable, password change and delete revoke every token at once', async (t) => {

@@ -340,6 +340,29 @@ t.test('the provider stopped or hanging', async (t) => {
   t.notMatch(logs.join('\n'), /"statusCode":500/)
 })
 
+t.test('a checked token is remembered until its exp, and no longer than the keys are kept', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { timing: { jwksMaxAgeMs: 400 } })
+  const provider = ctx.app.auth.sso.byId.get('warehouse')!
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  const get = async (tok: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(tok) })
+  for (let i = 0; i < 3; i++) t.equal((await get(token)).statusCode, 200)
+  t.equal(provider.signatureChecks, 1, 'one signature check for three requests')
+  await new Promise((resolve) => setTimeout(resolve, 450))
+  t.equal((await get(token)).statusCode, 200)
+  t.equal(provider.signatureChecks, 2, 'past the keys\' age: checked again')
+
+  const soon = await idp.sign({ ...decode(token), exp: Math.floor(Date.now() / 1000) + 1 })
+  t.equal((await get(soon)).statusCode, 200)
+  t.equal(provider.signatureChecks, 3)
+  await new Promise((resolve) => setTimeout(resolve, Number(decode(soon).exp) * 1000 - Date.now() + 50))
+  const late = await get(soon)
+  t.equal(late.statusCode, 401, 'past its exp: refused, not answered from the remembered claims')
+  t.equal(late.json().code, 'TOKEN_EXPIRED')
+  t.equal(provider.signatureChecks, 4, 'checked afresh to tell why')
+  t.equal((await get(token)).statusCode, 200, 'the other token still works')
+})
+
 t.test('keys past their age are fetched again; when that fails, the old ones carry on and the log says so', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { sso: { timeoutMs: 500 }, timing: { jwksCooldownMs: 0, jwksMaxAgeMs: 200 } })
   const provider = ctx.app.auth.sso.byId.get('warehouse')!
