@@ -1,11 +1,10 @@
 // Driver errors about the data: SQL Server ones as node-mssql builds them, SQLite ones from a real database, and their API wording.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import sql from 'mssql'
 import t from 'tap'
 import { type DataFault, type FaultContext, faultToError, mssqlDataFault, sqliteDataFault } from '../../src/db/data-errors.js'
+import { tempDir } from '../helpers/temp.js'
 import {
   ConstraintViolationError, DataFaultError, DbError, InvalidValueError, ReferencedError
 } from '../../src/db/errors.js'
@@ -118,8 +117,7 @@ t.test('mssqlDataFault: leaves everything else alone', async (t) => {
 })
 
 t.test('sqliteDataFault from a real database', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-faults-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'pg-faults-')
   const db = new BetterSqlite3(join(dir, 'faults.db'))
   t.teardown(() => db.close())
   db.pragma('foreign_keys = ON')

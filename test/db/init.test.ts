@@ -1,6 +1,4 @@
 // db init and the demo data: tables created idempotently, demo data deterministic, plausible and fast to seed.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { demoMaterials, demoStations, ean13CheckDigit, prng, seedDemoData } from '../../src/db/demo-data.js'
@@ -10,9 +8,9 @@ import { parseListQuery } from '../../src/db/list-query.js'
 import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, resources, stations, users, type ResourceName } from '../../src/db/resources.js'
 import { openSqlite } from '../../src/db/sqlite.js'
+import { tempDir } from '../helpers/temp.js'
 
-const dir = mkdtempSync(join(tmpdir(), 'pg-init-'))
-t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+const dir = tempDir(t, 'pg-init-')
 
 const NOW = new Date('2025-06-01T12:00:00.000Z')
 

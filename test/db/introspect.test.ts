@@ -1,6 +1,4 @@
 // `db introspect` against a legacy-shaped SQLite database, the SQL Server statements by their exact text, and the CLI end to end.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
@@ -15,9 +13,9 @@ import {
 import { referenceMappings, resources } from '../../src/db/resources.js'
 import { inspectStorage } from '../../src/db/storage.js'
 import type { ColumnInfo, Database, Row, Statement } from '../../src/db/types.js'
+import { tempDir } from '../helpers/temp.js'
 
-const dir = mkdtempSync(join(tmpdir(), 'pg-introspect-'))
-t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+const dir = tempDir(t, 'pg-introspect-')
 
 const silent = { info () {}, warn () {}, error () {} }
 const SECRET = 'a3f1c9e07b52d84611f0e9c3a7b25d6e8f4c1a09b7d3e5f2c8a6b4d1e0f9c7a5'

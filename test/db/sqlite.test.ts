@@ -1,6 +1,4 @@
 // The repository against real SQLite files: the reference schema and a customer-style foreign schema must behave the same.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
@@ -13,11 +11,11 @@ import { materials, referenceMappings, stations } from '../../src/db/resources.j
 import { mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
 import { mappingFit } from '../../src/db/storage.js'
 import type { Database, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
+import { tempDir } from '../helpers/temp.js'
 
 const problemsOf = async (db: Database, def: ResourceDef, mapping: TableMapping): Promise<string[]> => (await mappingFit(db, def, mapping)).problems
 
-const dir = mkdtempSync(join(tmpdir(), 'pg-sqlite-'))
-t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+const dir = tempDir(t, 'pg-sqlite-')
 
 const silent = { info () {}, warn () {}, error () {} }
 

@@ -1,12 +1,11 @@
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app.js'
 import { initDatabase } from '../../src/bootstrap.js'
 import { validateConfig } from '../../src/config.js'
 import { openDatabase, referenceMappings } from '../../src/db/index.js'
 import { build, TEST_ARGON2 } from '../helpers/build.js'
+import { tempDir } from '../helpers/temp.js'
 
 t.test('walking meta.next returns every row once, also while rows change', async (t) => {
   const ctx = await build(t)
@@ -206,8 +205,7 @@ t.test('materials mapped onto a foreign schema behave the same', async (t) => {
 })
 
 t.test('a mapping that does not fit the database stops the start', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pg-mismatch-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'pg-mismatch-')
   const url = `sqlite:${join(dir, 'x.db')}`
   const stations = { table: 'Stations2', columns: { id: 'a', name: 'b', description: 'c', type: 'd', warehouse: 'e', controllerId: 'f', address: 'g', enabled: 'h', createdAt: 'i', modifiedAt: 'j' } }
   const config = validateConfig({ database: { url }, auth: { jwtSecret: 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa' }, logging: { level: 'silent' }, mapping: { stations } })
