@@ -45,6 +45,20 @@ export interface RepositoryOptions extends StorageOptions {
 
 export type Id = number | string
 
+/**
+ * The mapper of one resource: a driver row (aliased to API names) in API shape, built as one
+ * object literal with each field read by name. V8 then gives every row the same hidden class and
+ * each read its own call site; a loop over [field, reader] pairs made every load and store a
+ * keyed, megamorphic one (a page of 100 rows: 62-69 us against 13 us). Field names come from the
+ * resource definitions, not from configuration, and are written as JSON string literals.
+ */
+export function compileMapper (readers: Array<[string, (raw: unknown) => unknown]>): (raw: Row) => Row {
+  if (readers.some(([field]) => field === '__proto__')) throw new Error('a field may not be named __proto__')
+  const fields = readers.map(([field], i) => `${JSON.stringify(field)}: r${i}(raw[${JSON.stringify(field)}])`)
+  const make = new Function(...readers.map((_, i) => `r${i}`), `return function mapRow (raw) { return { ${fields.join(', ')} } }`)
+  return make(...readers.map(([, read]) => read)) as (raw: Row) => Row
+}
+
 export class Repository {
   readonly def: ResourceDef
   storage: ResourceStorage
@@ -55,8 +69,8 @@ export class Repository {
   private readonly uniqueFields: string[]
   private readonly opts: RepositoryOptions
   private readonly noun: string
-  /** [field, storage] pairs in field order: mapRow runs per row */
-  private readers: Array<[string, (raw: unknown) => unknown]> = []
+  /** a driver row in API shape: compiled per resource (see compileMapper), run for every row */
+  mapRow: (raw: Row) => Row = () => ({})
   /** what a create fills in: [field, default] of writable stored fields with one, and the time stamps kept */
   private createDefaults: Array<[string, unknown]> = []
   private stamps: Array<'createdAt' | 'modifiedAt'> = []
@@ -90,7 +104,7 @@ export class Repository {
   }
 
   private compile (): void {
-    this.readers = Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)])
+    this.mapRow = compileMapper(Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)]))
     this.createDefaults = Object.entries(this.def.fields)
       .filter(([field, def]) => def.default !== undefined && def.readOnly !== true && this.has(field))
       .map(([field, def]) => [field, def.default])
@@ -102,12 +116,6 @@ export class Repository {
     return this.storage.readOnly
   }
 
-  /** A driver row (aliased to API names) in API shape. */
-  mapRow (raw: Row): Row {
-    const out: Row = {}
-    for (const [field, read] of this.readers) out[field] = read(raw[field])
-    return out
-  }
 
   /** Checks and converts values from a caller (API-shaped or JS-typed) into stored values. */
   private input (values: Row): Record<string, SqlValue> {

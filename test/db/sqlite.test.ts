@@ -6,7 +6,7 @@ import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import { createReferenceTables } from '../../src/db/init.js'
 import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
-import { Repository } from '../../src/db/repository.js'
+import { compileMapper, Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, stations } from '../../src/db/resources.js'
 import { mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
 import { mappingFit } from '../../src/db/storage.js'
@@ -451,4 +451,21 @@ t.test('driver plumbing', async (t) => {
   await closing
   await mem.close()
   await t.rejects(mem.ping(), { name: 'DatabaseUnavailableError' }, 'closed')
+})
+
+t.test('the compiled row mapper: fields in order, each through its reader, names kept as data', async (t) => {
+  const map = compileMapper([
+    ['id', (raw) => Number(raw)],
+    ['name', (raw) => raw ?? null],
+    // names that would break out of a hand-written literal stay plain property names
+    ['a"b', (raw) => raw],
+    ['}; throw new Error("x"); ({', (raw) => raw],
+    ['line\u2028sep', (raw) => raw]
+  ])
+  const out = map({ id: '7', name: undefined, 'a"b': 1, '}; throw new Error("x"); ({': 2, 'line\u2028sep': 3, extra: 'not mapped' })
+  t.same(Object.keys(out), ['id', 'name', 'a"b', '}; throw new Error("x"); ({', 'line\u2028sep'])
+  t.strictSame(out, { id: 7, name: null, 'a"b': 1, '}; throw new Error("x"); ({': 2, 'line\u2028sep': 3 })
+  t.equal(Object.getPrototypeOf(out), Object.prototype)
+  t.not(map({ id: 1 }), map({ id: 1 }), 'a new object per row')
+  t.throws(() => compileMapper([['__proto__', (raw) => raw]]), /__proto__/)
 })
