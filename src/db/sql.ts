@@ -36,6 +36,8 @@ export class SqlBuilder {
   readonly id: string
   private readonly table: string
   private readonly selectList: string
+  /** the fields every select lists, in its order (a list adds its sort keys' values after them) */
+  readonly selectFields: string[]
   /**
    * Texts of writes and reads by id, by their shape (which fields, which hint): the same text object
    * each time, so the driver's statement cache finds it without rebuilding or rehashing it.
@@ -50,7 +52,8 @@ export class SqlBuilder {
     this.id = storage.id
     this.table = dialect.table(storage.mapping)
     // a field without a column (mapped to null) is selected as NULL, so every row has every field
-    this.selectList = Object.keys(storage.def.fields).map((f) => `${storage.fields[f].absent ? 'NULL' : this.col(f)} AS ${dialect.ident(f)}`).join(', ')
+    this.selectFields = Object.keys(storage.def.fields)
+    this.selectList = this.selectFields.map((f) => `${storage.fields[f].absent ? 'NULL' : this.col(f)} AS ${dialect.ident(f)}`).join(', ')
   }
 
   /** the quoted column of an API field */

@@ -67,13 +67,14 @@ class SqliteDatabase implements Database {
     return stmt
   }
 
-  private runQuery (stmt: Statement): Row[] {
+  /** The rows as objects, or with `values` as arrays (raw mode, set on every call: statements are shared). */
+  private runQuery (stmt: Statement, values = false): Row[] | unknown[][] {
     try {
       const prepared = this.prepare(stmt.text)
       const bound = toSqliteParams(stmt.params)
       // counted before it runs: a reader that sees the mark after this write also sees the write
       if (!prepared.readonly) this.ownWrites++
-      if (prepared.reader) return prepared.all(bound) as Row[]
+      if (prepared.reader) return prepared.raw(values).all(bound) as Row[] | unknown[][]
       prepared.run(bound)
       return []
     } catch (err) {
@@ -116,7 +117,11 @@ class SqliteDatabase implements Database {
   }
 
   query (stmt: Statement): Promise<Row[]> {
-    return this.now(() => this.runQuery(stmt))
+    return this.now(() => this.runQuery(stmt) as Row[])
+  }
+
+  queryValues (stmt: Statement): Promise<unknown[][]> {
+    return this.now(() => this.runQuery(stmt, true) as unknown[][])
   }
 
   execute (stmt: Statement): Promise<number> {
@@ -133,7 +138,7 @@ class SqliteDatabase implements Database {
       let open = true
       const guard = (): void => { if (!open) throw new Error('transaction already finished') }
       const tx: Executor = {
-        query: async (stmt) => { guard(); return this.runQuery(stmt) },
+        query: async (stmt) => { guard(); return this.runQuery(stmt) as Row[] },
         execute: async (stmt) => { guard(); return this.runExecute(stmt) }
       }
       try {

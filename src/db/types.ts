@@ -103,6 +103,12 @@ export interface Database extends Executor {
    * dialect cannot tell cheaply: then nothing may be cached on it.
    */
   changeMark (): string | undefined
+  /**
+   * Like query, but each row is an array of its values in the statement's column order. Only
+   * SQLite has it (better-sqlite3's raw mode): there, building an object per row cost more than
+   * the query itself. Without it, lists use query.
+   */
+  queryValues? (stmt: Statement): Promise<unknown[][]>
 }
 
 /** A column as the database declares it (INFORMATION_SCHEMA.COLUMNS / sys.columns, PRAGMA table_xinfo). */

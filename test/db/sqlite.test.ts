@@ -454,18 +454,22 @@ t.test('driver plumbing', async (t) => {
 })
 
 t.test('the compiled row mapper: fields in order, each through its reader, names kept as data', async (t) => {
-  const map = compileMapper([
-    ['id', (raw) => Number(raw)],
-    ['name', (raw) => raw ?? null],
+  const map = compileMapper<Row>([
+    ['id', (raw) => Number(raw), 'id'],
+    ['name', (raw) => raw ?? null, 'name'],
     // names that would break out of a hand-written literal stay plain property names
-    ['a"b', (raw) => raw],
-    ['}; throw new Error("x"); ({', (raw) => raw],
-    ['line\u2028sep', (raw) => raw]
+    ['a"b', (raw) => raw, 'a"b'],
+    ['}; throw new Error("x"); ({', (raw) => raw, '}; throw new Error("x"); ({'],
+    ['line\u2028sep', (raw) => raw, 'line\u2028sep']
   ])
   const out = map({ id: '7', name: undefined, 'a"b': 1, '}; throw new Error("x"); ({': 2, 'line\u2028sep': 3, extra: 'not mapped' })
   t.same(Object.keys(out), ['id', 'name', 'a"b', '}; throw new Error("x"); ({', 'line\u2028sep'])
   t.strictSame(out, { id: 7, name: null, 'a"b': 1, '}; throw new Error("x"); ({': 2, 'line\u2028sep': 3 })
   t.equal(Object.getPrototypeOf(out), Object.prototype)
   t.not(map({ id: 1 }), map({ id: 1 }), 'a new object per row')
-  t.throws(() => compileMapper([['__proto__', (raw) => raw]]), /__proto__/)
+  t.throws(() => compileMapper([['__proto__', (raw) => raw, '__proto__']]), /__proto__/)
+
+  // a row of values: each field read by its place
+  const byPlace = compileMapper<unknown[]>([['name', (raw) => raw, 1], ['id', (raw) => Number(raw), 0]])
+  t.strictSame(byPlace(['3', 'bolt', 'sort value']), { name: 'bolt', id: 3 })
 })
