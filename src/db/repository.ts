@@ -234,7 +234,16 @@ export class Repository {
   }
 
   async get (id: Id): Promise<Row | undefined> {
-    const rows = await this.db.query(this.sql.selectById(id))
+    return await this.first(this.db, this.sql.selectById(id))
+  }
+
+  /** The first row a statement that selects the select list returns, mapped (as values where the driver can). */
+  private async first (ex: Executor, stmt: Statement): Promise<Row | undefined> {
+    if (ex.queryValues !== undefined) {
+      const rows = await ex.queryValues(stmt)
+      return rows.length === 0 ? undefined : this.mapValues(rows[0])
+    }
+    const rows = await ex.query(stmt)
     return rows.length === 0 ? undefined : this.mapRow(rows[0])
   }
 
@@ -242,12 +251,11 @@ export class Repository {
   async findOne (field: string, value: unknown): Promise<Row | undefined> {
     if (!Object.hasOwn(this.def.fields, field)) throw new BadQueryError(`Unknown field '${field}'`)
     const v = this.convert(field, this.def.fields[field], value)
-    const rows = await this.db.query(this.sql.list({
+    return await this.first(this.db, this.sql.list({
       filters: [{ field, op: v === null ? 'null' : 'eq', values: [v] }],
       sort: [{ field: this.id, desc: false }],
       limit: 1
     }))
-    return rows.length === 0 ? undefined : this.mapRow(rows[0])
   }
 
   /** Inserts a row: defaults for missing writable fields, createdAt/modifiedAt now unless given. */
@@ -268,10 +276,11 @@ export class Repository {
     try {
       const insert = this.sql.insert(vals)
       const guard = opts.guard
-      const rows = guard === undefined
-        ? await this.db.query(insert)
-        : await this.db.transaction(async (tx) => { await guard(tx); return await tx.query(insert) })
-      return this.mapRow(rows[0])
+      const row = guard === undefined
+        ? await this.first(this.db, insert)
+        : await this.db.transaction(async (tx) => { await guard(tx); return await this.first(tx, insert) })
+      if (row === undefined) throw new Error(`${this.def.name}: the insert returned no row`)
+      return row
     } catch (err) {
       throw await this.explainConflict(this.explainFault(err, 'create'), vals)
     }
@@ -295,8 +304,9 @@ export class Repository {
         }
         if (Object.keys(vals).length === 0) return row
         await tx.execute(this.sql.update(id, vals))
-        const after = await tx.query(this.sql.selectById(id))
-        return this.mapRow(after[0])
+        const after = await this.first(tx, this.sql.selectById(id))
+        if (after === undefined) throw new Error(`${this.def.name} ${id}: the row was gone after its update`)
+        return after
       })
     } catch (err) {
       throw await this.explainConflict(this.explainFault(err, 'update', id), vals, id)
@@ -319,9 +329,8 @@ export class Repository {
 
   /** The row, locked for the rest of the transaction: 404 when missing, 412 when `check` (If-Match) rejects it. */
   private async lockRow (tx: Executor, id: Id, opts: WriteOptions): Promise<Row> {
-    const current = await tx.query(this.sql.selectById(id, { forUpdate: true }))
-    if (current.length === 0) throw new NotFoundError(`${this.def.name} ${id} not found`)
-    const row = this.mapRow(current[0])
+    const row = await this.first(tx, this.sql.selectById(id, { forUpdate: true }))
+    if (row === undefined) throw new NotFoundError(`${this.def.name} ${id} not found`)
     if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
     return row
   }

@@ -139,6 +139,7 @@ class SqliteDatabase implements Database {
       const guard = (): void => { if (!open) throw new Error('transaction already finished') }
       const tx: Executor = {
         query: async (stmt) => { guard(); return this.runQuery(stmt) as Row[] },
+        queryValues: async (stmt) => { guard(); return this.runQuery(stmt, true) as unknown[][] },
         execute: async (stmt) => { guard(); return this.runExecute(stmt) }
       }
       try {

@@ -84,6 +84,12 @@ export type DialectName = 'sqlite' | 'mssql'
 /** Runs statements. Rows come back keyed by API field name (the builder aliases every column). */
 export interface Executor {
   query (stmt: Statement): Promise<Row[]>
+  /**
+   * Like query, but each row is an array of its values in the statement's column order. Only
+   * SQLite has it (better-sqlite3's raw mode): there, building an object per row cost more than
+   * the query itself. Without it, the repository uses query.
+   */
+  queryValues? (stmt: Statement): Promise<unknown[][]>
   /** returns the number of rows affected */
   execute (stmt: Statement): Promise<number>
 }
@@ -103,12 +109,6 @@ export interface Database extends Executor {
    * dialect cannot tell cheaply: then nothing may be cached on it.
    */
   changeMark (): string | undefined
-  /**
-   * Like query, but each row is an array of its values in the statement's column order. Only
-   * SQLite has it (better-sqlite3's raw mode): there, building an object per row cost more than
-   * the query itself. Without it, lists use query.
-   */
-  queryValues? (stmt: Statement): Promise<unknown[][]>
 }
 
 /** A column as the database declares it (INFORMATION_SCHEMA.COLUMNS / sys.columns, PRAGMA table_xinfo). */

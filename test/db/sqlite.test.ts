@@ -10,7 +10,7 @@ import { compileMapper, Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, stations } from '../../src/db/resources.js'
 import { mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
 import { mappingFit } from '../../src/db/storage.js'
-import type { Database, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
+import type { Database, Executor, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
 
 const problemsOf = async (db: Database, def: ResourceDef, mapping: TableMapping): Promise<string[]> => (await mappingFit(db, def, mapping)).problems
@@ -472,4 +472,54 @@ t.test('the compiled row mapper: fields in order, each through its reader, names
   // a row of values: each field read by its place
   const byPlace = compileMapper<unknown[]>([['name', (raw) => raw, 1], ['id', (raw) => Number(raw), 0]])
   t.strictSame(byPlace(['3', 'bolt', 'sort value']), { name: 'bolt', id: 3 })
+})
+
+t.test('rows read as values (SQLite) and as objects (a driver without queryValues, as SQL Server) give the same results', async (t) => {
+  const { db, repo } = await open('shapes.db', 'foreign')
+  t.teardown(() => db.close())
+  for (const row of fixture) await repo.create(row)
+  t.type(db.queryValues, 'function')
+  // the same connection, with queryValues hidden, in transactions too
+  const objectsOnly = new Proxy(db, {
+    get (target, key) {
+      if (key === 'queryValues') return undefined
+      if (key === 'transaction') return async <T>(fn: (tx: Executor) => Promise<T>) => await target.transaction(async (tx) => await fn({ query: tx.query, execute: tx.execute }))
+      const value = Reflect.get(target, key, target) as unknown
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  })
+  const other = await new Repository(objectsOnly, materials, foreignMapping).learn()
+
+  const walk = async (r: Repository, query: QueryString): Promise<{ rows: Row[], cursors: string[] }> => {
+    const rows: Row[] = []
+    const cursors: string[] = []
+    let cursor: string | undefined
+    do {
+      const page = await r.list(parseListQuery({ ...query, limit: '2', ...(cursor === undefined ? {} : { cursor }) }, materials))
+      rows.push(...page.rows)
+      cursor = page.next
+      if (cursor !== undefined) cursors.push(cursor)
+    } while (cursor !== undefined)
+    return { rows, cursors }
+  }
+  // sort keys whose cursor value is the column, and time text selected after the select list
+  for (const sort of ['id', '-weight,name', 'modifiedAt', 'blocked,-modifiedAt', '-modifiedAt,minStock']) {
+    const values = await walk(repo, { sort })
+    t.equal(values.rows.length, fixture.length, `sort=${sort}: every row`)
+    t.ok(values.cursors.length >= 2, `sort=${sort}: several pages`)
+    t.strictSame(await walk(other, { sort }), values, `sort=${sort}: the same rows and cursors`)
+  }
+  const first = await repo.findOne('materialNumber', 'M-2')
+  t.equal(first?.name, 'Check valve DN15')
+  t.strictSame(await other.findOne('materialNumber', 'M-2'), first)
+  t.strictSame(await other.get(first!.id as number), await repo.get(first!.id as number))
+
+  const created = await other.create({ materialNumber: 'O-1', name: 'Made through objects' })
+  t.strictSame(await repo.get(created.id as number), created)
+  const updated = await other.update(created.id as number, { name: 'Changed through objects' })
+  t.equal(updated.name, 'Changed through objects')
+  t.strictSame(await repo.get(created.id as number), updated)
+  await t.rejects(other.update(999999, { name: 'x' }), { name: 'NotFoundError' })
+  t.strictSame(await other.delete(created.id as number), updated)
+  t.equal(await repo.get(created.id as number), undefined)
 })
