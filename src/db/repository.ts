@@ -47,10 +47,11 @@ export type Id = number | string
 
 /**
  * The mapper of one resource: a driver row in API shape, built as one object literal with each
- * field read by its key (the API name a select aliases it to, or its place in the row's values). V8 then gives every row the same hidden class and
- * each read its own call site; a loop over [field, reader] pairs made every load and store a
- * keyed, megamorphic one (a page of 100 rows: 62-69 us against 13 us). Field names come from the
- * resource definitions, not from configuration, and are written as JSON string literals.
+ * field read by its key (the API name a select aliases it to, or its place in a row of values).
+ * V8 then gives every row the same hidden class and each read its own call site; a loop over
+ * [field, reader] pairs made every load and store a keyed, megamorphic one (a page of 100 rows:
+ * 62-69 us against 13 us). Field names come from the resource definitions, not from
+ * configuration, and are written as JSON string literals.
  */
 export function compileMapper<R extends Row | unknown[]> (readers: Array<[field: string, read: (raw: unknown) => unknown, key: string | number]>): (raw: R) => Row {
   if (readers.some(([field]) => field === '__proto__')) throw new Error('a field may not be named __proto__')
@@ -70,7 +71,7 @@ export class Repository {
   private readonly opts: RepositoryOptions
   private readonly noun: string
   /** a driver row in API shape: compiled per resource (see compileMapper), run for every row */
-  mapRow: (raw: Row) => Row = () => ({})
+  private mapRow: (raw: Row) => Row = () => ({})
   /** the same for a row of values in select-list order (Database.queryValues) */
   private mapValues: (raw: unknown[]) => Row = () => ({})
   /** each field's place in a select's values */
@@ -122,7 +123,6 @@ export class Repository {
   get readOnly (): boolean {
     return this.storage.readOnly
   }
-
 
   /** Checks and converts values from a caller (API-shaped or JS-typed) into stored values. */
   private input (values: Row): Record<string, SqlValue> {
@@ -212,14 +212,15 @@ export class Repository {
   async list (q: ListQuery): Promise<ListResult> {
     // one row more than the page tells whether there is a next page without a count
     const stmt = this.listStatement({ ...q, limit: q.limit + 1 })
-    const [result, total] = await Promise.all([
-      this.db.queryValues !== undefined ? this.db.queryValues(stmt).then((raw) => this.page(q, raw, this.mapValues)) : this.db.query(stmt).then((raw) => this.page(q, raw, this.mapRow)),
-      q.count ? this.count(q.filters) : undefined
-    ])
+    const page = this.db.queryValues !== undefined
+      ? this.db.queryValues(stmt).then((raw) => this.page(q, raw, this.mapValues))
+      : this.db.query(stmt).then((raw) => this.page(q, raw, this.mapRow))
+    const [result, total] = await Promise.all([page, q.count ? this.count(q.filters) : undefined])
     if (total !== undefined) result.total = total
     return result
   }
 
+  /** The page from the rows read (one more than the limit), mapped, with the next page's cursor when there is one. */
   private page<R extends Row | unknown[]> (q: ListQuery, raw: R[], map: (raw: R) => Row): ListResult {
     const page = raw.length > q.limit ? raw.slice(0, q.limit) : raw
     const result: ListResult = { rows: page.map((r) => map(r)) }
