@@ -111,6 +111,33 @@ export async function startServer (name: string, script: string, args: string[],
   }
 }
 
+/**
+ * A helper process of the bench (a load client, not a server), with only the given environment:
+ * ready once it prints "ready"; stop() closes its stdin and gives the last line it printed. Killed
+ * with the servers however the bench ends, and it ends by itself when its stdin does.
+ */
+export async function startHelper (name: string, script: string, env: Record<string, string>): Promise<{ stop: () => Promise<string> }> {
+  const child = spawn(process.execPath, [script], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['pipe', 'pipe', 'inherit'] })
+  children.add(child)
+  let out = ''
+  const ended = new Promise<number | null>((resolve) => child.once('close', (code) => { children.delete(child); resolve(code) }))
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk
+      if (out.startsWith('ready\n')) resolve()
+    })
+    void ended.then((code) => reject(new Error(`${name} ended while starting (${code ?? child.signalCode})`)))
+  })
+  return {
+    async stop () {
+      child.stdin.end()
+      const code = await ended
+      if (code !== 0) throw new Error(`${name} ended with ${code ?? child.signalCode}`)
+      return out.trim().split('\n').pop() ?? ''
+    }
+  }
+}
+
 function procStatus (pid: number | undefined, key: string): number | undefined {
   if (pid === undefined || !existsSync(`/proc/${pid}/status`)) return undefined
   const match = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -197,7 +224,8 @@ export interface PacedOptions {
  * clients polling on a timer are). autocannon's rate limit is not that: each connection sends its
  * share of the second back to back and then waits for the next second, so "200 req/s" was a burst
  * at full speed once a second. Latency is counted from when a request was due, not from when it
- * was sent, so a client held up by a slow server does not hide the delay.
+ * was sent, so a client held up by a slow server does not hide the delay (or from when it was sent,
+ * if that was earlier).
  */
 export async function pacedRound (server: Server, path: (n: number) => string, headers: Record<string, string>, opts: PacedOptions, label: Label): Promise<Round> {
   const url = new URL(server.base)
@@ -227,7 +255,8 @@ export async function pacedRound (server: Server, path: (n: number) => string, h
         const due = t0 + n * interval
         const wait = due - performance.now()
         if (wait > 0) await sleep(wait)
-        inFlight.push(one(n, due))
+        // a timer may fire up to a millisecond early (libuv counts whole ms): such a request counts from when it went out
+        inFlight.push(one(n, Math.min(due, performance.now())))
       }
       await Promise.all(inFlight)
     } finally {

@@ -10,9 +10,10 @@ import { initDatabase } from '../src/bootstrap.js'
 import { openDatabase, referenceMappings, seedDemoData } from '../src/db/index.js'
 import type { Database } from '../src/db/types.js'
 import {
-  installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startServer, table, timeIt, trackTempDir,
+  installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startHelper, startServer, table, timeIt, trackTempDir,
   type Request, type Round, type Server
 } from './harness.js'
+import type { LoginLoadResult } from './login-load.js'
 
 const int = (name: string, def: number) => {
   const v = process.env[name]
@@ -58,6 +59,7 @@ const here = fileURLToPath(new URL('.', import.meta.url))
 const GATEWAY = join(here, '..', 'src', 'cli.js')
 const NAIVE = join(here, 'naive-server.js')
 const NAIVE_MSSQL = join(here, 'naive-mssql.js')
+const LOGIN_LOAD = join(here, 'login-load.js')
 const quiet = { info () {}, warn () {}, error () {} }
 const mib = (n: number | undefined) => n === undefined ? NaN : Math.round(n / 1048576)
 
@@ -329,21 +331,18 @@ async function loginInterference (ctx: Context, gateway: Server, list: (n: numbe
   const loginMs: number[] = []
   let loginSeconds = 0
   const withLogins = async (round: string): Promise<Round> => {
-    const inFlight: Array<Promise<void>> = []
-    const fire = () => {
-      const t0 = performance.now()
-      inFlight.push(fetch(`${gateway.base}/api/users/login`, { method: 'POST', ...json({ username: 'admin', password: ctx.adminPassword }, {}) })
-        .then(async (res) => { await res.arrayBuffer(); loginStatuses[res.status] = (loginStatuses[res.status] ?? 0) + 1; loginMs.push(performance.now() - t0) })
-        .catch(() => { loginStatuses.error = (loginStatuses.error ?? 0) + 1 }))
-    }
-    const timer = setInterval(fire, 1000 / settings.loginsPerSecond)
-    const t0 = performance.now()
+    // from a process of their own, as from another client: answering them is not the list client's work
+    const logins = await startHelper('login-load', LOGIN_LOAD, {
+      GATEWAY_URL: gateway.base, LOGIN_USERNAME: 'admin', LOGIN_PASSWORD: ctx.adminPassword, LOGINS_PER_SECOND: String(settings.loginsPerSecond)
+    })
     try {
       return record(await pacedRound(gateway, list, auth, opts, { phase: 'list+logins', side: 'gateway', round }))
     } finally {
-      clearInterval(timer)
-      loginSeconds += (performance.now() - t0) / 1000
-      await Promise.all(inFlight) // none left to disturb the next quiet round
+      // the logins in flight are waited for: none is left to disturb the next quiet round
+      const seen = JSON.parse(await logins.stop()) as LoginLoadResult
+      for (const [status, n] of Object.entries(seen.statuses)) loginStatuses[status] = (loginStatuses[status] ?? 0) + n
+      loginMs.push(...seen.ms)
+      loginSeconds += seen.seconds
     }
   }
   const quietRound = async (round: string) => record(await pacedRound(gateway, list, auth, opts, { phase: 'list-quiet', side: 'gateway', round }))

@@ -19,6 +19,8 @@ t.test('a 304 never hides a change made behind the gateway\'s back', async (t) =
   t.match(etag, /^"[\w-]{27}"$/)
   t.equal(first.json().data.length, 10)
   t.equal(first.headers['content-type'], 'application/json; charset=utf-8')
+  // a page is kept from its second request on
+  t.equal((await app.inject({ method: 'GET', url, headers })).headers.etag, etag)
 
   // an unchanged database: 304, and without running the page query
   let queries = 0
@@ -91,9 +93,13 @@ t.test('a page answered from the cache (200) is exactly the page the query would
   let queries = 0
   const query = db.query.bind(db)
   db.query = async (stmt) => { queries++; return await query(stmt) }
+  // a page asked for once is not kept (a walk's pages are asked for once); the second request keeps it
+  t.equal((await app.inject({ method: 'GET', url, headers })).headers.etag, first.headers.etag)
+  const sqlite = db.dialect === 'sqlite'
+  if (sqlite) t.ok(queries > 0, 'the second request ran the query')
+  queries = 0
   await new Promise((resolve) => setTimeout(resolve, 5)) // serverTime moves on
   const cached = await app.inject({ method: 'GET', url, headers })
-  const sqlite = db.dialect === 'sqlite'
   if (sqlite) t.equal(queries, 0, 'a repeated page of unchanged data runs no query')
   t.equal(cached.statusCode, 200)
   t.equal(cached.headers['content-type'], 'application/json; charset=utf-8')
@@ -106,9 +112,12 @@ t.test('a page answered from the cache (200) is exactly the page the query would
   t.ok(Date.parse(b.meta.serverTime) > Date.parse(a.meta.serverTime), 'serverTime is the time of this request, not of the cached one')
   t.ok(Date.parse(b.meta.serverTime) <= Date.now())
 
-  // the next page by its link, twice: the second comes from the cache and is the same
+  // the next page by its link, three times: the third comes from the cache and is the same
   const next = await app.inject({ method: 'GET', url: a.meta.next, headers })
+  await app.inject({ method: 'GET', url: a.meta.next, headers })
+  queries = 0
   const nextAgain = await app.inject({ method: 'GET', url: a.meta.next, headers })
+  if (sqlite) t.equal(queries, 0, 'the third request of the next page runs no query')
   t.same(nextAgain.json().data, next.json().data)
   t.equal(nextAgain.json().data[0].materialNumber, 'P-3', 'the walk goes on where page one ended (P-1, P-10, P-11, P-12, P-2; then P-3)')
 
@@ -137,27 +146,67 @@ t.test('the page cache is bounded by size, least recently used out first', async
   const { ListPageCache } = await import('../../src/http.js')
   const cache = new ListPageCache(8000)
   const page = (n: number) => ({ etag: `"${n}"`, text: 'x'.repeat(900), at: 0 })
-  for (let i = 0; i < 10; i++) cache.set(`/p${i}`, 'm1', page(i))
+  // a page is kept from its second request on
+  const keep = (url: string, p: ReturnType<typeof page>) => { cache.set(url, 'm1', p); cache.set(url, 'm1', p) }
+  for (let i = 0; i < 10; i++) keep(`/p${i}`, page(i))
   t.ok(cache.held <= 8000, `held ${cache.held} of 8000`)
   t.equal(cache.get('/p0', 'm1'), undefined, 'the oldest went first')
   t.equal(cache.get('/p9', 'm1')?.etag, '"9"')
   t.equal(cache.get('/p9', 'm2'), undefined, 'another change mark: stale')
   t.equal(cache.get('/p9', 'm1'), undefined, 'and the stale entry is dropped')
   const before = cache.size
-  cache.set('/big', 'm1', { etag: '"big"', text: 'x'.repeat(1001), at: 0 })
+  keep('/big', { etag: '"big"', text: 'x'.repeat(1001), at: 0 })
   t.equal(cache.size, before, 'a page over an eighth of the budget is not kept')
   // a read keeps an entry: the least recently used goes instead
   const oldest = ['/p2', '/p3'].filter((u) => cache.get(u, 'm1') !== undefined)
   t.ok(oldest.length > 0)
   cache.get(oldest[0], 'm1')
-  for (let i = 10; i < 14; i++) cache.set(`/p${i}`, 'm1', page(i))
+  for (let i = 10; i < 14; i++) keep(`/p${i}`, page(i))
   t.not(cache.get(oldest[0], 'm1'), undefined, 'the page read recently is still there')
   t.ok(cache.held <= 8000)
 
   // the default: polled pages of 100 rows (about 40 KB) stay, a full sync's pages of 1,000 rows do not push them out
   const production = new ListPageCache()
-  production.set('/api/materials?limit=100', 'm', { etag: '"poll"', text: 'x'.repeat(40 * 1024), at: 0 })
-  for (let i = 0; i < 20; i++) production.set(`/api/materials?limit=1000&cursor=${i}`, 'm', { etag: `"${i}"`, text: 'x'.repeat(400 * 1024), at: 0 })
+  const poll = { etag: '"poll"', text: 'x'.repeat(40 * 1024), at: 0 }
+  production.set('/api/materials?limit=100', 'm', poll)
+  production.set('/api/materials?limit=100', 'm', poll)
+  for (let i = 0; i < 20; i++) {
+    const walk = { etag: `"${i}"`, text: 'x'.repeat(400 * 1024), at: 0 }
+    production.set(`/api/materials?limit=1000&cursor=${i}`, 'm', walk)
+    production.set(`/api/materials?limit=1000&cursor=${i}`, 'm', walk)
+  }
   t.equal(production.size, 1, 'no walk page was kept')
   t.equal(production.get('/api/materials?limit=100', 'm')?.etag, '"poll"', 'the polled page is still there')
+})
+
+t.test('the page cache keeps a page from its second request on', async (t) => {
+  const { ListPageCache } = await import('../../src/http.js')
+  // room for eight pages of 200 characters (with their URLs of 2 to 6: 202 to 206 each)
+  const cache = new ListPageCache(1700)
+  const page = (n: number) => ({ etag: `"${n}"`, text: 'x'.repeat(200), at: 0 })
+  // a walk: every page asked for once, none kept
+  for (let i = 0; i < 4; i++) cache.set(`/walk${i}`, 'm1', page(i))
+  t.equal(cache.size, 0, 'a page asked for once is not kept')
+  t.equal(cache.held, 0)
+  // a poll: the second request keeps it
+  cache.set('/poll', 'm1', page(1))
+  t.equal(cache.get('/poll', 'm1'), undefined)
+  cache.set('/poll', 'm1', page(2))
+  t.equal(cache.get('/poll', 'm1')?.etag, '"2"', 'kept from the second request on')
+  // a change: the stale entry goes, and the page read again is kept at once (it is still polled)
+  t.equal(cache.get('/poll', 'm2'), undefined)
+  cache.set('/poll', 'm2', page(3))
+  t.equal(cache.get('/poll', 'm2')?.etag, '"3"', 'a polled page is kept again at its first read after a change')
+  // asked for again after more pages than the cache holds: it would have been pushed out, so it counts as once
+  for (const u of ['/a', '/b', '/c', '/d', '/e', '/f', '/g', '/h', '/i']) cache.set(u, 'm2', page(4))
+  t.equal(cache.size, 1, 'only the polled page is kept')
+  cache.set('/a', 'm2', page(5))
+  t.equal(cache.get('/a', 'm2'), undefined, 'nine pages later, /a counts as asked for once')
+  cache.set('/i', 'm2', page(6))
+  t.equal(cache.get('/i', 'm2')?.etag, '"6"', 'a page asked for again within the budget is kept')
+  t.equal(cache.get('/poll', 'm2')?.etag, '"3"', 'and the polled page is still there')
+  // a page over the size limit is never kept, however often it is asked for
+  const big = { etag: '"big"', text: 'x'.repeat(300), at: 0 }
+  for (let i = 0; i < 3; i++) cache.set('/big', 'm2', big)
+  t.equal(cache.get('/big', 'm2'), undefined)
 })
