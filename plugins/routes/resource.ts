@@ -102,8 +102,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       }
     }, async (request, reply) => {
       const row = await repo.create({ ...opts.defaults, ...(request.body as Row) })
-      const body = toPublic(row)
-      return reply.code(201).header('location', `${request.url.split('?')[0].replace(/\/$/, '')}/${row.id}`).send(body)
+      // with the ETag a read of it gives, as an update's answer has: an If-Match needs no read first
+      return sendItem(reply.code(201).header('location', `${request.url.split('?')[0].replace(/\/$/, '')}/${row.id}`), toPublic(row), serialize)
     })
 
     for (const method of ['POST', 'PATCH'] as const) {

@@ -98,7 +98,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     }
   }, async (request, reply) => {
     const user = await service.create(request.body)
-    return reply.code(201).header('location', `/api/users/${user.id}`).send(user)
+    return sendItem(reply.code(201).header('location', `/api/users/${user.id}`), user)
   })
 
   fastify.get('/:id', {

@@ -26,6 +26,7 @@ t.test('create, read, update, delete', async (t) => {
   t.equal(created.statusCode, 201)
   const m = created.json()
   t.equal(created.headers.location, `/api/materials/${m.id}`)
+  t.equal(created.headers.etag, tagOfBody(created.body), 'a create answers with the ETag of the body it sends')
   t.same(Object.keys(m).sort(), MATERIAL_KEYS)
   t.match(m, { materialNumber: 'M-1', name: 'Hex bolt M8x40', unit: 'pcs', blocked: false, weight: 0.021, minStock: 10, maxStock: null, stockQuantity: 0, description: null })
   t.match(m.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -37,6 +38,7 @@ t.test('create, read, update, delete', async (t) => {
   const etag = read.headers.etag as string
   t.match(etag, /^"[\w-]+"$/)
   t.equal(etag, tagOfBody(read.body), 'the ETag is the hash of the body as sent')
+  t.equal(etag, created.headers.etag, 'the ETag of the create is the one a read gives')
   t.match(read.headers['content-type'], /^application\/json; charset=utf-8$/)
   const notModified = await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-none-match': etag } })
   t.equal(notModified.statusCode, 304)

@@ -35,6 +35,7 @@ t.test('stations: admins write, everyone reads, live fields are read-only', asyn
   const read = await app.inject({ method: 'GET', url: `/api/stations/${s.id}`, headers: auth(user.accessToken) })
   t.equal(read.statusCode, 200)
   t.same(read.json(), s)
+  t.equal(created.headers.etag, read.headers.etag, 'the create answers with the ETag a read gives')
   const list = await app.inject({ method: 'GET', url: '/api/stations?type=ptl', headers: auth(erp.accessToken) })
   t.same(list.json().data.map((x: { name: string }) => x.name), ['PTL-Z1'])
 

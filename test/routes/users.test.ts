@@ -61,6 +61,9 @@ t.test('create', async (t) => {
   t.equal(created.username, 'picker.one', 'stored in lower case')
   t.equal(created.lastLoginAt, null)
   t.notMatch(res.body, /long-enough|argon2/)
+  const read = await app.inject({ method: 'GET', url: `/api/users/${created.id}`, headers: admin })
+  t.match(res.headers.etag, /^"[\w-]{27}"$/)
+  t.equal(res.headers.etag, read.headers.etag, 'the create answers with the ETag a read gives')
   const stored = await app.repos.users.get(created.id)
   t.match(stored!.passwordHash, /^\$argon2id\$/, 'stored as an argon2id hash')
 
