@@ -156,7 +156,11 @@ export class ListPageCache {
 
   private note (url: string, size: number): void {
     const noted = this.seen.get(url)
-    if (noted !== undefined) this.seenBytes -= noted
+    if (noted !== undefined) {
+      // newest again: a Map keeps a key where it was first set
+      this.seen.delete(url)
+      this.seenBytes -= noted
+    }
     this.seen.set(url, size)
     this.seenBytes += size
     while (this.seenBytes > this.maxBytes) {
