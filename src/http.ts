@@ -154,13 +154,8 @@ export class ListPageCache {
     this.bytes += size
   }
 
+  /** Only for a URL that is neither kept nor noted (a URL is in `entries` or in `seen`, never both). */
   private note (url: string, size: number): void {
-    const noted = this.seen.get(url)
-    if (noted !== undefined) {
-      // newest again: a Map keeps a key where it was first set
-      this.seen.delete(url)
-      this.seenBytes -= noted
-    }
     this.seen.set(url, size)
     this.seenBytes += size
     while (this.seenBytes > this.maxBytes) {
