@@ -109,78 +109,81 @@ export interface ListBody<T> {
  * a second, a full collection every 2 s (npm run bench, goal 5's list).
  */
 export class ListPageCache {
-  private readonly entries = new Map<string, { mark: string, page: CachedPage }>()
-  private bytes = 0
+  /** URL -> the page and the change mark read before its query */
+  private readonly kept: SizedLru<{ mark: string, page: CachedPage }>
+  /** URLs asked for once, with the size their page would have taken: the next set() keeps it */
+  private readonly seen: SizedLru<true>
   private readonly maxPage: number
-  /** URLs asked for once, oldest first, with the size their page would have taken: the next set() keeps it */
-  private readonly seen = new Map<string, number>()
-  /** what the pages of `seen` would have taken: at most the budget */
-  private seenBytes = 0
-  constructor (private readonly maxBytes = 4 * 1048576, maxPage = 128 * 1024) {
+  constructor (maxBytes = 4 * 1048576, maxPage = 128 * 1024) {
+    this.kept = new SizedLru(maxBytes)
+    this.seen = new SizedLru(maxBytes)
     this.maxPage = Math.min(maxPage, maxBytes / 8)
   }
 
   get (url: string, mark: string): CachedPage | undefined {
-    const hit = this.entries.get(url)
+    const hit = this.kept.take(url)
     if (hit === undefined) return undefined
-    this.remove(url, hit.page)
+    const size = sizeOf(url, hit.page)
     if (hit.mark !== mark) {
       // asked for again since it was kept: keep its next version at once
-      this.note(url, this.sizeOf(url, hit.page))
+      this.seen.put(url, true, size)
       return undefined
     }
-    // most recently used last
-    this.entries.set(url, hit)
-    this.bytes += this.sizeOf(url, hit.page)
+    this.kept.put(url, hit, size)
     return hit.page
   }
 
   set (url: string, mark: string, page: CachedPage): void {
-    const old = this.entries.get(url)
-    if (old !== undefined) this.remove(url, old.page)
-    const size = this.sizeOf(url, page)
+    const old = this.kept.take(url)
+    const size = sizeOf(url, page)
     if (size > this.maxPage) return
-    if (old === undefined) {
-      const noted = this.seen.get(url)
-      if (noted === undefined) return this.note(url, size)
-      this.seen.delete(url)
-      this.seenBytes -= noted
+    if (old === undefined && this.seen.take(url) === undefined) {
+      this.seen.put(url, true, size)
+      return
     }
-    while (this.bytes + size > this.maxBytes) {
-      const [oldest, entry] = this.entries.entries().next().value as [string, { page: CachedPage }]
-      this.remove(oldest, entry.page)
-    }
-    this.entries.set(url, { mark, page })
-    this.bytes += size
-  }
-
-  /** Only for a URL that is neither kept nor noted (a URL is in `entries` or in `seen`, never both). */
-  private note (url: string, size: number): void {
-    this.seen.set(url, size)
-    this.seenBytes += size
-    while (this.seenBytes > this.maxBytes) {
-      const [oldest, bytes] = this.seen.entries().next().value as [string, number]
-      this.seen.delete(oldest)
-      this.seenBytes -= bytes
-    }
+    this.kept.put(url, { mark, page }, size)
   }
 
   get size (): number {
-    return this.entries.size
+    return this.kept.count
   }
 
   /** characters held (bodies and URLs) */
   get held (): number {
-    return this.bytes
+    return this.kept.bytes
+  }
+}
+
+const sizeOf = (url: string, page: CachedPage): number => page.text.length + url.length
+
+/** A map bounded by the sizes given with its values, least recently put out first. */
+class SizedLru<V> {
+  private readonly map = new Map<string, { value: V, size: number }>()
+  bytes = 0
+  constructor (private readonly maxBytes: number) {}
+
+  get count (): number {
+    return this.map.size
   }
 
-  private sizeOf (url: string, page: CachedPage): number {
-    return page.text.length + url.length
+  /** Removes the key and gives its value. */
+  take (key: string): V | undefined {
+    const entry = this.map.get(key)
+    if (entry === undefined) return undefined
+    this.map.delete(key)
+    this.bytes -= entry.size
+    return entry.value
   }
 
-  private remove (url: string, page: CachedPage): void {
-    this.entries.delete(url)
-    this.bytes -= this.sizeOf(url, page)
+  /** The key as the most recent; the oldest go while the sizes exceed the budget. */
+  put (key: string, value: V, size: number): void {
+    this.take(key)
+    this.map.set(key, { value, size })
+    this.bytes += size
+    while (this.bytes > this.maxBytes) {
+      const [oldest] = this.map.keys()
+      this.take(oldest)
+    }
   }
 }
 
