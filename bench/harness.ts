@@ -1,5 +1,5 @@
 // The machinery of `npm run bench`: server processes that always end, autocannon rounds, statistics, tables.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { Agent, get } from 'node:http'
 import { createServer } from 'node:net'
@@ -65,17 +65,21 @@ function tail (file: string, lines = 20): string {
   }
 }
 
+/** `node <script> <args>` with only PATH, HOME and the given environment, killed however the bench ends. */
+function spawnNode (script: string, args: string[], env: Record<string, string>, stdio: StdioOptions): ChildProcess {
+  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio })
+  children.add(child)
+  child.once('exit', () => children.delete(child))
+  return child
+}
+
 /** `node <script> <args>` on a free port with only the given environment, ready once GET /health answers 200. */
 export async function startServer (name: string, script: string, args: string[], env: Record<string, string>, log: string): Promise<Server> {
   const port = await freePort()
   const fd = openSync(log, 'a')
-  const child = spawn(process.execPath, [script, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['pipe', fd, fd]
-  })
+  const child = spawnNode(script, args, { ...env, PORT: String(port), HOST: '127.0.0.1' }, ['pipe', fd, fd])
   closeSync(fd)
-  children.add(child)
-  const exited = new Promise<void>((resolve) => child.once('exit', () => { children.delete(child); resolve() }))
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   let spawnError: Error | undefined
   child.once('error', (err) => { spawnError = err })
   const alive = () => child.exitCode === null && child.signalCode === null && spawnError === undefined
@@ -117,12 +121,13 @@ export async function startServer (name: string, script: string, args: string[],
  * with the servers however the bench ends, and it ends by itself when its stdin does.
  */
 export async function startHelper (name: string, script: string, env: Record<string, string>): Promise<{ stop: () => Promise<string> }> {
-  const child = spawn(process.execPath, [script], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['pipe', 'pipe', 'inherit'] })
-  children.add(child)
+  const child = spawnNode(script, [], env, ['pipe', 'pipe', 'inherit'])
   let out = ''
-  const ended = new Promise<number | null>((resolve) => child.once('close', (code) => { children.delete(child); resolve(code) }))
+  // 'close', not 'exit': the last line may still be on its way through the pipe at exit
+  const ended = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
   await new Promise<void>((resolve, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    child.once('error', reject)
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk
       if (out.startsWith('ready\n')) resolve()
     })
@@ -130,7 +135,7 @@ export async function startHelper (name: string, script: string, env: Record<str
   })
   return {
     async stop () {
-      child.stdin.end()
+      child.stdin?.end()
       const code = await ended
       if (code !== 0) throw new Error(`${name} ended with ${code ?? child.signalCode}`)
       return out.trim().split('\n').pop() ?? ''
