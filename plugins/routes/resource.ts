@@ -101,7 +101,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         response: { 201: item, ...errorResponses(400, 401, 403, 409, 503) }
       }
     }, async (request, reply) => {
-      const row = await repo.create({ ...opts.defaults, ...(request.body as Row) })
+      // Object.assign, not {...a, ...b}: on Node 20 such a clone that gains a key gets a hidden class of its own (README, Performance)
+      const row = await repo.create(Object.assign({}, opts.defaults, request.body as Row))
       // with the ETag a read of it gives, as an update's answer has: an If-Match needs no read first
       return sendItem(reply.code(201).header('location', `${request.url.split('?')[0].replace(/\/$/, '')}/${row.id}`), toPublic(row), serialize)
     })

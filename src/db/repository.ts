@@ -206,7 +206,8 @@ export class Repository {
       const { types, nullable } = this.cursorTypes(q)
       after = decodeCursor(q.cursor, q.sort, types, nullable)
     }
-    return this.sql.list({ ...q, after })
+    // not {...q, after}: `after` is a key q lacks, and on Node 20 such a clone gets a hidden class of its own (README, Performance)
+    return this.sql.list(Object.assign({}, q, { after }))
   }
 
   async list (q: ListQuery): Promise<ListResult> {
@@ -262,7 +263,8 @@ export class Repository {
   /** Inserts a row: defaults for missing writable fields, createdAt/modifiedAt now unless given. */
   async create (values: Row, opts: CreateOptions = {}): Promise<Row> {
     this.writable()
-    const given: Row = { ...values }
+    // a copy by Object.assign: a {...values} clone given new keys gets a hidden class of its own on Node 20 (README, Performance)
+    const given: Row = Object.assign({}, values)
     for (const [field, value] of this.createDefaults) {
       if (given[field] === undefined) given[field] = value
     }
