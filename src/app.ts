@@ -29,7 +29,7 @@ import userRoutes from '../plugins/routes/users.js'
 import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
 import { ApiError, statusText } from './errors.js'
-import { loggerOptions } from './logger.js'
+import { loggerOptions, requestLineWriter } from './logger.js'
 
 export interface BuildOptions {
   db: Database
@@ -233,15 +233,17 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   app.removeContentTypeParser(['application/json', 'text/plain'])
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonParser(app))
 
+  // the service's own logger: its request lines go straight to its sink, the same bytes for less CPU
+  const requestLine = requestLineWriter(options.logger)
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({
-      method: request.method,
-      url: redactQuery(request),
-      route: request.routeOptions.url,
-      statusCode: reply.statusCode,
-      responseTimeMs: Math.round(reply.elapsedTime * 10) / 10,
-      user: request.identity?.id
-    }, 'request')
+    const method = request.method
+    const url = redactQuery(request)
+    const route = request.routeOptions.url
+    const statusCode = reply.statusCode
+    const responseTimeMs = Math.round(reply.elapsedTime * 10) / 10
+    const user = request.identity?.id
+    if (requestLine !== undefined) requestLine(request.log, { reqId: request.id, method, url, route, statusCode, responseTimeMs, user })
+    else request.log.info({ method, url, route, statusCode, responseTimeMs, user }, 'request')
   })
 
   const mappings = mappingsOf(config)

@@ -4,7 +4,8 @@ import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { logSink, type SinkStream } from '../src/logger.js'
+import { pino } from 'pino'
+import { logSink, requestLineWriter, sinkLogger, type RequestLine, type SinkStream } from '../src/logger.js'
 import { CLI, GRACE_MS, HUNG_MS, connectedBoth, gatewaySetup, jsonLines, listening, start } from './helpers/process.js'
 import { until } from './helpers/wait.js'
 
@@ -218,4 +219,38 @@ t.test('log sink: the last lines before an exit are written (the exit flush of s
   const [code] = await once(child, 'exit') as [number | null]
   t.equal(code, 3)
   t.match(out, /"msg":"last words"/)
+})
+
+t.test('a request line written straight to the sink is the line pino writes for it', async (t) => {
+  const out = fakeStream()
+  const sink = logSink({ streams: [out.stream] })
+  const logger = sinkLogger('info', sink)
+  const write = requestLineWriter(logger)
+  if (write === undefined) return t.fail('sinkLogger\'s logger has a writer')
+  const cases: RequestLine[] = [
+    { reqId: 'req-1', method: 'GET', url: '/api/materials?limit=5', route: '/api/materials', statusCode: 200, responseTimeMs: 1.2, user: 7 },
+    { reqId: 'req-2', method: 'POST', url: '/nope?x="quoted"\\ü\u2028', route: undefined, statusCode: 404, responseTimeMs: 0, user: undefined },
+    { reqId: 'req-3', method: 'GET', url: '/api/x?access_token=eyJa.eyJb.c', route: '/api/x', statusCode: 401, responseTimeMs: 12345.6, user: 'sso-user' }
+  ]
+  for (const line of cases) {
+    // what the onResponse hook wrote before: the request's child logger (Fastify binds reqId)
+    const { reqId, ...fields } = line
+    const child = logger.child({ reqId })
+    child.info(fields, 'request')
+    write(child, line)
+  }
+  sink.flush()
+  const lines = out.written.join('').split('\n').filter((l) => l !== '').map((l) => l.replace(/"time":\d+,/, '"time":0,'))
+  t.equal(lines.length, 6)
+  for (let i = 0; i < lines.length; i += 2) t.equal(lines[i + 1], lines[i], `request ${i / 2 + 1}: the same bytes but the time`)
+  t.notMatch(lines[5], /eyJa/, 'a token in the URL is scrubbed')
+  t.match(lines[5], /access_token=\[redacted\]/)
+  t.notMatch(lines[3], /"route"|"user"/, 'absent fields are left out, as pino does')
+
+  write(logger.child({ reqId: 'q' }, { level: 'warn' }), cases[0])
+  write(logger.child({ reqId: 's' }, { level: 'silent' }), cases[0])
+  sink.flush()
+  t.equal(out.written.join('').split('\n').filter((l) => l !== '').length, 6, 'a request logging at warn or silent writes no line')
+  t.equal(requestLineWriter(pino()), undefined, 'another logger (a test\'s own) gets none: its lines go through pino')
+  t.equal(requestLineWriter(logger.child({ component: 'x' })), undefined, 'nor does a child of sinkLogger\'s (its bindings would be left out)')
 })
