@@ -281,9 +281,11 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
 
   // Added as one onRequest hook on the /api scope; each route says in its config which token it takes.
   fastify.decorate('authenticate', async function (request: FastifyRequest) {
-    const mode = request.routeOptions.config.auth ?? 'access'
+    // routeOptions is a getter that builds a new object of the route's options on every read
+    const { config } = request.routeOptions
+    const mode = config.auth ?? 'access'
     if (mode === 'none') return
-    request.identity = await request.routeOptions.config.credential?.(request) ??
+    request.identity = await config.credential?.(request) ??
       await identify(request, mode === 'refresh' ? ['refresh'] : ['access', 'application'])
   })
 }

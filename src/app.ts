@@ -9,7 +9,7 @@ import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Ajv, { type ErrorObject, type FuncKeywordDefinition, type SchemaValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
@@ -191,9 +191,9 @@ declare module 'fastify' {
 }
 
 /** The logged URL: stream tickets, and the query of routes that say logQuery: false, are credentials. */
-function redactQuery (request: FastifyRequest): string {
+function redactQuery (request: FastifyRequest, config: FastifyContextConfig | undefined): string {
   const url = request.url
-  if (request.routeOptions.config?.logQuery === false && url.includes('?')) return `${url.slice(0, url.indexOf('?'))}?[redacted]`
+  if (config?.logQuery === false && url.includes('?')) return `${url.slice(0, url.indexOf('?'))}?[redacted]`
   return redactTicket(url)
 }
 
@@ -236,9 +236,10 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   // the service's own logger: its request lines go straight to its sink, the same bytes for less CPU
   const requestLine = requestLineWriter(options.logger)
   app.addHook('onResponse', async (request, reply) => {
+    // routeOptions is a getter that builds a new object of the route's options on every read
+    const { config, url: route } = request.routeOptions
     const method = request.method
-    const url = redactQuery(request)
-    const route = request.routeOptions.url
+    const url = redactQuery(request, config)
     const statusCode = reply.statusCode
     const responseTimeMs = Math.round(reply.elapsedTime * 10) / 10
     const user = request.identity?.id
