@@ -16,7 +16,7 @@ import type { Row } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
 
 setFlagsFromString('--allow-natives-syntax')
-// eslint-disable-next-line no-new-func -- compiled after the flag is set, so V8 parses the intrinsic
+// compiled after the flag is set, so V8 parses the intrinsic
 const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean
 
 const dir = tempDir(t, 'pg-hidden-class-')
@@ -46,7 +46,7 @@ t.test('a create works on rows of one hidden class', async (t) => {
     // a request body as Fastify hands it over: parsed JSON
     await repo.create(JSON.parse(`{"materialNumber":"HC-${n}","name":"Hidden class ${n}","weight":${n}}`))
   }
-  t.equal(seen.length, 3)
+  t.equal(seen.length, 3, 'three creates')
   t.ok(sameMap(seen[1], seen[2]), 'the second and third create: one hidden class')
   t.equal(seen[2].unit, 'pcs', 'the defaults were added')
   t.ok(seen[2].createdAt instanceof Date, 'and the time stamps')
@@ -66,7 +66,7 @@ t.test('list statements are built from queries of one hidden class', async (t) =
     const result = await repo.list(parseListQuery({ limit: '2', ...(cursor !== undefined && { cursor }) }, materials))
     cursor = result.next ?? undefined
   }
-  t.equal(queries.length, 3)
+  t.equal(queries.length, 3, 'three pages')
   t.ok(sameMap(queries[1], queries[2]), 'two pages by cursor: one hidden class')
 })
 
@@ -76,6 +76,6 @@ t.test('station views share one hidden class', async (t) => {
   const row = (n: number): Row => ({ id: n, name: `S${n}`, type: 'pickToLight', host: 'h', port: 4000 + n, enabled: true, createdAt: 'a', modifiedAt: 'b' })
   const a = view(row(1))
   const b = view(row(2))
-  t.ok(sameMap(a, b))
-  t.equal(a.status, 'idle')
+  t.ok(sameMap(a, b), 'two stations: one hidden class')
+  t.equal(a.status, 'idle', 'with the live fields')
 })
