@@ -206,7 +206,7 @@ export class Repository {
       const { types, nullable } = this.cursorTypes(q)
       after = decodeCursor(q.cursor, q.sort, types, nullable)
     }
-    // not {...q, after}: `after` is a key q lacks, and on Node 20 such a clone gets a hidden class of its own (README, Performance)
+    // not {...q, after}: q lacks `after` (it has the cursor), and on Node 20 such a clone gets a hidden class of its own (README, Performance)
     return this.sql.list(Object.assign({}, q, { after }))
   }
 

@@ -68,6 +68,11 @@ t.test('list statements are built from queries of one hidden class', async (t) =
   }
   t.equal(queries.length, 3, 'three pages')
   t.ok(sameMap(queries[1], queries[2]), 'two pages by cursor: one hidden class')
+  // the usual poll: a filter, no cursor (the query has no `after` of its own)
+  await repo.list(parseListQuery({ limit: '2', id: '[gt]1' }, materials))
+  await repo.list(parseListQuery({ limit: '2', id: '[gt]2' }, materials))
+  t.equal(queries.length, 5, 'two more pages')
+  t.ok(sameMap(queries[3], queries[4]), 'two filtered pages: one hidden class')
 })
 
 t.test('station views share one hidden class', async (t) => {
