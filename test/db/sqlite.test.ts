@@ -405,6 +405,19 @@ t.test('transactions: serialized, rolled back on error', async (t) => {
   const write = db.execute(repo.sql.update(row.id as number, { address: 3 }))
   t.not(db.changeMark(), mark, 'written before the call returned: no queue left behind')
   await write
+
+  // and so does a transaction: it begins before the call returns, not a microtask later
+  const steps: string[] = []
+  const begun = db.transaction(async () => { steps.push('began') })
+  steps.push('call returned')
+  await begun
+  t.same(steps, ['began', 'call returned'], 'a transaction with nothing queued begins at once')
+  // while one is open, the next waits for it
+  const first = db.transaction(async () => { steps.push('first'); await new Promise((resolve) => setTimeout(resolve, 10)) })
+  const second = db.transaction(async () => { steps.push('second') })
+  steps.push('both called')
+  await Promise.all([first, second])
+  t.same(steps.slice(2), ['first', 'both called', 'second'], 'a second transaction waits for the open one')
 })
 
 t.test('a locked database answers DatabaseUnavailableError, not a hang', async (t) => {
