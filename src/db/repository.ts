@@ -27,6 +27,8 @@ export interface CreateOptions {
    * row is written (the licence count); it throws to refuse. Without it the insert is one statement.
    */
   guard?: (tx: Executor) => Promise<void>
+  /** values for the fields `values` leaves out (the API's defaults), before the database's own */
+  defaults?: Row
 }
 
 export interface UpdateOptions extends WriteOptions {
@@ -264,7 +266,7 @@ export class Repository {
   async create (values: Row, opts: CreateOptions = {}): Promise<Row> {
     this.writable()
     // a copy by Object.assign: a {...values} clone given new keys gets a hidden class of its own on Node 20 (README, Performance)
-    const given: Row = Object.assign({}, values)
+    const given: Row = Object.assign({}, opts.defaults, values)
     for (const [field, value] of this.createDefaults) {
       if (given[field] === undefined) given[field] = value
     }
