@@ -186,40 +186,53 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   }
 
   async function identify (request: FastifyRequest, accepted: TokenType[]): Promise<AuthUser> {
-    const match = BEARER.exec(request.headers.authorization ?? '')
-    if (!match) throw tokenMissing()
-    const token = match[1]
-    // Only the gateway's own tokens are kept here: a hit needs no look at the issuer at all.
-    let claims = verified.get(token, Date.now())
-    if (claims === 'expired') throw tokenExpired()
+    const header = request.headers.authorization ?? ''
+    const connection = request.raw.socket
+    const now = Date.now()
+    // the header as this connection sent it last time (a keep-alive client's): compared as text, no parse, no hash of the token
+    let claims = verified.recall(connection, header, now)
     if (claims === undefined) {
-      const provider = sso.providerOf(token)
-      if (provider !== undefined) {
-        // A token from outside never starts the gateway's own chain: refresh and application tokens come from a login here.
-        if (!accepted.includes('access')) {
-          request.log.info({ provider: provider.id }, 'identity provider token refused: only access routes take it')
-          throw tokenInvalid()
+      const match = BEARER.exec(header)
+      if (!match) throw tokenMissing()
+      const token = match[1]
+      // Only the gateway's own tokens are kept here: a hit needs no look at the issuer at all.
+      claims = verified.get(token, now)
+      if (claims === undefined) {
+        const provider = sso.providerOf(token)
+        if (provider !== undefined) {
+          // A token from outside never starts the gateway's own chain: refresh and application tokens come from a login here.
+          if (!accepted.includes('access')) {
+            request.log.info({ provider: provider.id }, 'identity provider token refused: only access routes take it')
+            throw tokenInvalid()
+          }
+          return await identifySso(request, provider, token)
         }
-        return await identifySso(request, provider, token)
+        claims = checkSignature(token)
+        verified.set(token, claims)
       }
-      try {
-        // The key is chosen by the header's kid: a token signed with a removed key finds none.
-        const header = (decodeComplete(token) as { header?: { kid?: unknown } } | undefined)?.header
-        const verifier = typeof header?.kid === 'string' ? verifiers.get(header.kid) : undefined
-        if (verifier === undefined) throw tokenInvalid()
-        claims = verifier(token) as TokenClaims
-      } catch (err) {
-        // Expiry is only reported for a well-signed token: fast-jwt checks the signature first.
-        if ((err as { code?: string }).code === 'FAST_JWT_EXPIRED') throw tokenExpired()
-        throw tokenInvalid()
-      }
-      verified.set(token, claims)
+      verified.remember(connection, header, token)
     }
+    if (claims === 'expired') throw tokenExpired()
     if (!accepted.includes(claims.typ) || claims.aud !== AUDIENCE[claims.typ] || !/^[1-9]\d*$/.test(String(claims.sub)) ||
         !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number')) {
       throw tokenInvalid()
     }
     return identifyUser(Number(claims.sub), claims.ver, claims.typ)
+  }
+
+  /** The claims of one of the gateway's own tokens, its signature checked: else TOKEN_EXPIRED or TOKEN_INVALID. */
+  function checkSignature (token: string): TokenClaims {
+    try {
+      // The key is chosen by the header's kid: a token signed with a removed key finds none.
+      const header = (decodeComplete(token) as { header?: { kid?: unknown } } | undefined)?.header
+      const verifier = typeof header?.kid === 'string' ? verifiers.get(header.kid) : undefined
+      if (verifier === undefined) throw tokenInvalid()
+      return verifier(token) as TokenClaims
+    } catch (err) {
+      // Expiry is only reported for a well-signed token: fast-jwt checks the signature first.
+      if ((err as { code?: string }).code === 'FAST_JWT_EXPIRED') throw tokenExpired()
+      throw tokenInvalid()
+    }
   }
 
   async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser> {

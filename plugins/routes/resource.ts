@@ -53,6 +53,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
     // operationIds for generated clients: listMaterials, createMaterial, getMaterial, updateMaterial (patchMaterial), deleteMaterial
     const Noun = `${opts.noun[0].toUpperCase()}${opts.noun.slice(1)}`
+    // where a created row is read: this plugin's prefix (/api/materials), whichever of its forms the create was sent to
+    const created = `${fastify.prefix}/`
     const operationId = { GET: `get${Noun}`, POST: `update${Noun}`, PATCH: `patch${Noun}`, DELETE: `delete${Noun}` }
 
     fastify.get('/', {
@@ -103,7 +105,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     }, async (request, reply) => {
       const row = await repo.create(request.body as Row, { defaults: opts.defaults })
       // with the ETag a read of it gives, as an update's answer has: an If-Match needs no read first
-      return sendItem(reply.code(201).header('location', `${request.url.split('?')[0].replace(/\/$/, '')}/${row.id}`), toPublic(row), serialize)
+      return sendItem(reply.code(201).header('location', created + String(row.id)), toPublic(row), serialize)
     })
 
     for (const method of ['POST', 'PATCH'] as const) {

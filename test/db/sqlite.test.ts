@@ -8,9 +8,9 @@ import { createReferenceTables } from '../../src/db/init.js'
 import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
 import { compileMapper, Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, stations } from '../../src/db/resources.js'
-import { mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
+import { compileBinder, mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
 import { mappingFit } from '../../src/db/storage.js'
-import type { Database, Executor, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
+import type { Database, Executor, Param, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
 
 const problemsOf = async (db: Database, def: ResourceDef, mapping: TableMapping): Promise<string[]> => (await mappingFit(db, def, mapping)).problems
@@ -445,6 +445,18 @@ t.test('driver plumbing', async (t) => {
     { name: 'd', kind: 'string', value: null },
     { name: 'e', kind: 'number', value: 1.5 }
   ]), { a: 1, b: 0, c: '2024-01-02T03:04:05.006Z', d: null, e: 1.5 })
+  const params: Param[] = [
+    { name: 'p1', kind: 'boolean', value: true },
+    { name: 'p2', kind: 'datetime', value: new Date('2024-01-02T03:04:05.006Z') },
+    { name: 'it"s', kind: 'string', value: 'x' },
+    { name: 'id', kind: 'integer', value: 7, type: 'bigint' }
+  ]
+  const binder = compileBinder(params.map((p) => p.name))
+  t.same(binder.bind(params), { p1: 1, p2: '2024-01-02T03:04:05.006Z', 'it"s': 'x', id: 7 }, 'a compiled binder binds as toSqliteParams does')
+  t.same(Object.keys(binder.bind(params)), ['p1', 'p2', 'it"s', 'id'], 'quoted names are keys, in order')
+  t.same(binder.bind([params[0], params[1], params[3], params[2]]), toSqliteParams(params), 'other names or order: bound the plain way')
+  t.same(binder.bind(params.slice(1)), toSqliteParams(params.slice(1)), 'fewer parameters: the plain way')
+  t.same(compileBinder([]).bind([]), {})
   t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })), ConflictError)
   t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_BUSY_SNAPSHOT' })), DatabaseUnavailableError)
   const other = Object.assign(new Error('x'), { code: 'SQLITE_ERROR' })
@@ -457,6 +469,10 @@ t.test('driver plumbing', async (t) => {
   t.equal(mem.dialect, 'sqlite')
   await mem.ping()
   await t.rejects(mem.query({ text: 'SELECT nope FROM nowhere', params: [] }), { code: 'SQLITE_ERROR' }, 'other errors pass through')
+  const pair = 'SELECT @a AS a, @b AS b'
+  t.same(await mem.query({ text: pair, params: [{ name: 'a', kind: 'integer', value: 1 }, { name: 'b', kind: 'boolean', value: true }] }), [{ a: 1, b: 1 }])
+  t.same(await mem.query({ text: pair, params: [{ name: 'b', kind: 'string', value: 'x' }, { name: 'a', kind: 'integer', value: 2 }] }), [{ a: 2, b: 'x' }],
+    'the same text with its parameters in another order binds each by its name')
   const queued = mem.query({ text: 'SELECT 42 AS answer', params: [] })
   const closing = mem.close()
   await t.rejects(mem.ping(), { name: 'DatabaseUnavailableError' }, 'refused once closing')

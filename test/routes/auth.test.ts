@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
+import { Client } from 'undici'
 import type { TokenClaims } from '../../plugins/auth.js'
 import { VerifiedTokens } from '../../src/auth/verified-tokens.js'
 import { ADMIN_PASSWORD, build } from '../helpers/build.js'
@@ -205,6 +206,52 @@ t.test('a token that answered while valid is refused as expired once past exp, a
   t.equal((await call(token)).json().code, 'TOKEN_EXPIRED', 'and stays so')
 })
 
+t.test('on one keep-alive connection every request is judged by its own header', async (t) => {
+  const ctx = await build(t)
+  const { app, config } = ctx
+  const secret = config.auth.jwtSecret!
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  let connections = 0
+  app.server.on('connection', () => { connections++ })
+  const client = new Client(`http://127.0.0.1:${(app.server.address() as { port: number }).port}`)
+  t.teardown(async () => { await client.close() })
+  const call = async (authorization?: string): Promise<{ status: number, code?: string }> => {
+    const res = await client.request({ method: 'GET', path: '/api/users?limit=1', headers: authorization === undefined ? {} : { authorization } })
+    const body = await res.body.json() as { code?: string }
+    return { status: res.statusCode, code: body.code }
+  }
+  const bearer = (token: string) => `Bearer ${token}`
+  const user = await ctx.createUser('user')
+  const good = decode(ctx.adminToken)
+  const exp = Math.floor(Date.now() / 1000) + 2
+  const shortLived = sign({ alg: 'HS256', typ: 'JWT' }, { ...good, exp }, secret)
+  const [h, , sig] = ctx.adminToken.split('.')
+
+  t.same(await call(bearer(ctx.adminToken)), { status: 200, code: undefined }, 'an admin lists users')
+  t.same(await call(bearer(ctx.adminToken)), { status: 200, code: undefined }, 'and again')
+  t.same(await call(bearer(user.accessToken)), { status: 403, code: 'FORBIDDEN' }, 'a user\'s token next on the same connection is the user\'s')
+  t.same(await call(bearer(ctx.adminToken)), { status: 200, code: undefined }, 'the admin\'s again')
+  t.same(await call(`${h}.${b64({ ...good, sub: String(user.id) })}.${sig}`), { status: 401, code: 'TOKEN_MISSING' }, 'no Bearer')
+  t.same(await call(bearer(`${h}.${b64({ ...good, typ: 'refresh' })}.${sig}`)), { status: 401, code: 'TOKEN_INVALID' }, 'a tampered copy')
+  t.same(await call(), { status: 401, code: 'TOKEN_MISSING' }, 'no header')
+  t.same(await call(bearer(user.refreshToken)), { status: 401, code: 'TOKEN_INVALID' }, 'a refresh token, checked, is not an access token')
+  t.same(await call(bearer(user.refreshToken)), { status: 401, code: 'TOKEN_INVALID' }, 'nor the second time')
+  t.same(await call(bearer(shortLived)), { status: 200, code: undefined }, 'a token about to expire')
+  await sleep(exp * 1000 + 20 - Date.now())
+  t.same(await call(bearer(shortLived)), { status: 401, code: 'TOKEN_EXPIRED' }, 'past its exp on the same connection')
+  t.same(await call(bearer(shortLived)), { status: 401, code: 'TOKEN_EXPIRED' }, 'and stays so')
+  const userOn = async () => {
+    const res = await client.request({ method: 'GET', path: `/api/users/${user.id}`, headers: { authorization: bearer(user.accessToken) } })
+    await res.body.dump()
+    return res.statusCode
+  }
+  t.equal(await userOn(), 200, 'a user reads itself')
+  t.equal(await userOn(), 200)
+  t.equal((await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })).statusCode, 200)
+  t.equal(await userOn(), 401, 'disabled: its token refused on the connection that used it')
+  t.equal(connections, 1, 'all on one connection')
+})
+
 t.test('VerifiedTokens: claims until exp, none for unknown text, emptied when full', async (t) => {
   const claims = (exp?: number): TokenClaims => ({ sub: '1', typ: exp === undefined ? 'application' : 'access', aud: 'x', ver: 0, jti: 'j', iat: 0, exp })
   const tokens = new VerifiedTokens<TokenClaims>(2)
@@ -221,6 +268,16 @@ t.test('VerifiedTokens: claims until exp, none for unknown text, emptied when fu
   t.equal(tokens.size, 1, 'full: emptied, then the new one kept')
   t.equal(tokens.get('b', 0), undefined)
   t.ok(tokens.get('d', 0))
+  const socket = {}
+  t.equal(tokens.recall(socket, 'Bearer d', 0), undefined, 'nothing remembered for a connection')
+  tokens.remember(socket, 'Bearer x', 'x')
+  t.equal(tokens.recall(socket, 'Bearer x', 0), undefined, 'a token not checked here is not remembered')
+  tokens.remember(socket, 'Bearer d', 'd')
+  t.same(tokens.recall(socket, 'Bearer d', 100_000), claims(100), 'the header a connection sent last')
+  t.equal(tokens.recall(socket, 'Bearer  d', 0), undefined, 'another text is not it')
+  t.equal(tokens.recall({}, 'Bearer d', 0), undefined, 'nor is another connection')
+  t.equal(tokens.recall(socket, 'Bearer d', 100_001), 'expired', 'expired after exp')
+  t.equal(tokens.recall(socket, 'Bearer d', 0), undefined, 'and forgotten')
   tokens.set('e', claims(100), 50_000)
   t.same(tokens.get('e', 50_000), claims(100), 'an earlier time of its own: valid up to it')
   t.equal(tokens.get('e', 50_001), 'expired', 'and not after it, though exp is later')
