@@ -2,6 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { setFlagsFromString } from 'node:v8'
 import { createPasswords, normalizeUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
@@ -20,6 +21,17 @@ export const EXIT_FAILURE = 1
 export const EXIT_USAGE = 64
 /** serve and simulate keep running; the process exits on a signal */
 export const KEEP_RUNNING = -1
+
+/**
+ * V8 flags the server sets for itself. `--no-parallel-scavenge`: young-generation collections run
+ * on the main thread alone. V8's helper threads for them share the cores with password hashes and
+ * everything else on a small machine; when one is not running, the main thread waits for it
+ * (npm run bench on 2 cores: README, Performance). `node --parallel-scavenge` keeps V8's way. Set
+ * at run time, as a flag V8 no longer knows is then ignored, where the command line would refuse to start.
+ */
+export function serveV8Flags (execArgv: readonly string[]): string[] {
+  return execArgv.some((arg) => /^--(no-)?parallel[-_]scavenge$/.test(arg)) ? [] : ['--no-parallel-scavenge']
+}
 
 export interface Io {
   out (line: string): void
@@ -142,6 +154,7 @@ export async function main (argv: string[], io: Io = processIo): Promise<number>
     }
     switch (command) {
       case 'serve': {
+        for (const flag of serveV8Flags(process.execArgv)) setFlagsFromString(flag)
         const { serve } = await import('./server.js')
         await serve({ env: io.env })
         return KEEP_RUNNING

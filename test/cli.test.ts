@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { main, type Io } from '../src/commands.js'
+import { main, serveV8Flags, type Io } from '../src/commands.js'
 import { openDatabase } from '../src/db/index.js'
 import { tempDir } from './helpers/temp.js'
 
@@ -141,4 +141,11 @@ t.test('serve refuses a database without the tables', async (t) => {
   const noSecret = io({ DATABASE_URL: url })
   t.equal(await main(['serve'], noSecret), 78)
   t.match(noSecret.stderr.join(), /auth.jwtSecret: missing/)
+})
+
+t.test('serve runs young-generation collections on the main thread unless node was told otherwise', async (t) => {
+  t.same(serveV8Flags([]), ['--no-parallel-scavenge'])
+  t.same(serveV8Flags(['--max-old-space-size=1024', '--enable-source-maps']), ['--no-parallel-scavenge'])
+  t.same(serveV8Flags(['--parallel-scavenge']), [], 'node --parallel-scavenge keeps V8\'s way')
+  t.same(serveV8Flags(['--no-parallel_scavenge']), [], 'and so does any spelling of the flag')
 })

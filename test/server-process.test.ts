@@ -6,6 +6,26 @@ import { listenError } from '../src/server.js'
 import { CLI, HUNG_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startDemo } from './helpers/process.js'
 import { until } from './helpers/wait.js'
 
+t.test('serve collects the young generation on its main thread alone: no helper thread takes part', async (t) => {
+  const { env } = await gatewaySetup(t)
+  // V8's own trace: a line per collection; a scavenge's "background.scavenge.parallel" is the helpers' share in ms
+  const run = start(t, ['--trace-gc-nvp', CLI, 'serve'], env)
+  const port = await listening(run)
+  const from = run.out().length
+  const pad = 'x'.repeat(12000)
+  // about 12 MB of request text and log lines: several scavenges
+  const statuses = new Set<number>()
+  for (let i = 0; i < 1000; i++) statuses.add((await fetch(`http://127.0.0.1:${port}/api/materials?pad=${pad}`)).status)
+  t.same([...statuses], [401])
+  const scavenges = run.out().slice(from).split('\n').filter((l) => / gc=s /.test(l))
+  t.ok(scavenges.length > 0, `${scavenges.length} scavenges after start-up`)
+  const helpers = scavenges.map((l) => Number(/ background\.scavenge\.parallel=([\d.]+)/.exec(l)?.[1]))
+  t.same(helpers.filter((ms) => !(ms === 0)), [], 'no helper thread time in any of them')
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.equal(exit?.code, 0, 'and it ends on SIGTERM')
+})
+
 t.test('port already in use: the process exits at once, non-zero, naming the address and how to choose another', async (t) => {
   const { env } = await gatewaySetup(t)
   const port = await occupiedPort(t)
