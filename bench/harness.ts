@@ -118,21 +118,27 @@ export async function startServer (name: string, script: string, args: string[],
 /**
  * A helper process of the bench (a load client, not a server), with only the given environment:
  * ready once it prints "ready"; stop() closes its stdin and gives the last line it printed. Killed
- * with the servers however the bench ends, and it ends by itself when its stdin does.
+ * with the servers however the bench ends, and it ends by itself when its stdin does. One that is
+ * not ready within readyWithinMs (30 s) is killed, and the bench fails saying so.
  */
-export async function startHelper (name: string, script: string, env: Record<string, string>): Promise<{ stop: () => Promise<string> }> {
+export async function startHelper (name: string, script: string, env: Record<string, string>, readyWithinMs = 30_000): Promise<{ stop: () => Promise<string> }> {
   const child = spawnNode(script, [], env, ['pipe', 'pipe', 'inherit'])
   let out = ''
   // 'close', not 'exit': the last line may still be on its way through the pipe at exit
   const ended = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
+  let timer: NodeJS.Timeout | undefined
   await new Promise<void>((resolve, reject) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`${name} did not print "ready" within ${readyWithinMs / 1000} s`))
+    }, readyWithinMs)
     child.once('error', reject)
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk
       if (out.startsWith('ready\n')) resolve()
     })
     void ended.then((code) => reject(new Error(`${name} ended while starting (${code ?? child.signalCode})`)))
-  })
+  }).finally(() => clearTimeout(timer))
   return {
     async stop () {
       child.stdin?.end()
