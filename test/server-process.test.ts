@@ -20,7 +20,7 @@ t.test('serve collects the young generation on its main thread alone: no helper 
   const scavenges = run.out().slice(from).split('\n').filter((l) => / gc=s /.test(l))
   t.ok(scavenges.length > 0, `${scavenges.length} scavenges after start-up`)
   const helpers = scavenges.map((l) => Number(/ background\.scavenge\.parallel=([\d.]+)/.exec(l)?.[1]))
-  t.same(helpers.filter((ms) => !(ms === 0)), [], 'no helper thread time in any of them')
+  t.same(helpers.filter((ms) => ms !== 0), [], 'no helper thread time in any of them')
   run.child.kill('SIGTERM')
   const exit = await run.exitWithin(HUNG_MS)
   t.equal(exit?.code, 0, 'and it ends on SIGTERM')

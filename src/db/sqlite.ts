@@ -15,7 +15,7 @@ export interface SqliteOptions {
 type Bound = Record<string, string | number | null>
 
 /** better-sqlite3 binds numbers, strings and null: booleans become 1/0, dates ISO 8601 UTC text with ms (sorts as text). */
-export function sqliteValue (v: Param['value']): string | number | null {
+function sqliteValue (v: Param['value']): string | number | null {
   return v instanceof Date ? v.toISOString() : typeof v === 'boolean' ? (v ? 1 : 0) : v
 }
 
@@ -25,28 +25,20 @@ export function toSqliteParams (params: Param[]): Bound {
   return out
 }
 
-/** A statement's parameters bound the way toSqliteParams binds them, by a function compiled for its names. */
-export interface Binder {
-  readonly names: readonly string[]
-  bind (params: Param[]): Bound
-}
-
 /**
- * One object literal per statement text, so that every call for it builds objects of one hidden
- * class. toSqliteParams' loop stores keys that differ from statement to statement through one
- * megamorphic site: 0.5 µs a statement in a profile of creates (README, Performance). The names
- * become quoted keys (JSON.stringify), never code.
+ * Binds a statement's parameters as toSqliteParams does, by one object literal compiled per
+ * statement text, so that every call for it builds objects of one hidden class. toSqliteParams'
+ * loop stores keys that differ from statement to statement through one megamorphic site: 0.5 µs a
+ * statement in a profile of creates (README, Performance). The names become quoted keys
+ * (JSON.stringify), never code.
  */
-export function compileBinder (names: readonly string[]): Binder {
+export function compileBinder (names: readonly string[]): (params: Param[]) => Bound {
   const build = new Function('value', 'p', `return {${names.map((n, i) => `${JSON.stringify(n)}: value(p[${i}].value)`).join(', ')}}`) as (value: typeof sqliteValue, p: Param[]) => Bound
-  return {
-    names,
-    bind (params) {
-      // the same text with other parameters (not made by this project's builder, but possible): the plain way
-      if (params.length !== names.length) return toSqliteParams(params)
-      for (let i = 0; i < names.length; i++) if (params[i].name !== names[i]) return toSqliteParams(params)
-      return build(sqliteValue, params)
-    }
+  return (params) => {
+    // the same text with other parameters (not made by this project's builder, but possible): the plain way
+    if (params.length !== names.length) return toSqliteParams(params)
+    for (let i = 0; i < names.length; i++) if (params[i].name !== names[i]) return toSqliteParams(params)
+    return build(sqliteValue, params)
   }
 }
 
@@ -74,7 +66,7 @@ function attempt<T> (fn: () => T | Promise<T>): Promise<T> {
   }
 }
 
-interface Prepared { prepared: BetterSqlite3.Statement, binder: Binder }
+interface Prepared { statement: BetterSqlite3.Statement, bind: (params: Param[]) => Bound }
 
 class SqliteDatabase implements Database {
   readonly dialect = 'sqlite' as const
@@ -105,7 +97,7 @@ class SqliteDatabase implements Database {
   private prepare (stmt: Statement): Prepared {
     let entry = this.cache.get(stmt.text)
     if (entry === undefined) {
-      entry = { prepared: this.db.prepare(stmt.text), binder: compileBinder(stmt.params.map((p) => p.name)) }
+      entry = { statement: this.db.prepare(stmt.text), bind: compileBinder(stmt.params.map((p) => p.name)) }
       // list statements vary with their filters: keep the cache bounded
       if (this.cache.size >= 500) this.cache.delete(this.cache.keys().next().value as string)
       this.cache.set(stmt.text, entry)
@@ -116,8 +108,8 @@ class SqliteDatabase implements Database {
   /** The rows as objects, or with `values` as arrays (raw mode, set on every call: statements are shared). */
   private runQuery (stmt: Statement, values = false): Row[] | unknown[][] {
     try {
-      const { prepared, binder } = this.prepare(stmt)
-      const bound = binder.bind(stmt.params)
+      const { statement: prepared, bind } = this.prepare(stmt)
+      const bound = bind(stmt.params)
       // counted before it runs: a reader that sees the mark after this write also sees the write
       if (!prepared.readonly) this.ownWrites++
       if (prepared.reader) return prepared.raw(values).all(bound) as Row[] | unknown[][]
@@ -130,9 +122,9 @@ class SqliteDatabase implements Database {
 
   private runExecute (stmt: Statement): number {
     try {
-      const { prepared, binder } = this.prepare(stmt)
+      const { statement: prepared, bind } = this.prepare(stmt)
       if (!prepared.readonly) this.ownWrites++
-      return prepared.run(binder.bind(stmt.params)).changes
+      return prepared.run(bind(stmt.params)).changes
     } catch (err) {
       throw mapSqliteError(err)
     }

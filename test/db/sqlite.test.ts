@@ -451,12 +451,12 @@ t.test('driver plumbing', async (t) => {
     { name: 'it"s', kind: 'string', value: 'x' },
     { name: 'id', kind: 'integer', value: 7, type: 'bigint' }
   ]
-  const binder = compileBinder(params.map((p) => p.name))
-  t.same(binder.bind(params), { p1: 1, p2: '2024-01-02T03:04:05.006Z', 'it"s': 'x', id: 7 }, 'a compiled binder binds as toSqliteParams does')
-  t.same(Object.keys(binder.bind(params)), ['p1', 'p2', 'it"s', 'id'], 'quoted names are keys, in order')
-  t.same(binder.bind([params[0], params[1], params[3], params[2]]), toSqliteParams(params), 'other names or order: bound the plain way')
-  t.same(binder.bind(params.slice(1)), toSqliteParams(params.slice(1)), 'fewer parameters: the plain way')
-  t.same(compileBinder([]).bind([]), {})
+  const bind = compileBinder(params.map((p) => p.name))
+  t.same(bind(params), { p1: 1, p2: '2024-01-02T03:04:05.006Z', 'it"s': 'x', id: 7 }, 'a compiled binder binds as toSqliteParams does')
+  t.same(Object.keys(bind(params)), ['p1', 'p2', 'it"s', 'id'], 'quoted names are keys, in order')
+  t.same(bind([params[0], params[1], params[3], params[2]]), toSqliteParams(params), 'other names or order: bound the plain way')
+  t.same(bind(params.slice(1)), toSqliteParams(params.slice(1)), 'fewer parameters: the plain way')
+  t.same(compileBinder([])([]), {})
   t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })), ConflictError)
   t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_BUSY_SNAPSHOT' })), DatabaseUnavailableError)
   const other = Object.assign(new Error('x'), { code: 'SQLITE_ERROR' })
