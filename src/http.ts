@@ -208,12 +208,29 @@ export interface SendListOptions {
 /** serverTime's place while the body is hashed: the same length as any ISO time, so it is replaced in place. */
 const TIME_SLOT = '0000-00-00T00:00:00.000Z'
 
+const DAY_MS = 86_400_000
+
+/**
+ * meta.serverTime: the point a sync passes as its next `modifiedSince`. Writers store the time
+ * they took, often to the second only (CURRENT_TIMESTAMP, GETDATE() in a trigger) or to the minute
+ * (smalldatetime), and commit later; a change made in the second of the page's query, or committed
+ * just after it, carries a time before that query's. So it is the gateway's clock when the query
+ * began less one step of the modified-time column (at least a second; two for date-only columns),
+ * rounded down to the second (to the minute for coarser columns): such rows come again on the next
+ * run instead of never.
+ */
+export function syncPoint (queryStartedAt: number, resolutionMs: number): string {
+  const step = resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs)
+  const grain = Math.min(step, 60_000)
+  return new Date(Math.floor((queryStartedAt - step) / grain) * grain).toISOString()
+}
+
 /**
  * A page's meta: limit and offset as asked, total (also as X-Total-Count) when counted, the link
- * to the page after `cursor`, and the server's time.
+ * to the page after `cursor`, and serverTime (syncPoint of `serverTime`, the time the query began).
  */
-export function listMeta (request: FastifyRequest, reply: FastifyReply, asked: { limit: number, offset?: number }, total?: number, cursor?: string): ListBody<never>['meta'] {
-  const meta: ListBody<never>['meta'] = { limit: asked.limit, serverTime: new Date().toISOString() }
+export function listMeta (request: FastifyRequest, reply: FastifyReply, asked: { limit: number, offset?: number }, serverTime: string, total?: number, cursor?: string): ListBody<never>['meta'] {
+  const meta: ListBody<never>['meta'] = { limit: asked.limit, serverTime }
   if (asked.offset !== undefined) meta.offset = asked.offset
   if (total !== undefined) {
     meta.total = total
@@ -247,14 +264,14 @@ export async function sendList<T> (
     reply.header('etag', hit.etag)
     if (hit.total !== undefined) reply.header('x-total-count', String(hit.total))
     if (notModified(request, hit.etag)) return reply.code(304).send()
-    return sendStored(reply, hit, new Date().toISOString())
+    return sendStored(reply, hit, syncPoint(Date.now(), repo.modifiedResolutionMs))
   }
+  const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs)
   const result = await repo.list(parsed)
-  const meta = listMeta(request, reply, parsed, result.total, result.next)
+  const meta = listMeta(request, reply, parsed, serverTime, result.total, result.next)
   const data = result.rows.map(toPublic)
   if (stored === undefined) return sendListBody(request, reply, data, meta)
   // Serialize once: the route's compiled serializer, with serverTime's slot held fixed while hashing
-  const serverTime = meta.serverTime
   meta.serverTime = TIME_SLOT
   const text = reply.serialize({ data, meta }) as string
   const page: CachedPage = { etag: hashTag(text), text, at: text.lastIndexOf(TIME_SLOT), total: meta.total }

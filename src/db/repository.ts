@@ -83,6 +83,8 @@ export class Repository {
   private stamps: Array<'createdAt' | 'modifiedAt'> = []
   /** fields an insert must give: the column has no default */
   private required: string[] = []
+  /** the steps the modified-time column stores times in (ResourceStorage's resolutionMs; 1 without the column) */
+  modifiedResolutionMs = 1
 
   constructor (db: Database, def: ResourceDef, mapping: TableMapping, opts: RepositoryOptions = {}) {
     this.db = db
@@ -120,6 +122,7 @@ export class Repository {
       .map(([field, def]) => [field, def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
+    this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
   }
 
   get readOnly (): boolean {

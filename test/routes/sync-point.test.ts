@@ -1,0 +1,45 @@
+// meta.serverTime as the next run's modifiedSince loses no change, however coarse the writer's clock.
+import BetterSqlite3 from 'better-sqlite3'
+import t from 'tap'
+import { sqlitePath } from '../../src/db/index.js'
+import { syncPoint } from '../../src/http.js'
+import { build } from '../helpers/build.js'
+
+t.test('syncPoint: a step of the column (a second at least) before the query, rounded down', async (t) => {
+  const at = Date.parse('2026-11-25T21:09:46.069Z')
+  t.equal(syncPoint(at, 1), '2026-11-25T21:09:45.000Z', 'millisecond columns: a second back, to the second')
+  t.equal(syncPoint(at, 0), '2026-11-25T21:09:45.000Z', 'finer than milliseconds (datetime2(7))')
+  t.equal(syncPoint(at, -1), '2026-11-25T21:09:45.000Z', 'datetime (1/300 s)')
+  t.equal(syncPoint(at, 10), '2026-11-25T21:09:45.000Z', 'datetime2(2)')
+  t.equal(syncPoint(at, 60_000), '2026-11-25T21:08:00.000Z', 'smalldatetime: a minute back, to the minute')
+  t.equal(syncPoint(at, 86_400_000), '2026-11-23T21:09:00.000Z', 'date: two days back, to the minute (a local day is not a UTC day)')
+  t.equal(syncPoint(Date.parse('2026-11-25T21:09:46.000Z'), 1), '2026-11-25T21:09:45.000Z', 'on a whole second')
+})
+
+t.test('a change stored to the second right after a page is found by modifiedSince=serverTime', async (t) => {
+  const ctx = await build(t)
+  const file = sqlitePath(ctx.config.database.url)
+  if (file === null || file === undefined) return t.pass('the writer behind the back is a SQLite connection')
+  const headers = ctx.auth(ctx.adminToken)
+  const created: number[] = []
+  for (let i = 1; i <= 5; i++) {
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: `SP-${i}`, name: `Part ${i}` } })
+    t.equal(res.statusCode, 201)
+    created.push(res.json().id as number)
+  }
+  const other = new BetterSqlite3(file)
+  t.teardown(() => other.close())
+  const ids = (body: { data: Array<{ id: number }> }): number[] => body.data.map((m) => m.id)
+  // five rounds: each is a page, then a write behind the gateway's back in the same second,
+  // stamped as CURRENT_TIMESTAMP stamps (whole seconds; the gateway's own writes keep milliseconds)
+  for (let round = 1; round <= 5; round++) {
+    const page = await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers })
+    t.equal(page.statusCode, 200)
+    const since = page.json().meta.serverTime as string
+    t.ok(Date.parse(since) <= Date.now() - 1000, 'serverTime is a second or more behind the clock')
+    other.prepare("UPDATE materials SET stock_quantity = stock_quantity + 1, modified_at = strftime('%Y-%m-%d %H:%M:%S', 'now') WHERE id = ?").run(created[round - 1])
+    const changed = await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${since}&limit=1000`, headers })
+    t.equal(changed.statusCode, 200)
+    t.ok(ids(changed.json()).includes(created[round - 1]), `round ${round}: the change made after the page (stamped ${String(other.prepare('SELECT modified_at FROM materials WHERE id = ?').pluck().get(created[round - 1]))}) comes with modifiedSince=${since}`)
+  }
+})
