@@ -60,7 +60,7 @@ const checkDigits: SchemaValidateFunction = function (names: string[], data: unk
       keyword: 'digitsOnly',
       instancePath: `/${name}`,
       params: { digitsOnly: name },
-      message: `must be decimal digits without sign, spaces or leading zero (1 to 2147483647), got '${String(value)}'`
+      message: `must be decimal digits without sign, spaces or leading zero (1 to 9007199254740991), got '${String(value)}'`
     }]
     return false
   }

@@ -5,7 +5,7 @@ import { BadQueryError, ConflictError, DataFaultError, InvalidValueError, NotFou
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
-import { ResourceStorage, type StorageOptions } from './storage.js'
+import { INTEGER_RANGES, ResourceStorage, type StorageOptions } from './storage.js'
 import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 export interface ListResult {
@@ -85,6 +85,8 @@ export class Repository {
   private required: string[] = []
   /** the steps the modified-time column stores times in (ResourceStorage's resolutionMs; 1 without the column) */
   modifiedResolutionMs = 1
+  /** the ids the id column can hold, when narrower than a path's (an int column: up to 2^31 - 1) */
+  private idRange: [number, number] | undefined
 
   constructor (db: Database, def: ResourceDef, mapping: TableMapping, opts: RepositoryOptions = {}) {
     this.db = db
@@ -123,6 +125,15 @@ export class Repository {
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
+    // SQLite's integers are 64 bits whatever the declared type
+    const idType = this.db.dialect === 'mssql' ? this.storage.field(this.id).info?.type.toLowerCase() : undefined
+    this.idRange = idType === undefined ? undefined : INTEGER_RANGES[idType]
+  }
+
+  /** An id its column cannot hold names no row: a 404, not a driver's refusal of the parameter. */
+  private names (id: Id): boolean {
+    const range = this.idRange
+    return range === undefined || (Number(id) >= range[0] && Number(id) <= range[1])
   }
 
   get readOnly (): boolean {
@@ -241,6 +252,7 @@ export class Repository {
   }
 
   async get (id: Id): Promise<Row | undefined> {
+    if (!this.names(id)) return undefined
     return await this.first(this.db, this.sql.selectById(id))
   }
 
@@ -337,7 +349,7 @@ export class Repository {
 
   /** The row, locked for the rest of the transaction: 404 when missing, 412 when `check` (If-Match) rejects it. */
   private async lockRow (tx: Executor, id: Id, opts: WriteOptions): Promise<Row> {
-    const row = await this.first(tx, this.sql.selectById(id, { forUpdate: true }))
+    const row = this.names(id) ? await this.first(tx, this.sql.selectById(id, { forUpdate: true })) : undefined
     if (row === undefined) throw new NotFoundError(`${this.def.name} ${id} not found`)
     if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
     return row

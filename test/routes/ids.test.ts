@@ -1,5 +1,11 @@
 // Path ids are decimal digits only: every other numeral JavaScript would read is a 400 naming the parameter.
+import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
+import { NotFoundError } from '../../src/db/errors.js'
+import { sqlitePath } from '../../src/db/index.js'
+import { Repository } from '../../src/db/repository.js'
+import { materials, referenceMappings } from '../../src/db/resources.js'
+import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
 import { build } from '../helpers/build.js'
 
 /** the path segment as sent, and the text the route sees after decoding */
@@ -41,12 +47,12 @@ t.test('path ids: decimal digits only, on every route that takes one', async (t)
           statusCode: 400,
           code: 'VALIDATION_ERROR',
           error: 'Bad Request',
-          message: `params/id must be decimal digits without sign, spaces or leading zero (1 to 2147483647), got '${seen}'`
+          message: `params/id must be decimal digits without sign, spaces or leading zero (1 to 9007199254740991), got '${seen}'`
         }, `${method} /api/${resource}/${segment}`)
       }
     }
-    const tooLarge = await app.inject({ method: 'GET', url: `/api/${resource}/2147483648`, headers: admin })
-    t.same(tooLarge.json(), { statusCode: 400, code: 'VALIDATION_ERROR', error: 'Bad Request', message: 'params/id must be <= 2147483647' })
+    const tooLarge = await app.inject({ method: 'GET', url: `/api/${resource}/9007199254740992`, headers: admin })
+    t.same(tooLarge.json(), { statusCode: 400, code: 'VALIDATION_ERROR', error: 'Bad Request', message: 'params/id must be <= 9007199254740991' })
     const plain = await app.inject({ method: 'GET', url: `/api/${resource}/16`, headers: admin })
     t.equal(plain.statusCode, 200, `GET /api/${resource}/16 still works`)
     t.equal(plain.json().id, 16)
@@ -57,4 +63,43 @@ t.test('path ids: decimal digits only, on every route that takes one', async (t)
 
   t.same(await snapshot(), before, 'nothing was read as 10 or 16 and changed or deleted')
   t.equal((await app.inject({ method: 'GET', url: '/api/materials/10', headers: admin })).json().name, 'Material 10', 'DELETE /api/materials/1e1 did not delete material 10')
+})
+
+t.test('ids past 2^31: the column decides (SQLite integers are 64 bits), not the path', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+  const admin = ctx.auth(ctx.adminToken)
+  const file = sqlitePath(ctx.config.database.url)
+  if (file === undefined) return t.pass('the row is put in place by SQLite')
+  const other = new BetterSqlite3(file)
+  t.teardown(() => other.close())
+  // the picking system's numbering starts at four billion
+  other.prepare("INSERT INTO materials (id, material_number, name) VALUES (4000000001, 'BIG-1', 'Big id')").run()
+  const read = await app.inject({ method: 'GET', url: '/api/materials/4000000001', headers: admin })
+  t.equal(read.statusCode, 200)
+  t.equal(read.json().id, 4000000001)
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers: admin, payload: { materialNumber: 'BIG-2', name: 'Next' } })
+  t.equal(created.statusCode, 201)
+  t.equal(created.headers.location, '/api/materials/4000000002', 'the next id the database gives')
+  t.equal((await app.inject({ method: 'GET', url: created.headers.location, headers: admin })).json().materialNumber, 'BIG-2', 'and its Location can be read')
+  const patched = await app.inject({ method: 'PATCH', url: '/api/materials/4000000002', headers: admin, payload: { name: 'Renamed' } })
+  t.equal(patched.statusCode, 200)
+  t.equal(patched.json().name, 'Renamed')
+  t.equal((await app.inject({ method: 'DELETE', url: '/api/materials/4000000001', headers: admin })).statusCode, 204)
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials/4000000001', headers: admin })).statusCode, 404)
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials/9007199254740991', headers: admin })).statusCode, 404, 'the largest path id: no such row')
+})
+
+t.test('an id an SQL Server int column cannot hold names no row: 404 without a statement', async (t) => {
+  const statements: string[] = []
+  const fail = async (stmt: Statement): Promise<never> => { statements.push(stmt.text); throw new Error('no statement was expected') }
+  const db = { dialect: 'mssql', query: fail, queryValues: undefined, execute: fail, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn({ query: fail, execute: fail }) } as unknown as Database
+  const column = (name: string, type: string): ColumnInfo => ({ name, type, nullable: name !== 'id' && name !== 'material_number' && name !== 'name', hasDefault: name === 'id', identity: name === 'id', computed: false })
+  const columns = Object.values(referenceMappings.materials.columns).map((c) => column(c as string, c === 'id' ? 'int' : c === 'created_at' || c === 'modified_at' ? 'datetime2' : 'nvarchar'))
+  const repo = new Repository(db, materials, referenceMappings.materials, { columns })
+  t.equal(await repo.get(2147483648), undefined)
+  await t.rejects(repo.update(4000000000, { name: 'x' }), NotFoundError)
+  await t.rejects(repo.delete(4000000000), NotFoundError)
+  t.same(statements, [], 'nothing reached the driver, which would refuse the parameter')
+  await t.rejects(repo.get(2147483647), /no statement was expected/, 'the largest int is looked up')
 })
