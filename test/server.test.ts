@@ -196,17 +196,27 @@ t.test('a database that is down at start: the gateway starts, answers 503, and c
   t.match(ready.json().database.error, /table 'missing_stations' does not exist.*db init/)
 })
 
-t.test('overload protection answers 503 with Retry-After', async (t) => {
+t.test('overload protection answers 503 with Retry-After; liveness stays 200', async (t) => {
   const ctx = await build(t, { server: { maxHeapUsedRatio: 0.000001 } })
-  let res = await ctx.app.inject({ method: 'GET', url: '/health' })
+  const headers = ctx.auth(ctx.adminToken)
+  let res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers })
   const end = Date.now() + 5000
   while (res.statusCode !== 503 && Date.now() < end) {
     await new Promise((resolve) => setTimeout(resolve, 100))
-    res = await ctx.app.inject({ method: 'GET', url: '/health' })
+    res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers })
   }
   t.equal(res.statusCode, 503)
   t.equal(res.json().code, 'OVERLOADED')
   t.equal(res.headers['retry-after'], '10')
+  // readiness says so in the error body (it failed to serialize against the readiness schema: a 500)
+  const ready = await ctx.app.inject({ method: 'GET', url: '/health/ready' })
+  t.equal(ready.statusCode, 503)
+  t.same(ready.json(), { statusCode: 503, code: 'OVERLOADED', error: 'Service Unavailable', message: 'The gateway is overloaded; try again shortly' })
+  t.equal(ready.headers['retry-after'], '10')
+  // a busy process is alive: a supervisor restarting it on a liveness 503 would only lose its work
+  const live = await ctx.app.inject({ method: 'GET', url: '/health' })
+  t.equal(live.statusCode, 200)
+  t.same(live.json(), { status: 'ok' })
 })
 
 t.test('no secret reaches the log at any depth', async (t) => {

@@ -1,6 +1,7 @@
 // Liveness and readiness, public: they carry no data.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import { ErrorResponse } from '../../schemas/common.js'
 
 const Health = Type.Object({ status: Type.Literal('ok') })
 
@@ -18,15 +19,19 @@ const Ready = Type.Object({
   }))
 })
 
+/** under-pressure's handler for liveness: a busy process is alive (a supervisor would restart it for nothing) */
+const alive = (): undefined => undefined
+
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/health', {
     logLevel: 'warn',
+    config: { pressureHandler: alive },
     schema: { summary: 'Liveness', tags: ['health'], security: [], response: { 200: Health } }
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/health/ready', {
     logLevel: 'warn',
-    schema: { summary: 'Readiness: database round trip and controller links', tags: ['health'], security: [], response: { 200: Ready, 503: Ready } }
+    schema: { summary: 'Readiness: database round trip and controller links', tags: ['health'], security: [], response: { 200: Ready, 503: Type.Union([Ready, ErrorResponse], { description: 'the database unreachable or the mapping not fitting (the readiness body), or overloaded (503 OVERLOADED, the error body)' }) } }
   }, async (request, reply) => {
     const controllers = fastify.hardware.controllerStates()
     const started = performance.now()
