@@ -24,12 +24,12 @@ import healthRoutes from '../plugins/routes/health.js'
 import materialRoutes from '../plugins/routes/materials.js'
 import stationRoutes from '../plugins/routes/stations.js'
 import stationCommandRoutes from '../plugins/routes/station-commands.js'
-import eventRoutes, { redactTicket } from '../plugins/routes/events.js'
+import eventRoutes from '../plugins/routes/events.js'
 import userRoutes from '../plugins/routes/users.js'
 import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
 import { ApiError, statusText } from './errors.js'
-import { loggerOptions, requestLineWriter } from './logger.js'
+import { loggerOptions, redactUrl, requestLineWriter } from './logger.js'
 
 export interface BuildOptions {
   db: Database
@@ -190,11 +190,11 @@ declare module 'fastify' {
   }
 }
 
-/** The logged URL: stream tickets, and the query of routes that say logQuery: false, are credentials. */
+/** The logged URL: credentials in the query (a stream ticket, a password), and the query of routes that say logQuery: false, left out. */
 function redactQuery (request: FastifyRequest, config: FastifyContextConfig | undefined): string {
   const url = request.url
   if (config?.logQuery === false && url.includes('?')) return `${url.slice(0, url.indexOf('?'))}?[redacted]`
-  return redactTicket(url)
+  return redactUrl(url)
 }
 
 export async function buildApp (config: Config, options: BuildOptions): Promise<App> {

@@ -10,6 +10,25 @@ const MAX_DEPTH = 8
 
 export const REDACTED = '[redacted]'
 
+/** query parameters that carry credentials, by name without case, '_' or '-': their values never reach a log */
+const SECRET_PARAMS = new Set(['ticket', 'password', 'newpassword', 'token', 'accesstoken', 'refreshtoken', 'idtoken', 'secret', 'clientsecret', 'apikey', 'credentials', 'authorization'])
+
+/**
+ * A URL for the log: the value of every query parameter that names a credential (an event stream's
+ * `ticket`, a `password` or `access_token` someone put in a query string) replaced, also when the
+ * name is percent-encoded or in another case. The gateway takes none of them from a query but the
+ * stream ticket; the others are refused, and still logged without their value.
+ */
+export function redactUrl (url: string): string {
+  const query = url.indexOf('?')
+  if (query < 0) return url
+  return url.slice(0, query) + url.slice(query).replace(/([?&])([^=&#]*)=([^&#]*)/g, (all, sep: string, name: string) => {
+    let decoded = name
+    try { decoded = decodeURIComponent(name.replaceAll('+', ' ')) } catch {}
+    return SECRET_PARAMS.has(decoded.trim().toLowerCase().replace(/[-_]/g, '')) ? `${sep}${name}=${REDACTED}` : all
+  })
+}
+
 /**
  * A log object with every secret-named field and every token-like string replaced, however deep
  * it sits: the object itself when nothing needed it (the usual case: no copy per log line), else a

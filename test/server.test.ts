@@ -13,7 +13,7 @@ import { main } from '../src/commands.js'
 import { validateConfig } from '../src/config.js'
 import { DatabaseUnavailableError } from '../src/db/errors.js'
 import type { Database } from '../src/db/types.js'
-import { loggerOptions, scrub } from '../src/logger.js'
+import { loggerOptions, redactUrl, scrub } from '../src/logger.js'
 import { ADMIN_PASSWORD, build } from './helpers/build.js'
 import { until } from './helpers/wait.js'
 import { tempDir } from './helpers/temp.js'
@@ -236,6 +236,9 @@ t.test('no secret reaches the log at any depth', async (t) => {
   const appToken = (await app.inject({ method: 'POST', url: '/api/users/application-token', headers: { authorization: `Bearer ${refreshToken}` } })).json().token
   await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'erp', password: 'wrong-password-1' } })
   await app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${appToken}x` } })
+  // credentials put in a query string by mistake: refused, and logged without their values
+  await app.inject({ method: 'POST', url: '/api/users/login?password=query-secret-1', payload: { username: 'erp', password: 'x' } })
+  await app.inject({ method: 'GET', url: '/api/materials?Access_Token=query-secret-2&PASS%77ORD=query-secret-3&new-password=query-secret-4', headers: { authorization: `Bearer ${accessToken}` } })
   app.log.info({ deep: { a: { b: { password: 'erp-secret-password', list: [{ token: accessToken }] } } }, note: `Bearer ${refreshed}` }, 'a careless log line')
   app.log.error({ err: new Error(`failed with ${accessToken}`) }, 'an error that quotes a token')
 
@@ -243,11 +246,13 @@ t.test('no secret reaches the log at any depth', async (t) => {
   t.ok(lines.length >= 7, `captured ${lines.length} log lines`)
   t.match(log, /"reqId"/)
   t.match(log, /"reqId":"req-\d+","method":"POST","url":"\/api\/users\/login","route":"\/api\/users\/login","statusCode":200,"responseTimeMs":[\d.]+/, 'one line per request: id, method, route, status, time')
-  for (const [name, secret] of Object.entries({ accessToken, refreshToken, refreshed, appToken, password: 'erp-secret-password', wrong: 'wrong-password-1', jwtSecret: SECRET })) {
+  for (const [name, secret] of Object.entries({ accessToken, refreshToken, refreshed, appToken, password: 'erp-secret-password', wrong: 'wrong-password-1', jwtSecret: SECRET, query1: 'query-secret-1', query2: 'query-secret-2', query3: 'query-secret-3', query4: 'query-secret-4' })) {
     t.notOk(log.includes(secret), `${name} is not in the log`)
     t.notOk(log.includes(secret.split('.')[2] ?? secret), `nor its signature (${name})`)
   }
   t.match(log, /\[redacted\]/)
+  t.match(log, /"url":"\/api\/users\/login\?password=\[redacted\]"/, 'the parameter stays, its value goes')
+  t.same(redactUrl('/api/events?station=1&ticket=abc&x=1&api_key=k&secret=s&q=password'), '/api/events?station=1&ticket=[redacted]&x=1&api_key=[redacted]&secret=[redacted]&q=password')
   t.same(scrub({ Authorization: 'Bearer abc', nested: [{ refreshToken: 'x' }], ok: 1 }), { Authorization: '[redacted]', nested: [{ refreshToken: '[redacted]' }], ok: 1 })
   const given = { url: '/api/x?q=Bearer abc', list: ['a', 'eyJa.bcd.efg'], deep: { password: 'p', n: 1 }, fine: 'text' }
   const before = JSON.stringify(given)
