@@ -84,9 +84,47 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
     return reply.code(500).send(buildErrorBody(500, 'INTERNAL_ERROR', `Internal error; the log has details under request id ${request.id}`))
   })
 
+  const routes = new RouteTable()
+  fastify.addHook('onRoute', (route) => { routes.add(route.url ?? route.path, route.method) })
   fastify.setNotFoundHandler(function (request, reply) {
-    return reply.code(404).send(buildErrorBody(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`))
+    const path = request.url.split('?')[0]
+    const allowed = routes.methodsOf(path)
+    if (allowed.length > 0) {
+      // the path exists, the method does not: say which ones do (RFC 9110: 405 with Allow)
+      const allow = allowed.join(', ')
+      return reply.code(405).header('allow', allow).send(buildErrorBody(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; allowed: ${allow}`))
+    }
+    return reply.code(404).send(buildErrorBody(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${path} not found`))
   })
+}
+
+/**
+ * The routes' paths and their methods, to tell a wrong method (405) from a wrong path (404):
+ * Fastify answers both as not found. A parameter (`:id`) matches one path segment, `*` the rest.
+ */
+export class RouteTable {
+  private readonly routes: Array<{ pattern: RegExp, methods: Set<string> }> = []
+  private readonly byUrl = new Map<string, Set<string>>()
+
+  add (url: string, method: string | string[]): void {
+    let methods = this.byUrl.get(url)
+    if (methods === undefined) {
+      methods = new Set()
+      this.byUrl.set(url, methods)
+      const source = url.split('/').map((part) => part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&')).join('/')
+      this.routes.push({ pattern: new RegExp(`^${source}/?$`), methods })
+    }
+    for (const m of Array.isArray(method) ? method : [method]) methods.add(m.toUpperCase())
+  }
+
+  /** the methods some route takes at this path, sorted; none when no route has the path */
+  methodsOf (path: string): string[] {
+    let decoded = path
+    try { decoded = decodeURIComponent(path) } catch {}
+    const methods = new Set<string>()
+    for (const route of this.routes) if (route.pattern.test(decoded)) for (const m of route.methods) methods.add(m)
+    return [...methods].sort()
+  }
 }
 
 /** A single-valued query parameter given twice fails its schema's type check: the name, so the message can say so. */

@@ -112,3 +112,31 @@ t.test('what the HTTP parser refuses has the same body shape: 431, malformed req
   t.equal(badUrl.statusCode, 400)
   t.same(badUrl.json(), { statusCode: 400, code: 'BAD_URL', error: 'Bad Request', message: "'/api/materials/%E0%A4%A' is not a valid url component" })
 })
+
+t.test('a wrong method on a path that exists is a 405 naming the methods; a wrong path a 404', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const m = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'W-1', name: 'Wrong method' } })
+  const id = m.json().id as number
+  const cases: Array<[string, string, string]> = [
+    ['PUT', `/api/materials/${id}`, 'DELETE, GET, HEAD, PATCH, POST'],
+    ['DELETE', '/api/materials', 'GET, HEAD, POST'],
+    ['PATCH', '/api/materials?limit=1', 'GET, HEAD, POST'],
+    ['GET', '/api/stations/1/commands', 'POST'],
+    ['PUT', '/api/users/login', 'DELETE, GET, HEAD, PATCH, POST'],
+    ['OPTIONS', '/health', 'GET, HEAD']
+  ]
+  for (const [method, url, allow] of cases) {
+    const res = await ctx.app.inject({ method: method as 'PUT', url, headers })
+    t.equal(res.statusCode, 405, `${method} ${url}`)
+    t.equal(res.headers.allow, allow, `${method} ${url}: Allow`)
+    t.same(res.json(), { statusCode: 405, code: 'METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: `${method} is not allowed on ${url.split('?')[0]}; allowed: ${allow}` })
+  }
+  const none = await ctx.app.inject({ method: 'GET', url: '/api/nothing/here', headers })
+  t.equal(none.statusCode, 404)
+  t.same(none.json(), { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET /api/nothing/here not found' })
+  t.equal((await ctx.app.inject({ method: 'PUT', url: '/api/materials/1/2', headers })).statusCode, 404, 'a parameter is one segment')
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).statusCode, 200, 'the route itself still answers')
+  t.equal((await ctx.app.inject({ method: 'PUT', url: `/api/materials/${id}`, headers, payload: { name: 'x' } })).statusCode, 405)
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).json().name, 'Wrong method', 'and a refused method changed nothing')
+})
