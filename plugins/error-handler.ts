@@ -4,6 +4,14 @@ import fp from 'fastify-plugin'
 import { DbError } from '../src/db/errors.js'
 import { ApiError, statusText, tokenExpired, tokenInvalid } from '../src/errors.js'
 
+/** Fastify's body errors under the gateway's own codes (a client should not meet the framework's names) */
+const FRAMEWORK_CODES: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'INVALID_JSON',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'EMPTY_BODY',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST'
+}
+
 /** A status code an error may set itself; anything else becomes 500. */
 const PASS_THROUGH = (status: number): boolean => status >= 400 && status < 500
 
@@ -74,7 +82,7 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
     if (repeated !== undefined) return reply.code(400).send(buildErrorBody(400, 'BAD_QUERY', `Query parameter '${repeated}' must be given only once`))
     if (PASS_THROUGH(status)) {
       // Fastify's own 4xx (validation, 413, 415, bad JSON) and @fastify/sensible's httpErrors.
-      const code = err.validation ? 'VALIDATION_ERROR' : (err.code ?? codeFromStatus(status))
+      const code = err.validation ? 'VALIDATION_ERROR' : (FRAMEWORK_CODES[err.code] ?? err.code ?? codeFromStatus(status))
       if (status === 429 && !reply.hasHeader('retry-after')) reply.header('retry-after', '60')
       return reply.code(status).send(buildErrorBody(status, code, err.message))
     }

@@ -130,6 +130,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 function jsonParser (app: FastifyInstance) {
   const parse = app.getDefaultJsonParser('error', 'error')
   return (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void => {
+    const encoding = request.headers['content-encoding']
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Encoding '${encoding}' is not supported: send the body uncompressed`))
+      return
+    }
     const charset = declaredCharset(request.headers['content-type'])
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares charset=${charset}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`))
@@ -143,8 +148,21 @@ function jsonParser (app: FastifyInstance) {
       done(new ApiError(400, 'INVALID_UTF8', `The body is not valid UTF-8 (byte 0x${(body as Buffer)[at].toString(16).toUpperCase().padStart(2, '0')} at offset ${at}): JSON bodies must be UTF-8`))
       return
     }
-    parse(request, text, done)
+    parse(request, text, (err, value) => {
+      if (err === null) { done(null, value); return }
+      done(err.message.startsWith('Body is not valid JSON') ? invalidJson(text, err) : err)
+    })
   }
+}
+
+/** What is wrong with a body the JSON parser refused: JSON.parse's own words, or the key refused for safety. */
+function invalidJson (text: string, err: Error): Error {
+  try {
+    JSON.parse(text)
+  } catch (syntax) {
+    return new ApiError(400, 'INVALID_JSON', `The body is not valid JSON: ${(syntax as Error).message}`, { cause: err })
+  }
+  return new ApiError(400, 'INVALID_JSON', "The body has a '__proto__' or 'constructor.prototype' key, which is refused", { cause: err })
 }
 
 /** Errors Node's HTTP parser raises before there is a request (oversized headers, a malformed request line): the same body shape as every other error. */
