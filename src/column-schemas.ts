@@ -139,7 +139,8 @@ export function filterParameters (storage: ResourceStorage, item: TObject | Json
       type: 'string',
       description: `Filter on ${field} (${KIND_TEXT[s.def.kind] ?? s.def.kind}): \`value\` for equality, or \`[op]value\` with op one of ${OPERATORS}. ` +
         '[or] and [nor] take a list a;b;c, [null] and [notnull] no value; [like] and [notlike] take a pattern (% any run, _ one character; ' +
-        'without either, a substring) and work on text only. Repeat the parameter to AND two conditions.',
+        'without either, a substring) and work on text only. Repeat the parameter to AND two conditions.' +
+        (s.map !== undefined ? ' A value that is none of the field\'s values is matched as a stored code.' : ''),
       examples: [filterExample(s)]
     }
   }

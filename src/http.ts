@@ -256,7 +256,7 @@ export async function sendList<T> (
   toPublic: (row: Row) => T,
   opts: SendListOptions = {}
 ): Promise<ListBody<T> | FastifyReply> {
-  const parsed = parseListQuery(request.query as QueryString, repo.def)
+  const parsed = parseListQuery(request.query as QueryString, repo.def, repo.storage.coded)
   const stored = opts.stored
   const mark = stored?.mark()
   const hit = mark === undefined ? undefined : stored?.cache.get(request.url, mark)

@@ -26,9 +26,9 @@ export function withLiveFields (def: ResourceDef, live: Record<string, FieldDef>
   return { ...def, fields: { ...def.fields, ...live } }
 }
 
-/** Parses a list request that may name live fields; BadQueryError as for any list. */
-export function parseLiveListQuery (raw: QueryString, def: ResourceDef, live: Record<string, FieldDef>): LiveListQuery {
-  const query = parseListQuery(raw, withLiveFields(def, live))
+/** Parses a list request that may name live fields; BadQueryError as for any list. `codes` as for parseListQuery. */
+export function parseLiveListQuery (raw: QueryString, def: ResourceDef, live: Record<string, FieldDef>, codes?: ReadonlySet<string>): LiveListQuery {
+  const query = parseListQuery(raw, withLiveFields(def, live), codes)
   const isLive = (field: string): boolean => Object.hasOwn(live, field)
   const stored: Filter[] = []
   const liveFilters: Filter[] = []

@@ -33,7 +33,7 @@ const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row
   const kinds: Record<string, FieldKind> = Object.fromEntries(Object.entries(withLiveFields(repo.def, LIVE).fields).map(([field, def]) => [field, def.kind]))
   return async (request, reply) => {
     const query = request.query as QueryString
-    const q = parseLiveListQuery(query, repo.def, LIVE)
+    const q = parseLiveListQuery(query, repo.def, LIVE, repo.storage.coded)
     if (!q.inMemory) return await sendList(request, reply, repo, toPublic)
     // a stored sort key without a column is refused here as the database path would refuse it
     for (const key of q.query.sort) if (!Object.hasOwn(LIVE, key.field)) repo.sql.col(key.field)

@@ -131,10 +131,17 @@ export function parseValue (kind: FieldKind, raw: string): SqlValue | undefined 
   }
 }
 
-function operand (field: string, def: FieldDef, raw: string): SqlValue {
+/**
+ * One operand. On a field with a value map (`codes`) a value that is not of the field's kind is a
+ * stored code no map knows (`blocked=X`: rows the API shows as "X"); `null` is not, as it never was
+ * (`[null]` finds rows without a value).
+ */
+function operand (field: string, def: FieldDef, raw: string, codes: boolean): SqlValue {
   const v = parseValue(def.kind, raw)
-  if (v === undefined) throw new BadQueryError(`Invalid value for '${field}': expected ${KIND_NAMES[def.kind]}, got '${raw}'`)
-  return v
+  if (v !== undefined) return v
+  if (codes && raw !== 'null') return raw
+  const hint = codes ? ', or a stored code (for rows without a value: [null])' : ''
+  throw new BadQueryError(`Invalid value for '${field}': expected ${KIND_NAMES[def.kind]}${hint}, got '${raw}'`)
 }
 
 /**
@@ -163,10 +170,13 @@ export function likePattern (raw: string): string {
   return wildcard ? out : `%${out}%`
 }
 
-/** Parses one `field=value` filter; exported for the tests and for callers building filters by hand. */
-export function parseFilter (field: string, def: FieldDef, raw: string): Filter {
+/**
+ * Parses one `field=value` filter; exported for the tests and for callers building filters by hand.
+ * `codes`: the field has a value map, so a value not of its kind is taken as a stored code.
+ */
+export function parseFilter (field: string, def: FieldDef, raw: string, codes = false): Filter {
   const m = OPERATOR.exec(raw)
-  if (m === null) return { field, op: 'eq', values: [operand(field, def, raw)] }
+  if (m === null) return { field, op: 'eq', values: [operand(field, def, raw, codes)] }
   const op = m[1].toLowerCase() as FilterOp
   if (!OPERATORS.includes(op)) {
     const hint = OPERATOR_HINTS[op] === undefined ? '' : ` (did you mean [${OPERATOR_HINTS[op]}]?)`
@@ -182,14 +192,14 @@ export function parseFilter (field: string, def: FieldDef, raw: string): Filter 
     case 'or':
     case 'nor':
       // `\;` is a literal semicolon inside a value of the list
-      return { field, op, values: rest.split(/(?<!\\);/).map((part) => operand(field, def, part.replaceAll('\\;', ';'))) }
+      return { field, op, values: rest.split(/(?<!\\);/).map((part) => operand(field, def, part.replaceAll('\\;', ';'), codes)) }
     case 'like':
     case 'notlike': {
       if (def.kind !== 'string') throw new BadQueryError(`Filter '${field}': [${op}] works only on text fields`)
       return { field, op, values: [likePattern(rest)] }
     }
     default:
-      return { field, op, values: [operand(field, def, rest)] }
+      return { field, op, values: [operand(field, def, rest, codes)] }
   }
 }
 
@@ -216,7 +226,11 @@ export function sortSpec (sort: SortKey[]): string {
   return sort.map((k) => (k.desc ? '-' : '') + k.field).join(',')
 }
 
-export function parseListQuery (query: QueryString, def: ResourceDef): ListQuery {
+/**
+ * `codes`: the fields with a value map in this installation (ResourceStorage.coded), whose filters
+ * may name stored codes that no map knows.
+ */
+export function parseListQuery (query: QueryString, def: ResourceDef, codes?: ReadonlySet<string>): ListQuery {
   const limitRaw = single(query, 'limit')
   const offsetRaw = single(query, 'offset')
   const countRaw = single(query, 'count')
@@ -245,7 +259,7 @@ export function parseListQuery (query: QueryString, def: ResourceDef): ListQuery
     const field = def.fields[key]
     if (!Object.hasOwn(def.fields, key) || !isVisible(field)) throw new BadQueryError(`Unknown query parameter '${key}'`)
     for (const raw of Array.isArray(value) ? value : [value]) {
-      const filter = parseFilter(key, field, raw)
+      const filter = parseFilter(key, field, raw, codes?.has(key) === true)
       operands += Math.max(1, filter.values.length)
       if (operands > MAX_FILTER_VALUES) throw new BadQueryError(`Too many filter values (at most ${MAX_FILTER_VALUES})`)
       filters.push(filter)

@@ -279,7 +279,8 @@ export class SqlBuilder {
 
   /**
    * Filters on a field with a value map compare stored codes: `type=vlm` is `col = 'V'`. A value
-   * the map does not know is compared as it is, so that rows with unknown codes can be found.
+   * the map does not know is compared as it is (`blocked=X` is `col = 'X'`), so that rows with
+   * unknown codes can be found.
    * The order operators compare the API order (the rank sorting uses).
    */
   private mappedCondition (f: Filter, s: FieldStorage, params: Params): string {
@@ -289,9 +290,10 @@ export class SqlBuilder {
     const codesOf = (v: SqlValue): SqlValue[] => {
       const codes = map.codes.get(String(v))
       if (codes !== undefined) return codes.map((code) => this.storage.codeValue(s, code))
-      // not in the map: compare as stored, when the column can hold it at all
+      // not in the map: compare as stored, when the column can hold it at all (SQLite's can hold any
+      // value; a SQL Server number column no text, and a text parameter against it would fail)
       const raw = this.storage.codeValue(s, String(v))
-      return numeric && typeof raw !== 'number' ? [] : [raw]
+      return numeric && typeof raw !== 'number' && this.dialect.name === 'mssql' ? [] : [raw]
     }
     const inList = (codes: SqlValue[]): string | null => codes.length === 0
       ? null

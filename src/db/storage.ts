@@ -164,6 +164,8 @@ export class ResourceStorage {
   readonly mapping: TableMapping
   readonly dialect: DialectName
   readonly fields: Record<string, FieldStorage>
+  /** the fields with a value map: a filter value that is not of the field's kind is a stored code (parseListQuery) */
+  readonly coded: ReadonlySet<string>
   readonly id: string
   /** every column of the table, when known */
   readonly columns: ColumnInfo[] | undefined
@@ -203,6 +205,7 @@ export class ResourceStorage {
         paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
       }
     }
+    this.coded = new Set(Object.values(this.fields).filter((s) => s.map !== undefined).map((s) => s.field))
   }
 
   get readOnly (): boolean {

@@ -86,6 +86,17 @@ t.test('filters from the query string: repeated keys AND, modifiedSince', async 
   ])
 })
 
+t.test('fields with a value map: a value not of their kind is a stored code', async (t) => {
+  const codes = new Set(['blocked'])
+  t.same(parseListQuery({ blocked: 'X' }, materials, codes).filters, [{ field: 'blocked', op: 'eq', values: ['X'] }])
+  t.same(parseListQuery({ blocked: '[or]false;X' }, materials, codes).filters, [{ field: 'blocked', op: 'or', values: [false, 'X'] }], 'true and false stay booleans')
+  t.same(parseListQuery({ blocked: '[nor]X;' }, materials, codes).filters, [{ field: 'blocked', op: 'nor', values: ['X', ''] }])
+  t.same(parseListQuery({ blocked: '[null]' }, materials, codes).filters, [{ field: 'blocked', op: 'null', values: [] }])
+  t.throws(() => parseListQuery({ blocked: 'null' }, materials, codes), /expected true or false, or a stored code \(for rows without a value: \[null\]\), got 'null'/)
+  t.throws(() => parseListQuery({ blocked: 'X' }, materials), /Invalid value for 'blocked': expected true or false, got 'X'/, 'without a map: as before')
+  t.same(parseFilter('address', stations.fields.address, '[or]1;S', true), { field: 'address', op: 'or', values: [1, 'S'] })
+})
+
 t.test('bad filters name the parameter', async (t) => {
   bad(t, { nope: '1' }, /^Unknown query parameter 'nope'$/)
   bad(t, { passwordHash: 'x' }, /^Unknown query parameter 'passwordHash'$/, users)
