@@ -228,7 +228,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
 
   const service: Hardware = {
     stationState (station) {
-      if (station.enabled === false) return { connected: false, status: 'disabled', lastSeenAt: null }
+      // not only false: a flag the gateway could not read (null) does not enable a station either
+      if (station.enabled !== true) return { connected: false, status: 'disabled', lastSeenAt: null }
       const link = typeof station.controllerId === 'string' ? links.get(station.controllerId) : undefined
       if (!link) return { connected: false, status: 'offline', lastSeenAt: null }
       const lastSeenAt = link.lastSeenAt?.toISOString() ?? null
@@ -243,7 +244,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     },
 
     async command (station, command) {
-      if (station.enabled === false) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
+      if (station.enabled !== true) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
       if (typeof station.controllerId !== 'string' || station.address === null || station.address === undefined) {
         throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has no controllerId and address`)
       }

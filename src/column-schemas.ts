@@ -94,8 +94,9 @@ function responseProperty (schema: Json, s: FieldStorage): Json {
     if (s.def.kind === 'string') out = { type: 'string', description }
     else out = { anyOf: [withoutNull(schema), { type: 'string' }, { type: 'number' }], description }
   }
-  // nullable() also turns an API schema's own null union into a type list the serializer writes fast
-  return s.nullable || allowsNull(out) ? nullable(out) : out
+  // nullable() also turns an API schema's own null union into a type list the serializer writes fast;
+  // showsNull: a NOT NULL column in SQLite may still hold a value the field's kind reads as null
+  return s.showsNull || allowsNull(out) ? nullable(out) : out
 }
 
 export interface ResourceSchemas {

@@ -273,12 +273,19 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
 interface CursorBody {
   /** the sort spec */
   s: string
-  /** the last row's stored value of every sort key; times as ISO 8601 with up to 7 fractional digits */
-  v: Array<string | number | boolean | null>
+  /**
+   * the last row's stored value of every sort key; times as ISO 8601 with up to 7 fractional
+   * digits; ±Infinity (SQLite keeps it, JSON has no literal for it) as `{"n": "Infinity"}`
+   */
+  v: Array<string | number | boolean | null | { n: string }>
 }
 
-/** How a cursor value is read back: by the type the keyset compares it as. */
-export type CursorValueType = 'string' | 'number' | 'integer' | 'boolean' | 'time'
+/**
+ * How a cursor value is read back: by the type the keyset compares it as. `scalar` is a SQLite
+ * column's: text, a number or a flag, whatever the column declares, since SQLite stores any value
+ * in any column (text in a DECIMAL column, 2.5 in an INTEGER one).
+ */
+export type CursorValueType = 'string' | 'number' | 'integer' | 'boolean' | 'time' | 'scalar'
 
 /** An ISO text of a stored time, keeping the driver's digits below the millisecond (datetime2(7)). */
 export function timeText (value: Date): string {
@@ -305,8 +312,10 @@ export function encodeCursor (sort: SortKey[], values: unknown[]): string {
   const v = values.map((value) => {
     if (value instanceof Date) return timeText(value)
     if (value === undefined || value === null) return null
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value
-    if (typeof value === 'bigint') return Number(value)
+    if (typeof value === 'number') return Number.isFinite(value) ? value : { n: String(value) }
+    if (typeof value === 'string' || typeof value === 'boolean') return value
+    // beyond 2^53 as text, so that the keyset compares the exact value
+    if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : String(value)
     return String(value)
   })
   const body: CursorBody = { s: sortSpec(sort), v }
@@ -329,6 +338,15 @@ export function readCursor (cursor: string): { s: string, v: unknown[] } {
   return { s, v }
 }
 
+/** A number as encodeCursor writes it: finite, or ±Infinity as `{"n": "Infinity"}`. */
+function cursorNumber (raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isFinite(raw) ? raw : undefined
+  const n = (typeof raw === 'object' && raw !== null ? raw : {}) as { n?: unknown }
+  return n.n === 'Infinity' ? Infinity : n.n === '-Infinity' ? -Infinity : undefined
+}
+
+const integerText = (raw: string): number | string => Number.isSafeInteger(Number(raw)) ? Number(raw) : raw
+
 /**
  * Reads a cursor back into keyset values of the given types; BadQueryError when it is malformed
  * or made for another sort. `nullable[i]` false refuses a null (the id).
@@ -347,9 +365,11 @@ export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValu
     switch (types[i]) {
       case 'string': value = typeof raw === 'string' ? raw : undefined; break
       case 'boolean': value = typeof raw === 'boolean' ? raw : raw === 0 || raw === 1 ? raw : undefined; break
-      case 'integer': value = Number.isSafeInteger(raw) ? raw as number : undefined; break
-      case 'number': value = typeof raw === 'number' && Number.isFinite(raw) ? raw : undefined; break
+      // SQL Server's bigint arrives as text (and beyond 2^53 stays text: encodeCursor)
+      case 'integer': value = Number.isSafeInteger(raw) ? raw as number : typeof raw === 'string' && /^-?\d{1,19}$/.test(raw) ? integerText(raw) : undefined; break
+      case 'number': value = cursorNumber(raw); break
       case 'time': value = typeof raw === 'string' ? timeFromText(raw) : undefined; break
+      case 'scalar': value = typeof raw === 'string' || typeof raw === 'boolean' ? raw : cursorNumber(raw); break
     }
     if (value === undefined) throw invalidCursor()
     return value

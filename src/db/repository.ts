@@ -202,6 +202,8 @@ export class Repository {
       const kind = this.sql.sortValueKind(k.field)
       if (kind === 'rank') return 'integer'
       if (kind === 'time-text') return 'string'
+      // SQLite stores any value in any column: the cursor keeps what was stored (2.5 in an INTEGER column, '1,5' in a DECIMAL one)
+      if (this.db.dialect === 'sqlite') return 'scalar'
       const s = this.storage.field(k.field)
       switch (s.category) {
         case 'text': case 'ntext': return 'string'
@@ -212,7 +214,8 @@ export class Repository {
         default: return 'string'
       }
     })
-    return { types, nullable: q.sort.map((k) => this.storage.field(k.field).nullable) }
+    // SQLite's strftime reads a time it cannot parse as NULL, whatever the column declares
+    return { types, nullable: q.sort.map((k) => this.storage.field(k.field).nullable || this.sql.sortValueKind(k.field) === 'time-text') }
   }
 
   /** The statement of a list page (its cursor decoded into the keyset position); `limit` as given. */

@@ -34,6 +34,12 @@ export interface FieldStorage {
   readonly padded: boolean
   /** the column may hold NULL (always true while unknown, except for the id) */
   readonly nullable: boolean
+  /**
+   * the API may show null: the column is nullable, or it is a SQLite column of a non-text field
+   * without a value map, whose declared type does not bind what other programs store (`'1,5'` in
+   * a DECIMAL column reads as null)
+   */
+  readonly showsNull: boolean
   /** an insert must give a value: NOT NULL, no default, not filled by the database */
   readonly required: boolean
   readonly map: CompiledMap | undefined
@@ -121,6 +127,9 @@ function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined): numb
   }
 }
 
+/** a number written as text: what numberFromDb reads (the filter parser's syntax; no decimal commas, no hex) */
+const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i
+
 const CANONICAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /** The stored code as the map compares it: text without the padding of fixed-width columns. */
@@ -198,6 +207,7 @@ export class ResourceStorage {
         category,
         padded: info !== undefined && /^n?char$/.test(info.type),
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
+        showsNull: f.id !== true && (info === undefined || info.nullable || (dialect === 'sqlite' && values === undefined && f.kind !== 'string')),
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
         timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
@@ -228,7 +238,12 @@ export class ResourceStorage {
   // -------------------------------------------------------------------------------------------
   // stored -> API
 
-  /** A driver value in API shape. A stored code that no map or enum knows is returned as is (and logged once). */
+  /**
+   * A driver value in API shape. A stored code that no map or enum knows is returned as is (and
+   * logged once); a value that is not of the field's kind (text in a SQLite number column, a time
+   * the gateway cannot read) is null (and logged once): never NaN or text where the schema says
+   * number or date-time, which would fail the whole response.
+   */
   fromDb (s: FieldStorage, raw: unknown): unknown {
     if (raw === null || raw === undefined || s.absent) return null
     if (s.map !== undefined) {
@@ -248,11 +263,9 @@ export class ResourceStorage {
       }
       case 'integer':
       case 'number':
-        return typeof raw === 'number' ? raw : Number(raw)
+        return this.numberFromDb(s, raw)
       case 'boolean':
-        if (typeof raw === 'boolean') return raw
-        if (typeof raw === 'number' || typeof raw === 'bigint') return raw !== 0 && raw !== 0n
-        return raw === '1' || raw === 'true'
+        return this.booleanFromDb(s, raw)
       case 'datetime':
         return this.timeFromDb(s, raw)
     }
@@ -270,6 +283,8 @@ export class ResourceStorage {
       case 'string':
         return s.padded ? general : (raw) => typeof raw === 'string' ? raw : general(raw)
       case 'integer':
+        // the serializer refuses an infinite integer (SQLite keeps 1e999 as Infinity); a number field writes null for it
+        return (raw) => typeof raw === 'number' && Number.isFinite(raw) ? raw : general(raw)
       case 'number':
         return (raw) => typeof raw === 'number' ? raw : general(raw)
       case 'boolean':
@@ -281,7 +296,39 @@ export class ResourceStorage {
     }
   }
 
-  private timeFromDb (s: FieldStorage, raw: unknown): unknown {
+  /** A stored number; text only when it is a plain decimal number (no decimal commas guessed), else null. */
+  private numberFromDb (s: FieldStorage, raw: unknown): number | null {
+    let n: number
+    if (typeof raw === 'number') n = raw
+    else if (typeof raw === 'bigint' || typeof raw === 'boolean') n = Number(raw)
+    // SQL Server's bigint arrives as text; in SQLite, text a numeric column could not convert
+    else if (typeof raw === 'string' && NUMBER_TEXT.test(raw.trim())) n = Number(raw)
+    else n = Number.NaN
+    if (Number.isFinite(n)) return n
+    this.odd(s, raw, 'not a number')
+    return null
+  }
+
+  /** A stored flag without a value map: numbers are true unless 0; text only 1/0/true/false, else null. */
+  private booleanFromDb (s: FieldStorage, raw: unknown): boolean | null {
+    if (typeof raw === 'boolean') return raw
+    if (typeof raw === 'number') return raw !== 0
+    if (typeof raw === 'bigint') return raw !== 0n
+    if (typeof raw === 'string') {
+      const text = raw.trim().toLowerCase()
+      if (text === '1' || text === 'true') return true
+      if (text === '0' || text === 'false') return false
+    }
+    this.odd(s, raw, 'not true or false')
+    return null
+  }
+
+  /**
+   * A stored time: a Date (SQL Server), ISO 8601 text (SQLite), or a number (SQLite: Unix time,
+   * seconds when |n| < 1e11 (until the year 5138), else milliseconds; an instant, whatever the
+   * column's zone). Anything else is null.
+   */
+  private timeFromDb (s: FieldStorage, raw: unknown): string | null {
     let date: Date | undefined
     let wall = s.timeZone !== undefined
     if (raw instanceof Date) date = raw
@@ -289,8 +336,17 @@ export class ResourceStorage {
       // SQLite text: with Z or an offset it is an instant, whatever the column's zone
       if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(raw)) wall = false
       date = parseIsoDateTime(raw)
-    } else if (typeof raw === 'number') date = new Date(raw)
-    if (date === undefined || Number.isNaN(date.getTime())) return String(raw)
+    } else if (typeof raw === 'number' || typeof raw === 'bigint') {
+      const n = Number(raw)
+      date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
+      wall = false
+      // SQLite's strftime, which filters and sorting compare, reads a number as a Julian day
+      if (this.dialect === 'sqlite') this.once(s, '\u0001unix', { resource: this.def.name, field: s.field, value: n }, `stored times that are numbers are read as Unix time; filters and sorting do not see them as times (README, "Column types and what the API makes of them")`)
+    }
+    if (date === undefined || Number.isNaN(date.getTime())) {
+      this.odd(s, raw, 'not a time the gateway can read')
+      return null
+    }
     return (wall ? this.wallInstant(date, s.timeZone!) : date).toISOString()
   }
 
@@ -316,10 +372,21 @@ export class ResourceStorage {
   }
 
   private unknown (s: FieldStorage, raw: unknown): void {
-    const key = `${s.field}\u0000${String(raw)}`
-    if (this.warned.has(key) || this.warned.size > 1000) return
-    this.warned.add(key)
-    this.warn({ resource: this.def.name, field: s.field, value: raw }, `a stored value that no value map or list of values knows is returned as it is; add it to mapping.${this.def.name}.columns.${s.field}.values`)
+    this.once(s, String(raw), { resource: this.def.name, field: s.field, value: raw }, `a stored value that no value map or list of values knows is returned as it is; add it to mapping.${this.def.name}.columns.${s.field}.values`)
+  }
+
+  /** A stored value the field's kind cannot show: returned as null, logged once per field and value. */
+  private odd (s: FieldStorage, raw: unknown, what: string): void {
+    const value = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? `<${raw.length} bytes>` : String(raw)
+    this.once(s, value, { resource: this.def.name, field: s.field, value }, `a stored value that is ${what} is returned as null`)
+  }
+
+  /** Logs once per field and key (at most about 1000 keys in all: a column full of odd values does not flood the log). */
+  private once (s: FieldStorage, key: string, obj: object, msg: string): void {
+    const k = `${s.field}\u0000${key}`
+    if (this.warned.has(k) || this.warned.size > 1000) return
+    this.warned.add(k)
+    this.warn(obj, msg)
   }
 
   // -------------------------------------------------------------------------------------------

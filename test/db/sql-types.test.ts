@@ -209,6 +209,58 @@ t.test('value maps: filters compare stored codes, sorting follows the API values
   t.same(types(k.params).slice(5, 7), [['p6', 2, 'int'], ['p7', 5, 'int']])
 })
 
+t.test('a mapped flag filtered by a code no map knows: compared as stored, where the column can hold it', async (t) => {
+  const coded = (b: SqlBuilder, query: QueryString): ReturnType<SqlBuilder['list']> => b.list(parseListQuery(query, stations, b.storage.coded))
+  // SQL Server, a char(1) column: a varchar parameter, as for the known codes
+  const x = coded(msSt, { enabled: '[or]false;X' })
+  t.equal(where(x.text), '[Aktiv] IN (@p1, @p2)')
+  t.same(types(x.params).slice(0, 2), [['p1', 'N', 'varchar(8000)'], ['p2', 'X', 'varchar(8000)']])
+  t.equal(where(coded(msSt, { enabled: '[nor]X' }).text), '([Aktiv] NOT IN (@p1) OR [Aktiv] IS NULL)')
+  t.equal(where(coded(msSt, { enabled: '[null]' }).text), '[Aktiv] IS NULL')
+  // an int column with codes 1/0: SQL Server's holds no text, so text matches nothing (and no text parameter meets the column)
+  const numeric: TableMapping = { ...stMapping, values: { enabled: { true: 1, false: 0 } } }
+  const msNum = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, numeric, stColumns.map((c) => c.name === 'Aktiv' ? { ...c, type: 'int' } : c)))
+  t.equal(where(coded(msNum, { enabled: 'X' }).text), '1 = 0')
+  const mixed = coded(msNum, { enabled: '[or]true;X;7' })
+  t.equal(where(mixed.text), '[Aktiv] IN (@p1, @p2)')
+  t.same(types(mixed.params).slice(0, 2), [['p1', 1, 'int'], ['p2', 7, 'int']])
+  t.equal(where(coded(msNum, { enabled: '[nor]X' }).text), '1 = 1')
+  // SQLite's INTEGER column may hold 'X' all the same: compared as stored
+  const liteNum = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', stations, numeric, [col('Aktiv', 'integer', { nullable: false })]))
+  const lx = coded(liteNum, { enabled: 'X' })
+  t.equal(where(lx.text), '"Aktiv" = @p1')
+  t.same(lx.params[0].value, 'X')
+})
+
+t.test('stored values the field cannot show read as null', async (t) => {
+  const warned: unknown[] = []
+  const lite = new ResourceStorage('sqlite', stations, stMapping, [
+    col('WpID', 'integer', { identity: true, nullable: false }), col('Adr', 'smallint'), col('Angelegt', 'datetime', { nullable: false })
+  ], { warn: (obj) => warned.push(obj) })
+  const read = (field: string, raw: unknown): unknown => lite.reader(lite.field(field))(raw)
+  t.equal(read('address', 3), 3)
+  t.equal(read('address', '12'), 12, 'a number written as text (an untyped column)')
+  t.equal(read('address', ' 1e2 '), 100)
+  t.equal(read('address', 2.5), 2.5, 'a fraction is shown as stored')
+  t.equal(read('address', 5n), 5)
+  for (const raw of ['1,5', '', '0x10', 'abc', Infinity, -Infinity, Buffer.from('ab')]) t.equal(read('address', raw), null, String(raw))
+  t.same(warned.at(-1), { resource: 'stations', field: 'address', value: '<2 bytes>' })
+  const time = (raw: unknown): unknown => read('createdAt', raw)
+  t.equal(time(1712052000), '2024-04-02T10:00:00.000Z', 'Unix seconds')
+  t.equal(time(-1712052000), '1915-10-01T14:00:00.000Z', 'before 1970')
+  t.equal(time(99999999999), '5138-11-16T09:46:39.000Z', 'seconds up to 1e11')
+  t.equal(time(100000000000), '1973-03-03T09:46:40.000Z', 'milliseconds from 1e11 on')
+  t.equal(time(1712052000123n), '2024-04-02T10:00:00.123Z')
+  for (const raw of ['02.04.2024 10:00', '', 1e20, true]) t.equal(time(raw), null, String(raw))
+  const flags = new ResourceStorage('sqlite', stations, { ...stMapping, values: {} }, [col('Aktiv', 'integer', { nullable: false })], { warn: (obj) => warned.push(obj) })
+  const flag = (raw: unknown): unknown => flags.reader(flags.field('enabled'))(raw)
+  t.same([flag(1), flag(0), flag(2), flag(0n), flag(true), flag('1'), flag('TRUE'), flag('false'), flag('0')], [true, false, true, false, true, true, true, false, false])
+  t.same([flag('J'), flag(''), flag(Buffer.from('1'))], [null, null, null], 'text that is no flag')
+  t.ok(flags.field('enabled').showsNull, 'a NOT NULL SQLite column may still show null')
+  t.notOk(msSt.storage.field('enabled').showsNull, 'a mapped NOT NULL SQL Server column does not')
+  t.notOk(new ResourceStorage('mssql', stations, { ...stMapping, values: {} }, [col('Aktiv', 'bit', { nullable: false })]).field('enabled').showsNull, 'nor a bit NOT NULL')
+})
+
 t.test('values checked against the column before any SQL runs', async (t) => {
   const st = msMat.storage
   const bad = (field: string, value: SqlValue, re: RegExp): void => { t.throws(() => st.toDb(st.field(field), value), { name: 'InvalidValueError', message: re }) }

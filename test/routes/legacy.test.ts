@@ -640,5 +640,7 @@ t.test('OpenAPI shows the columns: lengths from the table, nullability in respon
   t.ok(nullable(item?.properties?.unit), 'unit: ME is nullable')
   t.ok(nullable(item?.properties?.modifiedAt), 'modifiedAt: LastChange is nullable')
   t.notOk(nullable(item?.properties?.materialNumber), 'materialNumber: NOT NULL')
-  t.notOk(nullable(item?.properties?.createdAt), 'createdAt: Angelegt is NOT NULL')
+  if (MSSQL) t.notOk(nullable(item?.properties?.createdAt), 'createdAt: Angelegt is NOT NULL')
+  // SQLite's NOT NULL DATETIME column holds any text, and a time the gateway cannot read is null (README)
+  else t.ok(nullable(item?.properties?.createdAt), 'createdAt: nullable on SQLite, whatever Angelegt declares')
 })
