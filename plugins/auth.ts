@@ -168,16 +168,25 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     ssoUser,
     async login (username, password) {
       const key = normalizeUsername(username)
-      const wait = throttle.retryAfter(key)
+      // Reserved before anything is awaited: checks queue behind the hasher, and a burst must not all pass a count read before any failed.
+      const wait = await throttle.reserve(key)
       if (wait > 0) throw tooManyRequests(wait, 'Too many failed logins for this user; try again later')
-      const user = await users.findOne('username', key)
-      // verify() runs against a decoy hash when the user does not exist: same time either way.
-      const ok = await passwords.verify(user?.passwordHash as string | undefined, password)
-      if (!user || !ok || user.enabled !== true) {
-        throttle.fail(key)
-        throw invalidCredentials()
+      let settled = false
+      let user: Row | undefined
+      try {
+        user = await users.findOne('username', key)
+        // verify() runs against a decoy hash when the user does not exist: same time either way.
+        const ok = await passwords.verify(user?.passwordHash as string | undefined, password)
+        settled = true
+        if (!user || !ok || user.enabled !== true) {
+          throttle.fail(key)
+          throw invalidCredentials()
+        }
+        throttle.succeed(key)
+      } finally {
+        // no verdict (database down, hasher queue full): the attempt counts for nothing
+        if (!settled) throttle.release(key)
       }
-      throttle.reset(key)
       const changes: Row = { lastLoginAt: new Date() }
       if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)
       await users.update(user.id as number, changes, { touch: false })

@@ -1,25 +1,69 @@
 import t from 'tap'
 import { FailureThrottle } from '../src/auth/throttle.js'
 
+const entries = (throttle: FailureThrottle) => (throttle as unknown as { entries: Map<string, unknown> }).entries
+
 t.test('failures per key in a sliding window', async (t) => {
   let now = 1_000_000
   const throttle = new FailureThrottle(3, 60_000, () => now)
-  t.equal(throttle.retryAfter('alice'), 0)
-  for (let i = 0; i < 3; i++) { throttle.fail('alice'); now += 1000 }
-  t.equal(throttle.retryAfter('alice'), 57, 'until the oldest failure leaves the window')
-  t.equal(throttle.retryAfter('bob'), 0, 'other users are not affected')
+  for (let i = 0; i < 3; i++) {
+    t.equal(await throttle.reserve('alice'), 0)
+    throttle.fail('alice')
+    now += 1000
+  }
+  t.equal(await throttle.reserve('alice'), 57, 'until the oldest failure leaves the window')
+  t.equal(await throttle.reserve('bob'), 0, 'other users are not affected')
+  throttle.release('bob')
   now += 58_000
-  t.equal(throttle.retryAfter('alice'), 0)
+  t.equal(await throttle.reserve('alice'), 0)
   throttle.fail('alice')
-  throttle.reset('alice')
-  t.equal(throttle.retryAfter('alice'), 0, 'a success resets')
+  t.equal(await throttle.reserve('alice'), 0)
+  throttle.succeed('alice')
+  t.equal(entries(throttle).size, 0, 'a success forgets the failures; nothing is left behind')
 })
 
-t.test('memory stays bounded when many usernames are tried', async (t) => {
+t.test('attempts in flight count: failures plus attempts in flight never exceed the limit', async (t) => {
+  let now = 1_000_000
+  const throttle = new FailureThrottle(3, 60_000, () => now)
+  const first = await Promise.all([throttle.reserve('alice'), throttle.reserve('alice'), throttle.reserve('alice')])
+  t.same(first, [0, 0, 0], 'three reserved')
+  let fourth: number | undefined
+  const waiting = throttle.reserve('alice').then((wait) => { fourth = wait })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(fourth, undefined, 'the fourth waits while the three are in flight')
+  throttle.fail('alice')
+  throttle.fail('alice')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(fourth, undefined, 'still waiting: the last one in flight may fail too')
+  now += 5000
+  throttle.fail('alice')
+  await waiting
+  t.equal(fourth, 55, 'refused once the third failed, until the oldest failure leaves the window')
+
+  // A success among attempts in flight lets the waiting in; a release gives the try back.
+  now += 61_000
+  await Promise.all([throttle.reserve('bob'), throttle.reserve('bob'), throttle.reserve('bob')])
+  const late = [throttle.reserve('bob'), throttle.reserve('bob')]
+  throttle.release('bob')
+  t.equal(await late[0], 0, 'a released attempt makes room for one')
+  throttle.succeed('bob')
+  t.equal(await late[1], 0, 'a success makes room')
+  throttle.fail('bob')
+  throttle.fail('bob')
+  throttle.fail('bob')
+  t.equal(await throttle.reserve('bob'), 60, 'the attempts in flight during the success still counted')
+})
+
+t.test('memory stays bounded when many usernames are tried; attempts in flight are kept', async (t) => {
   const throttle = new FailureThrottle(5, 900_000)
+  t.equal(await throttle.reserve('target'), 0)
   for (let i = 0; i < 25_000; i++) throttle.fail(`user-${i}`)
-  const size = (throttle as unknown as { failures: Map<string, number[]> }).failures.size
+  const size = entries(throttle).size
   t.ok(size <= 10_000, `${size} keys kept`)
   throttle.fail('user-24999')
-  t.equal(throttle.retryAfter('user-24999'), 0, 'recent keys are kept')
+  for (let i = 0; i < 2; i++) throttle.fail('user-24999')
+  t.equal(await throttle.reserve('user-24999'), 0, 'recent keys are kept')
+  throttle.fail('user-24999')
+  t.ok(await throttle.reserve('user-24999') > 0, 'and keep counting')
+  t.ok(entries(throttle).has('target'), 'an attempt in flight is never pruned')
 })

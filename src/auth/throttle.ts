@@ -1,41 +1,107 @@
-// Counts failed logins per normalized username in a sliding window.
+// Counts failed logins per normalized username in a sliding window, attempts in flight included.
 
 const MAX_KEYS = 10000
+
+interface Entry {
+  /** times of the failures in the window, oldest first */
+  failures: number[]
+  /** attempts reserved and not yet settled: each one may still become a failure */
+  pending: number
+  /** attempts waiting for one in flight to settle */
+  waiting: Array<() => void>
+}
+
+/**
+ * An attempt is reserved before its password is checked and settled after (fail, succeed or
+ * release), so that failures plus attempts in flight never exceed the limit: a burst sent at once
+ * gets at most `max` passwords checked, however long the checks queue. An attempt that finds every
+ * remaining try in flight waits for one of them to settle rather than being refused, so that
+ * clients of one account logging in at once with the right password are not throttled.
+ */
 export class FailureThrottle {
-  private readonly failures = new Map<string, number[]>()
+  private readonly entries = new Map<string, Entry>()
   constructor (private readonly max: number, private readonly windowMs: number, private readonly now: () => number = Date.now) {}
 
-  /** Seconds until the next attempt is allowed, or 0 when it is allowed now. */
-  retryAfter (key: string): number {
-    const recent = this.recent(key)
-    if (recent.length < this.max) return 0
-    return Math.max(1, Math.ceil((recent[recent.length - this.max] + this.windowMs - this.now()) / 1000))
+  /**
+   * 0 once an attempt is reserved (exactly one of fail, succeed or release must follow), or the
+   * seconds until the next attempt may be made (nothing reserved).
+   */
+  async reserve (key: string): Promise<number> {
+    for (;;) {
+      const entry = this.entry(key)
+      if (entry.failures.length >= this.max) return this.wait(entry)
+      if (entry.failures.length + entry.pending < this.max) {
+        entry.pending++
+        return 0
+      }
+      // Every try left is in flight: whether one is left after them depends on how they end.
+      await new Promise<void>((resolve) => entry.waiting.push(resolve))
+    }
   }
 
+  /** A reserved attempt failed: it counts for the window. */
   fail (key: string): void {
-    const recent = this.recent(key)
-    recent.push(this.now())
-    this.failures.set(key, recent)
-    if (this.failures.size > MAX_KEYS) this.prune()
+    const entry = this.entry(key)
+    entry.failures.push(this.now())
+    this.settle(key, entry)
+    if (this.entries.size > MAX_KEYS) this.prune()
   }
 
-  reset (key: string): void {
-    this.failures.delete(key)
+  /** A reserved attempt succeeded: the failures so far are forgotten (attempts still in flight are not). */
+  succeed (key: string): void {
+    const entry = this.entry(key)
+    entry.failures = []
+    this.settle(key, entry)
   }
 
-  private recent (key: string): number[] {
+  /** A reserved attempt ended without a verdict (the database or the hasher failed): it counts for nothing. */
+  release (key: string): void {
+    this.settle(key, this.entry(key))
+  }
+
+  private settle (key: string, entry: Entry): void {
+    if (entry.pending > 0) entry.pending--
+    // Each waiter looks again, in the order they came; those that still find no room queue again, in that order.
+    const waiting = entry.waiting.splice(0)
+    for (const wake of waiting) wake()
+    if (entry.failures.length === 0 && entry.pending === 0 && entry.waiting.length === 0 && waiting.length === 0) this.entries.delete(key)
+  }
+
+  /** The key's entry, created when missing, without failures older than the window. */
+  private entry (key: string): Entry {
+    let entry = this.entries.get(key)
+    if (entry === undefined) {
+      entry = { failures: [], pending: 0, waiting: [] }
+      this.entries.set(key, entry)
+    } else {
+      this.expire(entry)
+    }
+    return entry
+  }
+
+  private expire (entry: Entry): void {
     const cutoff = this.now() - this.windowMs
-    const list = (this.failures.get(key) ?? []).filter((at) => at > cutoff)
-    if (list.length === 0) this.failures.delete(key)
-    return list
+    if (entry.failures.length > 0 && entry.failures[0] <= cutoff) entry.failures = entry.failures.filter((at) => at > cutoff)
   }
 
-  /** Bounds memory when many different usernames are tried: expired entries first, then the oldest. */
+  private wait (entry: Entry): number {
+    const failures = entry.failures
+    return Math.max(1, Math.ceil((failures[failures.length - this.max] + this.windowMs - this.now()) / 1000))
+  }
+
+  /**
+   * Bounds memory when many different usernames are tried: expired entries first, then the oldest.
+   * Entries with attempts in flight stay (their count must not be lost); there are at most as many
+   * as logins in flight.
+   */
   private prune (): void {
-    for (const key of [...this.failures.keys()]) this.recent(key)
-    for (const key of this.failures.keys()) {
-      if (this.failures.size <= MAX_KEYS / 2) break
-      this.failures.delete(key)
+    for (const [key, entry] of this.entries) {
+      this.expire(entry)
+      if (entry.failures.length === 0 && entry.pending === 0 && entry.waiting.length === 0) this.entries.delete(key)
+    }
+    for (const [key, entry] of this.entries) {
+      if (this.entries.size <= MAX_KEYS / 2) break
+      if (entry.pending === 0 && entry.waiting.length === 0) this.entries.delete(key)
     }
   }
 }

@@ -4,6 +4,7 @@ import t from 'tap'
 import { Client } from 'undici'
 import type { TokenClaims } from '../../plugins/auth.js'
 import { VerifiedTokens } from '../../src/auth/verified-tokens.js'
+import { DatabaseUnavailableError } from '../../src/db/errors.js'
 import { ADMIN_PASSWORD, build } from '../helpers/build.js'
 
 const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
@@ -72,6 +73,56 @@ t.test('failed logins per username are throttled', async (t) => {
   t.equal(blocked.statusCode, 429, 'even the right password waits after 5 failures')
   t.equal(blocked.json().code, 'TOO_MANY_REQUESTS')
   t.ok(Number(blocked.headers['retry-after']) > 0 && Number(blocked.headers['retry-after']) <= 900)
+})
+
+t.test('concurrent logins for one username: at most the limit are checked, the rest wait their turn or get 429', async (t) => {
+  // a short window, and an address limit the burst does not reach: the per-user count is under test
+  const ctx = await build(t, { auth: { loginThrottle: { userWindowMs: 1500, maxAttemptsPerAddress: 1000 } } })
+  const { app } = ctx
+  const user = await ctx.createUser('user', 'burst')
+  const login = (username: string, password: string) => app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password } })
+  const statuses = (answers: Array<{ statusCode: number }>) => answers.map((a) => a.statusCode)
+
+  for (const username of ['burst', 'nobody-here']) {
+    // Sent at once: every check waits for a password-hashing slot, so none has failed when the next arrives.
+    const burst = await Promise.all(Array.from({ length: 19 }, (_, i) => login(i % 2 ? username.toUpperCase() : ` ${username}`, `wrong-${i}-password`)))
+    t.equal(statuses(burst).filter((s) => s === 401).length, 5, `${username}: only 5 passwords were checked`)
+    const refused = burst.filter((a) => a.statusCode === 429)
+    t.equal(refused.length, 14, `${username}: the rest were refused`)
+    for (const answer of refused) {
+      t.equal(answer.json().code, 'TOO_MANY_REQUESTS')
+      const wait = Number(answer.headers['retry-after'])
+      t.ok(wait >= 1 && wait <= 2, `${username}: Retry-After ${wait} s, until the window (1.5 s) lets the oldest failure go`)
+    }
+  }
+  const right = await login('burst', user.password)
+  t.equal(right.statusCode, 429, 'the right password waits too, until the window passes')
+  await sleep(1600)
+  t.equal((await login('burst', user.password)).statusCode, 200, 'after the window, the right password logs in')
+
+  // The right password sent together with failures gets no pass beyond the limit: it waits for the ones in flight.
+  const mixed = await Promise.all([...Array.from({ length: 5 }, () => login('burst', 'wrong-password')), login('burst', user.password)])
+  t.same(statuses(mixed), [401, 401, 401, 401, 401, 429], 'five failures in flight use up the limit')
+  await sleep(1600)
+
+  // Legitimate clients of one account logging in at once (more than the limit) all get in: they wait, they are not refused.
+  const many = await Promise.all(Array.from({ length: 12 }, () => login('burst', user.password)))
+  t.same(statuses(many), Array(12).fill(200), 'twelve concurrent right logins')
+  const afterSuccesses = await Promise.all(Array.from({ length: 5 }, () => login('burst', 'wrong-password')))
+  t.same(statuses(afterSuccesses), Array(5).fill(401), 'a success leaves no attempt counted')
+})
+
+t.test('a login that gets no verdict (database down) uses up no try', async (t) => {
+  const ctx = await build(t, { auth: { loginThrottle: { maxAttemptsPerAddress: 1000 } } })
+  const users = ctx.app.repos.users
+  const findOne = users.findOne
+  t.teardown(() => { users.findOne = findOne })
+  users.findOne = async () => { throw new DatabaseUnavailableError('database down (test)') }
+  const down = await Promise.all(Array.from({ length: 8 }, () => ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'wrong-password' } })))
+  t.same(down.map((a) => a.statusCode), Array(8).fill(503), 'every one answered, none left waiting')
+  users.findOne = findOne
+  const ok = await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  t.equal(ok.statusCode, 200, 'no try was used up')
 })
 
 t.test('login attempts per address are throttled', async (t) => {
