@@ -74,6 +74,12 @@ export interface Auth {
    * user is gone, disabled or its tokens were revoked since. For credentials that are not JWTs (stream tickets).
    */
   identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser>
+  /**
+   * When the Bearer token of a request that passed authentication expires (ms since the epoch), or
+   * undefined when it never does (application tokens) or the request carries none. For what outlives
+   * its request (event streams, stream tickets); not for the per-request check.
+   */
+  expiryOf (request: FastifyRequest): number | undefined
   /** the configured identity providers */
   sso: SsoProviders
   /**
@@ -121,6 +127,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   // as much as checking the HMAC again (npm run bench: 10 % of a read by id).
   const verified = new VerifiedTokens<TokenClaims>(10000)
   const decodeComplete = createDecoder({ complete: true })
+  const decodePayload = createDecoder()
   await fastify.register(fastifyJwt, {
     secret: signing.secret,
     sign: { algorithm: 'HS256', kid: signing.kid },
@@ -164,6 +171,13 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     issue,
     forget (userId) { cache.delete(userId) },
     identifyUser,
+    expiryOf (request) {
+      const match = BEARER.exec(request.headers.authorization ?? '')
+      if (!match) return undefined
+      // The token passed authentication in this request (ours or a provider's): its exp is read, not checked again.
+      const { exp } = decodePayload(match[1]) as { exp?: unknown }
+      return typeof exp === 'number' ? exp * 1000 : undefined
+    },
     sso,
     ssoUser,
     async login (username, password) {

@@ -155,6 +155,8 @@ export const Config = Type.Object({
   events: Type.Object({
     /** SSE comment lines keep proxies from closing an idle stream */
     heartbeatMs: Ms(15000),
+    /** how often an open stream checks its caller's token again (expiry, revocation); ends the stream when it no longer holds */
+    recheckMs: Ms(5000),
     /** a client that lets this much pile up unread is disconnected instead of slowing the others */
     maxBufferedBytes: Type.Integer({ minimum: 1024, default: 1048576 })
   }, { additionalProperties: false, default: {} }),

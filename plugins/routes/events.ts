@@ -4,20 +4,29 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { ErrorResponse, errorResponses } from '../../schemas/common.js'
 import { EventsHeaders, EventsQuery, EventTicket } from '../../schemas/events.js'
-import { tokenInvalid } from '../../src/errors.js'
+import { ApiError, tokenExpired, tokenInvalid } from '../../src/errors.js'
 import type { TokenType } from '../auth.js'
+import { buildErrorBody } from '../error-handler.js'
 import type { StationEvent } from '../hardware.js'
 
 export interface EventRoutesOptions {
   heartbeatMs: number
   maxBufferedBytes: number
+  /** how often an open stream checks its caller's credential again (expiry, revocation) */
+  recheckMs: number
   /** how long a stream ticket opens a stream (default 30) */
   ticketTtlSeconds?: number
   /** unused tickets held at most; beyond, the oldest go (default 10000) */
   maxTickets?: number
 }
 
-interface TicketHolder { id: number, tokenVersion: number, tokenType: TokenType }
+interface TicketHolder {
+  id: number
+  tokenVersion: number
+  tokenType: TokenType
+  /** when the token the ticket was bought with expires (ms since the epoch): the stream ends then too */
+  expiresAt?: number
+}
 
 /**
  * Single-use stream tickets, held in memory. An EventSource cannot send an Authorization header,
@@ -67,10 +76,25 @@ export function redactTicket (url: string): string {
 
 const frame = (event: StationEvent): string => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`
 
+/**
+ * The last event of a stream whose credential no longer holds: the 401 body a request with it would
+ * get. Not `event: error`, which an EventSource also fires for a lost connection. No `id:`, so the
+ * client's Last-Event-ID stays that of the last station event.
+ */
+export const CLOSED_EVENT = 'stream.closed'
+const closedFrame = (err: ApiError): string =>
+  `event: ${CLOSED_EVENT}\ndata: ${JSON.stringify(buildErrorBody(err.statusCode, err.code, err.message))}\n\n`
+
 const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, opts) => {
   const ttlSeconds = opts.ticketTtlSeconds ?? 30
   const tickets = new StreamTickets(ttlSeconds * 1000, opts.maxTickets ?? 10000)
   const open = new Set<() => void>()
+  /** the ticket that opened a stream request, for its expiry */
+  const ticketOf = new WeakMap<object, TicketHolder>()
+  // One timer a stream: it sends the heartbeat and checks the credential, each at its own multiple of the tick.
+  const tickMs = Math.min(opts.heartbeatMs, opts.recheckMs)
+  const heartbeatEvery = Math.max(1, Math.floor(opts.heartbeatMs / tickMs))
+  const recheckEvery = Math.max(1, Math.floor(opts.recheckMs / tickMs))
   // app.close() waits for open connections: end the streams first.
   fastify.addHook('preClose', async () => { for (const end of [...open]) end() })
 
@@ -84,7 +108,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
   }, async (request, reply) => {
     const { id, tokenVersion, tokenType } = request.identity!
     reply.header('cache-control', 'no-store')
-    return { ticket: tickets.issue({ id, tokenVersion, tokenType }), expiresIn: ttlSeconds }
+    return { ticket: tickets.issue({ id, tokenVersion, tokenType, expiresAt: fastify.auth.expiryOf(request) }), expiresIn: ttlSeconds }
   })
 
   fastify.get('/', {
@@ -95,6 +119,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
         if (ticket === undefined) return undefined
         const holder = typeof ticket === 'string' ? tickets.take(ticket) : undefined
         if (holder === undefined) throw tokenInvalid()
+        ticketOf.set(request, holder)
         return fastify.auth.identifyUser(holder.id, holder.tokenVersion, holder.tokenType)
       }
     },
@@ -104,6 +129,8 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       description: 'Events: station.connected, station.disconnected, pick.confirmed, pick.shortage, tray.ready, station.fault. ' +
         'Each is `event: <type>`, `id: <n>` and one `data:` line of JSON ({stationId, controllerId, address, quantity?, tray?, ref?, code?, message?, at}). ' +
         'Comment lines (`: heartbeat`) keep idle proxies open. ' +
+        `The caller's credential is checked again every ${opts.recheckMs / 1000} s: once it has expired or was revoked (user disabled, deleted, password or type changed) ` +
+        `the stream sends \`event: ${CLOSED_EVENT}\` with the 401 body (code TOKEN_EXPIRED or TOKEN_INVALID) and ends; reconnect with a fresh token or ticket. ` +
         `Authenticate with a Bearer token, or with \`?ticket=\` from POST /api/events/ticket (one stream, within ${ttlSeconds} s). ` +
         'A client reconnecting with `Last-Event-ID: <n>` (or `?lastEventId=<n>`) first gets the held events after n (the last 1000) that match its filter; ' +
         'when some after n are no longer held the stream starts with the comment `: missed events before <id>`.',
@@ -119,6 +146,9 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     const lastEventId = request.headers['last-event-id'] ?? request.query.lastEventId
     const matches = (event: StationEvent): boolean => station === undefined || event.data.stationId === station
     const raw = reply.raw
+    const { id, tokenVersion, tokenType } = request.identity!
+    const ticket = ticketOf.get(request)
+    const expiresAt = ticket !== undefined ? ticket.expiresAt : fastify.auth.expiryOf(request)
     reply.hijack()
     raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -143,21 +173,59 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     const unsubscribe = fastify.hardware.subscribe((event: StationEvent) => {
       if (matches(event)) send(frame(event))
     })
-    const heartbeat = setInterval(() => send(': heartbeat\n\n'), opts.heartbeatMs)
-    heartbeat.unref()
-    function end (): void {
+    let ticks = 0
+    let checking = false
+    const timer = setInterval(() => {
+      ticks++
+      if (ticks % heartbeatEvery === 0) send(': heartbeat\n\n')
+      if (ticks % recheckEvery === 0 && !checking) {
+        checking = true
+        void recheck().finally(() => { checking = false })
+      }
+    }, tickMs)
+    timer.unref()
+    /** The same checks as a request's: the token's (or the ticket's token's) expiry, then the user's revocation state. */
+    async function recheck (): Promise<void> {
+      let failure: ApiError
+      try {
+        if (expiresAt !== undefined && Date.now() > expiresAt) throw tokenExpired()
+        await fastify.auth.identifyUser(id, tokenVersion, tokenType)
+        return
+      } catch (err) {
+        if (!(err instanceof ApiError)) {
+          // The database did not answer: the stream stays and the next tick asks again. A revocation is
+          // itself a database write, so an outage hides none for longer than the outage.
+          request.log.warn({ err }, 'event stream: the credential could not be checked again')
+          return
+        }
+        failure = err
+      }
+      if (ended) return
+      request.log.info({ code: failure.code }, 'event stream closed: the credential no longer holds')
+      end(closedFrame(failure))
+    }
+    /** Ends the stream, after a last chunk when one is given (sent before the connection goes). */
+    function end (last?: string): void {
       if (ended) return
       ended = true
-      clearInterval(heartbeat)
+      clearInterval(timer)
       unsubscribe()
-      open.delete(end)
+      open.delete(close)
+      if (typeof last === 'string' && !raw.destroyed) {
+        raw.end(last, () => raw.destroy())
+        // a client that does not read may never take it
+        setTimeout(() => raw.destroy(), 1000).unref()
+        return
+      }
       if (!raw.destroyed) raw.end()
       raw.destroy()
     }
-    open.add(end)
-    request.raw.on('close', end)
-    raw.on('error', end)
-    raw.on('close', end)
+    // listeners get an argument (an error): end() takes a chunk
+    const close = (): void => { end() }
+    open.add(close)
+    request.raw.on('close', close)
+    raw.on('error', close)
+    raw.on('close', close)
 
     if (backlog?.missedBefore !== undefined) raw.write(`: missed events before ${backlog.missedBefore}\n\n`)
     raw.write(': connected\n\n')

@@ -1,5 +1,5 @@
 // Event stream for browsers: single-use tickets instead of an Authorization header, and Last-Event-ID replay.
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
@@ -10,10 +10,11 @@ import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import t from 'tap'
 import { EVENT_RING } from '../../plugins/hardware.js'
-import { redactTicket, StreamTickets } from '../../plugins/routes/events.js'
+import { CLOSED_EVENT, redactTicket, StreamTickets } from '../../plugins/routes/events.js'
 import { buildApp } from '../../src/app.js'
 import { initDatabase } from '../../src/bootstrap.js'
 import { mappingsOf, validateConfig } from '../../src/config.js'
+import { DatabaseUnavailableError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import { loggerOptions } from '../../src/logger.js'
 import { startSimulator, type Simulator } from '../../src/hardware/index.js'
@@ -31,12 +32,12 @@ interface Stream {
   close: () => void
 }
 
-async function setup (t: Parameters<typeof build>[0]): Promise<{ ctx: TestContext, sim: Simulator, stationId: number, token: string, user: Awaited<ReturnType<TestContext['createUser']>> }> {
+async function setup (t: Parameters<typeof build>[0], events: { recheckMs?: number } = {}): Promise<{ ctx: TestContext, sim: Simulator, stationId: number, token: string, user: Awaited<ReturnType<TestContext['createUser']>> }> {
   const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }] })
   t.teardown(() => sim.close())
   const port = sim.controllers.get('ctl-1')!.port
   // overload answers (event loop delay) are not under test here: a loaded machine must not fail these
-  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST }, events: { heartbeatMs: 60000 }, server: { maxEventLoopDelayMs: 0 } })
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST }, events: { heartbeatMs: 60000, ...events }, server: { maxEventLoopDelayMs: 0 } })
   const station = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
   const user = await ctx.createUser('user')
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
@@ -75,6 +76,24 @@ const ticketFor = async (ctx: TestContext, token: string): Promise<{ ticket: str
   const res = await ctx.app.inject({ method: 'POST', url: '/api/events/ticket', headers: ctx.auth(token) })
   if (res.statusCode !== 200) throw new Error(`ticket: ${res.statusCode} ${res.body}`)
   return res.json()
+}
+
+/** The stream's whole text once the server ended it; fails the test when it is still open after `ms`. */
+async function ended (stream: Awaited<ReturnType<typeof open>>, ms = 5000): Promise<string> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`the stream was still open after ${ms} ms`)), ms) })
+  try {
+    return await Promise.race([stream.body(), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The data of the stream's last block when it is the closing event. */
+function closedWith (text: string): Record<string, unknown> | undefined {
+  const last = text.trimEnd().split('\n\n').at(-1)!
+  const m = new RegExp(`^event: ${CLOSED_EVENT.replace('.', '\\.')}\ndata: (.+)$`).exec(last)
+  return m === null ? undefined : JSON.parse(m[1])
 }
 
 const fault = (sim: Simulator, addr: number, code: string) => sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr, code, msg: 'test' })
@@ -290,4 +309,92 @@ t.test('a ticket never reaches the log', async (t) => {
     [['/api/events?ticket=[redacted]', 401], ['/api/events?station=abc&tick%65t=[redacted]', 400]])
   t.ok(lines.some((line) => line.includes('"url":"/api/events/ticket"')), 'the ticket requests are logged')
   t.notOk(lines.some((line) => line.includes(ticket) || line.includes(second)), 'no ticket value in any log line')
+})
+
+t.test('an open stream ends, saying why, once its user is disabled, deleted, or its password or type changes; other streams go on', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t, { recheckMs: 50 })
+  const admin = ctx.auth(ctx.adminToken)
+  const kept = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  const keptByTicket = await open(ctx, `?ticket=${(await ticketFor(ctx, token)).ticket}`)
+  await until(() => ctx.app.hardware.subscribers === 2, 'the unaffected streams')
+
+  const application = await ctx.createUser('application')
+  const applicationToken = (await ctx.app.inject({ method: 'POST', url: '/api/users/application-token', headers: ctx.auth(application.refreshToken) })).json().token as string
+  const cases: Array<{ what: string, user: { id: number, accessToken: string }, token?: string, byTicket?: boolean, change: (id: number) => Promise<number> }> = [
+    { what: 'disabled', user: await ctx.createUser('user'), change: async (id) => (await ctx.app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: admin, payload: { enabled: false } })).statusCode },
+    { what: 'deleted (stream opened with a ticket)', user: await ctx.createUser('user'), byTicket: true, change: async (id) => (await ctx.app.inject({ method: 'DELETE', url: `/api/users/${id}`, headers: admin })).statusCode },
+    { what: 'password changed', user: await ctx.createUser('user'), change: async (id) => (await ctx.app.inject({ method: 'POST', url: `/api/users/${id}`, headers: admin, payload: { password: 'a-new-password-1' } })).statusCode },
+    { what: 'type changed (application token)', user: application, token: applicationToken, change: async (id) => (await ctx.app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: admin, payload: { type: 'user' } })).statusCode }
+  ]
+  for (const { what, user, token: bearer = user.accessToken, byTicket, change } of cases) {
+    const stream = byTicket === true ? await open(ctx, `?ticket=${(await ticketFor(ctx, bearer)).ticket}`) : await open(ctx, '', ctx.auth(bearer))
+    t.equal(stream.res.statusCode, 200)
+    await until(() => ctx.app.hardware.subscribers === 3, `${what}: subscribed`)
+    const status = await change(user.id)
+    t.ok(status === 200 || status === 204, `${what}: ${status}`)
+    const changedAt = Date.now()
+    const text = await ended(stream)
+    t.ok(Date.now() - changedAt < 2000, `${what}: ended within the re-check interval (${Date.now() - changedAt} ms)`)
+    t.same(closedWith(text), { statusCode: 401, code: 'TOKEN_INVALID', error: 'Unauthorized', message: 'The token is invalid' }, `${what}: the last event says why`)
+    await until(() => ctx.app.hardware.subscribers === 2, `${what}: unsubscribed`)
+    const request = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(bearer) })
+    t.equal(request.json().code, 'TOKEN_INVALID', `${what}: the same code as a request with the token`)
+  }
+
+  fault(sim, 3, 'STILL-HERE')
+  await until(() => kept.events.length === 1 && keptByTicket.events.length === 1, 'the unaffected streams still get events')
+  t.match(kept.events[0], { type: 'station.fault', data: { stationId, code: 'STILL-HERE' } })
+  t.notOk([...kept.blocks, ...keptByTicket.blocks].some((block) => block.includes(CLOSED_EVENT)), 'and no closing event')
+  t.notOk(kept.res.readableEnded || keptByTicket.res.readableEnded, 'both still open')
+  kept.close()
+  keptByTicket.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'streams closed by their clients')
+})
+
+t.test('a stream ends with TOKEN_EXPIRED when its token expires, also one opened with a ticket bought with it', async (t) => {
+  const { ctx, sim, user, token } = await setup(t, { recheckMs: 50 })
+  const secret = ctx.config.auth.jwtSecret!
+  const now = Math.floor(Date.now() / 1000)
+  // an access token as login issues it, but living two seconds (the configured minimum is a minute)
+  const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: 'default' })).toString('base64url')
+  const payload = Buffer.from(JSON.stringify({ sub: String(user.id), typ: 'access', aud: 'picking-gateway:access', ver: 0, jti: 'short-lived', iat: now, exp: now + 2 })).toString('base64url')
+  const short = `${header}.${payload}.${createHmac('sha256', secret).update(`${header}.${payload}`).digest('base64url')}`
+
+  const kept = await open(ctx, '', ctx.auth(token))
+  const bearer = await open(ctx, '', ctx.auth(short))
+  const byTicket = await open(ctx, `?ticket=${(await ticketFor(ctx, short)).ticket}`)
+  t.equal(bearer.res.statusCode, 200)
+  t.equal(byTicket.res.statusCode, 200)
+  await until(() => ctx.app.hardware.subscribers === 3, 'subscribed')
+  const expired = { statusCode: 401, code: 'TOKEN_EXPIRED', error: 'Unauthorized', message: 'The token has expired' }
+  for (const [what, stream] of [['Bearer', bearer], ['ticket', byTicket]] as const) {
+    const text = await ended(stream, 6000)
+    t.ok(Date.now() <= (now + 3) * 1000 + 1000, `${what}: ended within the re-check interval after exp`)
+    t.same(closedWith(text), expired, `${what}: the last event says the token expired`)
+  }
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(short) })).json().code, 'TOKEN_EXPIRED', 'as a request with it hears')
+  await until(() => ctx.app.hardware.subscribers === 1, 'unsubscribed')
+  fault(sim, 3, 'LATER')
+  await until(() => kept.events.length === 1, 'the stream of a valid token goes on')
+  kept.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'closed by its client')
+})
+
+t.test('a stream whose credential cannot be checked (database down) stays open and is checked again', async (t) => {
+  const { ctx, sim, stationId, token, user } = await setup(t, { recheckMs: 50 })
+  const stream = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscribed')
+  const users = ctx.app.repos.users
+  const get = users.get
+  t.teardown(() => { users.get = get })
+  let asked = 0
+  users.get = async () => { asked++; throw new DatabaseUnavailableError('database down (test)') }
+  ctx.app.auth.forget(user.id)
+  await until(() => asked >= 3, 'checked again while the database is down')
+  fault(sim, 3, 'DURING')
+  await until(() => stream.events.length === 1, 'events still arrive')
+  t.notOk(stream.res.readableEnded, 'still open')
+  users.get = get
+  await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })
+  t.equal(closedWith(await ended(stream))?.code, 'TOKEN_INVALID', 'once it answers again, the revocation is found')
 })
