@@ -420,3 +420,13 @@ t.test('a configured jwksUri and algorithms: no discovery; a key set that cannot
   t.equal(idp.discoveryRequests, 0, 'no discovery')
   t.equal(idp.jwksRequests, 0, 'the hanging request was never answered; none since')
 })
+
+t.test('a provider token\'s exp is what an event stream or a stream ticket bought with it lasts until', async (t) => {
+  const { idp, ctx, bearer } = await setup(t)
+  idp.claims.set('scanner', { roles: ['gateway-user'], preferred_username: 'scanner' })
+  const token = await idp.clientCredentials('scanner')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/events/ticket', headers: bearer(token) })).statusCode, 200)
+  const request = (headers: Record<string, string>) => ({ headers }) as unknown as Parameters<typeof ctx.app.auth.expiryOf>[0]
+  t.equal(ctx.app.auth.expiryOf(request(bearer(token))), decode(token).exp * 1000, 'the provider\'s exp')
+  t.equal(ctx.app.auth.expiryOf(request({})), undefined, 'no token, no expiry')
+})
