@@ -63,17 +63,6 @@ export class StreamTickets {
   }
 }
 
-/** A URL for the log: the value of every `ticket` parameter replaced (also when its name is percent-encoded or in another case). */
-export function redactTicket (url: string): string {
-  const query = url.indexOf('?')
-  if (query < 0) return url
-  return url.slice(0, query) + url.slice(query).replace(/([?&])([^=&#]*)=([^&#]*)/g, (all, sep: string, name: string) => {
-    let decoded = name
-    try { decoded = decodeURIComponent(name.replaceAll('+', ' ')) } catch {}
-    return decoded.trim().toLowerCase() === 'ticket' ? `${sep}${name}=[redacted]` : all
-  })
-}
-
 const frame = (event: StationEvent): string => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`
 
 /**
