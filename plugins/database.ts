@@ -10,7 +10,7 @@ import type { ColumnInfo, Database, TableMapping } from '../src/db/types.js'
 export interface DatabasePluginOptions {
   db: Database
   mappings: Record<ResourceName, TableMapping>
-  /** when the database is down at start: how often to try the mapping check again */
+  /** when the database is down at start: how often to try the mapping check again; SQLite: how often its file is checked (Database.recheck) */
   recheckMs: number
 }
 
@@ -37,8 +37,10 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   const names = Object.keys(resources) as ResourceName[]
   const status: DatabaseStatus = { mappingProblem: null }
   let recheck: NodeJS.Timeout | undefined
+  let watch: NodeJS.Timeout | undefined
   fastify.addHook('onClose', async () => {
     clearInterval(recheck)
+    clearInterval(watch)
     await db.close()
   })
 
@@ -84,6 +86,30 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
       }).finally(() => { busy = false })
     }, opts.recheckMs)
     recheck.unref()
+  }
+
+  // SQLite: a file deleted or replaced under the running gateway (README, "SQLite: locks, journal mode and the database file")
+  const recheckFile = db.recheck?.bind(db)
+  if (recheckFile !== undefined) {
+    let checking = false
+    watch = setInterval(() => {
+      if (checking) return
+      checking = true
+      recheckFile().then(async (found) => {
+        if (found === 'missing') log.error('the database file is gone: closed the connection; requests answer 503 until a file is back at its path (none is created)')
+        else if (found !== 'unchanged') {
+          log.warn(found === 'back' ? 'a database file is back at its path: opened it; serving again' : 'the database file was replaced by another file: closed the old connection and opened the new file')
+          // the new file's tables decide from now on, as at start
+          const { problems, declared } = await inspect()
+          status.mappingProblem = problems.length > 0 ? mismatch(problems) : null
+          if (problems.length > 0) log.error({ problems }, 'the new database file does not match the configured mapping')
+          else adopt(declared)
+        }
+      }).catch((err: unknown) => {
+        log.error({ err }, 'the database file could not be checked or opened; requests answer 503, trying again')
+      }).finally(() => { checking = false })
+    }, opts.recheckMs)
+    watch.unref()
   }
 
   fastify.decorate('db', db)

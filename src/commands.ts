@@ -210,7 +210,9 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   }
   let database: Database
   try {
+    // read-only: checking changes nothing, not even the SQLite file's journal mode
     database = openDatabase(config.database.url, {
+      readonly: true,
       password: config.database.password,
       connectTimeoutMs: Math.min(config.database.connectTimeoutMs, 10000),
       requestTimeoutMs: config.database.requestTimeoutMs,
@@ -244,12 +246,13 @@ function consoleLogger (io: Io): DbLogger {
   return { info: () => {}, warn: line, error: line }
 }
 
-async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, create = true): Promise<T> {
+async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'readonly' = 'create'): Promise<T> {
   const loaded = loadConfig({ env: io.env })
   const { config } = loaded
   const mappings = mappingsOf(config)
   const db = openDatabase(config.database.url, {
-    create,
+    create: access === 'create',
+    readonly: access === 'readonly',
     password: config.database.password,
     connectTimeoutMs: config.database.connectTimeoutMs,
     requestTimeoutMs: config.database.requestTimeoutMs,
@@ -272,7 +275,8 @@ async function dbCommand (argv: string[], io: Io): Promise<number> {
 }
 
 async function dbIntrospect (json: boolean, io: Io): Promise<number> {
-  // create = false: a mistyped SQLite path must fail, not come back as an empty database
+  // read-only: a mistyped SQLite path must fail, not come back as an empty database, and
+  // introspecting changes nothing (not the journal mode either) and needs no write permission
   return await withDatabase(io, async (db, _loaded, mappings) => {
     const result = await introspect(db, mappings)
     const config = JSON.stringify(mappingConfig(result), null, 2)
@@ -285,7 +289,7 @@ async function dbIntrospect (json: boolean, io: Io): Promise<number> {
     io.out('Proposed mapping (paste into the configuration file; check every line above first):')
     io.out(config)
     return EXIT_OK
-  }, false)
+  }, 'readonly')
 }
 
 async function dbInit (values: Parsed['values'], io: Io): Promise<number> {

@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
 import { main, serveV8Flags, type Io } from '../src/commands.js'
 import { openDatabase } from '../src/db/index.js'
@@ -148,4 +149,44 @@ t.test('serve runs young-generation collections on the main thread unless node w
   t.same(serveV8Flags(['--max-old-space-size=1024', '--enable-source-maps']), ['--no-parallel-scavenge'])
   t.same(serveV8Flags(['--parallel-scavenge']), [], 'node --parallel-scavenge keeps V8\'s way')
   t.same(serveV8Flags(['--no-parallel_scavenge']), [], 'and so does any spelling of the flag')
+})
+
+t.test('db introspect and check-config open SQLite read-only: the journal mode stays, a read-only open suffices', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const file = join(dir, 'legacy.db')
+  const url = `sqlite:${file}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  // as a picking system's database usually is: rollback journal, not WAL (db init switched it)
+  const setup = new BetterSqlite3(file)
+  setup.pragma('journal_mode = DELETE')
+  setup.close()
+  const before = readFileSync(file)
+
+  const env = { DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET }
+  const introspected = io(env)
+  t.equal(await main(['db', 'introspect', '--json'], introspected), 0, introspected.stderr.join('\n'))
+  t.match(introspected.stdout.join('\n'), /"gateway_users"/)
+  const checked = io(env)
+  t.equal(await main(['check-config'], checked), 0, checked.stderr.join('\n'))
+  t.match(checked.stdout.join('\n'), /every mapped table and column fits/)
+
+  t.ok(readFileSync(file).equals(before), 'the file is byte for byte as it was')
+  t.notOk(existsSync(`${file}-wal`), 'no -wal file made')
+  const check = new BetterSqlite3(file, { readonly: true })
+  t.equal(check.pragma('journal_mode', { simple: true }), 'delete', 'the journal mode is unchanged')
+  check.close()
+
+  // a file this user cannot write: chmod stops anyone but root, and these tests may run as root, so
+  // what this proves for root is that the commands ask for no write access (they would fail here otherwise as non-root)
+  chmodSync(file, 0o444)
+  chmodSync(dir, 0o555)
+  t.teardown(() => { chmodSync(dir, 0o755); chmodSync(file, 0o644) })
+  const readOnlyFile = io(env)
+  t.equal(await main(['db', 'introspect', '--json'], readOnlyFile), 0, readOnlyFile.stderr.join('\n'))
+  t.equal(await main(['check-config'], io(env)), 0)
+
+  const missing = io({ DATABASE_URL: `sqlite:${join(dir, 'typo.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET })
+  t.equal(await main(['db', 'introspect'], missing), 1)
+  t.match(missing.stderr.join('\n'), /does not exist/)
+  t.notOk(existsSync(join(dir, 'typo.db')), 'a mistyped path is not created')
 })

@@ -7,6 +7,13 @@ export interface OpenDatabaseOptions {
   logger: DbLogger
   /** SQLite: create the file when missing (the embedded demo only) */
   create?: boolean
+  /**
+   * open for reading only and change nothing in the database (db introspect, check-config).
+   * SQLite: opened read-only, its journal mode left as it is. SQL Server: the URL's login decides.
+   */
+  readonly?: boolean
+  /** SQLite: how long a call waits in all for another process's lock before 503 (BUSY_TIMEOUT_MS, 5 s; tests shorten it) */
+  busyTimeoutMs?: number
   /** mssql: overrides the URL's password */
   password?: string
   connectTimeoutMs?: number
@@ -28,7 +35,7 @@ export function sqlitePath (url: string): string | undefined {
  */
 export function openDatabase (url: string, opts: OpenDatabaseOptions): Database {
   const path = sqlitePath(url)
-  if (path !== undefined) return openSqlite(path, { create: opts.create === true })
+  if (path !== undefined) return openSqlite(path, { create: opts.create === true, readonly: opts.readonly === true, busyTimeoutMs: opts.busyTimeoutMs })
   if (url.startsWith('mssql://')) {
     return openMssql(url, {
       logger: opts.logger,

@@ -1,14 +1,20 @@
 // The embedded dialect: better-sqlite3 behind the async Database interface, one connection, calls serialized.
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
+import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
-import type { ColumnInfo, Database, Executor, Param, Row, Statement, TableMapping } from './types.js'
+import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
 export interface SqliteOptions {
   /** create the file when it does not exist (only the embedded demo does) */
   create: boolean
-  /** how long a statement waits for another process's lock before failing with 503 */
+  /**
+   * open read-only and set nothing that persists in the file (db introspect, check-config); the
+   * file must exist
+   */
+  readonly?: boolean
+  /** how long a call waits in all for another process's lock before failing with 503 (BUSY_TIMEOUT_MS) */
   busyTimeoutMs?: number
 }
 
@@ -57,41 +63,100 @@ export function mapSqliteError (err: unknown): unknown {
   return err
 }
 
-/** fn's result as a promise: a throw becomes a rejection. */
-function attempt<T> (fn: () => T | Promise<T>): Promise<T> {
-  try {
-    return Promise.resolve(fn())
-  } catch (err) {
-    return Promise.reject(err)
-  }
+/**
+ * How long a call waits in all for another process's lock before it fails with 503, as SQLite's
+ * busy_timeout of 5 s did before: now spent on timers between attempts, never inside SQLite,
+ * where the synchronous driver stopped the event loop for the whole wait.
+ */
+export const BUSY_TIMEOUT_MS = 5000
+/** the pauses between attempts while another process holds the lock; the last one repeats */
+const BUSY_BACKOFF_MS = [1, 2, 5, 10, 20, 50]
+
+/**
+ * Another connection holds the lock (SQLITE_BUSY, raw or as mapSqliteError maps it). A statement
+ * outside an explicit transaction, BEGIN and COMMIT that failed so changed nothing and may run
+ * again (SQLite's documentation of sqlite3_step); SQLITE_LOCKED (this connection's own lock) may not.
+ */
+function isBusy (err: unknown): boolean {
+  const driver = err instanceof DatabaseUnavailableError ? err.cause : err
+  const code = (driver as { code?: unknown } | null)?.code
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
 }
+
+interface Backoff { deadline: number, step: number }
 
 interface Prepared { statement: BetterSqlite3.Statement, bind: (params: Param[]) => Bound }
 
+interface FileId { dev: number, ino: number }
+
+function fileId (path: string): FileId | undefined {
+  const st = statSync(path, { throwIfNoEntry: false })
+  return st === undefined ? undefined : { dev: st.dev, ino: st.ino }
+}
+
+interface ConnectOptions { create: boolean, readonly: boolean, busyTimeoutMs: number }
+
+/**
+ * A connection set up for the gateway. Only journal_mode = WAL persists in the file (README,
+ * "SQLite: locks, journal mode and the database file"), so a read-only open does not set it; the others last as long as the connection.
+ */
+function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
+  // `timeout` is busy_timeout while the connection is set up (switching to WAL takes an exclusive lock), before anything is served
+  const db = new BetterSqlite3(path, { readonly: opts.readonly, fileMustExist: !opts.create, timeout: opts.busyTimeoutMs })
+  try {
+    if (!opts.readonly) db.pragma('journal_mode = WAL')
+    db.pragma('foreign_keys = ON')
+    // WAL makes NORMAL durable against application crashes; only a power loss can drop the last commits
+    db.pragma('synchronous = NORMAL')
+    // from now on SQLite itself never sleeps on another process's lock: the class waits on timers
+    db.pragma('busy_timeout = 0')
+  } catch (err) {
+    db.close()
+    throw mapSqliteError(err)
+  }
+  return db
+}
+
 class SqliteDatabase implements Database {
   readonly dialect = 'sqlite' as const
-  private readonly db: BetterSqlite3.Database
+  private db: BetterSqlite3.Database
   private readonly cache = new Map<string, Prepared>()
-  /** the tail of the queue every call waits on: a transaction holds it across its awaits */
-  private queue: Promise<unknown> = Promise.resolve()
-  /** calls queued or running through the queue */
-  private pending = 0
+  /** a call holds the connection: an open transaction, or a queued call at its turn */
+  private held = false
+  /** calls waiting for their turn, first come first served */
+  private readonly turns: Array<() => void> = []
+  /** set while calls are refused (the database closed, or its file gone): the error they get */
+  private refused: DatabaseUnavailableError | undefined
   private closed = false
   /** statements that wrote through this connection: PRAGMA data_version counts only other connections' commits */
   private ownWrites = 0
+  private readonly path: string
+  private readonly options: ConnectOptions
+  /** the file this connection opened; the path naming another one means the file was replaced */
+  private file: FileId | undefined
+  /** the old file's -wal, left at the path by a retire that could not empty it: not to be opened with a new file */
+  private staleWal: FileId | undefined
 
-  constructor (db: BetterSqlite3.Database) {
+  private begin!: BetterSqlite3.Statement
+  private commit!: BetterSqlite3.Statement
+  private rollback!: BetterSqlite3.Statement
+  private dataVersion!: BetterSqlite3.Statement
+
+  constructor (path: string, db: BetterSqlite3.Database, options: ConnectOptions) {
+    this.path = path
     this.db = db
-    this.dataVersion = db.prepare('PRAGMA data_version').pluck()
-    // prepared once: exec() parses and finalizes its text on every call (README, Performance)
-    this.begin = db.prepare('BEGIN IMMEDIATE')
-    this.commit = db.prepare('COMMIT')
-    this.rollback = db.prepare('ROLLBACK')
+    this.options = options
+    this.file = path === ':memory:' || path === '' ? undefined : fileId(path)
+    this.prepareFixed()
   }
 
-  private readonly begin: BetterSqlite3.Statement
-  private readonly commit: BetterSqlite3.Statement
-  private readonly rollback: BetterSqlite3.Statement
+  private prepareFixed (): void {
+    this.dataVersion = this.db.prepare('PRAGMA data_version').pluck()
+    // prepared once: exec() parses and finalizes its text on every call (README, Performance)
+    this.begin = this.db.prepare('BEGIN IMMEDIATE')
+    this.commit = this.db.prepare('COMMIT')
+    this.rollback = this.db.prepare('ROLLBACK')
+  }
 
   /** the prepared statement of a text and the binder of its parameters, both made once per text */
   private prepare (stmt: Statement): Prepared {
@@ -130,26 +195,69 @@ class SqliteDatabase implements Database {
     }
   }
 
-  /**
-   * Runs fn once every earlier call (and transaction) has finished: at once when nothing is queued
-   * or running (a transaction then begins without waiting for a turn of the microtask queue).
-   */
-  private serialize<T> (fn: () => T | Promise<T>): Promise<T> {
-    if (this.closed) return Promise.reject(new DatabaseUnavailableError('The database is closed'))
-    const run = this.pending++ === 0 ? attempt(fn) : this.queue.then(fn)
-    this.queue = run.then(this.settled, this.settled)
-    return run
+  /** Gives the turn to the next queued call, or frees the connection. */
+  private readonly release = (): void => {
+    const next = this.turns.shift()
+    if (next === undefined) this.held = false
+    else next()
   }
 
-  private readonly settled = (): void => { this.pending-- }
+  /** Takes the connection's turn: at once when it is free, else after every call queued before. */
+  private async turn (): Promise<void> {
+    if (this.refused !== undefined) throw this.refused
+    if (!this.held) {
+      this.held = true
+      return
+    }
+    await new Promise<void>((resolve) => { this.turns.push(resolve) })
+    // the file went away while this call waited: nothing runs on the deleted file (calls queued before close still run)
+    if (this.refused !== undefined && !this.closed) {
+      this.release()
+      throw this.refused
+    }
+  }
+
+  /** After a BUSY: a pause on a timer, or `failure` itself when it is another error or the deadline has passed. */
+  private async pause (failure: unknown, backoff: Backoff): Promise<void> {
+    if (!isBusy(failure)) throw failure
+    const now = performance.now()
+    if (backoff.deadline === 0) backoff.deadline = now + this.options.busyTimeoutMs
+    const left = backoff.deadline - now
+    if (left <= 0) throw failure
+    await delay(Math.min(BUSY_BACKOFF_MS[Math.min(backoff.step++, BUSY_BACKOFF_MS.length - 1)], left))
+  }
 
   /**
    * One statement: at once when nothing is queued or running (the usual case: every statement is
-   * synchronous, so the queue is only ever held by a transaction), else after the queue.
+   * synchronous, so the connection is only ever held by a transaction), else through `later`.
    */
   private now<T> (fn: () => T): Promise<T> {
-    if (this.pending > 0 || this.closed) return this.serialize(fn)
-    return attempt(fn)
+    if (this.held || this.refused !== undefined) return this.later(fn)
+    try {
+      return Promise.resolve(fn())
+    } catch (err) {
+      return this.later(fn, err)
+    }
+  }
+
+  /**
+   * A statement that could not run at once: after its turn in the queue, and after a BUSY (another
+   * process holds the lock) again after a pause, until the deadline. It holds the turn only while it
+   * runs, never while it pauses: other calls are not held up behind a write waiting for a lock.
+   */
+  private async later<T> (fn: () => T, failure?: unknown): Promise<T> {
+    let backoff: Backoff | undefined
+    for (;;) {
+      if (failure !== undefined) await this.pause(failure, backoff ??= { deadline: 0, step: 0 })
+      await this.turn()
+      try {
+        return fn()
+      } catch (err) {
+        failure = err
+      } finally {
+        this.release()
+      }
+    }
   }
 
   query (stmt: Statement): Promise<Row[]> {
@@ -165,36 +273,84 @@ class SqliteDatabase implements Database {
   }
 
   /**
-   * better-sqlite3 is synchronous but fn awaits between statements: the queue keeps every other
+   * better-sqlite3 is synchronous but fn awaits between statements: the turn keeps every other
    * call out until COMMIT or ROLLBACK, so nothing else runs inside this transaction by accident.
-   * fn must use `tx`, not the database itself (that would wait for itself).
+   * fn must use `tx`, not the database itself (that would wait for itself). With nothing queued
+   * the transaction begins before the call returns.
    */
   transaction<T> (fn: (tx: Executor) => Promise<T>): Promise<T> {
-    return this.serialize(async () => {
-      let open = true
-      const guard = (): void => { if (!open) throw new Error('transaction already finished') }
-      const tx: Executor = {
-        query: async (stmt) => { guard(); return this.runQuery(stmt) as Row[] },
-        queryValues: async (stmt) => { guard(); return this.runQuery(stmt, true) as unknown[][] },
-        execute: async (stmt) => { guard(); return this.runExecute(stmt) }
-      }
+    if (this.held || this.refused !== undefined) return this.transactionLater(fn)
+    this.held = true
+    try {
+      this.begin.run()
+    } catch (err) {
+      this.release()
+      return this.transactionLater(fn, mapSqliteError(err))
+    }
+    return this.inTransaction(fn)
+  }
+
+  /** A transaction that could not begin at once: as `later`, for BEGIN IMMEDIATE; fn runs once, after a BEGIN that succeeded. */
+  private async transactionLater<T> (fn: (tx: Executor) => Promise<T>, failure?: unknown): Promise<T> {
+    let backoff: Backoff | undefined
+    for (;;) {
+      if (failure !== undefined) await this.pause(failure, backoff ??= { deadline: 0, step: 0 })
+      await this.turn()
       try {
         this.begin.run()
       } catch (err) {
-        throw mapSqliteError(err)
+        this.release()
+        failure = mapSqliteError(err)
+        continue
       }
+      return await this.inTransaction(fn)
+    }
+  }
+
+  /** fn inside the transaction just begun; gives the turn back once it is committed or rolled back. */
+  private async inTransaction<T> (fn: (tx: Executor) => Promise<T>): Promise<T> {
+    let open = true
+    const guard = (): void => { if (!open) throw new Error('transaction already finished') }
+    const tx: Executor = {
+      query: async (stmt) => { guard(); return this.runQuery(stmt) as Row[] },
+      queryValues: async (stmt) => { guard(); return this.runQuery(stmt, true) as unknown[][] },
+      execute: async (stmt) => { guard(); return this.runExecute(stmt) }
+    }
+    try {
+      const result = await fn(tx)
       try {
-        const result = await fn(tx)
         this.commit.run()
-        this.ownWrites++
-        return result
       } catch (err) {
-        if (this.db.inTransaction) this.rollback.run()
-        throw mapSqliteError(err)
-      } finally {
-        open = false
+        await this.commitLater(err)
       }
-    })
+      this.ownWrites++
+      return result
+    } catch (err) {
+      // a statement inside the transaction that failed, BUSY too, is not run again: the whole transaction is rolled back
+      if (this.db.inTransaction) this.rollback.run()
+      throw mapSqliteError(err)
+    } finally {
+      open = false
+      this.release()
+    }
+  }
+
+  /**
+   * COMMIT met another connection's lock (readers, in rollback-journal mode; in WAL mode the
+   * transaction already holds the write lock): it may run again. The transaction is open, so it
+   * keeps the turn while it pauses; past the deadline it is rolled back.
+   */
+  private async commitLater (failure: unknown): Promise<void> {
+    const backoff: Backoff = { deadline: 0, step: 0 }
+    for (;;) {
+      await this.pause(mapSqliteError(failure), backoff)
+      try {
+        this.commit.run()
+        return
+      } catch (err) {
+        failure = err
+      }
+    }
   }
 
   async ping (): Promise<void> {
@@ -202,19 +358,81 @@ class SqliteDatabase implements Database {
   }
 
   changeMark (): string | undefined {
-    if (this.closed) return undefined
+    if (this.refused !== undefined) return undefined
     return `${this.dataVersion.get() as number}:${this.ownWrites}`
   }
 
-  private readonly dataVersion: BetterSqlite3.Statement
+  /**
+   * Is the file at the path still the one this connection opened (device and inode)? Gone: the
+   * connection is closed and every call answers 503 until a file is back (a new one is never
+   * created in its place). Another file there (a backup copied back, a file moved in), or the file
+   * back: it is opened. Either waits for the call holding the connection (an open transaction ends
+   * on the old file, never cut). The old connection is closed before a new one opens: closing
+   * removes its -wal and -shm files, which must not be read as the new file's. A failed open
+   * leaves calls refused and is tried again on the next recheck.
+   */
+  async recheck (): Promise<RecheckResult> {
+    if (this.file === undefined || this.closed) return 'unchanged'
+    const found = fileId(this.path)
+    const open = this.db.open
+    if (found === undefined && !open) return 'unchanged'
+    if (found !== undefined && open && found.dev === this.file.dev && found.ino === this.file.ino) return 'unchanged'
+    // refused from here on: calls queued behind the switch must not run on the old file either
+    this.refused ??= new DatabaseUnavailableError(found === undefined ? 'The database file is missing' : 'The database file is being reopened')
+    if (this.held) await new Promise<void>((resolve) => { this.turns.push(resolve) })
+    else this.held = true
+    try {
+      if (this.closed) return 'unchanged'
+      if (open) this.retire()
+      if (found === undefined) {
+        this.refused = new DatabaseUnavailableError('The database file is missing')
+        return 'missing'
+      }
+      const wal = fileId(`${this.path}-wal`)
+      if (this.staleWal !== undefined && wal !== undefined && wal.dev === this.staleWal.dev && wal.ino === this.staleWal.ino) {
+        throw new Error(`the old database file's ${this.path}-wal is still at the path (another process has the old file open); opening the new file would read it as its own: stop that process, or remove ${this.path}-wal and ${this.path}-shm if they hold nothing of the new file`)
+      }
+      this.staleWal = undefined
+      // not `create`: a file gone again in between is not made anew, empty
+      this.db = connect(this.path, { ...this.options, create: false, busyTimeoutMs: 0 })
+      this.prepareFixed()
+      this.file = fileId(this.path) ?? found
+      // a change mark that the old file never had: no list page cached from it is served
+      this.ownWrites++
+      this.refused = undefined
+      return open ? 'reopened' : 'back'
+    } finally {
+      this.release()
+    }
+  }
+
+  /**
+   * Closes the connection to a file that is no longer at the path. Its commits still in the -wal
+   * are first written into it (wherever it is now) and the -wal emptied: SQLite's own close does
+   * neither for a moved file, and a -wal left at the path would be read as the next file's.
+   */
+  private retire (): void {
+    let emptied = false
+    try {
+      const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>
+      emptied = result?.busy === 0
+    } catch {
+      // a checkpoint that failed leaves the -wal as it was: marked below
+    }
+    if (!emptied) this.staleWal = fileId(`${this.path}-wal`)
+    this.cache.clear()
+    this.db.close()
+  }
 
   async close (): Promise<void> {
     if (this.closed) return
     // refuse new calls at once; let the queued ones finish
     this.closed = true
-    await this.queue
+    this.refused = new DatabaseUnavailableError('The database is closed')
+    if (this.held) await new Promise<void>((resolve) => { this.turns.push(resolve) })
+    else this.held = true
     this.cache.clear()
-    this.db.close()
+    if (this.db.open) this.db.close()
   }
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
@@ -258,19 +476,14 @@ export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
 }
 
 export function openSqlite (path: string, opts: SqliteOptions): Database {
-  if (!opts.create && path !== ':memory:' && !existsSync(path)) {
+  const readonly = opts.readonly === true
+  const options: ConnectOptions = {
+    create: opts.create && !readonly,
+    readonly,
+    busyTimeoutMs: Math.max(0, Math.trunc(opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS))
+  }
+  if (!options.create && path !== ':memory:' && !existsSync(path)) {
     throw new DatabaseUnavailableError(`SQLite database file '${path}' does not exist`)
   }
-  const db = new BetterSqlite3(path)
-  try {
-    db.pragma('journal_mode = WAL')
-    db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(opts.busyTimeoutMs ?? 5000))}`)
-    db.pragma('foreign_keys = ON')
-    // WAL makes NORMAL durable against application crashes; only a power loss can drop the last commits
-    db.pragma('synchronous = NORMAL')
-  } catch (err) {
-    db.close()
-    throw mapSqliteError(err)
-  }
-  return new SqliteDatabase(db)
+  return new SqliteDatabase(path, connect(path, options), options)
 }

@@ -81,6 +81,9 @@ export type Row = Record<string, unknown>
 
 export type DialectName = 'sqlite' | 'mssql'
 
+/** What Database.recheck found: the file as it was, gone, back after being gone, or replaced by another (then opened). */
+export type RecheckResult = 'unchanged' | 'missing' | 'back' | 'reopened'
+
 /** Runs statements. Rows come back keyed by API field name (the builder aliases every column). */
 export interface Executor {
   query (stmt: Statement): Promise<Row[]>
@@ -109,6 +112,13 @@ export interface Database extends Executor {
    * dialect cannot tell cheaply: then nothing may be cached on it.
    */
   changeMark (): string | undefined
+  /**
+   * Checks that the connection still serves the database it opened, and repairs what it can; the
+   * database plugin calls it every `database.recheckMs`. SQLite only: its file deleted, calls
+   * answer DatabaseUnavailableError until it is back; another file at its path, it is opened in
+   * place of the old one. The result names what changed, for the log.
+   */
+  recheck? (): Promise<RecheckResult>
 }
 
 /** A column as the database declares it (INFORMATION_SCHEMA.COLUMNS / sys.columns, PRAGMA table_xinfo). */

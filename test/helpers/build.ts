@@ -49,6 +49,8 @@ export interface BuildExtras {
   timing?: BuildOptions['ssoTiming']
   /** where the app's log lines go (the production logger options: redaction included) */
   logStream?: { write: (line: string) => void }
+  /** SQLite: how long a write waits for another process's lock before 503 (production: 5 s) */
+  busyTimeoutMs?: number
 }
 
 export async function build (t: Test, overrides: DeepPartial<Config> & { mapping?: Partial<Record<ResourceName, TableMappingConfig>> } = {}, prepare?: (db: Database) => Promise<void>, extras: BuildExtras = {}): Promise<TestContext> {
@@ -63,7 +65,7 @@ export async function build (t: Test, overrides: DeepPartial<Config> & { mapping
     licence: { logins: 10, ...overrides.licence },
     logging: { level: 'silent', ...overrides.logging }
   })
-  const db = openDatabase(url, { create: true, connectTimeoutMs: 5000, requestTimeoutMs: 15000, logger: silentLogger })
+  const db = openDatabase(url, { create: true, connectTimeoutMs: 5000, requestTimeoutMs: 15000, busyTimeoutMs: extras.busyTimeoutMs, logger: silentLogger })
   const mappings = mappingsOf(config)
   if (url.startsWith('mssql:')) {
     // One shared test database: start every test file from empty reference tables.

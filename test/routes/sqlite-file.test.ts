@@ -1,0 +1,195 @@
+// The API while another process holds SQLite's write lock, and while the database file is deleted or replaced under it.
+import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs'
+import BetterSqlite3 from 'better-sqlite3'
+import t from 'tap'
+import { sqlitePath } from '../../src/db/index.js'
+import { build, type TestContext } from '../helpers/build.js'
+import { sleep, until } from '../helpers/wait.js'
+
+// SQLite's file and locks only: on SQL Server (GATEWAY_TEST_DB=mssql) there is nothing to test here
+const onSqlite = !(process.env.GATEWAY_TEST_DB === 'mssql' && process.env.MSSQL_TEST_URL)
+
+interface Tracked { done: boolean, res: Promise<{ statusCode: number, json: () => any, headers: Record<string, unknown> }> }
+
+/** A request whose completion can be looked at without awaiting it. */
+function track (ctx: TestContext, opts: { method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object }): Tracked {
+  const tracked: Tracked = { done: false, res: undefined as unknown as Tracked['res'] }
+  tracked.res = ctx.app.inject({ ...opts, headers: ctx.auth(ctx.adminToken) }).then((res) => { tracked.done = true; return res })
+  return tracked
+}
+
+async function material (ctx: TestContext, materialNumber: string): Promise<number> {
+  const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber, name: materialNumber } })
+  t.equal(res.statusCode, 201, res.body)
+  return res.json().id as number
+}
+
+/** Another process's connection holding the write lock, as the picking system's BEGIN EXCLUSIVE; UPDATE … does. */
+function holdLock (file: string): BetterSqlite3.Database {
+  const other = new BetterSqlite3(file)
+  other.exec('BEGIN EXCLUSIVE')
+  other.prepare('UPDATE materials SET description = ? WHERE material_number = ?').run('by the picking system', 'M-OTHER')
+  return other
+}
+
+t.test('a write lock held by another process: writes wait on timers, reads and /health answer at once', { skip: !onSqlite }, async (t) => {
+  const ctx = await build(t)
+  const file = sqlitePath(ctx.config.database.url)!
+  const a = await material(ctx, 'M-A')
+  await material(ctx, 'M-OTHER')
+  const other = holdLock(file)
+  t.teardown(() => { if (other.open) other.close() })
+
+  const started = Date.now()
+  const update = track(ctx, { method: 'PATCH', url: `/api/materials/${a}`, payload: { description: 'while locked' } })
+  const create = track(ctx, { method: 'POST', url: '/api/materials', payload: { materialNumber: 'M-NEW', name: 'created while locked' } })
+  const login = ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'admin-password-1' } })
+    .then((res) => { loginDone = true; return res })
+  let loginDone = false
+  // by now the writes have met the lock: before, each one held the event loop inside SQLite for up to 5 s
+  await sleep(100)
+
+  const health = await ctx.app.inject({ method: 'GET', url: '/health' })
+  t.equal(health.statusCode, 200, '/health answers while the writes wait')
+  const read = await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken) })
+  t.equal(read.statusCode, 200, 'a read answers while the writes wait (WAL)')
+  t.equal(read.json().description, null, 'and sees the row as committed')
+  const list = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(ctx.adminToken) })
+  t.equal(list.statusCode, 200)
+  t.ok(Date.now() - started < 1000, `the event loop kept turning and the reads answered promptly (${Date.now() - started} ms)`)
+  await sleep(300)
+  t.notOk(update.done || create.done || loginDone, 'the writes are still waiting for the lock, not failed and not done')
+  const ready = await ctx.app.inject({ method: 'GET', url: '/health/ready' })
+  t.equal(ready.statusCode, 200, 'readiness too')
+
+  other.exec('COMMIT')
+  other.close()
+  const updated = await update.res
+  t.equal(updated.statusCode, 200)
+  t.equal(updated.json().description, 'while locked')
+  const created = await create.res
+  t.equal(created.statusCode, 201)
+  t.equal((await login).statusCode, 200, 'login (it writes lastLoginAt) waited too, and succeeded')
+  t.ok(Date.now() - started < 4500, 'each write went through soon after the lock was released')
+  const stored = await ctx.app.inject({ method: 'GET', url: `/api/materials/${created.json().id as number}`, headers: ctx.auth(ctx.adminToken) })
+  t.equal(stored.json().name, 'created while locked', 'the create is stored')
+  const again = await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken) })
+  t.equal(again.json().description, 'while locked', 'the update is stored')
+})
+
+t.test('a lock held past the deadline: 503 DATABASE_UNAVAILABLE, nothing changed', { skip: !onSqlite }, async (t) => {
+  const ctx = await build(t, {}, undefined, { busyTimeoutMs: 300 })
+  const file = sqlitePath(ctx.config.database.url)!
+  const a = await material(ctx, 'M-A')
+  await material(ctx, 'M-OTHER')
+  const other = holdLock(file)
+  t.teardown(() => { if (other.open) other.close() })
+
+  const started = Date.now()
+  const update = track(ctx, { method: 'POST', url: `/api/materials/${a}`, payload: { description: 'too late' } })
+  const create = track(ctx, { method: 'POST', url: '/api/materials', payload: { materialNumber: 'M-LATE', name: 'too late' } })
+  const health = await ctx.app.inject({ method: 'GET', url: '/health' })
+  t.equal(health.statusCode, 200)
+  t.notOk(update.done || create.done, 'still waiting when /health answered')
+  for (const [what, write] of [['update', update], ['create', create]] as const) {
+    const res = await write.res
+    t.equal(res.statusCode, 503, what)
+    t.same(res.json(), { statusCode: 503, code: 'DATABASE_UNAVAILABLE', error: 'Service Unavailable', message: 'The database is busy' }, `${what}: the busy database's body`)
+    t.equal(res.headers['retry-after'], '5')
+  }
+  const waited = Date.now() - started
+  t.ok(waited >= 280 && waited < 3000, `failed after the deadline (${waited} ms)`)
+  other.exec('ROLLBACK')
+  other.close()
+
+  const row = await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken) })
+  t.equal(row.json().description, null, 'the row is unchanged')
+  const late = await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=M-LATE', headers: ctx.auth(ctx.adminToken) })
+  t.same(late.json().data, [], 'nothing was created')
+  const retry = await ctx.app.inject({ method: 'POST', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken), payload: { description: 'now' } })
+  t.equal(retry.statusCode, 200, 'the same write succeeds once the lock is gone')
+})
+
+t.test('the database file deleted: 503 and not ready until it is back, never a new empty file', { skip: !onSqlite }, async (t) => {
+  const lines: string[] = []
+  const ctx = await build(t, { database: { recheckMs: 50 }, logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(line) } } })
+  const file = sqlitePath(ctx.config.database.url)!
+  const a = await material(ctx, 'M-A')
+  // a consistent copy of the file, as a backup would be
+  const backup = `${file}.backup`
+  const db = new BetterSqlite3(file)
+  await db.backup(backup)
+  db.close()
+
+  // moved away (its -wal and -shm stay: the gateway's connection, closed, writes them back into it)
+  const aside = `${file}.aside`
+  renameSync(file, aside)
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 503, 'readiness to notice the missing file')
+  const create = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'M-LOST', name: 'would be lost' } })
+  t.equal(create.statusCode, 503, 'a write is refused, not acknowledged and lost')
+  t.equal(create.json().code, 'DATABASE_UNAVAILABLE')
+  const read = await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken) })
+  t.equal(read.statusCode, 503)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/health' })).statusCode, 200, 'the process itself is alive')
+  await sleep(150)
+  t.notOk(existsSync(file), 'no new empty file was created at the path')
+  t.ok(lines.some((line) => line.includes('"level":50') && line.includes('the database file is gone')), 'the log says so, as an error')
+
+  // the same file back (moved back): served again
+  renameSync(aside, file)
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness once the file is back')
+  const back = await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken) })
+  t.equal(back.statusCode, 200)
+  t.equal(back.json().materialNumber, 'M-A')
+
+  // deleted for good, then a backup copied to the path: the gateway opens the copy
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 503, 'readiness to notice the deletion')
+  copyFileSync(backup, file)
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness on the restored backup')
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'M-AFTER', name: 'after the restore' } })
+  t.equal(created.statusCode, 201)
+  const check = new BetterSqlite3(file, { readonly: true })
+  t.teardown(() => check.close())
+  t.equal(check.prepare('SELECT name FROM materials WHERE material_number = ?').pluck().get('M-AFTER'), 'after the restore', 'the write is in the file at the path')
+})
+
+t.test('the database file replaced by another: the new file is opened, its data visible', { skip: !onSqlite }, async (t) => {
+  const lines: string[] = []
+  const ctx = await build(t, { database: { recheckMs: 50 }, logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(line) } } })
+  const file = sqlitePath(ctx.config.database.url)!
+  const a = await material(ctx, 'M-A')
+  const copy = `${file}.new`
+  const old = `${file}.old`
+  const db = new BetterSqlite3(file)
+  await db.backup(copy)
+  db.close()
+  const other = new BetterSqlite3(copy)
+  other.prepare('UPDATE materials SET name = ? WHERE id = ?').run('from the new file', a)
+  other.close()
+
+  // a list cached on the old file must not be served from the new one
+  const before = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(ctx.adminToken) })
+  t.equal(before.json().data[0].name, 'M-A')
+  // an update in flight while the file is swapped finishes (on the old file), it is not cut
+  const inFlight = ctx.app.inject({ method: 'POST', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken), payload: { description: 'in flight' } })
+  renameSync(file, old)
+  renameSync(copy, file)
+  t.equal((await inFlight).statusCode, 200)
+  await until(async () => {
+    const res = await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken) })
+    return res.statusCode === 200 && res.json().name === 'from the new file'
+  }, 'the new file to be opened')
+  const list = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(ctx.adminToken) })
+  t.equal(list.json().data[0].name, 'from the new file', 'lists come from the new file')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200)
+  t.ok(lines.some((line) => line.includes('"level":40') && line.includes('replaced by another file')), 'a warning says so')
+  const write = await ctx.app.inject({ method: 'POST', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken), payload: { description: 'on the new file' } })
+  t.equal(write.statusCode, 200)
+  const check = new BetterSqlite3(file, { readonly: true })
+  t.teardown(() => check.close())
+  t.equal(check.prepare('SELECT description FROM materials WHERE id = ?').pluck().get(a), 'on the new file')
+  const before2 = new BetterSqlite3(old, { readonly: true })
+  t.teardown(() => before2.close())
+  t.equal(before2.prepare('SELECT description FROM materials WHERE id = ?').pluck().get(a), 'in flight', 'the update in flight is in the old file, moved away: committed whole, not lost in a -wal')
+})
