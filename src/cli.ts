@@ -2,7 +2,7 @@
 // Entry of the picking-gateway command; the commands live in commands.ts.
 import { closeSync, openSync } from 'node:fs'
 import { isatty } from 'node:tty'
-import { KEEP_RUNNING, main } from './commands.js'
+import { createStop, watchProcess, type Stop } from './lifecycle.js'
 
 /** How long a finished command may wait for leftover handles before it exits anyway. */
 const LINGER_MS = 2000
@@ -10,6 +10,16 @@ const LINGER_MS = 2000
 // A reader that went away (a closed pipe, a restarted journald, a hung-up terminal) must not turn
 // the next write into an uncaught exception: writes to it are dropped (the logger moves on, see logSink).
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {})
+
+const argv = process.argv.slice(2)
+// serve and simulate run until stopped: a signal or the loss of standard output asks them to stop
+// from the first moment on, before the commands (and their dependencies, half a second) load.
+let stop: Stop | undefined
+if (argv[0] === 'serve' || argv[0] === 'simulate') {
+  stop = createStop()
+  watchProcess(stop, { stdout: process.stdout, warn: (line) => process.stderr.write(`picking-gateway: ${line}\n`) })
+}
+const { KEEP_RUNNING, main, processIo } = await import('./commands.js')
 
 // Node 20 aborts at exit when it cannot restore the mode of a terminal that hung up (an SSH
 // session dropped; nodejs/node#51519): stdio that was a terminal and is no longer one (the
@@ -28,8 +38,11 @@ if (terminals.length > 0) {
   })
 }
 
-main(process.argv.slice(2)).then((code) => {
+main(argv, processIo, stop).then((code) => {
   if (code === KEEP_RUNNING) return
+  // stopped (during start-up, or simulate): what it opened is closed or given up within the grace
+  // period; a driver still trying to connect must not hold the exit
+  if (stop?.reason !== undefined) process.exit(code)
   process.exitCode = code
   exitAfterLinger(code)
 }, (err: unknown) => {

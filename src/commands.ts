@@ -13,6 +13,7 @@ import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { resources, type ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
 import type { Database, TableMapping } from './db/types.js'
+import { StoppedError, type Stop } from './lifecycle.js'
 import { toUser, UserService } from './users.js'
 import type { UserType } from '../schemas/users.js'
 
@@ -77,12 +78,14 @@ Options:
 
 Environment: HOST, PORT, DATABASE_URL, PICKING_GATEWAY_CONFIG,
 PICKING_GATEWAY_JWT_SECRET, PICKING_GATEWAY_ADMIN_PASSWORD, LOG_LEVEL.
-Exit codes: 0 ok, 1 failure, 64 usage error, 78 configuration error.`
+Exit codes: 0 ok, 1 failure, 64 usage error, 74 standard output gone (serve,
+simulate: systemd restarts), 78 configuration error.`
 
 const COMMAND_HELP: Record<string, string> = {
   serve: `Usage: picking-gateway serve
 
-Runs the gateway until SIGTERM or SIGINT. Configuration comes from the file named by
+Runs the gateway until SIGTERM, SIGINT or SIGHUP (exit 0), or until its standard
+output's reader is gone (exit 74). Configuration comes from the file named by
 PICKING_GATEWAY_CONFIG, then the environment (HOST, PORT, DATABASE_URL,
 PICKING_GATEWAY_JWT_SECRET, LOG_LEVEL), then systemd credentials (jwt-secret,
 database-password). With none of them it runs the embedded demo under data/.`,
@@ -131,7 +134,11 @@ function parse (argv: string[], options: ParseArgsConfig['options']): Parsed {
   }
 }
 
-export async function main (argv: string[], io: Io = processIo): Promise<number> {
+/**
+ * Runs one command and resolves with its exit code. `stop` (cli.ts) is the process's stop request
+ * for serve and simulate: a signal, or standard output gone.
+ */
+export async function main (argv: string[], io: Io = processIo, stop?: Stop): Promise<number> {
   const [command, ...rest] = argv
   try {
     if (command === undefined) {
@@ -147,7 +154,7 @@ export async function main (argv: string[], io: Io = processIo): Promise<number>
       return EXIT_OK
     }
     if (rest.includes('--help') || rest.includes('-h')) {
-      if (command === 'simulate') return await simulate(rest)
+      if (command === 'simulate') return await simulate(rest, stop)
       if (COMMAND_HELP[command] === undefined) throw new UsageError(`unknown command '${command}'`)
       io.out(COMMAND_HELP[command])
       return EXIT_OK
@@ -156,16 +163,20 @@ export async function main (argv: string[], io: Io = processIo): Promise<number>
       case 'serve': {
         for (const flag of serveV8Flags(process.execArgv)) setFlagsFromString(flag)
         const { serve } = await import('./server.js')
-        await serve({ env: io.env })
+        await serve({ env: io.env, stop, signals: stop !== undefined })
         return KEEP_RUNNING
       }
       case 'db': return await dbCommand(rest, io)
       case 'user': return await userCommand(rest, io)
       case 'check-config': return await checkConfig(rest, io)
-      case 'simulate': return await simulate(rest)
+      case 'simulate': return await simulate(rest, stop)
       default: throw new UsageError(`unknown command '${command}'`)
     }
   } catch (err) {
+    if (err instanceof StoppedError) {
+      io.err(`picking-gateway: ${err.message}`)
+      return err.code
+    }
     if (err instanceof UsageError) {
       io.err(`picking-gateway: ${err.message}\nRun 'picking-gateway --help' for usage.`)
       return EXIT_USAGE
@@ -180,9 +191,9 @@ export async function main (argv: string[], io: Io = processIo): Promise<number>
   }
 }
 
-async function simulate (argv: string[]): Promise<number> {
+async function simulate (argv: string[], stop?: Stop): Promise<number> {
   const { runSimulateCommand } = await import('./hardware/simulate-cli.js')
-  return await runSimulateCommand(argv)
+  return await runSimulateCommand(argv, { stop })
 }
 
 async function checkConfig (argv: string[], io: Io): Promise<number> {

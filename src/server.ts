@@ -1,31 +1,46 @@
-// Entry of `picking-gateway serve`: load configuration, open the database, build the app, listen, close on signals.
-import closeWithGrace from 'close-with-grace'
+// Entry of `picking-gateway serve`: load configuration, open the database, build the app, listen, stop on request.
 import { buildApp, type App } from './app.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, loadConfig, mappingsOf, type LoadOptions } from './config.js'
 import { openDatabase } from './db/index.js'
+import { createStop, describeStop, shutdown, StoppedError, watchProcess, type Stop } from './lifecycle.js'
 import { serviceLogger } from './logger.js'
 import { startSimulator, type Simulator } from './hardware/index.js'
 
 const DEMO_CONTROLLERS = ['ctl-1', 'ctl-2']
 
-/**
- * Signals of a fault in this process (close-with-grace listens to them by default). A JavaScript
- * listener cannot repair the fault: the faulting instruction runs again, faults again, and the
- * process spins at full CPU, deaf to SIGTERM. Left to their default action, they end the process.
- */
-const FAULT_SIGNALS: Array<'SIGSEGV' | 'SIGBUS' | 'SIGFPE' | 'SIGILL' | 'SIGTRAP' | 'SIGABRT'> = ['SIGSEGV', 'SIGBUS', 'SIGFPE', 'SIGILL', 'SIGTRAP', 'SIGABRT']
-
 export interface ServeOptions extends LoadOptions {
-  /** install SIGTERM/SIGINT handlers (false in tests) */
+  /** install SIGTERM/SIGINT/SIGHUP and standard-output handling when no `stop` is given (false in tests) */
   signals?: boolean
+  /** the process's stop request, installed by cli.ts before anything else loads */
+  stop?: Stop
+  /** ends the process once stopped (process.exit) */
+  exit?: (code: number) => void
 }
 
 export async function serve (options: ServeOptions = {}): Promise<App> {
   const env = options.env ?? process.env
+  const exit = options.exit ?? ((code: number) => process.exit(code))
+  let stop = options.stop
+  if (stop === undefined && options.signals !== false) {
+    stop = createStop()
+    watchProcess(stop, { stdout: process.stdout, exit, warn: (line) => process.stderr.write(line + '\n') })
+  }
+  // A stop during start-up ends it: the step under way is no longer waited for, what was opened is closed.
+  const stopped = stop === undefined
+    ? undefined
+    : new Promise<never>((_resolve, reject) => {
+      const abort = () => reject(new StoppedError(stop.reason!))
+      if (stop.signal.aborted) abort()
+      else stop.signal.addEventListener('abort', abort, { once: true })
+    })
+  stopped?.catch(() => {})
+  const untilStopped = async <T>(work: Promise<T>): Promise<T> => stopped === undefined ? await work : await Promise.race([work, stopped])
+  if (stop?.reason !== undefined) throw new StoppedError(stop.reason)
+
   const { config, demo, source } = loadConfig(options)
   const mappings = mappingsOf(config)
-  const logger = await serviceLogger(config.logging.level)
+  const logger = await untilStopped(serviceLogger(config.logging.level))
   const db = openDatabase(config.database.url, {
     logger: logger.child({ component: 'database' }),
     create: demo,
@@ -35,26 +50,40 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   })
   let app: App
   let simulator: Simulator | undefined
+  let building: Promise<App> | undefined
   try {
     if (demo) {
-      const result = await initDatabase(db, {
+      const result = await untilStopped(initDatabase(db, {
         demo: true,
         mappings,
         argon2: config.auth.argon2,
         adminPassword: env.PICKING_GATEWAY_ADMIN_PASSWORD,
         print: (line) => process.stdout.write(line + '\n')
-      })
+      }))
       if (result.seeded) process.stdout.write('Embedded demo database created and filled with demo data.\n')
     }
     if (demo && config.hardware.enabled && config.hardware.controllers.length === 0) {
       // The demo's stations are wired to ctl-1 and ctl-2: simulate them in-process.
-      simulator = await startSimulator({ host: '127.0.0.1', controllers: DEMO_CONTROLLERS.map((id) => ({ id, port: 0 })), logger: logger.child({ component: 'simulator' }) })
+      const starting = startSimulator({ host: '127.0.0.1', controllers: DEMO_CONTROLLERS.map((id) => ({ id, port: 0 })), logger: logger.child({ component: 'simulator' }) })
+      starting.catch(() => {})
+      simulator = await untilStopped(starting).catch(async (err: unknown) => {
+        await starting.then((s) => s.close(), () => {})
+        throw err
+      })
       config.hardware.controllers = [...simulator.controllers.values()].map((c) => ({ id: c.id, host: '127.0.0.1', port: c.port }))
     }
-    app = await buildApp(config, { db, logger })
+    building = buildApp(config, { db, logger })
+    app = await untilStopped(building)
   } catch (err) {
-    await db.close().catch(() => {})
-    await simulator?.close()
+    if (err instanceof StoppedError) logger.info({ reason: describeStop(err.reason) }, 'stopped during start-up')
+    // An app still being built when the stop came (waiting for SQL Server's connect timeout) is not
+    // waited for: the pool closes now, the app (its links) once it is built, all within the grace period.
+    const closing = Promise.all([
+      db.close().catch(() => {}),
+      building?.then((a) => a.close(), () => {}).catch(() => {}),
+      simulator?.close()
+    ])
+    await (err instanceof StoppedError ? within(closing.then(() => {}), config.server.closeGraceMs) : closing)
     throw err
   }
   // The simulator stops after the app, so after the controller links: as an onClose hook it would
@@ -68,25 +97,53 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
     }
   }
 
-  // close-with-grace ends the process with exit 0 once closed, or 1 when closing takes longer than closeGraceMs.
-  const grace = options.signals === false
-    ? undefined
-    : closeWithGrace({ delay: config.server.closeGraceMs, skip: FAULT_SIGNALS, logger: { error: (msg: unknown) => app.log.error(msg) } }, async ({ signal, err }) => {
-      if (err) app.log.error({ err }, 'fatal error, closing')
-      else app.log.info({ signal }, 'closing: no new connections, finishing requests in flight')
-      await close()
-    })
   const { host, port } = config.server
   try {
     await app.listen({ host, port })
   } catch (err) {
     // Without a listener the process must end (systemd restarts it), not idle with its controller links open.
-    grace?.uninstall()
     await within(close(), config.server.closeGraceMs)
     throw listenError(err as NodeJS.ErrnoException, host, port)
   }
   app.log.info({ config: source, demo, database: db.dialect }, 'picking-gateway ready')
+  if (stop !== undefined) stopOnRequest(app, stop, close, config.server.closeGraceMs, exit)
   return app
+}
+
+/**
+ * Once serving: a stop request (a signal, standard output gone) or an error nothing caught closes the
+ * app within the grace period, then ends the process with the stop's code (lifecycle.ts, shutdown).
+ */
+function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceMs: number, exit: (code: number) => void): void {
+  const fatal = (err: unknown): void => {
+    if (stop.reason !== undefined) {
+      // the shutdown itself failed: nothing left to wait for
+      app.log.error({ err }, 'fatal error while stopping')
+      exit(1)
+      return
+    }
+    stop.request({ error: err })
+  }
+  process.on('uncaughtException', fatal)
+  process.on('unhandledRejection', fatal)
+  const run = (): void => {
+    const reason = stop.reason!
+    if ('signal' in reason) app.log.info({ signal: reason.signal }, 'closing: no new connections, finishing requests in flight')
+    else if ('output' in reason) app.log.error({ reason: describeStop(reason) }, `${describeStop(reason)}: its reader went away; stopping, exit 74 (systemd restarts the service)`)
+    else app.log.error({ err: reason.error }, 'fatal error, closing')
+    shutdown(reason, {
+      close,
+      cut: async () => {
+        const open = await new Promise<number>((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)))
+        app.server.closeAllConnections()
+        return open
+      },
+      graceMs,
+      log: app.log
+    }).then(exit, () => exit(1))
+  }
+  if (stop.signal.aborted) run()
+  else stop.signal.addEventListener('abort', run, { once: true })
 }
 
 async function within (work: Promise<void>, ms: number): Promise<void> {

@@ -1,9 +1,11 @@
-// picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change) and
-// the controller lines of its log (one line per event).
+// picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change), the
+// controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
+import { once } from 'node:events'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import t from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError } from '../src/server.js'
-import { CLI, HUNG_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startDemo } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startDemo } from './helpers/process.js'
 import { until } from './helpers/wait.js'
 
 t.test('serve collects the young generation on its main thread alone: no helper thread takes part', async (t) => {
@@ -89,4 +91,64 @@ t.test('one line per controller event: connected once, disconnected once (info) 
   t.same(disconnected.map((l) => l.controllerId).sort(), ['ctl-1', 'ctl-2'], 'one "controller disconnected" per controller')
   t.same(disconnected.map((l) => l.level), [30, 30], 'at info: a shutdown is no outage')
   t.same(lines.filter((l) => l.level >= 40).map((l) => l.msg), [], 'no warning from start to stop')
+})
+
+t.test('SIGTERM with a slow upload in flight: the upload is cut after the grace period, a warning names it, exit 0', async (t) => {
+  const { env } = await gatewaySetup(t)
+  const run = start(t, [CLI, 'serve'], env)
+  const port = await listening(run)
+  const client = connect(port, '127.0.0.1')
+  client.on('error', () => {})
+  t.teardown(() => { client.destroy() })
+  await once(client, 'connect')
+  // the headers and a first piece of a body that never comes whole
+  client.write('POST /api/users/login HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"username":')
+  await until(() => jsonLines(run.out()).length > 0 && run.child.exitCode === null, 'the request to be read', 5000)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const sent = Date.now()
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'exited')
+  if (!exit) return
+  t.equal(exit.signal, null)
+  t.equal(exit.code, 0, 'a requested stop, even one that had to cut a client (before: "killed by timeout", exit 1)')
+  t.ok(exit.at - sent >= GRACE_MS - 100, `the upload had the grace period (${exit.at - sent} ms)`)
+  const cut = jsonLines(run.out()).find((l) => /^grace period over/.test(l.msg))
+  t.match(cut, { level: 40, connections: 1, graceMs: GRACE_MS, msg: 'grace period over: 1 connection(s) still open cut' })
+  t.ok(jsonLines(run.out()).some((l) => l.msg === 'controller disconnected'), 'and then closed the rest')
+})
+
+t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up stops, exit 0', async (t) => {
+  // a server that accepts connections and never answers: the driver waits for its connect timeout
+  let reached = false
+  const sockets: Socket[] = []
+  const silent = createServer((socket) => {
+    reached = true
+    sockets.push(socket.on('error', () => {}))
+  })
+  silent.listen(0, '127.0.0.1')
+  await once(silent, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    silent.close()
+  })
+  const { env } = await gatewaySetup(t)
+  const dbPort = (silent.address() as AddressInfo).port
+  const run = start(t, [CLI, 'serve'], { ...env, DATABASE_URL: `mssql://gw:pw@127.0.0.1:${dbPort}/Picking` })
+  // the driver's connection: the start-up is under way (buildApp checks the mapping)
+  await until(() => reached || run.child.exitCode !== null, 'the gateway to connect to the database', 30000)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(run.child.exitCode, null, 'still starting')
+  const sent = Date.now()
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'exited')
+  if (!exit) return
+  t.equal(exit.signal, null, 'not killed by the signal (before: handlers installed only once the app was built)')
+  t.equal(exit.code, 0)
+  // the pool closes once the driver's connect attempt (5 s) gives up, within the grace period and a little
+  t.ok(exit.at - sent < GRACE_MS + 2000, `ended ${exit.at - sent} ms after SIGTERM`)
+  t.comment(`SIGTERM during start-up: exit ${exit.at - sent} ms after it`)
+  t.match(run.err(), 'stopped during start-up: SIGTERM')
+  t.notMatch(run.out(), LISTENING)
 })

@@ -3,6 +3,7 @@
 import { once } from 'node:events'
 import readline from 'node:readline'
 import { parseArgs } from 'node:util'
+import { createStop, describeStop, stopExitCode, watchProcess, type Stop } from '../lifecycle.js'
 import type { Logger } from './controller-link.js'
 import { startSimulator, type SimController, type SimMode, type Simulator } from './simulator.js'
 
@@ -35,15 +36,38 @@ export interface SimulateIo {
   stderr?: NodeJS.WritableStream
   /** Stops the simulator, like SIGINT/SIGTERM. */
   signal?: AbortSignal
+  /**
+   * The process's stop request (cli.ts installs it first thing); without it the simulator makes its own
+   * from SIGTERM, SIGINT, SIGHUP and the loss of stdout.
+   */
+  stop?: Stop
 }
 
-/** Usage errors exit with 64 (EX_USAGE); a port that cannot be bound with 1. */
+/**
+ * Usage errors exit with 64 (EX_USAGE); a port that cannot be bound with 1; a stop by a signal with 0;
+ * standard output gone (its reader went away: `simulate | head -1`) ends it too, with 74 (EX_IOERR).
+ */
 export async function runSimulateCommand (argv: string[], io: SimulateIo = {}): Promise<number> {
-  const stdin = io.stdin ?? process.stdin
   const stdout = io.stdout ?? process.stdout
   const stderr = io.stderr ?? process.stderr
-  const print = (line: string): void => { stdout.write(line + '\n') }
+  const own = io.stop === undefined ? createStop() : undefined
+  const stop = io.stop ?? own!
+  const unwatch = own !== undefined ? watchProcess(own, { stdout: stdout as unknown as NodeJS.WriteStream, warn: (line) => { stderr.write(line + '\n') } }) : undefined
+  const print = (line: string): void => {
+    const out = stdout as NodeJS.WritableStream & { destroyed?: boolean, writable?: boolean }
+    // a stream already gone throws no error again: its loss is a stop request all the same
+    if (out.destroyed === true || out.writable === false) return stop.request({ output: 'closed' })
+    out.write(line + '\n')
+  }
+  try {
+    return await simulateUntilStopped(argv, stop, print, { stdin: io.stdin ?? process.stdin, stdout, stderr, signal: io.signal })
+  } finally {
+    unwatch?.()
+  }
+}
 
+async function simulateUntilStopped (argv: string[], stop: Stop, print: (line: string) => void, io: Required<Omit<SimulateIo, 'signal' | 'stop'>> & { signal?: AbortSignal }): Promise<number> {
+  const { stdin, stdout, stderr, signal: external } = io
   let values
   try {
     values = parseArgs({
@@ -97,13 +121,9 @@ export async function runSimulateCommand (argv: string[], io: SimulateIo = {}): 
   for (const c of sim.controllers.values()) print(`${c.id} listening on ${c.host}:${c.port}`)
   print('type "help" for commands')
 
-  const stop = new AbortController()
-  const onSignal = (): void => stop.abort()
-  process.once('SIGINT', onSignal)
-  process.once('SIGTERM', onSignal)
-  const external = io.signal
+  const onSignal = (): void => stop.request({ signal: 'SIGTERM' })
   external?.addEventListener('abort', onSignal, { once: true })
-  if (external?.aborted === true) stop.abort()
+  if (external?.aborted === true) onSignal()
 
   const rl = readline.createInterface({ input: stdin, terminal: false })
   rl.on('line', (line) => {
@@ -115,14 +135,19 @@ export async function runSimulateCommand (argv: string[], io: SimulateIo = {}): 
   try {
     if (!stop.signal.aborted) await once(stop.signal, 'abort')
   } finally {
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
     external?.removeEventListener('abort', onSignal)
     rl.close()
     await sim.close()
   }
-  print('simulator stopped')
-  return 0
+  const reason = stop.reason!
+  if ('output' in reason) {
+    // the last word goes to stderr, if it is still there
+    stderr.once('error', () => {})
+    stderr.write(`picking-gateway simulate: ${describeStop(reason)}: its reader went away; simulator stopped (exit ${stopExitCode(reason)})\n`)
+  } else {
+    print('simulator stopped')
+  }
+  return stopExitCode(reason)
 }
 
 /** Executes one stdin command; resolves with the line to print. Exported for tests. */

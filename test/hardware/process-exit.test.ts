@@ -73,3 +73,27 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.match(out, /ctl-1 listening on 127\.0\.0\.1:\d+[\s\S]*simulator stopped/)
   })
 }
+
+t.test('picking-gateway simulate whose stdout reader went away ends at its next line, exit 74, saying why on stderr', async t => {
+  const cliEntry = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+  const child = spawn(process.execPath, [...loader, cliEntry, 'simulate', '--port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stderr.on('data', (d: Buffer) => { err += String(d) })
+  child.stdout.on('error', () => {})
+  child.stdin.on('error', () => {})
+  const killer = setTimeout(() => child.kill('SIGKILL'), 15000)
+  t.teardown(() => clearTimeout(killer))
+  const exited = new Promise<[number | null, string | null]>(resolve => child.on('exit', (c, s) => resolve([c, s])))
+  await new Promise<void>(resolve => child.stdout.on('data', (d: Buffer) => {
+    out += String(d)
+    if (out.includes('type "help"')) resolve()
+  }))
+  child.stdout.destroy()
+  // its answer meets the closed pipe (EPIPE)
+  child.stdin.write('status\n')
+  const [code, sig] = await exited
+  t.equal(sig, null, 'exited on its own (before: it kept running)')
+  t.equal(code, 74)
+  t.match(err, /standard output is gone \((EPIPE|ECONNRESET)\): its reader went away; simulator stopped \(exit 74\)/)
+})

@@ -1,0 +1,155 @@
+// How the long-running commands (serve, simulate) stop: what asks them to (a signal, standard output gone),
+// the shutdown with its grace period, and the exit code. Imports nothing heavy: cli.ts installs it first.
+
+/** sysexits.h EX_IOERR: standard output is gone. Not 0 and not 78, so systemd (Restart=on-failure) restarts. */
+export const EXIT_IOERR = 74
+
+/**
+ * Why a process stops: a signal asked it to (exit 0), its standard output's reader went away
+ * (exit 74), or an error nothing caught (exit 1).
+ */
+export type StopReason = { signal: NodeJS.Signals } | { output: string } | { error: unknown }
+
+export const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
+
+/** A stop that was asked for ends with 0; one forced by a lost output with 74 (a restart under systemd). */
+export function stopExitCode (reason: StopReason): number {
+  return 'signal' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
+}
+
+export function describeStop (reason: StopReason): string {
+  return 'signal' in reason ? reason.signal : 'output' in reason ? `standard output is gone (${reason.output})` : 'a fatal error'
+}
+
+/** One process's stop request: the first reason wins, later ones are ignored. */
+export interface Stop {
+  /** aborted at the first request */
+  readonly signal: AbortSignal
+  readonly reason: StopReason | undefined
+  request (reason: StopReason): void
+}
+
+export function createStop (): Stop {
+  const controller = new AbortController()
+  let reason: StopReason | undefined
+  return {
+    signal: controller.signal,
+    get reason () { return reason },
+    request (r) {
+      if (reason !== undefined) return
+      reason = r
+      controller.abort()
+    }
+  }
+}
+
+/** Thrown by a start-up that a stop request ended before it was done; carries the stop's exit code. */
+export class StoppedError extends Error {
+  readonly code: number
+  constructor (readonly reason: StopReason) {
+    super(`stopped during start-up: ${describeStop(reason)}`)
+    this.code = stopExitCode(reason)
+  }
+}
+
+/** A stream whose failure means that its reader went away. */
+export interface WatchedOutput {
+  readonly isTTY?: boolean
+  on (event: 'error', listener: (err: Error) => void): unknown
+  on (event: 'close', listener: () => void): unknown
+  off (event: 'error', listener: (err: Error) => void): unknown
+  off (event: 'close', listener: () => void): unknown
+}
+
+export interface WatchOptions {
+  /** the output whose loss stops the process (process.stdout) */
+  stdout?: WatchedOutput
+  /** a second signal while stopping: the process ends at once with this code (the first reason's) */
+  exit?: (code: number) => void
+  /** where the second signal is reported */
+  warn?: (line: string) => void
+}
+
+/**
+ * Makes SIGTERM, SIGINT and SIGHUP and the loss of standard output (EPIPE, EIO, the stream closed)
+ * requests to stop. Node's default for those signals is to die by them (exit 143 and the like); from
+ * here on they are a clean stop. Returns a function that removes the listeners.
+ */
+export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
+  const exit = opts.exit ?? ((code: number) => process.exit(code))
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stop.reason === undefined) return stop.request({ signal })
+    // a second signal: the one who sent it does not want to wait for the grace period
+    opts.warn?.(`second ${signal} while stopping: exiting now`)
+    exit(stopExitCode(stop.reason))
+  }
+  // A terminal that fails has hung up (EIO; the SIGHUP may come a moment later): the person at it left,
+  // which is a stop like SIGHUP, not a lost log (systemd never runs the service on a terminal).
+  const lost = (output: string): void => stop.request(opts.stdout?.isTTY === true ? { signal: 'SIGHUP' } : { output })
+  const onError = (err: Error): void => lost((err as NodeJS.ErrnoException).code ?? 'error')
+  const onClose = (): void => lost('closed')
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
+  opts.stdout?.on('error', onError)
+  opts.stdout?.on('close', onClose)
+  return () => {
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal)
+    opts.stdout?.off('error', onError)
+    opts.stdout?.off('close', onClose)
+  }
+}
+
+export interface ShutdownLog {
+  info (obj: object, msg: string): void
+  warn (obj: object, msg: string): void
+  error (obj: object, msg: string): void
+}
+
+export interface ShutdownOptions {
+  /** stops accepting, lets requests in flight finish, closes everything; resolves when done */
+  close: () => Promise<void>
+  /** cuts the connections still open once the grace period is over; resolves with how many it cut */
+  cut: () => Promise<number>
+  graceMs: number
+  /** how long closing may take after the cut (the links and the pool) before the shutdown counts as failed */
+  afterCutMs?: number
+  log: ShutdownLog
+}
+
+/**
+ * The shutdown after a stop request: close within the grace period; past it, cut the connections
+ * still open (a slow upload) and finish closing. Resolves with the exit code: the stop's own (0 for a
+ * signal, 74 for a lost output) however many connections were cut, 1 only when closing failed or
+ * did not finish.
+ */
+export async function shutdown (reason: StopReason, opts: ShutdownOptions): Promise<number> {
+  const code = stopExitCode(reason)
+  const closing = opts.close().then(() => true, (err: unknown) => {
+    opts.log.error({ err }, 'shutdown failed')
+    return false
+  })
+  const over = Symbol('over')
+  const first = await race(closing, opts.graceMs, over)
+  if (first !== over) return first ? code : 1
+  let cut = 0
+  try {
+    cut = await opts.cut()
+  } catch (err) {
+    opts.log.error({ err }, 'could not cut the connections left')
+  }
+  opts.log.warn({ connections: cut, graceMs: opts.graceMs }, `grace period over: ${cut} connection(s) still open cut`)
+  const afterCut = await race(closing, opts.afterCutMs ?? 3000, over)
+  if (afterCut === over) {
+    opts.log.error({ afterCutMs: opts.afterCutMs ?? 3000 }, 'shutdown did not finish after the connections were cut: exiting anyway')
+    return 1
+  }
+  return afterCut ? code : 1
+}
+
+async function race<T, O> (work: Promise<T>, ms: number, over: O): Promise<T | O> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([work, new Promise<O>((resolve) => { timer = setTimeout(() => resolve(over), ms) })])
+  } finally {
+    clearTimeout(timer)
+  }
+}
