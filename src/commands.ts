@@ -85,7 +85,7 @@ const COMMAND_HELP: Record<string, string> = {
   serve: `Usage: picking-gateway serve
 
 Runs the gateway until SIGTERM, SIGINT or SIGHUP (exit 0), or until its standard
-output's reader is gone (exit 74). Configuration comes from the file named by
+output's reader is gone (exit 74). It takes no options: configuration comes from the file named by
 PICKING_GATEWAY_CONFIG, then the environment (HOST, PORT, DATABASE_URL,
 PICKING_GATEWAY_JWT_SECRET, LOG_LEVEL), then systemd credentials (jwt-secret,
 database-password). With none of them it runs the embedded demo under data/.`,
@@ -161,6 +161,7 @@ export async function main (argv: string[], io: Io = processIo, stop?: Stop): Pr
     }
     switch (command) {
       case 'serve': {
+        serveArguments(rest)
         for (const flag of serveV8Flags(process.execArgv)) setFlagsFromString(flag)
         const { serve } = await import('./server.js')
         await serve({ env: io.env, stop, signals: stop !== undefined })
@@ -194,6 +195,31 @@ export async function main (argv: string[], io: Io = processIo, stop?: Stop): Pr
 async function simulate (argv: string[], stop?: Stop): Promise<number> {
   const { runSimulateCommand } = await import('./hardware/simulate-cli.js')
   return await runSimulateCommand(argv, { stop })
+}
+
+/** The environment variable and the configuration key that set what someone may try as a serve option. */
+const SERVE_SETTINGS: Record<string, [env: string, key: string | undefined]> = {
+  port: ['PORT', 'server.port'],
+  host: ['HOST', 'server.host'],
+  config: ['PICKING_GATEWAY_CONFIG', undefined],
+  database: ['DATABASE_URL', 'database.url'],
+  'database-url': ['DATABASE_URL', 'database.url'],
+  'log-level': ['LOG_LEVEL', 'logging.level']
+}
+
+/** serve takes neither options nor arguments: its configuration comes from the environment and the file. */
+function serveArguments (argv: string[]): void {
+  const [first, next] = argv
+  if (first === undefined) return
+  if (!first.startsWith('-') || first === '-') throw new UsageError(`unexpected argument '${first}': serve takes no arguments (see picking-gateway serve --help)`)
+  const eq = first.indexOf('=')
+  const name = (eq < 0 ? first : first.slice(0, eq)).replace(/^-+/, '')
+  const value = eq >= 0 ? first.slice(eq + 1) : next !== undefined && !next.startsWith('-') ? next : '…'
+  const setting = SERVE_SETTINGS[name.toLowerCase()]
+  const hint = setting === undefined
+    ? 'serve takes no options: its configuration comes from the environment and the configuration file, see picking-gateway serve --help'
+    : `use ${setting[0]}=${value}${setting[1] === undefined ? '' : ` (environment) or ${setting[1]} (configuration file)`}`
+  throw new UsageError(`Unknown option '${eq < 0 ? first : first.slice(0, eq)}' (${hint})`)
 }
 
 async function checkConfig (argv: string[], io: Io): Promise<number> {
@@ -337,6 +363,10 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
   const needsName = ['add', 'passwd', 'disable', 'enable']
   if (action === undefined || (!needsName.includes(action) && action !== 'list')) throw new UsageError("expected 'user add|passwd|disable|enable|list'")
   if (needsName.includes(action) && !name) throw new UsageError(`'user ${action}' needs a username`)
+  if (action === 'list' && name !== undefined) throw new UsageError(`unexpected argument '${name}': 'user list' takes none`)
+  const allowed: Record<string, string[]> = { add: ['type', 'display-name', 'password-stdin'], passwd: ['password-stdin'] }
+  const misplaced = Object.keys(values).find((option) => option !== 'help' && !(allowed[action] ?? []).includes(option))
+  if (misplaced !== undefined) throw new UsageError(`option '--${misplaced}' does not apply to 'user ${action}'`)
   const type = (values.type as string | undefined) ?? 'user'
   if (!['admin', 'user', 'application'].includes(type)) throw new UsageError(`--type must be admin, user or application, not '${type}'`)
   const password = action === 'add' || action === 'passwd' ? await readPassword(io, values['password-stdin'] === true) : undefined

@@ -37,6 +37,31 @@ t.test('help, version and usage errors', async (t) => {
   t.equal(await main(['user', 'add', 'x', '--bogus'], io({})), 64)
 })
 
+t.test('serve takes no options or arguments: exit 64 naming what to set instead (before: it ran on port 3000)', async (t) => {
+  const cases: Array<[string[], RegExp]> = [
+    [['serve', '--port', '3817'], /Unknown option '--port' \(use PORT=3817 \(environment\) or server\.port \(configuration file\)\)/],
+    [['serve', '--host=0.0.0.0'], /Unknown option '--host' \(use HOST=0\.0\.0\.0 /],
+    [['serve', '--config', '/etc/x.json'], /Unknown option '--config' \(use PICKING_GATEWAY_CONFIG=\/etc\/x\.json\)/],
+    [['serve', '--frobnicate'], /Unknown option '--frobnicate' \(serve takes no options/],
+    [['serve', 'extra'], /unexpected argument 'extra': serve takes no arguments/]
+  ]
+  for (const [argv, message] of cases) {
+    const res = io({})
+    t.equal(await main(argv, res), 64, argv.join(' '))
+    t.match(res.stderr.join('\n'), message)
+  }
+  // the other commands: every option and argument belongs to the action it is given to
+  const user = io({})
+  t.equal(await main(['user', 'list', 'extra'], user), 64, 'user list takes no name')
+  t.match(user.stderr.join(), /unexpected argument 'extra'/)
+  const option = io({})
+  t.equal(await main(['user', 'disable', 'bob', '--type', 'admin'], option), 64)
+  t.match(option.stderr.join(), /option '--type' does not apply to 'user disable'/)
+  t.equal(await main(['user', 'list', '--password-stdin'], io({})), 64)
+  t.equal(await main(['check-config', '--port', '1'], io({})), 64)
+  t.equal(await main(['db', 'init', 'extra'], io({})), 64)
+})
+
 t.test('check-config', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const good = join(dir, 'good.json')
