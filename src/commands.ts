@@ -348,6 +348,7 @@ async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
 async function readPassword (io: Io, fromStdin: boolean): Promise<string> {
   if (!fromStdin) throw new UsageError('give the password on standard input with --password-stdin (for example: read -rs PW; printf %s "$PW" | picking-gateway user passwd alice --password-stdin)')
   const password = (await io.readStdin()).replace(/\r?\n$/, '')
+  if (password === '') throw new UsageError('no password was read from standard input (it was empty or closed); pipe the password in, for example: printf %s "$PW" | picking-gateway user add alice --password-stdin')
   if (password.length < 8) throw new UsageError('the password must be at least 8 characters')
   return password
 }

@@ -85,7 +85,7 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
 export function validateConfig (raw: unknown, problems: string[] = []): Config {
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   for (const error of Value.Errors(Config, withDefaults)) {
-    problems.push(describeError(error.path, error.message, error.value))
+    problems.push(describeError(error.path, error.message, error.value, error.schema as { anyOf?: Array<{ const?: unknown }> }))
   }
   // The checks beyond the schema run on whatever parts have the right shape, so every problem is listed at once.
   const config = withDefaults as Config
@@ -109,10 +109,13 @@ function dedupe (list: string[]): string[] {
   return [...new Set(list)]
 }
 
-function describeError (path: string, message: string, value: unknown): string {
+function describeError (path: string, message: string, value: unknown, schema?: { anyOf?: Array<{ const?: unknown }> }): string {
   const key = path.replace(/^\//, '').replace(/\//g, '.') || '(root)'
   if (message.startsWith('Unexpected property')) return `${key}: unknown key`
   const shown = SECRET_KEYS.has(key) || SECRET_KEY_PATTERN.test(key) ? '<hidden>' : JSON.stringify(value)
+  // a choice of fixed values (logging.level): name them instead of "expected union value"
+  const choices = schema?.anyOf?.every((s) => typeof s.const === 'string') === true ? schema.anyOf.map((s) => s.const as string) : undefined
+  if (choices !== undefined) return `${key}: expected one of ${choices.join(', ')}, got ${shown === undefined ? 'nothing' : shown}`
   // only the first letter: the rest may quote a pattern or a name whose case matters
   return `${key}: ${message.charAt(0).toLowerCase()}${message.slice(1)}, got ${shown === undefined ? 'nothing' : shown}`
 }

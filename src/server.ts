@@ -2,7 +2,8 @@
 import { buildApp, type App } from './app.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, loadConfig, mappingsOf, type LoadOptions } from './config.js'
-import { openDatabase } from './db/index.js'
+import { openDatabase, sqlitePath } from './db/index.js'
+import { sqliteFileProblem } from './db/sqlite.js'
 import { createStop, describeStop, shutdown, StoppedError, watchProcess, type Stop } from './lifecycle.js'
 import { serviceLogger } from './logger.js'
 import { startSimulator, type Simulator } from './hardware/index.js'
@@ -40,6 +41,10 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
 
   const { config, demo, source } = loadConfig(options)
   const mappings = mappingsOf(config)
+  // a SQLite file that is not there (or a directory) is a configuration error: a restart would not find it either
+  const file = sqlitePath(config.database.url)
+  const fileProblem = file === undefined ? undefined : sqliteFileProblem(file, demo)
+  if (fileProblem !== undefined) throw new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url, or create it with: picking-gateway db init`])
   const logger = await untilStopped(serviceLogger(config.logging.level))
   const db = openDatabase(config.database.url, {
     logger: logger.child({ component: 'database' }),

@@ -62,6 +62,24 @@ t.test('serve takes no options or arguments: exit 64 naming what to set instead 
   t.equal(await main(['db', 'init', 'extra'], io({})), 64)
 })
 
+t.test('configuration and input errors name what is wrong', async (t) => {
+  const level = io({ LOG_LEVEL: 'verbose', PICKING_GATEWAY_JWT_SECRET: SECRET })
+  t.equal(await main(['check-config'], level), 78)
+  t.match(level.stderr.join(), 'logging.level: expected one of fatal, error, warn, info, debug, trace, silent, got "verbose"')
+  const dir = tempDir(t, 'pg-cli-')
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }
+  t.equal(await main(['db', 'init'], io({ ...env, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const empty = io(env, '')
+  t.equal(await main(['user', 'add', 'u1', '--password-stdin'], empty), 64)
+  t.match(empty.stderr.join(), /no password was read from standard input/, 'not "at least 8 characters"')
+  const missing = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}`, LOG_LEVEL: 'silent' })
+  t.equal(await main(['serve'], missing), 78, 'a SQLite file that is not there is configuration (before: exit 1)')
+  t.match(missing.stderr.join(), `database.url: SQLite database file '${join(dir, 'missing.db')}' does not exist`)
+  const directory = io({ ...env, DATABASE_URL: `sqlite:${dir}`, LOG_LEVEL: 'silent' })
+  t.equal(await main(['serve'], directory), 78)
+  t.match(directory.stderr.join(), `database.url: SQLite database '${dir}' is a directory`)
+})
+
 t.test('check-config', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const good = join(dir, 'good.json')

@@ -2,6 +2,7 @@
 // controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
 import { once } from 'node:events'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
+import { join } from 'node:path'
 import t from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError } from '../src/server.js'
@@ -151,4 +152,14 @@ t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up sto
   t.comment(`SIGTERM during start-up: exit ${exit.at - sent} ms after it`)
   t.match(run.err(), 'stopped during start-up: SIGTERM')
   t.notMatch(run.out(), LISTENING)
+})
+
+t.test('a SQLite file that is not there, or a directory: a configuration error (78) naming the path', async (t) => {
+  const { env, dir } = await gatewaySetup(t)
+  for (const [path, text] of [[join(dir, 'missing.db'), 'does not exist'], [dir, 'is a directory']]) {
+    const run = start(t, [CLI, 'serve'], { ...env, DATABASE_URL: `sqlite:${path}` })
+    const exit = await run.exitWithin(30000)
+    t.equal(exit?.code, 78, `${text}: exit 78, systemd does not restart`)
+    t.match(run.err(), `database.url: SQLite database ${path === dir ? '' : 'file '}'${path}' ${text}`)
+  }
 })

@@ -475,6 +475,14 @@ export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
   return info
 }
 
+/** Why `path` cannot be opened as a SQLite database (a missing file unless created, a directory), or undefined. */
+export function sqliteFileProblem (path: string, create: boolean): string | undefined {
+  if (path === ':memory:') return undefined
+  if (!existsSync(path)) return create ? undefined : `SQLite database file '${path}' does not exist`
+  if (statSync(path).isDirectory()) return `SQLite database '${path}' is a directory, not a database file`
+  return undefined
+}
+
 export function openSqlite (path: string, opts: SqliteOptions): Database {
   const readonly = opts.readonly === true
   const options: ConnectOptions = {
@@ -482,8 +490,7 @@ export function openSqlite (path: string, opts: SqliteOptions): Database {
     readonly,
     busyTimeoutMs: Math.max(0, Math.trunc(opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS))
   }
-  if (!options.create && path !== ':memory:' && !existsSync(path)) {
-    throw new DatabaseUnavailableError(`SQLite database file '${path}' does not exist`)
-  }
+  const problem = sqliteFileProblem(path, options.create)
+  if (problem !== undefined) throw new DatabaseUnavailableError(problem)
   return new SqliteDatabase(path, connect(path, options), options)
 }
