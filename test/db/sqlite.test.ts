@@ -1,7 +1,7 @@
 // The repository against real SQLite files: the reference schema and a customer-style foreign schema must behave the same.
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import { createReferenceTables } from '../../src/db/init.js'
@@ -437,17 +437,23 @@ t.test('a locked database answers DatabaseUnavailableError, not a hang', async (
   t.match(await repo.create({ name: 'S', type: 'ptl' }), { name: 'S' }, 'works again once the lock is gone')
 })
 
-t.test('a write waiting for another process\'s lock waits on timers, outside the queue: reads go on, our transactions keep their order', async (t) => {
-  const file = join(dir, 'lock-wait.db')
-  const db = openSqlite(file, { create: true })
+/** A station in a new file, and a second connection (the picking system) that holds the write lock over a change to it. */
+async function lockedStation (t: Test, name: string, options: { busyTimeoutMs?: number }, begin: string, description: string) {
+  const file = join(dir, name)
+  const db = openSqlite(file, { create: true, ...options })
   t.teardown(() => db.close())
   await createReferenceTables(db, referenceMappings)
   const repo = new Repository(db, stations, referenceMappings.stations)
   const row = await repo.create({ name: 'S-1', type: 'vlm' })
   const other = new BetterSqlite3(file)
   t.teardown(() => { if (other.open) other.close() })
-  other.exec('BEGIN EXCLUSIVE')
-  other.prepare('UPDATE stations SET description = ? WHERE id = ?').run('the picking system', row.id)
+  other.exec(begin)
+  other.prepare('UPDATE stations SET description = ? WHERE id = ?').run(description, row.id)
+  return { file, db, repo, row, other }
+}
+
+t.test('a write waiting for another process\'s lock waits on timers, outside the queue: reads go on, our transactions keep their order', async (t) => {
+  const { db, repo, row, other } = await lockedStation(t, 'lock-wait.db', {}, 'BEGIN EXCLUSIVE', 'the picking system')
 
   const order: string[] = []
   const first = repo.update(row.id as number, { address: 1 }).then((r) => { order.push('update 1'); return r })
@@ -473,16 +479,7 @@ t.test('a write waiting for another process\'s lock waits on timers, outside the
 })
 
 t.test('a lock held past the deadline: DatabaseUnavailableError after it, the row unchanged', async (t) => {
-  const file = join(dir, 'lock-deadline.db')
-  const db = openSqlite(file, { create: true, busyTimeoutMs: 200 })
-  t.teardown(() => db.close())
-  await createReferenceTables(db, referenceMappings)
-  const repo = new Repository(db, stations, referenceMappings.stations)
-  const row = await repo.create({ name: 'S-1', type: 'vlm' })
-  const other = new BetterSqlite3(file)
-  t.teardown(() => { if (other.open) other.close() })
-  other.exec('BEGIN IMMEDIATE')
-  other.prepare('UPDATE stations SET description = ? WHERE id = ?').run('held', row.id)
+  const { file, repo, row, other } = await lockedStation(t, 'lock-deadline.db', { busyTimeoutMs: 200 }, 'BEGIN IMMEDIATE', 'held')
   const started = performance.now()
   await t.rejects(repo.update(row.id as number, { address: 7 }), { name: 'DatabaseUnavailableError', statusCode: 503, code: 'DATABASE_UNAVAILABLE', message: 'The database is busy' }, 'a transaction')
   const waited = performance.now() - started

@@ -1,7 +1,7 @@
 // The API while another process holds SQLite's write lock, and while the database file is deleted or replaced under it.
 import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { sqlitePath } from '../../src/db/index.js'
 import { build, type TestContext } from '../helpers/build.js'
 import { sleep, until } from '../helpers/wait.js'
@@ -32,13 +32,19 @@ function holdLock (file: string): BetterSqlite3.Database {
   return other
 }
 
-t.test('a write lock held by another process: writes wait on timers, reads and /health answer at once', { skip: !onSqlite }, async (t) => {
-  const ctx = await build(t)
+/** Materials M-A (its id) and M-OTHER, and a second connection that holds the write lock over a change to M-OTHER. */
+async function lockedWithMaterial (t: Test, ctx: TestContext): Promise<{ a: number, other: BetterSqlite3.Database }> {
   const file = sqlitePath(ctx.config.database.url)!
   const a = await material(ctx, 'M-A')
   await material(ctx, 'M-OTHER')
   const other = holdLock(file)
   t.teardown(() => { if (other.open) other.close() })
+  return { a, other }
+}
+
+t.test('a write lock held by another process: writes wait on timers, reads and /health answer at once', { skip: !onSqlite }, async (t) => {
+  const ctx = await build(t)
+  const { a, other } = await lockedWithMaterial(t, ctx)
 
   const started = Date.now()
   const update = track(ctx, { method: 'PATCH', url: `/api/materials/${a}`, payload: { description: 'while locked' } })
@@ -79,11 +85,7 @@ t.test('a write lock held by another process: writes wait on timers, reads and /
 
 t.test('a lock held past the deadline: 503 DATABASE_UNAVAILABLE, nothing changed', { skip: !onSqlite }, async (t) => {
   const ctx = await build(t, {}, undefined, { busyTimeoutMs: 300 })
-  const file = sqlitePath(ctx.config.database.url)!
-  const a = await material(ctx, 'M-A')
-  await material(ctx, 'M-OTHER')
-  const other = holdLock(file)
-  t.teardown(() => { if (other.open) other.close() })
+  const { a, other } = await lockedWithMaterial(t, ctx)
 
   const started = Date.now()
   const update = track(ctx, { method: 'POST', url: `/api/materials/${a}`, payload: { description: 'too late' } })
