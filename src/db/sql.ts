@@ -240,7 +240,9 @@ export class SqlBuilder {
     if (s.absent) this.col(f.field)
     if (s.map !== undefined) return this.mappedCondition(f, s, params)
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
-    const c = this.col(f.field)
+    // SQL Server compares CHAR(n) without its trailing spaces; SQLite keeps and compares them, so
+    // 'ST ' would not equal the 'ST' the API shows (the sort keeps the stored value, as the cursor does)
+    const c = s.padded && this.dialect.name === 'sqlite' ? `RTRIM(${this.col(f.field)}, ' ')` : this.col(f.field)
     const operand = (v: SqlValue): SqlValue => this.operand(s, v)
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
     const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')
