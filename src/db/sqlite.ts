@@ -241,24 +241,31 @@ class SqliteDatabase implements Database {
   }
 
   /**
-   * A statement that could not run at once: after its turn in the queue, and after a BUSY (another
-   * process holds the lock) again after a pause, until the deadline. It holds the turn only while it
-   * runs, never while it pauses: other calls are not held up behind a write waiting for a lock.
+   * Runs `attempt` at its turn in the queue, and after a BUSY (another process holds the lock) again
+   * after a pause, until the deadline; returns holding the turn. It holds the turn only while
+   * `attempt` runs, never while it pauses: other calls are not held up behind a write waiting for a lock.
    */
-  private async later<T> (fn: () => T, failure?: unknown): Promise<T> {
+  private async atTurn<T> (attempt: () => T, failure?: unknown): Promise<T> {
     let backoff: Backoff | undefined
     for (;;) {
       if (failure !== undefined) await this.pause(failure, backoff ??= { deadline: 0, step: 0 })
       await this.turn()
       try {
-        return fn()
+        return attempt()
       } catch (err) {
-        failure = err
-      } finally {
         this.release()
+        failure = err
       }
     }
   }
+
+  /** A statement that could not run at once: through atTurn, then the turn goes to the next call. */
+  private async later<T> (fn: () => T, failure?: unknown): Promise<T> {
+    const result = await this.atTurn(fn, failure)
+    this.release()
+    return result
+  }
+
 
   query (stmt: Statement): Promise<Row[]> {
     return this.now(() => this.runQuery(stmt) as Row[])
@@ -282,30 +289,29 @@ class SqliteDatabase implements Database {
     if (this.held || this.refused !== undefined) return this.transactionLater(fn)
     this.held = true
     try {
-      this.begin.run()
+      this.beginNow()
     } catch (err) {
       this.release()
-      return this.transactionLater(fn, mapSqliteError(err))
+      return this.transactionLater(fn, err)
     }
     return this.inTransaction(fn)
   }
 
   /** A transaction that could not begin at once: as `later`, for BEGIN IMMEDIATE; fn runs once, after a BEGIN that succeeded. */
   private async transactionLater<T> (fn: (tx: Executor) => Promise<T>, failure?: unknown): Promise<T> {
-    let backoff: Backoff | undefined
-    for (;;) {
-      if (failure !== undefined) await this.pause(failure, backoff ??= { deadline: 0, step: 0 })
-      await this.turn()
-      try {
-        this.begin.run()
-      } catch (err) {
-        this.release()
-        failure = mapSqliteError(err)
-        continue
-      }
-      return await this.inTransaction(fn)
+    await this.atTurn(this.beginNow, failure)
+    return await this.inTransaction(fn)
+  }
+
+  /** BEGIN IMMEDIATE, its error in the class's terms (a BUSY stays recognizable to pause) */
+  private readonly beginNow = (): void => {
+    try {
+      this.begin.run()
+    } catch (err) {
+      throw mapSqliteError(err)
     }
   }
+
 
   /** fn inside the transaction just begun; gives the turn back once it is committed or rolled back. */
   private async inTransaction<T> (fn: (tx: Executor) => Promise<T>): Promise<T> {
