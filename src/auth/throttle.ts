@@ -11,6 +11,9 @@ interface Entry {
   waiting: Array<() => void>
 }
 
+/** nothing counted, nothing in flight, nobody waiting: the entry can go */
+const idle = (entry: Entry): boolean => entry.failures.length === 0 && entry.pending === 0 && entry.waiting.length === 0
+
 /**
  * An attempt is reserved before its password is checked and settled after (fail, succeed or
  * release), so that failures plus attempts in flight never exceed the limit: a burst sent at once
@@ -64,7 +67,7 @@ export class FailureThrottle {
     // Each waiter looks again, in the order they came; those that still find no room queue again, in that order.
     const waiting = entry.waiting.splice(0)
     for (const wake of waiting) wake()
-    if (entry.failures.length === 0 && entry.pending === 0 && entry.waiting.length === 0 && waiting.length === 0) this.entries.delete(key)
+    if (idle(entry) && waiting.length === 0) this.entries.delete(key)
   }
 
   /** The key's entry, created when missing, without failures older than the window. */
@@ -97,7 +100,7 @@ export class FailureThrottle {
   private prune (): void {
     for (const [key, entry] of this.entries) {
       this.expire(entry)
-      if (entry.failures.length === 0 && entry.pending === 0 && entry.waiting.length === 0) this.entries.delete(key)
+      if (idle(entry)) this.entries.delete(key)
     }
     for (const [key, entry] of this.entries) {
       if (this.entries.size <= MAX_KEYS / 2) break
