@@ -112,11 +112,17 @@ t.test('a lock held past the deadline: 503 DATABASE_UNAVAILABLE, nothing changed
   t.equal(retry.statusCode, 200, 'the same write succeeds once the lock is gone')
 })
 
-t.test('the database file deleted: 503 and not ready until it is back, never a new empty file', { skip: !onSqlite }, async (t) => {
+/** A gateway that checks its file every 50 ms, its warnings kept, and material M-A (its id). */
+async function watchedFile (t: Test): Promise<{ lines: string[], ctx: TestContext, file: string, a: number }> {
   const lines: string[] = []
   const ctx = await build(t, { database: { recheckMs: 50 }, logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(line) } } })
   const file = sqlitePath(ctx.config.database.url)!
   const a = await material(ctx, 'M-A')
+  return { lines, ctx, file, a }
+}
+
+t.test('the database file deleted: 503 and not ready until it is back, never a new empty file', { skip: !onSqlite }, async (t) => {
+  const { lines, ctx, file, a } = await watchedFile(t)
   // a consistent copy of the file, as a backup would be
   const backup = `${file}.backup`
   const db = new BetterSqlite3(file)
@@ -157,10 +163,7 @@ t.test('the database file deleted: 503 and not ready until it is back, never a n
 })
 
 t.test('the database file replaced by another: the new file is opened, its data visible', { skip: !onSqlite }, async (t) => {
-  const lines: string[] = []
-  const ctx = await build(t, { database: { recheckMs: 50 }, logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(line) } } })
-  const file = sqlitePath(ctx.config.database.url)!
-  const a = await material(ctx, 'M-A')
+  const { lines, ctx, file, a } = await watchedFile(t)
   const copy = `${file}.new`
   const old = `${file}.old`
   const db = new BetterSqlite3(file)
