@@ -230,7 +230,7 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
   // the embedded demo runs its simulated controllers (one per two stations) when none are configured
   const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0
-  io.out(`Configuration OK (${source}): database ${db}, listen ${config.server.host}:${config.server.port}` +
+  io.out(`Configuration file OK (${source}): database ${db}, listen ${config.server.host}:${config.server.port}` +
     `${config.server.tls ? ' (HTTPS)' : ''}, ${controllers} controller(s), licence ${config.licence.logins} login(s)`)
   return await checkDatabase(config, demo, io)
 }

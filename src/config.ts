@@ -282,6 +282,11 @@ function valueProblems (name: ResourceName, mapping: TableMapping): string[] {
       problems.push(`mapping.${name}.columns.${field}.values: ${f.id === true ? 'the id' : 'a date-time field'} cannot have a value map`)
       continue
     }
+    const strange = f.enum === undefined ? [] : Object.keys(values).filter((key) => !f.enum!.includes(key))
+    if (strange.length > 0) {
+      problems.push(`mapping.${name}.columns.${field}.values: ${strange.map((k) => JSON.stringify(k)).join(', ')} ${strange.length === 1 ? 'is not a value' : 'are not values'} of ${field}; expected ${f.enum!.join(', ')}`)
+      continue
+    }
     try {
       compileValueMap(f.kind, values)
     } catch (err) {

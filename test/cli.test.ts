@@ -86,7 +86,7 @@ t.test('check-config', async (t) => {
   writeFileSync(good, JSON.stringify({ database: { url: 'mssql://gw:p%40ss@db.local/Picking' }, auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: '10.0.0.5', port: 4001 }] } }))
   const ok = io({})
   t.equal(await main(['check-config', good], ok), 0)
-  t.match(ok.stdout[0], /Configuration OK .*database mssql:\/\/<credentials>@db.local\/Picking.*1 controller/)
+  t.match(ok.stdout[0], /Configuration file OK .*database mssql:\/\/<credentials>@db.local\/Picking.*1 controller/)
   t.notMatch(ok.stdout.join(), /p%40ss|k7Jq/, 'no secrets printed')
 
   const bad = join(dir, 'bad.json')

@@ -100,7 +100,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
     mapping: {
       materials: { table: 'Artikel', timeZone: 'Mars/Olympus', columns: { ...columns, name: null, blocked: { column: 'Gesperrt', values: { true: 'J' } }, weight: { column: 'Gew', values: { heavy: 'H' } }, createdAt: { column: 'Angelegt', values: { x: 1 } } } },
       stations: { table: 'Wp', columns: { ...referenceMappings.stations.columns, type: { column: 'T', values: { vlm: 'V', ptl: 'V' } } } },
-      users: { table: 'U', readOnly: true, columns: referenceMappings.users.columns }
+      users: { table: 'U', readOnly: true, columns: { ...referenceMappings.users.columns, type: { column: 'Typ', values: { admin: 'A', robot: 'R', Scanner: 'S' } } } }
     }
   })).join('\n')
   t.match(problems, /mapping.materials.name: cannot be null; the gateway needs a column for it/)
@@ -110,6 +110,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   t.match(problems, /mapping.materials.timeZone: unknown time zone "Mars\/Olympus"/)
   t.match(problems, /mapping.stations.columns.type.values: the stored code "V" is given for two values/)
   t.match(problems, /mapping.users.readOnly: the gateway writes its user table/)
+  t.match(problems, /mapping.users.columns.type.values: "robot", "Scanner" are not values of type; expected admin, user, application/)
   const dir = tempDir(t, 'pg-config-')
   writeFileSync(join(dir, 'broken.json'), '{ "server": ')
   t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'broken.json') } })), [/not valid JSON/])
