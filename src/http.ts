@@ -1,7 +1,7 @@
 // HTTP conventions shared by the resource routes: ETags, conditional requests, the list envelope.
 import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { nextLink, parseListQuery, type QueryString } from './db/list-query.js'
+import { nextLink, parseListQuery, type DerivedFilters, type QueryString } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
 import type { Row } from './db/types.js'
 
@@ -203,6 +203,8 @@ export interface SendListOptions {
    * cache (200 or 304) without a query.
    */
   stored?: { cache: ListPageCache, mark: () => string | undefined }
+  /** filters on response fields that are not columns (parseListQuery) */
+  derived?: DerivedFilters
 }
 
 /** serverTime's place while the body is hashed: the same length as any ISO time, so it is replaced in place. */
@@ -256,7 +258,7 @@ export async function sendList<T> (
   toPublic: (row: Row) => T,
   opts: SendListOptions = {}
 ): Promise<ListBody<T> | FastifyReply> {
-  const parsed = parseListQuery(request.query as QueryString, repo.def, repo.storage.coded)
+  const parsed = parseListQuery(request.query as QueryString, repo.def, repo.storage.coded, opts.derived)
   const stored = opts.stored
   const mark = stored?.mark()
   const hit = mark === undefined ? undefined : stored?.cache.get(request.url, mark)

@@ -1,9 +1,9 @@
 // User management rules: who may change what, the licence cap, and revocation by token version.
 import { ApiError, badRequest, forbidden, licenceLimit } from './errors.js'
-import { ConflictError, NotFoundError } from './db/errors.js'
-import { isSsoMarker, type SsoIdentity } from './auth/sso.js'
+import { BadQueryError, ConflictError, NotFoundError } from './db/errors.js'
+import { isSsoMarker, SSO_MARKER_PREFIX, type SsoIdentity } from './auth/sso.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
-import { parseListQuery } from './db/list-query.js'
+import { parseListQuery, type DerivedFilters } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
 import type { Executor, Row } from './db/types.js'
 import { Value } from '@sinclair/typebox/value'
@@ -25,6 +25,17 @@ export interface UserServiceOptions {
 function usernameTaken (username: string, taken: Row): ApiError {
   const whose = isSsoMarker(taken.passwordHash) ? 'another single sign-on account' : 'a local account'
   return forbidden(`The username '${username}' is already taken by ${whose}; an identity provider's user is never linked to it. Rename that account or map another claim to the username (auth.sso usernameClaim); no user was created`)
+}
+
+/**
+ * `source=sso` and `source=local` on the user list: whether the password-hash column holds the
+ * single sign-on marker (toUser's test, as a LIKE on its fixed prefix).
+ */
+export const userFilters: DerivedFilters = {
+  source: (raw) => {
+    if (raw !== 'sso' && raw !== 'local') throw new BadQueryError(`Invalid value for 'source': expected sso or local, got '${raw}'`)
+    return { field: 'passwordHash', op: raw === 'sso' ? 'like' : 'notlike', values: [`${SSO_MARKER_PREFIX}%`] }
+  }
 }
 
 /** The public shape: never the hash or the token version, whatever the row holds. */

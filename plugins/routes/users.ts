@@ -8,7 +8,7 @@ import {
 import { NotFoundError } from '../../src/db/errors.js'
 import { forbidden } from '../../src/errors.js'
 import { ifMatchCheck, sendItem, sendList, sendOne } from '../../src/http.js'
-import { toUser, UserService } from '../../src/users.js'
+import { toUser, userFilters, UserService } from '../../src/users.js'
 
 export interface UserRoutesOptions {
   licenceLogins: number
@@ -86,7 +86,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       querystring: ListQuery,
       response: { 200: ListEnvelope(User), 304: Type.Null(), ...errorResponses(400, 401, 403, 503) }
     }
-  }, async (request, reply) => sendList(request, reply, fastify.repos.users, toUser))
+  }, async (request, reply) => sendList(request, reply, fastify.repos.users, toUser, { derived: userFilters }))
 
   fastify.post('/', {
     preHandler: admin,

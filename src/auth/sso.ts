@@ -19,7 +19,7 @@ const DEFAULT_USERNAME_CLAIMS = ['preferred_username', 'upn', 'email']
 const NBF_SKEW_SECONDS = 60
 
 /** The password-hash column of an SSO user holds this prefix: argon2 hashes start with `$argon2`, so it can never verify. */
-const SSO_MARKER_PREFIX = '!sso:'
+export const SSO_MARKER_PREFIX = '!sso:'
 
 /** When several claim values map to different types, the most privileged wins. */
 const TYPE_RANK: Record<UserType, number> = { admin: 3, user: 2, application: 1 }

@@ -28,6 +28,9 @@ export interface Filter {
   values: SqlValue[]
 }
 
+/** A filter on a field computed from stored ones: the raw query value to a Filter, or a BadQueryError. */
+export type DerivedFilters = Record<string, (raw: string) => Filter>
+
 export interface SortKey {
   field: string
   desc: boolean
@@ -229,8 +232,10 @@ export function sortSpec (sort: SortKey[]): string {
 /**
  * `codes`: the fields with a value map in this installation (ResourceStorage.coded), whose filters
  * may name stored codes that no map knows.
+ * `derived`: response fields that are not columns (a user's `source`), each with the filter on
+ * stored columns that one of its values stands for.
  */
-export function parseListQuery (query: QueryString, def: ResourceDef, codes?: ReadonlySet<string>): ListQuery {
+export function parseListQuery (query: QueryString, def: ResourceDef, codes?: ReadonlySet<string>, derived?: DerivedFilters): ListQuery {
   const limitRaw = single(query, 'limit')
   const offsetRaw = single(query, 'offset')
   const countRaw = single(query, 'count')
@@ -256,6 +261,11 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
   let operands = 0
   for (const [key, value] of Object.entries(query)) {
     if (CONTROL_PARAMS.has(key) || value === undefined) continue
+    const derive = derived !== undefined && Object.hasOwn(derived, key) ? derived[key] : undefined
+    if (derive !== undefined) {
+      for (const raw of Array.isArray(value) ? value : [value]) filters.push(derive(raw))
+      continue
+    }
     const field = def.fields[key]
     if (!Object.hasOwn(def.fields, key) || !isVisible(field)) throw new BadQueryError(`Unknown query parameter '${key}'`)
     for (const raw of Array.isArray(value) ? value : [value]) {

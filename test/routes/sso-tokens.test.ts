@@ -193,6 +193,29 @@ t.test('claims: type mapping, missing claim, username fallbacks, a local account
   t.match((await users()).find((u) => u.username === 'dave'), { type: 'user', source: 'local' }, 'the local account is untouched')
   t.match(logs.join('\n'), /already taken by a local account/, 'and the log warns')
 
+  // source is a filter like any field: every row of each side, through meta.next
+  const walk = async (query: string) => {
+    const names: string[] = []
+    let url: string | undefined = `/api/users?limit=1&${query}`
+    while (url !== undefined) {
+      const res = await ctx.app.inject({ method: 'GET', url, headers: ctx.auth(ctx.adminToken) })
+      t.equal(res.statusCode, 200, url)
+      for (const u of res.json().data as Array<{ username: string, source: string }>) names.push(`${u.source}:${u.username}`)
+      url = res.json().meta.next
+    }
+    return names.sort()
+  }
+  const everyone = (await users()).map((u) => `${u.source}:${u.username}`).sort()
+  const sso = await walk('source=sso')
+  const local = await walk('source=local&sort=-username')
+  t.same(sso, everyone.filter((u) => u.startsWith('sso:')))
+  t.same(local, everyone.filter((u) => u.startsWith('local:')))
+  t.ok(sso.length >= 2 && local.length >= 2, `both sides have rows: ${sso.join(', ')} | ${local.join(', ')}`)
+  t.same(await walk('source=sso&source=local'), [], 'repeated, the conditions are ANDed')
+  const bad = await ctx.app.inject({ method: 'GET', url: '/api/users?source=SSO', headers: ctx.auth(ctx.adminToken) })
+  t.equal(bad.statusCode, 400)
+  t.same(bad.json(), { error: 'Bad Request', code: 'BAD_QUERY', message: "Invalid value for 'source': expected sso or local, got 'SSO'", statusCode: 400 })
+
   idp.claims.set('erp-6', { roles: ['gateway-user'], preferred_username: 'x'.repeat(65) })
   const long = await call('erp-6')
   t.equal(long.statusCode, 403)
