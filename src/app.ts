@@ -13,7 +13,7 @@ import Fastify, { LogController, type FastifyContextConfig, type FastifyError, t
 import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
-import { User, UserCreate } from '../schemas/users.js'
+import { PATTERN_RULES, User, UserCreate } from '../schemas/users.js'
 import { mappingsOf, signingKeys } from './config.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
@@ -90,6 +90,8 @@ function describeValidation (errors: ErrorObject[], dataVar: string): Error {
   if (first.keyword === 'additionalProperties') {
     const field = params.additionalProperty as string
     message = READ_ONLY_FIELDS.has(field) ? `${path}/${field} is read-only` : `${path} has unknown field '${field}'`
+  } else if (first.keyword === 'pattern' && Object.hasOwn(PATTERN_RULES, params.pattern as string)) {
+    message = `${path} ${PATTERN_RULES[params.pattern as string]}`
   } else if (first.keyword === 'required') {
     message = `${path} must have required field '${params.missingProperty as string}'`
   } else {

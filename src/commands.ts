@@ -15,7 +15,8 @@ import { Repository } from './db/repository.js'
 import type { Database, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
 import { toUser, UserService } from './users.js'
-import type { UserType } from '../schemas/users.js'
+import { Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
+import { Value } from '@sinclair/typebox/value'
 
 export const EXIT_OK = 0
 export const EXIT_FAILURE = 1
@@ -365,6 +366,10 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
   if (action === undefined || (!needsName.includes(action) && action !== 'list')) throw new UsageError("expected 'user add|passwd|disable|enable|list'")
   if (needsName.includes(action) && !name) throw new UsageError(`'user ${action}' needs a username`)
   if (action === 'list' && name !== undefined) throw new UsageError(`unexpected argument '${name}': 'user list' takes none`)
+  // the API's rule for a new name (schemas/users.ts), so that the command line cannot create what a login never finds
+  if (action === 'add' && !Value.Check(Username, name)) {
+    throw new UsageError(`the username ${JSON.stringify(name)} ${(name as string).length > 64 ? 'is longer than 64 characters' : USERNAME_RULE}`)
+  }
   const allowed: Record<string, string[]> = { add: ['type', 'display-name', 'password-stdin'], passwd: ['password-stdin'] }
   const misplaced = Object.keys(values).find((option) => option !== 'help' && !(allowed[action] ?? []).includes(option))
   if (misplaced !== undefined) throw new UsageError(`option '--${misplaced}' does not apply to 'user ${action}'`)

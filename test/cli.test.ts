@@ -35,6 +35,12 @@ t.test('help, version and usage errors', async (t) => {
   t.equal(await main(['user', 'add'], io({})), 64, 'user add needs a name')
   t.equal(await main(['user', 'add', 'x', '--type', 'root'], io({})), 64)
   t.equal(await main(['user', 'add', 'x', '--bogus'], io({})), 64)
+  const blank = io({})
+  t.equal(await main(['user', 'add', '   '], blank), 64, 'a name of spaces is refused before anything is read or opened')
+  t.match(blank.stderr.join(), /the username "   " must hold a character other than spaces/)
+  const long = io({})
+  t.equal(await main(['user', 'add', 'x'.repeat(65)], long), 64)
+  t.match(long.stderr.join(), /is longer than 64 characters/)
 })
 
 t.test('serve takes no options or arguments: exit 64 naming what to set instead (before: it ran on port 3000)', async (t) => {

@@ -201,7 +201,7 @@ t.test('claims: type mapping, missing claim, username fallbacks, a local account
       const res = await ctx.app.inject({ method: 'GET', url, headers: ctx.auth(ctx.adminToken) })
       t.equal(res.statusCode, 200, url)
       for (const u of res.json().data as Array<{ username: string, source: string }>) names.push(`${u.source}:${u.username}`)
-      url = res.json().meta.next
+      url = res.json().meta.next as string | undefined
     }
     return names.sort()
   }

@@ -78,7 +78,11 @@ t.test('create', async (t) => {
     [{ username: 'x', password: 'long-enough', tokenVersion: 3 }, /unknown field 'tokenVersion'/],
     [{ username: 'x', password: 'long-enough', id: 7 }, /id is read-only/],
     [{ username: 'x', password: 'long-enough', enabled: 'true' }, /enabled/],
-    [{ password: 'long-enough' }, /username/]
+    [{ password: 'long-enough' }, /username/],
+    // stored trimmed, a name of spaces would be '': an account no login can reach, holding a licence login
+    [{ username: '   ', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control characters$/],
+    [{ username: '\u3000\u00a0', password: 'long-enough' }, /^body\/username must hold a character other than spaces/],
+    [{ username: 'a\u0007b', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control characters$/]
   ]
   for (const [payload, message] of bad) {
     const r = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload })
@@ -171,6 +175,10 @@ t.test('update', async (t) => {
   t.equal((await app.inject({ method: 'POST', url: '/api/users/999', headers: admin, payload: { displayName: 'x' } })).statusCode, 404)
   const dup = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: admin, payload: { username: 'admin' } })
   t.equal(dup.statusCode, 409)
+  const blank = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { username: '    ' } })
+  t.equal(blank.statusCode, 400, 'a rename to spaces')
+  t.match(blank.json().message, /^body\/username must hold a character other than spaces/)
+  t.equal((await app.repos.users.get(user.id))!.username, user.username, 'and the name is unchanged')
 
   const read = await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })
   const stale = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: { ...admin, 'if-match': '"stale"' }, payload: { displayName: 'x' } })
