@@ -141,7 +141,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const providerFetch = proxyFetch()
   fastify.addHook('onClose', async () => { await providerFetch.close() })
   const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming, warn: (fields, message) => fastify.log.warn(fields, message) })
-  const userService = new UserService({ repo: users, passwords, licenceLogins: opts.licenceLogins, onRevoke: (id) => cache.delete(id) })
+  const userService = new UserService({ repo: users, passwords, licenceLogins: opts.licenceLogins, onChange: (id) => cache.delete(id) })
   /** provider + subject -> user id, so that a known identity costs no lookup by marker */
   const ssoIds = new Map<string, number>()
   /** one creation per identity at a time */
@@ -204,6 +204,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       const changes: Row = { lastLoginAt: new Date() }
       if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)
       await users.update(user.id as number, changes, { touch: false })
+      // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
+      cache.delete(user.id as number)
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }
     }
   }

@@ -379,7 +379,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
 
   return await withDatabase(io, async (db, { config }, mappings) => {
     const repo = await new Repository(db, resources.users, mappings.users).learn()
-    const service = new UserService({ repo, passwords: await createPasswords(config.auth.argon2), licenceLogins: config.licence.logins, onRevoke: () => {} })
+    const service = new UserService({ repo, passwords: await createPasswords(config.auth.argon2), licenceLogins: config.licence.logins, onChange: () => {} })
     // The command line acts as the machine's administrator, not as any user account.
     const operator = { id: 0, type: 'admin' as const }
     if (action === 'list') {

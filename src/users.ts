@@ -18,8 +18,11 @@ export interface UserServiceOptions {
   repo: Repository
   passwords: Passwords
   licenceLogins: number
-  /** called after a user's tokens were revoked (token version bumped, disabled or deleted) */
-  onRevoke: (userId: number) => void
+  /**
+   * called after a user row was changed or deleted: a copy kept for token checks is stale, whether
+   * the change revoked tokens (disabled, deleted, version bumped) or gave access back (enabled)
+   */
+  onChange: (userId: number) => void
 }
 
 function usernameTaken (username: string, taken: Row): ApiError {
@@ -109,7 +112,7 @@ export class UserService {
         if (willCount && !counted) await this.assertLicence(tx)
       }
     })
-    if (revoked) this.opts.onRevoke(id)
+    this.opts.onChange(id)
     return toUser(row)
   }
 
@@ -118,7 +121,7 @@ export class UserService {
     await this.opts.repo.delete(id, { check }).catch((err: unknown) => {
       throw err instanceof NotFoundError ? new NotFoundError(`User ${id} not found`) : err
     })
-    this.opts.onRevoke(id)
+    this.opts.onChange(id)
   }
 
   /**
@@ -138,7 +141,7 @@ export class UserService {
         if (locked.enabled === true && LICENSED.includes(identity.type) && !counted) await this.assertLicence(tx)
       }
     })
-    this.opts.onRevoke(row.id as number)
+    this.opts.onChange(row.id as number)
     return updated
   }
 

@@ -23,7 +23,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     repo: fastify.repos.users,
     passwords: fastify.auth.passwords,
     licenceLogins: opts.licenceLogins,
-    onRevoke: (id) => fastify.auth.forget(id)
+    onChange: (id) => fastify.auth.forget(id)
   })
   const admin = fastify.requireType('admin')
 

@@ -381,6 +381,32 @@ t.test('revocation reaches other instances within the cache time', async (t) => 
   t.ok(Date.now() - started < 2000, 'revoked within seconds')
 })
 
+t.test('re-enabled: new tokens work at once, though the cache still held the disabled row (before: 401 for the cache time)', async (t) => {
+  // a cache time no test waits out: every 200 below comes from the row being forgotten, not from expiry
+  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
+  const admin = ctx.auth(ctx.adminToken)
+  const user = await ctx.createUser('user')
+  const erp = await ctx.createUser('application')
+  for (const who of [user, erp]) {
+    const get = (token: string) => ctx.app.inject({ method: 'GET', url: `/api/users/${who.id}`, headers: ctx.auth(token) })
+    t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${who.id}`, headers: admin, payload: { enabled: false } })).statusCode, 200)
+    t.equal((await get(who.accessToken)).statusCode, 401, 'disabled: refused, and the disabled row is now cached')
+    t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${who.id}`, headers: admin, payload: { enabled: true } })).statusCode, 200)
+    t.equal((await get(who.accessToken)).statusCode, 401, 'the tokens from before stay revoked')
+    const again = await ctx.login(who.username, who.password)
+    t.equal((await get(again.accessToken)).statusCode, 200, `${who.username}: the new access token works at once`)
+    const app = await ctx.app.inject({ method: 'POST', url: '/api/users/application-token', headers: ctx.auth(again.refreshToken) })
+    t.equal(app.statusCode, who === erp ? 200 : 403, 'the new refresh token too')
+  }
+  // a login also forgets a stale copy the API did not cause (another instance enabled the row)
+  const other = await ctx.createUser('user')
+  await ctx.app.repos.users.update(other.id, { enabled: false })
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${other.id}`, headers: ctx.auth(other.accessToken) })).statusCode, 401)
+  await ctx.app.repos.users.update(other.id, { enabled: true })
+  const fresh = await ctx.login(other.username, other.password)
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${other.id}`, headers: ctx.auth(fresh.accessToken) })).statusCode, 200)
+})
+
 t.test('key rotation: the newest key signs, older keys verify until removed', async (t) => {
   const k1 = { kid: 'k1', secret: 'first-secret-0123456789abcdefghijklmn' }
   const k2 = { kid: 'k2', secret: 'second-secret-0123456789abcdefghijklm' }
