@@ -113,6 +113,9 @@ const AUDIENCE: Record<TokenType, string> = {
   application: 'picking-gateway:application'
 }
 
+/** How far before a user row's last change a provider token may be issued and still change its type (staleClaim). */
+const IAT_BACKDATE_MS = 6 * 60 * 1000
+
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=+/]+) *$/i
 
 interface CachedUser { row: Row | undefined, expires: number }
@@ -141,11 +144,38 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const providerFetch = proxyFetch()
   fastify.addHook('onClose', async () => { await providerFetch.close() })
   const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming, warn: (fields, message) => fastify.log.warn(fields, message) })
-  const userService = new UserService({ repo: users, passwords, licenceLogins: opts.licenceLogins, onChange: (id) => cache.delete(id) })
+  const userService = new UserService({
+    repo: users,
+    passwords,
+    licenceLogins: opts.licenceLogins,
+    onChange: (id) => cache.delete(id),
+    audit: (fields, message) => fastify.log.warn(fields, message)
+  })
   /** provider + subject -> user id, so that a known identity costs no lookup by marker */
   const ssoIds = new Map<string, number>()
   /** one creation per identity at a time */
   const ssoPending = new Map<string, Promise<Row>>()
+  /** provider + subject -> the newest iat (ms) among its tokens seen here */
+  const ssoNewest = new Map<string, number>()
+
+  /**
+   * A token that says another type than the row but is older than what set the row's type: a token
+   * newer than it seen here, or the row's last change (less the backdating some providers do to iat,
+   * Entra ID's five minutes among them, which also covers a restart). It may not set the type back.
+   */
+  function staleClaim (identity: SsoIdentity, row: Row): boolean {
+    if (identity.issuedAt === undefined) return false
+    const newest = ssoNewest.get(identity.marker)
+    if (newest !== undefined && identity.issuedAt < newest) return true
+    const modified = row.modifiedAt instanceof Date ? row.modifiedAt.getTime() : Date.parse(String(row.modifiedAt))
+    return identity.issuedAt < modified - IAT_BACKDATE_MS
+  }
+
+  function noteIssued (identity: SsoIdentity): void {
+    if (identity.issuedAt === undefined || identity.issuedAt <= (ssoNewest.get(identity.marker) ?? -Infinity)) return
+    if (ssoNewest.size > 10000) ssoNewest.clear()
+    ssoNewest.set(identity.marker, identity.issuedAt)
+  }
 
   async function loadUser (id: number): Promise<Row | undefined> {
     const hit = cache.get(id)
@@ -284,7 +314,12 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
 
   async function ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row> {
     try {
-      return await ssoRow(provider.identity(claims))
+      const identity = provider.identity(claims)
+      const row = await ssoRow(identity)
+      if (row.type !== identity.type && row.enabled === true) {
+        log.info({ provider: provider.id, userId: row.id, claimed: identity.type, type: row.type }, "identity provider token older than the user's type: it acts with the row's type")
+      }
+      return row
     } catch (err) {
       // claims that give no type, a username that is taken or too long, the licence: the caller and the log learn why
       if (err instanceof ApiError && err.statusCode === 403) log.warn({ provider: provider.id, sub: claims.sub, code: err.code }, err.message)
@@ -296,13 +331,18 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     // The usual path: a known identity, its row from the revocation cache.
     const known = ssoIds.get(identity.marker)
     const cached = known === undefined ? undefined : await loadUser(known)
-    if (cached !== undefined && cached.passwordHash === identity.marker && (cached.type === identity.type || cached.enabled !== true)) return cached
+    if (cached !== undefined && cached.passwordHash === identity.marker &&
+      (cached.type === identity.type || cached.enabled !== true || staleClaim(identity, cached))) {
+      noteIssued(identity)
+      return cached
+    }
     let pending = ssoPending.get(identity.marker)
     if (pending === undefined) {
-      pending = userService.ssoUser(identity).finally(() => ssoPending.delete(identity.marker))
+      pending = userService.ssoUser(identity, (row) => staleClaim(identity, row)).finally(() => ssoPending.delete(identity.marker))
       ssoPending.set(identity.marker, pending)
     }
     const row = await pending
+    noteIssued(identity)
     if (ssoIds.size > 10000) ssoIds.clear()
     ssoIds.set(identity.marker, row.id as number)
     cache.delete(row.id as number)

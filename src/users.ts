@@ -23,6 +23,8 @@ export interface UserServiceOptions {
    * the change revoked tokens (disabled, deleted, version bumped) or gave access back (enabled)
    */
   onChange: (userId: number) => void
+  /** what single sign-on did to user rows (created, type changed): the log's audit trail */
+  audit?: (fields: object, message: string) => void
 }
 
 function usernameTaken (username: string, taken: Row): ApiError {
@@ -130,10 +132,15 @@ export class UserService {
    * says. Never linked to a local account. Throws 403 (FORBIDDEN, LICENCE_LIMIT) with a message
    * saying why; the caller logs it.
    */
-  async ssoUser (identity: SsoIdentity): Promise<Row> {
+  async ssoUser (identity: SsoIdentity, stale?: (row: Row) => boolean): Promise<Row> {
     const row = await this.opts.repo.findOne('passwordHash', identity.marker)
-    if (row === undefined) return await this.createSso(identity)
-    if (row.enabled !== true || row.type === identity.type) return row
+    if (row === undefined) {
+      const created = await this.createSso(identity)
+      this.opts.audit?.({ userId: created.id, username: created.username, type: created.type }, 'single sign-on: user created by its first token')
+      return created
+    }
+    // a token older than the row's type (stale) authenticates, with the row's type: it cannot set it back
+    if (row.enabled !== true || row.type === identity.type || stale?.(row) === true) return row
     const updated = await this.opts.repo.update(row.id as number, { type: identity.type, tokenVersion: Number(row.tokenVersion ?? 0) + 1 }, {
       check: (locked) => locked.passwordHash === identity.marker,
       guard: async (locked, tx) => {
@@ -142,6 +149,7 @@ export class UserService {
       }
     })
     this.opts.onChange(row.id as number)
+    this.opts.audit?.({ userId: row.id, username: row.username, from: row.type, to: updated.type }, "single sign-on: the provider's claim changed the user's type; its gateway tokens are revoked")
     return updated
   }
 

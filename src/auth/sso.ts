@@ -95,6 +95,8 @@ export interface SsoIdentity {
   /** normalized; or why there is none usable (only needed when the row is created) */
   username: { name: string } | { problem: string }
   displayName: string | null
+  /** the token's iat in ms, when it has one: an older token may not set the type back (plugins/auth.ts) */
+  issuedAt?: number
 }
 
 export interface SsoProviderOptions {
@@ -224,6 +226,7 @@ export class SsoProvider {
     // jose's clockTolerance also stretches exp: the skew is for nbf only.
     if ((payload.exp as number) <= Math.floor(Date.now() / 1000)) throw new SsoError('the token has expired', { expired: true })
     if (typeof payload.sub !== 'string' || payload.sub === '') throw new SsoError('the token has no sub')
+    if (typeof payload.iat === 'number' && payload.iat > Math.floor(Date.now() / 1000) + NBF_SKEW_SECONDS) throw new SsoError('the token was issued in the future (iat)')
     const claims = payload as SsoClaims
     this.checked.set(token, claims, Math.min((claims.exp as number) * 1000, Date.now() + this.maxAgeMs))
     return claims
@@ -293,7 +296,8 @@ export class SsoProvider {
       marker: ssoMarker(this.id, claims.sub),
       type,
       username: found === undefined ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` } : { name: normalizeUsername(found) },
-      displayName: name
+      displayName: name,
+      ...(typeof claims.iat === 'number' && { issuedAt: claims.iat * 1000 })
     }
   }
 }

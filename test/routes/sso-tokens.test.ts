@@ -91,6 +91,7 @@ t.test('tokens that are not right are refused with 401', async (t) => {
   const [h, p] = real.split('.')
   const cases: Record<string, string> = {
     'nbf 2 minutes ahead': await idp.sign({ ...good, nbf: now + 120 }),
+    'iat 2 minutes ahead': await idp.sign({ ...good, iat: now + 120 }),
     'no exp': await idp.sign({ ...good, exp: undefined }),
     'wrong aud': await idp.sign({ ...good, aud: 'https://other.test/api' }),
     'wrong iss (another realm of the same server)': await idp.sign({ ...good, iss: `http://127.0.0.1:${idp.port}/realms/other` }),
@@ -282,6 +283,44 @@ t.test('the user row: disable, delete and re-creation, type following the claim,
   const recreated = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: admin })).json().data[0]
   t.not(recreated.id, row.id, 'a new row')
   t.match(recreated, { source: 'sso', enabled: true })
+})
+
+t.test('an older token cannot set the type back: the newest claim holds, and the older token acts with the row\'s type', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t)
+  const admin = ctx.auth(ctx.adminToken)
+  idp.claims.set('erp', { roles: ['gateway-admin'], preferred_username: 'boss' })
+  const base = decode(await idp.clientCredentials('erp'))
+  const now = Math.floor(Date.now() / 1000)
+  const asAdmin = await idp.sign({ ...base, roles: ['gateway-admin'], iat: now - 1800, exp: now + 1800 })
+  const asUser = await idp.sign({ ...base, roles: ['gateway-user'], iat: now, exp: now + 3600 })
+  const users = (token: string) => ctx.app.inject({ method: 'GET', url: '/api/users', headers: bearer(token) })
+  const typeOf = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?username=boss', headers: admin })).json().data[0].type
+
+  t.equal((await users(asAdmin)).statusCode, 200, 'the first token creates an admin')
+  t.equal(await typeOf(), 'admin')
+  t.equal((await users(asUser)).statusCode, 403, 'the provider demoted the person: the newer token makes the row a user')
+  t.equal(await typeOf(), 'user')
+  const again = await users(asAdmin)
+  t.equal(again.statusCode, 403, 'the older admin token, still valid, now acts as a user')
+  t.equal(await typeOf(), 'user', 'and the row stays a user (before: admin again, the user\'s gateway tokens revoked)')
+  const create = await ctx.app.inject({ method: 'POST', url: '/api/users', headers: bearer(asAdmin), payload: { username: 'mallory', password: 'long-enough-1' } })
+  t.equal(create.statusCode, 403, 'it cannot create an admin')
+  t.match(logs.join('\n'), /single sign-on: the provider's claim changed the user's type/, 'the change is in the log')
+  t.match(logs.join('\n'), /"from":"admin","to":"user"/)
+  t.match(logs.join('\n'), /single sign-on: user created by its first token/)
+  t.match(logs.join('\n'), /token older than the user's type: it acts with the row's type/)
+
+  // a newer promotion still works; a restart (nothing remembered) still holds against tokens from before the row's change
+  const promoted = await idp.sign({ ...base, roles: ['gateway-admin'], iat: now + 1, exp: now + 3600 })
+  t.equal((await users(promoted)).statusCode, 200)
+  t.equal(await typeOf(), 'admin')
+  const { buildApp } = await import('../../src/app.js')
+  const { validateConfig } = await import('../../src/config.js')
+  const restarted = await buildApp(validateConfig({ ...ctx.config, logging: { level: 'silent' } }), { db: ctx.db })
+  t.teardown(() => restarted.close())
+  const oldUser = await idp.sign({ ...base, roles: ['gateway-user'], iat: now - 1200, exp: now + 1800 })
+  t.equal((await restarted.inject({ method: 'GET', url: '/api/users', headers: bearer(oldUser) })).statusCode, 200, 'a user token from 20 minutes before the promotion acts as the admin the row is')
+  t.equal(await typeOf(), 'admin')
 })
 
 t.test('licence: a new SSO user past the licence, and a type change into it', async (t) => {
