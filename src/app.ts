@@ -157,12 +157,17 @@ function jsonParser (app: FastifyInstance) {
   }
 }
 
-/** What is wrong with a body the JSON parser refused: JSON.parse's own words, or the key refused for safety. */
+/**
+ * What is wrong with a body the JSON parser refused: JSON.parse's own words, or the key refused for
+ * safety. V8 quotes a piece of the body around an unexpected token; that piece is left out, since it
+ * may be a password sent unquoted, and proxies log error bodies.
+ */
 function invalidJson (text: string, err: Error): Error {
   try {
     JSON.parse(text)
   } catch (syntax) {
-    return new ApiError(400, 'INVALID_JSON', `The body is not valid JSON: ${(syntax as Error).message}`, { cause: err })
+    const words = (syntax as Error).message.replace(/, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '')
+    return new ApiError(400, 'INVALID_JSON', `The body is not valid JSON: ${words}`, { cause: err })
   }
   return new ApiError(400, 'INVALID_JSON', "The body has a '__proto__' or 'constructor.prototype' key, which is refused", { cause: err })
 }
