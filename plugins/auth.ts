@@ -8,7 +8,7 @@ import { createPasswords, normalizeUsername, type Argon2Params, type Passwords }
 import { FailureThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
-import { ApiError, forbidden, invalidCredentials, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
+import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import type { Row } from '../src/db/types.js'
 import { UserService } from '../src/users.js'
 import type { SsoProviderConfig } from '../schemas/config.js'
@@ -303,8 +303,10 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       claims = await provider.verify(token)
     } catch (err) {
       if (!(err instanceof SsoError)) throw err
-      // The log says why (the caller only learns TOKEN_INVALID); an unreachable provider is the operator's business.
-      request.log[err.unavailable ? 'warn' : 'info']({ provider: provider.id, reason: err.message }, 'identity provider token refused')
+      // The log says why (the caller only learns TOKEN_INVALID). An unreachable provider is a fault, not
+      // the token's: 503, so that a client tries again instead of asking for a new token.
+      request.log[err.unavailable ? 'warn' : 'info']({ provider: provider.id, reason: err.message }, err.unavailable ? 'identity provider token not checked' : 'identity provider token refused')
+      if (err.unavailable) throw ssoUnavailable(provider.id)
       throw err.expired ? tokenExpired() : tokenInvalid()
     }
     const user = await ssoUser(provider, claims, request.log)

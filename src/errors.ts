@@ -37,6 +37,9 @@ export const licenceLimit = (logins: number): ApiError =>
 export const tooManyRequests = (retryAfterSeconds: number, message: string): ApiError =>
   new ApiError(429, 'TOO_MANY_REQUESTS', message, { headers: { 'retry-after': String(retryAfterSeconds) } })
 export const badRequest = (message: string, code = 'BAD_REQUEST'): ApiError => new ApiError(400, code, message)
+/** An identity provider that cannot be reached (discovery, key set): a fault, not the caller's token. */
+export const ssoUnavailable = (id: string): ApiError =>
+  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' cannot be reached; try again shortly`, { headers: { 'retry-after': '10' } })
 
 export function statusText (statusCode: number): string {
   return STATUS_CODES[statusCode] ?? 'Error'

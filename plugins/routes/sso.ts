@@ -6,7 +6,7 @@ import { errorResponses } from '../../schemas/common.js'
 import { LoginResponse } from '../../schemas/users.js'
 import { SsoError, type SsoProvider } from '../../src/auth/sso.js'
 import { NotFoundError } from '../../src/db/errors.js'
-import { ApiError, badRequest, invalidCredentials } from '../../src/errors.js'
+import { badRequest, invalidCredentials, ssoUnavailable } from '../../src/errors.js'
 
 export interface SsoRoutesOptions {
   loginAttemptsPerAddress: number
@@ -31,9 +31,6 @@ const CallbackQuery = Type.Object({
   error_description: Type.Optional(Type.String({ maxLength: 4096 }))
 }, { additionalProperties: true, description: 'as the identity provider sends it (RFC 6749 4.1.2; RFC 9207 iss)' })
 
-const unavailable = (id: string): ApiError =>
-  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' cannot be reached; try again shortly`, { headers: { 'retry-after': '10' } })
-
 const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) => {
   const ttl = opts.stateTtlMs ?? 600000
   const pending = new Map<string, Pending>()
@@ -53,7 +50,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     } catch (err) {
       if (!(err instanceof SsoError)) throw err
       log.warn({ provider: provider.id, reason: err.message }, 'identity provider unreachable for a browser login')
-      throw unavailable(provider.id)
+      throw ssoUnavailable(provider.id)
     }
   }
 
@@ -131,7 +128,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError' || (err as { code?: string }).code === 'OAUTH_TIMEOUT')
       if (timeout || (err instanceof TypeError && /fetch failed/.test(err.message))) {
         request.log.warn({ provider: provider.id, reason }, 'identity provider unreachable for a browser login')
-        throw unavailable(provider.id)
+        throw ssoUnavailable(provider.id)
       }
       request.log.warn({ provider: provider.id, reason }, 'browser login response refused')
       throw badRequest(`The identity provider's answer did not pass the checks; start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')

@@ -248,7 +248,9 @@ export class SsoProvider {
     try {
       return await this.keys!(header, jws)
     } catch (err) {
-      if (!(err instanceof errors.JWKSNoMatchingKey) || Date.now() - this.keysAttemptedAt < this.cooldownMs) throw err
+      if (!(err instanceof errors.JWKSNoMatchingKey)) throw err
+      // a fetch under way (another token's unknown kid) may bring this kid too: its outcome is this one's
+      if (this.keysPending === undefined && Date.now() - this.keysAttemptedAt < this.cooldownMs) throw err
       await this.refreshKeys(url)
       return await this.keys!(header, jws)
     }

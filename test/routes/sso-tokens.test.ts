@@ -9,6 +9,8 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('bas
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 const header = (token: string) => JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString())
 const INVALID = { statusCode: 401, code: 'TOKEN_INVALID', error: 'Unauthorized', message: 'The token is invalid' }
+/** the provider could not be asked: a fault, tried again later, not a token to replace */
+const UNAVAILABLE = { statusCode: 503, code: 'SSO_UNAVAILABLE', error: 'Service Unavailable', message: "The identity provider 'warehouse' cannot be reached; try again shortly" }
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 
 type SsoOverrides = Partial<Config['auth']['sso'][number]>
@@ -387,19 +389,26 @@ t.test('the provider stopped or hanging', async (t) => {
   await new Promise((resolve) => setTimeout(resolve, 1050)) // past the cooldown: an unknown kid may refetch
   const started = Date.now()
   const burst = await Promise.all([1, 2, 3, 4, 5].map(async (n) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(n)) })))
-  for (const res of burst) t.same(res.json(), INVALID, 'an unknown kid: 401')
+  for (const res of burst) {
+    t.same(res.json(), UNAVAILABLE, 'an unknown kid, and the keys cannot be fetched: 503')
+    t.equal(res.headers['retry-after'], '10')
+  }
   t.ok(Date.now() - started < 2000, `answered within the timeout (${Date.now() - started} ms)`)
   t.equal(provider.jwksFetches, 2, 'one key-set fetch for the whole burst')
   t.match(logs.join('\n'), /fetching the key set .* failed/, 'the log says why')
   const soon = Date.now()
   t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(6)) })).json(), INVALID)
-  t.ok(Date.now() - soon < 300, 'within the cooldown: refused at once')
+  t.ok(Date.now() - soon < 300, 'within the cooldown: refused at once, by the keys the gateway has')
   t.equal(provider.jwksFetches, 2, 'no fetch within the cooldown after the last one')
 
   await idp.stop()
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200, 'stopped: the cached key still works')
-  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(9)) })).statusCode, 401)
+  await new Promise((resolve) => setTimeout(resolve, 1050))
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(9)) })).json(), UNAVAILABLE, 'stopped, past the cooldown: 503')
   t.notMatch(logs.join('\n'), /"statusCode":500/)
+  await idp.start()
+  idp.mode = 'up'
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })).statusCode, 200, 'back: a new token works')
 })
 
 t.test('a checked token is remembered until its exp, and no longer than the keys are kept', async (t) => {
@@ -454,11 +463,11 @@ t.test('a provider that hangs or is down before its keys are known', async (t) =
   const started = Date.now()
   const burst = await Promise.all([1, 2, 3].map(async () => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })))
   const took = Date.now() - started
-  for (const res of burst) t.same(res.json(), INVALID, 'hanging discovery: 401 TOKEN_INVALID, not 500')
+  for (const res of burst) t.same(res.json(), UNAVAILABLE, 'hanging discovery: 503 SSO_UNAVAILABLE, not 401 or 500')
   t.ok(took >= 350 && took < 1500, `within the timeout (${took} ms)`)
   t.match(logs.join('\n'), /discovery at .* failed/, 'the log says why')
   const soon = Date.now()
-  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 401)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 503)
   t.ok(Date.now() - soon < 300, 'a failure is remembered: no new wait until the retry time')
 })
 
@@ -473,12 +482,12 @@ t.test('a configured jwksUri and algorithms: no discovery; a key set that cannot
   idp.mode = 'hang'
   const started = Date.now()
   const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
-  t.same(res.json(), INVALID)
+  t.same(res.json(), { ...UNAVAILABLE, message: "The identity provider 'keys' cannot be reached; try again shortly" })
   t.ok(Date.now() - started < 1000, `within the timeout (${Date.now() - started} ms)`)
   t.match(logs.join('\n'), /fetching the key set .* failed/, 'the log says why')
   idp.mode = 'up'
   const immediately = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
-  t.equal(immediately.statusCode, 401, 'the failed fetch is not repeated at once')
+  t.equal(immediately.statusCode, 503, 'the failed fetch is not repeated at once')
   t.equal(idp.discoveryRequests, 0, 'no discovery')
   t.equal(idp.jwksRequests, 0, 'the hanging request was never answered; none since')
 })
