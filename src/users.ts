@@ -87,6 +87,9 @@ export class UserService {
     this.assertMayUpdate(id, patch, actor)
     const current = await this.opts.repo.get(id)
     if (!current) throw new NotFoundError(`User ${id} not found`)
+    if (actor.id === id && ((patch.type !== undefined && patch.type !== current.type) || (patch.enabled !== undefined && patch.enabled !== current.enabled))) {
+      throw forbidden('You cannot change your own type or enabled state')
+    }
     if (isSsoMarker(current.passwordHash)) {
       // The identity provider is the source of truth for these; a password here would be a second way in.
       if (patch.password !== undefined) throw badRequest(`User ${id} signs in through single sign-on: it has no password here`, 'SSO_USER')
@@ -183,9 +186,7 @@ export class UserService {
 
   private assertMayUpdate (id: number, patch: UserUpdate, actor: Actor): void {
     const self = actor.id === id
-    if (self && (patch.type !== undefined || patch.enabled !== undefined)) {
-      throw forbidden('You cannot change your own type or enabled state')
-    }
+    // an admin may send its own type and enabled state unchanged (a form sends every field); update() refuses a change
     if (actor.type === 'admin') return
     if (!self) throw forbidden('You may only change your own user record')
     if (actor.type !== 'user') throw forbidden('Application accounts cannot change their user record; ask an admin')
