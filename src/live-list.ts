@@ -40,6 +40,12 @@ export function parseLiveListQuery (raw: QueryString, def: ResourceDef, live: Re
     if (filter.op === 'like' || filter.op === 'notlike') {
       throw new BadQueryError(`Filter '${filter.field}': [${filter.op}] does not work on a live field; use [or] with the values`)
     }
+    // a live field's values are the gateway's own, not stored codes: one it never has is a typo, not an empty match
+    const { enum: values } = live[filter.field]
+    const unknown = values === undefined ? undefined : filter.values.find((v) => typeof v === 'string' && !values.includes(v))
+    if (unknown !== undefined) {
+      throw new BadQueryError(`Invalid value for '${filter.field}': expected one of ${values!.join(', ')}, got '${String(unknown)}'`)
+    }
     liveFilters.push(filter)
   }
   return { query, stored, live: liveFilters, inMemory: liveFilters.length > 0 || query.sort.some((k) => isLive(k.field)) }

@@ -149,6 +149,9 @@ t.test('stations: the live fields filter and sort like any other, paged in memor
   await bad('connected=maybe', "Invalid value for 'connected': expected true or false, got 'maybe'")
   await bad('lastSeenAt=[gte]soon', "Invalid value for 'lastSeenAt': expected an ISO 8601 date-time, got 'soon'")
   await bad('status=[is]idle', /^Filter 'status': unknown operator '\[is\]'/)
+  await bad('status=bogus', "Invalid value for 'status': expected one of offline, idle, busy, error, disabled, got 'bogus'")
+  await bad('status=[or]idle;Busy', "Invalid value for 'status': expected one of offline, idle, busy, error, disabled, got 'Busy'")
+  await bad('status=[not]ofline', /got 'ofline'$/)
   await bad('sort=state', "Unknown sort field 'state' in 'sort'")
   const stored = (await get('/api/stations?limit=1&sort=name')).json().meta.next as string
   await bad(`${stored.split('?')[1]}&status=offline`, /'cursor' does not match this query/)
