@@ -339,7 +339,7 @@ export function columnsStatement (mapping: TableMapping): Statement {
   return {
     text: 'SELECT [COLUMN_NAME] AS [name], [DATA_TYPE] AS [type], [CHARACTER_MAXIMUM_LENGTH] AS [maxLength], ' +
       '[NUMERIC_PRECISION] AS [precision], [NUMERIC_SCALE] AS [scale], [DATETIME_PRECISION] AS [timeScale], ' +
-      '[IS_NULLABLE] AS [nullable], CASE WHEN [COLUMN_DEFAULT] IS NULL THEN 0 ELSE 1 END AS [hasDefault], ' +
+      '[IS_NULLABLE] AS [nullable], CASE WHEN [COLUMN_DEFAULT] IS NULL OR REPLACE(REPLACE([COLUMN_DEFAULT], \'(\', \'\'), \')\', \'\') = \'NULL\' THEN 0 ELSE 1 END AS [hasDefault], ' +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsIdentity') AS [identity], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsComputed') AS [computed], ` +
       '[COLLATION_NAME] AS [collation] ' +

@@ -120,7 +120,7 @@ export class Repository {
     this.mapRow = compileMapper(readers.map(([field, read]) => [field, read, field]))
     this.mapValues = compileMapper(readers.map(([field, read]) => [field, read, this.selectIndex.get(field)!]))
     this.createDefaults = Object.entries(this.def.fields)
-      .filter(([field, def]) => def.default !== undefined && def.readOnly !== true && this.has(field))
+      .filter(([field, def]) => def.default !== undefined && def.readOnly !== true && this.has(field) && !this.ownDefault(field))
       .map(([field, def]) => [field, def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
@@ -280,11 +280,23 @@ export class Repository {
     }))
   }
 
-  /** Inserts a row: defaults for missing writable fields, createdAt/modifiedAt now unless given. */
+  /** The field's column has a default of its own (DEFAULT 'ST' on a legacy unit column): the customer's column decides, not the API's default. */
+  private ownDefault (field: string): boolean {
+    const s = this.storage.fields[field]
+    return s !== undefined && !s.absent && s.info?.hasDefault === true
+  }
+
+  /**
+   * Inserts a row: defaults for missing writable fields (the API's, where the column has none of
+   * its own), createdAt/modifiedAt now unless given.
+   */
   async create (values: Row, opts: CreateOptions = {}): Promise<Row> {
     this.writable()
     // a copy by Object.assign: a {...values} clone given new keys gets a hidden class of its own on Node 20 (README, Performance)
-    const given: Row = Object.assign({}, opts.defaults, values)
+    const given: Row = Object.assign({}, values)
+    for (const field in opts.defaults) {
+      if (given[field] === undefined && !this.ownDefault(field)) given[field] = opts.defaults[field]
+    }
     for (const [field, value] of this.createDefaults) {
       if (given[field] === undefined) given[field] = value
     }

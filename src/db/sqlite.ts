@@ -464,7 +464,8 @@ export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
     name: String(r.name),
     type,
     nullable: Number(r.required) === 0 && Number(r.pk) === 0,
-    hasDefault: r.dflt !== null && r.dflt !== undefined,
+    // DEFAULT NULL is none: a NOT NULL column with it still needs a value
+    hasDefault: r.dflt !== null && r.dflt !== undefined && !/^[\s(]*null[\s)]*$/i.test(String(r.dflt)),
     identity: Number(r.pk) === 1 && pkColumns === 1 && type === 'integer',
     computed: Number(r.hidden) === 2 || Number(r.hidden) === 3
   }

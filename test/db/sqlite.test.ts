@@ -554,6 +554,14 @@ t.test('recheck: a missing file refuses calls until it is back; the same file ba
   t.equal(await db.recheck!(), 'unchanged', 'closed: nothing to do')
 })
 
+t.test('column defaults: DEFAULT NULL is none, so a NOT NULL column with it must be given', async (t) => {
+  const db = openDatabase('sqlite::memory:', { logger: silent })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE "T" ("id" INTEGER PRIMARY KEY, "a" TEXT DEFAULT \'ST\', "b" TEXT DEFAULT NULL, "c" TEXT NOT NULL DEFAULT (NULL), "d" TEXT DEFAULT (0), "e" TEXT)', params: [] })
+  const columns = await db.columns({ table: 'T', columns: {} } as unknown as TableMapping)
+  t.same(Object.fromEntries(columns.map((c) => [c.name, c.hasDefault])), { id: true, a: true, b: false, c: false, d: true, e: false })
+})
+
 t.test('driver plumbing', async (t) => {
   t.same(toSqliteParams([
     { name: 'a', kind: 'boolean', value: true },

@@ -421,11 +421,11 @@ t.test('writes are held to the columns, and land as the picking system writes th
   t.equal(created.statusCode, 201)
   const m = created.json() as Material
   t.equal(created.headers.location, `/api/materials/${m.id}`)
-  t.match(m, { materialNumber: 'N-0001', unit: 'pcs', blocked: true, blockReason: 'Wareneingangsprüfung', stockQuantity: 0, minStock: 2.5, maxStock: 40, weight: 1.234 })
+  t.match(m, { materialNumber: 'N-0001', unit: 'ST', blocked: true, blockReason: 'Wareneingangsprüfung', stockQuantity: 0, minStock: 2.5, maxStock: 40, weight: 1.234 })
   t.equal(m.createdAt, m.modifiedAt)
   t.ok(Date.parse(m.modifiedAt!) >= before - 5 && Date.parse(m.modifiedAt!) <= Date.now() + 5, 'modifiedAt is now, in UTC')
   const raw = await ctx.rawArtikel('N-0001')
-  t.match(raw, { g: 'J', zone: 'A', mandant: 1, stock: 0, unit: 'pcs', reason: 'Wareneingangsprüfung' }, 'J written as the code, the unmapped NOT NULL columns got their defaults')
+  t.match(raw, { g: 'J', zone: 'A', mandant: 1, stock: 0, unit: 'ST', reason: 'Wareneingangsprüfung' }, 'J written as the code, the unmapped NOT NULL columns got their defaults, and unit the column\'s own (not the API\'s pcs)')
   t.equal(raw.changed, berlinWall(m.modifiedAt!), 'LastChange holds Berlin wall-clock time')
   t.equal(raw.created, berlinWall(m.createdAt!), 'Angelegt too')
   if (db.dialect === 'sqlite') t.match(raw.changedRaw, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, 'as local text without an offset, as the table holds it')
