@@ -207,11 +207,15 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       link.on('disconnected', () => { void onConnection(link, 'station.disconnected') })
       link.on('event', (event) => { void onEvent(link, event) })
       link.on('status', (state) => {
-        // STATUS resynchronizes: addresses listed are busy, all others idle.
+        // STATUS resynchronizes: addresses listed are busy, all others idle. Its overall state is the
+        // controller's, not a station's; it carries no fault per address, so a fault reported at an
+        // address stays while the controller still says error.
+        const previous = addressStatus.get(link.id)
         const map = new Map<number, StationStatus>()
+        if (state.state === 'error' && previous) for (const [address, status] of previous) if (status === 'error') map.set(address, 'error')
         for (const key of Object.keys(state.addresses)) {
           const address = int(key)
-          if (address !== undefined) map.set(address, 'busy')
+          if (address !== undefined && !map.has(address)) map.set(address, 'busy')
         }
         addressStatus.set(link.id, map)
       })
@@ -234,8 +238,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       if (!link) return { connected: false, status: 'offline', lastSeenAt: null }
       const lastSeenAt = link.lastSeenAt?.toISOString() ?? null
       if (!link.connected) return { connected: false, status: 'offline', lastSeenAt }
-      const reported = addressStatus.get(link.id)?.get(station.address as number)
-      const status = reported ?? (link.state?.state === 'error' ? 'error' : link.state?.state === 'busy' ? 'busy' : 'idle')
+      // only what was reported for the station's own address: the controller's overall state covers all its addresses
+      const status = addressStatus.get(link.id)?.get(station.address as number) ?? 'idle'
       return { connected: true, status, lastSeenAt }
     },
 

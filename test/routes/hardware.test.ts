@@ -86,6 +86,28 @@ t.test('stations come online, a light is acknowledged and its confirmation strea
   t.equal(ctx.app.hardware.subscribers, 0)
 })
 
+t.test('a station is busy only while its own address is: the controller\'s overall STATUS state is not the station\'s', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t, { trayDelay: 60000 })
+  const admin = ctx.auth(ctx.adminToken)
+  const other = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-2', type: 'ptl', controllerId: 'ctl-1', address: 5 } })).json().id
+  const zero = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-0', type: 'ptl', controllerId: 'ctl-1', address: 0 } })).json().id
+  const status = async (id: number): Promise<string> => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${id}`, headers: ctx.auth(token) })).json().status
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+
+  t.equal((await command(ctx, token, stationId, { command: 'callTray', tray: 'T-9' })).statusCode, 200)
+  const answer = await command(ctx, token, other, { command: 'status' })
+  t.equal(answer.json().state, 'busy', 'the controller as a whole is busy')
+  t.same([await status(stationId), await status(other), await status(zero)], ['busy', 'idle', 'idle'], 'only the station with the tray is busy')
+  t.equal((await command(ctx, token, stationId, { command: 'clear' })).statusCode, 200)
+  t.same([await status(stationId), await status(other)], ['idle', 'idle'])
+
+  // a fault at one address: that station stays in error through a STATUS while the controller reports error
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F7', msg: 'Door open' })
+  await until(async () => (await status(stationId)) === 'error', 'station in error')
+  t.equal((await command(ctx, token, other, { command: 'status' })).json().state, 'error')
+  t.same([await status(stationId), await status(other), await status(zero)], ['error', 'idle', 'idle'])
+})
+
 t.test('command errors', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
