@@ -75,6 +75,8 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   t.match(mapping.join('\n'), /mapping.materials.barcode: no column configured \(map it to null if the table has none\)/)
   const pattern = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'Line A!', host: 'h', port: 1 }] } }))
   t.same(pattern, [`hardware.controllers.0.id: expected string to match '^[A-Za-z0-9_.-]+$', got "Line A!"`], 'the pattern keeps its case')
+  const twice = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: 'a', port: 1 }, { id: 'ctl-2', host: 'b', port: 1 }, { id: 'ctl-1', host: 'c', port: 1 }] } }))
+  t.same(twice, ["hardware.controllers.2.id: 'ctl-1' appears twice; one entry per controller"], 'a duplicate controller id is not silently dropped')
 })
 
 t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly', async (t) => {
