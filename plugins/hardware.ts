@@ -19,6 +19,8 @@ export interface ControllerHealth {
   id: string
   connected: boolean
   lastSeenAt: string | null
+  /** why the link is refused (the controller answered as another id) */
+  error?: string
 }
 
 export type EventType = 'station.connected' | 'station.disconnected' | 'pick.confirmed' | 'pick.shortage' | 'tray.ready' | 'station.fault'
@@ -244,7 +246,12 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     },
 
     controllerStates () {
-      return [...links.values()].map((link) => ({ id: link.id, connected: link.connected, lastSeenAt: link.lastSeenAt?.toISOString() ?? null }))
+      return [...links.values()].map((link) => ({
+        id: link.id,
+        connected: link.connected,
+        lastSeenAt: link.lastSeenAt?.toISOString() ?? null,
+        ...(link.problem === null ? {} : { error: link.problem })
+      }))
     },
 
     async command (station, command) {

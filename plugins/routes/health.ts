@@ -15,7 +15,8 @@ const Ready = Type.Object({
   controllers: Type.Array(Type.Object({
     id: Type.String(),
     connected: Type.Boolean(),
-    lastSeenAt: Type.Union([Type.String(), Type.Null()])
+    lastSeenAt: Type.Union([Type.String(), Type.Null()]),
+    error: Type.Optional(Type.String({ description: 'why the link is refused: the controller answered as another id' }))
   }))
 })
 

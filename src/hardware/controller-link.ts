@@ -131,7 +131,15 @@ interface Pending {
 
 /** State that lives exactly as long as one TCP connection. */
 class Session {
+  /** the TCP connection is up */
   connected = false
+  /**
+   * The controller has spoken: a HELLO with this link's id or none, or any other first frame. Only
+   * then does the link count as connected, so that a controller answering as another id is never driven.
+   */
+  identified = false
+  /** closed because the controller answered as another id */
+  refused = false
   connectedAt = 0
   /** Set once the session is being torn down; the first reason wins. */
   endReason: string | undefined
@@ -186,6 +194,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   lastSeenAt: Date | null = null
   /** From the last STATUS acknowledgement on the current connection; null while disconnected. */
   state: ControllerState | null = null
+  /** Why the last connection was refused (the controller answered as another id); null once one is accepted. */
+  problem: string | null = null
   readonly stats: LinkStats = { framesIn: 0, framesOut: 0, droppedBytes: 0, malformedFrames: 0, reconnects: 0, connectFailures: 0, timeouts: 0 }
 
   private readonly log: Logger
@@ -220,7 +230,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   }
 
   get connected (): boolean {
-    return this.session !== undefined && this.session.connected && !this.session.ended
+    return this.session !== undefined && this.session.identified && !this.session.ended
   }
 
   /** Commands sent or waiting on the current connection. */
@@ -248,9 +258,13 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       return Promise.reject(new HardwareError('INVALID_COMMAND', (err as Error).message, { controllerId: this.id }))
     }
     const session = this.session
-    if (this.closing || session === undefined || !session.connected || session.ended) {
+    if (this.closing || session === undefined || !session.identified || session.ended) {
       return Promise.reject(new HardwareError('OFFLINE', `controller ${this.id} is offline`, { controllerId: this.id }))
     }
+    return this.enqueue(session, cmd, args)
+  }
+
+  private enqueue (session: Session, cmd: string, args: FrameArgsInput): Promise<CommandResult> {
     if (session.inFlight.size + session.queue.length >= this.maxQueue) {
       return Promise.reject(new HardwareError('QUEUE_FULL', `controller ${this.id} has ${this.maxQueue} commands pending`, { controllerId: this.id }))
     }
@@ -306,20 +320,39 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.socket.setKeepAlive(true, this.keepAliveDelay)
     session.connected = true
     session.connectedAt = Date.now()
-    this.failuresInRow = 0
-    if (this.everConnected) this.stats.reconnects++
-    this.everConnected = true
     session.idleTimer = setTimeout(() => this.onIdle(session), this.timings.heartbeatIdle).unref()
     session.deadTimer = setTimeout(() => {
       this.endSession(session, `no frame for ${this.timings.deadAfter} ms`)
     }, this.timings.deadAfter).unref()
-    this.log.info({ host: this.host, port: this.port }, 'controller connected')
-    // STATUS goes first so it always carries SEQ 0001 of the new connection.
-    this.send('STATUS').catch((err: HardwareError) => {
-      // a link closed right after it connected drops its STATUS: no fault of the controller
-      this.log[this.closing ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
+    // STATUS goes first so it always carries SEQ 0001 of the new connection; it changes nothing on the controller,
+    // so it may go before the controller has said who it is.
+    this.enqueue(session, 'STATUS', {}).catch((err: HardwareError) => {
+      // a link closed right after it connected, or refused, drops its STATUS: no fault of the controller
+      this.log[this.closing || session.refused ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
     })
+  }
+
+  /** The controller's first frame: HELLO with the configured id (or none) or anything else. */
+  private identify (session: Session, frame: Frame): boolean {
+    const id = frame.kind === 'EVT' && frame.cmd === 'HELLO' ? frame.args.id : undefined
+    if (id !== undefined && id !== this.id) {
+      // wrong IP or port in the configuration, or a swapped cable: lighting positions there would mislead operators
+      const problem = `controller at ${this.host}:${this.port} answered as '${id}', not '${this.id}'`
+      this.log[this.problem === problem ? 'debug' : 'error']({ host: this.host, port: this.port, answeredAs: id }, `${problem}: not driving it; check hardware.controllers`)
+      this.problem = problem
+      session.refused = true
+      this.endSession(session, problem)
+      return false
+    }
+    if (session.identified) return true
+    session.identified = true
+    this.problem = null
+    this.failuresInRow = 0
+    if (this.everConnected) this.stats.reconnects++
+    this.everConnected = true
+    this.log.info({ host: this.host, port: this.port }, 'controller connected')
     this.safeEmit('connected')
+    return !session.ended
   }
 
   private onData (session: Session, chunk: Buffer): void {
@@ -344,6 +377,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.lastSeenAt = new Date()
     session.deadTimer?.refresh()
     session.idleTimer?.refresh()
+    if (!this.identify(session, frame)) return
     switch (frame.kind) {
       case 'HBT':
         if (frame.cmd === 'PING') this.write(session, { seq: frame.seq, kind: 'HBT', cmd: 'PONG' })
@@ -466,12 +500,13 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
         controllerId: this.id, seq: p.seq === 0 ? undefined : p.seq
       }))
     }
-    if (session.connected) {
+    if (session.identified) {
       if (Date.now() - session.connectedAt >= this.timings.stableAfter) this.attempt = 0
       this.state = null
       this.log[this.closing ? 'info' : 'warn']({ reason }, 'controller disconnected')
       this.safeEmit('disconnected', reason)
-    } else {
+    } else if (!session.refused) {
+      // not connected, or connected but silent: the controller never came up
       this.stats.connectFailures++
       // One warning per outage; the retries after it would flood the log. A connect cut short by close() is no outage.
       const level = this.closing ? 'debug' : ++this.failuresInRow === 1 ? 'warn' : 'debug'

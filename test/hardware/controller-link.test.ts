@@ -126,11 +126,12 @@ async function connected (t: TestLike, timings: Partial<LinkTimings> = {}, optio
   const ctl = await RawController.start(t)
   const link = makeLink(t, ctl.port, timings, options)
   const up = once(link, 'connected')
+  const status = once(link, 'status')
   link.start()
   const conn = await ctl.nextConnection()
-  await up
   conn.ack(await conn.cmd('STATUS'), { state: 'idle' })
-  await once(link, 'status')
+  await up
+  await status
   return { ctl, link, conn }
 }
 
@@ -165,6 +166,7 @@ t.test('backoff starts again from backoffInitial only after a connection stayed 
     link.start()
     for (let i = 0; i < 3; i++) {
       const conn = await ctl.nextConnection()
+      conn.ack(await conn.cmd('STATUS'))
       await up
       up = once(link, 'connected')
       conn.socket.destroy()
@@ -184,12 +186,14 @@ t.test('connects, sends STATUS as SEQ 0001 and keeps its answer', async t => {
   link.start()
   link.start()
   const conn = await ctl.nextConnection()
-  await up
-  t.equal(link.connected, true)
   const status = await conn.next()
   t.same(status, { seq: 1, kind: 'REQ', cmd: 'STATUS', args: {} })
+  t.equal(link.connected, false, 'not connected before the controller has said anything')
+  t.equal((await rejection<HardwareError>(link.send('CLEAR', { addr: 1 }))).code, 'OFFLINE', 'nor driven')
   const statusEvent = once(link, 'status')
   conn.ack(status, { state: 'busy', addr3: 'lit:2', addr12: 'tray:T-1', fw: 'x' })
+  await up
+  t.equal(link.connected, true, 'its first frame, without a HELLO, is enough')
   const [state] = await statusEvent
   t.equal(state.state, 'busy')
   t.same(state.addresses, { 3: 'lit:2', 12: 'tray:T-1' })
@@ -238,11 +242,12 @@ t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, 
   const ctl2 = await RawController.start(t, port)
   const up = once(link, 'connected')
   const conn2 = await ctl2.nextConnection()
-  await up
   const status = await conn2.next()
   t.same(status, { seq: 1, kind: 'REQ', cmd: 'STATUS', args: {} }, 'STATUS first, SEQ 0001')
+  const resynced = once(link, 'status')
   conn2.ack(status, { state: 'idle' })
-  await once(link, 'status')
+  await up
+  await resynced
   t.equal(link.state?.state, 'idle')
   t.equal(link.stats.reconnects, 1)
   const again = link.send('CLEAR', { addr: 1 })
@@ -250,6 +255,44 @@ t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, 
   t.equal((await again).seq, 2)
   t.ok(lines.some(l => l.level === 'warn' && l.msg === 'controller disconnected'), 'logged the loss')
   t.equal(lines.filter(l => l.level === 'warn' && l.msg === 'cannot connect to controller').length, 1, 'one warning per outage')
+})
+
+t.test('HELLO with another id: refused and never connected, retried with backoff, accepted once the id fits', async t => {
+  const { lines, logger } = captureLogger()
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port, {}, { logger })
+  let ups = 0
+  link.on('connected', () => { ups++ })
+  link.on('disconnected', () => { ups-- })
+  link.start()
+  for (let i = 0; i < 2; i++) {
+    const conn = await ctl.nextConnection()
+    await conn.cmd('STATUS')
+    const closed = once(conn.socket, 'close')
+    conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-2', fw: 'x' } })
+    await closed
+    t.equal(link.connected, false)
+  }
+  t.equal(ups, 0, 'neither connected nor disconnected events')
+  t.equal(link.problem, `controller at 127.0.0.1:${ctl.port} answered as 'ctl-2', not 'ctl-1'`)
+  const errors = lines.filter(l => l.level === 'error')
+  t.equal(errors.length, 1, 'one error while the same mismatch goes on')
+  t.match(errors[0], { obj: { host: '127.0.0.1', port: ctl.port, answeredAs: 'ctl-2' }, msg: /answered as 'ctl-2', not 'ctl-1': not driving it/ })
+  t.notOk(lines.some(l => l.msg === 'cannot connect to controller' || l.msg === 'controller connected'))
+  t.equal((await rejection<HardwareError>(link.send('LIGHT', { addr: 1, qty: 1 }))).code, 'OFFLINE')
+
+  // the cabling fixed: a HELLO with the right id, later one without an id, are accepted
+  for (const args of [{ id: 'ctl-1' }, { fw: 'x' }]) {
+    const conn = await ctl.nextConnection()
+    const up = once(link, 'connected')
+    conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args })
+    await up
+    t.equal(link.problem, null)
+    t.equal(link.connected, true)
+    conn.socket.destroy()
+    await once(link, 'disconnected')
+  }
+  t.equal(lines.filter(l => l.level === 'error').length, 1)
 })
 
 t.test('an offline controller: start() does not wait, commands fail at once with OFFLINE', async t => {
@@ -276,6 +319,7 @@ t.test('silence: the link is declared dead after deadAfter and reconnects; it pi
   const up = once(link, 'connected')
   link.start()
   const conn = await ctl.nextConnection()
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1', fw: 'x' } })
   await up
   const since = Date.now()
   const [reason] = await once(link, 'disconnected')
@@ -396,7 +440,9 @@ t.test('the connection drops with commands in flight and queued: all fail with L
   }
   t.equal(link.pending, 0)
   const conn2 = await ctl.nextConnection()
+  const up = once(link, 'connected')
   conn2.ack(await conn2.cmd('STATUS'))
+  await up
   const clear = link.send('CLEAR', { addr: 1 })
   conn2.ack(await conn2.cmd('CLEAR'))
   await clear

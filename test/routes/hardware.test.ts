@@ -166,6 +166,23 @@ t.test('command errors', async (t) => {
   t.equal((await command(ctx, token, foreign.json().id, { command: 'clear' })).statusCode, 503, 'unknown controller')
 })
 
+t.test('a controller answering as another id is not driven; readiness says why', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-2', port: 0 }] })
+  t.teardown(() => sim.close())
+  const port = sim.controllers.get('ctl-2')!.port
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-3', host: '127.0.0.1', port }], timings: FAST } })
+  const admin = ctx.auth(ctx.adminToken)
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-3', type: 'ptl', controllerId: 'ctl-3', address: 1 } })).json().id
+  const ready = async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json().controllers[0]
+  await until(async () => (await ready()).error !== undefined, 'the refusal in /health/ready')
+  t.match(await ready(), { id: 'ctl-3', connected: false, error: `controller at 127.0.0.1:${port} answered as 'ctl-2', not 'ctl-3'` })
+  await until(() => sim.controllers.get('ctl-2')!.connectionCount === 0, 'link closed')
+  t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: admin })).json(), { connected: false, status: 'offline' })
+  const res = await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 1 })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().code, 'CONTROLLER_OFFLINE')
+})
+
 t.test('events need a token, filter by station, follow reconnects and leave no listener', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/events' })).statusCode, 401)
