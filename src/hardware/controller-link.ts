@@ -107,6 +107,30 @@ export interface LinkEvents {
   status: [state: ControllerState]
 }
 
+/** The events a controller sends and the arguments each needs (DESIGN §8); the others (ref, msg, fw) are optional. */
+export const EVENT_REQUIRED_ARGS: Readonly<Record<string, readonly string[]>> = {
+  HELLO: [],
+  CONFIRM: ['addr', 'qty'],
+  SHORTAGE: ['addr', 'qty'],
+  TRAYREADY: ['addr', 'tray'],
+  FAULT: ['addr', 'code']
+}
+
+/** The ranges of a station's address and a command's quantity in the API. */
+const NUMERIC_ARGS: Record<string, number> = { addr: 65535, qty: 99999 }
+
+/** Why an event cannot be acted on (answered with a NAK), or undefined when it can. */
+export function eventProblem (cmd: string, args: FrameArgs): string | undefined {
+  const required = EVENT_REQUIRED_ARGS[cmd]
+  if (required === undefined) return `unknown event ${cmd}`
+  for (const key of required) if (args[key] === undefined || args[key] === '') return `${key} is missing`
+  for (const [key, max] of Object.entries(NUMERIC_ARGS)) {
+    const value = args[key]
+    if (value !== undefined && (!/^[0-9]{1,9}$/.test(value) || Number(value) > max)) return `${key} must be an integer from 0 to ${max}, got ${JSON.stringify(value)}`
+  }
+  return undefined
+}
+
 const noop = (): void => {}
 const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
 
@@ -417,6 +441,14 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   }
 
   private onEvent (session: Session, frame: Frame): void {
+    const problem = eventProblem(frame.cmd, frame.args)
+    if (problem !== undefined) {
+      // not acted on, so not remembered: the same SEQ sent again is refused again
+      const code = EVENT_REQUIRED_ARGS[frame.cmd] === undefined ? 'UNKNOWN_EVENT' : 'INVALID_EVENT'
+      this.log.warn({ seq: frame.seq, cmd: frame.cmd, args: frame.args, code }, `event refused: ${problem}`)
+      this.write(session, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code, msg: problem } })
+      return
+    }
     this.write(session, { seq: frame.seq, kind: 'ACK', cmd: frame.cmd })
     if (!session.remember(frame.seq)) {
       this.log.debug({ seq: frame.seq, cmd: frame.cmd }, 'duplicate event acknowledged again')

@@ -410,7 +410,7 @@ t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again 
   t.same(events, [{ cmd: 'CONFIRM', seq: 7, args: { addr: '3', qty: '2', ref: 'order-7' } }])
 
   // The window holds 64 SEQs: after 64 others, 7 counts as new again.
-  for (let seq = 8; seq < 8 + 64; seq++) conn.send({ seq, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 1 } })
+  for (let seq = 8; seq < 8 + 64; seq++) conn.send({ seq, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 1, qty: 0 } })
   conn.send(confirm)
   await until(() => events.length === 66, '66 events')
   t.equal(events.at(-1)?.seq, 7)
@@ -422,6 +422,45 @@ t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again 
   conn2.send({ seq: 8, kind: 'EVT', cmd: 'TRAYREADY', args: { addr: 2, tray: 'T-5' } })
   await conn2.next(f => f.kind === 'ACK' && f.seq === 8, 'ACK of 8')
   t.same(events.at(-1), { seq: 8, cmd: 'TRAYREADY', args: { addr: '2', tray: 'T-5' } })
+})
+
+t.test('events with missing or invalid arguments, and unknown events: NAKed with a code, one warning each, never emitted', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger })
+  const events: ControllerEvent[] = []
+  link.on('event', e => events.push(e))
+  const bad: Array<[string, FrameArgsInput, string, RegExp]> = [
+    ['CONFIRM', { addr: 1, qty: -7 }, 'INVALID_EVENT', /^qty must be an integer from 0 to 99999, got "-7"$/],
+    ['CONFIRM', { addr: 1 }, 'INVALID_EVENT', /^qty is missing$/],
+    ['CONFIRM', { qty: 1 }, 'INVALID_EVENT', /^addr is missing$/],
+    ['CONFIRM', { addr: 'abc', qty: 'x' }, 'INVALID_EVENT', /^addr must be an integer from 0 to 65535, got "abc"$/],
+    ['CONFIRM', { addr: 1, qty: '99999999999999999999' }, 'INVALID_EVENT', /^qty must be/],
+    ['SHORTAGE', { addr: 65536, qty: 1 }, 'INVALID_EVENT', /^addr must be/],
+    ['SHORTAGE', { addr: 1, qty: '1.5' }, 'INVALID_EVENT', /^qty must be/],
+    ['TRAYREADY', { addr: 1 }, 'INVALID_EVENT', /^tray is missing$/],
+    ['TRAYREADY', { addr: 1, tray: '' }, 'INVALID_EVENT', /^tray is missing$/],
+    ['FAULT', { addr: 1 }, 'INVALID_EVENT', /^code is missing$/],
+    ['FAULT', { code: 'F1' }, 'INVALID_EVENT', /^addr is missing$/],
+    ['DANCE', { addr: 1 }, 'UNKNOWN_EVENT', /^unknown event DANCE$/]
+  ]
+  let seq = 20
+  for (const [cmd, args, code, msg] of bad) {
+    conn.send({ seq: ++seq, kind: 'EVT', cmd, args })
+    const answer = await conn.next(f => f.seq === seq && f.kind !== 'EVT', `answer to ${cmd}`)
+    t.match(answer, { kind: 'NAK', cmd, args: { code, msg } }, `${cmd} ${JSON.stringify(args)}`)
+  }
+  const warnings = lines.filter(l => l.level === 'warn')
+  t.equal(warnings.length, bad.length, 'one warning per refused event')
+  t.match(warnings[0], { obj: { seq: 21, cmd: 'CONFIRM', code: 'INVALID_EVENT' }, msg: 'event refused: qty must be an integer from 0 to 99999, got "-7"' })
+  conn.send({ seq: 21, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: -7 } })
+  t.match(await conn.next(f => f.seq === 21, 'the same SEQ again'), { kind: 'NAK' }, 'a refused SEQ is not remembered as acted on')
+
+  // valid ones, with optional arguments left out: a FAULT without msg, a CONFIRM without ref, qty 0
+  for (const [cmd, args] of [['FAULT', { addr: 0, code: 'F1' }], ['CONFIRM', { addr: 65535, qty: 0 }], ['TRAYREADY', { addr: 2, tray: 'T-1' }], ['HELLO', {}]] as const) {
+    conn.send({ seq: ++seq, kind: 'EVT', cmd, args })
+    t.match(await conn.next(f => f.seq === seq && f.kind !== 'EVT'), { kind: 'ACK', cmd })
+  }
+  t.same(events.map(e => e.cmd), ['FAULT', 'CONFIRM', 'TRAYREADY', 'HELLO'], 'only the valid ones are emitted')
 })
 
 t.test('the connection drops with commands in flight and queued: all fail with LINK_DROPPED, none is re-sent', async t => {
