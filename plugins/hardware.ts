@@ -19,6 +19,8 @@ export interface ControllerHealth {
   id: string
   connected: boolean
   lastSeenAt: string | null
+  /** bytes from the controller dropped since the start: garbage between frames, malformed frames */
+  droppedBytes: number
   /** why the link is refused (the controller answered as another id) */
   error?: string
 }
@@ -250,6 +252,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         id: link.id,
         connected: link.connected,
         lastSeenAt: link.lastSeenAt?.toISOString() ?? null,
+        droppedBytes: link.stats.droppedBytes,
         ...(link.problem === null ? {} : { error: link.problem })
       }))
     },

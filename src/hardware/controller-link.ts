@@ -63,6 +63,8 @@ export interface ControllerLinkOptions {
   maxInFlight?: number
   /** TCP keep-alive initial delay. Default 10000. */
   keepAliveDelay?: number
+  /** Dropped bytes are logged at once, then at most once per this many ms (a summary with the count). Default 60000. */
+  dropLogInterval?: number
   logger?: Logger
   /** For tests of the backoff: a source of numbers in [0, 1). */
   random?: () => number
@@ -224,6 +226,9 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
 
   private readonly log: Logger
   private readonly keepAliveDelay: number
+  private readonly dropLogInterval: number
+  /** when dropped bytes were last logged, the bytes dropped since, and the timer of the summary that will say so */
+  private dropLog: { at: number, bytes: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, bytes: 0, timer: undefined }
   private readonly random: () => number
   private session: Session | undefined
   private started = false
@@ -249,6 +254,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     if (!Number.isInteger(this.maxQueue) || this.maxQueue < 1) throw new RangeError('maxQueue must be an integer >= 1')
     if (!Number.isInteger(this.maxInFlight) || this.maxInFlight < 1) throw new RangeError('maxInFlight must be an integer >= 1')
     this.keepAliveDelay = options.keepAliveDelay ?? 10000
+    this.dropLogInterval = options.dropLogInterval ?? 60000
     this.log = options.logger ?? silentLogger
     this.random = options.random ?? Math.random
   }
@@ -304,6 +310,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.closing = true
     clearTimeout(this.reconnectTimer)
     this.reconnectTimer = undefined
+    if (this.dropLog.timer !== undefined) {
+      clearTimeout(this.dropLog.timer)
+      this.logDroppedSummary()
+    }
     const session = this.session
     if (session === undefined) {
       this.closed = Promise.resolve()
@@ -321,7 +331,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       onDiscard: (reason, bytes, detail) => {
         this.stats.droppedBytes += bytes
         if (reason === 'malformed') this.stats.malformedFrames++
-        this.log.warn({ reason, bytes, detail }, 'dropped bytes from the controller')
+        this.logDropped(reason, bytes, detail)
       }
     })
     const session = new Session(socket, decoder)
@@ -335,6 +345,24 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     socket.on('close', () => this.onClose(session))
     this.log.debug({ host: this.host, port: this.port }, 'connecting to controller')
     socket.connect({ host: this.host, port: this.port })
+  }
+
+  /** The first drop at once, then at most one summary per dropLogInterval: a noisy line must not flood the log. */
+  private logDropped (reason: string, bytes: number, detail: string): void {
+    const now = Date.now()
+    if (this.dropLog.timer === undefined && now - this.dropLog.at >= this.dropLogInterval) {
+      this.dropLog.at = now
+      this.log.warn({ reason, bytes, detail, droppedBytes: this.stats.droppedBytes }, 'dropped bytes from the controller')
+      return
+    }
+    this.dropLog.bytes += bytes
+    this.dropLog.timer ??= setTimeout(() => this.logDroppedSummary(), this.dropLog.at + this.dropLogInterval - now).unref()
+  }
+
+  private logDroppedSummary (): void {
+    const { bytes } = this.dropLog
+    this.dropLog = { at: Date.now(), bytes: 0, timer: undefined }
+    this.log.warn({ bytes, droppedBytes: this.stats.droppedBytes, intervalMs: this.dropLogInterval }, `dropped bytes from the controller: ${bytes} more since the last warning`)
   }
 
   private onConnect (session: Session): void {

@@ -531,6 +531,34 @@ t.test('hostile controller input: garbage is counted, an oversize frame resets t
   await ctl.nextConnection()
 })
 
+t.test('dropped bytes: counted, logged at once and then at most once per interval with the count; CR LF after frames is no garbage', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
+  const dropped = () => lines.filter(l => l.level === 'warn' && /^dropped bytes/.test(l.msg ?? ''))
+  const started = Date.now()
+  for (let i = 0; i < 500; i++) {
+    conn.socket.write(Buffer.concat([Buffer.from('zz!'), encodeFrame({ seq: (i % 9000) + 1, kind: 'HBT', cmd: 'PONG' }), Buffer.from('\r\n')]))
+  }
+  conn.send({ seq: 9999, kind: 'HBT', cmd: 'PING' })
+  await conn.cmd('PONG', 'HBT')
+  t.equal(link.stats.droppedBytes, 1500, 'every garbage byte counted, none of the CR LF')
+  if (Date.now() - started < 250) t.equal(dropped().length, 1, 'one warning so far, not 500')
+  t.match(dropped()[0], { obj: { reason: 'garbage', bytes: 3 }, msg: 'dropped bytes from the controller' })
+  await until(() => dropped().length === 2, 'the summary line')
+  t.match(dropped()[1], { obj: { bytes: 1497, droppedBytes: 1500, intervalMs: 300 }, msg: 'dropped bytes from the controller: 1497 more since the last warning' })
+  await sleep(400)
+  t.equal(dropped().length, 2, 'nothing more while nothing is dropped')
+
+  // after the interval the next drop is logged at once again; one pending at close() is summed up then
+  conn.socket.write('a')
+  await until(() => dropped().length === 3, 'the next drop')
+  conn.socket.write('bc')
+  await until(() => link.stats.droppedBytes === 1503, 'counted')
+  await link.close()
+  t.match(dropped().at(-1), { obj: { bytes: 2 } })
+  t.equal(dropped().length, 4)
+})
+
 t.test('a throwing listener does not break the link', async t => {
   const { lines, logger } = captureLogger()
   const { link, conn } = await connected(t, {}, { logger })

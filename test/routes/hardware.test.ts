@@ -175,7 +175,7 @@ t.test('a controller answering as another id is not driven; readiness says why',
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-3', type: 'ptl', controllerId: 'ctl-3', address: 1 } })).json().id
   const ready = async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json().controllers[0]
   await until(async () => (await ready()).error !== undefined, 'the refusal in /health/ready')
-  t.match(await ready(), { id: 'ctl-3', connected: false, error: `controller at 127.0.0.1:${port} answered as 'ctl-2', not 'ctl-3'` })
+  t.match(await ready(), { id: 'ctl-3', connected: false, droppedBytes: 0, error: `controller at 127.0.0.1:${port} answered as 'ctl-2', not 'ctl-3'` })
   await until(() => sim.controllers.get('ctl-2')!.connectionCount === 0, 'link closed')
   t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: admin })).json(), { connected: false, status: 'offline' })
   const res = await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 1 })
