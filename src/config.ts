@@ -372,6 +372,11 @@ function checkHardware (hardware: Config['hardware'], problems: string[]): void 
       ids.add(controller.id)
     })
   }
+  const { heartbeatIdle, deadAfter } = hardware.timings ?? {}
+  // a PING goes out only after heartbeatIdle: a link declared dead before it would drop whenever it is quiet
+  if (Number.isInteger(heartbeatIdle) && Number.isInteger(deadAfter) && deadAfter <= heartbeatIdle) {
+    problems.push(`hardware.timings.deadAfter: must be greater than hardware.timings.heartbeatIdle (${heartbeatIdle}), got ${deadAfter}; the defaults are 30000 and 10000`)
+  }
 }
 
 function parseUrl (text: string): URL | undefined {
