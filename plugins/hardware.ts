@@ -107,7 +107,8 @@ const ERROR_CODES: Record<string, string> = {
 function toApiError (err: Error): ApiError | undefined {
   if (!(err instanceof HardwareError)) return undefined
   const headers: Record<string, string> = err.statusCode === 503 ? { 'retry-after': '5' } : {}
-  const extra = err.controllerCode === undefined ? {} : { controllerCode: err.controllerCode }
+  // always there on a NAK, so a client need not tell a missing field from a NAK without code
+  const extra = err.code === 'NAK' ? { controllerCode: err.controllerCode ?? null } : {}
   const message = err.code === 'NAK'
     ? `The controller refused the command: ${err.controllerMessage ?? err.controllerCode ?? 'no reason given'}`
     : err.message

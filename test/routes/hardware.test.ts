@@ -3,7 +3,8 @@ import { once } from 'node:events'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
-import { startSimulator, type Simulator } from '../../src/hardware/index.js'
+import { createServer, type Socket } from 'node:net'
+import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { build, type TestContext } from '../helpers/build.js'
 import { until } from '../helpers/wait.js'
 
@@ -181,6 +182,30 @@ t.test('a controller answering as another id is not driven; readiness says why',
   const res = await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 1 })
   t.equal(res.statusCode, 503)
   t.equal(res.json().code, 'CONTROLLER_OFFLINE')
+})
+
+t.test('a NAK without code: 502 with controllerCode null', async (t) => {
+  // a controller that acknowledges STATUS and refuses everything else with a bare NAK
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    const decoder = new FrameDecoder()
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of decoder.push(chunk)) {
+        if (frame.kind === 'REQ') socket.write(encodeFrame({ seq: frame.seq, kind: frame.cmd === 'STATUS' ? 'ACK' : 'NAK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} }))
+      }
+    })
+    socket.on('error', () => {})
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST } })
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const res = await command(ctx, ctx.adminToken, station, { command: 'clear' })
+  t.equal(res.statusCode, 502)
+  t.same(res.json(), { statusCode: 502, code: 'CONTROLLER_NAK', error: 'Bad Gateway', message: 'The controller refused the command: no reason given', controllerCode: null })
 })
 
 t.test('events need a token, filter by station, follow reconnects and leave no listener', async (t) => {
