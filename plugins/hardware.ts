@@ -195,6 +195,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   async function onConnection (link: ControllerLink, type: 'station.connected' | 'station.disconnected'): Promise<void> {
     if (type === 'station.disconnected') addressStatus.delete(link.id)
     for (const station of await stationsOf(link.id)) {
+      // a station without an address stays disconnected (stationState)
+      if (station.address === null || station.address === undefined) continue
       publish(type, { stationId: station.id as number, controllerId: link.id, address: (station.address as number | null) ?? null })
     }
   }
@@ -240,7 +242,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       // not only false: a flag the gateway could not read (null) does not enable a station either
       if (station.enabled !== true) return { connected: false, status: 'disabled', lastSeenAt: null }
       const link = typeof station.controllerId === 'string' ? links.get(station.controllerId) : undefined
-      if (!link) return { connected: false, status: 'offline', lastSeenAt: null }
+      // a station without an address cannot be driven even when its controller is: not connected, like one without controller
+      if (!link || station.address === null || station.address === undefined) return { connected: false, status: 'offline', lastSeenAt: null }
       const lastSeenAt = link.lastSeenAt?.toISOString() ?? null
       if (!link.connected) return { connected: false, status: 'offline', lastSeenAt }
       // only what was reported for the station's own address: the controller's overall state covers all its addresses
@@ -260,10 +263,13 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
 
     async command (station, command) {
       if (station.enabled !== true) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
-      if (typeof station.controllerId !== 'string' || station.address === null || station.address === undefined) {
-        throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has no controllerId and address`)
+      const noController = typeof station.controllerId !== 'string'
+      const noAddress = station.address === null || station.address === undefined
+      if (noController || noAddress) {
+        const has = noController && noAddress ? 'no controllerId and no address' : noController ? `address ${String(station.address)} but no controllerId` : `controllerId '${String(station.controllerId)}' but no address`
+        throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has ${has}`)
       }
-      const link = links.get(station.controllerId)
+      const link = links.get(station.controllerId as string)
       if (!link) {
         throw new ApiError(503, 'CONTROLLER_OFFLINE', `Controller '${station.controllerId}' is not configured on this gateway${opts.enabled ? '' : ' (hardware.enabled is false)'}`, { headers: { 'retry-after': '30' } })
       }

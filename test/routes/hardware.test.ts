@@ -162,7 +162,14 @@ t.test('command errors', async (t) => {
   t.equal(disabled.statusCode, 409)
   t.equal(disabled.json().code, 'STATION_DISABLED')
   const unwired = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Bench' } })
-  t.equal((await command(ctx, token, unwired.json().id, { command: 'clear' })).json().code, 'STATION_NOT_WIRED')
+  t.match((await command(ctx, token, unwired.json().id, { command: 'clear' })).json(), { statusCode: 409, code: 'STATION_NOT_WIRED', message: `Station ${unwired.json().id} has no controllerId and no address` })
+  const noAddress = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Half', controllerId: 'ctl-1' } })).json().id
+  t.match((await command(ctx, token, noAddress, { command: 'clear' })).json(), { statusCode: 409, code: 'STATION_NOT_WIRED', message: `Station ${noAddress} has controllerId 'ctl-1' but no address` })
+  const noController = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Loose', address: 4 } })).json().id
+  t.match((await command(ctx, token, noController, { command: 'clear' })).json(), { message: `Station ${noController} has address 4 but no controllerId` })
+  t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${noAddress}`, headers: admin })).json(), { connected: false, status: 'offline' }, 'its controller is up, but it cannot be driven')
+  const cannot = await ctx.app.inject({ method: 'GET', url: '/api/stations?connected=false&enabled=true&controllerId=[notnull]', headers: admin })
+  t.ok(cannot.json().data.some((s: { id: number }) => s.id === noAddress), "the README's query for stations that cannot be driven finds it")
   const foreign = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Far', controllerId: 'ctl-9', address: 1 } })
   t.equal((await command(ctx, token, foreign.json().id, { command: 'clear' })).statusCode, 503, 'unknown controller')
 })
