@@ -270,8 +270,12 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has ${has}`)
       }
       const link = links.get(station.controllerId as string)
+      // configuration, not an outage: a retry cannot help, so 409 without Retry-After
+      if (!opts.enabled) {
+        throw new ApiError(409, 'HARDWARE_DISABLED', `This gateway drives no controllers (hardware.enabled is false); station ${station.id}'s controller '${String(station.controllerId)}' is driven by the instance that has it enabled`)
+      }
       if (!link) {
-        throw new ApiError(503, 'CONTROLLER_OFFLINE', `Controller '${station.controllerId}' is not configured on this gateway${opts.enabled ? '' : ' (hardware.enabled is false)'}`, { headers: { 'retry-after': '30' } })
+        throw new ApiError(409, 'CONTROLLER_NOT_CONFIGURED', `Controller '${String(station.controllerId)}' of station ${station.id} is not configured on this gateway (hardware.controllers)`)
       }
       const addr = station.address as number
       let cmd: string

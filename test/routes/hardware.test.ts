@@ -171,7 +171,9 @@ t.test('command errors', async (t) => {
   const cannot = await ctx.app.inject({ method: 'GET', url: '/api/stations?connected=false&enabled=true&controllerId=[notnull]', headers: admin })
   t.ok(cannot.json().data.some((s: { id: number }) => s.id === noAddress), "the README's query for stations that cannot be driven finds it")
   const foreign = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Far', controllerId: 'ctl-9', address: 1 } })
-  t.equal((await command(ctx, token, foreign.json().id, { command: 'clear' })).statusCode, 503, 'unknown controller')
+  const unknown = await command(ctx, token, foreign.json().id, { command: 'clear' })
+  t.same(unknown.json(), { statusCode: 409, code: 'CONTROLLER_NOT_CONFIGURED', error: 'Conflict', message: `Controller 'ctl-9' of station ${foreign.json().id} is not configured on this gateway (hardware.controllers)` }, 'unknown controller')
+  t.equal(unknown.headers['retry-after'], undefined, 'no retry: it is configuration')
 })
 
 t.test('a controller answering as another id is not driven; readiness says why', async (t) => {
@@ -213,6 +215,15 @@ t.test('a NAK without code: 502 with controllerCode null', async (t) => {
   const res = await command(ctx, ctx.adminToken, station, { command: 'clear' })
   t.equal(res.statusCode, 502)
   t.same(res.json(), { statusCode: 502, code: 'CONTROLLER_NAK', error: 'Bad Gateway', message: 'The controller refused the command: no reason given', controllerCode: null })
+})
+
+t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a retryable 503', async (t) => {
+  const ctx = await build(t, { hardware: { enabled: false, controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 1 }] } })
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
+  const res = await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 1 })
+  t.equal(res.statusCode, 409)
+  t.match(res.json(), { code: 'HARDWARE_DISABLED', message: /hardware\.enabled is false.*'ctl-1'/ })
+  t.equal(res.headers['retry-after'], undefined)
 })
 
 t.test('events need a token, filter by station, follow reconnects and leave no listener', async (t) => {
