@@ -101,7 +101,8 @@ const ERROR_CODES: Record<string, string> = {
   OFFLINE: 'CONTROLLER_OFFLINE',
   QUEUE_FULL: 'CONTROLLER_BUSY',
   LINK_DROPPED: 'CONTROLLER_OFFLINE',
-  INVALID_COMMAND: 'INVALID_COMMAND'
+  INVALID_COMMAND: 'INVALID_COMMAND',
+  SHUTTING_DOWN: 'SHUTTING_DOWN'
 }
 
 function toApiError (err: Error): ApiError | undefined {
@@ -232,6 +233,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     fastify.addHook('onReady', async () => { for (const link of links.values()) link.start() })
   }
 
+  // preClose runs before the server waits for requests in flight: queued commands are answered now, not sent
+  fastify.addHook('preClose', async () => { for (const link of links.values()) link.stopSending() })
   fastify.addHook('onClose', async () => {
     listeners.clear()
     await Promise.all([...links.values()].map((link) => link.close()))

@@ -233,6 +233,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private session: Session | undefined
   private started = false
   private closing = false
+  /** stopSending() was called: nothing more goes out but what is already on the wire */
+  private draining = false
   private closed: Promise<void> | undefined
   private everConnected = false
   private attempt = 0
@@ -287,6 +289,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     } catch (err) {
       return Promise.reject(new HardwareError('INVALID_COMMAND', (err as Error).message, { controllerId: this.id }))
     }
+    if (this.draining) return Promise.reject(this.notSent())
     const session = this.session
     if (this.closing || session === undefined || !session.identified || session.ended) {
       return Promise.reject(new HardwareError('OFFLINE', `controller ${this.id} is offline`, { controllerId: this.id }))
@@ -302,6 +305,20 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       session.queue.push({ cmd, args, seq: 0, attempts: 0, timer: undefined, resolve, reject })
       this.pump(session)
     })
+  }
+
+  /**
+   * The start of a shutdown: commands not yet sent fail at once with SHUTTING_DOWN (their clients learn that
+   * nothing reached the controller) and no more are taken; those already sent go on until answered or closed.
+   */
+  stopSending (): void {
+    this.draining = true
+    const queued = this.session?.queue.splice(0) ?? []
+    for (const p of queued) p.reject(this.notSent())
+  }
+
+  private notSent (): HardwareError {
+    return new HardwareError('SHUTTING_DOWN', `the gateway is shutting down; the command was not sent to controller ${this.id}`, { controllerId: this.id })
   }
 
   /** Stops reconnecting, fails pending commands with LINK_DROPPED, resolves once the socket is closed. */

@@ -488,6 +488,20 @@ t.test('the connection drops with commands in flight and queued: all fail with L
   t.same(conn2.all.map(f => f.cmd), ['STATUS', 'CLEAR'], 'nothing re-sent on its own')
 })
 
+t.test('stopSending(): queued commands fail with SHUTTING_DOWN and are never sent; those on the wire finish', async t => {
+  const { link, conn } = await connected(t, {}, { maxInFlight: 1 })
+  const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
+  const first = await conn.cmd('LIGHT')
+  link.stopSending()
+  const queued = await Promise.allSettled(sends.slice(1))
+  for (const r of queued) t.match((r as PromiseRejectedResult).reason, { code: 'SHUTTING_DOWN', statusCode: 503, message: /shutting down; the command was not sent to controller ctl-1/ })
+  t.match(await rejection<HardwareError>(link.send('CLEAR', { addr: 1 })), { code: 'SHUTTING_DOWN' }, 'nothing new is taken')
+  conn.ack(first)
+  t.same((await sends[0]).seq, first.seq, 'the one on the wire finishes')
+  await sleep(50)
+  t.equal(conn.all.filter(f => f.kind === 'REQ' && f.cmd !== 'STATUS').length, 1, 'only the first was sent')
+})
+
 t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => {
   const { link, conn } = await connected(t, {}, { maxQueue: 3, maxInFlight: 1 })
   const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))

@@ -226,6 +226,19 @@ t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a ret
   t.equal(res.headers['retry-after'], undefined)
 })
 
+t.test('shutdown: commands still queued are answered 503 SHUTTING_DOWN at once and never sent', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 100 })
+  const answers = Array.from({ length: 6 }, () => command(ctx, token, stationId, { command: 'light', quantity: 1 }))
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  const closing = ctx.app.close()
+  const codes = (await Promise.all(answers)).map((res) => res.json().code ?? res.statusCode)
+  await closing
+  const refused = codes.filter((code) => code === 'SHUTTING_DOWN')
+  t.equal(refused.length, 2, `four in flight (the link's limit), two queued: ${codes.join(', ')}`)
+})
+
 t.test('events need a token, filter by station, follow reconnects and leave no listener', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/events' })).statusCode, 401)
