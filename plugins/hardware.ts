@@ -113,7 +113,7 @@ function toApiError (err: Error): ApiError | undefined {
   const message = err.code === 'NAK'
     ? `The controller refused the command: ${err.controllerMessage ?? err.controllerCode ?? 'no reason given'}`
     : err.message
-  return new ApiError(err.statusCode, ERROR_CODES[err.code] ?? err.code, message, { headers, extra })
+  return new ApiError(err.statusCode, ERROR_CODES[err.code] ?? err.code, message, { headers, extra, expected: true })
 }
 
 const int = (value: string | undefined): number | undefined => {

@@ -209,12 +209,16 @@ t.test('a NAK without code: 502 with controllerCode null', async (t) => {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
-  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST } })
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST }, logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(JSON.parse(line)) } } })
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const res = await command(ctx, ctx.adminToken, station, { command: 'clear' })
   t.equal(res.statusCode, 502)
   t.same(res.json(), { statusCode: 502, code: 'CONTROLLER_NAK', error: 'Bad Gateway', message: 'The controller refused the command: no reason given', controllerCode: null })
+  const logged = lines.find((l) => l.code === 'CONTROLLER_NAK')
+  t.match(logged, { level: 40, msg: 'The controller refused the command: no reason given' }, 'an expected controller fault is a warning')
+  t.equal(logged?.err, undefined, 'without a stack trace')
 })
 
 t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a retryable 503', async (t) => {
