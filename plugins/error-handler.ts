@@ -68,7 +68,7 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
   fastify.setErrorHandler(function (err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const api = toApiError(err, fastify.errorTranslators)
     if (api) {
-      if (api.statusCode >= 500) request.log.warn({ err, code: api.code }, api.message)
+      if (api.statusCode >= 500) request.log.warn(api.expected ? { code: api.code } : { err, code: api.code }, api.message)
       return reply.code(api.statusCode).headers(api.headers).send(buildErrorBody(api.statusCode, api.code, api.message, api.extra))
     }
 

@@ -19,6 +19,10 @@ export interface ControllerHealth {
   id: string
   connected: boolean
   lastSeenAt: string | null
+  /** bytes from the controller dropped since the start: garbage between frames, malformed frames */
+  droppedBytes: number
+  /** why the link is refused (the controller answered as another id) */
+  error?: string
 }
 
 export type EventType = 'station.connected' | 'station.disconnected' | 'pick.confirmed' | 'pick.shortage' | 'tray.ready' | 'station.fault'
@@ -97,17 +101,19 @@ const ERROR_CODES: Record<string, string> = {
   OFFLINE: 'CONTROLLER_OFFLINE',
   QUEUE_FULL: 'CONTROLLER_BUSY',
   LINK_DROPPED: 'CONTROLLER_OFFLINE',
-  INVALID_COMMAND: 'INVALID_COMMAND'
+  INVALID_COMMAND: 'INVALID_COMMAND',
+  SHUTTING_DOWN: 'SHUTTING_DOWN'
 }
 
 function toApiError (err: Error): ApiError | undefined {
   if (!(err instanceof HardwareError)) return undefined
   const headers: Record<string, string> = err.statusCode === 503 ? { 'retry-after': '5' } : {}
-  const extra = err.controllerCode === undefined ? {} : { controllerCode: err.controllerCode }
+  // always there on a NAK, so a client need not tell a missing field from a NAK without code
+  const extra = err.code === 'NAK' ? { controllerCode: err.controllerCode ?? null } : {}
   const message = err.code === 'NAK'
     ? `The controller refused the command: ${err.controllerMessage ?? err.controllerCode ?? 'no reason given'}`
     : err.message
-  return new ApiError(err.statusCode, ERROR_CODES[err.code] ?? err.code, message, { headers, extra })
+  return new ApiError(err.statusCode, ERROR_CODES[err.code] ?? err.code, message, { headers, extra, expected: true })
 }
 
 const int = (value: string | undefined): number | undefined => {
@@ -190,6 +196,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   async function onConnection (link: ControllerLink, type: 'station.connected' | 'station.disconnected'): Promise<void> {
     if (type === 'station.disconnected') addressStatus.delete(link.id)
     for (const station of await stationsOf(link.id)) {
+      // a station without an address stays disconnected (stationState)
+      if (station.address === null || station.address === undefined) continue
       publish(type, { stationId: station.id as number, controllerId: link.id, address: (station.address as number | null) ?? null })
     }
   }
@@ -207,11 +215,15 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       link.on('disconnected', () => { void onConnection(link, 'station.disconnected') })
       link.on('event', (event) => { void onEvent(link, event) })
       link.on('status', (state) => {
-        // STATUS resynchronizes: addresses listed are busy, all others idle.
+        // STATUS resynchronizes: addresses listed are busy, all others idle. Its overall state is the
+        // controller's, not a station's; it carries no fault per address, so a fault reported at an
+        // address stays while the controller still says error.
+        const previous = addressStatus.get(link.id)
         const map = new Map<number, StationStatus>()
+        if (state.state === 'error' && previous) for (const [address, status] of previous) if (status === 'error') map.set(address, 'error')
         for (const key of Object.keys(state.addresses)) {
           const address = int(key)
-          if (address !== undefined) map.set(address, 'busy')
+          if (address !== undefined && !map.has(address)) map.set(address, 'busy')
         }
         addressStatus.set(link.id, map)
       })
@@ -221,6 +233,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     fastify.addHook('onReady', async () => { for (const link of links.values()) link.start() })
   }
 
+  // preClose runs before the server waits for requests in flight: queued commands are answered now, not sent
+  fastify.addHook('preClose', async () => { for (const link of links.values()) link.stopSending() })
   fastify.addHook('onClose', async () => {
     listeners.clear()
     await Promise.all([...links.values()].map((link) => link.close()))
@@ -231,26 +245,40 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       // not only false: a flag the gateway could not read (null) does not enable a station either
       if (station.enabled !== true) return { connected: false, status: 'disabled', lastSeenAt: null }
       const link = typeof station.controllerId === 'string' ? links.get(station.controllerId) : undefined
-      if (!link) return { connected: false, status: 'offline', lastSeenAt: null }
+      // a station without an address cannot be driven even when its controller is: not connected, like one without controller
+      if (!link || station.address === null || station.address === undefined) return { connected: false, status: 'offline', lastSeenAt: null }
       const lastSeenAt = link.lastSeenAt?.toISOString() ?? null
       if (!link.connected) return { connected: false, status: 'offline', lastSeenAt }
-      const reported = addressStatus.get(link.id)?.get(station.address as number)
-      const status = reported ?? (link.state?.state === 'error' ? 'error' : link.state?.state === 'busy' ? 'busy' : 'idle')
+      // only what was reported for the station's own address: the controller's overall state covers all its addresses
+      const status = addressStatus.get(link.id)?.get(station.address as number) ?? 'idle'
       return { connected: true, status, lastSeenAt }
     },
 
     controllerStates () {
-      return [...links.values()].map((link) => ({ id: link.id, connected: link.connected, lastSeenAt: link.lastSeenAt?.toISOString() ?? null }))
+      return [...links.values()].map((link) => ({
+        id: link.id,
+        connected: link.connected,
+        lastSeenAt: link.lastSeenAt?.toISOString() ?? null,
+        droppedBytes: link.stats.droppedBytes,
+        ...(link.problem === null ? {} : { error: link.problem })
+      }))
     },
 
     async command (station, command) {
       if (station.enabled !== true) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
-      if (typeof station.controllerId !== 'string' || station.address === null || station.address === undefined) {
-        throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has no controllerId and address`)
+      const noController = typeof station.controllerId !== 'string'
+      const noAddress = station.address === null || station.address === undefined
+      if (noController || noAddress) {
+        const has = noController && noAddress ? 'no controllerId and no address' : noController ? `address ${String(station.address)} but no controllerId` : `controllerId '${String(station.controllerId)}' but no address`
+        throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has ${has}`)
       }
-      const link = links.get(station.controllerId)
+      const link = links.get(station.controllerId as string)
+      // configuration, not an outage: a retry cannot help, so 409 without Retry-After
+      if (!opts.enabled) {
+        throw new ApiError(409, 'HARDWARE_DISABLED', `This gateway drives no controllers (hardware.enabled is false); station ${station.id}'s controller '${String(station.controllerId)}' is driven by the instance that has it enabled`)
+      }
       if (!link) {
-        throw new ApiError(503, 'CONTROLLER_OFFLINE', `Controller '${station.controllerId}' is not configured on this gateway${opts.enabled ? '' : ' (hardware.enabled is false)'}`, { headers: { 'retry-after': '30' } })
+        throw new ApiError(409, 'CONTROLLER_NOT_CONFIGURED', `Controller '${String(station.controllerId)}' of station ${station.id} is not configured on this gateway (hardware.controllers)`)
       }
       const addr = station.address as number
       let cmd: string

@@ -7,7 +7,7 @@ export const ErrorResponse = Type.Object({
   error: Type.String(),
   message: Type.String(),
   login: Type.Optional(Type.Boolean()),
-  controllerCode: Type.Optional(Type.String())
+  controllerCode: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'CONTROLLER_NAK only: the code of the controller\'s NAK, null when it gave none' }))
 }, { $id: 'ErrorResponse', description: 'Fastify error shape, used by every 4xx and 5xx response' })
 export type ErrorResponse = Static<typeof ErrorResponse>
 

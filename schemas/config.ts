@@ -28,7 +28,10 @@ export const TableMappingConfig = Type.Object({
 }, { additionalProperties: false })
 export type TableMappingConfig = Static<typeof TableMappingConfig>
 
-const Ms = (def: number) => Type.Integer({ minimum: 1, default: def })
+/** Node's timers take at most 2^31-1 ms; a longer one fires after 1 ms (TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2147483647
+
+const Ms = (def: number) => Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS, default: def })
 
 export const ControllerConfig = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),

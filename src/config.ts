@@ -92,6 +92,7 @@ export function validateConfig (raw: unknown, problems: string[] = []): Config {
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
+  if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
   for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
     const mapping = config.mapping[name]
     if (mapping && typeof mapping.columns === 'object' && mapping.columns !== null) {
@@ -359,6 +360,23 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
       }
     }
   })
+}
+
+function checkHardware (hardware: Config['hardware'], problems: string[]): void {
+  // two entries with one id: the gateway keeps a single link per id, so one controller would never be driven
+  const ids = new Set<string>()
+  if (Array.isArray(hardware.controllers)) {
+    hardware.controllers.forEach((controller, i) => {
+      if (controller === null || typeof controller !== 'object' || typeof controller.id !== 'string') return
+      if (ids.has(controller.id)) problems.push(`hardware.controllers.${i}.id: '${controller.id}' appears twice; one entry per controller`)
+      ids.add(controller.id)
+    })
+  }
+  const { heartbeatIdle, deadAfter } = hardware.timings ?? {}
+  // a PING goes out only after heartbeatIdle: a link declared dead before it would drop whenever it is quiet
+  if (Number.isInteger(heartbeatIdle) && Number.isInteger(deadAfter) && deadAfter <= heartbeatIdle) {
+    problems.push(`hardware.timings.deadAfter: must be greater than hardware.timings.heartbeatIdle (${heartbeatIdle}), got ${deadAfter}; the defaults are 30000 and 10000`)
+  }
 }
 
 function parseUrl (text: string): URL | undefined {

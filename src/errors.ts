@@ -7,13 +7,16 @@ export class ApiError extends Error {
   readonly headers: Record<string, string>
   /** extra body fields (for example `login: false`) */
   readonly extra: Record<string, unknown>
-  constructor (statusCode: number, code: string, message: string, options: { headers?: Record<string, string>, extra?: Record<string, unknown>, cause?: unknown } = {}) {
+  /** an expected fault (a controller offline or silent): logged with its message and code, without a stack */
+  readonly expected: boolean
+  constructor (statusCode: number, code: string, message: string, options: { headers?: Record<string, string>, extra?: Record<string, unknown>, cause?: unknown, expected?: boolean } = {}) {
     super(message, { cause: options.cause })
     this.name = 'ApiError'
     this.statusCode = statusCode
     this.code = code
     this.headers = options.headers ?? {}
     this.extra = options.extra ?? {}
+    this.expected = options.expected ?? false
   }
 }
 

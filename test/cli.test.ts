@@ -106,6 +106,11 @@ t.test('check-config', async (t) => {
   t.notMatch(text, /short-secret/, 'the secret value is never shown')
   const viaEnv = io({ PICKING_GATEWAY_CONFIG: bad })
   t.equal(await main(['check-config'], viaEnv), 78)
+  const twice = join(dir, 'twice.json')
+  writeFileSync(twice, JSON.stringify({ database: { url: 'sqlite:/tmp/x.db' }, auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: '10.0.0.5', port: 4001 }, { id: 'ctl-1', host: '10.0.0.6', port: 4001 }] } }))
+  const dup = io({})
+  t.equal(await main(['check-config', twice], dup), 78, 'a controller id twice')
+  t.match(dup.stderr.join('\n'), /hardware.controllers.1.id: 'ctl-1' appears twice/)
 })
 
 t.test('check-config checks the mapping against the database when it can reach it', async (t) => {

@@ -75,6 +75,17 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   t.match(mapping.join('\n'), /mapping.materials.barcode: no column configured \(map it to null if the table has none\)/)
   const pattern = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'Line A!', host: 'h', port: 1 }] } }))
   t.same(pattern, [`hardware.controllers.0.id: expected string to match '^[A-Za-z0-9_.-]+$', got "Line A!"`], 'the pattern keeps its case')
+  const twice = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: 'a', port: 1 }, { id: 'ctl-2', host: 'b', port: 1 }, { id: 'ctl-1', host: 'c', port: 1 }] } }))
+  const timings = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { timings: { heartbeatIdle: 10000, deadAfter: 10000, ackTimeout: 2 ** 31 } } }))
+  t.same(timings, [
+    'hardware.timings.ackTimeout: expected integer to be less or equal to 2147483647, got 2147483648',
+    'hardware.timings.deadAfter: must be greater than hardware.timings.heartbeatIdle (10000), got 10000; the defaults are 30000 and 10000'
+  ], 'timings that cannot work')
+  t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { timings: { heartbeatIdle: 40000 } } })), ['hardware.timings.deadAfter: must be greater than hardware.timings.heartbeatIdle (40000), got 30000; the defaults are 30000 and 10000'], 'against the default too')
+  t.equal(validateConfig({ auth: { jwtSecret: SECRET }, hardware: { timings: { backoffMax: 2147483647 } } }).hardware.timings.backoffMax, 2147483647, 'the largest timer is fine')
+  const overflow = problemsOf(() => validateConfig({ server: { closeGraceMs: 2 ** 31 }, database: { recheckMs: 2 ** 32 }, events: { heartbeatMs: 1e12 }, auth: { jwtSecret: SECRET, loginThrottle: { userWindowMs: 2 ** 31 } } }))
+  t.same(overflow.map((p) => p.split(':')[0]).sort(), ['auth.loginThrottle.userWindowMs', 'database.recheckMs', 'events.heartbeatMs', 'server.closeGraceMs'], 'every ms setting has the timer limit')
+  t.same(twice, ["hardware.controllers.2.id: 'ctl-1' appears twice; one entry per controller"], 'a duplicate controller id is not silently dropped')
 })
 
 t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly', async (t) => {

@@ -15,7 +15,9 @@ const Ready = Type.Object({
   controllers: Type.Array(Type.Object({
     id: Type.String(),
     connected: Type.Boolean(),
-    lastSeenAt: Type.Union([Type.String(), Type.Null()])
+    lastSeenAt: Type.Union([Type.String(), Type.Null()]),
+    droppedBytes: Type.Integer({ description: 'bytes from the controller dropped since the start (garbage between frames, malformed frames)' }),
+    error: Type.Optional(Type.String({ description: 'why the link is refused: the controller answered as another id' }))
   }))
 })
 

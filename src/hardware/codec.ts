@@ -31,6 +31,9 @@ const NAME = /^[A-Za-z0-9_]+$/
 const SEQ = /^[0-9]{4}$/
 const HEX = '0123456789ABCDEF'
 
+/** CR, LF, space and tab: a controller that ends each frame with CR LF sends them between frames. */
+const isBlank = (byte: number): boolean => byte === 0x0d || byte === 0x0a || byte === 0x20 || byte === 0x09
+
 /** The SEQ after `seq`: 0001–9999, wrapping to 0001. */
 export function nextSeq (seq: number): number {
   return seq >= MAX_SEQ || seq < 1 ? 1 : seq + 1
@@ -161,8 +164,8 @@ export interface FrameDecoderOptions {
 }
 
 /**
- * Streaming decoder. Bytes outside STX…ETX and frames that do not parse are
- * dropped and counted; a frame longer than maxFrameBytes throws
+ * Streaming decoder. Bytes outside STX…ETX (except CR, LF, space and tab, which
+ * are ignored) and frames that do not parse are dropped and counted; a frame longer than maxFrameBytes throws
  * FrameTooLongError from push() (frames completed earlier in the same chunk
  * are lost with it, as the connection is reset anyway). The buffer never
  * holds more than one partial frame, so it never grows past maxFrameBytes.
@@ -196,7 +199,10 @@ export class FrameDecoder {
       if (!this.inFrame) {
         const start = chunk.indexOf(STX, i)
         const end = start === -1 ? chunk.length : start
-        if (end > i) this.discard('garbage', end - i, 'bytes outside a frame')
+        // blanks between frames are ignored, not dropped: they are no fault of the controller
+        let garbage = 0
+        for (let k = i; k < end; k++) if (!isBlank(chunk[k]!)) garbage++
+        if (garbage > 0) this.discard('garbage', garbage, 'bytes outside a frame')
         if (start === -1) break
         this.begin()
         i = start + 1

@@ -63,6 +63,8 @@ export interface ControllerLinkOptions {
   maxInFlight?: number
   /** TCP keep-alive initial delay. Default 10000. */
   keepAliveDelay?: number
+  /** Dropped bytes are logged at once, then at most once per this many ms (a summary with the count). Default 60000. */
+  dropLogInterval?: number
   logger?: Logger
   /** For tests of the backoff: a source of numbers in [0, 1). */
   random?: () => number
@@ -107,6 +109,30 @@ export interface LinkEvents {
   status: [state: ControllerState]
 }
 
+/** The events a controller sends and the arguments each needs (DESIGN §8); the others (ref, msg, fw) are optional. */
+export const EVENT_REQUIRED_ARGS: Readonly<Record<string, readonly string[]>> = {
+  HELLO: [],
+  CONFIRM: ['addr', 'qty'],
+  SHORTAGE: ['addr', 'qty'],
+  TRAYREADY: ['addr', 'tray'],
+  FAULT: ['addr', 'code']
+}
+
+/** The ranges of a station's address and a command's quantity in the API. */
+const NUMERIC_ARGS: Record<string, number> = { addr: 65535, qty: 99999 }
+
+/** Why an event cannot be acted on (answered with a NAK), or undefined when it can. */
+export function eventProblem (cmd: string, args: FrameArgs): string | undefined {
+  const required = EVENT_REQUIRED_ARGS[cmd]
+  if (required === undefined) return `unknown event ${cmd}`
+  for (const key of required) if (args[key] === undefined || args[key] === '') return `${key} is missing`
+  for (const [key, max] of Object.entries(NUMERIC_ARGS)) {
+    const value = args[key]
+    if (value !== undefined && (!/^[0-9]{1,9}$/.test(value) || Number(value) > max)) return `${key} must be an integer from 0 to ${max}, got ${JSON.stringify(value)}`
+  }
+  return undefined
+}
+
 const noop = (): void => {}
 const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
 
@@ -131,7 +157,15 @@ interface Pending {
 
 /** State that lives exactly as long as one TCP connection. */
 class Session {
+  /** the TCP connection is up */
   connected = false
+  /**
+   * The controller has spoken: a HELLO with this link's id or none, or any other first frame. Only
+   * then does the link count as connected, so that a controller answering as another id is never driven.
+   */
+  identified = false
+  /** closed because the controller answered as another id */
+  refused = false
   connectedAt = 0
   /** Set once the session is being torn down; the first reason wins. */
   endReason: string | undefined
@@ -186,14 +220,21 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   lastSeenAt: Date | null = null
   /** From the last STATUS acknowledgement on the current connection; null while disconnected. */
   state: ControllerState | null = null
+  /** Why the last connection was refused (the controller answered as another id); null once one is accepted. */
+  problem: string | null = null
   readonly stats: LinkStats = { framesIn: 0, framesOut: 0, droppedBytes: 0, malformedFrames: 0, reconnects: 0, connectFailures: 0, timeouts: 0 }
 
   private readonly log: Logger
   private readonly keepAliveDelay: number
+  private readonly dropLogInterval: number
+  /** when dropped bytes were last logged, the bytes dropped since, and the timer of the summary that will say so */
+  private dropLog: { at: number, bytes: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, bytes: 0, timer: undefined }
   private readonly random: () => number
   private session: Session | undefined
   private started = false
   private closing = false
+  /** stopSending() was called: nothing more goes out but what is already on the wire */
+  private draining = false
   private closed: Promise<void> | undefined
   private everConnected = false
   private attempt = 0
@@ -215,12 +256,13 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     if (!Number.isInteger(this.maxQueue) || this.maxQueue < 1) throw new RangeError('maxQueue must be an integer >= 1')
     if (!Number.isInteger(this.maxInFlight) || this.maxInFlight < 1) throw new RangeError('maxInFlight must be an integer >= 1')
     this.keepAliveDelay = options.keepAliveDelay ?? 10000
+    this.dropLogInterval = options.dropLogInterval ?? 60000
     this.log = options.logger ?? silentLogger
     this.random = options.random ?? Math.random
   }
 
   get connected (): boolean {
-    return this.session !== undefined && this.session.connected && !this.session.ended
+    return this.session !== undefined && this.session.identified && !this.session.ended
   }
 
   /** Commands sent or waiting on the current connection. */
@@ -247,10 +289,15 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     } catch (err) {
       return Promise.reject(new HardwareError('INVALID_COMMAND', (err as Error).message, { controllerId: this.id }))
     }
+    if (this.draining) return Promise.reject(this.notSent())
     const session = this.session
-    if (this.closing || session === undefined || !session.connected || session.ended) {
+    if (this.closing || session === undefined || !session.identified || session.ended) {
       return Promise.reject(new HardwareError('OFFLINE', `controller ${this.id} is offline`, { controllerId: this.id }))
     }
+    return this.enqueue(session, cmd, args)
+  }
+
+  private enqueue (session: Session, cmd: string, args: FrameArgsInput): Promise<CommandResult> {
     if (session.inFlight.size + session.queue.length >= this.maxQueue) {
       return Promise.reject(new HardwareError('QUEUE_FULL', `controller ${this.id} has ${this.maxQueue} commands pending`, { controllerId: this.id }))
     }
@@ -260,12 +307,30 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     })
   }
 
+  /**
+   * The start of a shutdown: commands not yet sent fail at once with SHUTTING_DOWN (their clients learn that
+   * nothing reached the controller) and no more are taken; those already sent go on until answered or closed.
+   */
+  stopSending (): void {
+    this.draining = true
+    const queued = this.session?.queue.splice(0) ?? []
+    for (const p of queued) p.reject(this.notSent())
+  }
+
+  private notSent (): HardwareError {
+    return new HardwareError('SHUTTING_DOWN', `the gateway is shutting down; the command was not sent to controller ${this.id}`, { controllerId: this.id })
+  }
+
   /** Stops reconnecting, fails pending commands with LINK_DROPPED, resolves once the socket is closed. */
   close (): Promise<void> {
     if (this.closed !== undefined) return this.closed
     this.closing = true
     clearTimeout(this.reconnectTimer)
     this.reconnectTimer = undefined
+    if (this.dropLog.timer !== undefined) {
+      clearTimeout(this.dropLog.timer)
+      this.logDroppedSummary()
+    }
     const session = this.session
     if (session === undefined) {
       this.closed = Promise.resolve()
@@ -283,7 +348,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       onDiscard: (reason, bytes, detail) => {
         this.stats.droppedBytes += bytes
         if (reason === 'malformed') this.stats.malformedFrames++
-        this.log.warn({ reason, bytes, detail }, 'dropped bytes from the controller')
+        this.logDropped(reason, bytes, detail)
       }
     })
     const session = new Session(socket, decoder)
@@ -299,6 +364,24 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     socket.connect({ host: this.host, port: this.port })
   }
 
+  /** The first drop at once, then at most one summary per dropLogInterval: a noisy line must not flood the log. */
+  private logDropped (reason: string, bytes: number, detail: string): void {
+    const now = Date.now()
+    if (this.dropLog.timer === undefined && now - this.dropLog.at >= this.dropLogInterval) {
+      this.dropLog.at = now
+      this.log.warn({ reason, bytes, detail, droppedBytes: this.stats.droppedBytes }, 'dropped bytes from the controller')
+      return
+    }
+    this.dropLog.bytes += bytes
+    this.dropLog.timer ??= setTimeout(() => this.logDroppedSummary(), this.dropLog.at + this.dropLogInterval - now).unref()
+  }
+
+  private logDroppedSummary (): void {
+    const { bytes } = this.dropLog
+    this.dropLog = { at: Date.now(), bytes: 0, timer: undefined }
+    this.log.warn({ bytes, droppedBytes: this.stats.droppedBytes, intervalMs: this.dropLogInterval }, `dropped bytes from the controller: ${bytes} more since the last warning`)
+  }
+
   private onConnect (session: Session): void {
     clearTimeout(session.connectTimer)
     if (session.ended) return
@@ -306,20 +389,39 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.socket.setKeepAlive(true, this.keepAliveDelay)
     session.connected = true
     session.connectedAt = Date.now()
-    this.failuresInRow = 0
-    if (this.everConnected) this.stats.reconnects++
-    this.everConnected = true
     session.idleTimer = setTimeout(() => this.onIdle(session), this.timings.heartbeatIdle).unref()
     session.deadTimer = setTimeout(() => {
       this.endSession(session, `no frame for ${this.timings.deadAfter} ms`)
     }, this.timings.deadAfter).unref()
-    this.log.info({ host: this.host, port: this.port }, 'controller connected')
-    // STATUS goes first so it always carries SEQ 0001 of the new connection.
-    this.send('STATUS').catch((err: HardwareError) => {
-      // a link closed right after it connected drops its STATUS: no fault of the controller
-      this.log[this.closing ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
+    // STATUS goes first so it always carries SEQ 0001 of the new connection; it changes nothing on the controller,
+    // so it may go before the controller has said who it is.
+    this.enqueue(session, 'STATUS', {}).catch((err: HardwareError) => {
+      // a link closed right after it connected, or refused, drops its STATUS: no fault of the controller
+      this.log[this.closing || session.refused ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
     })
+  }
+
+  /** The controller's first frame: HELLO with the configured id (or none) or anything else. */
+  private identify (session: Session, frame: Frame): boolean {
+    const id = frame.kind === 'EVT' && frame.cmd === 'HELLO' ? frame.args.id : undefined
+    if (id !== undefined && id !== this.id) {
+      // wrong IP or port in the configuration, or a swapped cable: lighting positions there would mislead operators
+      const problem = `controller at ${this.host}:${this.port} answered as '${id}', not '${this.id}'`
+      this.log[this.problem === problem ? 'debug' : 'error']({ host: this.host, port: this.port, answeredAs: id }, `${problem}: not driving it; check hardware.controllers`)
+      this.problem = problem
+      session.refused = true
+      this.endSession(session, problem)
+      return false
+    }
+    if (session.identified) return true
+    session.identified = true
+    this.problem = null
+    this.failuresInRow = 0
+    if (this.everConnected) this.stats.reconnects++
+    this.everConnected = true
+    this.log.info({ host: this.host, port: this.port }, 'controller connected')
     this.safeEmit('connected')
+    return !session.ended
   }
 
   private onData (session: Session, chunk: Buffer): void {
@@ -344,6 +446,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.lastSeenAt = new Date()
     session.deadTimer?.refresh()
     session.idleTimer?.refresh()
+    if (!this.identify(session, frame)) return
     switch (frame.kind) {
       case 'HBT':
         if (frame.cmd === 'PING') this.write(session, { seq: frame.seq, kind: 'HBT', cmd: 'PONG' })
@@ -383,6 +486,14 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   }
 
   private onEvent (session: Session, frame: Frame): void {
+    const problem = eventProblem(frame.cmd, frame.args)
+    if (problem !== undefined) {
+      // not acted on, so not remembered: the same SEQ sent again is refused again
+      const code = EVENT_REQUIRED_ARGS[frame.cmd] === undefined ? 'UNKNOWN_EVENT' : 'INVALID_EVENT'
+      this.log.warn({ seq: frame.seq, cmd: frame.cmd, args: frame.args, code }, `event refused: ${problem}`)
+      this.write(session, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code, msg: problem } })
+      return
+    }
     this.write(session, { seq: frame.seq, kind: 'ACK', cmd: frame.cmd })
     if (!session.remember(frame.seq)) {
       this.log.debug({ seq: frame.seq, cmd: frame.cmd }, 'duplicate event acknowledged again')
@@ -466,12 +577,13 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
         controllerId: this.id, seq: p.seq === 0 ? undefined : p.seq
       }))
     }
-    if (session.connected) {
+    if (session.identified) {
       if (Date.now() - session.connectedAt >= this.timings.stableAfter) this.attempt = 0
       this.state = null
       this.log[this.closing ? 'info' : 'warn']({ reason }, 'controller disconnected')
       this.safeEmit('disconnected', reason)
-    } else {
+    } else if (!session.refused) {
+      // not connected, or connected but silent: the controller never came up
       this.stats.connectFailures++
       // One warning per outage; the retries after it would flood the log. A connect cut short by close() is no outage.
       const level = this.closing ? 'debug' : ++this.failuresInRow === 1 ? 'warn' : 'debug'

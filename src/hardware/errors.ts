@@ -1,6 +1,6 @@
 // Errors a controller command can fail with; each code maps to one HTTP status (DESIGN §8).
 
-export type HardwareErrorCode = 'NAK' | 'TIMEOUT' | 'OFFLINE' | 'QUEUE_FULL' | 'LINK_DROPPED' | 'INVALID_COMMAND'
+export type HardwareErrorCode = 'NAK' | 'TIMEOUT' | 'OFFLINE' | 'QUEUE_FULL' | 'LINK_DROPPED' | 'INVALID_COMMAND' | 'SHUTTING_DOWN'
 
 export const HARDWARE_ERROR_STATUS: Readonly<Record<HardwareErrorCode, number>> = {
   NAK: 502,
@@ -8,7 +8,8 @@ export const HARDWARE_ERROR_STATUS: Readonly<Record<HardwareErrorCode, number>> 
   OFFLINE: 503,
   QUEUE_FULL: 503,
   LINK_DROPPED: 503,
-  INVALID_COMMAND: 400
+  INVALID_COMMAND: 400,
+  SHUTTING_DOWN: 503
 }
 
 export interface HardwareErrorDetails {

@@ -29,6 +29,8 @@ export {
   ControllerLink,
   DEFAULT_LINK_TIMINGS,
   backoffDelay,
+  eventProblem,
+  EVENT_REQUIRED_ARGS,
   type ControllerConfig,
   type ControllerLinkOptions,
   type ControllerEvent,

@@ -131,6 +131,19 @@ t.test('decoder: garbage is dropped, counted and reported', async t => {
   t.equal(d2.droppedBytes, 13)
 })
 
+t.test('decoder: CR, LF, space and tab between frames are ignored, not dropped', async t => {
+  const reports: Array<[string, number]> = []
+  const decoder = new FrameDecoder({ onDiscard: (reason, bytes) => reports.push([reason, bytes]) })
+  const good = encodeFrame({ seq: 5, kind: 'ACK', cmd: 'STATUS', args: { state: 'idle' } })
+  const crlf = Buffer.from('\r\n')
+  t.same(decoder.push(Buffer.concat([good, crlf, good, crlf, Buffer.from(' \t'), good, crlf])).map(f => f.seq), [5, 5, 5])
+  t.equal(decoder.droppedBytes, 0)
+  t.same(reports, [])
+  t.same(decoder.push(Buffer.from('\r\nxy\r\n')), [])
+  t.equal(decoder.droppedBytes, 2, 'only the other bytes count')
+  t.same(reports, [['garbage', 2]])
+})
+
 t.test('decoder: malformed frames are counted and the stream goes on', async t => {
   const reports: string[] = []
   const decoder = new FrameDecoder({ onDiscard: (reason, _bytes, detail) => reports.push(`${reason}: ${detail}`) })

@@ -126,11 +126,12 @@ async function connected (t: TestLike, timings: Partial<LinkTimings> = {}, optio
   const ctl = await RawController.start(t)
   const link = makeLink(t, ctl.port, timings, options)
   const up = once(link, 'connected')
+  const status = once(link, 'status')
   link.start()
   const conn = await ctl.nextConnection()
-  await up
   conn.ack(await conn.cmd('STATUS'), { state: 'idle' })
-  await once(link, 'status')
+  await up
+  await status
   return { ctl, link, conn }
 }
 
@@ -165,6 +166,7 @@ t.test('backoff starts again from backoffInitial only after a connection stayed 
     link.start()
     for (let i = 0; i < 3; i++) {
       const conn = await ctl.nextConnection()
+      conn.ack(await conn.cmd('STATUS'))
       await up
       up = once(link, 'connected')
       conn.socket.destroy()
@@ -184,12 +186,14 @@ t.test('connects, sends STATUS as SEQ 0001 and keeps its answer', async t => {
   link.start()
   link.start()
   const conn = await ctl.nextConnection()
-  await up
-  t.equal(link.connected, true)
   const status = await conn.next()
   t.same(status, { seq: 1, kind: 'REQ', cmd: 'STATUS', args: {} })
+  t.equal(link.connected, false, 'not connected before the controller has said anything')
+  t.equal((await rejection<HardwareError>(link.send('CLEAR', { addr: 1 }))).code, 'OFFLINE', 'nor driven')
   const statusEvent = once(link, 'status')
   conn.ack(status, { state: 'busy', addr3: 'lit:2', addr12: 'tray:T-1', fw: 'x' })
+  await up
+  t.equal(link.connected, true, 'its first frame, without a HELLO, is enough')
   const [state] = await statusEvent
   t.equal(state.state, 'busy')
   t.same(state.addresses, { 3: 'lit:2', 12: 'tray:T-1' })
@@ -238,11 +242,12 @@ t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, 
   const ctl2 = await RawController.start(t, port)
   const up = once(link, 'connected')
   const conn2 = await ctl2.nextConnection()
-  await up
   const status = await conn2.next()
   t.same(status, { seq: 1, kind: 'REQ', cmd: 'STATUS', args: {} }, 'STATUS first, SEQ 0001')
+  const resynced = once(link, 'status')
   conn2.ack(status, { state: 'idle' })
-  await once(link, 'status')
+  await up
+  await resynced
   t.equal(link.state?.state, 'idle')
   t.equal(link.stats.reconnects, 1)
   const again = link.send('CLEAR', { addr: 1 })
@@ -250,6 +255,44 @@ t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, 
   t.equal((await again).seq, 2)
   t.ok(lines.some(l => l.level === 'warn' && l.msg === 'controller disconnected'), 'logged the loss')
   t.equal(lines.filter(l => l.level === 'warn' && l.msg === 'cannot connect to controller').length, 1, 'one warning per outage')
+})
+
+t.test('HELLO with another id: refused and never connected, retried with backoff, accepted once the id fits', async t => {
+  const { lines, logger } = captureLogger()
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port, {}, { logger })
+  let ups = 0
+  link.on('connected', () => { ups++ })
+  link.on('disconnected', () => { ups-- })
+  link.start()
+  for (let i = 0; i < 2; i++) {
+    const conn = await ctl.nextConnection()
+    await conn.cmd('STATUS')
+    const closed = once(conn.socket, 'close')
+    conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-2', fw: 'x' } })
+    await closed
+    t.equal(link.connected, false)
+  }
+  t.equal(ups, 0, 'neither connected nor disconnected events')
+  t.equal(link.problem, `controller at 127.0.0.1:${ctl.port} answered as 'ctl-2', not 'ctl-1'`)
+  const errors = lines.filter(l => l.level === 'error')
+  t.equal(errors.length, 1, 'one error while the same mismatch goes on')
+  t.match(errors[0], { obj: { host: '127.0.0.1', port: ctl.port, answeredAs: 'ctl-2' }, msg: /answered as 'ctl-2', not 'ctl-1': not driving it/ })
+  t.notOk(lines.some(l => l.msg === 'cannot connect to controller' || l.msg === 'controller connected'))
+  t.equal((await rejection<HardwareError>(link.send('LIGHT', { addr: 1, qty: 1 }))).code, 'OFFLINE')
+
+  // the cabling fixed: a HELLO with the right id, later one without an id, are accepted
+  for (const args of [{ id: 'ctl-1' }, { fw: 'x' }]) {
+    const conn = await ctl.nextConnection()
+    const up = once(link, 'connected')
+    conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args })
+    await up
+    t.equal(link.problem, null)
+    t.equal(link.connected, true)
+    conn.socket.destroy()
+    await once(link, 'disconnected')
+  }
+  t.equal(lines.filter(l => l.level === 'error').length, 1)
 })
 
 t.test('an offline controller: start() does not wait, commands fail at once with OFFLINE', async t => {
@@ -276,6 +319,7 @@ t.test('silence: the link is declared dead after deadAfter and reconnects; it pi
   const up = once(link, 'connected')
   link.start()
   const conn = await ctl.nextConnection()
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1', fw: 'x' } })
   await up
   const since = Date.now()
   const [reason] = await once(link, 'disconnected')
@@ -366,7 +410,7 @@ t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again 
   t.same(events, [{ cmd: 'CONFIRM', seq: 7, args: { addr: '3', qty: '2', ref: 'order-7' } }])
 
   // The window holds 64 SEQs: after 64 others, 7 counts as new again.
-  for (let seq = 8; seq < 8 + 64; seq++) conn.send({ seq, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 1 } })
+  for (let seq = 8; seq < 8 + 64; seq++) conn.send({ seq, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 1, qty: 0 } })
   conn.send(confirm)
   await until(() => events.length === 66, '66 events')
   t.equal(events.at(-1)?.seq, 7)
@@ -378,6 +422,45 @@ t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again 
   conn2.send({ seq: 8, kind: 'EVT', cmd: 'TRAYREADY', args: { addr: 2, tray: 'T-5' } })
   await conn2.next(f => f.kind === 'ACK' && f.seq === 8, 'ACK of 8')
   t.same(events.at(-1), { seq: 8, cmd: 'TRAYREADY', args: { addr: '2', tray: 'T-5' } })
+})
+
+t.test('events with missing or invalid arguments, and unknown events: NAKed with a code, one warning each, never emitted', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger })
+  const events: ControllerEvent[] = []
+  link.on('event', e => events.push(e))
+  const bad: Array<[string, FrameArgsInput, string, RegExp]> = [
+    ['CONFIRM', { addr: 1, qty: -7 }, 'INVALID_EVENT', /^qty must be an integer from 0 to 99999, got "-7"$/],
+    ['CONFIRM', { addr: 1 }, 'INVALID_EVENT', /^qty is missing$/],
+    ['CONFIRM', { qty: 1 }, 'INVALID_EVENT', /^addr is missing$/],
+    ['CONFIRM', { addr: 'abc', qty: 'x' }, 'INVALID_EVENT', /^addr must be an integer from 0 to 65535, got "abc"$/],
+    ['CONFIRM', { addr: 1, qty: '99999999999999999999' }, 'INVALID_EVENT', /^qty must be/],
+    ['SHORTAGE', { addr: 65536, qty: 1 }, 'INVALID_EVENT', /^addr must be/],
+    ['SHORTAGE', { addr: 1, qty: '1.5' }, 'INVALID_EVENT', /^qty must be/],
+    ['TRAYREADY', { addr: 1 }, 'INVALID_EVENT', /^tray is missing$/],
+    ['TRAYREADY', { addr: 1, tray: '' }, 'INVALID_EVENT', /^tray is missing$/],
+    ['FAULT', { addr: 1 }, 'INVALID_EVENT', /^code is missing$/],
+    ['FAULT', { code: 'F1' }, 'INVALID_EVENT', /^addr is missing$/],
+    ['DANCE', { addr: 1 }, 'UNKNOWN_EVENT', /^unknown event DANCE$/]
+  ]
+  let seq = 20
+  for (const [cmd, args, code, msg] of bad) {
+    conn.send({ seq: ++seq, kind: 'EVT', cmd, args })
+    const answer = await conn.next(f => f.seq === seq && f.kind !== 'EVT', `answer to ${cmd}`)
+    t.match(answer, { kind: 'NAK', cmd, args: { code, msg } }, `${cmd} ${JSON.stringify(args)}`)
+  }
+  const warnings = lines.filter(l => l.level === 'warn')
+  t.equal(warnings.length, bad.length, 'one warning per refused event')
+  t.match(warnings[0], { obj: { seq: 21, cmd: 'CONFIRM', code: 'INVALID_EVENT' }, msg: 'event refused: qty must be an integer from 0 to 99999, got "-7"' })
+  conn.send({ seq: 21, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: -7 } })
+  t.match(await conn.next(f => f.seq === 21, 'the same SEQ again'), { kind: 'NAK' }, 'a refused SEQ is not remembered as acted on')
+
+  // valid ones, with optional arguments left out: a FAULT without msg, a CONFIRM without ref, qty 0
+  for (const [cmd, args] of [['FAULT', { addr: 0, code: 'F1' }], ['CONFIRM', { addr: 65535, qty: 0 }], ['TRAYREADY', { addr: 2, tray: 'T-1' }], ['HELLO', {}]] as const) {
+    conn.send({ seq: ++seq, kind: 'EVT', cmd, args })
+    t.match(await conn.next(f => f.seq === seq && f.kind !== 'EVT'), { kind: 'ACK', cmd })
+  }
+  t.same(events.map(e => e.cmd), ['FAULT', 'CONFIRM', 'TRAYREADY', 'HELLO'], 'only the valid ones are emitted')
 })
 
 t.test('the connection drops with commands in flight and queued: all fail with LINK_DROPPED, none is re-sent', async t => {
@@ -396,11 +479,27 @@ t.test('the connection drops with commands in flight and queued: all fail with L
   }
   t.equal(link.pending, 0)
   const conn2 = await ctl.nextConnection()
+  const up = once(link, 'connected')
   conn2.ack(await conn2.cmd('STATUS'))
+  await up
   const clear = link.send('CLEAR', { addr: 1 })
   conn2.ack(await conn2.cmd('CLEAR'))
   await clear
   t.same(conn2.all.map(f => f.cmd), ['STATUS', 'CLEAR'], 'nothing re-sent on its own')
+})
+
+t.test('stopSending(): queued commands fail with SHUTTING_DOWN and are never sent; those on the wire finish', async t => {
+  const { link, conn } = await connected(t, {}, { maxInFlight: 1 })
+  const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
+  const first = await conn.cmd('LIGHT')
+  link.stopSending()
+  const queued = await Promise.allSettled(sends.slice(1))
+  for (const r of queued) t.match((r as PromiseRejectedResult).reason, { code: 'SHUTTING_DOWN', statusCode: 503, message: /shutting down; the command was not sent to controller ctl-1/ })
+  t.match(await rejection<HardwareError>(link.send('CLEAR', { addr: 1 })), { code: 'SHUTTING_DOWN' }, 'nothing new is taken')
+  conn.ack(first)
+  t.same((await sends[0]).seq, first.seq, 'the one on the wire finishes')
+  await sleep(50)
+  t.equal(conn.all.filter(f => f.kind === 'REQ' && f.cmd !== 'STATUS').length, 1, 'only the first was sent')
 })
 
 t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => {
@@ -444,6 +543,34 @@ t.test('hostile controller input: garbage is counted, an oversize frame resets t
   const [reason] = await down
   t.equal(reason, 'frame too long')
   await ctl.nextConnection()
+})
+
+t.test('dropped bytes: counted, logged at once and then at most once per interval with the count; CR LF after frames is no garbage', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
+  const dropped = () => lines.filter(l => l.level === 'warn' && /^dropped bytes/.test(l.msg ?? ''))
+  const started = Date.now()
+  for (let i = 0; i < 500; i++) {
+    conn.socket.write(Buffer.concat([Buffer.from('zz!'), encodeFrame({ seq: (i % 9000) + 1, kind: 'HBT', cmd: 'PONG' }), Buffer.from('\r\n')]))
+  }
+  conn.send({ seq: 9999, kind: 'HBT', cmd: 'PING' })
+  await conn.cmd('PONG', 'HBT')
+  t.equal(link.stats.droppedBytes, 1500, 'every garbage byte counted, none of the CR LF')
+  if (Date.now() - started < 250) t.equal(dropped().length, 1, 'one warning so far, not 500')
+  t.match(dropped()[0], { obj: { reason: 'garbage', bytes: 3 }, msg: 'dropped bytes from the controller' })
+  await until(() => dropped().length === 2, 'the summary line')
+  t.match(dropped()[1], { obj: { bytes: 1497, droppedBytes: 1500, intervalMs: 300 }, msg: 'dropped bytes from the controller: 1497 more since the last warning' })
+  await sleep(400)
+  t.equal(dropped().length, 2, 'nothing more while nothing is dropped')
+
+  // after the interval the next drop is logged at once again; one pending at close() is summed up then
+  conn.socket.write('a')
+  await until(() => dropped().length === 3, 'the next drop')
+  conn.socket.write('bc')
+  await until(() => link.stats.droppedBytes === 1503, 'counted')
+  await link.close()
+  t.match(dropped().at(-1), { obj: { bytes: 2 } })
+  t.equal(dropped().length, 4)
 })
 
 t.test('a throwing listener does not break the link', async t => {

@@ -39,9 +39,10 @@ async function setup (t: Parameters<typeof build>[0], events: { recheckMs?: numb
   const port = sim.controllers.get('ctl-1')!.port
   // overload answers (event loop delay) are not under test here: a loaded machine must not fail these
   const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST }, events: { heartbeatMs: 60000, ...events }, server: { maxEventLoopDelayMs: 0 } })
+  // connected before the station exists: its station.connected event is not among the ones counted below
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const station = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
   const user = await ctx.createUser('user')
-  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   await ctx.app.listen({ port: 0, host: '127.0.0.1' })
   return { ctx, sim, stationId: station.json().id, token: user.accessToken, user }
 }

@@ -3,7 +3,8 @@ import { once } from 'node:events'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
-import { startSimulator, type Simulator } from '../../src/hardware/index.js'
+import { createServer, type Socket } from 'node:net'
+import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { build, type TestContext } from '../helpers/build.js'
 import { until } from '../helpers/wait.js'
 
@@ -86,6 +87,28 @@ t.test('stations come online, a light is acknowledged and its confirmation strea
   t.equal(ctx.app.hardware.subscribers, 0)
 })
 
+t.test('a station is busy only while its own address is: the controller\'s overall STATUS state is not the station\'s', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t, { trayDelay: 60000 })
+  const admin = ctx.auth(ctx.adminToken)
+  const other = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-2', type: 'ptl', controllerId: 'ctl-1', address: 5 } })).json().id
+  const zero = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-0', type: 'ptl', controllerId: 'ctl-1', address: 0 } })).json().id
+  const status = async (id: number): Promise<string> => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${id}`, headers: ctx.auth(token) })).json().status
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+
+  t.equal((await command(ctx, token, stationId, { command: 'callTray', tray: 'T-9' })).statusCode, 200)
+  const answer = await command(ctx, token, other, { command: 'status' })
+  t.equal(answer.json().state, 'busy', 'the controller as a whole is busy')
+  t.same([await status(stationId), await status(other), await status(zero)], ['busy', 'idle', 'idle'], 'only the station with the tray is busy')
+  t.equal((await command(ctx, token, stationId, { command: 'clear' })).statusCode, 200)
+  t.same([await status(stationId), await status(other)], ['idle', 'idle'])
+
+  // a fault at one address: that station stays in error through a STATUS while the controller reports error
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F7', msg: 'Door open' })
+  await until(async () => (await status(stationId)) === 'error', 'station in error')
+  t.equal((await command(ctx, token, other, { command: 'status' })).json().state, 'error')
+  t.same([await status(stationId), await status(other), await status(zero)], ['error', 'idle', 'idle'])
+})
+
 t.test('command errors', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
@@ -139,9 +162,85 @@ t.test('command errors', async (t) => {
   t.equal(disabled.statusCode, 409)
   t.equal(disabled.json().code, 'STATION_DISABLED')
   const unwired = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Bench' } })
-  t.equal((await command(ctx, token, unwired.json().id, { command: 'clear' })).json().code, 'STATION_NOT_WIRED')
+  t.match((await command(ctx, token, unwired.json().id, { command: 'clear' })).json(), { statusCode: 409, code: 'STATION_NOT_WIRED', message: `Station ${unwired.json().id} has no controllerId and no address` })
+  const noAddress = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Half', controllerId: 'ctl-1' } })).json().id
+  t.match((await command(ctx, token, noAddress, { command: 'clear' })).json(), { statusCode: 409, code: 'STATION_NOT_WIRED', message: `Station ${noAddress} has controllerId 'ctl-1' but no address` })
+  const noController = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Loose', address: 4 } })).json().id
+  t.match((await command(ctx, token, noController, { command: 'clear' })).json(), { message: `Station ${noController} has address 4 but no controllerId` })
+  t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${noAddress}`, headers: admin })).json(), { connected: false, status: 'offline' }, 'its controller is up, but it cannot be driven')
+  const cannot = await ctx.app.inject({ method: 'GET', url: '/api/stations?connected=false&enabled=true&controllerId=[notnull]', headers: admin })
+  t.ok(cannot.json().data.some((s: { id: number }) => s.id === noAddress), "the README's query for stations that cannot be driven finds it")
   const foreign = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'Far', controllerId: 'ctl-9', address: 1 } })
-  t.equal((await command(ctx, token, foreign.json().id, { command: 'clear' })).statusCode, 503, 'unknown controller')
+  const unknown = await command(ctx, token, foreign.json().id, { command: 'clear' })
+  t.same(unknown.json(), { statusCode: 409, code: 'CONTROLLER_NOT_CONFIGURED', error: 'Conflict', message: `Controller 'ctl-9' of station ${foreign.json().id} is not configured on this gateway (hardware.controllers)` }, 'unknown controller')
+  t.equal(unknown.headers['retry-after'], undefined, 'no retry: it is configuration')
+})
+
+t.test('a controller answering as another id is not driven; readiness says why', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-2', port: 0 }] })
+  t.teardown(() => sim.close())
+  const port = sim.controllers.get('ctl-2')!.port
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-3', host: '127.0.0.1', port }], timings: FAST } })
+  const admin = ctx.auth(ctx.adminToken)
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-3', type: 'ptl', controllerId: 'ctl-3', address: 1 } })).json().id
+  const ready = async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json().controllers[0]
+  await until(async () => (await ready()).error !== undefined, 'the refusal in /health/ready')
+  t.match(await ready(), { id: 'ctl-3', connected: false, droppedBytes: 0, error: `controller at 127.0.0.1:${port} answered as 'ctl-2', not 'ctl-3'` })
+  await until(() => sim.controllers.get('ctl-2')!.connectionCount === 0, 'link closed')
+  t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: admin })).json(), { connected: false, status: 'offline' })
+  const res = await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 1 })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().code, 'CONTROLLER_OFFLINE')
+})
+
+t.test('a NAK without code: 502 with controllerCode null', async (t) => {
+  // a controller that acknowledges STATUS and refuses everything else with a bare NAK
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    const decoder = new FrameDecoder()
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of decoder.push(chunk)) {
+        if (frame.kind === 'REQ') socket.write(encodeFrame({ seq: frame.seq, kind: frame.cmd === 'STATUS' ? 'ACK' : 'NAK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} }))
+      }
+    })
+    socket.on('error', () => {})
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST }, logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(JSON.parse(line)) } } })
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const res = await command(ctx, ctx.adminToken, station, { command: 'clear' })
+  t.equal(res.statusCode, 502)
+  t.same(res.json(), { statusCode: 502, code: 'CONTROLLER_NAK', error: 'Bad Gateway', message: 'The controller refused the command: no reason given', controllerCode: null })
+  const logged = lines.find((l) => l.code === 'CONTROLLER_NAK')
+  t.match(logged, { level: 40, msg: 'The controller refused the command: no reason given' }, 'an expected controller fault is a warning')
+  t.equal(logged?.err, undefined, 'without a stack trace')
+})
+
+t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a retryable 503', async (t) => {
+  const ctx = await build(t, { hardware: { enabled: false, controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 1 }] } })
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
+  const res = await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 1 })
+  t.equal(res.statusCode, 409)
+  t.match(res.json(), { code: 'HARDWARE_DISABLED', message: /hardware\.enabled is false.*'ctl-1'/ })
+  t.equal(res.headers['retry-after'], undefined)
+})
+
+t.test('shutdown: commands still queued are answered 503 SHUTTING_DOWN at once and never sent', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 100 })
+  const answers = Array.from({ length: 6 }, () => command(ctx, token, stationId, { command: 'light', quantity: 1 }))
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  const closing = ctx.app.close()
+  const codes = (await Promise.all(answers)).map((res) => res.json().code ?? res.statusCode)
+  await closing
+  const refused = codes.filter((code) => code === 'SHUTTING_DOWN')
+  t.equal(refused.length, 2, `four in flight (the link's limit), two queued: ${codes.join(', ')}`)
 })
 
 t.test('events need a token, filter by station, follow reconnects and leave no listener', async (t) => {
@@ -154,8 +253,11 @@ t.test('events need a token, filter by station, follow reconnects and leave no l
   const other = await openStream(ctx, token, '?station=999')
   const all = await openStream(ctx, token)
   await until(() => ctx.app.hardware.subscribers === 2, 'two subscribers')
+  sim.controllers.get('ctl-1')!.emitEvent('CONFIRM', { addr: 3, qty: -7 })
+  sim.controllers.get('ctl-1')!.emitEvent('TRAYREADY', { addr: 3 })
   sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F7', msg: 'Door open' })
   await until(() => all.events.some((e) => e.type === 'station.fault'), 'station.fault')
+  t.same(all.events.map((e) => e.type), ['station.fault'], 'invalid events are not published')
   t.match(all.events.find((e) => e.type === 'station.fault')!.data, { stationId, code: 'F7', message: 'Door open' })
   t.equal(other.events.length, 0, 'filtered by station')
   const state = await ctx.app.inject({ method: 'GET', url: `/api/stations/${stationId}`, headers: ctx.auth(token) })

@@ -1,6 +1,7 @@
 // Identity-provider access tokens as Bearer tokens, against a real OpenID provider (oidc-provider) on loopback.
 import { createHmac } from 'node:crypto'
 import t, { type Test } from 'tap'
+import type { LightMyRequestResponse } from 'fastify'
 import { build, type TestContext } from '../helpers/build.js'
 import { AUDIENCE, REALM_PATH, startProvider, type TestProvider } from '../helpers/oidc.js'
 import type { Config } from '../../src/config.js'
@@ -201,7 +202,7 @@ t.test('claims: type mapping, missing claim, username fallbacks, a local account
     const names: string[] = []
     let url: string | undefined = `/api/users?limit=1&${query}`
     while (url !== undefined) {
-      const res = await ctx.app.inject({ method: 'GET', url, headers: ctx.auth(ctx.adminToken) })
+      const res: LightMyRequestResponse = await ctx.app.inject({ method: 'GET', url, headers: ctx.auth(ctx.adminToken) })
       t.equal(res.statusCode, 200, url)
       for (const u of res.json().data as Array<{ username: string, source: string }>) names.push(`${u.source}:${u.username}`)
       url = res.json().meta.next as string | undefined
