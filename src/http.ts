@@ -30,6 +30,30 @@ function etagOf (value: unknown): string {
   return hashTag(json)
 }
 
+/** A station's live state from its controller link: part of what a read shows, not of what a write changes. */
+const LIVE = ['connected', 'status'] as const
+
+/**
+ * The ETag of an item with live fields: the stored fields' tag, then a dot and a short tag of the
+ * live ones (`"<27>.<8>"`). If-None-Match compares it whole (a new status is a new representation);
+ * If-Match only its stored part, so a station whose status moved on can still be updated.
+ */
+function liveTag (value: Record<string, unknown>): string {
+  const stored: Record<string, unknown> = {}
+  for (const key in value) if (!(LIVE as readonly string[]).includes(key) && !VOLATILE.has(key)) stored[key] = value[key]
+  const live = LIVE.map((key) => value[key]).join('|')
+  return `${hashTag(JSON.stringify(stored)).slice(0, -1)}.${hash('sha256', live, 'base64url').slice(0, 8)}"`
+}
+
+const hasLive = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && LIVE.some((key) => Object.hasOwn(value, key))
+
+/** The part of a tag that If-Match compares: a live tag's stored part, any other tag whole. */
+function storedPart (tag: string): string {
+  const dot = tag.indexOf('.')
+  return dot < 0 ? tag : `${tag.slice(0, dot)}"`
+}
+
 /** A compiled serializer of one item schema (fast-json-stringify): the body text of an item that holds only stored fields. */
 export type Serialize = (body: unknown) => string
 
@@ -38,7 +62,7 @@ export type Serialize = (body: unknown) => string
  * ETag the hash of that text and the text sent; without, the object and etagOf (volatile fields left out).
  */
 function item<T> (body: T, serialize: Serialize | undefined): { etag: string, text?: string } {
-  if (serialize === undefined) return { etag: etagOf(body) }
+  if (serialize === undefined) return { etag: hasLive(body) ? liveTag(body) : etagOf(body) }
   const text = serialize(body)
   return { etag: hashTag(text), text }
 }
@@ -74,9 +98,9 @@ export function ifMatchCheck<T> (request: FastifyRequest, toPublic: (row: Row) =
   const header = request.headers['if-match']
   if (!header) return undefined
   if (header.trim() === '*') return () => true
-  const tags = listTags(header)
-  // the ETag sendOne and sendItem give the same item
-  return (current) => tags.includes(item(toPublic(current), serialize).etag)
+  const tags = listTags(header).map(storedPart)
+  // the ETag sendOne and sendItem give the same item, its stored part (a station's status may have moved on)
+  return (current) => tags.includes(storedPart(item(toPublic(current), serialize).etag))
 }
 
 /** Sends one item with its ETag, or 304 when If-None-Match names it. */
