@@ -6,8 +6,10 @@ import fastJson from 'fast-json-stringify'
 import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import type { UserType } from '../../schemas/users.js'
 import { NotFoundError } from '../../src/db/errors.js'
+import type { Filter } from '../../src/db/list-query.js'
+import { idField } from '../../src/db/resources.js'
 import type { Repository } from '../../src/db/repository.js'
-import type { Row } from '../../src/db/types.js'
+import type { Executor, Row, SqlValue } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
 import { ifMatchCheck, ListPageCache, sendItem, sendList, sendOne, type ListBody, type SendListOptions, type Serialize } from '../../src/http.js'
@@ -27,6 +29,11 @@ export interface ResourceRoutesOptions {
   writers: UserType[]
   /** the public rows carry only stored fields (no live hardware state): lists may answer 304 from a cache */
   storedOnly?: boolean
+  /**
+   * Fields that together name one thing when all are set (a station's controller and address), kept
+   * unique by the gateway inside the write's transaction: a picking system's table may have no index for it.
+   */
+  uniqueTogether?: string[]
   /** answers GET / instead of the plain list (stations: filters and sorts on live fields) */
   list?: (fastify: FastifyInstance, repo: Repository, toPublic: (row: Row) => Record<string, unknown>) => ListHandler
 }
@@ -56,6 +63,17 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     // where a created row is read: this plugin's prefix (/api/materials), whichever of its forms the create was sent to
     const created = `${fastify.prefix}/`
     const operationId = { GET: `get${Noun}`, POST: `update${Noun}`, PATCH: `patch${Noun}`, DELETE: `delete${Noun}` }
+    const together = opts.uniqueTogether ?? []
+    /** 409 when another row holds the same values of uniqueTogether (counted with a lock: two writes cannot both pass) */
+    const assertUnique = async (tx: Executor, row: Row, id?: number): Promise<void> => {
+      if (together.length === 0 || together.some((field) => row[field] === null || row[field] === undefined)) return
+      const filters: Filter[] = together.map((field) => ({ field, op: 'eq', values: [row[field] as SqlValue] }))
+      if (id !== undefined) filters.push({ field: idField(repo.def), op: 'not', values: [id] })
+      if (await repo.count(filters, { tx, lock: true }) > 0) {
+        // an ApiError, not the driver's ConflictError, which the repository would explain as a unique column's
+        throw new ApiError(409, 'CONFLICT', `Another ${opts.noun} already has ${together.map((field) => `${field} ${JSON.stringify(row[field])}`).join(' and ')}; nothing was written`)
+      }
+    }
 
     fastify.get('/', {
       schema: {
@@ -103,7 +121,9 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         response: { 201: item, ...errorResponses(400, 401, 403, 409, 503) }
       }
     }, async (request, reply) => {
-      const row = await repo.create(request.body as Row, { defaults: opts.defaults })
+      const body = request.body as Row
+      const guard = together.length > 0 ? async (tx: Executor) => { await assertUnique(tx, body) } : undefined
+      const row = await repo.create(body, { defaults: opts.defaults, guard })
       // with the ETag a read of it gives, as an update's answer has: an If-Match needs no read first
       return sendItem(reply.code(201).header('location', created + String(row.id)), toPublic(row), serialize)
     })
@@ -122,7 +142,12 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
         },
         handler: async (request, reply) => {
-          const row = await repo.update(request.params.id, request.body as Row, { check: ifMatchCheck(request, toPublic, serialize) })
+          const body = request.body as Row
+          // only a write that sets one of them is checked: rows a picking system already holds twice stay editable otherwise
+          const guard = together.some((field) => Object.hasOwn(body, field))
+            ? async (current: Row, tx: Executor) => { await assertUnique(tx, { ...current, ...body }, request.params.id) }
+            : undefined
+          const row = await repo.update(request.params.id, body, { check: ifMatchCheck(request, toPublic, serialize), guard })
             .catch(named(request.params.id))
           return sendItem(reply, toPublic(row), serialize)
         }

@@ -55,5 +55,7 @@ export default resourceRoutes({
   defaults: { type: 'manual', enabled: true },
   toPublic: (fastify) => stationView(fastify.hardware),
   writers: ['admin'],
+  // two stations on one address would each report every pick there: an ERP would book it twice
+  uniqueTogether: ['controllerId', 'address'],
   list: stationList
 })

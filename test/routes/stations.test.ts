@@ -192,3 +192,39 @@ t.test('stations: a live filter reads at most 10000 stations, and says so beyond
   t.equal(narrowed.json().meta.total, 10, 'a stored filter narrows the read')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/stations?limit=1', headers: admin })).statusCode, 200, 'without a live field the database pages as usual')
 })
+
+t.test('stations: one controller address is one station (before: two stations on it each reported every pick)', async (t) => {
+  const ctx = await build(t)
+  const admin = ctx.auth(ctx.adminToken)
+  const post = (payload: object) => ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload })
+  const patch = (id: number, payload: object) => ctx.app.inject({ method: 'PATCH', url: `/api/stations/${id}`, headers: admin, payload })
+  const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/stations?count=true', headers: admin })).json().meta.total as number
+  const first = (await post({ name: 'PTL-A', controllerId: 'ctl-1', address: 1 })).json()
+  const before = await count()
+  const taken = await post({ name: 'PTL-B', controllerId: 'ctl-1', address: 1 })
+  t.equal(taken.statusCode, 409)
+  t.same(taken.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: 'Another station already has controllerId "ctl-1" and address 1; nothing was written' })
+  t.equal(await count(), before, 'nothing created')
+  const other = await post({ name: 'PTL-B', controllerId: 'ctl-2', address: 1 })
+  t.equal(other.statusCode, 201, 'the same address on another controller')
+  const second = other.json()
+  t.equal((await post({ name: 'Bench-1' })).statusCode, 201)
+  t.equal((await post({ name: 'Bench-2', controllerId: 'ctl-1' })).statusCode, 201, 'no address: not wired, nothing to share')
+  t.equal((await post({ name: 'Bench-3', controllerId: 'ctl-1' })).statusCode, 201)
+
+  const moved = await patch(second.id, { controllerId: 'ctl-1' })
+  t.equal(moved.statusCode, 409, 'moving onto a taken address')
+  t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${second.id}`, headers: admin })).json(), { controllerId: 'ctl-2', address: 1 }, 'unchanged')
+  t.equal((await patch(first.id, { address: 1, description: 'same place' })).statusCode, 200, 'a station keeps its own address')
+  t.equal((await patch(second.id, { address: 2, controllerId: 'ctl-1' })).statusCode, 200)
+
+  // two rows the picking system already holds on one address: other fields stay editable, the address cannot be taken again
+  const dup = await ctx.app.repos.stations.create({ name: 'Legacy twin', controllerId: 'ctl-1', address: 1, type: 'ptl', enabled: true })
+  t.equal((await patch(dup.id as number, { description: 'found twice' })).statusCode, 200)
+  t.equal((await patch(dup.id as number, { address: 1 })).statusCode, 409)
+  t.equal((await patch(dup.id as number, { address: 3 })).statusCode, 200, 'moved off it')
+
+  // concurrent creates for one free address: exactly one gets it
+  const racers = await Promise.all([1, 2, 3, 4].map((n) => post({ name: `Race-${n}`, controllerId: 'ctl-3', address: 9 })))
+  t.same(racers.map((r) => r.statusCode).sort(), [201, 409, 409, 409])
+})
