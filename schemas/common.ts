@@ -21,6 +21,14 @@ export const IdParams = Type.Object({
 }, { digitsOnly: ['id'] })
 export type IdParams = Static<typeof IdParams>
 
+/**
+ * A text that must say something: a name or number of spaces alone is stored as it is, matches nothing
+ * a person types, and on SQL Server equals '' (trailing spaces do not count in comparisons).
+ */
+export const NOT_BLANK = '\\S'
+/** What each pattern of the API's schemas asks, in words: a validation error says this instead of the expression. */
+export const COMMON_PATTERN_RULES: Record<string, string> = { [NOT_BLANK]: 'must hold a character other than spaces' }
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' })
 export const NullableString = (options: Record<string, unknown> = {}) => Type.Union([Type.String(options), Type.Null()])
 export const NullableNumber = (options: Record<string, unknown> = {}) => Type.Union([Type.Number(options), Type.Null()])

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { NullableNumber, NullableString, Timestamp } from './common.js'
+import { NOT_BLANK, NullableNumber, NullableString, Timestamp } from './common.js'
 
 const writable = {
   materialNumber: Type.String({ minLength: 1, maxLength: 64, description: 'Unique material number' }),
@@ -24,8 +24,8 @@ export const Material = Type.Object({
 export type Material = Static<typeof Material>
 
 export const MaterialCreate = Type.Object({
-  materialNumber: writable.materialNumber,
-  name: writable.name,
+  materialNumber: Type.String({ ...writable.materialNumber, pattern: NOT_BLANK }),
+  name: Type.String({ ...writable.name, pattern: NOT_BLANK }),
   description: Type.Optional(writable.description),
   unit: Type.Optional(writable.unit),
   barcode: Type.Optional(writable.barcode),

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { NullableString, Timestamp } from './common.js'
+import { NOT_BLANK, NullableString, Timestamp } from './common.js'
 
 export const StationType = Type.Union([Type.Literal('vlm'), Type.Literal('carousel'), Type.Literal('ptl'), Type.Literal('manual')])
 
@@ -25,11 +25,11 @@ export const Station = Type.Object({
 export type Station = Static<typeof Station>
 
 export const StationCreate = Type.Object({
-  name: writable.name,
+  name: Type.String({ ...writable.name, pattern: NOT_BLANK }),
   description: Type.Optional(writable.description),
   type: Type.Optional(writable.type),
   warehouse: Type.Optional(writable.warehouse),
-  controllerId: Type.Optional(writable.controllerId),
+  controllerId: Type.Optional(NullableString({ maxLength: 64, pattern: NOT_BLANK, description: 'Id of the configured controller that drives this station; null for none' })),
   address: Type.Optional(writable.address),
   enabled: Type.Optional(writable.enabled)
 }, { additionalProperties: false })

@@ -11,8 +11,8 @@ const USERNAME_PATTERN = '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f
 export const USERNAME_RULE = 'must hold a character other than spaces, and no control characters'
 export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: USERNAME_PATTERN, description: 'Case-insensitive; stored trimmed and in lower case' })
 
-/** What each pattern of the API's schemas asks, in words: a validation error says this instead of the expression. */
-export const PATTERN_RULES: Record<string, string> = { [USERNAME_PATTERN]: USERNAME_RULE }
+/** The username's pattern in words (COMMON_PATTERN_RULES) */
+export const USER_PATTERN_RULES: Record<string, string> = { [USERNAME_PATTERN]: USERNAME_RULE }
 const Password = Type.String({ minLength: 8, maxLength: 1024, description: 'Write-only; stored as an argon2id hash' })
 
 export const User = Type.Object({

@@ -13,7 +13,8 @@ import Fastify, { LogController, type FastifyContextConfig, type FastifyError, t
 import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
-import { PATTERN_RULES, User, UserCreate } from '../schemas/users.js'
+import { COMMON_PATTERN_RULES } from '../schemas/common.js'
+import { User, UserCreate, USER_PATTERN_RULES } from '../schemas/users.js'
 import { mappingsOf, signingKeys } from './config.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
@@ -81,6 +82,8 @@ function validatorCompiler () {
   return ({ schema, httpPart }: { schema: object, httpPart?: string }) =>
     (httpPart === 'body' ? body : text).compile(schema)
 }
+
+const PATTERN_RULES: Record<string, string> = { ...COMMON_PATTERN_RULES, ...USER_PATTERN_RULES }
 
 function describeValidation (errors: ErrorObject[], dataVar: string): Error {
   const [first] = errors

@@ -101,7 +101,10 @@ t.test('bad bodies are refused and change nothing', async (t) => {
     ['read-only stockQuantity', { materialNumber: 'M-2', name: 'x', stockQuantity: 5 }, /stockQuantity is read-only/],
     ['read-only modifiedAt', { materialNumber: 'M-2', name: 'x', modifiedAt: '2020-01-01T00:00:00Z' }, /modifiedAt is read-only/],
     ['negative weight', { materialNumber: 'M-2', name: 'x', weight: -1 }, /body\/weight/],
-    ['empty materialNumber', { materialNumber: '', name: 'x' }, /body\/materialNumber/]
+    ['empty materialNumber', { materialNumber: '', name: 'x' }, /body\/materialNumber/],
+    // stored as sent, a blank number or name matches nothing a person types (before: 201)
+    ['materialNumber of spaces', { materialNumber: '   ', name: 'x' }, /^body\/materialNumber must hold a character other than spaces$/],
+    ['name of a tab', { materialNumber: 'M-2', name: '\t' }, /^body\/name must hold a character other than spaces$/]
   ]
   for (const [name, payload, message] of cases) {
     const res = await app.inject({ method: 'POST', url: '/api/materials', headers, payload })
@@ -109,6 +112,9 @@ t.test('bad bodies are refused and change nothing', async (t) => {
     t.equal(res.json().code, 'VALIDATION_ERROR', name)
     t.match(res.json().message, message, name)
   }
+  const blank = await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: '  ' } })
+  t.equal(blank.statusCode, 400, 'a rename to spaces')
+  t.match(blank.json().message, /^body\/name must hold a character other than spaces$/)
   const upd = await app.inject({ method: 'POST', url: `/api/materials/${id}`, headers, payload: { id: 99 } })
   t.equal(upd.statusCode, 400)
   t.match(upd.json().message, /id is read-only/)

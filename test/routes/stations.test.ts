@@ -49,7 +49,9 @@ t.test('stations: admins write, everyone reads, live fields are read-only', asyn
     [{ name: 'X', status: 'idle' }, /status is read-only/],
     [{ name: 'X', address: '3' }, /body\/address/],
     [{ name: 'X', address: 1.5 }, /body\/address/],
-    [{ type: 'vlm' }, /required field 'name'/]
+    [{ type: 'vlm' }, /required field 'name'/],
+    [{ name: '   ' }, /^body\/name must hold a character other than spaces$/],
+    [{ name: 'X', controllerId: '' }, /^body\/controllerId must hold a character other than spaces$/]
   ]
   for (const [body, message] of cases) {
     const res = await app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: body })
