@@ -105,11 +105,35 @@ export function parseIsoDateTime (raw: string): Date | undefined {
   const text = `${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}${offset}`
   const t = Date.parse(text)
   if (Number.isNaN(t)) return undefined
-  // Date.parse rolls 2024-02-31 over into March; check the calendar fields did not move.
-  const check = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)))
+  // Date.parse rolls 2024-02-31 over into March; check the calendar fields did not move
+  // (setUTCFullYear, not Date.UTC, which reads the years 0-99 as 1900-1999: .NET's DateTime.MinValue is 0001-01-01)
+  const check = new Date(0)
+  check.setUTCFullYear(Number(y), Number(mo) - 1, Number(d))
   if (check.getUTCFullYear() !== Number(y) || check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d)) return undefined
   if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined
   return new Date(t)
+}
+
+/**
+ * The time has digits past the millisecond that are not zero (.NET's round-trip format sends seven):
+ * parseIsoDateTime keeps the millisecond it falls in, which order filters must round to the right side.
+ */
+function finerThanMs (raw: string): boolean {
+  const frac = ISO_DATETIME.exec(raw)?.[7] ?? ''
+  return /[1-9]/.test(frac.slice(3))
+}
+
+/**
+ * A time operand of an order filter, exact although the API's times are whole milliseconds: below
+ * .2289 is below .229 (at or before .228), at or past .2281 is at or past .229, while after and at or
+ * before it are after and at or before .228. Equality with such a time cannot hold: a 400 says so.
+ */
+function timeOperand (field: string, op: FilterOp, raw: string): SqlValue {
+  const v = operand(field, { kind: 'datetime' }, raw, false)
+  if (!finerThanMs(raw)) return v
+  if (op === 'lt' || op === 'gte') return new Date((v as Date).getTime() + 1)
+  if (op === 'gt' || op === 'lte') return v
+  throw new BadQueryError(`Invalid value for '${field}': the API's times are whole milliseconds, so none equals '${raw}'; use [gte] and [lt] for a range`)
 }
 
 /** Parses one filter operand by the field's kind; undefined when it is not of that kind. */
@@ -179,7 +203,8 @@ export function likePattern (raw: string): string {
  */
 export function parseFilter (field: string, def: FieldDef, raw: string, codes = false): Filter {
   const m = OPERATOR.exec(raw)
-  if (m === null) return { field, op: 'eq', values: [operand(field, def, raw, codes)] }
+  const time = def.kind === 'datetime' && !codes
+  if (m === null) return { field, op: 'eq', values: [time ? timeOperand(field, 'eq', raw) : operand(field, def, raw, codes)] }
   const op = m[1].toLowerCase() as FilterOp
   if (!OPERATORS.includes(op)) {
     const hint = OPERATOR_HINTS[op] === undefined ? '' : ` (did you mean [${OPERATOR_HINTS[op]}]?)`
@@ -195,14 +220,14 @@ export function parseFilter (field: string, def: FieldDef, raw: string, codes = 
     case 'or':
     case 'nor':
       // `\;` is a literal semicolon inside a value of the list
-      return { field, op, values: rest.split(/(?<!\\);/).map((part) => operand(field, def, part.replaceAll('\\;', ';'), codes)) }
+      return { field, op, values: rest.split(/(?<!\\);/).map((part) => time ? timeOperand(field, op, part) : operand(field, def, part.replaceAll('\\;', ';'), codes)) }
     case 'like':
     case 'notlike': {
       if (def.kind !== 'string') throw new BadQueryError(`Filter '${field}': [${op}] works only on text fields`)
       return { field, op, values: [likePattern(rest)] }
     }
     default:
-      return { field, op, values: [operand(field, def, rest, codes)] }
+      return { field, op, values: [time ? timeOperand(field, op, rest) : operand(field, def, rest, codes)] }
   }
 }
 
@@ -256,7 +281,7 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
     if (!isVisible(def.fields.modifiedAt)) throw new BadQueryError("Unknown query parameter 'modifiedSince'")
     const since = parseIsoDateTime(sinceRaw)
     if (since === undefined) throw new BadQueryError(`Invalid value for 'modifiedSince': expected an ISO 8601 date-time, got '${sinceRaw}'`)
-    filters.push({ field: 'modifiedAt', op: 'gte', values: [since] })
+    filters.push({ field: 'modifiedAt', op: 'gte', values: [finerThanMs(sinceRaw) ? new Date(since.getTime() + 1) : since] })
   }
   let operands = 0
   for (const [key, value] of Object.entries(query)) {

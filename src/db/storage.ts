@@ -512,6 +512,10 @@ export class ResourceStorage {
         wall = hi
       }
     }
+    // before the column's first value (DateTime.MinValue against a datetime column): that first value;
+    // past its last, the last (a parameter out of the type's range is an error on SQL Server)
+    const range = this.dialect === 'mssql' ? MSSQL_TIME_RANGES[s.info?.type.toLowerCase() ?? ''] : undefined
+    if (range !== undefined && (wall < range[0] || wall > range[1])) return new Date(wall < range[0] ? range[0] : range[1])
     const r = s.resolutionMs
     if (r > 1) return new Date(Math.ceil(wall / r) * r)
     if (r === -1) {
@@ -529,6 +533,12 @@ export class ResourceStorage {
     const step = s.resolutionMs === -1 ? 4 : Math.max(1, s.resolutionMs)
     return new Date(Number.isNaN(previous) || previous + step <= now ? now : previous + step)
   }
+}
+
+/** The first and last value (ms) of SQL Server's coarse time types, as the driver reads them. */
+const MSSQL_TIME_RANGES: Record<string, [number, number]> = {
+  datetime: [Date.UTC(1753, 0, 1), Date.UTC(9999, 11, 31, 23, 59, 59, 997)],
+  smalldatetime: [Date.UTC(1900, 0, 1), Date.UTC(2079, 5, 6, 23, 59)]
 }
 
 export type Fit = 'good' | 'weak' | 'codes' | 'no'

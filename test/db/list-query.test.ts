@@ -120,7 +120,27 @@ t.test('bad filters name the parameter', async (t) => {
   bad(t, { modifiedSince: '2024-01-01' }, /Unknown query parameter 'modifiedSince'/, { name: 'x', fields: { id: { kind: 'integer', id: true } } })
 })
 
+t.test('times finer than a millisecond: order filters round to the side that keeps them exact, equality is a 400', async (t) => {
+  const at = (op: string, raw: string) => parseFilter('modifiedAt', materials.fields.modifiedAt, `[${op}]${raw}`).values[0] as Date
+  const fine = '2026-01-30T06:30:00.2289Z'
+  // a row shown as .228 is before .2289 and not at or past .2281 (before: .2289 cut to .228 found it neither way)
+  t.equal(at('lt', fine).toISOString(), '2026-01-30T06:30:00.229Z', '[lt] .2289 is [lt] .229')
+  t.equal(at('gte', '2026-01-30T06:30:00.2281Z').toISOString(), '2026-01-30T06:30:00.229Z', '[gte] .2281 is [gte] .229')
+  t.equal(at('gt', fine).toISOString(), '2026-01-30T06:30:00.228Z', '[gt] .2289 is [gt] .228')
+  t.equal(at('lte', fine).toISOString(), '2026-01-30T06:30:00.228Z', '[lte] .2289 is [lte] .228')
+  t.equal(at('lt', '2026-01-30T06:30:00.2280000Z').toISOString(), '2026-01-30T06:30:00.228Z', 'zeros past the millisecond change nothing')
+  const since = parseListQuery({ modifiedSince: '2026-01-30T06:30:00.2281234+00:00' }, materials).filters[0].values[0] as Date
+  t.equal(since.toISOString(), '2026-01-30T06:30:00.229Z', 'modifiedSince is [gte]')
+  for (const query of [{ modifiedAt: fine }, { modifiedAt: `[eq]${fine}` }, { modifiedAt: `[not]${fine}` }, { modifiedAt: `[or]2026-01-30;${fine}` }]) {
+    bad(t, query, /^Invalid value for 'modifiedAt': the API's times are whole milliseconds, so none equals '2026-01-30T06:30:00\.2289Z'; use \[gte\] and \[lt\] for a range$/)
+  }
+  t.equal(parseFilter('modifiedAt', materials.fields.modifiedAt, '2026-01-30T06:30:00.228000Z').values[0]?.toString(), new Date('2026-01-30T06:30:00.228Z').toString())
+})
+
 t.test('ISO 8601 parsing', async (t) => {
+  t.equal(parseIsoDateTime('0001-01-01T00:00:00Z')?.toISOString(), '0001-01-01T00:00:00.000Z', ".NET's DateTime.MinValue (before: Date.UTC read year 1 as 1901, and the date was refused)")
+  t.equal(parseIsoDateTime('0099-12-31')?.toISOString(), '0099-12-31T00:00:00.000Z')
+  t.equal(parseIsoDateTime('0001-02-29'), undefined)
   t.equal(parseIsoDateTime('2024-05-06')?.toISOString(), '2024-05-06T00:00:00.000Z')
   t.equal(parseIsoDateTime('2024-05-06T07:08')?.toISOString(), '2024-05-06T07:08:00.000Z', 'no offset: UTC')
   t.equal(parseIsoDateTime('2024-05-06T07:08:09.123456Z')?.toISOString(), '2024-05-06T07:08:09.123Z')

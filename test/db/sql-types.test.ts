@@ -134,6 +134,14 @@ t.test('time filters compare what the API shows, on every time type', async (t) 
   t.same(at(small, '[gte]2021-03-15T14:22:00Z'), ['[Angelegt] >= @p1', [['p1', new Date('2021-03-15T14:22:00Z'), 'smalldatetime']]])
   t.same(at(small, '2021-03-15T14:22:00Z'), ['([Angelegt] >= @p1 AND [Angelegt] < @p2)', [['p1', new Date('2021-03-15T14:22:00Z'), 'smalldatetime'], ['p2', new Date('2021-03-15T14:23:00Z'), 'smalldatetime']]])
   t.same(at(small, '2021-03-15T14:22:30Z'), ['1 = 0', []], 'a time the column cannot hold equals nothing')
+  // outside the type's range (.NET's DateTime.MinValue, a far "forever"): its first or last value, never a parameter SQL Server refuses
+  const min = (type: string) => Date.UTC(type === 'datetime' ? 1753 : 1900, 0, 1)
+  for (const type of ['datetime', 'smalldatetime']) {
+    t.same(at(coarse(type), '[gte]0001-01-01T00:00:00Z'), ['[Angelegt] >= @p1', [['p1', new Date(min(type)), type]]], `${type}: since the year 1 is since its first value`)
+    t.same(at(coarse(type), '[lt]0001-01-01T00:00:00Z'), ['[Angelegt] < @p1', [['p1', new Date(min(type)), type]]], 'before it: nothing')
+    t.same(at(coarse(type), '0001-01-01T00:00:00Z'), ['1 = 0', []])
+  }
+  t.same(at(small, '[lt]2099-12-31T00:00:00Z'), ['[Angelegt] < @p1', [['p1', new Date('2079-06-06T23:59:00Z'), 'smalldatetime']]], 'past its last value: its last')
   t.same(at(coarse('date'), '[lt]2021-03-15T12:00:00Z'), ['[Angelegt] < @p1', [['p1', new Date('2021-03-16T00:00:00Z'), 'date']]])
   t.same(at(coarse('datetime2', { scale: 0 }), '[gt]2021-03-15T14:22:05.500Z'), ['[Angelegt] >= @p1', [['p1', new Date('2021-03-15T14:22:06Z'), 'datetime2(0)']]])
   t.same(at(coarse('datetime2', { scale: 3 }), '[gt]2021-03-15T14:22:05.500Z'), ['[Angelegt] > @p1', [['p1', new Date('2021-03-15T14:22:05.500Z'), 'datetime2(3)']]])
