@@ -56,12 +56,26 @@ export class SqlBuilder {
     this.selectList = this.selectFields.map((f) => `${storage.fields[f].absent ? 'NULL' : this.col(f)} AS ${dialect.ident(f)}`).join(', ')
   }
 
-  /** the quoted column of an API field */
+  /**
+   * The quoted column of an API field, spelled as the database's catalog spells it when known: names
+   * are matched case-insensitively at start, and a database with a case-sensitive collation would
+   * refuse the configuration's spelling (error 207).
+   */
   col (field: string): string {
     const column = this.storage.mapping.columns[field]
     if (this.storage.fields[field]?.absent === true) throw new BadQueryError(`'${field}' is not stored in this installation: it cannot be filtered or sorted`)
     if (column === undefined || !Object.hasOwn(this.storage.def.fields, field)) throw new Error(`${this.storage.def.name}: no column for field '${field}'`)
-    return this.dialect.ident(column)
+    return this.dialect.ident(this.storage.fields[field]?.info?.name ?? column)
+  }
+
+  /**
+   * The column as comparisons and sorting see it: SQL Server's legacy text and ntext types can be
+   * neither compared with = (error 402) nor sorted (error 306), so they go through (n)varchar(max).
+   */
+  private comparable (field: string): string {
+    const c = this.col(field)
+    const type = this.dialect.name === 'mssql' ? this.s(field).info?.type.toLowerCase() : undefined
+    return type === 'text' ? `CAST(${c} AS varchar(max))` : type === 'ntext' ? `CAST(${c} AS nvarchar(max))` : c
   }
 
   private s (field: string): FieldStorage {
@@ -130,8 +144,21 @@ export class SqlBuilder {
         return `CASE ${whens.join(' ')} WHEN ${c} IS NULL THEN NULL ELSE ${map.order.length + 1} END`
       }
       case 'time-text': return SQLITE_TIME(c)
-      default: return c
+      default: return this.comparable(field)
     }
+  }
+
+  /**
+   * The i-th sort key in ORDER BY, always by a select-list alias: a bare name in ORDER BY binds to an
+   * alias first, on SQL Server and SQLite alike, so with `name` mapped to [Code] and `description`
+   * to [Name], ORDER BY [Name] would sort by [Code]. A plain column is its field's alias; an
+   * expression (a rank, SQLite's time text) is already selected as `__s<i>` for the cursor. Only
+   * text/ntext, sorted through a cast, stays an expression (whose names bind to the table).
+   */
+  private orderTerm (field: string, i: number): string {
+    if (this.sortValueKind(field) !== 'column') return this.dialect.ident(sortAlias(i))
+    const c = this.comparable(field)
+    return c === this.col(field) ? this.dialect.ident(field) : c
   }
 
   /** The text of a statement shape, built once (at most 256 shapes kept: a body's choice of fields makes one each). */
@@ -162,7 +189,7 @@ export class SqlBuilder {
     const conditions = q.filters.map((f) => this.condition(f, params))
     if (q.after !== undefined) conditions.push(this.keyset(q.sort, q.after, params))
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''
-    const orderBy = q.sort.map((k) => `${this.sortExpr(k.field, params)} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
+    const orderBy = q.sort.map((k, i) => `${this.orderTerm(k.field, i)} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
     const limit = params.named('limit', 'integer', q.limit)
     const offset = params.named('offset', 'integer', q.offset ?? 0)
     const paging = this.dialect.paging(limit.slice(1), offset.slice(1))
@@ -242,7 +269,7 @@ export class SqlBuilder {
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
     // SQL Server compares CHAR(n) without its trailing spaces; SQLite keeps and compares them, so
     // 'ST ' would not equal the 'ST' the API shows (the sort keeps the stored value, as the cursor does)
-    const c = s.padded && this.dialect.name === 'sqlite' ? `RTRIM(${this.col(f.field)}, ' ')` : this.col(f.field)
+    const c = s.padded && this.dialect.name === 'sqlite' ? `RTRIM(${this.col(f.field)}, ' ')` : this.comparable(f.field)
     const operand = (v: SqlValue): SqlValue => this.operand(s, v)
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
     const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')

@@ -49,7 +49,8 @@ t.test('T-SQL list: filters, mixed sort, keyset after a NULL key, paging', async
     `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE ${FILTERS_MS} AND ` +
     '[modified_at] <= @p10 AND ([modified_at] < @p10 OR ([modified_at] = @p10 AND [material_number] IS NOT NULL) OR ' +
     '([modified_at] = @p10 AND [material_number] IS NULL AND [id] > @p11)) ' +
-    'ORDER BY [modified_at] DESC, [material_number] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+    // ORDER BY names plain columns by their select-list alias: a bare name binds to an alias first
+    'ORDER BY [modifiedAt] DESC, [materialNumber] ASC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
   // every parameter declared as its column is (db init's types), so SQL Server neither converts nor rounds
   t.same(stmt.params.map((p) => [p.name, p.kind, p.value, p.type]), [
     ['p1', 'string', '50%_\\[x]\\\\y', 'nvarchar(4000)'],
@@ -204,7 +205,7 @@ t.test('SQLite texts', async (t) => {
     `SELECT ${LITE_COLS}, ${LITE_TIME} AS "__s0" FROM "materials" WHERE ${FILTERS_LITE} AND ` +
     `${LITE_TIME} <= @p10 AND (${LITE_TIME} < @p10 OR (${LITE_TIME} = @p10 AND "material_number" IS NOT NULL) OR ` +
     `(${LITE_TIME} = @p10 AND "material_number" IS NULL AND "id" > @p11)) ` +
-    `ORDER BY ${LITE_TIME} DESC, "material_number" ASC, "id" ASC LIMIT @limit OFFSET @offset`)
+    `ORDER BY "__s0" DESC, "materialNumber" ASC, "id" ASC LIMIT @limit OFFSET @offset`)
   // SQLite keeps times as text; the keyset compares the canonical text SQLite itself computes (the cursor carries it)
   t.equal(list.params[9].value, '2024-01-02T03:04:05.678Z')
   // SQLite's LIKE has no [ class: only the escape character itself is escaped

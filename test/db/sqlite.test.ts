@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import { createReferenceTables } from '../../src/db/init.js'
-import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
+import { parseListQuery, parseSort, type QueryString } from '../../src/db/list-query.js'
 import { compileMapper, Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, stations } from '../../src/db/resources.js'
 import { compileBinder, mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
@@ -361,6 +361,28 @@ t.test('a resource with two unique fields: the conflict names the right one', as
   await db.execute({ text: 'CREATE UNIQUE INDEX ux_note ON things (note)', params: [] })
   await repo.update(a.id as number, { note: 'same' })
   await t.rejects(repo.create({ code: 'N', label: 'N', note: 'same' }), { name: 'ConflictError', message: 'A row with the same unique key already exists' })
+})
+
+t.test('a field named like another field\'s column: ORDER BY sorts by the right column (a bare name binds to an alias first)', async (t) => {
+  const db = openSqlite(join(dir, 'crossed.db'), { create: true })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE Wp (Id INTEGER PRIMARY KEY, Code TEXT NOT NULL, Name TEXT)', params: [] })
+  const def: ResourceDef = { name: 'wp', fields: { id: { kind: 'integer', id: true }, name: { kind: 'string' }, description: { kind: 'string' } } }
+  // the API's name is the column Code, its description the column Name
+  const repo = await new Repository(db, def, { table: 'Wp', columns: { id: 'Id', name: 'Code', description: 'Name' } }).learn()
+  for (const [code, name] of [['A', 'zulu'], ['B', 'yankee'], ['C', 'xray'], ['D', 'whiskey']]) await repo.create({ name: code, description: name })
+  const walk = async (sort: string): Promise<string[]> => {
+    const seen: string[] = []
+    let cursor: string | undefined
+    for (;;) {
+      const page = await repo.list({ limit: 1, sort: parseSort(def, sort), filters: [], count: false, cursor })
+      seen.push(...page.rows.map((r) => `${String(r.name)}/${String(r.description)}`))
+      if (page.next === undefined) return seen
+      cursor = page.next
+    }
+  }
+  t.same(await walk('description'), ['D/whiskey', 'C/xray', 'B/yankee', 'A/zulu'], 'by the column Name (before: by Code, and the walk lost rows)')
+  t.same(await walk('-name'), ['D/whiskey', 'C/xray', 'B/yankee', 'A/zulu'], 'by the column Code')
 })
 
 t.test('transactions: serialized, rolled back on error', async (t) => {
