@@ -339,7 +339,11 @@ export function columnsStatement (mapping: TableMapping): Statement {
   return {
     text: 'SELECT [COLUMN_NAME] AS [name], [DATA_TYPE] AS [type], [CHARACTER_MAXIMUM_LENGTH] AS [maxLength], ' +
       '[NUMERIC_PRECISION] AS [precision], [NUMERIC_SCALE] AS [scale], [DATETIME_PRECISION] AS [timeScale], ' +
-      '[IS_NULLABLE] AS [nullable], CASE WHEN [COLUMN_DEFAULT] IS NULL OR REPLACE(REPLACE([COLUMN_DEFAULT], \'(\', \'\'), \')\', \'\') = \'NULL\' THEN 0 ELSE 1 END AS [hasDefault], ' +
+      '[IS_NULLABLE] AS [nullable], ' +
+      // COLUMN_DEFAULT is the default's definition, which a login without VIEW DEFINITION does not see
+      // (NULL): sys.columns still tells that there is one. DEFAULT NULL, when readable, counts as none.
+      'CASE WHEN [COLUMN_DEFAULT] IS NOT NULL THEN CASE WHEN REPLACE(REPLACE([COLUMN_DEFAULT], \'(\', \'\'), \')\', \'\') = \'NULL\' THEN 0 ELSE 1 END ' +
+      `WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = ${object} AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsIdentity') AS [identity], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsComputed') AS [computed], ` +
       '[COLLATION_NAME] AS [collation] ' +

@@ -127,7 +127,9 @@ t.test('columnsStatement', async (t) => {
   t.same(columnsStatement({ table: 'MaterialBase', columns: {} }), {
     text: 'SELECT [COLUMN_NAME] AS [name], [DATA_TYPE] AS [type], [CHARACTER_MAXIMUM_LENGTH] AS [maxLength], ' +
       '[NUMERIC_PRECISION] AS [precision], [NUMERIC_SCALE] AS [scale], [DATETIME_PRECISION] AS [timeScale], ' +
-      "[IS_NULLABLE] AS [nullable], CASE WHEN [COLUMN_DEFAULT] IS NULL OR REPLACE(REPLACE([COLUMN_DEFAULT], '(', ''), ')', '') = 'NULL' THEN 0 ELSE 1 END AS [hasDefault], " +
+      '[IS_NULLABLE] AS [nullable], ' +
+      "CASE WHEN [COLUMN_DEFAULT] IS NOT NULL THEN CASE WHEN REPLACE(REPLACE([COLUMN_DEFAULT], '(', ''), ')', '') = 'NULL' THEN 0 ELSE 1 END " +
+      'WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N\'.\' + QUOTENAME([TABLE_NAME])) AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ' +
       "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsIdentity') AS [identity], " +
       "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsComputed') AS [computed], " +
       '[COLLATION_NAME] AS [collation] ' +
