@@ -137,6 +137,15 @@ export function mappingProblems (def: ResourceDef, mapping: TableMapping): strin
   for (const field of [...Object.keys(mapping.columns), ...absent]) {
     if (!Object.hasOwn(def.fields, field)) problems.push(`${def.name}: unknown field '${field}' in the column mapping`)
   }
+  // one column for two fields: an insert names it twice (SQL Server error 264), and the two would
+  // never differ anyway
+  const byColumn = new Map<string, string>()
+  for (const [field, column] of Object.entries(mapping.columns)) {
+    if (absent.has(field) || typeof column !== 'string' || column === '') continue
+    const other = byColumn.get(column.toLowerCase())
+    if (other === undefined) byColumn.set(column.toLowerCase(), field)
+    else problems.push(`${def.name}.${field}: column '${column}' is already ${other}'s; one column serves one field${canBeAbsent(def, field) ? ` (map ${field} to null if the table has no column of its own for it)` : ''}`)
+  }
   return problems
 }
 

@@ -336,6 +336,10 @@ for (const variant of ['reference', 'foreign'] as const) {
       const { barcode: _, ...fewer } = mapping.columns
       t.same(await problemsOf(db, materials, { ...mapping, columns: { ...fewer, colour: 'Colour' } }),
         ['materials.barcode: no column configured (map it to null if the table has none)', "materials: unknown field 'colour' in the column mapping"])
+      // one column for two fields: an insert would name it twice (SQL Server error 264)
+      const twice = await problemsOf(db, materials, { ...mapping, columns: { ...mapping.columns, createdAt: mapping.columns.modifiedAt.toLowerCase() } })
+      t.equal(twice.length, 1)
+      t.match(twice[0], /^materials\.modifiedAt: column '[^']+' is already createdAt's; one column serves one field/, "the second field of one column (names compare without case)")
       const upper = Object.fromEntries(Object.entries(mapping.columns).map(([f, c]) => [f, c.toUpperCase()]))
       t.same(await problemsOf(db, materials, { ...mapping, columns: upper }), [], 'SQLite column names are case-insensitive')
     })
