@@ -331,6 +331,16 @@ async function randomPause (attempt: number): Promise<void> {
 }
 
 /**
+ * The rows of a statement's own result: its batch's last result set. A legacy trigger may SELECT
+ * (an audit, a debugging leftover, allowed by default): its rows come first, before those of the
+ * read-back that ends an insert's batch, and taking the first would answer a create with them.
+ */
+export function statementRows (result: { recordset?: unknown, recordsets?: unknown }): Row[] {
+  const sets = Array.isArray(result.recordsets) ? result.recordsets as Row[][] : []
+  return sets.length > 0 ? sets[sets.length - 1] : (result.recordset ?? []) as Row[]
+}
+
+/**
  * The statement that reads a table's (or view's) columns: INFORMATION_SCHEMA.COLUMNS for type,
  * length, precision, nullability and default; COLUMNPROPERTY for identity and computed columns.
  */
@@ -422,8 +432,7 @@ class MssqlDatabase implements Database {
   }
 
   private static async query (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Promise<Row[]> {
-    const result = await request(target, stmt).query(stmt.text)
-    return (result.recordset ?? []) as Row[]
+    return statementRows(await request(target, stmt).query(stmt.text))
   }
 
   private static async execute (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Promise<number> {

@@ -311,9 +311,12 @@ export class Repository {
     try {
       const insert = this.sql.insert(vals)
       const guard = opts.guard
-      const row = guard === undefined
+      // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
+      // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
+      // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
+      const row = guard === undefined && this.db.dialect === 'sqlite'
         ? await this.first(this.db, insert)
-        : await this.db.transaction(async (tx) => { await guard(tx); return await this.first(tx, insert) })
+        : await this.db.transaction(async (tx) => { await guard?.(tx); return await this.first(tx, insert) })
       if (row === undefined) throw new Error(`${this.def.name}: the insert returned no row`)
       return row
     } catch (err) {

@@ -5,8 +5,11 @@ import t from 'tap'
 import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import { mappingFit } from '../../src/db/storage.js'
+import { Repository } from '../../src/db/repository.js'
+import { materials, referenceMappings } from '../../src/db/resources.js'
+import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
 import {
-  backoffDelay, classifyMssqlError, columnsStatement, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, toDbError
+  backoffDelay, classifyMssqlError, columnsStatement, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, statementRows, toDbError
 } from '../../src/db/mssql.js'
 
 interface LogLine { level: string, obj: object, msg?: string }
@@ -121,6 +124,30 @@ t.test('retryDeadlocks', async (t) => {
   t.equal(calls, 1, 'other errors are not retried')
   calls = 0
   t.equal(await retryDeadlocks(async () => { if (++calls < 2) throw deadlock(); return 1 }), 1, 'default pause')
+})
+
+t.test('statementRows: the batch\'s last result set, after any a trigger returned', async (t) => {
+  const ours = [{ id: 7, name: 'created' }]
+  const audit = [{ AuditId: 1, Aktion: 'INSERT' }]
+  t.equal(statementRows({ recordset: ours, recordsets: [ours] }), ours)
+  t.equal(statementRows({ recordset: audit, recordsets: [audit, ours] }), ours, 'an AFTER INSERT trigger that SELECTs: its rows come first')
+  t.same(statementRows({ recordset: audit, recordsets: [audit, []] }), [], 'the read-back found nothing: nothing, not the trigger\'s rows')
+  t.same(statementRows({ recordsets: [] }), [])
+  t.same(statementRows({}), [])
+})
+
+t.test('a create on SQL Server runs in a transaction, so that a trigger\'s RAISERROR without ROLLBACK leaves no row behind a refusal', async (t) => {
+  const seen: string[] = []
+  const row = { id: 1, materialNumber: 'M-1', name: 'x', createdAt: new Date(), modifiedAt: new Date() }
+  const executor = (where: string): Executor => ({
+    query: async (stmt: Statement) => { seen.push(`${where}: ${stmt.text.slice(0, 40)}`); return [row] },
+    execute: async () => 0
+  })
+  const db = { dialect: 'mssql', ...executor('alone'), queryValues: undefined, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn(executor('in a transaction')) } as unknown as Database
+  const column = (name: string): ColumnInfo => ({ name, type: name === 'id' ? 'int' : name.endsWith('_at') ? 'datetime2' : 'nvarchar', nullable: !['id', 'material_number', 'name'].includes(name), hasDefault: name === 'id', identity: name === 'id', computed: false })
+  const repo = new Repository(db, materials, referenceMappings.materials, { columns: Object.values(referenceMappings.materials.columns).map((c) => column(c as string)) })
+  await repo.create({ materialNumber: 'M-1', name: 'x' })
+  t.same(seen, ['in a transaction: DECLARE @inserted TABLE ([id] int); INSE'])
 })
 
 t.test('columnsStatement', async (t) => {
