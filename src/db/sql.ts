@@ -267,6 +267,11 @@ export class SqlBuilder {
     if (s.absent) this.col(f.field)
     if (s.map !== undefined) return this.mappedCondition(f, s, params)
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
+    // SQL Server only: the gateway's SQLite tables hold 0 and 1, and = keeps their filters on an index
+    if (this.dialect.name === 'mssql' && s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal')) {
+      const flag = this.numericFlagCondition(f)
+      if (flag !== undefined) return flag
+    }
     // SQL Server compares CHAR(n) without its trailing spaces; SQLite keeps and compares them, so
     // 'ST ' would not equal the 'ST' the API shows (the sort keeps the stored value, as the cursor does)
     const c = s.padded && this.dialect.name === 'sqlite' ? `RTRIM(${this.col(f.field)}, ' ')` : this.comparable(f.field)
@@ -287,6 +292,25 @@ export class SqlBuilder {
       case 'nor': return `(${c} NOT IN (${list()}) OR ${c} IS NULL)`
       case 'null': return `${c} IS NULL`
       case 'notnull': return `${c} IS NOT NULL`
+    }
+  }
+
+  /**
+   * A flag kept in a number column, as reading shows it: any value but 0 is true. Legacy programs
+   * (VB, Access, Delphi) store True as -1, which `= 1` would never find. Order operators keep the
+   * plain comparison (undefined here).
+   */
+  private numericFlagCondition (f: Filter): string | undefined {
+    const c = this.col(f.field)
+    const is = (v: SqlValue): string => v === true ? `${c} <> 0` : `${c} = 0`
+    const isNot = (v: SqlValue): string => `(${v === true ? `${c} = 0` : `${c} <> 0`} OR ${c} IS NULL)`
+    const both = new Set(f.values).size === 2
+    switch (f.op) {
+      case 'eq': return f.values[0] === null ? `${c} IS NULL` : is(f.values[0])
+      case 'not': return isNot(f.values[0])
+      case 'or': return both ? `${c} IS NOT NULL` : is(f.values[0])
+      case 'nor': return both ? `${c} IS NULL` : isNot(f.values[0])
+      default: return undefined
     }
   }
 

@@ -99,6 +99,21 @@ t.test('legacy text and ntext columns compare and sort through (n)varchar(max); 
   t.match(upper, /WHERE \[TXT\] = @p1/)
 })
 
+t.test('a flag in a number column: any value but 0 is true, in filters as in reading (legacy True = -1)', async (t) => {
+  const flags = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping,
+    matColumns.map((c) => c.name === 'Gesperrt' ? col('Gesperrt', 'smallint', { nullable: true }) : c)))
+  const at = (q: string): string => where(list(flags, { blocked: q }).text)
+  t.equal(at('true'), '[Gesperrt] <> 0', 'before: = 1, which missed the rows holding -1')
+  t.equal(at('false'), '[Gesperrt] = 0')
+  t.equal(at('[not]true'), '([Gesperrt] = 0 OR [Gesperrt] IS NULL)')
+  t.equal(at('[not]false'), '([Gesperrt] <> 0 OR [Gesperrt] IS NULL)')
+  t.equal(at('[or]true;false'), '[Gesperrt] IS NOT NULL')
+  t.equal(at('[nor]true;false'), '[Gesperrt] IS NULL')
+  t.equal(at('[or]true'), '[Gesperrt] <> 0')
+  t.equal(at('[null]'), '[Gesperrt] IS NULL')
+  t.equal(where(list(msMat, { blocked: 'true' }).text), '[Gesperrt] = @p1', 'a bit column as before')
+})
+
 t.test('keyset on a DATETIME column: the stored value with a datetime parameter, so ties compare equal', async (t) => {
   const q = parseListQuery({ sort: 'modifiedAt', limit: '123' }, materials)
   // what the driver returned for …05.997 (stored as .9966667); a datetime2(3) parameter .997 would not be equal
