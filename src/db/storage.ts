@@ -597,6 +597,12 @@ export function storageProblems (storage: ResourceStorage): string[] {
       problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ${readOnlyHint.replace(/^or /, '')}`)
     }
     if (s.timeZone !== undefined && !isTimeZone(s.timeZone)) problems.push(`${where}.${s.field}: unknown time zone '${s.timeZone}'`)
+    // the gateway writes every field but the id and the read-only ones (createdAt, modifiedAt, lastLoginAt it sets itself):
+    // a computed or identity column there fails every write (SQL Server errors 271, 8102)
+    const written = s.def.id !== true && (s.def.readOnly !== true || ['createdAt', 'modifiedAt', 'lastLoginAt'].includes(s.field))
+    if (written && storage.mapping.readOnly !== true && (s.info.computed || s.info.identity)) {
+      problems.push(`${where}.${s.field}: ${col} is ${s.info.computed ? 'computed' : 'an identity column'}, so the gateway cannot write it; map the field to another column, to null, ${readOnlyHint}`)
+    }
   }
   if (mapping.readOnly !== true) {
     const mapped = new Set(Object.entries(mapping.columns).filter(([field]) => mapping.absent?.includes(field) !== true).map(([, c]) => c.toLowerCase()))

@@ -6,7 +6,7 @@ import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
 import { mssqlType, sqlTypeOf } from '../../src/db/mssql.js'
 import { materials, stations } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
-import { ResourceStorage } from '../../src/db/storage.js'
+import { ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
 
 const col = (name: string, type: string, o: Partial<ColumnInfo> = {}): ColumnInfo =>
@@ -112,6 +112,18 @@ t.test('a flag in a number column: any value but 0 is true, in filters as in rea
   t.equal(at('[or]true'), '[Gesperrt] <> 0')
   t.equal(at('[null]'), '[Gesperrt] IS NULL')
   t.equal(where(list(msMat, { blocked: 'true' }).text), '[Gesperrt] = @p1', 'a bit column as before')
+})
+
+t.test('a computed or identity column under a field the gateway writes stops the start; under a read-only field it is fine', async (t) => {
+  const withCols = (change: (c: ColumnInfo) => ColumnInfo, readOnly = false) => storageProblems(new ResourceStorage('mssql', materials, { ...matMapping, readOnly }, matColumns.map(change)))
+  t.same(withCols((c) => c), [])
+  t.same(withCols((c) => c.name === 'Bestand' ? { ...c, computed: true } : c), [], 'stockQuantity is the picking system\'s: a computed stock is fine')
+  t.same(withCols((c) => c.name === 'Txt' ? { ...c, computed: true } : c), [
+    "materials.description: column 'Txt' (nvarchar(max)) is computed, so the gateway cannot write it; map the field to another column, to null, or set mapping.materials.readOnly to true"
+  ], 'before: every write that set it failed with error 271')
+  t.match(withCols((c) => c.name === 'LastChange' ? { ...c, computed: true } : c), [/materials\.modifiedAt: .* is computed/], 'the gateway stamps modifiedAt')
+  t.match(withCols((c) => c.name === 'MaxB' ? { ...c, identity: true } : c), [/materials\.maxStock: .* is an identity column/])
+  t.same(withCols((c) => c.name === 'Txt' ? { ...c, computed: true } : c, true), [], 'a read-only mapping writes nothing')
 })
 
 t.test('keyset on a DATETIME column: the stored value with a datetime parameter, so ties compare equal', async (t) => {
