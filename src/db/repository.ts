@@ -280,6 +280,21 @@ export class Repository {
     }))
   }
 
+  /**
+   * The row just inserted, found by a unique field's value, when reading it back by id found none:
+   * an INSTEAD OF INSERT trigger does the insert itself, and the OUTPUT of the gateway's statement
+   * does not see the id it got.
+   */
+  private async byUniqueValue (tx: Executor, given: Row): Promise<Row | undefined> {
+    for (const field of this.uniqueFields) {
+      if (given[field] === undefined || given[field] === null || !this.has(field)) continue
+      const v = this.convert(field, this.def.fields[field], given[field])
+      const row = await this.first(tx, this.sql.list({ filters: [{ field, op: 'eq', values: [v] }], sort: [{ field: this.id, desc: true }], limit: 1 }))
+      if (row !== undefined) return row
+    }
+    return undefined
+  }
+
   /** The field's column has a default of its own (DEFAULT 'ST' on a legacy unit column): the customer's column decides, not the API's default. */
   private ownDefault (field: string): boolean {
     const s = this.storage.fields[field]
@@ -316,7 +331,7 @@ export class Repository {
       // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
       const row = guard === undefined && this.db.dialect === 'sqlite'
         ? await this.first(this.db, insert)
-        : await this.db.transaction(async (tx) => { await guard?.(tx); return await this.first(tx, insert) })
+        : await this.db.transaction(async (tx) => { await guard?.(tx); return await this.first(tx, insert) ?? await this.byUniqueValue(tx, given) })
       if (row === undefined) throw new Error(`${this.def.name}: the insert returned no row`)
       return row
     } catch (err) {

@@ -148,6 +148,17 @@ t.test('a create on SQL Server runs in a transaction, so that a trigger\'s RAISE
   const repo = new Repository(db, materials, referenceMappings.materials, { columns: Object.values(referenceMappings.materials.columns).map((c) => column(c as string)) })
   await repo.create({ materialNumber: 'M-1', name: 'x' })
   t.same(seen, ['in a transaction: DECLARE @inserted TABLE ([id] int); INSE'])
+
+  // an INSTEAD OF INSERT trigger inserts the row itself: the read-back by the OUTPUT id finds nothing, the unique number finds it
+  seen.length = 0
+  const insteadOf = { ...db, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn({
+    query: async (stmt: Statement) => { seen.push(stmt.text.slice(0, 40)); return stmt.text.startsWith('DECLARE') ? [] : [{ ...row, id: 42 }] },
+    execute: async () => 0
+  }) } as unknown as Database
+  const viaTrigger = new Repository(insteadOf, materials, referenceMappings.materials, { columns: Object.values(referenceMappings.materials.columns).map((c) => column(c as string)) })
+  t.match(await viaTrigger.create({ materialNumber: 'M-1', name: 'x' }), { id: 42, materialNumber: 'M-1' }, 'before: 500, the insert returned no row')
+  t.equal(seen.length, 2)
+  t.match(seen[1], /^SELECT \[id\] AS \[id\]/)
 })
 
 t.test('columnsStatement', async (t) => {
