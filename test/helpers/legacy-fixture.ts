@@ -132,7 +132,7 @@ export const MSSQL_DDL: readonly string[] = [
   [ArtNr] VARCHAR(40) NOT NULL CONSTRAINT [UQ_Artikel_ArtNr] UNIQUE,
   [Bezeichnung] VARCHAR(80) NOT NULL,
   [Beschreibung] VARCHAR(255) NULL,
-  [ME] VARCHAR(10) NULL CONSTRAINT [DF_Artikel_ME] DEFAULT 'ST',
+  [ME] VARCHAR(10) NULL CONSTRAINT [DF_Artikel_ME] DEFAULT ('ST'),
   [EAN] VARCHAR(20) NULL,
   [MinBestand] DECIMAL(18,3) NULL CONSTRAINT [CK_Artikel_MinBestand] CHECK ([MinBestand] >= 0),
   [MaxBestand] DECIMAL(18,3) NULL,
