@@ -145,7 +145,11 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           const body = request.body as Row
           // only a write that sets one of them is checked: rows a picking system already holds twice stay editable otherwise
           const guard = together.some((field) => Object.hasOwn(body, field))
-            ? async (current: Row, tx: Executor) => { await assertUnique(tx, { ...current, ...body }, request.params.id) }
+            ? async (current: Row, tx: Executor) => {
+              const next = { ...current, ...body }
+              // sent unchanged (a form sends every field): nothing new is claimed
+              if (together.some((field) => next[field] !== current[field])) await assertUnique(tx, next, request.params.id)
+            }
             : undefined
           const row = await repo.update(request.params.id, body, { check: ifMatchCheck(request, toPublic, serialize), guard })
             .catch(named(request.params.id))

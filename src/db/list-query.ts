@@ -99,6 +99,8 @@ export function parseIsoDateTime (raw: string): Date | undefined {
   const m = ISO_DATETIME.exec(raw)
   if (m === null) return undefined
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m
+  // the year 0000 is no year of the calendar SQL Server and .NET count (0001 to 9999)
+  if (y === '0000') return undefined
   let offset = zone.toUpperCase() === 'Z' ? 'Z' : zone.replace(' ', '+')
   if (offset !== 'Z' && !offset.includes(':')) offset = `${offset.slice(0, 3)}:${offset.slice(3)}`
   const ms = frac.padEnd(3, '0').slice(0, 3)
@@ -124,16 +126,22 @@ function finerThanMs (raw: string): boolean {
 }
 
 /**
- * A time operand of an order filter, exact although the API's times are whole milliseconds: below
- * .2289 is below .229 (at or before .228), at or past .2281 is at or past .229, while after and at or
- * before it are after and at or before .228. Equality with such a time cannot hold: a 400 says so.
+ * A time filter, exact although the API's times are whole milliseconds: with a time finer than that
+ * (t in the millisecond m), below t is at or before m, at or past t is after m, after t is after m and
+ * at or before t at or before m (never a bound past 9999-12-31T23:59:59.999, .NET's MaxValue).
+ * Equality with such a time cannot hold: a 400 says so.
  */
-function timeOperand (field: string, op: FilterOp, raw: string): SqlValue {
+function timeFilter (field: string, op: FilterOp, raw: string): Filter {
   const v = operand(field, { kind: 'datetime' }, raw, false)
-  if (!finerThanMs(raw)) return v
-  if (op === 'lt' || op === 'gte') return new Date((v as Date).getTime() + 1)
-  if (op === 'gt' || op === 'lte') return v
+  if (!finerThanMs(raw)) return { field, op, values: [v] }
+  if (op === 'lt' || op === 'lte') return { field, op: 'lte', values: [v] }
+  if (op === 'gt' || op === 'gte') return { field, op: 'gt', values: [v] }
   throw new BadQueryError(`Invalid value for '${field}': the API's times are whole milliseconds, so none equals '${raw}'; use [gte] and [lt] for a range`)
+}
+
+/** An operand of an equality list ([or], [nor]) on a time field: one finer than a millisecond equals nothing. */
+function timeOperand (field: string, op: FilterOp, raw: string): SqlValue {
+  return timeFilter(field, op, raw).values[0]
 }
 
 /** Parses one filter operand by the field's kind; undefined when it is not of that kind. */
@@ -204,7 +212,7 @@ export function likePattern (raw: string): string {
 export function parseFilter (field: string, def: FieldDef, raw: string, codes = false): Filter {
   const m = OPERATOR.exec(raw)
   const time = def.kind === 'datetime' && !codes
-  if (m === null) return { field, op: 'eq', values: [time ? timeOperand(field, 'eq', raw) : operand(field, def, raw, codes)] }
+  if (m === null) return time ? timeFilter(field, 'eq', raw) : { field, op: 'eq', values: [operand(field, def, raw, codes)] }
   const op = m[1].toLowerCase() as FilterOp
   if (!OPERATORS.includes(op)) {
     const hint = OPERATOR_HINTS[op] === undefined ? '' : ` (did you mean [${OPERATOR_HINTS[op]}]?)`
@@ -227,7 +235,7 @@ export function parseFilter (field: string, def: FieldDef, raw: string, codes = 
       return { field, op, values: [likePattern(rest)] }
     }
     default:
-      return { field, op, values: [time ? timeOperand(field, op, rest) : operand(field, def, rest, codes)] }
+      return time ? timeFilter(field, op, rest) : { field, op, values: [operand(field, def, rest, codes)] }
   }
 }
 
@@ -281,7 +289,7 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
     if (!isVisible(def.fields.modifiedAt)) throw new BadQueryError("Unknown query parameter 'modifiedSince'")
     const since = parseIsoDateTime(sinceRaw)
     if (since === undefined) throw new BadQueryError(`Invalid value for 'modifiedSince': expected an ISO 8601 date-time, got '${sinceRaw}'`)
-    filters.push({ field: 'modifiedAt', op: 'gte', values: [finerThanMs(sinceRaw) ? new Date(since.getTime() + 1) : since] })
+    filters.push({ field: 'modifiedAt', op: finerThanMs(sinceRaw) ? 'gt' : 'gte', values: [since] })
   }
   let operands = 0
   for (const [key, value] of Object.entries(query)) {

@@ -141,7 +141,8 @@ export function mappingProblems (def: ResourceDef, mapping: TableMapping): strin
   // never differ anyway
   const byColumn = new Map<string, string>()
   for (const [field, column] of Object.entries(mapping.columns)) {
-    if (absent.has(field) || typeof column !== 'string' || column === '') continue
+    // a read-only resource only reads: a view with one time stamp may show it as both times
+    if (mapping.readOnly === true || absent.has(field) || typeof column !== 'string' || column === '') continue
     const other = byColumn.get(column.toLowerCase())
     if (other === undefined) byColumn.set(column.toLowerCase(), field)
     else problems.push(`${def.name}.${field}: column '${column}' is already ${other}'s; one column serves one field${canBeAbsent(def, field) ? ` (map ${field} to null if the table has no column of its own for it)` : ''}`)

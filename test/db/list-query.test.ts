@@ -121,16 +121,22 @@ t.test('bad filters name the parameter', async (t) => {
 })
 
 t.test('times finer than a millisecond: order filters round to the side that keeps them exact, equality is a 400', async (t) => {
-  const at = (op: string, raw: string) => parseFilter('modifiedAt', materials.fields.modifiedAt, `[${op}]${raw}`).values[0] as Date
+  const at = (op: string, raw: string): string => {
+    const f = parseFilter('modifiedAt', materials.fields.modifiedAt, `[${op}]${raw}`)
+    return `${f.op} ${(f.values[0] as Date).toISOString()}`
+  }
   const fine = '2026-01-30T06:30:00.2289Z'
   // a row shown as .228 is before .2289 and not at or past .2281 (before: .2289 cut to .228 found it neither way)
-  t.equal(at('lt', fine).toISOString(), '2026-01-30T06:30:00.229Z', '[lt] .2289 is [lt] .229')
-  t.equal(at('gte', '2026-01-30T06:30:00.2281Z').toISOString(), '2026-01-30T06:30:00.229Z', '[gte] .2281 is [gte] .229')
-  t.equal(at('gt', fine).toISOString(), '2026-01-30T06:30:00.228Z', '[gt] .2289 is [gt] .228')
-  t.equal(at('lte', fine).toISOString(), '2026-01-30T06:30:00.228Z', '[lte] .2289 is [lte] .228')
-  t.equal(at('lt', '2026-01-30T06:30:00.2280000Z').toISOString(), '2026-01-30T06:30:00.228Z', 'zeros past the millisecond change nothing')
-  const since = parseListQuery({ modifiedSince: '2026-01-30T06:30:00.2281234+00:00' }, materials).filters[0].values[0] as Date
-  t.equal(since.toISOString(), '2026-01-30T06:30:00.229Z', 'modifiedSince is [gte]')
+  t.equal(at('lt', fine), 'lte 2026-01-30T06:30:00.228Z', '[lt] .2289 is [lte] .228')
+  t.equal(at('gte', '2026-01-30T06:30:00.2281Z'), 'gt 2026-01-30T06:30:00.228Z', '[gte] .2281 is [gt] .228')
+  t.equal(at('gt', fine), 'gt 2026-01-30T06:30:00.228Z', '[gt] .2289 is [gt] .228')
+  t.equal(at('lte', fine), 'lte 2026-01-30T06:30:00.228Z', '[lte] .2289 is [lte] .228')
+  t.equal(at('lt', '2026-01-30T06:30:00.2280000Z'), 'lt 2026-01-30T06:30:00.228Z', 'zeros past the millisecond change nothing')
+  // .NET's DateTime.MaxValue as "no upper bound": every row is before it (before this rule a bound past 9999 matched nothing)
+  t.equal(at('lt', '9999-12-31T23:59:59.9999999Z'), 'lte 9999-12-31T23:59:59.999Z')
+  t.equal(at('gte', '9999-12-31T23:59:59.9999999Z'), 'gt 9999-12-31T23:59:59.999Z')
+  const since = parseListQuery({ modifiedSince: '2026-01-30T06:30:00.2281234+00:00' }, materials).filters[0]
+  t.same(since, { field: 'modifiedAt', op: 'gt', values: [new Date('2026-01-30T06:30:00.228Z')] }, 'modifiedSince is [gte]: after .228')
   for (const query of [{ modifiedAt: fine }, { modifiedAt: `[eq]${fine}` }, { modifiedAt: `[not]${fine}` }, { modifiedAt: `[or]2026-01-30;${fine}` }]) {
     bad(t, query, /^Invalid value for 'modifiedAt': the API's times are whole milliseconds, so none equals '2026-01-30T06:30:00\.2289Z'; use \[gte\] and \[lt\] for a range$/)
   }
@@ -141,6 +147,7 @@ t.test('ISO 8601 parsing', async (t) => {
   t.equal(parseIsoDateTime('0001-01-01T00:00:00Z')?.toISOString(), '0001-01-01T00:00:00.000Z', ".NET's DateTime.MinValue (before: Date.UTC read year 1 as 1901, and the date was refused)")
   t.equal(parseIsoDateTime('0099-12-31')?.toISOString(), '0099-12-31T00:00:00.000Z')
   t.equal(parseIsoDateTime('0001-02-29'), undefined)
+  t.equal(parseIsoDateTime('0000-01-01T00:00:00Z'), undefined, 'no year 0000 (SQL Server and .NET count from 0001)')
   t.equal(parseIsoDateTime('2024-05-06')?.toISOString(), '2024-05-06T00:00:00.000Z')
   t.equal(parseIsoDateTime('2024-05-06T07:08')?.toISOString(), '2024-05-06T07:08:00.000Z', 'no offset: UTC')
   t.equal(parseIsoDateTime('2024-05-06T07:08:09.123456Z')?.toISOString(), '2024-05-06T07:08:09.123Z')

@@ -340,6 +340,7 @@ for (const variant of ['reference', 'foreign'] as const) {
       const twice = await problemsOf(db, materials, { ...mapping, columns: { ...mapping.columns, createdAt: mapping.columns.modifiedAt.toLowerCase() } })
       t.equal(twice.length, 1)
       t.match(twice[0], /^materials\.modifiedAt: column '[^']+' is already createdAt's; one column serves one field/, "the second field of one column (names compare without case)")
+      t.same(await problemsOf(db, materials, { ...mapping, readOnly: true, columns: { ...mapping.columns, createdAt: mapping.columns.modifiedAt } }), [], 'a read-only view may show one time stamp as both')
       const upper = Object.fromEntries(Object.entries(mapping.columns).map(([f, c]) => [f, c.toUpperCase()]))
       t.same(await problemsOf(db, materials, { ...mapping, columns: upper }), [], 'SQLite column names are case-insensitive')
     })

@@ -223,7 +223,9 @@ t.test('stations: one controller address is one station (before: two stations on
   // two rows the picking system already holds on one address: other fields stay editable, the address cannot be taken again
   const dup = await ctx.app.repos.stations.create({ name: 'Legacy twin', controllerId: 'ctl-1', address: 1, type: 'ptl', enabled: true })
   t.equal((await patch(dup.id as number, { description: 'found twice' })).statusCode, 200)
-  t.equal((await patch(dup.id as number, { address: 1 })).statusCode, 409)
+  t.equal((await patch(dup.id as number, { controllerId: 'ctl-1', address: 1, description: 'as a form sends it' })).statusCode, 200, 'its own pair sent unchanged claims nothing new')
+  t.equal((await patch(first.id, { address: 1 })).statusCode, 200, 'the other of the two as well')
+  t.equal((await patch(dup.id as number, { address: 2 })).statusCode, 409, 'onto another station\'s address: refused')
   t.equal((await patch(dup.id as number, { address: 3 })).statusCode, 200, 'moved off it')
 
   // concurrent creates for one free address: exactly one gets it
