@@ -2,8 +2,12 @@
 import { pino, type Logger, type LoggerOptions } from 'pino'
 
 const SECRET_KEYS = /^(authorization|cookie|set-cookie|password|passwordhash|newpassword|token|accesstoken|refreshtoken|jwtsecret|secret|credentials?)$/i
-/** A JWT (three base64url parts, the first starting with eyJ) or a Bearer credential anywhere in a string. */
-const SECRET_TEXT = /(Bearer\s+)?eyJ[\w-]*\.[\w-]+\.[\w-]*|Bearer\s+\S+/g
+/**
+ * A JWT (three base64url parts, the first starting with eyJ) or a Bearer credential anywhere in a
+ * string. A JWT starts a word (the lookbehind): otherwise each "eyJ" inside a long word without dots
+ * would rescan the rest of it, and a crafted 16 KB URL cost 42 ms of the event loop per request.
+ */
+const SECRET_TEXT = /(Bearer\s+)?(?<![\w-])eyJ[\w-]*\.[\w-]+\.[\w-]*|Bearer\s+\S+/g
 /** the same, without the global flag's lastIndex state: for a test before replacing */
 const HAS_SECRET_TEXT = new RegExp(SECRET_TEXT.source)
 const MAX_DEPTH = 8

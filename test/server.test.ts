@@ -260,6 +260,11 @@ t.test('no secret reaches the log at any depth', async (t) => {
   t.equal(JSON.stringify(given), before, 'the caller\'s object is left as it was')
   t.same(scrub('Bearer abc and Bearer def'), '[redacted] and [redacted]', 'every occurrence, call after call')
   t.same(scrub('Bearer abc and Bearer def'), '[redacted] and [redacted]')
+  t.same(scrub('/x?t=eyJa.bcd.efg&u=1 "eyJh.i.j"'), '/x?t=[redacted]&u=1 "[redacted]"', 'a JWT after = or a quote')
+  // a word of many "eyJ" without dots: one candidate, not one per "eyJ" (each used to rescan the rest: quadratic)
+  const crafted = `/x?q=${'eyJ'.repeat(20000)}`
+  t.equal(scrub(crafted), crafted, 'nothing in it is a token')
+  t.same(scrub(`${'eyJ'.repeat(3)}.a.b`), '[redacted]', 'the word is one token when it has the dots')
   const clean = { method: 'GET', url: '/api/materials', statusCode: 200, nested: { a: [1, 'b'] } }
   t.equal(scrub(clean), clean, 'an object with nothing to scrub is not copied')
 })

@@ -75,6 +75,18 @@ t.test('JSON bodies are UTF-8: other bytes or another declared charset are refus
   t.equal(await count(), 5)
 })
 
+t.test('firstInvalidByte: the offset of the first bad byte in one pass, past characters of every length and real U+FFFD', async (t) => {
+  const { firstInvalidByte } = await import('../../src/app.js')
+  const at = (text: string, bad = Buffer.from([0xff])): number => firstInvalidByte(Buffer.concat([Buffer.from(text), bad]))
+  t.equal(at(''), 0)
+  t.equal(at('abc'), 3)
+  t.equal(at('ä€😀'), 2 + 3 + 4)
+  t.equal(at('\uFFFD\uFFFDx'), 7, 'real U+FFFD in the body are not the fault')
+  t.equal(firstInvalidByte(Buffer.from([0x61, 0xc3, 0x28])), 1, 'a cut sequence')
+  // a body of 349,000 real U+FFFD before the bad byte: before, 29 s of the event loop (length squared)
+  t.equal(at('\uFFFD'.repeat(349000)), 3 * 349000)
+})
+
 t.test('a list parameter given twice is a BAD_QUERY naming it', async (t) => {
   const ctx = await build(t)
   const headers = ctx.auth(ctx.adminToken)
