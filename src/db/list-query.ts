@@ -249,7 +249,7 @@ export function parseSort (def: ResourceDef, raw: string | undefined): SortKey[]
     if (name === '') continue
     let desc = false
     if (name.startsWith('-')) { desc = true; name = name.slice(1) } else if (name.startsWith('+')) name = name.slice(1)
-    if (!isVisible(def.fields[name])) throw new BadQueryError(`Unknown sort field '${name}' in 'sort'`)
+    if (!Object.hasOwn(def.fields, name) || !isVisible(def.fields[name])) throw new BadQueryError(`Unknown sort field '${name}' in 'sort'`)
     if (keys.some((k) => k.field === name)) throw new BadQueryError(`Sort field '${name}' given twice in 'sort'`)
     keys.push({ field: name, desc })
   }

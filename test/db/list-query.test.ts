@@ -40,6 +40,7 @@ t.test('sort', async (t) => {
   t.same(parseSort(materials, ' name,+weight'), [{ field: 'name', desc: false }, { field: 'weight', desc: false }, { field: 'id', desc: false }], 'an unencoded + arrives as a space')
   t.equal(sortSpec(parseSort(materials, '-modifiedAt')), '-modifiedAt,id')
   bad(t, { sort: 'nope' }, /Unknown sort field 'nope' in 'sort'/)
+  for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) bad(t, { sort: name }, new RegExp(`^Unknown sort field '${name}' in 'sort'$`))
   bad(t, { sort: 'passwordHash' }, /Unknown sort field 'passwordHash'/, users)
   bad(t, { sort: 'name,-name' }, /Sort field 'name' given twice/)
 })
