@@ -219,6 +219,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       let user: Row | undefined
       try {
         user = await users.findOne('username', key)
+        // the database's collation may find a row for a name the throttle counts as another: only the same name is this user
+        if (user !== undefined && normalizeUsername(String(user.username)) !== key) user = undefined
         // verify() runs against a decoy hash when the user does not exist: same time either way.
         const ok = await passwords.verify(user?.passwordHash as string | undefined, password)
         settled = true

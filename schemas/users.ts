@@ -49,7 +49,9 @@ export const UserUpdate = Type.Object({
 export type UserUpdate = Static<typeof UserUpdate>
 
 export const LoginBody = Type.Object({
-  username: Type.String({ minLength: 1, maxLength: 256 }),
+  // the rule of every stored name: a control character could find a row under SQL Server's collation
+  // (which gives NCHAR(0) no weight) while counting as another name for the login throttle
+  username: Type.String({ minLength: 1, maxLength: 256, pattern: USERNAME_PATTERN }),
   password: Type.String({ minLength: 1, maxLength: 1024 })
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBody>

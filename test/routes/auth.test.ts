@@ -50,6 +50,13 @@ t.test('login', async (t) => {
   const caseInsensitive = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: ' Admin ', password: ADMIN_PASSWORD } })
   t.equal(caseInsensitive.statusCode, 200, 'usernames are case-insensitive and trimmed')
 
+  // a name no account can have: SQL Server's collations give NCHAR(0) no weight, so 'admin\u0000' could find admin's row
+  // under a throttle count of its own (five more guesses per variant)
+  for (const username of ['admin\u0000', 'admin\u0000\u0000', '\u0007admin', '   ']) {
+    const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: ADMIN_PASSWORD } })
+    t.equal(res.statusCode, 400, JSON.stringify(username))
+    t.equal(res.json().message, 'body/username must hold a character other than spaces, and no control characters')
+  }
   const missing = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin' } })
   t.equal(missing.statusCode, 400)
   t.match(missing.json().message, /password/)
