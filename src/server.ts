@@ -111,6 +111,8 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
     throw listenError(err as NodeJS.ErrnoException, host, port)
   }
   app.log.info({ config: source, demo, database: db.dialect }, 'picking-gateway ready')
+  const plain = demo ? undefined : plainHttpWarning(config.server)
+  if (plain !== undefined) app.log.warn({ host, port }, plain)
   if (stop !== undefined) stopOnRequest(app, stop, close, config.server.closeGraceMs, exit)
   return app
 }
@@ -165,6 +167,16 @@ async function within (work: Promise<void>, ms: number): Promise<void> {
  * configuration error (exit 78: systemd does not restart); an address in use or not (yet) on this
  * machine may clear up, so that is a failure systemd restarts (exit 1).
  */
+/**
+ * A warning when passwords and tokens would cross the network unencrypted: plain HTTP on an address
+ * other machines reach, with neither HTTPS here nor a proxy in front (trustProxy).
+ */
+export function plainHttpWarning (server: { host: string, tls?: unknown, trustProxy?: unknown }): string | undefined {
+  const loopback = server.host === 'localhost' || server.host === '::1' || /^127\./.test(server.host)
+  if (loopback || server.tls !== undefined || (server.trustProxy !== undefined && server.trustProxy !== false)) return undefined
+  return `serving plain HTTP on ${server.host}: passwords and tokens cross the network unencrypted; set server.tls, or put a proxy with HTTPS in front (server.host 127.0.0.1 and server.trustProxy)`
+}
+
 export function listenError (err: NodeJS.ErrnoException, host: string, port: number): Error {
   const address = `${host.includes(':') ? `[${host}]` : host}:${port}`
   const choosePort = 'choose another port with PORT (environment) or server.port (configuration file)'

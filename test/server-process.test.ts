@@ -5,7 +5,7 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { ConfigError } from '../src/config.js'
-import { listenError } from '../src/server.js'
+import { listenError, plainHttpWarning } from '../src/server.js'
 import { CLI, GRACE_MS, HUNG_MS, LISTENING, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startDemo } from './helpers/process.js'
 import { until } from './helpers/wait.js'
 
@@ -57,6 +57,14 @@ t.test('an address this machine does not have: exits non-zero naming HOST', asyn
   t.equal(exit?.code, 1)
   t.match(run.err(), 'cannot listen on 192.0.2.1:3000: no network interface of this machine has the address 192.0.2.1 (EADDRNOTAVAIL)')
   t.match(run.err(), /HOST \(environment\) or server\.host/)
+})
+
+t.test('plain HTTP on an address other machines reach is a warning at start; HTTPS, a proxy in front or loopback are not', async (t) => {
+  t.match(plainHttpWarning({ host: '0.0.0.0', trustProxy: false }), /^serving plain HTTP on 0\.0\.0\.0: passwords and tokens cross the network unencrypted; set server\.tls/)
+  t.match(plainHttpWarning({ host: '10.1.2.3' }), /plain HTTP on 10\.1\.2\.3/)
+  for (const server of [{ host: '127.0.0.1' }, { host: '127.0.0.2' }, { host: '::1' }, { host: 'localhost' }, { host: '0.0.0.0', tls: { cert: 'c', key: 'k' } }, { host: '0.0.0.0', trustProxy: true }, { host: '0.0.0.0', trustProxy: '10.0.0.0/8' }]) {
+    t.equal(plainHttpWarning(server), undefined, JSON.stringify(server))
+  }
 })
 
 t.test('listen errors name the address and what to change', async (t) => {
