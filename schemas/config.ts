@@ -161,7 +161,9 @@ export const Config = Type.Object({
     /** how often an open stream checks its caller's token again (expiry, revocation); ends the stream when it no longer holds */
     recheckMs: Ms(5000),
     /** a client that lets this much pile up unread is disconnected instead of slowing the others */
-    maxBufferedBytes: Type.Integer({ minimum: 1024, default: 1048576 })
+    maxBufferedBytes: Type.Integer({ minimum: 1024, default: 1048576 }),
+    /** event streams one user may hold open at once; one more is a 429 */
+    maxStreamsPerUser: Type.Integer({ minimum: 1, maximum: 100000, default: 100 })
   }, { additionalProperties: false, default: {} }),
   logging: Type.Object({
     level: Type.Union([

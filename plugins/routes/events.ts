@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { ErrorResponse, errorResponses } from '../../schemas/common.js'
 import { EventsHeaders, EventsQuery, EventTicket } from '../../schemas/events.js'
-import { ApiError, tokenExpired, tokenInvalid } from '../../src/errors.js'
+import { ApiError, tokenExpired, tokenInvalid, tooManyRequests } from '../../src/errors.js'
 import type { TokenType } from '../auth.js'
 import { buildErrorBody } from '../error-handler.js'
 import type { StationEvent } from '../hardware.js'
@@ -18,7 +18,12 @@ export interface EventRoutesOptions {
   ticketTtlSeconds?: number
   /** unused tickets held at most; beyond, the oldest go (default 10000) */
   maxTickets?: number
+  /** streams one user may hold open at once; one more is a 429 (default 100) */
+  maxStreamsPerUser?: number
 }
+
+/** unused tickets one user holds at most: beyond, that user's oldest goes, never another user's */
+const TICKETS_PER_USER = 20
 
 interface TicketHolder {
   id: number
@@ -49,6 +54,15 @@ export class StreamTickets {
       if (entry.expires > now && this.held.size < this.max) break
       this.held.delete(ticket)
     }
+    // one account buying tickets in a loop pushes out its own, not the ones other users are about to use
+    let own = 0
+    let oldest: string | undefined
+    for (const [ticket, entry] of this.held) {
+      if (entry.id !== holder.id) continue
+      own++
+      oldest ??= ticket
+    }
+    if (own >= TICKETS_PER_USER && oldest !== undefined) this.held.delete(oldest)
     const ticket = randomBytes(32).toString('base64url')
     this.held.set(ticket, { ...holder, expires: now + this.ttlMs })
     return ticket
@@ -78,6 +92,9 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
   const ttlSeconds = opts.ticketTtlSeconds ?? 30
   const tickets = new StreamTickets(ttlSeconds * 1000, opts.maxTickets ?? 10000)
   const open = new Set<() => void>()
+  const maxStreams = opts.maxStreamsPerUser ?? 100
+  /** open streams by user id */
+  const streamsOf = new Map<number, number>()
   /** the ticket that opened a stream request, for its expiry */
   const ticketOf = new WeakMap<object, TicketHolder>()
   // One timer a stream: it sends the heartbeat and checks the credential, each at its own multiple of the tick.
@@ -128,7 +145,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       querystring: EventsQuery,
       headers: EventsHeaders,
       produces: ['text/event-stream'],
-      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse }
+      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse }
     }
   }, async (request, reply) => {
     const station = request.query.station
@@ -136,8 +153,13 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     const matches = (event: StationEvent): boolean => station === undefined || event.data.stationId === station
     const raw = reply.raw
     const { id, tokenVersion, tokenType } = request.identity!
+    const held = streamsOf.get(id) ?? 0
+    if (held >= maxStreams) {
+      throw tooManyRequests(10, `This user already has ${held} event streams open, the most one user may (events.maxStreamsPerUser); close one, or filter one stream by station in the client`)
+    }
     const ticket = ticketOf.get(request)
     const expiresAt = ticket !== undefined ? ticket.expiresAt : fastify.auth.expiryOf(request)
+    streamsOf.set(id, held + 1)
     reply.hijack()
     raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -200,6 +222,9 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       clearInterval(timer)
       unsubscribe()
       open.delete(close)
+      const left = (streamsOf.get(id) ?? 1) - 1
+      if (left > 0) streamsOf.set(id, left)
+      else streamsOf.delete(id)
       if (typeof last === 'string' && !raw.destroyed) {
         raw.end(last, () => raw.destroy())
         // a client that does not read may never take it

@@ -33,7 +33,7 @@ interface Stream {
   close: () => void
 }
 
-async function setup (t: Parameters<typeof build>[0], events: { recheckMs?: number } = {}): Promise<{ ctx: TestContext, sim: Simulator, stationId: number, token: string, user: Awaited<ReturnType<TestContext['createUser']>> }> {
+async function setup (t: Parameters<typeof build>[0], events: { recheckMs?: number, maxStreamsPerUser?: number } = {}): Promise<{ ctx: TestContext, sim: Simulator, stationId: number, token: string, user: Awaited<ReturnType<TestContext['createUser']>> }> {
   const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }] })
   t.teardown(() => sim.close())
   const port = sim.controllers.get('ctl-1')!.port
@@ -269,6 +269,41 @@ t.test('the ticket store is bounded: expired tickets are swept, and at the cap t
   t.equal(store.take(d), undefined, 'single use')
   now += 999
   t.match(store.take(e), holder, 'valid until its time is up')
+})
+
+t.test('one account cannot push other users\' tickets out: beyond 20 unused, its own oldest goes', async (t) => {
+  const store = new StreamTickets(60000, 10000)
+  const mine = { id: 1, tokenVersion: 0, tokenType: 'access' as const }
+  const theirs = { id: 2, tokenVersion: 0, tokenType: 'access' as const }
+  const first = Array.from({ length: 20 }, () => store.issue(mine))
+  const other = store.issue(theirs)
+  const more = Array.from({ length: 5 }, () => store.issue(mine))
+  t.match(store.take(other), theirs, 'the other user\'s ticket is still there')
+  for (const ticket of first.slice(0, 5)) t.equal(store.take(ticket), undefined, 'its own oldest went')
+  for (const ticket of [...first.slice(5), ...more]) t.match(store.take(ticket), mine)
+})
+
+t.test('streams per user are capped: one more is a 429, others and freed places are not affected', async (t) => {
+  const { ctx, token } = await setup(t, { maxStreamsPerUser: 2 })
+  const bearer = { authorization: `Bearer ${token}` }
+  const a = await open(ctx, '', bearer)
+  const b = await open(ctx, '', bearer)
+  t.equal(a.res.statusCode, 200)
+  t.equal(b.res.statusCode, 200)
+  const third = await open(ctx, '', bearer)
+  t.equal(third.res.statusCode, 429)
+  t.equal(third.res.headers['retry-after'], '10')
+  t.same(JSON.parse(await third.body()), { statusCode: 429, code: 'TOO_MANY_REQUESTS', error: 'Too Many Requests', message: 'This user already has 2 event streams open, the most one user may (events.maxStreamsPerUser); close one, or filter one stream by station in the client' })
+  const admin = await open(ctx, '', { authorization: `Bearer ${ctx.adminToken}` })
+  t.equal(admin.res.statusCode, 200, 'another user is not affected')
+  a.close()
+  let again = await open(ctx, '', bearer)
+  for (let i = 0; again.res.statusCode === 429 && i < 50; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    again = await open(ctx, '', bearer)
+  }
+  t.equal(again.res.statusCode, 200, 'a closed stream frees its place')
+  for (const s of [b, admin, again]) s.close()
 })
 
 t.test('a ticket never reaches the log', async (t) => {
