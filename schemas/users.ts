@@ -7,7 +7,7 @@ export const UserType = Type.Union([Type.Literal('admin'), Type.Literal('user'),
 export type UserType = Static<typeof UserType>
 
 /** Something besides spaces (names are stored trimmed), and no control characters. */
-const USERNAME_PATTERN = '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$'
+const USERNAME_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$'
 export const USERNAME_RULE = 'must hold a character other than spaces, and no control characters'
 export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: USERNAME_PATTERN, description: 'Case-insensitive; stored trimmed and in lower case' })
 

@@ -172,7 +172,7 @@ async function within (work: Promise<void>, ms: number): Promise<void> {
  * other machines reach, with neither HTTPS here nor a proxy in front (trustProxy).
  */
 export function plainHttpWarning (server: { host: string, tls?: unknown, trustProxy?: unknown }): string | undefined {
-  const loopback = server.host === 'localhost' || server.host === '::1' || /^127\./.test(server.host)
+  const loopback = server.host === 'localhost' || server.host === '::1' || /^(?:::ffff:)?127\./i.test(server.host)
   if (loopback || server.tls !== undefined || (server.trustProxy !== undefined && server.trustProxy !== false)) return undefined
   return `serving plain HTTP on ${server.host}: passwords and tokens cross the network unencrypted; set server.tls, or put a proxy with HTTPS in front (server.host 127.0.0.1 and server.trustProxy)`
 }

@@ -62,7 +62,7 @@ t.test('an address this machine does not have: exits non-zero naming HOST', asyn
 t.test('plain HTTP on an address other machines reach is a warning at start; HTTPS, a proxy in front or loopback are not', async (t) => {
   t.match(plainHttpWarning({ host: '0.0.0.0', trustProxy: false }), /^serving plain HTTP on 0\.0\.0\.0: passwords and tokens cross the network unencrypted; set server\.tls/)
   t.match(plainHttpWarning({ host: '10.1.2.3' }), /plain HTTP on 10\.1\.2\.3/)
-  for (const server of [{ host: '127.0.0.1' }, { host: '127.0.0.2' }, { host: '::1' }, { host: 'localhost' }, { host: '0.0.0.0', tls: { cert: 'c', key: 'k' } }, { host: '0.0.0.0', trustProxy: true }, { host: '0.0.0.0', trustProxy: '10.0.0.0/8' }]) {
+  for (const server of [{ host: '127.0.0.1' }, { host: '127.0.0.2' }, { host: '::ffff:127.0.0.1' }, { host: '::1' }, { host: 'localhost' }, { host: '0.0.0.0', tls: { cert: 'c', key: 'k' } }, { host: '0.0.0.0', trustProxy: true }, { host: '0.0.0.0', trustProxy: '10.0.0.0/8' }]) {
     t.equal(plainHttpWarning(server), undefined, JSON.stringify(server))
   }
 })

@@ -265,6 +265,17 @@ t.test('no secret reaches the log at any depth', async (t) => {
   const crafted = `/x?q=${'eyJ'.repeat(20000)}`
   t.equal(scrub(crafted), crafted, 'nothing in it is a token')
   t.same(scrub(`${'eyJ'.repeat(3)}.a.b`), '[redacted]', 'the word is one token when it has the dots')
+  // right after a letter, digit, _ or - (percent-encoding in a URL puts one there): still a token
+  const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl'
+  for (const [given, wanted] of [
+    [`/m?q=Bearer%20${jwt}`, '/m?q=Bearer%20[redacted]'],
+    [`/m?q=%22${jwt}%22`, '/m?q=%22[redacted]%22'],
+    [`/m?q=x_${jwt}`, '/m?q=x_[redacted]'],
+    [`/m?name=%5Bfoo%5D${jwt}`, '/m?name=%5Bfoo%5D[redacted]'],
+    [`a-${jwt} and ${jwt}.`, 'a-[redacted] and [redacted].'],
+    [`eyJno.dots eyJa..b eyJa.b ${jwt}`, 'eyJno.dots eyJa..b eyJa.b [redacted]']
+  ]) t.equal(scrub(given), wanted, given)
+  t.equal(scrub(`${'eyJ'.repeat(5000)}.${'x'.repeat(10)}.s`), '[redacted]')
   const clean = { method: 'GET', url: '/api/materials', statusCode: 200, nested: { a: [1, 'b'] } }
   t.equal(scrub(clean), clean, 'an object with nothing to scrub is not copied')
 })

@@ -52,7 +52,7 @@ t.test('login', async (t) => {
 
   // a name no account can have: SQL Server's collations give NCHAR(0) no weight, so 'admin\u0000' could find admin's row
   // under a throttle count of its own (five more guesses per variant)
-  for (const username of ['admin\u0000', 'admin\u0000\u0000', '\u0007admin', '   ']) {
+  for (const username of ['admin\u0000', 'admin\u0000\u0000', '\u0007admin', '   ', 'admin\u0085', 'admin\u0080', '\u009fadmin']) {
     const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: ADMIN_PASSWORD } })
     t.equal(res.statusCode, 400, JSON.stringify(username))
     t.equal(res.json().message, 'body/username must hold a character other than spaces, and no control characters')
