@@ -218,6 +218,9 @@ function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: Fas
   }
   const code = err.code === 'FST_ERR_BAD_URL' ? 'BAD_URL' : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'URI_TOO_LONG' : statusText(status).toUpperCase().replace(/[^A-Z]+/g, '_')
   void reply.code(status).send(buildErrorBody(status, code, err.message))
+  // answered before routing, so without the onResponse hook's line: one here, the URL cut to 2 KB
+  // (the logger's formatter scrubs tokens in it, as in every line)
+  request.log.info({ method: request.method, url: redactUrl(request.url.slice(0, 2048)), statusCode: status, code }, 'request')
 }
 
 declare module 'fastify' {

@@ -136,6 +136,20 @@ t.test('what the HTTP parser refuses has the same body shape: 431, malformed req
   t.same(badUrl.json(), { statusCode: 400, code: 'BAD_URL', error: 'Bad Request', message: "'/api/materials/%E0%A4%A' is not a valid url component" })
 })
 
+t.test('requests refused before routing (a bad URL, a parameter too long) have their request line, tokens scrubbed', async (t) => {
+  const logs: string[] = []
+  const ctx = await build(t, { logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const jwt = `eyJhbGciOiJIUzI1NiJ9.${'eyJzdWIiOiIxIn0'.repeat(10)}.c2lnbmF0dXJl`
+  const long = await ctx.app.inject({ method: 'GET', url: `/api/materials/${jwt}` })
+  t.equal(long.statusCode, 414)
+  t.equal(long.json().code, 'URI_TOO_LONG')
+  const bad = await ctx.app.inject({ method: 'GET', url: '/api/materials/%E0%A4%A' })
+  t.equal(bad.statusCode, 400)
+  const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request' && (l.statusCode === 414 || l.statusCode === 400))
+  t.match(lines, [{ method: 'GET', url: '/api/materials/[redacted]', statusCode: 414, code: 'URI_TOO_LONG' }, { method: 'GET', url: '/api/materials/%E0%A4%A', statusCode: 400, code: 'BAD_URL' }], 'before: no line at all')
+  t.notOk(logs.join('\n').includes(jwt), 'the token is not in the log')
+})
+
 t.test('a wrong method on a path that exists is a 405 naming the methods; a wrong path a 404', async (t) => {
   const ctx = await build(t)
   const headers = ctx.auth(ctx.adminToken)
