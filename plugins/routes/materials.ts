@@ -15,7 +15,6 @@ export default resourceRoutes({
   item: Material,
   create: MaterialCreate,
   update: MaterialUpdate,
-  defaults: { unit: 'pcs', blocked: false },
   toPublic: () => toMaterial,
   writers: ['admin', 'user', 'application'],
   storedOnly: true

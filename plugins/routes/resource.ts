@@ -22,8 +22,6 @@ export interface ResourceRoutesOptions {
   item: TObject
   create: TObject
   update: TObject
-  /** values a create gets for fields the body leaves out */
-  defaults: Row
   toPublic: (fastify: FastifyInstance) => (row: Row) => Record<string, unknown>
   /** user types allowed to create, update and delete (everyone authenticated may read) */
   writers: UserType[]
@@ -123,7 +121,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     }, async (request, reply) => {
       const body = request.body as Row
       const guard = together.length > 0 ? async (tx: Executor) => { await assertUnique(tx, body) } : undefined
-      const row = await repo.create(body, { defaults: opts.defaults, guard })
+      const row = await repo.create(body, { guard })
       // with the ETag a read of it gives, as an update's answer has: an If-Match needs no read first
       return sendItem(reply.code(201).header('location', created + String(row.id)), toPublic(row), serialize)
     })

@@ -52,7 +52,6 @@ export default resourceRoutes({
   item: Station,
   create: StationCreate,
   update: StationUpdate,
-  defaults: { type: 'manual', enabled: true },
   toPublic: (fastify) => stationView(fastify.hardware),
   writers: ['admin'],
   // two stations on one address would each report every pick there: an ERP would book it twice

@@ -27,8 +27,6 @@ export interface CreateOptions {
    * row is written (the licence count); it throws to refuse. Without it the insert is one statement.
    */
   guard?: (tx: Executor) => Promise<void>
-  /** values for the fields `values` leaves out (the API's defaults), before the database's own */
-  defaults?: Row
 }
 
 export interface UpdateOptions extends WriteOptions {
@@ -302,16 +300,13 @@ export class Repository {
   }
 
   /**
-   * Inserts a row: defaults for missing writable fields (the API's, where the column has none of
-   * its own), createdAt/modifiedAt now unless given.
+   * Inserts a row: the resource's defaults (resources.ts) for missing writable fields whose column
+   * has none of its own, createdAt/modifiedAt now unless given.
    */
   async create (values: Row, opts: CreateOptions = {}): Promise<Row> {
     this.writable()
     // a copy by Object.assign: a {...values} clone given new keys gets a hidden class of its own on Node 20 (README, Performance)
     const given: Row = Object.assign({}, values)
-    for (const field in opts.defaults) {
-      if (given[field] === undefined && !this.ownDefault(field)) given[field] = opts.defaults[field]
-    }
     for (const [field, value] of this.createDefaults) {
       if (given[field] === undefined) given[field] = value
     }

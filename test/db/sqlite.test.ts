@@ -589,6 +589,16 @@ t.test('column defaults: DEFAULT NULL is none, so a NOT NULL column with it must
   t.same(Object.fromEntries(columns.map((c) => [c.name, c.hasDefault])), { id: true, a: true, b: false, c: false, d: true, e: false })
 })
 
+t.test('the resource\'s defaults fill what a create leaves out, where the column has no default of its own', async (t) => {
+  const db = openDatabase('sqlite::memory:', { logger: silent })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE materials (id INTEGER PRIMARY KEY, material_number TEXT NOT NULL, name TEXT NOT NULL, description TEXT, unit TEXT, ' +
+    'barcode TEXT, min_stock REAL, max_stock REAL, weight REAL, blocked INTEGER NOT NULL, block_reason TEXT, stock_quantity REAL NOT NULL DEFAULT 7, created_at TEXT NOT NULL, modified_at TEXT NOT NULL)', params: [] })
+  const repo = await new Repository(db, materials, referenceMappings.materials).learn()
+  t.match(await repo.create({ materialNumber: 'D-1', name: 'defaults' }), { unit: 'pcs', blocked: false, stockQuantity: 7 }, 'pcs and false from resources.ts; the stock from the column')
+  t.match(await repo.create({ materialNumber: 'D-2', name: 'given', unit: 'kg', blocked: true }), { unit: 'kg', blocked: true })
+})
+
 t.test('driver plumbing', async (t) => {
   t.same(toSqliteParams([
     { name: 'a', kind: 'boolean', value: true },
