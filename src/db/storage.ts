@@ -472,10 +472,11 @@ export class ResourceStorage {
 
   private timeToDb (s: FieldStorage, date: Date): SqlValue {
     const type = s.info?.type.toLowerCase()
-    const year = date.getUTCFullYear()
     if (this.dialect === 'mssql' && type !== undefined) {
-      const [min, max] = type === 'datetime' ? [1753, 9999] : type === 'smalldatetime' ? [1900, 2078] : [1, 9999]
-      if (year < min || year > max) throw new InvalidValueError(`'${s.field}' must be between the years ${min} and ${max} (its database column's range)`)
+      // the range filters clamp to (firstStoredAtOrAfter); a write outside it is refused
+      const [min, max] = MSSQL_TIME_RANGES[type] ?? TIME_RANGE
+      const t = date.getTime()
+      if (t < min || t > max) throw new InvalidValueError(`'${s.field}' must be between ${new Date(min).toISOString()} and ${new Date(max).toISOString()} (its database column's range)`)
     }
     if (s.timeZone === undefined) return date
     const wall = utcToWall(date, s.timeZone)
@@ -534,6 +535,9 @@ export class ResourceStorage {
     return new Date(Number.isNaN(previous) || previous + step <= now ? now : previous + step)
   }
 }
+
+/** The first and last value (ms) of SQL Server's other time types (datetime2, date, datetimeoffset): the years 0001 to 9999. */
+const TIME_RANGE: [number, number] = [-62135596800000, Date.UTC(9999, 11, 31, 23, 59, 59, 999)]
 
 /** The first and last value (ms) of SQL Server's coarse time types, as the driver reads them. */
 const MSSQL_TIME_RANGES: Record<string, [number, number]> = {

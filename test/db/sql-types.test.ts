@@ -325,7 +325,11 @@ t.test('values checked against the column before any SQL runs', async (t) => {
   bad('stockQuantity', 1.23456, /at most 4 decimal places/)
   bad('name', null, /'name' cannot be null/)
   const legacyDate = new ResourceStorage('mssql', materials, matMapping, matColumns)
-  t.throws(() => legacyDate.toDb(legacyDate.field('modifiedAt'), new Date('1700-01-01T00:00:00Z')), /between the years 1753 and 9999/)
+  t.throws(() => legacyDate.toDb(legacyDate.field('modifiedAt'), new Date('1700-01-01T00:00:00Z')), /must be between 1753-01-01T00:00:00\.000Z and 9999-12-31T23:59:59\.997Z/)
+  // the same table of ranges as the filters' clamp: smalldatetime holds 2079 up to June 6th (before: refused from 2079 on)
+  const small = new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'LastChange' ? col('LastChange', 'smalldatetime', { nullable: false }) : c))
+  t.ok(small.toDb(small.field('modifiedAt'), new Date('2079-06-06T12:00:00Z')) instanceof Date)
+  t.throws(() => small.toDb(small.field('modifiedAt'), new Date('2079-06-07T00:00:00Z')), /must be between 1900-01-01T00:00:00\.000Z and 2079-06-06T23:59:00\.000Z/)
   const utf8 = new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'ArtNr' ? { ...c, utf8: true } : c))
   t.throws(() => utf8.toDb(utf8.field('materialNumber'), 'ü'.repeat(21)), /at most 40 bytes long .*got 42/, 'UTF-8 collations count bytes')
   const flags = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, stMapping, stColumns)).storage
