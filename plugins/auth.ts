@@ -167,8 +167,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     if (identity.issuedAt === undefined) return false
     const newest = ssoNewest.get(identity.marker)
     if (newest !== undefined && identity.issuedAt < newest) return true
-    const modified = row.modifiedAt instanceof Date ? row.modifiedAt.getTime() : Date.parse(String(row.modifiedAt))
-    return identity.issuedAt < modified - IAT_BACKDATE_MS
+    // rows are in API shape: modifiedAt is ISO text
+    return identity.issuedAt < Date.parse(String(row.modifiedAt)) - IAT_BACKDATE_MS
   }
 
   function noteIssued (identity: SsoIdentity): void {

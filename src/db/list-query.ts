@@ -139,11 +139,6 @@ function timeFilter (field: string, op: FilterOp, raw: string): Filter {
   throw new BadQueryError(`Invalid value for '${field}': the API's times are whole milliseconds, so none equals '${raw}'; use [gte] and [lt] for a range`)
 }
 
-/** An operand of an equality list ([or], [nor]) on a time field: one finer than a millisecond equals nothing. */
-function timeOperand (field: string, op: FilterOp, raw: string): SqlValue {
-  return timeFilter(field, op, raw).values[0]
-}
-
 /** Parses one filter operand by the field's kind; undefined when it is not of that kind. */
 export function parseValue (kind: FieldKind, raw: string): SqlValue | undefined {
   switch (kind) {
@@ -228,7 +223,7 @@ export function parseFilter (field: string, def: FieldDef, raw: string, codes = 
     case 'or':
     case 'nor':
       // `\;` is a literal semicolon inside a value of the list
-      return { field, op, values: rest.split(/(?<!\\);/).map((part) => time ? timeOperand(field, op, part) : operand(field, def, part.replaceAll('\\;', ';'), codes)) }
+      return { field, op, values: rest.split(/(?<!\\);/).map((part) => time ? timeFilter(field, op, part).values[0] : operand(field, def, part.replaceAll('\\;', ';'), codes)) }
     case 'like':
     case 'notlike': {
       if (def.kind !== 'string') throw new BadQueryError(`Filter '${field}': [${op}] works only on text fields`)
