@@ -1,6 +1,7 @@
 // The SQL Server dialect: one mssql ConnectionPool that reconnects on its own, typed parameters, error mapping.
 import { createRequire } from 'node:module'
 import type Mssql from 'mssql'
+import { knownCodePage } from './code-pages.js'
 import { mssqlDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError, type DbError } from './errors.js'
 import type { ColumnInfo, Database, Executor, Param, Row, Statement, TableMapping } from './types.js'
@@ -342,7 +343,8 @@ export function statementRows (result: { recordset?: unknown, recordsets?: unkno
 
 /**
  * The statement that reads a table's (or view's) columns: INFORMATION_SCHEMA.COLUMNS for type,
- * length, precision, nullability and default; COLUMNPROPERTY for identity and computed columns.
+ * length, precision, nullability and default; COLUMNPROPERTY for identity and computed columns;
+ * COLLATIONPROPERTY for the code page of a varchar column's collation.
  */
 export function columnsStatement (mapping: TableMapping): Statement {
   const object = 'OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N\'.\' + QUOTENAME([TABLE_NAME]))'
@@ -356,7 +358,7 @@ export function columnsStatement (mapping: TableMapping): Statement {
       `WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = ${object} AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsIdentity') AS [identity], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsComputed') AS [computed], ` +
-      '[COLLATION_NAME] AS [collation] ' +
+      '[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], \'CodePage\')) AS [codePage] ' +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [
       { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
@@ -387,7 +389,11 @@ export function mssqlColumnInfo (r: Row): ColumnInfo {
     info.precision = num(r.precision)
     info.scale = num(r.scale) ?? 0
   }
-  if (typeof r.collation === 'string' && /_UTF8$/i.test(r.collation) && (type === 'varchar' || type === 'char')) info.utf8 = true
+  if (type === 'varchar' || type === 'char' || type === 'text') {
+    const codePage = num(r.codePage)
+    if (codePage === 65001 || (typeof r.collation === 'string' && /_UTF8$/i.test(r.collation))) info.utf8 = true
+    else if (codePage !== undefined && knownCodePage(codePage)) info.codePage = codePage
+  }
   // rowversion is filled by the server; identity and computed columns cannot be written
   if (info.identity || info.computed || type === 'timestamp' || type === 'rowversion') info.hasDefault = true
   return info

@@ -1,4 +1,5 @@
 // How each API field is stored: the column's declared type, value maps and time zone, compiled once per resource.
+import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } from './code-pages.js'
 import { InvalidValueError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, resources, type ResourceName } from './resources.js'
@@ -432,10 +433,18 @@ export class ResourceStorage {
   }
 
   private checkText (s: FieldStorage, text: string): SqlValue {
-    const max = s.info?.maxLength
+    const info = s.info
+    const codePage = info?.codePage
+    if (codePage !== undefined) {
+      // SQL Server would store '?' (or a look-alike) for it, without an error
+      const ch = unstorableCharacter(text, codePage)
+      if (ch !== undefined) throw new InvalidValueError(`'${s.field}' holds ${describeCharacter(ch)}, which its database column (${info!.type}, code page ${codePage}) cannot store`)
+    }
+    const max = info?.maxLength
     if (max !== undefined && max > 0) {
-      const length = s.info?.utf8 === true ? Buffer.byteLength(text) : text.length
-      if (length > max) throw new InvalidValueError(`'${s.field}' must be at most ${max} ${s.info?.utf8 === true ? 'bytes' : 'characters'} long (its database column's limit), got ${length}`)
+      const bytes = info?.utf8 === true || (codePage !== undefined && isDoubleByte(codePage))
+      const length = info?.utf8 === true ? Buffer.byteLength(text) : bytes ? codePageLength(text, codePage!) : text.length
+      if (length > max) throw new InvalidValueError(`'${s.field}' must be at most ${max} ${bytes ? 'bytes' : 'characters'} long (its database column's limit), got ${length}`)
     }
     if (s.category === 'integer' || s.category === 'decimal' || s.category === 'float') {
       // a text field the picking system keeps as a number (warehouse 3)

@@ -144,4 +144,9 @@ export interface ColumnInfo {
   computed: boolean
   /** varchar with a UTF-8 collation: maxLength counts bytes */
   utf8?: boolean
+  /**
+   * char, varchar and text with another collation: its Windows code page (1252, 932, …), which
+   * holds only some characters; maxLength counts bytes in it
+   */
+  codePage?: number
 }

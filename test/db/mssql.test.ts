@@ -170,7 +170,7 @@ t.test('columnsStatement', async (t) => {
       'WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N\'.\' + QUOTENAME([TABLE_NAME])) AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ' +
       "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsIdentity') AS [identity], " +
       "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsComputed') AS [computed], " +
-      '[COLLATION_NAME] AS [collation] ' +
+      "[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], 'CodePage')) AS [codePage] " +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
   })
@@ -179,12 +179,18 @@ t.test('columnsStatement', async (t) => {
 
 t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report', async (t) => {
   const row = (over: Record<string, unknown>): Record<string, unknown> => ({
-    name: 'c', type: 'int', maxLength: null, precision: 10, scale: 0, timeScale: null, nullable: 'YES', hasDefault: 0, identity: 0, computed: 0, collation: null, ...over
+    name: 'c', type: 'int', maxLength: null, precision: 10, scale: 0, timeScale: null, nullable: 'YES', hasDefault: 0, identity: 0, computed: 0, collation: null, codePage: null, ...over
   })
   t.same(mssqlColumnInfo(row({ name: 'MatID', nullable: 'NO', identity: 1 })),
     { name: 'MatID', type: 'int', nullable: false, hasDefault: true, identity: true, computed: false, precision: 10, scale: 0 })
-  t.same(mssqlColumnInfo(row({ name: 'ArtNr', type: 'varchar', maxLength: 40, precision: null, scale: null, nullable: 'NO', collation: 'Latin1_General_CI_AS' })),
-    { name: 'ArtNr', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 40 })
+  t.same(mssqlColumnInfo(row({ name: 'ArtNr', type: 'varchar', maxLength: 40, precision: null, scale: null, nullable: 'NO', collation: 'Latin1_General_CI_AS', codePage: 1252 })),
+    { name: 'ArtNr', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 40, codePage: 1252 })
+  t.equal(mssqlColumnInfo(row({ type: 'char', maxLength: 4, collation: 'Japanese_CI_AS', codePage: 932 })).codePage, 932, 'char columns have a code page too')
+  t.equal(mssqlColumnInfo(row({ type: 'text', maxLength: 2147483647, collation: 'Cyrillic_General_CI_AS', codePage: 1251 })).codePage, 1251, 'so do text columns')
+  t.same(mssqlColumnInfo(row({ type: 'nvarchar', maxLength: 40, collation: 'Latin1_General_CI_AS', codePage: 1252 })).codePage, undefined, 'nvarchar holds every character, whatever its collation')
+  t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Latin1_General_100_CI_AS_SC_UTF8', codePage: 65001 })).codePage, undefined, 'UTF-8 holds every character')
+  t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Latin1_General_100_CI_AS_SC_UTF8', codePage: 65001 })).utf8, true)
+  t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Odd_CI_AS', codePage: 12345 })).codePage, undefined, 'a code page the gateway does not know is not checked')
   t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, precision: null, scale: null, collation: 'Latin1_General_100_CI_AS_SC_UTF8' })).utf8, true, 'UTF-8 collations count bytes')
   t.same(mssqlColumnInfo(row({ type: 'nvarchar', maxLength: -1, precision: null, scale: null })).maxLength, -1, 'nvarchar(max)')
   t.same(mssqlColumnInfo(row({ type: 'decimal', precision: 18, scale: 3 })), { name: 'c', type: 'decimal', nullable: true, hasDefault: false, identity: false, computed: false, precision: 18, scale: 3 })

@@ -332,6 +332,21 @@ t.test('values checked against the column before any SQL runs', async (t) => {
   t.throws(() => small.toDb(small.field('modifiedAt'), new Date('2079-06-07T00:00:00Z')), /must be between 1900-01-01T00:00:00\.000Z and 2079-06-06T23:59:00\.000Z/)
   const utf8 = new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'ArtNr' ? { ...c, utf8: true } : c))
   t.throws(() => utf8.toDb(utf8.field('materialNumber'), 'ü'.repeat(21)), /at most 40 bytes long .*got 42/, 'UTF-8 collations count bytes')
+  t.equal(utf8.toDb(utf8.field('materialNumber'), 'Ω🔑'), 'Ω🔑', 'and hold every character')
+  // a varchar column in code page 1252 stores '?' for what 1252 lacks, without an error: refused first
+  const latin1 = new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'ArtNr' ? { ...c, codePage: 1252 } : c))
+  const latinNumber = latin1.field('materialNumber')
+  t.equal(latin1.toDb(latinNumber, 'Größe 10 µm – ½'), 'Größe 10 µm – ½', 'what 1252 has passes')
+  t.throws(() => latin1.toDb(latinNumber, 'Widerstand 10 Ω'), { name: 'InvalidValueError', message: /^'materialNumber' holds 'Ω' \(U\+03A9\), which its database column \(varchar, code page 1252\) cannot store$/ })
+  t.throws(() => latin1.toDb(latinNumber, 'ok 🔑'), /holds '🔑' \(U\+1F511\)/, 'a character beyond the BMP is named whole')
+  t.throws(() => latin1.toDb(latinNumber, 'ü'.repeat(41)), /at most 40 characters long .*got 41/, 'one byte per character in 1252')
+  t.equal(latin1.toDb(latinNumber, 'ü'.repeat(40)), 'ü'.repeat(40))
+  // Japanese (932): varchar(n) holds n bytes, most characters two
+  const shiftJis = new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'ArtNr' ? { ...c, codePage: 932 } : c))
+  const jpNumber = shiftJis.field('materialNumber')
+  t.equal(shiftJis.toDb(jpNumber, 'データ'.repeat(6) + 'AB'), 'データ'.repeat(6) + 'AB', '38 bytes fit')
+  t.throws(() => shiftJis.toDb(jpNumber, 'データ'.repeat(7)), /at most 40 bytes long .*got 42/)
+  t.throws(() => shiftJis.toDb(jpNumber, 'Größe'), /holds 'ö' \(U\+00F6\), which its database column \(varchar, code page 932\)/)
   const flags = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, stMapping, stColumns)).storage
   t.equal(flags.toDb(flags.field('enabled'), false), 'N')
   t.equal(flags.toDb(flags.field('type'), 'manual'), 'M', 'the first of several codes is written')

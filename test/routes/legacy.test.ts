@@ -476,6 +476,25 @@ t.test('writes are held to the columns, and land as the picking system writes th
   t.equal(await ctx.rawCount('Artikel'), count, 'no row was written')
   t.same(await ctx.rawArtikel('A-1000'), rawA1000, 'the updated row is unchanged')
 
+  // a VARCHAR column holds its code page's characters (SQLite and UTF-8 collations: every one);
+  // SQL Server would store '?' for the others without an error
+  const codePage = db.dialect === 'mssql'
+    ? Number((await db.query({ text: "SELECT CONVERT(int, COLLATIONPROPERTY([collation_name], 'CodePage')) AS [cp] FROM sys.columns WHERE [object_id] = OBJECT_ID('wms.Artikel') AND [name] = 'Bezeichnung'", params: [] }))[0].cp)
+    : 65001
+  const ohm = await inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-0003', name: 'Widerstand 10 Ω' } })
+  if (codePage === 65001) {
+    t.equal(ohm.statusCode, 201)
+    t.equal(ohm.json().name, 'Widerstand 10 Ω')
+    const stored = await db.query({ text: `SELECT "Bezeichnung" AS [name] FROM ${tableName(db.dialect, 'Artikel')} WHERE "ArtNr" = @n`.replace(/\[name\]/, '"name"'), params: [str('n', 'N-0003')] })
+    t.equal(stored[0].name, 'Widerstand 10 Ω', 'stored as sent')
+  } else {
+    t.equal(ohm.statusCode, 400, `code page ${codePage}`)
+    t.match(ohm.json(), { code: 'VALIDATION_ERROR', message: new RegExp(`'name' holds 'Ω' \\(U\\+03A9\\), which its database column \\(varchar, code page ${codePage}\\) cannot store`) })
+    t.equal(await ctx.rawCount('Artikel'), count, 'nothing written')
+    const found = await ctx.get(`/api/materials?name=${encodeURIComponent('Widerstand 10 Ω')}`)
+    t.same(found.json().data, [], 'a filter with the character finds nothing (not a stored "?")')
+  }
+
   // stations: SMALLINT address, VARCHAR(30) name, codes written with the first code of a value
   const stationCount = await ctx.rawCount('Arbeitsplatz')
   for (const [name, payload, messages] of [
