@@ -36,6 +36,16 @@ export interface UpdateOptions extends WriteOptions {
   guard?: (current: Row, tx: Executor) => Promise<void>
 }
 
+/** Whether the row (as the API shows it) already holds every value of `values` (API values). */
+export function shows (row: Row, values: Row): boolean {
+  for (const field in values) {
+    const value = values[field]
+    const current = row[field]
+    if (value instanceof Date ? current !== value.toISOString() : current !== value) return false
+  }
+  return true
+}
+
 export interface RepositoryOptions extends StorageOptions {
   /** the table's columns as the database declares them (learned at start); without them every column counts as nullable */
   columns?: ColumnInfo[]
@@ -337,7 +347,9 @@ export class Repository {
   /**
    * Changes the given fields in one transaction: locks the row, 404 when missing, 412 when
    * `check` rejects it, sets modifiedAt (strictly later than before, so it changes on every
-   * update even within one millisecond), and returns the row as stored.
+   * update even within one millisecond), and returns the row as stored. When every given field
+   * already shows the given value nothing is written and modifiedAt stays: an ERP that sends its
+   * whole master data again does not make every row look changed to the next incremental sync.
    */
   async update (id: Id, values: Row, opts: UpdateOptions = {}): Promise<Row> {
     this.writable()
@@ -346,6 +358,7 @@ export class Repository {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
         if (opts.guard !== undefined) await opts.guard(row, tx)
+        if (shows(row, values)) return row
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))

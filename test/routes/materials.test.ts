@@ -156,3 +156,29 @@ t.test('SQL metacharacters are stored and matched literally', async (t) => {
   t.same(await q({ name: '[or]' + nasty[2].replaceAll(';', '\\;') + ';100 cotton xblend' }), [nasty[2], '100 cotton xblend'], 'a literal ; is written \\;')
   t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers })).json().meta.total, 1, 'the user table is intact')
 })
+
+t.test('an update that changes nothing writes nothing: modifiedAt and the ETag stay', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const headers = auth(ctx.adminToken)
+  const m = (await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-SAME', name: 'Washer', minStock: 2.5, blocked: true, blockReason: 'QA' } })).json()
+  const etag = (await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers })).headers.etag as string
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  // the ERP sends its master data again, every field as it is
+  const same = await app.inject({ method: 'PATCH', url: `/api/materials/${m.id}`, headers, payload: { materialNumber: 'M-SAME', name: 'Washer', minStock: 2.5, maxStock: null, unit: 'pcs', blocked: true, blockReason: 'QA' } })
+  t.equal(same.statusCode, 200)
+  t.same(same.json(), m, 'the row as it was, modifiedAt included')
+  t.equal(same.headers.etag, etag)
+  const changedSince = await app.inject({ method: 'GET', url: `/api/materials?modifiedAt=[gt]${m.modifiedAt as string}`, headers })
+  t.same(changedSince.json().data, [], 'an incremental sync does not see it as changed')
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': '"stale"' }, payload: { name: 'Washer' } })).statusCode, 412, 'If-Match is still checked')
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/materials/999999', headers, payload: { name: 'Washer' } })).statusCode, 404, 'and a missing row is still a 404')
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${m.id}`, headers, payload: { name: '' } })).statusCode, 400, 'and the values still validated')
+
+  // one field that differs: the row is written and modifiedAt moves
+  const one = await app.inject({ method: 'PATCH', url: `/api/materials/${m.id}`, headers, payload: { name: 'Washer', minStock: 3 } })
+  t.equal(one.statusCode, 200)
+  t.equal(one.json().minStock, 3)
+  t.ok(one.json().modifiedAt > m.modifiedAt, 'modifiedAt moves on')
+  t.not(one.headers.etag, etag)
+})
