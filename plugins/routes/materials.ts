@@ -17,5 +17,6 @@ export default resourceRoutes({
   update: MaterialUpdate,
   toPublic: () => toMaterial,
   writers: ['admin', 'user', 'application'],
-  storedOnly: true
+  storedOnly: true,
+  ordered: [['minStock', 'maxStock']]
 })

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastJson from 'fast-json-stringify'
 import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import type { UserType } from '../../schemas/users.js'
-import { NotFoundError } from '../../src/db/errors.js'
+import { InvalidValueError, NotFoundError } from '../../src/db/errors.js'
 import type { Filter } from '../../src/db/list-query.js'
 import { idField } from '../../src/db/resources.js'
 import type { Repository } from '../../src/db/repository.js'
@@ -32,6 +32,8 @@ export interface ResourceRoutesOptions {
    * unique by the gateway inside the write's transaction: a picking system's table may have no index for it.
    */
   uniqueTogether?: string[]
+  /** [low, high] pairs of number fields: when both are set, low may not be above high (minStock, maxStock) */
+  ordered?: Array<[string, string]>
   /** answers GET / instead of the plain list (stations: filters and sorts on live fields) */
   list?: (fastify: FastifyInstance, repo: Repository, toPublic: (row: Row) => Record<string, unknown>) => ListHandler
 }
@@ -72,6 +74,24 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         throw new ApiError(409, 'CONFLICT', `Another ${opts.noun} already has ${together.map((field) => `${field} ${JSON.stringify(row[field])}`).join(' and ')}; nothing was written`)
       }
     }
+
+    const ordered = opts.ordered ?? []
+    /**
+     * 400 when a write would leave an ordered pair out of order. Only pairs the write sets a half of
+     * are checked: a row the picking system already holds out of order stays editable otherwise.
+     */
+    const assertOrdered = (next: Row, sent: Row): void => {
+      for (const [low, high] of ordered) {
+        if (!Object.hasOwn(sent, low) && !Object.hasOwn(sent, high)) continue
+        const a = next[low]
+        const b = next[high]
+        if (typeof a !== 'number' || typeof b !== 'number' || a <= b) continue
+        const kept = Object.hasOwn(sent, low) ? (Object.hasOwn(sent, high) ? undefined : high) : low
+        const show = (field: string, value: number): string => `'${field}' (${value}${field === kept ? `, the ${opts.noun}'s current value` : ''})`
+        throw new InvalidValueError(`${show(low, a)} may not be above ${show(high, b)}; nothing was written`)
+      }
+    }
+    const sets = (body: Row, fields: string[]): boolean => fields.some((field) => Object.hasOwn(body, field))
 
     fastify.get('/', {
       schema: {
@@ -120,6 +140,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       }
     }, async (request, reply) => {
       const body = request.body as Row
+      assertOrdered(body, body)
       const guard = together.length > 0 ? async (tx: Executor) => { await assertUnique(tx, body) } : undefined
       const row = await repo.create(body, { guard })
       // with the ETag a read of it gives, as an update's answer has: an If-Match needs no read first
@@ -142,9 +163,11 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         handler: async (request, reply) => {
           const body = request.body as Row
           // only a write that sets one of them is checked: rows a picking system already holds twice stay editable otherwise
-          const guard = together.some((field) => Object.hasOwn(body, field))
+          const guard = sets(body, together) || ordered.some((pair) => sets(body, pair))
             ? async (current: Row, tx: Executor) => {
-              const next = { ...current, ...body }
+              const next = Object.assign({}, current, body)
+              // against the locked row: the other half of a pair may have changed since the client read it
+              assertOrdered(next, body)
               // sent unchanged (a form sends every field): nothing new is claimed
               if (together.some((field) => next[field] !== current[field])) await assertUnique(tx, next, request.params.id)
             }

@@ -540,16 +540,23 @@ t.test('what the database refuses: referenced rows, CHECK constraints, triggers'
   const audit = await db.query({ text: `SELECT "Aktion" AS a FROM ${tableName(db.dialect, 'Artikel_Protokoll')} WHERE "ArtID" = @id`, params: [str('id', free)] })
   t.same(audit.map((r) => String(r.a)), ['I', 'D'], 'seen by the audit trigger')
 
-  const check = await inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-0002', name: 'Prüfling', minStock: 10, maxStock: 5 } })
-  t.equal(check.statusCode, 400, 'MaxBestand >= MinBestand is a CHECK the API does not know')
+  const check = await inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-0002', name: 'Prüfling', weight: 6000 } })
+  t.equal(check.statusCode, 400, 'Gewicht <= 5000 is a CHECK the API does not know')
   t.match(check.json(), { code: 'CONSTRAINT_VIOLATION', message: /CHECK/ })
-  t.notMatch(check.json().message, /CK_Artikel|MaxBestand/)
+  t.notMatch(check.json().message, /CK_Artikel|Gewicht/)
   t.equal(await ctx.rawCount('Artikel'), count - 1, 'nothing written')
   const rawBefore = await ctx.rawArtikel('A-1000')
-  const checkUpdate = await inject({ method: 'POST', url: `/api/materials/${referenced}`, headers, payload: { maxStock: 50 } })
+  const checkUpdate = await inject({ method: 'POST', url: `/api/materials/${referenced}`, headers, payload: { weight: 5000.5 } })
   t.equal(checkUpdate.statusCode, 400)
   t.equal(checkUpdate.json().code, 'CONSTRAINT_VIOLATION')
   t.same(await ctx.rawArtikel('A-1000'), rawBefore, 'the row is unchanged')
+  // MaxBestand >= MinBestand is a CHECK too, which the gateway knows: refused before the database sees it
+  const order = await inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-0002', name: 'Prüfling', minStock: 10, maxStock: 5 } })
+  t.match(order.json(), { statusCode: 400, code: 'VALIDATION_ERROR', message: "'minStock' (10) may not be above 'maxStock' (5); nothing was written" })
+  const orderUpdate = await inject({ method: 'POST', url: `/api/materials/${referenced}`, headers, payload: { maxStock: 50 } })
+  t.match(orderUpdate.json(), { statusCode: 400, code: 'VALIDATION_ERROR', message: /^'minStock' \(\d+, the material's current value\) may not be above 'maxStock' \(50\)/ })
+  t.same(await ctx.rawArtikel('A-1000'), rawBefore, 'the row is unchanged')
+  t.equal(await ctx.rawCount('Artikel'), count - 1, 'nothing written')
 
   const blocked = ctx.ids.get('A-1001')!
   for (const payload of [{ unit: 'kg' }, { materialNumber: 'A-1001-X' }]) {

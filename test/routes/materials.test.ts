@@ -182,3 +182,32 @@ t.test('an update that changes nothing writes nothing: modifiedAt and the ETag s
   t.ok(one.json().modifiedAt > m.modifiedAt, 'modifiedAt moves on')
   t.not(one.headers.etag, etag)
 })
+
+t.test('minStock may not be above maxStock: 400, nothing written', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const headers = auth(ctx.adminToken)
+  const post = async (url: string, payload: Record<string, unknown>, method: 'POST' | 'PATCH' = 'POST') => await app.inject({ method, url, headers, payload })
+  const count = async () => (await app.inject({ method: 'GET', url: '/api/materials?limit=1&count=true', headers })).json().meta.total as number
+  const before = await count()
+  const bad = await post('/api/materials', { materialNumber: 'M-ORD', name: 'x', minStock: 50, maxStock: 10 })
+  t.equal(bad.statusCode, 400)
+  t.same(bad.json(), { statusCode: 400, code: 'VALIDATION_ERROR', error: 'Bad Request', message: "'minStock' (50) may not be above 'maxStock' (10); nothing was written" })
+  t.equal(await count(), before, 'no row was created')
+  t.equal((await post('/api/materials', { materialNumber: 'M-EQ', name: 'x', minStock: 10, maxStock: 10 })).statusCode, 201, 'equal is fine')
+  t.equal((await post('/api/materials', { materialNumber: 'M-MIN', name: 'x', minStock: 50, maxStock: null })).statusCode, 201, 'no maximum: any minimum')
+
+  const m = (await post('/api/materials', { materialNumber: 'M-ORD', name: 'x', minStock: 5, maxStock: 20 })).json()
+  const url = `/api/materials/${m.id as number}`
+  const half = await post(url, { maxStock: 4 }, 'PATCH')
+  t.equal(half.statusCode, 400)
+  t.equal(half.json().message, "'minStock' (5, the material's current value) may not be above 'maxStock' (4); nothing was written")
+  const other = await post(url, { minStock: 21 })
+  t.equal(other.statusCode, 400, 'the other half against the stored maximum')
+  t.equal(other.json().message, "'minStock' (21) may not be above 'maxStock' (20, the material's current value); nothing was written")
+  t.same((await app.inject({ method: 'GET', url, headers })).json(), m, 'the row is unchanged')
+  const both = await post(url, { minStock: 100, maxStock: 200 })
+  t.equal(both.statusCode, 200, 'both halves together move past the stored ones')
+  t.match(both.json(), { minStock: 100, maxStock: 200 })
+  t.equal((await post(url, { name: 'renamed' })).statusCode, 200, 'a write that sets neither is not checked')
+})
