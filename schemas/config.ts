@@ -24,7 +24,9 @@ export const TableMappingConfig = Type.Object({
   /** local time zone of the table's datetime columns (default UTC) */
   timeZone: Type.Optional(TimeZoneName),
   /** list and read only: writes answer 405 */
-  readOnly: Type.Optional(Type.Boolean())
+  readOnly: Type.Optional(Type.Boolean()),
+  /** an id column without identity or default: the gateway numbers a new row as the largest id plus one, under a lock */
+  newIds: Type.Optional(Type.Literal('max+1'))
 }, { additionalProperties: false })
 export type TableMappingConfig = Static<typeof TableMappingConfig>
 

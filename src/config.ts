@@ -255,6 +255,7 @@ export function normalizeMapping (config: TableMappingConfig): TableMapping {
   if (config.schema !== undefined) mapping.schema = config.schema
   if (config.timeZone !== undefined) mapping.timeZone = config.timeZone
   if (config.readOnly !== undefined) mapping.readOnly = config.readOnly
+  if (config.newIds !== undefined) mapping.newIds = config.newIds
   for (const [field, entry] of Object.entries(config.columns)) {
     if (entry === null) {
       (mapping.absent ??= []).push(field)

@@ -560,7 +560,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   }
   const id = fields.find((m) => m.field === 'id')
   if (!table.view && id !== undefined && !id.column.identity && !id.column.hasDefault) {
-    notes.push(`id column '${id.column.name}' is neither an identity column nor has a default: the gateway cannot create rows; give it one, or set "readOnly": true`)
+    notes.push(`id column '${id.column.name}' is neither an identity column nor has a default: the gateway cannot create rows; give it one, set "newIds": "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), or set "readOnly": true`)
   }
   if (table.view) notes.push('a view: proposed "readOnly": true (list and read only)')
   const localTime = (m: FieldMatch): boolean => def.fields[m.field].kind === 'datetime' && m.column.type !== 'datetimeoffset' && categoryOf(db.dialect, m.column, 'datetime') === 'time'

@@ -303,6 +303,14 @@ export class Repository {
     return undefined
   }
 
+  /** The id a new row gets under mapping.newIds 'max+1': the largest one plus one (1 in an empty table, or one of only negative ids). */
+  private async nextId (tx: Executor): Promise<number> {
+    const [row] = await tx.query(this.sql.maxId())
+    const max = row?.max === null || row?.max === undefined ? 0 : Number(row.max)
+    if (!Number.isSafeInteger(max)) throw new Error(`${this.def.name}: the largest id is ${String(row?.max)}, not a whole number the gateway can count on from`)
+    return Math.max(max, 0) + 1
+  }
+
   /** The field's column has a default of its own (DEFAULT 'ST' on a legacy unit column): the customer's column decides, not the API's default. */
   private ownDefault (field: string): boolean {
     const s = this.storage.fields[field]
@@ -329,14 +337,18 @@ export class Repository {
       if (vals[field] === undefined) throw new InvalidValueError(`'${field}' is required: the database has no default for it`)
     }
     try {
-      const insert = this.sql.insert(vals)
       const guard = opts.guard
+      const numbered = this.storage.mapping.newIds === 'max+1'
       // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
       // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
       // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
-      const row = guard === undefined && this.db.dialect === 'sqlite'
-        ? await this.first(this.db, insert)
-        : await this.db.transaction(async (tx) => { await guard?.(tx); return await this.first(tx, insert) ?? await this.byUniqueValue(tx, given) })
+      const row = guard === undefined && !numbered && this.db.dialect === 'sqlite'
+        ? await this.first(this.db, this.sql.insert(vals))
+        : await this.db.transaction(async (tx) => {
+          await guard?.(tx)
+          if (numbered) vals[this.id] = await this.nextId(tx)
+          return await this.first(tx, this.sql.insert(vals)) ?? await this.byUniqueValue(tx, given)
+        })
       if (row === undefined) throw new Error(`${this.def.name}: the insert returned no row`)
       return row
     } catch (err) {

@@ -210,6 +210,17 @@ export class SqlBuilder {
     return { text: `SELECT COUNT(*) AS ${this.dialect.ident('total')} FROM ${this.table}${hint}${where}`, params: params.list }
   }
 
+  /**
+   * The largest id (mapping.newIds 'max+1'), inside the insert's transaction. On SQL Server the
+   * serializable update lock covers the range past it, so a second insert (the gateway's or the
+   * picking system's own) waits until this one commits; SQLite's BEGIN IMMEDIATE already
+   * serializes writers.
+   */
+  maxId (): Statement {
+    const hint = this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''
+    return { text: `SELECT MAX(${this.col(this.id)}) AS ${this.dialect.ident('max')} FROM ${this.table}${hint}`, params: [] }
+  }
+
   /** Inserts one row and returns it (aliased like every select). `values` are stored values (ResourceStorage.toDb). */
   insert (values: Record<string, SqlValue>): Statement {
     const params = new Params()

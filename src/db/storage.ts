@@ -606,8 +606,15 @@ export function storageProblems (storage: ResourceStorage): string[] {
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
         : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${c === 'text' || c === 'ntext' || c === 'integer' ? '; a value map may translate its codes' : ''}`)
     }
-    if (s.def.id === true && storage.mapping.readOnly !== true && !s.info.identity && !s.info.hasDefault) {
-      problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ${readOnlyHint.replace(/^or /, '')}`)
+    if (s.def.id === true && storage.mapping.readOnly !== true) {
+      const own = s.info.identity || s.info.hasDefault
+      if (!own && mapping.newIds === undefined) {
+        problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
+          `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`)
+      }
+      if (own && mapping.newIds !== undefined) {
+        problems.push(`${where}.newIds: ${col} is ${s.info.identity ? 'an identity column' : 'given a default'} by the database, which numbers new rows itself; remove newIds`)
+      }
     }
     if (s.timeZone !== undefined && !isTimeZone(s.timeZone)) problems.push(`${where}.${s.field}: unknown time zone '${s.timeZone}'`)
     // the gateway writes every field but the id and the read-only ones (createdAt, modifiedAt, lastLoginAt it sets itself):

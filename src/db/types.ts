@@ -55,6 +55,12 @@ export interface TableMapping {
   timeZones?: Record<string, string>
   /** a view or a table the picking system owns alone: list and read only, writes answer 405 */
   readOnly?: boolean
+  /**
+   * 'max+1': the id column has neither identity nor default, and the picking system numbers its
+   * rows as the largest id plus one: the gateway does the same, inside the insert's transaction,
+   * under a lock that holds off other inserts until it commits
+   */
+  newIds?: 'max+1'
 }
 
 export type SqlValue = string | number | boolean | Date | null

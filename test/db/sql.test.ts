@@ -158,6 +158,9 @@ t.test('T-SQL update, delete, select by id and for update', async (t) => {
   t.equal(ms.delete(5).text, 'DELETE FROM [dbo].[materials] WHERE [id] = @id')
   t.equal(ms.selectById(5).text, `SELECT ${MS_COLS} FROM [dbo].[materials] WHERE [id] = @id`)
   t.equal(ms.selectById(5, { forUpdate: true }).text, `SELECT ${MS_COLS} FROM [dbo].[materials] WITH (UPDLOCK, ROWLOCK) WHERE [id] = @id`)
+  // mapping.newIds 'max+1': the serializable update lock holds off other inserts past the largest id until the commit
+  t.same(ms.maxId(), { text: 'SELECT MAX([id]) AS [max] FROM [dbo].[materials] WITH (UPDLOCK, HOLDLOCK)', params: [] })
+  t.same(lite.maxId(), { text: 'SELECT MAX("id") AS "max" FROM "materials"', params: [] }, 'SQLite: BEGIN IMMEDIATE serializes writers')
 })
 
 t.test('texts are built once per shape: the same fields give the same text, with this call\'s values and types', async (t) => {
