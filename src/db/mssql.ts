@@ -389,6 +389,7 @@ export function mssqlColumnInfo (r: Row): ColumnInfo {
     info.precision = num(r.precision)
     info.scale = num(r.scale) ?? 0
   }
+  if (typeof r.collation === 'string' && /_CS(_|$)|_BIN2?$/i.test(r.collation)) info.caseSensitive = true
   if (type === 'varchar' || type === 'char' || type === 'text') {
     const codePage = num(r.codePage)
     if (codePage === 65001 || (typeof r.collation === 'string' && /_UTF8$/i.test(r.collation))) info.utf8 = true

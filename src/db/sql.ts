@@ -137,9 +137,10 @@ export class SqlBuilder {
       case 'rank': {
         // API order, not the order of the codes: CASE gives each API value its rank; unknown codes sort last
         const map = s.map!
+        const { expr, code: asCompared } = this.codeOperand(s, c)
         const whens = map.order.map((value, i) => {
-          const codes = map.codes.get(String(value))!.map((code) => this.param(params, s, this.storage.codeValue(s, code)))
-          return `WHEN ${c} ${codes.length === 1 ? `= ${codes[0]}` : `IN (${codes.join(', ')})`} THEN ${i + 1}`
+          const codes = map.codes.get(String(value))!.map((code) => this.param(params, s, asCompared(this.storage.codeValue(s, code))))
+          return `WHEN ${expr} ${codes.length === 1 ? `= ${codes[0]}` : `IN (${codes.join(', ')})`} THEN ${i + 1}`
         })
         return `CASE ${whens.join(' ')} WHEN ${c} IS NULL THEN NULL ELSE ${map.order.length + 1} END`
       }
@@ -342,6 +343,22 @@ export class SqlBuilder {
   }
 
   /**
+   * A value-mapped text column as its codes are compared, so that filters and sorting find what
+   * reads show (ResourceStorage.fromDb): without trailing spaces and regardless of case. SQL Server
+   * ignores trailing spaces itself, and case too under its usual (CI) collations; under a CS or
+   * binary one the column is compared as UPPER(col) with upper-cased codes. SQLite compares
+   * exactly: RTRIM(col) COLLATE NOCASE. When two values' codes differ only in case, case counts.
+   */
+  private codeOperand (s: FieldStorage, c: string): { expr: string, code: (code: SqlValue) => SqlValue } {
+    const same = (code: SqlValue): SqlValue => code
+    if (s.category !== 'text' && s.category !== 'ntext') return { expr: c, code: same }
+    const exact = s.map!.caseExact
+    if (this.dialect.name === 'sqlite') return { expr: `RTRIM(${c}, ' ')${exact ? '' : ' COLLATE NOCASE'}`, code: same }
+    if (exact || s.info?.caseSensitive !== true) return { expr: c, code: same }
+    return { expr: `UPPER(${c})`, code: (code) => typeof code === 'string' ? code.toUpperCase() : code }
+  }
+
+  /**
    * Filters on a field with a value map compare stored codes: `type=vlm` is `col = 'V'`. A value
    * the map does not know is compared as it is (`blocked=X` is `col = 'X'`), so that rows with
    * unknown codes can be found.
@@ -349,15 +366,16 @@ export class SqlBuilder {
    */
   private mappedCondition (f: Filter, s: FieldStorage, params: Params): string {
     const c = this.col(f.field)
+    const { expr, code: asCompared } = this.codeOperand(s, c)
     const map = s.map!
     const numeric = s.category === 'integer' || s.category === 'decimal' || s.category === 'float' || s.category === 'bit'
     const codesOf = (v: SqlValue): SqlValue[] => {
       const codes = map.codes.get(String(v))
-      if (codes !== undefined) return codes.map((code) => this.storage.codeValue(s, code))
+      if (codes !== undefined) return codes.map((code) => asCompared(this.storage.codeValue(s, code)))
       // not in the map: compare as stored, when the column can hold it at all (SQLite's can hold any
       // value; a SQL Server number column no text, and a text parameter against it would fail)
       const raw = this.storage.codeValue(s, String(v))
-      return numeric && typeof raw !== 'number' && this.dialect.name === 'mssql' ? [] : [raw]
+      return numeric && typeof raw !== 'number' && this.dialect.name === 'mssql' ? [] : [asCompared(raw)]
     }
     const inList = (codes: SqlValue[]): string | null => codes.length === 0
       ? null
@@ -372,12 +390,12 @@ export class SqlBuilder {
       case 'or': {
         if (f.values[0] === null) return `${c} IS NULL`
         const cond = inList(f.values.flatMap(codesOf))
-        return cond === null ? '1 = 0' : `${c} ${cond}`
+        return cond === null ? '1 = 0' : `${expr} ${cond}`
       }
       case 'not':
       case 'nor': {
         const cond = inList(f.values.flatMap(codesOf))
-        return cond === null ? '1 = 1' : `(${c} NOT ${cond.startsWith('=') ? `IN (${cond.slice(2)})` : cond} OR ${c} IS NULL)`
+        return cond === null ? '1 = 1' : `(${expr} NOT ${cond.startsWith('=') ? `IN (${cond.slice(2)})` : cond} OR ${c} IS NULL)`
       }
       case 'gt': return `${this.sortExpr(f.field, params)} > ${rank(f.values[0])}`
       case 'gte': return `${this.sortExpr(f.field, params)} >= ${rank(f.values[0])}`

@@ -19,6 +19,8 @@ export interface CompiledMap {
   apiFolded: Map<string, unknown>
   /** API values in API order (false < true, numbers, text); their index + 1 is the rank sorting uses */
   order: unknown[]
+  /** two values' codes differ only in case ('V' and 'v'): codes then compare exactly, in reads and filters alike */
+  caseExact: boolean
 }
 
 export interface FieldStorage {
@@ -144,7 +146,7 @@ function compareApi (a: unknown, b: unknown): number {
 
 /** Compiles a configured value map; throws with a message naming the problem. */
 export function compileValueMap (kind: FieldKind, values: Record<string, StoredCode | StoredCode[]>): CompiledMap {
-  const map: CompiledMap = { codes: new Map(), api: new Map(), apiFolded: new Map(), order: [] }
+  const map: CompiledMap = { codes: new Map(), api: new Map(), apiFolded: new Map(), order: [], caseExact: false }
   for (const [key, raw] of Object.entries(values)) {
     const value = parseValue(kind, key)
     if (value === undefined || value instanceof Date) throw new Error(`'${key}' is not ${kind === 'boolean' ? 'true or false' : `a valid ${kind}`}`)
@@ -153,7 +155,9 @@ export function compileValueMap (kind: FieldKind, values: Record<string, StoredC
       const norm = normalizeCode(code)
       if (map.api.has(norm)) throw new Error(`the stored code ${JSON.stringify(code)} is given for two values`)
       map.api.set(norm, value)
-      if (!map.apiFolded.has(norm.toLowerCase())) map.apiFolded.set(norm.toLowerCase(), value)
+      const folded = norm.toLowerCase()
+      if (!map.apiFolded.has(folded)) map.apiFolded.set(folded, value)
+      else if (map.apiFolded.get(folded) !== value) map.caseExact = true
     }
     map.codes.set(String(value), codes)
     map.order.push(value)
@@ -249,7 +253,7 @@ export class ResourceStorage {
     if (raw === null || raw === undefined || s.absent) return null
     if (s.map !== undefined) {
       const code = normalizeCode(raw)
-      const value = s.map.api.get(code) ?? s.map.apiFolded.get(code.toLowerCase())
+      const value = s.map.api.get(code) ?? (s.map.caseExact ? undefined : s.map.apiFolded.get(code.toLowerCase()))
       if (value !== undefined) return value
       this.unknown(s, raw)
       return typeof raw === 'string' ? code : typeof raw === 'bigint' ? Number(raw) : raw

@@ -155,4 +155,6 @@ export interface ColumnInfo {
    * holds only some characters; maxLength counts bytes in it
    */
   codePage?: number
+  /** text with a case-sensitive or binary collation (SQL Server): 'V' = 'v' is false */
+  caseSensitive?: boolean
 }

@@ -191,6 +191,8 @@ t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report'
   t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Latin1_General_100_CI_AS_SC_UTF8', codePage: 65001 })).codePage, undefined, 'UTF-8 holds every character')
   t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Latin1_General_100_CI_AS_SC_UTF8', codePage: 65001 })).utf8, true)
   t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Odd_CI_AS', codePage: 12345 })).codePage, undefined, 'a code page the gateway does not know is not checked')
+  t.same(['Latin1_General_CS_AS', 'Latin1_General_100_CS_AS_SC_UTF8', 'Latin1_General_BIN2', 'Latin1_General_BIN', 'SQL_Latin1_General_CP1_CS_AS', 'Latin1_General_CI_AS', 'SQL_Latin1_General_CP1_CI_AS', 'Latin1_General_100_CI_AS_KS_WS', null].map((collation) => mssqlColumnInfo(row({ type: 'char', maxLength: 1, collation, codePage: 1252 })).caseSensitive),
+    [true, true, true, true, true, undefined, undefined, undefined, undefined], 'case-sensitive and binary collations')
   t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, precision: null, scale: null, collation: 'Latin1_General_100_CI_AS_SC_UTF8' })).utf8, true, 'UTF-8 collations count bytes')
   t.same(mssqlColumnInfo(row({ type: 'nvarchar', maxLength: -1, precision: null, scale: null })).maxLength, -1, 'nvarchar(max)')
   t.same(mssqlColumnInfo(row({ type: 'decimal', precision: 18, scale: 3 })), { name: 'c', type: 'decimal', nullable: true, hasDefault: false, identity: false, computed: false, precision: 18, scale: 3 })

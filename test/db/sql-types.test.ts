@@ -260,6 +260,33 @@ t.test('value maps: filters compare stored codes, sorting follows the API values
   t.same(types(k.params).slice(5, 7), [['p6', 2, 'int'], ['p7', 5, 'int']])
 })
 
+t.test('value maps: filters and sorting compare codes as reads do (no trailing spaces, any case)', async (t) => {
+  // SQL Server with its usual CI collation ignores both by itself: the column as it is (above)
+  // a CS or binary collation: UPPER(col) against upper-cased codes
+  const cs = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, stMapping, stColumns.map((c) => c.name === 'WpType' ? { ...c, caseSensitive: true } : c)))
+  const q = list(cs, { type: '[or]vlm;manual', enabled: 'true' }, stations)
+  t.equal(where(q.text), 'UPPER([WpType]) IN (@p1, @p2, @p3) AND [Aktiv] = @p4', 'only the case-sensitive column')
+  t.same(types(q.params).slice(0, 3), [['p1', 'V', 'varchar(8000)'], ['p2', 'M', 'varchar(8000)'], ['p3', 'H', 'varchar(8000)']])
+  t.equal(where(list(cs, { type: '[not]vlm' }, stations).text), '(UPPER([WpType]) NOT IN (@p1) OR [WpType] IS NULL)')
+  const lower = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, { ...stMapping, values: { ...stMapping.values, type: { vlm: 'v', carousel: 'k', ptl: 'p', manual: 'm' } } }, stColumns.map((c) => c.name === 'WpType' ? { ...c, caseSensitive: true } : c)))
+  t.same(list(lower, { type: 'vlm' }, stations).params[0].value, 'V', 'codes configured in lower case are upper-cased too')
+  const rank = list(cs, { type: '[gte]ptl' }, stations).text
+  t.match(rank, /CASE WHEN UPPER\(\[WpType\]\) = @p1 THEN 1 WHEN UPPER\(\[WpType\]\) IN \(@p2, @p3\) THEN 2 .* WHEN \[WpType\] IS NULL THEN NULL ELSE 5 END >= @p6/, 'the rank the same way')
+  // SQLite compares exactly: RTRIM and NOCASE
+  const lite = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', stations, stMapping, [col('WpType', 'char', { maxLength: 1, nullable: false }), col('Aktiv', 'integer', { nullable: false })]))
+  t.equal(where(list(lite, { type: '[or]vlm;manual' }, stations).text), "RTRIM(\"WpType\", ' ') COLLATE NOCASE IN (@p1, @p2, @p3)")
+  t.equal(where(list(lite, { type: '[nor]vlm' }, stations).text), "(RTRIM(\"WpType\", ' ') COLLATE NOCASE NOT IN (@p1) OR \"WpType\" IS NULL)")
+  t.equal(where(list(lite, { enabled: 'true' }, stations).text), '"Aktiv" = @p1', 'a number column: as it is')
+  t.match(list(lite, { sort: 'type' }, stations).text, /CASE WHEN RTRIM\("WpType", ' '\) COLLATE NOCASE = @p1 THEN 1/)
+  // two values whose codes differ only in case: case counts, in reads and filters alike
+  const exact = new ResourceStorage('sqlite', stations, { ...stMapping, values: { ...stMapping.values, type: { vlm: 'V', carousel: 'v', ptl: 'P', manual: 'M' } } }, [col('WpType', 'char', { maxLength: 1, nullable: false })])
+  t.equal(where(list(new SqlBuilder(sqliteDialect, exact), { type: 'vlm' }, stations).text), "RTRIM(\"WpType\", ' ') = @p1")
+  t.same([exact.fromDb(exact.field('type'), 'V'), exact.fromDb(exact.field('type'), 'v '), exact.fromDb(exact.field('type'), 'p')], ['vlm', 'carousel', 'p'])
+  t.same(lite.storage.fromDb(lite.storage.field('type'), 'p  '), 'ptl', 'otherwise any case reads')
+  const csExact = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, exact.mapping, stColumns.map((c) => c.name === 'WpType' ? { ...c, caseSensitive: true } : c)))
+  t.equal(where(list(csExact, { type: 'vlm' }, stations).text), '[WpType] = @p1')
+})
+
 t.test('a mapped flag filtered by a code no map knows: compared as stored, where the column can hold it', async (t) => {
   const coded = (b: SqlBuilder, query: QueryString): ReturnType<SqlBuilder['list']> => b.list(parseListQuery(query, stations, b.storage.coded))
   // SQL Server, a char(1) column: a varchar parameter, as for the known codes

@@ -382,9 +382,9 @@ export const ARTIKEL_ROWS: Array<ArtikelRow & { expect: ArtikelExpectation }> = 
 })()
 
 export const ARBEITSPLATZ_ROWS: ArbeitsplatzRow[] = shuffled([
-  ...[1, 2, 3, 4, 5, 6].map((i): ArbeitsplatzRow => ({ Bezeichnung: `LIFT-0${i}`, Info: i === 1 ? 'Kardex Shuttle XP 500' : null, WpType: 'V', Lager: 'HL1', Steuerung: i <= 3 ? 'kardex-1' : null, Adresse: i <= 3 ? i : null, Aktiv: 'J', ErstelltAm: '2025-02-03 10:00:00', GeaendertAm: i === 1 ? '2026-11-20 14:05:09' : i % 2 === 0 ? '2026-11-21 06:30:00' : null })),
+  ...[1, 2, 3, 4, 5, 6].map((i): ArbeitsplatzRow => ({ Bezeichnung: `LIFT-0${i}`, Info: i === 1 ? 'Kardex Shuttle XP 500' : null, WpType: i === 6 ? 'v' : 'V', Lager: 'HL1', Steuerung: i <= 3 ? 'kardex-1' : null, Adresse: i <= 3 ? i : null, Aktiv: 'J', ErstelltAm: '2025-02-03 10:00:00', GeaendertAm: i === 1 ? '2026-11-20 14:05:09' : i % 2 === 0 ? '2026-11-21 06:30:00' : null })),
   ...[1, 2, 3, 4, 5].map((i): ArbeitsplatzRow => ({ Bezeichnung: `KARUSSELL-0${i}`, Info: null, WpType: 'K', Lager: 'HL1', Steuerung: null, Adresse: 10 + i, Aktiv: i === 5 ? 'N' : 'J', ErstelltAm: '2025-02-03 10:00:00', GeaendertAm: i % 2 === 0 ? '2026-11-21 06:30:00' : `2026-10-0${i} 12:00:00` })),
-  ...[1, 2, 3, 4, 5, 6, 7].map((i): ArbeitsplatzRow => ({ Bezeichnung: `PTL-0${i}`, Info: `Fachboden ${i}`, WpType: 'P', Lager: 'KL2', Steuerung: 'ptl-bus-1', Adresse: 100 + i, Aktiv: i === 7 ? 'Y' : 'J', ErstelltAm: null, GeaendertAm: i <= 3 ? null : `2026-11-22 0${i}:15:00` })),
+  ...[1, 2, 3, 4, 5, 6, 7].map((i): ArbeitsplatzRow => ({ Bezeichnung: `PTL-0${i}`, Info: `Fachboden ${i}`, WpType: i === 5 ? 'p' : 'P', Lager: 'KL2', Steuerung: 'ptl-bus-1', Adresse: 100 + i, Aktiv: i === 7 ? 'Y' : 'J', ErstelltAm: null, GeaendertAm: i <= 3 ? null : `2026-11-22 0${i}:15:00` })),
   ...[1, 2, 3, 4, 5].map((i): ArbeitsplatzRow => ({ Bezeichnung: `HAND-0${i}`, Info: null, WpType: 'M', Lager: i === 5 ? null : 'KL2', Steuerung: null, Adresse: null, Aktiv: i === 4 ? 'N' : 'J', ErstelltAm: '2024-06-30 23:30:00', GeaendertAm: null })),
   { Bezeichnung: 'SHUTTLE-01', Info: 'Shuttle, von der Gateway-Konfiguration noch nicht erfasst', WpType: 'S', Lager: 'HL1', Steuerung: null, Adresse: null, Aktiv: 'J', ErstelltAm: '2026-01-12 08:00:00', GeaendertAm: '2026-11-21 06:30:00' }
 ])
