@@ -279,8 +279,8 @@ export class SqlBuilder {
     if (s.absent) this.col(f.field)
     if (s.map !== undefined) return this.mappedCondition(f, s, params)
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
-    // SQL Server only: the gateway's SQLite tables hold 0 and 1, and = keeps their filters on an index
-    if (this.dialect.name === 'mssql' && s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal')) {
+    // a flag in a number column reads true for any value but 0 (storage), and filters the same way
+    if (s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal')) {
       const flag = this.numericFlagCondition(f)
       if (flag !== undefined) return flag
     }

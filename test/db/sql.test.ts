@@ -41,7 +41,8 @@ const listQuery = (): ReturnType<typeof parseListQuery> => {
 const FILTERS_MS = "[name] LIKE @p1 ESCAPE '\\' AND [min_stock] >= @p2 AND [min_stock] < @p3 AND [unit] IN (@p4, @p5) AND " +
   '([barcode] NOT IN (@p6, @p7) OR [barcode] IS NULL) AND ([description] <> @p8 OR [description] IS NULL) AND ' +
   '[block_reason] IS NULL AND [blocked] = @p9'
-const FILTERS_LITE = FILTERS_MS.replace(/\[([a-z_]+)\]/g, '"$1"')
+// SQLite's reference table keeps the flag in an INTEGER column: false is 0, true any other value, as it reads
+const FILTERS_LITE = FILTERS_MS.replace(/\[([a-z_]+)\]/g, '"$1"').replace('"blocked" = @p9', '"blocked" = 0')
 
 t.test('T-SQL list: filters, mixed sort, keyset after a NULL key, paging', async (t) => {
   const stmt = ms.list(listQuery())
@@ -82,7 +83,7 @@ t.test('the licence count locks the range it counted on SQL Server (inside the w
     'SELECT COUNT(*) AS [total] FROM [dbo].[gateway_users] WITH (UPDLOCK, HOLDLOCK) WHERE [enabled] = @p1 AND [type] IN (@p2, @p3)')
   t.equal(msUsers.count(filters).text, 'SELECT COUNT(*) AS [total] FROM [dbo].[gateway_users] WHERE [enabled] = @p1 AND [type] IN (@p2, @p3)', 'no lock unless asked')
   t.equal(reference(sqliteDialect, users, referenceMappings.users).count(filters, { lock: true }).text,
-    'SELECT COUNT(*) AS "total" FROM "gateway_users" WHERE "enabled" = @p1 AND "type" IN (@p2, @p3)', 'SQLite: BEGIN IMMEDIATE already serializes writers')
+    'SELECT COUNT(*) AS "total" FROM "gateway_users" WHERE "enabled" <> 0 AND "type" IN (@p1, @p2)', 'SQLite: BEGIN IMMEDIATE already serializes writers')
 })
 
 t.test('[like] escapes reach the SQL: \\% and \\_ as escaped wildcards, \\\\ as an escaped backslash, [ escaped for T-SQL', async (t) => {
@@ -206,11 +207,11 @@ t.test('SQLite texts', async (t) => {
   const list = lite.list(q)
   t.equal(list.text,
     `SELECT ${LITE_COLS}, ${LITE_TIME} AS "__s0" FROM "materials" WHERE ${FILTERS_LITE} AND ` +
-    `${LITE_TIME} <= @p10 AND (${LITE_TIME} < @p10 OR (${LITE_TIME} = @p10 AND "material_number" IS NOT NULL) OR ` +
-    `(${LITE_TIME} = @p10 AND "material_number" IS NULL AND "id" > @p11)) ` +
+    `${LITE_TIME} <= @p9 AND (${LITE_TIME} < @p9 OR (${LITE_TIME} = @p9 AND "material_number" IS NOT NULL) OR ` +
+    `(${LITE_TIME} = @p9 AND "material_number" IS NULL AND "id" > @p10)) ` +
     `ORDER BY "__s0" DESC, "materialNumber" ASC, "id" ASC LIMIT @limit OFFSET @offset`)
   // SQLite keeps times as text; the keyset compares the canonical text SQLite itself computes (the cursor carries it)
-  t.equal(list.params[9].value, '2024-01-02T03:04:05.678Z')
+  t.equal(list.params[8].value, '2024-01-02T03:04:05.678Z')
   // SQLite's LIKE has no [ class: only the escape character itself is escaped
   t.equal(list.params[0].value, '50%_[x]\\\\y')
   t.equal(lite.count([]).text, 'SELECT COUNT(*) AS "total" FROM "materials"')

@@ -224,4 +224,14 @@ t.test('odd values in the reference tables: flags, infinite numbers', { skip: MS
   t.same(await ctx.walk('/api/stations?limit=1&sort=-address'), [garbage, minus])
   t.ok(ctx.lines.some((l) => l.field === 'enabled' && l.value === 'X' && l.msg === 'a stored value that is not true or false is returned as null'))
   t.ok(ctx.lines.some((l) => l.field === 'address' && l.value === 'Infinity'))
+
+  // True as -1 (VB, Access, Delphi) or 2: reads true, and the filters find it as they show it
+  const vb = await ctx.db.query({ text: 'INSERT INTO "stations" ("name", "type", "enabled", "created_at", "modified_at") VALUES (\'S-vb\', \'manual\', -1, \'2024-01-01T00:00:00.000Z\', \'2024-01-01T00:00:00.000Z\') RETURNING "id"', params: [] })
+  const vbId = Number(vb[0].id)
+  t.match((await ctx.get(`/api/stations/${vbId}`)).json(), { enabled: true })
+  const ids = async (query: string): Promise<number[]> => (await ctx.get(`/api/stations?limit=1000&${query}`)).json().data.map((s: { id: number }) => s.id)
+  t.ok((await ids('enabled=true')).includes(vbId), 'enabled=true finds -1')
+  t.notOk((await ids('enabled=false')).includes(vbId), 'enabled=false does not')
+  t.notOk((await ids('enabled=[not]true')).includes(vbId))
+  t.ok((await ids('enabled=[or]true;false')).includes(vbId))
 })
