@@ -127,6 +127,8 @@ export function sqliteDataFault (err: unknown): DataFault | undefined {
     // a STRICT table: "cannot store TEXT value in INTEGER column T.col"
     case 'SQLITE_CONSTRAINT_DATATYPE': return withColumn('conversion', sqliteColumn(message, /\bcolumn\b/))
     case 'SQLITE_CONSTRAINT_TRIGGER': {
+      // ON DELETE/UPDATE RESTRICT reports through the trigger code, with the foreign key's own words
+      if (/^FOREIGN KEY constraint failed$/i.test(message.trim())) return { kind: 'foreignKey' }
       const own = text(message)
       return own === undefined ? { kind: 'rejected' } : { kind: 'rejected', message: own }
     }

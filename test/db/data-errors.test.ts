@@ -126,11 +126,13 @@ t.test('sqliteDataFault from a real database', async (t) => {
     CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr TEXT NOT NULL, Gewicht REAL CHECK (Gewicht >= 0),
       LagerID INTEGER REFERENCES Lager (LagerID));
     CREATE TABLE Zaehlung (Menge INTEGER NOT NULL) STRICT;
+    CREATE TABLE Fach (FachID INTEGER PRIMARY KEY, LagerID INTEGER REFERENCES Lager (LagerID) ON DELETE RESTRICT);
     CREATE TRIGGER Artikel_gesperrt BEFORE UPDATE ON Artikel WHEN NEW.LagerID = 2
       BEGIN SELECT RAISE(ABORT, 'Lagerplatz gesperrt'); END;
     CREATE TRIGGER Artikel_still BEFORE DELETE ON Artikel WHEN OLD.ArtNr = 'still'
       BEGIN SELECT RAISE(ABORT, ''); END;
-    INSERT INTO Lager (LagerID, Name) VALUES (1, 'A-01'), (2, 'B-01');
+    INSERT INTO Lager (LagerID, Name) VALUES (1, 'A-01'), (2, 'B-01'), (3, 'C-01');
+    INSERT INTO Fach (FachID, LagerID) VALUES (1, 3);
     INSERT INTO Artikel (ArtID, ArtNr, Gewicht, LagerID) VALUES (1, 'M-1', 1.5, 1), (2, 'still', 1, NULL);
   `)
   const fault = (text: string, ...params: unknown[]): { code: unknown, fault: DataFault | undefined } => {
@@ -144,6 +146,8 @@ t.test('sqliteDataFault from a real database', async (t) => {
   t.same(fault('INSERT INTO Artikel (ArtNr, LagerID) VALUES (?, ?)', 'M-2', 99), { code: 'SQLITE_CONSTRAINT_FOREIGNKEY', fault: { kind: 'foreignKey' } })
   t.same(fault('DELETE FROM Lager WHERE LagerID = 1'), { code: 'SQLITE_CONSTRAINT_FOREIGNKEY', fault: { kind: 'foreignKey' } },
     'a delete too: SQLite does not tell the direction')
+  t.same(fault('DELETE FROM Lager WHERE LagerID = 3'), { code: 'SQLITE_CONSTRAINT_TRIGGER', fault: { kind: 'foreignKey' } },
+    'ON DELETE RESTRICT reports through the trigger code, and is a foreign key all the same')
   t.same(fault('INSERT INTO Artikel (ArtNr) VALUES (NULL)'), { code: 'SQLITE_CONSTRAINT_NOTNULL', fault: { kind: 'notNull', column: 'ArtNr' } })
   t.same(fault('INSERT INTO Artikel (ArtNr, Gewicht) VALUES (?, ?)', 'M-3', -1), { code: 'SQLITE_CONSTRAINT_CHECK', fault: { kind: 'check' } })
   t.same(fault('UPDATE Artikel SET LagerID = 2 WHERE ArtID = 1'),
@@ -154,7 +158,7 @@ t.test('sqliteDataFault from a real database', async (t) => {
   t.same(fault('INSERT INTO Artikel (ArtNr) VALUES (zeroblob(2000000000))'), { code: 'SQLITE_TOOBIG', fault: { kind: 'truncation' } })
   // mapSqliteError's, not a data fault
   t.same(fault('INSERT INTO Lager (Name) VALUES (?)', 'A-01'), { code: 'SQLITE_CONSTRAINT_UNIQUE', fault: undefined })
-  t.same(fault('INSERT INTO Lager (LagerID, Name) VALUES (1, ?)', 'C-01'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY', fault: undefined })
+  t.same(fault('INSERT INTO Lager (LagerID, Name) VALUES (1, ?)', 'D-01'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY', fault: undefined })
   t.throws(() => db.prepare('SELEKT 1'))
   t.equal(sqliteDataFault(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })), undefined)
   t.equal(sqliteDataFault(new Error('plain')), undefined)
