@@ -338,9 +338,11 @@ export class ResourceStorage {
     let wall = s.timeZone !== undefined
     if (raw instanceof Date) date = raw
     else if (typeof raw === 'string') {
+      // SQLite's strftime, which filters and sorting compare, ignores trailing white space: so do reads
+      const text = raw.trimEnd()
       // SQLite text: with Z or an offset it is an instant, whatever the column's zone
-      if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(raw)) wall = false
-      date = parseIsoDateTime(raw)
+      if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(text)) wall = false
+      date = parseIsoDateTime(text)
     } else if (typeof raw === 'number' || typeof raw === 'bigint') {
       const n = Number(raw)
       date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
