@@ -93,7 +93,8 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
   })
 
   const routes = new RouteTable()
-  fastify.addHook('onRoute', (route) => { routes.add(route.url ?? route.path, route.method) })
+  // a route that only answers 405 (a read-only resource's writes) is no method the path allows
+  fastify.addHook('onRoute', (route) => { if ((route.config as { refuses?: boolean } | undefined)?.refuses !== true) routes.add(route.url ?? route.path, route.method) })
   fastify.setNotFoundHandler(function (request, reply) {
     const path = request.url.split('?')[0]
     const allowed = routes.methodsOf(path)

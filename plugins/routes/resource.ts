@@ -124,8 +124,10 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${opts.tag[0].toUpperCase()}${opts.tag.slice(1)} are read-only in this installation`, { headers: { allow: 'GET, HEAD' } })
       }
       const readOnly = { summary: `Not available: ${opts.tag} are read-only in this installation`, tags: [opts.tag], response: errorResponses(401, 405) }
-      fastify.post('/', { schema: { ...readOnly, operationId: `create${Noun}` } }, refuse)
-      for (const method of ['POST', 'PATCH', 'DELETE'] as const) fastify.route({ method, url: '/:id', schema: { ...readOnly, operationId: operationId[method] }, handler: refuse })
+      // config.refuses: the 405 of a method no route has (PUT) says Allow: GET, HEAD too
+      const config = { refuses: true }
+      fastify.post('/', { schema: { ...readOnly, operationId: `create${Noun}` }, config }, refuse)
+      for (const method of ['POST', 'PATCH', 'DELETE'] as const) fastify.route({ method, url: '/:id', schema: { ...readOnly, operationId: operationId[method] }, config, handler: refuse })
       return
     }
 

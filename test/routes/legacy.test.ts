@@ -592,6 +592,11 @@ t.test('a read-only mapping: reads work, writes answer 405 with Allow', async (t
   }
   t.equal(await ctx.rawCount('Artikel'), count)
   t.equal((await ctx.get(`/api/materials/${id}`)).statusCode, 200, 'and nothing was deleted')
+  for (const url of ['/api/materials', `/api/materials/${id}`]) {
+    const put = await inject({ method: 'PUT', url, headers, payload: { name: 'x' } })
+    t.equal(put.statusCode, 405, `PUT ${url}`)
+    t.equal(put.headers.allow, 'GET, HEAD', `PUT ${url}: the same Allow as the writes' own 405`)
+  }
 
   // no value map on the type column: every stored code is outside the API's values, and the list still works
   const s = await ctx.get('/api/stations?limit=100&sort=name')
