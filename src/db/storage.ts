@@ -610,7 +610,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (!fits) {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
-        : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${c === 'text' || c === 'ntext' || c === 'integer' ? '; a value map may translate its codes' : ''}`)
+        : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}`)
     }
     if (s.def.id === true && storage.mapping.readOnly !== true) {
       const own = s.info.identity || s.info.hasDefault

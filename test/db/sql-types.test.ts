@@ -124,6 +124,9 @@ t.test('a computed or identity column under a field the gateway writes stops the
   t.match(withCols((c) => c.name === 'LastChange' ? { ...c, computed: true } : c), [/materials\.modifiedAt: .* is computed/], 'the gateway stamps modifiedAt')
   t.match(withCols((c) => c.name === 'MaxB' ? { ...c, identity: true } : c), [/materials\.maxStock: .* is an identity column/])
   t.same(withCols((c) => c.name === 'Txt' ? { ...c, computed: true } : c, true), [], 'a read-only mapping writes nothing')
+  // a column that cannot hold the field's kind: a value map is offered only where one can help
+  t.same(withCols((c) => c.name === 'LastChange' ? { ...c, type: 'int' } : c), ["materials.modifiedAt: column 'LastChange' (int) cannot hold a datetime"], 'no value map for times')
+  t.same(withCols((c) => c.name === 'MinB' ? { ...c, type: 'varchar', maxLength: 10 } : c), ["materials.minStock: column 'MinB' (varchar(10)) cannot hold a number; a value map may translate its codes"])
 })
 
 t.test('keyset on a DATETIME column: the stored value with a datetime parameter, so ties compare equal', async (t) => {
