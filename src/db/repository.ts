@@ -78,6 +78,8 @@ export class Repository {
   private readonly mapping: TableMapping
   private readonly id: string
   private readonly uniqueFields: string[]
+  /** unique fields whose duplicates the table's index misses: padded text on SQLite, caseless text where case counts */
+  private selfChecked: string[] = []
   private readonly opts: RepositoryOptions
   private readonly noun: string
   /** a driver row in API shape: compiled per resource (see compileMapper), run for every row */
@@ -123,6 +125,12 @@ export class Repository {
   }
 
   private compile (): void {
+    const sqlite = this.db.dialect === 'sqlite'
+    this.selfChecked = this.uniqueFields.filter((f) => {
+      const s = this.storage.fields[f]
+      if (s === undefined || s.absent) return false
+      return (sqlite && s.padded) || (this.def.fields[f].caseless === true && (sqlite || s.info?.caseSensitive === true))
+    })
     const readers = Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)] as const)
     this.selectIndex = new Map(this.sql.selectFields.map((field, i) => [field, i]))
     this.mapRow = compileMapper(readers.map(([field, read]) => [field, read, field]))
@@ -278,10 +286,10 @@ export class Repository {
   }
 
   /** The row whose `field` equals `value` (the lowest id if several do); internal fields allowed. */
-  async findOne (field: string, value: unknown): Promise<Row | undefined> {
+  async findOne (field: string, value: unknown, ex: Executor = this.db): Promise<Row | undefined> {
     if (!Object.hasOwn(this.def.fields, field)) throw new BadQueryError(`Unknown field '${field}'`)
     const v = this.convert(field, this.def.fields[field], value)
-    return await this.first(this.db, this.sql.list({
+    return await this.first(ex, this.sql.list({
       filters: [{ field, op: v === null ? 'null' : 'eq', values: [v] }],
       sort: [{ field: this.id, desc: false }],
       limit: 1
@@ -339,13 +347,15 @@ export class Repository {
     try {
       const guard = opts.guard
       const numbered = this.storage.mapping.newIds === 'max+1'
+      const checked = this.selfChecked.some((f) => given[f] !== undefined && given[f] !== null)
       // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
       // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
       // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
-      const row = guard === undefined && !numbered && this.db.dialect === 'sqlite'
+      const row = guard === undefined && !numbered && !checked && this.db.dialect === 'sqlite'
         ? await this.first(this.db, this.sql.insert(vals))
         : await this.db.transaction(async (tx) => {
           await guard?.(tx)
+          if (checked) await this.assertUnique(tx, given)
           if (numbered) vals[this.id] = await this.nextId(tx)
           return await this.first(tx, this.sql.insert(vals)) ?? await this.byUniqueValue(tx, given)
         })
@@ -371,6 +381,7 @@ export class Repository {
         const row = await this.lockRow(tx, id, opts)
         if (opts.guard !== undefined) await opts.guard(row, tx)
         if (shows(row, values)) return row
+        if (this.selfChecked.length > 0) await this.assertUnique(tx, values, id)
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
@@ -417,6 +428,22 @@ export class Repository {
   /** the field exists and the table has a column for it */
   private has (field: string): boolean {
     return Object.hasOwn(this.def.fields, field) && !this.storage.field(field).absent
+  }
+
+  /**
+   * 409 when another row already holds a unique value as the API compares it, where the table's
+   * own index would let the duplicate in: 'A-1' beside a legacy program's 'A-1   ' in a SQLite
+   * CHAR column, 'jsmith' beside 'JSmith'. Inside the write's transaction.
+   */
+  private async assertUnique (tx: Executor, given: Row, exceptId?: Id): Promise<void> {
+    for (const f of this.selfChecked) {
+      const value = given[f]
+      if (value === undefined || value === null) continue
+      const other = await this.findOne(f, value, tx)
+      if (other !== undefined && (exceptId === undefined || String(other[this.id]) !== String(exceptId))) {
+        throw new ConflictError(`${f} '${String(value)}' already exists`)
+      }
+    }
   }
 
   /**

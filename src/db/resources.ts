@@ -42,7 +42,7 @@ export const users: ResourceDef = {
   name: 'users',
   fields: {
     id: { kind: 'integer', id: true },
-    username: { kind: 'string', unique: true, notNull: true, maxLength: 100 },
+    username: { kind: 'string', unique: true, caseless: true, notNull: true, maxLength: 100 },
     passwordHash: { kind: 'string', internal: true, notNull: true, maxLength: 255 },
     type: { kind: 'string', notNull: true, maxLength: 32, default: 'user', enum: ['admin', 'user', 'application'] },
     displayName: { kind: 'string', maxLength: 200 },

@@ -286,8 +286,19 @@ export class SqlBuilder {
     }
     // SQL Server compares CHAR(n) without its trailing spaces; SQLite keeps and compares them, so
     // 'ST ' would not equal the 'ST' the API shows (the sort keeps the stored value, as the cursor does)
-    const c = s.padded && this.dialect.name === 'sqlite' ? `RTRIM(${this.col(f.field)}, ' ')` : this.comparable(f.field)
-    const operand = (v: SqlValue): SqlValue => this.operand(s, v)
+    const rtrim = s.padded && this.dialect.name === 'sqlite'
+    let c = rtrim ? `RTRIM(${this.col(f.field)}, ' ')` : this.comparable(f.field)
+    // both sides without trailing spaces, as SQL Server compares: 'ST ' = 'ST'
+    let operand = rtrim ? (v: SqlValue): SqlValue => { const o = this.operand(s, v); return typeof o === 'string' ? o.replace(/ +$/, '') : o } : (v: SqlValue): SqlValue => this.operand(s, v)
+    // a caseless field (usernames) where the database tells case apart: SQLite always, SQL Server under a CS collation
+    if (s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike') {
+      if (this.dialect.name === 'sqlite') c = `${c} COLLATE NOCASE`
+      else if (s.info?.caseSensitive === true) {
+        c = `UPPER(${c})`
+        const plain = operand
+        operand = (v) => { const o = plain(v); return typeof o === 'string' ? o.toUpperCase() : o }
+      }
+    }
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
     const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')
     switch (f.op) {

@@ -12,6 +12,8 @@ export interface FieldDef {
   id?: boolean
   /** a unique key: a duplicate is a 409 naming this field */
   unique?: boolean
+  /** strings compared without regard to case whatever the database does (usernames; the API stores them in lower case) */
+  caseless?: boolean
   /** strings: the column length `db init` creates (nvarchar(n)); absent means nvarchar(max)/TEXT */
   maxLength?: number
   /** the column holds no NULLs: `db init` creates it NOT NULL, and keyset paging relies on it */

@@ -86,6 +86,20 @@ t.test('the licence count locks the range it counted on SQL Server (inside the w
     'SELECT COUNT(*) AS "total" FROM "gateway_users" WHERE "enabled" <> 0 AND "type" IN (@p1, @p2)', 'SQLite: BEGIN IMMEDIATE already serializes writers')
 })
 
+t.test('usernames compare without regard to case on every database', async (t) => {
+  const { filters } = parseListQuery({ username: 'jsmith' }, users)
+  const q = { filters, sort: [{ field: 'id', desc: false }], limit: 1 }
+  const where = (text: string): string => text.slice(text.indexOf(' WHERE ') + 7, text.indexOf(' ORDER BY '))
+  t.equal(where(reference(sqliteDialect, users, referenceMappings.users).list(q).text), '"username" COLLATE NOCASE = @p1', 'SQLite: a legacy \'JSmith\' is found as jsmith')
+  const ci = reference(mssqlDialect, users, referenceMappings.users).list(q)
+  t.equal(where(ci.text), '[username] = @p1', 'SQL Server under a CI collation: as it is (and on its index)')
+  const columns = referenceColumns('mssql', users, referenceMappings.users).map((c) => c.name === 'username' ? { ...c, caseSensitive: true } : c)
+  const cs = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', users, referenceMappings.users, columns)).list(q)
+  t.equal(where(cs.text), 'UPPER([username]) = @p1', 'under a CS collation: both sides upper-cased')
+  t.equal(cs.params[0].value, 'JSMITH')
+  t.equal(where(reference(sqliteDialect, users, referenceMappings.users).list({ ...q, filters: parseListQuery({ username: '[like]js%' }, users).filters }).text), '"username" LIKE @p1 ESCAPE \'\\\'', '[like] as it is (SQLite\'s LIKE already ignores ASCII case)')
+})
+
 t.test('[like] escapes reach the SQL: \\% and \\_ as escaped wildcards, \\\\ as an escaped backslash, [ escaped for T-SQL', async (t) => {
   const pattern = (dialect: Dialect, raw: string): unknown => {
     const stmt = reference(dialect).list(parseListQuery({ name: `[like]${raw}` }, materials))

@@ -1,0 +1,106 @@
+// A picking system's own user table and CHAR keys on SQLite: what its rows hold is reached as the API shows it.
+import t from 'tap'
+import type { TableMappingConfig } from '../../schemas/config.js'
+import { createPasswords } from '../../src/auth/passwords.js'
+import type { Database } from '../../src/db/types.js'
+import { ADMIN_PASSWORD, TEST_ARGON2, build } from '../helpers/build.js'
+
+const MSSQL = process.env.GATEWAY_TEST_DB === 'mssql' && Boolean(process.env.MSSQL_TEST_URL)
+const PASSWORD = 'legacy-password-1'
+
+const USERS: TableMappingConfig = {
+  table: 'Benutzer',
+  columns: {
+    id: 'BenID',
+    username: 'Login',
+    passwordHash: 'PwHash',
+    type: { column: 'Rolle', values: { admin: 'A', user: 'B', application: 'S' } },
+    displayName: 'Name',
+    enabled: { column: 'Aktiv', values: { true: 'J', false: 'N' } },
+    tokenVersion: 'TokVer',
+    lastLoginAt: 'LetzterLogin',
+    createdAt: 'Angelegt',
+    modifiedAt: 'Geaendert'
+  }
+}
+
+const MATERIALS: TableMappingConfig = {
+  table: 'Artikel',
+  columns: {
+    id: 'ArtID',
+    materialNumber: 'ArtNr',
+    name: 'Bez',
+    modifiedAt: 'Geaendert',
+    description: null,
+    unit: null,
+    barcode: null,
+    minStock: null,
+    maxStock: null,
+    weight: null,
+    blocked: null,
+    blockReason: null,
+    stockQuantity: null,
+    createdAt: null
+  }
+}
+
+async function legacyTables (db: Database): Promise<void> {
+  const passwords = await createPasswords(TEST_ARGON2)
+  const hash = await passwords.hash(PASSWORD)
+  const adminHash = await passwords.hash(ADMIN_PASSWORD)
+  for (const text of [
+    'CREATE TABLE "Benutzer" ("BenID" INTEGER PRIMARY KEY, "Login" VARCHAR(30) NOT NULL UNIQUE, "PwHash" VARCHAR(255) NOT NULL, ' +
+      '"Rolle" CHAR(1) NOT NULL DEFAULT \'B\', "Name" VARCHAR(60), "Aktiv" CHAR(1) NOT NULL DEFAULT \'J\', "TokVer" INTEGER NOT NULL DEFAULT 0, ' +
+      '"LetzterLogin" DATETIME, "Angelegt" DATETIME, "Geaendert" DATETIME)',
+    // written by the picking system's own user administration: mixed case, a role the map does not know, no time stamps
+    // (the table has users, so db init adds no admin: the tests log in as 'admin', which is the stored 'Admin')
+    'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash", "Rolle", "Name") VALUES (49, \'Admin\', @admin, \'A\', NULL), (50, \'JSmith\', @hash, \'B\', \'John Smith\'), (51, \'Lager\', @hash, \'L\', NULL)',
+    'CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" CHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
+    'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bez") VALUES (1, \'A-10003             \', \'padded by the picking system\')'
+  ]) await db.execute({ text, params: text.includes('@hash') ? [{ name: 'hash', kind: 'string', value: hash }, { name: 'admin', kind: 'string', value: adminHash }] : [] })
+}
+
+t.test('legacy users: mixed-case names reached, unknown roles and NULL times shown, never a 500', { skip: MSSQL && 'SQLite only: SQL Server compares case and padding by its collation' }, async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, legacyTables)
+  const { app } = ctx
+  const admin = ctx.auth(ctx.adminToken)
+
+  const list = await app.inject({ method: 'GET', url: '/api/users?sort=id', headers: admin })
+  t.equal(list.statusCode, 200, list.body)
+  const byName = new Map((list.json().data as Array<Record<string, unknown>>).map((u) => [u.username, u]))
+  t.match(byName.get('JSmith'), { id: 50, type: 'user', displayName: 'John Smith', createdAt: null, modifiedAt: null, lastLoginAt: null }, 'NULL times are null, not ""')
+  t.match(byName.get('Lager'), { id: 51, type: 'L' }, 'a role code no map knows is shown as stored')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/51', headers: admin })).statusCode, 200)
+  t.same((await app.inject({ method: 'GET', url: '/api/users?type=L', headers: admin })).json().data.map((u: { id: number }) => u.id), [51], 'and can be filtered for')
+
+  // usernames are case-insensitive: the stored 'JSmith' is 'jsmith' to every lookup
+  for (const username of ['jsmith', 'JSMITH', 'JSmith']) {
+    const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: PASSWORD } })
+    t.equal(login.statusCode, 200, `login as ${username}`)
+  }
+  const taken = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'jsmith', password: 'another-password' } })
+  t.equal(taken.statusCode, 409, 'a second jsmith beside JSmith')
+  t.match(taken.json(), { code: 'CONFLICT', message: /username 'jsmith' already exists/ })
+  const renamed = await app.inject({ method: 'PATCH', url: '/api/users/51', headers: admin, payload: { username: 'JSMITH' } })
+  t.equal(renamed.statusCode, 409, 'nor by renaming another user')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 3, 'nothing was written')
+  const own = await app.inject({ method: 'PATCH', url: '/api/users/50', headers: admin, payload: { displayName: 'J. Smith', username: 'jsmith' } })
+  t.equal(own.statusCode, 200, 'the row itself may take its own name in another case')
+  t.equal(own.json().username, 'jsmith')
+})
+
+t.test('a CHAR key a legacy program padded: the same value again is a 409, not a second row', { skip: MSSQL && 'SQLite only: SQL Server compares CHAR without its padding by itself' }, async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, legacyTables)
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  t.match((await app.inject({ method: 'GET', url: '/api/materials/1', headers })).json(), { materialNumber: 'A-10003' })
+  for (const materialNumber of ['A-10003', 'A-10003 ']) {
+    const res = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber, name: 'again' } })
+    t.equal(res.statusCode, 409, JSON.stringify(materialNumber))
+    t.match(res.json(), { code: 'CONFLICT', message: /materialNumber 'A-10003 ?' already exists/ })
+  }
+  const other = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-10004', name: 'new' } })
+  t.equal(other.statusCode, 201)
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${other.json().id as number}`, headers, payload: { materialNumber: 'A-10003' } })).statusCode, 409, 'nor by an update')
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials?count=true&materialNumber=A-10003', headers })).json().meta.total, 1)
+})
