@@ -266,7 +266,13 @@ export class ResourceStorage {
         if (s.def.enum !== undefined && !s.def.enum.includes(value)) this.unknown(s, value)
         return value
       }
-      case 'integer':
+      case 'integer': {
+        // the API promises a whole number (a station's address): a fraction another program left is no address
+        const n = this.numberFromDb(s, raw)
+        if (n === null || Number.isInteger(n)) return n
+        this.odd(s, raw, 'not a whole number')
+        return null
+      }
       case 'number':
         return this.numberFromDb(s, raw)
       case 'boolean':
@@ -288,8 +294,8 @@ export class ResourceStorage {
       case 'string':
         return s.padded ? general : (raw) => typeof raw === 'string' ? raw : general(raw)
       case 'integer':
-        // the serializer refuses an infinite integer (SQLite keeps 1e999 as Infinity); a number field writes null for it
-        return (raw) => typeof raw === 'number' && Number.isFinite(raw) ? raw : general(raw)
+        // the serializer refuses an infinite or fractional integer (SQLite keeps 1e999 as Infinity, and 5.5 in an INTEGER column)
+        return (raw) => Number.isInteger(raw) ? raw : general(raw)
       case 'number':
         return (raw) => typeof raw === 'number' ? raw : general(raw)
       case 'boolean':

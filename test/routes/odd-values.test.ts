@@ -212,6 +212,12 @@ t.test('odd values in the reference tables: flags, infinite numbers', { skip: MS
   }
   const garbage = await insert('S-garbage', 'X', '1e999')
   const minus = await insert('S-minus', 'true', '-1e999')
+  const half = await insert('S-half', '1', '5.5')
+  const halfRead = await ctx.get(`/api/stations/${half}`)
+  t.equal(halfRead.statusCode, 200, 'a fraction in the INTEGER address column: no 500')
+  t.match(halfRead.json(), { address: null })
+  t.equal((await ctx.get('/api/stations?limit=1000')).statusCode, 200, 'nor for the list it is on')
+  await ctx.db.execute({ text: 'DELETE FROM "stations" WHERE "id" = @id', params: [{ name: 'id', kind: 'integer', value: half }] })
   const res = await ctx.get(`/api/stations/${garbage}`)
   t.equal(res.statusCode, 200, res.body)
   t.match(res.json(), { enabled: null, address: null, status: 'disabled' }, 'a flag that is neither: null, and the station counts as disabled')
