@@ -1,7 +1,12 @@
 // The configuration file's shape. Checked once at start; every key has a default except secrets.
 import { Type, type Static } from '@sinclair/typebox'
 
-const Identifier = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_ $#@-]*$' })
+/**
+ * A table, schema or column name as the database spells it: any characters but control characters
+ * (`Größe`, `Menge (kg)`, `Item No`), up to SQL Server's 128. Every name is quoted in the SQL, its
+ * quote character doubled, so no name can change a statement.
+ */
+const Identifier = Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' })
 
 const StoredCode = Type.Union([Type.String({ maxLength: 200 }), Type.Number()])
 

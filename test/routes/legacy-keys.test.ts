@@ -104,3 +104,50 @@ t.test('a CHAR key a legacy program padded: the same value again is a 409, not a
   t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${other.json().id as number}`, headers, payload: { materialNumber: 'A-10003' } })).statusCode, 409, 'nor by an update')
   t.equal((await app.inject({ method: 'GET', url: '/api/materials?count=true&materialNumber=A-10003', headers })).json().meta.total, 1)
 })
+
+t.test('names as the picking system spells them: umlauts, spaces, brackets and quotes in table and column names', async (t) => {
+  const mssql = MSSQL
+  const table = 'Artikel "alt" [2]'
+  const q = (name: string): string => mssql ? `[${name.replaceAll(']', ']]')}]` : `"${name.replaceAll('"', '""')}"`
+  const materials: TableMappingConfig = {
+    table,
+    columns: {
+      id: 'Nr.',
+      materialNumber: 'Art-Nr.',
+      name: 'Bezeichnung (lang)',
+      description: 'Größe',
+      weight: 'Gewicht [kg]',
+      modifiedAt: 'Geändert am',
+      unit: null,
+      barcode: null,
+      minStock: null,
+      maxStock: null,
+      blocked: null,
+      blockReason: null,
+      stockQuantity: null,
+      createdAt: null
+    }
+  }
+  const ctx = await build(t, { mapping: { materials } }, async (db) => {
+    if (mssql) await db.execute({ text: `DROP TABLE IF EXISTS [dbo].${q(table)}`, params: [] })
+    const id = mssql ? `${q('Nr.')} INT IDENTITY(1,1) PRIMARY KEY` : `${q('Nr.')} INTEGER PRIMARY KEY`
+    await db.execute({ text: `CREATE TABLE ${mssql ? `[dbo].${q(table)}` : q(table)} (${id}, ${q('Art-Nr.')} VARCHAR(40) NOT NULL UNIQUE, ${q('Bezeichnung (lang)')} VARCHAR(80) NOT NULL, ${q('Größe')} VARCHAR(20), ${q('Gewicht [kg]')} DECIMAL(10,3), ${q('Geändert am')} DATETIME)`, params: [] })
+  })
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-1', name: 'Schraube', description: 'M8', weight: 0.012 } })
+  t.equal(created.statusCode, 201, created.body)
+  const id = created.json().id as number
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { description: 'M10' } })).json().description, 'M10')
+  const found = await app.inject({ method: 'GET', url: '/api/materials?description=M10&weight=[gt]0.01&sort=-weight,name', headers })
+  t.same(found.json().data.map((m: { id: number }) => m.id), [id], 'filters and sorting on those columns')
+  const raw = await ctx.db.query({ text: `SELECT ${q('Größe')} AS ${q('size')} FROM ${mssql ? `[dbo].${q(table)}` : q(table)}`, params: [] })
+  t.same(raw.map((r) => r.size), ['M10'])
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/materials/${id}`, headers })).statusCode, 204)
+})
+
+t.test('a name with a control character is a configuration error', async (t) => {
+  const { validateConfig } = await import('../../src/config.js')
+  t.throws(() => validateConfig({ mapping: { materials: { ...MATERIALS, table: 'Artikel\nDROP' } } }), /mapping\.materials\.table/)
+  t.throws(() => validateConfig({ mapping: { materials: { ...MATERIALS, columns: { ...MATERIALS.columns, name: '   ' } } } }), /mapping\.materials\.columns\.name/)
+})
