@@ -347,7 +347,11 @@ export class ResourceStorage {
       // SQLite's strftime, which filters and sorting compare, ignores trailing white space: so do reads
       const text = raw.trimEnd()
       // SQLite text: with Z or an offset it is an instant, whatever the column's zone
-      if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(text)) wall = false
+      if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(text)) {
+        // SQLite's filters and sorting see only the text: they compare it as the column's local time
+        if (wall && this.dialect === 'sqlite') this.once(s, '\u0001offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
+        wall = false
+      }
       date = parseIsoDateTime(text)
     } else if (typeof raw === 'number' || typeof raw === 'bigint') {
       const n = Number(raw)

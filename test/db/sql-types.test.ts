@@ -213,11 +213,16 @@ t.test('local-time columns: filters and writes in wall-clock time, the API in UT
   t.equal(first('2026-10-25T00:30:00Z'), '2026-10-25T02:30:00.000Z', 'autumn, first occurrence: CEST')
   t.equal(first('2026-10-25T01:30:00Z'), '2026-10-25T03:00:00.000Z', 'autumn, second occurrence: no wall time shows it; the first after the repeated hour')
   t.equal(first('2026-10-25T02:00:00Z'), '2026-10-25T03:00:00.000Z', 'CET again')
+  const warned: Array<Record<string, unknown>> = []
   const lite = new ResourceStorage('sqlite', materials, { table: 'Artikel', columns: matMapping.columns, timeZone: 'Europe/Berlin' },
-    [col('LastChange', 'datetime'), ...matColumns.filter((c) => c.name !== 'LastChange')])
+    [col('LastChange', 'datetime'), ...matColumns.filter((c) => c.name !== 'LastChange')], { warn: (obj) => warned.push(obj as Record<string, unknown>) })
   t.equal(lite.toDb(lite.field('modifiedAt'), new Date('2026-07-01T10:00:00.123Z')), '2026-07-01 12:00:00.123', 'SQLite: local text without an offset')
   t.equal(lite.fromDb(lite.field('modifiedAt'), '2026-07-01 12:00:00'), '2026-07-01T10:00:00.000Z')
   t.equal(lite.fromDb(lite.field('modifiedAt'), '2026-07-01T12:00:00Z'), '2026-07-01T12:00:00.000Z', 'text with an offset is an instant whatever the zone')
+  // which SQLite's filters, seeing only the text, compare as local time: said once in the log
+  t.same(warned, [{ resource: 'materials', field: 'modifiedAt', value: '2026-07-01T12:00:00Z', timeZone: 'Europe/Berlin' }])
+  lite.fromDb(lite.field('modifiedAt'), '2026-07-01T13:00:00+01:00')
+  t.equal(warned.length, 1, 'once per field')
 })
 
 t.test('a zone whose offset is always 0 is UTC: no conversion', async (t) => {
