@@ -54,54 +54,56 @@ export const MAX_CODES = 20
 
 // Names compare normalized: lower case, umlauts spelled out, only letters and digits.
 const TABLE_SYNONYMS: Record<ResourceName, string[]> = {
-  materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'mat', 'art'],
-  stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'vlm', 'wp'],
-  users: ['gatewayusers', 'users', 'user']
+  materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'artikelen', 'artikels', 'materialen', 'mat', 'art'],
+  stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'werkplekken', 'werkplek', 'werkplaatsen', 'vlm', 'wp', 'ap'],
+  users: ['gatewayusers', 'users', 'user', 'benutzer', 'anwender', 'bediener', 'gebruikers', 'gebruiker', 'operators', 'accounts', 'logins']
 }
 
 /** Tables with these words in their name or schema hold history or copies, not the master data. */
 const NOISE_WORDS = new Set(['log', 'logs', 'hist', 'history', 'historie', 'archive', 'archiv', 'arch', 'backup', 'bak', 'old', 'alt', 'tmp', 'temp', 'copy', 'kopie', 'import', 'export', 'journal', 'protokoll', 'audit', 'movement', 'movements', 'buchung', 'booking', 'order', 'orders', 'auftrag', 'error', 'queue', 'staging'])
 
-const CREATED = ['created', 'createdate', 'createddate', 'creationdate', 'datecreated', 'erstellt', 'erstelltam', 'angelegt', 'angelegtam', 'anlagedatum', 'erfasst', 'erfasstam', 'insertdate', 'inserted', 'crdate']
-const MODIFIED = ['lastchange', 'lastchanged', 'modified', 'changed', 'geaendert', 'geaendertam', 'aenderungsdatum', 'updatedat', 'updated', 'lastmodified', 'lastupdate', 'changedate', 'modifydate', 'moddate', 'modifiedat', 'modifiedon', 'updatedon']
+const CREATED = ['created', 'createdate', 'createddate', 'creationdate', 'datecreated', 'erstellt', 'erstelltam', 'angelegt', 'angelegtam', 'anlagedatum', 'erfasst', 'erfasstam', 'insertdate', 'inserted', 'crdate',
+  'createdon', 'createtime', 'creationtime', 'erfdat', 'erfassungsdatum', 'anldat', 'anlagedat', 'insdat', 'aangemaakt', 'aangemaaktop', 'datumaangemaakt']
+const MODIFIED = ['lastchange', 'lastchanged', 'modified', 'changed', 'geaendert', 'geaendertam', 'aenderungsdatum', 'updatedat', 'updated', 'lastmodified', 'lastupdate', 'changedate', 'modifydate', 'moddate', 'modifiedat', 'modifiedon', 'updatedon',
+  'lastmodifieddate', 'updatetime', 'changetime', 'aenddat', 'aenderung', 'aenderungam', 'letzteaenderung', 'upddat', 'gewijzigd', 'gewijzigdop', 'datumgewijzigd', 'mutatiedatum', 'mutdat']
 
 /** Legacy column names per resource and field, best first (the field's own name and the reference column come before these). */
 const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
   materials: {
     id: ['matid', 'artid', 'artikelid', 'materialid', 'itemid', 'partid', 'articleid'],
     materialNumber: ['matno', 'matnr', 'materialno', 'materialnr', 'artnr', 'artno', 'artikelnr', 'artikelnummer', 'itemno', 'itemnumber', 'itemnr', 'sku', 'partno', 'partnumber', 'partnr', 'articleno', 'articlenumber', 'number', 'nummer', 'nr', 'no'],
-    name: ['matname', 'artname', 'bezeichnung', 'bezeichnung1', 'description1', 'desc1', 'bez', 'bez1', 'shortdescription', 'shorttext', 'kurztext', 'kurzbezeichnung', 'itemname', 'materialname', 'articlename', 'artikelname', 'title'],
-    description: ['beschreibung', 'description2', 'desc2', 'bezeichnung2', 'bez2', 'longtext', 'langtext', 'longdescription', 'zusatztext', 'text', 'remark', 'remarks', 'bemerkung', 'notes', 'note', 'desc'],
-    unit: ['uom', 'me', 'einheit', 'unitofmeasure', 'baseunit', 'basisme', 'mengeneinheit', 'unitcode', 'uomcode'],
-    barcode: ['ean', 'gtin', 'eancode', 'ean13', 'upc', 'barcodeno'],
-    minStock: ['reorderpoint', 'minqty', 'minquantity', 'minbestand', 'mindestbestand', 'meldebestand', 'safetystock', 'minimumstock', 'min'],
-    maxStock: ['maxqty', 'maxquantity', 'maxbestand', 'hoechstbestand', 'maximumstock', 'max'],
+    name: ['matname', 'artname', 'bezeichnung', 'bezeichnung1', 'description1', 'desc1', 'bez', 'bez1', 'shortdescription', 'shorttext', 'kurztext', 'kurzbezeichnung', 'itemname', 'materialname', 'articlename', 'artikelname', 'title', 'benennung', 'omschrijving', 'naam'],
+    description: ['beschreibung', 'description2', 'desc2', 'bezeichnung2', 'bez2', 'longtext', 'langtext', 'longdescription', 'zusatztext', 'text', 'remark', 'remarks', 'bemerkung', 'notes', 'note', 'desc', 'opmerking', 'langeomschrijving'],
+    unit: ['uom', 'me', 'einheit', 'unitofmeasure', 'baseunit', 'basisme', 'mengeneinheit', 'unitcode', 'uomcode', 'eenheid'],
+    barcode: ['ean', 'gtin', 'eancode', 'ean13', 'upc', 'barcodeno', 'streepjescode'],
+    minStock: ['reorderpoint', 'minqty', 'minquantity', 'minbestand', 'mindestbestand', 'meldebestand', 'safetystock', 'minimumstock', 'minbest', 'minvoorraad', 'minimumvoorraad', 'min'],
+    maxStock: ['maxqty', 'maxquantity', 'maxbestand', 'hoechstbestand', 'maximumstock', 'maxbest', 'maxvoorraad', 'maximumvoorraad', 'max'],
     weight: ['gewicht', 'grossweight', 'netweight', 'bruttogewicht', 'nettogewicht', 'unitweight', 'stueckgewicht'],
-    blocked: ['locked', 'gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'isblocked', 'islocked', 'blockflag', 'lockflag', 'lock', 'block'],
-    blockReason: ['locktext', 'lockreason', 'sperrgrund', 'sperrtext', 'blocktext', 'blockedreason'],
-    stockQuantity: ['qtyonhand', 'bestand', 'stock', 'stockqty', 'quantity', 'qty', 'menge', 'onhand', 'istbestand', 'currentstock', 'lagerbestand'],
+    blocked: ['locked', 'gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'isblocked', 'islocked', 'blockflag', 'lockflag', 'lock', 'block', 'sperr', 'geblokkeerd', 'blokkade'],
+    blockReason: ['locktext', 'lockreason', 'sperrgrund', 'sperrtext', 'blocktext', 'blockedreason', 'blokkadereden', 'reden'],
+    stockQuantity: ['qtyonhand', 'bestand', 'stock', 'stockqty', 'quantity', 'qty', 'menge', 'onhand', 'istbestand', 'currentstock', 'lagerbestand', 'voorraad'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
   },
   stations: {
     id: ['wpid', 'stationid', 'arbeitsplatzid', 'workplaceid', 'terminalid', 'liftid', 'apid'],
-    name: ['wpname', 'stationname', 'workplacename', 'bezeichnung', 'bez', 'kurzname', 'kurzbezeichnung', 'wpnr', 'stationno', 'stationnr', 'code'],
+    name: ['wpname', 'stationname', 'workplacename', 'bezeichnung', 'bez', 'kurzname', 'kurzbezeichnung', 'wpnr', 'stationno', 'stationnr', 'code', 'apname', 'apbez', 'naam'],
     description: ['beschreibung', 'bezeichnung2', 'text', 'bemerkung', 'remark', 'remarks', 'notes', 'desc'],
-    type: ['wptype', 'wptyp', 'art', 'typ', 'wpart', 'stationtype', 'stationtyp', 'lifttype', 'lifttyp', 'kind', 'typecode'],
-    warehouse: ['lager', 'whs', 'lagerort', 'warehouseid', 'warehousecode', 'lagerid', 'lagernr', 'whsid', 'whscode', 'werk', 'site', 'plant'],
-    controllerId: ['controller', 'plc', 'sps', 'plcid', 'spsid', 'controllername', 'plcname', 'spsname', 'ctrl', 'ctrlid'],
-    address: ['addr', 'adresse', 'plcaddress', 'spsadresse', 'busaddress', 'busadresse', 'nodeid', 'node'],
-    enabled: ['active', 'aktiv', 'isactive', 'isenabled', 'inbetrieb', 'enable'],
+    type: ['wptype', 'wptyp', 'art', 'typ', 'wpart', 'stationtype', 'stationtyp', 'lifttype', 'lifttyp', 'kind', 'typecode', 'aptyp', 'aptype', 'soort'],
+    warehouse: ['lager', 'whs', 'lagerort', 'warehouseid', 'warehousecode', 'lagerid', 'lagernr', 'whsid', 'whscode', 'werk', 'site', 'plant', 'magazijn'],
+    controllerId: ['controller', 'plc', 'sps', 'plcid', 'spsid', 'controllername', 'plcname', 'spsname', 'ctrl', 'ctrlid', 'steuerung', 'besturing'],
+    address: ['addr', 'adresse', 'plcaddress', 'spsadresse', 'busaddress', 'busadresse', 'nodeid', 'node', 'adres'],
+    enabled: ['active', 'aktiv', 'isactive', 'isenabled', 'inbetrieb', 'enable', 'actief'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
   },
   users: {
     id: ['userid', 'benutzerid'],
-    username: ['login', 'loginname', 'user', 'benutzer', 'benutzername', 'anmeldename'],
-    passwordHash: ['password', 'pwhash', 'passwordhashed', 'passwort', 'kennwort'],
-    type: ['usertype', 'role', 'rolle'],
-    displayName: ['fullname', 'name', 'anzeigename'],
-    enabled: ['active', 'aktiv', 'isactive'],
+    username: ['login', 'loginname', 'user', 'benutzer', 'benutzername', 'anmeldename', 'kennung', 'gebruikersnaam', 'loginnaam'],
+    passwordHash: ['password', 'pwhash', 'passwordhashed', 'passwort', 'kennwort', 'wachtwoord', 'pwd', 'pw'],
+    type: ['usertype', 'role', 'rolle', 'rol'],
+    displayName: ['fullname', 'name', 'anzeigename', 'naam', 'volledigenaam'],
+    enabled: ['active', 'aktiv', 'isactive', 'actief'],
     tokenVersion: ['tokenversion'],
     lastLoginAt: ['lastlogin', 'letzteanmeldung'],
     createdAt: CREATED,
@@ -296,6 +298,15 @@ export function matchColumns (dialect: DialectName, resource: ResourceName, tabl
     byField.set(p.field, { field: p.field, column: p.column, reason: p.reason, notes: [] })
     fits[p.field] = p.fit
     used.add(p.column.name.toLowerCase())
+  }
+  // name is required, description is not: a table with a Description column and none for the name
+  // (Access' tblItems) gives it to name
+  const description = byField.get('description')
+  if (resource === 'materials' && !byField.has('name') && description !== undefined && fits.description === 'good') {
+    byField.delete('description')
+    byField.set('name', { ...description, field: 'name', reason: `${description.reason}; the only text for the required name` })
+    fits.name = fits.description
+    delete fits.description
   }
   return {
     fields: fieldNames.filter((f) => byField.has(f)).map((f) => byField.get(f)!),

@@ -172,7 +172,7 @@ t.test('the configured table wins; a view is proposed read-only; columns the con
   const path = join(dir, 'view.db')
   const raw = new BetterSqlite3(path)
   raw.exec(`
-    CREATE TABLE art_base (id INTEGER PRIMARY KEY, artnr TEXT NOT NULL, bezeichnung TEXT NOT NULL, "Gewicht in g" REAL, "Geänderte" DATETIME);
+    CREATE TABLE art_base (id INTEGER PRIMARY KEY, artnr TEXT NOT NULL, bezeichnung TEXT NOT NULL, "Gewicht in g" REAL, "Geänderte" DATETIME, "Notiz	alt" TEXT);
     CREATE VIEW Material AS SELECT id, artnr, bezeichnung FROM art_base;
     CREATE TABLE Materials (MatID INTEGER PRIMARY KEY, MatNo TEXT NOT NULL, MatName TEXT NOT NULL);
   `)
@@ -186,9 +186,9 @@ t.test('the configured table wins; a view is proposed read-only; columns the con
   const configured = await introspect(db, { materials: { table: 'art_base', columns: { weight: 'Gewicht in g' } } })
   const m = configured.resources.materials
   t.equal(m.table?.name, 'art_base')
-  t.match(m.why, /^the configured mapping names it; 4 of 14 fields/)
-  t.same(mapped(m.mapping)?.columns, { id: 'id', materialNumber: 'artnr', name: 'bezeichnung', weight: 'Gewicht in g' })
-  t.match(m.notes.join('\n'), /columns the configuration cannot name, not considered: Geänderte/)
+  t.match(m.why, /^the configured mapping names it; 5 of 14 fields/)
+  t.same(mapped(m.mapping)?.columns, { id: 'id', materialNumber: 'artnr', name: 'bezeichnung', weight: 'Gewicht in g', modifiedAt: 'Geänderte' }, 'umlauts are names the configuration takes')
+  t.match(m.notes.join('\n'), /columns the configuration cannot name, not considered: Notiz\talt/, 'a control character is not')
 
   // only the view and a table whose columns do not fit: the view it is, read-only
   const raw2 = new BetterSqlite3(path)
@@ -211,6 +211,41 @@ t.test('table names', async (t) => {
   t.equal(score('stations', 'Artikel'), 0)
   t.ok(score('stations', 'VLM') > 0)
   t.ok(score('users', 'gateway_users') > score('users', 'Users'))
+})
+
+t.test('abbreviated German, Dutch and Access names', async (t) => {
+  const path = join(dir, 'abbreviated.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE T_ART (ART_ID INTEGER PRIMARY KEY, ART_NR CHAR(20) NOT NULL, BEZ1 VARCHAR(60) NOT NULL, MINBEST REAL, MAXBEST REAL, SPERR INTEGER, AENDDAT TEXT, ERFDAT TEXT);
+    CREATE TABLE T_AP (AP_ID INTEGER PRIMARY KEY, AP_NAME VARCHAR(20) NOT NULL, AP_TYP CHAR(2), STEUERUNG VARCHAR(20), ADRESSE INTEGER, AKTIV CHAR(1));
+    CREATE TABLE T_BENUTZER (BEN_ID INTEGER PRIMARY KEY, KENNUNG VARCHAR(30) NOT NULL, PWHASH VARCHAR(255) NOT NULL);
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.equal(found.resources.materials.table?.name, 'T_ART')
+  t.match(mapped(found.resources.materials.mapping)?.columns, { id: 'ART_ID', materialNumber: 'ART_NR', name: 'BEZ1', minStock: 'MINBEST', maxStock: 'MAXBEST', modifiedAt: 'AENDDAT', createdAt: 'ERFDAT' })
+  t.match(mapped(found.resources.materials.mapping)?.columns, { blocked: 'SPERR' }, 'a number flag needs no value map')
+  t.equal(found.resources.stations.table?.name, 'T_AP')
+  t.match(mapped(found.resources.stations.mapping)?.columns, { id: 'AP_ID', name: 'AP_NAME', controllerId: 'STEUERUNG', address: 'ADRESSE' })
+
+  const dutch = join(dir, 'dutch.db')
+  const nl = new BetterSqlite3(dutch)
+  nl.exec(`
+    CREATE TABLE ARTIKELEN (ID INTEGER PRIMARY KEY, ARTIKELNR VARCHAR(20) NOT NULL, OMSCHRIJVING VARCHAR(60) NOT NULL, EENHEID VARCHAR(5), VOORRAAD REAL, GEBLOKKEERD CHAR(1), GEWIJZIGD TEXT, AANGEMAAKT TEXT);
+    CREATE TABLE tblItems (ItemID INTEGER PRIMARY KEY, "Item No" VARCHAR(20) NOT NULL, Description VARCHAR(60) NOT NULL, Weight REAL);
+  `)
+  nl.close()
+  const nlDb = openDatabase(`sqlite:${dutch}`, { logger: silent })
+  t.teardown(() => nlDb.close())
+  const proposal = await introspect(nlDb, {})
+  t.equal(proposal.resources.materials.table?.name, 'ARTIKELEN')
+  t.match(mapped(proposal.resources.materials.mapping)?.columns, { materialNumber: 'ARTIKELNR', name: 'OMSCHRIJVING', unit: 'EENHEID', stockQuantity: 'VOORRAAD', modifiedAt: 'GEWIJZIGD', createdAt: 'AANGEMAAKT' })
+  const access = await introspect(nlDb, { materials: { table: 'tblItems', columns: {} } })
+  t.match(mapped(access.resources.materials.mapping)?.columns, { materialNumber: 'Item No', name: 'Description', weight: 'Weight' }, 'the only text column goes to the required name')
+  t.notOk('description' in (mapped(access.resources.materials.mapping)?.columns ?? {}))
 })
 
 t.test('boolean value maps', async (t) => {
