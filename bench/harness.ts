@@ -50,7 +50,7 @@ export interface Server {
   pid: number
   /** where its stdout and stderr go */
   log: string
-  /** resident set size in bytes of the server and the processes it started (Linux /proc), undefined elsewhere */
+  /** resident set size in bytes (Linux /proc), undefined elsewhere */
   rss (): number | undefined
   /** user + system CPU seconds so far (Linux /proc), undefined elsewhere */
   cpuSeconds (): number | undefined
@@ -89,7 +89,7 @@ export async function startServer (name: string, script: string, args: string[],
     base,
     pid: child.pid ?? -1,
     log,
-    rss: () => treeRss(child.pid),
+    rss: () => procStatus(child.pid, 'VmRSS'),
     cpuSeconds: () => procCpu(child.pid),
     async stop () {
       if (!alive()) return await exited
@@ -153,22 +153,6 @@ function procStatus (pid: number | undefined, key: string): number | undefined {
   if (pid === undefined || !existsSync(`/proc/${pid}/status`)) return undefined
   const match = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return match ? Number(match[1]) * 1024 : undefined
-}
-
-/**
- * The resident size of a server and every process it started (the gateway's password-hashing
- * process, while it runs): what the service holds, not only its main process.
- */
-function treeRss (pid: number | undefined): number | undefined {
-  const own = procStatus(pid, 'VmRSS')
-  if (own === undefined) return undefined
-  let children: number[] = []
-  try {
-    children = readFileSync(`/proc/${pid!}/task/${pid!}/children`, 'utf8').trim().split(/\s+/).filter((s) => s !== '').map(Number)
-  } catch {
-    // a kernel without the children file: the main process alone
-  }
-  return children.reduce((sum, c) => sum + (treeRss(c) ?? 0), own)
 }
 
 /** utime + stime from /proc/<pid>/stat, at the kernel's usual 100 ticks per second. */

@@ -137,9 +137,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     // alg pinned: `none`, RS256-with-HMAC-key confusion and lower-case variants are refused.
     verify: { algorithms: ['HS256'] }
   })
-  // in a process of its own at the lowest priority, started by the first login (README, Performance)
-  const passwords = await createPasswords(opts.argon2, { isolate: true })
-  fastify.addHook('onClose', async () => { await passwords.close() })
+  const passwords = await createPasswords(opts.argon2)
   const throttle = new FailureThrottle(opts.loginThrottle.maxFailuresPerUser, opts.loginThrottle.userWindowMs)
   const users = fastify.repos.users
   const cache = new Map<number, CachedUser>()
