@@ -477,3 +477,9 @@ export async function createLegacyFixture (db: Database, opts: FixtureOptions = 
     ]))
   }
 }
+
+/** A materials mapping onto a picking system's narrow table: the columns given, every other field mapped to null. */
+export function narrowMaterials (table: string, columns: Record<string, string>): TableMappingConfig {
+  const absent = ['description', 'unit', 'barcode', 'minStock', 'maxStock', 'weight', 'blocked', 'blockReason', 'stockQuantity', 'createdAt', 'modifiedAt']
+  return { table, columns: { ...Object.fromEntries(absent.map((field) => [field, null])), ...columns } }
+}

@@ -4,6 +4,7 @@ import type { TableMappingConfig } from '../../schemas/config.js'
 import { createPasswords } from '../../src/auth/passwords.js'
 import type { Database } from '../../src/db/types.js'
 import { ADMIN_PASSWORD, TEST_ARGON2, build } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const MSSQL = process.env.GATEWAY_TEST_DB === 'mssql' && Boolean(process.env.MSSQL_TEST_URL)
 const PASSWORD = 'legacy-password-1'
@@ -24,25 +25,7 @@ const USERS: TableMappingConfig = {
   }
 }
 
-const MATERIALS: TableMappingConfig = {
-  table: 'Artikel',
-  columns: {
-    id: 'ArtID',
-    materialNumber: 'ArtNr',
-    name: 'Bez',
-    modifiedAt: 'Geaendert',
-    description: null,
-    unit: null,
-    barcode: null,
-    minStock: null,
-    maxStock: null,
-    weight: null,
-    blocked: null,
-    blockReason: null,
-    stockQuantity: null,
-    createdAt: null
-  }
-}
+const MATERIALS = narrowMaterials('Artikel', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', modifiedAt: 'Geaendert' })
 
 async function legacyTables (db: Database): Promise<void> {
   const passwords = await createPasswords(TEST_ARGON2)

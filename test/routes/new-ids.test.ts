@@ -12,6 +12,7 @@ import { SchemaMismatchError } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import type { Database } from '../../src/db/types.js'
 import { ADMIN_PASSWORD, TEST_ARGON2, build, testDatabaseUrl } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const silent = { info () {}, warn () {}, error () {} }
 
@@ -28,23 +29,7 @@ async function createTable (db: Database, identity = false): Promise<void> {
 }
 
 const mapping = (newIds: boolean): TableMappingConfig => ({
-  table: 'ArtOhneId',
-  columns: {
-    id: 'Nr',
-    materialNumber: 'ArtNr',
-    name: 'Bez',
-    modifiedAt: 'Geaendert',
-    description: null,
-    unit: null,
-    barcode: null,
-    minStock: null,
-    maxStock: null,
-    weight: null,
-    blocked: null,
-    blockReason: null,
-    stockQuantity: null,
-    createdAt: null
-  },
+  ...narrowMaterials('ArtOhneId', { id: 'Nr', materialNumber: 'ArtNr', name: 'Bez', modifiedAt: 'Geaendert' }),
   ...(newIds ? { newIds: 'max+1' as const } : {})
 })
 
