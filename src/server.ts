@@ -163,11 +163,6 @@ async function within (work: Promise<void>, ms: number): Promise<void> {
 }
 
 /**
- * Why the gateway cannot listen, and what to change. A port that needs privileges is a
- * configuration error (exit 78: systemd does not restart); an address in use or not (yet) on this
- * machine may clear up, so that is a failure systemd restarts (exit 1).
- */
-/**
  * A warning when passwords and tokens would cross the network unencrypted: plain HTTP on an address
  * other machines reach, with neither HTTPS here nor a proxy in front (trustProxy).
  */
@@ -177,6 +172,11 @@ export function plainHttpWarning (server: { host: string, tls?: unknown, trustPr
   return `serving plain HTTP on ${server.host}: passwords and tokens cross the network unencrypted; set server.tls, or put a proxy with HTTPS in front (server.host 127.0.0.1 and server.trustProxy)`
 }
 
+/**
+ * Why the gateway cannot listen, and what to change. A port that needs privileges is a
+ * configuration error (exit 78: systemd does not restart); an address in use or not (yet) on this
+ * machine may clear up, so that is a failure systemd restarts (exit 1).
+ */
 export function listenError (err: NodeJS.ErrnoException, host: string, port: number): Error {
   const address = `${host.includes(':') ? `[${host}]` : host}:${port}`
   const choosePort = 'choose another port with PORT (environment) or server.port (configuration file)'

@@ -1,11 +1,10 @@
 // /api/users: login, token refresh, application tokens, and user management.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
+import { Type, type TObject } from '@sinclair/typebox'
 import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import {
   ApplicationTokenResponse, LoginBody, LoginResponse, RefreshResponse, User, UserCreate, UserUpdate
 } from '../../schemas/users.js'
-import type { TObject } from '@sinclair/typebox'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { forbidden } from '../../src/errors.js'
