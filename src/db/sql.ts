@@ -284,21 +284,11 @@ export class SqlBuilder {
       const flag = this.numericFlagCondition(f)
       if (flag !== undefined) return flag
     }
-    // SQL Server compares CHAR(n) without its trailing spaces; SQLite keeps and compares them, so
-    // 'ST ' would not equal the 'ST' the API shows (the sort keeps the stored value, as the cursor does)
-    const rtrim = s.padded && this.dialect.name === 'sqlite'
-    let c = rtrim ? `RTRIM(${this.col(f.field)}, ' ')` : this.comparable(f.field)
-    // both sides without trailing spaces, as SQL Server compares: 'ST ' = 'ST'
-    let operand = rtrim ? (v: SqlValue): SqlValue => { const o = this.operand(s, v); return typeof o === 'string' ? o.replace(/ +$/, '') : o } : (v: SqlValue): SqlValue => this.operand(s, v)
-    // a caseless field (usernames) where the database tells case apart: SQLite always, SQL Server under a CS collation
-    if (s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike') {
-      if (this.dialect.name === 'sqlite') c = `${c} COLLATE NOCASE`
-      else if (s.info?.caseSensitive === true) {
-        c = `UPPER(${c})`
-        const plain = operand
-        operand = (v) => { const o = plain(v); return typeof o === 'string' ? o.toUpperCase() : o }
-      }
-    }
+    // a CHAR(n) value without its padding ('ST ' is the 'ST' the API shows; the sort keeps the stored
+    // value, as the cursor does), a caseless field (usernames) regardless of case ([like] as it is)
+    const fold = s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike'
+    const { expr: c, value } = this.shownText(s, this.comparable(f.field), s.padded, fold)
+    const operand = (v: SqlValue): SqlValue => value(this.operand(s, v))
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
     const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')
     switch (f.op) {
@@ -354,19 +344,30 @@ export class SqlBuilder {
   }
 
   /**
-   * A value-mapped text column as its codes are compared, so that filters and sorting find what
-   * reads show (ResourceStorage.fromDb): without trailing spaces and regardless of case. SQL Server
-   * ignores trailing spaces itself, and case too under its usual (CI) collations; under a CS or
-   * binary one the column is compared as UPPER(col) with upper-cased codes. SQLite compares
-   * exactly: RTRIM(col) COLLATE NOCASE. When two values' codes differ only in case, case counts.
+   * A text column compared as reads show it (ResourceStorage.fromDb): `trim` without trailing
+   * spaces, `fold` regardless of case. The expression for the column and what a value compared with
+   * it becomes. SQL Server ignores trailing spaces by itself, and case too under its usual (CI)
+   * collations; under a CS or binary one both sides are upper-cased. SQLite compares exactly:
+   * RTRIM(col) and the value trimmed, COLLATE NOCASE.
+   */
+  private shownText (s: FieldStorage, c: string, trim: boolean, fold: boolean): { expr: string, value: (v: SqlValue) => SqlValue } {
+    if (this.dialect.name === 'sqlite') {
+      const expr = `${trim ? `RTRIM(${c}, ' ')` : c}${fold ? ' COLLATE NOCASE' : ''}`
+      return { expr, value: trim ? (v) => typeof v === 'string' ? v.replace(/ +$/, '') : v : (v) => v }
+    }
+    if (fold && s.info?.caseSensitive === true) return { expr: `UPPER(${c})`, value: (v) => typeof v === 'string' ? v.toUpperCase() : v }
+    return { expr: c, value: (v) => v }
+  }
+
+  /**
+   * A value-mapped column as its codes are compared, so that filters and sorting find what reads
+   * show: text without trailing spaces and regardless of case, unless two values' codes differ
+   * only in case (then case counts, in reads too); numbers as they are.
    */
   private codeOperand (s: FieldStorage, c: string): { expr: string, code: (code: SqlValue) => SqlValue } {
-    const same = (code: SqlValue): SqlValue => code
-    if (s.category !== 'text' && s.category !== 'ntext') return { expr: c, code: same }
-    const exact = s.map!.caseExact
-    if (this.dialect.name === 'sqlite') return { expr: `RTRIM(${c}, ' ')${exact ? '' : ' COLLATE NOCASE'}`, code: same }
-    if (exact || s.info?.caseSensitive !== true) return { expr: c, code: same }
-    return { expr: `UPPER(${c})`, code: (code) => typeof code === 'string' ? code.toUpperCase() : code }
+    if (s.category !== 'text' && s.category !== 'ntext') return { expr: c, code: (code) => code }
+    const { expr, value } = this.shownText(s, c, true, !s.map!.caseExact)
+    return { expr, code: value }
   }
 
   /**

@@ -286,6 +286,9 @@ t.test('value maps: filters and sorting compare codes as reads do (no trailing s
   t.equal(where(list(lite, { type: '[nor]vlm' }, stations).text), "(RTRIM(\"WpType\", ' ') COLLATE NOCASE NOT IN (@p1) OR \"WpType\" IS NULL)")
   t.equal(where(list(lite, { enabled: 'true' }, stations).text), '"Aktiv" = @p1', 'a number column: as it is')
   t.match(list(lite, { sort: 'type' }, stations).text, /CASE WHEN RTRIM\("WpType", ' '\) COLLATE NOCASE = @p1 THEN 1/)
+  // a code configured with its padding ('K ' from a CHAR(2) column) is compared trimmed, as the column is
+  const padded = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', stations, { ...stMapping, values: { ...stMapping.values, type: { vlm: 'V ', carousel: 'K ', ptl: 'P ', manual: 'M ' } } }, [col('WpType', 'char', { maxLength: 2, nullable: false })]))
+  t.same(list(padded, { type: 'carousel' }, stations).params[0].value, 'K')
   // two values whose codes differ only in case: case counts, in reads and filters alike
   const exact = new ResourceStorage('sqlite', stations, { ...stMapping, values: { ...stMapping.values, type: { vlm: 'V', carousel: 'v', ptl: 'P', manual: 'M' } } }, [col('WpType', 'char', { maxLength: 1, nullable: false })])
   t.equal(where(list(new SqlBuilder(sqliteDialect, exact), { type: 'vlm' }, stations).text), "RTRIM(\"WpType\", ' ') = @p1")
