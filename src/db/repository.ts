@@ -37,7 +37,7 @@ export interface UpdateOptions extends WriteOptions {
 }
 
 /** Whether the row (as the API shows it) already holds every value of `values` (API values). */
-export function shows (row: Row, values: Row): boolean {
+function shows (row: Row, values: Row): boolean {
   for (const field in values) {
     const value = values[field]
     const current = row[field]
@@ -285,13 +285,16 @@ export class Repository {
     return rows.length === 0 ? undefined : this.mapRow(rows[0])
   }
 
-  /** The row whose `field` equals `value` (the lowest id if several do); internal fields allowed. */
-  async findOne (field: string, value: unknown, ex: Executor = this.db): Promise<Row | undefined> {
+  /**
+   * The row whose `field` equals `value` (the lowest id if several do, the highest with `newest`);
+   * internal fields allowed.
+   */
+  async findOne (field: string, value: unknown, ex: Executor = this.db, newest = false): Promise<Row | undefined> {
     if (!Object.hasOwn(this.def.fields, field)) throw new BadQueryError(`Unknown field '${field}'`)
     const v = this.convert(field, this.def.fields[field], value)
     return await this.first(ex, this.sql.list({
       filters: [{ field, op: v === null ? 'null' : 'eq', values: [v] }],
-      sort: [{ field: this.id, desc: false }],
+      sort: [{ field: this.id, desc: newest }],
       limit: 1
     }))
   }
@@ -304,8 +307,7 @@ export class Repository {
   private async byUniqueValue (tx: Executor, given: Row): Promise<Row | undefined> {
     for (const field of this.uniqueFields) {
       if (given[field] === undefined || given[field] === null || !this.has(field)) continue
-      const v = this.convert(field, this.def.fields[field], given[field])
-      const row = await this.first(tx, this.sql.list({ filters: [{ field, op: 'eq', values: [v] }], sort: [{ field: this.id, desc: true }], limit: 1 }))
+      const row = await this.findOne(field, given[field], tx, true)
       if (row !== undefined) return row
     }
     return undefined
@@ -381,7 +383,7 @@ export class Repository {
         const row = await this.lockRow(tx, id, opts)
         if (opts.guard !== undefined) await opts.guard(row, tx)
         if (shows(row, values)) return row
-        if (this.selfChecked.length > 0) await this.assertUnique(tx, values, id)
+        if (this.selfChecked.length > 0) await this.assertUnique(tx, values, id, row)
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
@@ -433,17 +435,25 @@ export class Repository {
   /**
    * 409 when another row already holds a unique value as the API compares it, where the table's
    * own index would let the duplicate in: 'A-1' beside a legacy program's 'A-1   ' in a SQLite
-   * CHAR column, 'jsmith' beside 'JSmith'. Inside the write's transaction.
+   * CHAR column, 'jsmith' beside 'JSmith'. Inside the write's transaction. An update that sends the
+   * value its row already shows claims nothing new: rows a legacy table already holds twice stay
+   * editable (a form sends every field).
    */
-  private async assertUnique (tx: Executor, given: Row, exceptId?: Id): Promise<void> {
+  private async assertUnique (tx: Executor, given: Row, exceptId?: Id, current?: Row): Promise<void> {
     for (const f of this.selfChecked) {
       const value = given[f]
-      if (value === undefined || value === null) continue
+      if (value === undefined || value === null || (current !== undefined && this.sameShown(f, current[f], value))) continue
       const other = await this.findOne(f, value, tx)
       if (other !== undefined && (exceptId === undefined || String(other[this.id]) !== String(exceptId))) {
         throw new ConflictError(`${f} '${String(value)}' already exists`)
       }
     }
+  }
+
+  /** Two values of a field as the API compares them: a caseless field's regardless of case. */
+  private sameShown (field: string, a: unknown, b: unknown): boolean {
+    if (a === b) return true
+    return this.def.fields[field].caseless === true && typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase()
   }
 
   /**

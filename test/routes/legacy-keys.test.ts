@@ -37,7 +37,9 @@ async function legacyTables (db: Database): Promise<void> {
       '"LetzterLogin" DATETIME, "Angelegt" DATETIME, "Geaendert" DATETIME)',
     // written by the picking system's own user administration: mixed case, a role the map does not know, no time stamps
     // (the table has users, so db init adds no admin: the tests log in as 'admin', which is the stored 'Admin')
-    'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash", "Rolle", "Name") VALUES (49, \'Admin\', @admin, \'A\', NULL), (50, \'JSmith\', @hash, \'B\', \'John Smith\'), (51, \'Lager\', @hash, \'L\', NULL)',
+    'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash", "Rolle", "Name") VALUES (49, \'Admin\', @admin, \'A\', NULL), (50, \'JSmith\', @hash, \'B\', \'John Smith\'), (51, \'Lager\', @hash, \'L\', NULL), ' +
+      // two rows the picking system's own (case-sensitive) index let in
+      '(52, \'Twin\', @hash, \'B\', NULL), (53, \'TWIN\', @hash, \'B\', NULL)',
     'CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" CHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
     'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bez") VALUES (1, \'A-10003             \', \'padded by the picking system\')'
   ]) await db.execute({ text, params: text.includes('@hash') ? [{ name: 'hash', kind: 'string', value: hash }, { name: 'admin', kind: 'string', value: adminHash }] : [] })
@@ -66,7 +68,10 @@ t.test('legacy users: mixed-case names reached, unknown roles and NULL times sho
   t.match(taken.json(), { code: 'CONFLICT', message: /username 'jsmith' already exists/ })
   const renamed = await app.inject({ method: 'PATCH', url: '/api/users/51', headers: admin, payload: { username: 'JSMITH' } })
   t.equal(renamed.statusCode, 409, 'nor by renaming another user')
-  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 3, 'nothing was written')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 5, 'nothing was written')
+  const form = await app.inject({ method: 'PATCH', url: '/api/users/53', headers: admin, payload: { username: 'TWIN', displayName: 'Zwilling' } })
+  t.equal(form.statusCode, 200, 'a row already held twice stays editable, its own name sent unchanged (as a form does)')
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/users/53', headers: admin, payload: { username: 'jsmith' } })).statusCode, 409, 'but takes no other row\'s name')
   const own = await app.inject({ method: 'PATCH', url: '/api/users/50', headers: admin, payload: { displayName: 'J. Smith', username: 'jsmith' } })
   t.equal(own.statusCode, 200, 'the row itself may take its own name in another case')
   t.equal(own.json().username, 'jsmith')
