@@ -448,8 +448,28 @@ class SqliteDatabase implements Database {
     })
     // INTEGER PRIMARY KEY (alone) is the rowid: SQLite assigns it, as SQL Server does an identity
     const pkColumns = rows.filter((r) => Number(r.pk) > 0).length
-    return rows.map((r) => sqliteColumnInfo(r, pkColumns))
+    const columns = rows.map((r) => sqliteColumnInfo(r, pkColumns))
+    const triggers = await this.query({
+      text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",
+      params: [{ name: 'table', kind: 'string', value: mapping.table }]
+    })
+    if (triggers.some((t) => changesAfterInsert(String(t.sql ?? '')))) {
+      for (const c of columns) c.changedAfterInsert = true
+    }
+    return columns
   }
+}
+
+/**
+ * A trigger (its CREATE TRIGGER text) that may change a row after its insert: AFTER or INSTEAD OF
+ * INSERT (BEFORE is SQLite's default, and a BEFORE trigger cannot reach the row it precedes) whose
+ * body updates or replaces rows. An audit trigger that only inserts elsewhere does not count.
+ */
+export function changesAfterInsert (sql: string): boolean {
+  const head = /\b(?:(AFTER|INSTEAD\s+OF)\s+)?INSERT\s+ON\b/i.exec(sql)
+  if (head?.[1] === undefined) return false
+  const body = sql.slice(/\bBEGIN\b/i.exec(sql)?.index ?? head.index)
+  return /\b(?:UPDATE|REPLACE)\b/i.test(body)
 }
 
 /**
