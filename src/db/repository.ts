@@ -93,8 +93,8 @@ export class Repository {
   private stamps: Array<'createdAt' | 'modifiedAt'> = []
   /** fields an insert must give: the column has no default */
   private required: string[] = []
-  /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
-  private readBack = false
+  /** SQLite: a trigger may change the row after its insert (update), which RETURNING does not show; the write reads it back */
+  private readBack = { insert: false, update: false }
   /** the steps the modified-time column stores times in (ResourceStorage's resolutionMs; 1 without the column) */
   modifiedResolutionMs = 1
   /** the ids the id column can hold, when narrower than a path's (an int column: up to 2^31 - 1) */
@@ -142,7 +142,11 @@ export class Repository {
       .map(([field, def]) => [field, def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
-    this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
+    const columns = this.storage.columns ?? []
+    this.readBack = {
+      insert: !sqlite || columns.some((c) => c.changedAfterInsert === true),
+      update: !sqlite || columns.some((c) => c.changedAfterUpdate === true)
+    }
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
     // SQLite's integers are 64 bits whatever the declared type
     const idType = this.db.dialect === 'mssql' ? this.storage.field(this.id).info?.type.toLowerCase() : undefined
@@ -356,14 +360,14 @@ export class Repository {
       // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
       // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
       // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
-      const row = guard === undefined && !numbered && !checked && !this.readBack && this.db.dialect === 'sqlite'
+      const row = guard === undefined && !numbered && !checked && !this.readBack.insert
         ? await this.first(this.db, this.sql.insert(vals))
         : await this.db.transaction(async (tx) => {
           await guard?.(tx)
           if (checked) await this.assertUnique(tx, given)
           if (numbered) vals[this.id] = await this.nextId(tx)
           const inserted = await this.first(tx, this.sql.insert(vals))
-          if (!this.readBack) return inserted ?? await this.byUniqueValue(tx, given)
+          if (!this.readBack.insert || this.db.dialect !== 'sqlite') return inserted ?? await this.byUniqueValue(tx, given)
           // SQLite's RETURNING shows the row before an AFTER INSERT trigger changed it; behind an
           // INSTEAD OF trigger (a view) it has no id at all
           const id = inserted?.[this.id]
@@ -397,8 +401,10 @@ export class Repository {
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
         }
         if (Object.keys(vals).length === 0) return row
-        await tx.execute(this.sql.update(id, vals))
-        const after = await this.first(tx, this.sql.selectById(id))
+        // SQLite: UPDATE … RETURNING, one statement less, where no trigger changes the row after it
+        const returning = !this.readBack.update
+        if (!returning) await tx.execute(this.sql.update(id, vals))
+        const after = await this.first(tx, returning ? this.sql.update(id, vals, true) : this.sql.selectById(id))
         if (after === undefined) throw new Error(`${this.def.name} ${id}: the row was gone after its update`)
         return after
       })

@@ -257,15 +257,17 @@ export class SqlBuilder {
     return { text: `INSERT INTO ${this.table} (${cols}) VALUES ${tuples.join(', ')}`, params: params.list }
   }
 
-  /** Sets the given fields of one row (stored values). */
-  update (id: SqlValue, values: Record<string, SqlValue>): Statement {
+  /** Sets the given fields of one row (stored values); SQLite `returning`: and returns it (aliased like every select). */
+  update (id: SqlValue, values: Record<string, SqlValue>, returning = false): Statement {
     const fields = Object.keys(values)
     if (fields.length === 0) throw new Error('update without fields')
     const params = new Params()
     const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
     const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
     const set = () => fields.map((f, i) => `${this.col(f)} = ${placeholders[i]}`).join(', ')
-    return { text: this.text(`update ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
+    if (returning && this.dialect.name !== 'sqlite') throw new Error('UPDATE … RETURNING is SQLite\'s')
+    const tail = returning ? ` RETURNING ${this.selectList}` : ''
+    return { text: this.text(`update${returning ? ' returning' : ''} ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${this.col(this.id)} = ${p}${tail}`), params: params.list }
   }
 
   delete (id: SqlValue): Statement {

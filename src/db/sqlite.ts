@@ -453,23 +453,25 @@ class SqliteDatabase implements Database {
       text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
-    if (triggers.some((t) => changesAfterInsert(String(t.sql ?? '')))) {
-      for (const c of columns) c.changedAfterInsert = true
+    const insert = triggers.some((t) => changesRowAfter('INSERT', String(t.sql ?? '')))
+    const update = triggers.some((t) => changesRowAfter('UPDATE', String(t.sql ?? '')))
+    for (const c of columns) {
+      if (insert) c.changedAfterInsert = true
+      if (update) c.changedAfterUpdate = true
     }
     return columns
   }
 }
 
 /**
- * A trigger (its CREATE TRIGGER text) that may change a row after its insert: AFTER or INSTEAD OF
- * INSERT (BEFORE is SQLite's default, and a BEFORE trigger cannot reach the row it precedes) whose
- * body updates or replaces rows. An audit trigger that only inserts elsewhere does not count.
+ * A trigger (its CREATE TRIGGER text) that may change a row after its insert or update: AFTER or
+ * INSTEAD OF (BEFORE is SQLite's default, and a BEFORE trigger cannot change the row it precedes)
+ * with a body that updates or replaces rows. An audit trigger that only inserts elsewhere does not count.
  */
-export function changesAfterInsert (sql: string): boolean {
-  const head = /\b(?:(AFTER|INSTEAD\s+OF)\s+)?INSERT\s+ON\b/i.exec(sql)
-  if (head?.[1] === undefined) return false
-  const body = sql.slice(/\bBEGIN\b/i.exec(sql)?.index ?? head.index)
-  return /\b(?:UPDATE|REPLACE)\b/i.test(body)
+export function changesRowAfter (event: 'INSERT' | 'UPDATE', sql: string): boolean {
+  const begin = /\bBEGIN\b/i.exec(sql)?.index ?? sql.length
+  const head = new RegExp(`\\b(?:(AFTER|INSTEAD\\s+OF)\\s+)?${event}\\s+(?:OF\\b[^]*?\\s)?ON\\b`, 'i').exec(sql.slice(0, begin))
+  return head?.[1] !== undefined && /\b(?:UPDATE|REPLACE)\b/i.test(sql.slice(begin))
 }
 
 /**

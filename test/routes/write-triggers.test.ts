@@ -1,0 +1,115 @@
+// A picking system's table whose triggers fill in columns after an insert or update: the row the API
+// answers with is the row as stored, as a GET shows it (SQLite's RETURNING shows it before the trigger).
+import t from 'tap'
+import { changesRowAfter } from '../../src/db/sqlite.js'
+import type { Database } from '../../src/db/types.js'
+import { build } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
+
+/** ArtNeu: an AFTER INSERT trigger stamps Angelegt, AFTER INSERT and UPDATE ones write the unit in capitals, an audit trigger writes elsewhere. */
+async function createTable (db: Database): Promise<void> {
+  const mssql = db.dialect === 'mssql'
+  const ddl = mssql
+    ? [
+        'DROP TABLE IF EXISTS [dbo].[ArtNeu]',
+        'DROP TABLE IF EXISTS [dbo].[ArtNeuLog]',
+        'CREATE TABLE [dbo].[ArtNeuLog] ([LogID] INT IDENTITY(1,1) PRIMARY KEY, [ArtID] INT NOT NULL)',
+        'CREATE TABLE [dbo].[ArtNeu] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL, [ME] VARCHAR(4) NULL, [Angelegt] DATETIME NULL)',
+        `CREATE TRIGGER [dbo].[trg_ArtNeu_I] ON [dbo].[ArtNeu] AFTER INSERT AS
+BEGIN
+  SET NOCOUNT ON;
+  UPDATE a SET [Angelegt] = '2026-11-26T05:00:00', [ME] = UPPER(a.[ME]) FROM [dbo].[ArtNeu] AS a JOIN inserted AS i ON i.[ArtID] = a.[ArtID];
+  INSERT INTO [dbo].[ArtNeuLog] ([ArtID]) SELECT [ArtID] FROM inserted;
+END`,
+        `CREATE TRIGGER [dbo].[trg_ArtNeu_U] ON [dbo].[ArtNeu] AFTER UPDATE AS
+BEGIN
+  SET NOCOUNT ON;
+  UPDATE a SET [ME] = UPPER(a.[ME]) FROM [dbo].[ArtNeu] AS a JOIN inserted AS i ON i.[ArtID] = a.[ArtID] WHERE a.[ME] <> UPPER(a.[ME]) COLLATE Latin1_General_BIN;
+END`
+      ]
+    : [
+        'CREATE TABLE "ArtNeuLog" ("LogID" INTEGER PRIMARY KEY, "ArtID" INTEGER NOT NULL)',
+        'CREATE TABLE "ArtNeu" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(4), "Angelegt" DATETIME)',
+        `CREATE TRIGGER "trg_ArtNeu_I" AFTER INSERT ON "ArtNeu" FOR EACH ROW BEGIN
+  UPDATE "ArtNeu" SET "Angelegt" = '2026-11-26 05:00:00', "ME" = upper(NEW."ME") WHERE "ArtID" = NEW."ArtID";
+END`,
+        'CREATE TRIGGER "trg_ArtNeu_Log" AFTER INSERT ON "ArtNeu" BEGIN INSERT INTO "ArtNeuLog" ("ArtID") VALUES (NEW."ArtID"); END',
+        'CREATE TRIGGER "trg_ArtNeu_U" AFTER UPDATE OF "ME" ON "ArtNeu" BEGIN UPDATE "ArtNeu" SET "ME" = upper(NEW."ME") WHERE "ArtID" = NEW."ArtID"; END'
+      ]
+  for (const text of ddl) await db.execute({ text, params: [] })
+}
+
+t.test('a create answers with the row as its AFTER INSERT trigger left it, the same row and ETag a GET then shows', async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtNeu', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME', createdAt: 'Angelegt' }) }
+  }, createTable)
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'T-1', name: 'Mit Trigger', unit: 'st' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.match(created.json(), { materialNumber: 'T-1', unit: 'ST', createdAt: '2026-11-26T05:00:00.000Z' }, "the trigger's values, not the ones sent")
+  const read = await app.inject({ method: 'GET', url: created.headers.location as string, headers })
+  t.same(read.json(), created.json())
+  t.equal(created.headers.etag, read.headers.etag, 'an If-None-Match with the create\'s ETag is a 304')
+
+  const second = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'T-2', name: 'Zweiter', unit: 'kg' } })
+  t.match(second.json(), { unit: 'KG', createdAt: '2026-11-26T05:00:00.000Z' })
+  const log = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtNeuLog"', params: [] })
+  t.equal(Number(log[0].n), 2, 'the audit trigger ran once per create')
+
+  const updated = await app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { unit: 'box' } })
+  t.equal(updated.statusCode, 200, updated.body)
+  t.equal(updated.json().unit, 'BOX', "an update answers with the AFTER UPDATE trigger's value")
+  const reread = await app.inject({ method: 'GET', url: created.headers.location as string, headers })
+  t.same(reread.json(), updated.json())
+  t.equal(updated.headers.etag, reread.headers.etag)
+})
+
+t.test('beside an audit trigger, an update answers with the row as stored', async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtAudit', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', modifiedAt: 'Geaendert' }) }
+  }, async (db) => {
+    const mssql = db.dialect === 'mssql'
+    const ddl = mssql
+      ? [
+          'DROP TABLE IF EXISTS [dbo].[ArtAudit]',
+          'DROP TABLE IF EXISTS [dbo].[ArtAuditLog]',
+          'CREATE TABLE [dbo].[ArtAuditLog] ([ArtID] INT NOT NULL, [Bez] VARCHAR(80) NULL)',
+          'CREATE TABLE [dbo].[ArtAudit] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL, [Geaendert] DATETIME NULL)',
+          'CREATE TRIGGER [dbo].[trg_ArtAudit_U] ON [dbo].[ArtAudit] AFTER UPDATE AS BEGIN SET NOCOUNT ON; INSERT INTO [dbo].[ArtAuditLog] ([ArtID], [Bez]) SELECT [ArtID], [Bez] FROM deleted; END'
+        ]
+      : [
+          'CREATE TABLE "ArtAuditLog" ("ArtID" INTEGER NOT NULL, "Bez" VARCHAR(80))',
+          'CREATE TABLE "ArtAudit" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
+          'CREATE TRIGGER "trg_ArtAudit_U" AFTER UPDATE ON "ArtAudit" BEGIN INSERT INTO "ArtAuditLog" ("ArtID", "Bez") VALUES (OLD."ArtID", OLD."Bez"); END'
+        ]
+    for (const text of ddl) await db.execute({ text, params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-1', name: 'Schraube' } })
+  t.equal(created.statusCode, 201, created.body)
+  const updated = await ctx.app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { name: 'Mutter' } })
+  t.equal(updated.statusCode, 200, updated.body)
+  t.equal(updated.json().name, 'Mutter')
+  t.ok(updated.json().modifiedAt > created.json().modifiedAt, 'modifiedAt moved')
+  const read = await ctx.app.inject({ method: 'GET', url: created.headers.location as string, headers })
+  t.same(read.json(), updated.json())
+  t.equal(updated.headers.etag, read.headers.etag)
+  const log = await ctx.db.query({ text: 'SELECT "Bez" AS bez FROM "ArtAuditLog"', params: [] })
+  t.same(log.map((r) => r.bez), ['Schraube'], 'the audit trigger ran once, with the row before')
+})
+
+t.test('which SQLite triggers may change a row after its insert', async (t) => {
+  t.ok(changesRowAfter('INSERT', 'CREATE TRIGGER x AFTER INSERT ON t BEGIN UPDATE t SET a = 1 WHERE id = NEW.id; END'))
+  t.ok(changesRowAfter('INSERT', 'create trigger "x" after insert on "t" for each row begin replace into t (id) values (new.id); end'))
+  t.ok(changesRowAfter('INSERT', 'CREATE TRIGGER x INSTEAD OF INSERT ON v BEGIN INSERT INTO t (a) VALUES (NEW.a); UPDATE t SET b = 2; END'))
+  t.notOk(changesRowAfter('INSERT', 'CREATE TRIGGER x AFTER INSERT ON t BEGIN INSERT INTO log (id) VALUES (NEW.id); END'), 'an audit trigger writes elsewhere only')
+  t.notOk(changesRowAfter('INSERT', 'CREATE TRIGGER x BEFORE INSERT ON t BEGIN UPDATE c SET n = n + 1; END'), 'BEFORE: the row is not there yet')
+  t.notOk(changesRowAfter('INSERT', 'CREATE TRIGGER x INSERT ON t BEGIN UPDATE c SET n = n + 1; END'), 'no timing is BEFORE')
+  t.notOk(changesRowAfter('INSERT', 'CREATE TRIGGER x AFTER UPDATE ON t BEGIN UPDATE t SET a = 1; END'), 'an update trigger')
+  t.ok(changesRowAfter('UPDATE', 'CREATE TRIGGER x AFTER UPDATE ON t BEGIN UPDATE t SET a = 1; END'))
+  t.ok(changesRowAfter('UPDATE', 'CREATE TRIGGER x AFTER UPDATE OF "b", c ON t WHEN NEW.b <> OLD.b BEGIN UPDATE t SET a = 1; END'), 'of some columns')
+  t.notOk(changesRowAfter('UPDATE', 'CREATE TRIGGER x AFTER INSERT ON t BEGIN UPDATE t SET a = 1; END'), 'an insert trigger')
+  t.notOk(changesRowAfter('UPDATE', 'CREATE TRIGGER x AFTER INSERT ON t BEGIN INSERT INTO log (a) VALUES (1) ON CONFLICT DO UPDATE SET a = 2; END'), 'UPDATE in the body is no timing')
+  t.notOk(changesRowAfter('UPDATE', 'CREATE TRIGGER x AFTER UPDATE ON t BEGIN INSERT INTO log (id) VALUES (NEW.id); END'), 'an audit trigger')
+})
