@@ -1,7 +1,7 @@
 // One resource's reads and writes over a Database, in API shape: rows keyed by API field, typed by kind.
 import { dialectFor } from './dialect.js'
 import { faultToError } from './data-errors.js'
-import { BadQueryError, ConflictError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
+import { BadQueryError, ConflictError, ConstraintViolationError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
@@ -403,9 +403,11 @@ export class Repository {
         if (Object.keys(vals).length === 0) return row
         // SQLite: UPDATE … RETURNING, one statement less, where no trigger changes the row after it
         const returning = !this.readBack.update
-        if (!returning) await tx.execute(this.sql.update(id, vals))
+        const changed = returning ? 1 : await tx.execute(this.sql.update(id, vals))
         const after = await this.first(tx, returning ? this.sql.update(id, vals, true) : this.sql.selectById(id))
-        if (after === undefined) throw new Error(`${this.def.name} ${id}: the row was gone after its update`)
+        // the row is locked, so no row changed means a trigger skipped the change (SQLite's RAISE(IGNORE));
+        // SQL Server's count includes its triggers' statements and says nothing here
+        if (after === undefined || (changed === 0 && this.db.dialect === 'sqlite')) throw this.skipped(id, 'update')
         return after
       })
     } catch (err) {
@@ -419,7 +421,11 @@ export class Repository {
     try {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
-        await tx.execute(this.sql.delete(id))
+        const deleted = await tx.execute(this.sql.delete(id))
+        // SQLite counts the statement's own rows; SQL Server's count includes its triggers', so look
+        // whether the row is still there (an INSTEAD OF DELETE trigger that leaves it)
+        const kept = this.db.dialect === 'sqlite' ? deleted === 0 : await this.first(tx, this.sql.selectById(id)) !== undefined
+        if (kept) throw this.skipped(id, 'delete')
         return row
       })
     } catch (err) {
@@ -433,6 +439,11 @@ export class Repository {
     if (row === undefined) throw new NotFoundError(`${this.def.name} ${id} not found`)
     if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
     return row
+  }
+
+  /** A write a trigger of the picking system skipped without an error: it changed nothing, and says so. */
+  private skipped (id: Id, operation: 'update' | 'delete'): ConstraintViolationError {
+    return new ConstraintViolationError(`The picking system refused the change: a trigger on its table skipped the ${operation} of ${this.noun} ${id}, which is unchanged`)
   }
 
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */

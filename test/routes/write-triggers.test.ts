@@ -99,6 +99,50 @@ t.test('beside an audit trigger, an update answers with the row as stored', asyn
   t.same(log.map((r) => r.bez), ['Schraube'], 'the audit trigger ran once, with the row before')
 })
 
+t.test('a trigger that skips an update or delete without an error (RAISE(IGNORE), an INSTEAD OF trigger that does nothing): a 400 that says so, and the row is as it was', async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtArchiv', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' }) }
+  }, async (db) => {
+    const mssql = db.dialect === 'mssql'
+    const ddl = mssql
+      ? [
+          'DROP TABLE IF EXISTS [dbo].[ArtArchiv]',
+          'CREATE TABLE [dbo].[ArtArchiv] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL)',
+          "CREATE TRIGGER [dbo].[trg_ArtArchiv_D] ON [dbo].[ArtArchiv] INSTEAD OF DELETE AS BEGIN SET NOCOUNT ON; DELETE a FROM [dbo].[ArtArchiv] AS a JOIN deleted AS d ON d.[ArtID] = a.[ArtID] WHERE a.[ArtNr] NOT LIKE 'ARCHIV%'; END"
+        ]
+      : [
+          'CREATE TABLE "ArtArchiv" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL)',
+          'CREATE TRIGGER "trg_ArtArchiv_U" BEFORE UPDATE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END',
+          'CREATE TRIGGER "trg_ArtArchiv_D" BEFORE DELETE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END'
+        ]
+    for (const text of ddl) await db.execute({ text, params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const post = async (materialNumber: string): Promise<string> => {
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber, name: 'Alt' } })
+    t.equal(res.statusCode, 201, res.body)
+    return res.headers.location as string
+  }
+  const archived = await post('ARCHIV-1')
+  const current = await post('A-1')
+
+  if (ctx.db.dialect === 'sqlite') {
+    const update = await ctx.app.inject({ method: 'PATCH', url: archived, headers, payload: { name: 'Neu' } })
+    t.equal(update.statusCode, 400, update.body)
+    t.match(update.json(), { code: 'CONSTRAINT_VIOLATION', message: /a trigger on its table skipped the update of material \d+, which is unchanged/ })
+    t.equal((await ctx.app.inject({ method: 'GET', url: archived, headers })).json().name, 'Alt')
+  }
+  const del = await ctx.app.inject({ method: 'DELETE', url: archived, headers })
+  t.equal(del.statusCode, 400, del.body)
+  t.match(del.json(), { code: 'CONSTRAINT_VIOLATION', message: /skipped the delete of material \d+, which is unchanged/ })
+  t.equal((await ctx.app.inject({ method: 'GET', url: archived, headers })).statusCode, 200, 'still there')
+
+  // the trigger lets other rows through
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: current, headers, payload: { name: 'Neu' } })).json().name, 'Neu')
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: current, headers })).statusCode, 204)
+  t.equal((await ctx.app.inject({ method: 'GET', url: current, headers })).statusCode, 404)
+})
+
 t.test('which SQLite triggers may change a row after its insert', async (t) => {
   t.ok(changesRowAfter('INSERT', 'CREATE TRIGGER x AFTER INSERT ON t BEGIN UPDATE t SET a = 1 WHERE id = NEW.id; END'))
   t.ok(changesRowAfter('INSERT', 'create trigger "x" after insert on "t" for each row begin replace into t (id) values (new.id); end'))
