@@ -62,8 +62,12 @@ function bodyProperty (schema: Json, s: FieldStorage): Json {
   if (!info.nullable) out = withoutNull(out)
   out = mapBranches(out, (branch) => {
     const b = { ...branch }
-    if (b.type === 'string' && info.maxLength !== undefined && info.maxLength > 0 && info.utf8 !== true && s.map === undefined) {
-      b.maxLength = b.maxLength === undefined ? info.maxLength : Math.min(b.maxLength, info.maxLength)
+    // the column's length decides, also above the reference schema's (a picking system's varchar(4000)
+    // note), and a column without one (TEXT, nvarchar(max)) takes what it holds: a row read from it
+    // can be sent back as it is. A UTF-8 column counts bytes, checked before writing (ResourceStorage).
+    if (b.type === 'string' && (s.category === 'text' || s.category === 'ntext') && info.utf8 !== true && s.map === undefined) {
+      if (info.maxLength !== undefined && info.maxLength > 0) b.maxLength = info.maxLength
+      else delete b.maxLength
     }
     if (b.type === 'integer' || b.type === 'number') {
       const range = INTEGER_RANGES[info.type.toLowerCase()]

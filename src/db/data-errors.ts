@@ -18,6 +18,10 @@ export interface DataFault {
   column?: string
   /** for 'rejected' from RAISERROR/THROW/RAISE: the trigger's own message text (it is written for users) */
   message?: string
+  /** for 'check': the columns the constraint reads, when known (SQL Server names one; SQLite gives the expression or the name) */
+  columns?: string[]
+  /** for 'check' on SQLite: what the message names, the constraint's expression or its name */
+  constraint?: string
 }
 
 export interface FaultContext {
@@ -65,7 +69,12 @@ function mssqlOne (e: { number?: unknown, message?: unknown }): { fault: DataFau
     return own === undefined ? { fault: { kind: 'rejected' }, rank: 1 } : { fault: { kind: 'rejected', message: own }, rank: 3 }
   }
   if (number === 3609) return { fault: { kind: 'rejected' }, rank: 1 }
-  if (number === 547) return { fault: { kind: constraintKind(message) }, rank: 2 }
+  if (number === 547) {
+    const kind = constraintKind(message)
+    // "… CHECK constraint "CK_x". The conflict occurred in database "D", table "dbo.T", column 'Gewicht'.": only a one-column constraint names it
+    const column = kind === 'check' ? quoted(message, 0) : undefined
+    return { fault: column === undefined || column === '' ? { kind } : { kind, columns: [column] }, rank: 2 }
+  }
   if (number === 515) return { fault: withColumn('notNull', quoted(message, 0)), rank: 2 }
   if (number === 2628) return { fault: withColumn('truncation', quoted(message, 1)), rank: 2 }
   if (number === 8152) return { fault: { kind: 'truncation' }, rank: 2 }
@@ -121,7 +130,11 @@ export function sqliteDataFault (err: unknown): DataFault | undefined {
   switch (code) {
     case 'SQLITE_CONSTRAINT_FOREIGNKEY': return { kind: 'foreignKey' }
     case 'SQLITE_CONSTRAINT_NOTNULL': return withColumn('notNull', sqliteColumn(message, /constraint failed:/))
-    case 'SQLITE_CONSTRAINT_CHECK': return { kind: 'check' }
+    case 'SQLITE_CONSTRAINT_CHECK': {
+      // "CHECK constraint failed: Gewicht <= 5000", or the constraint's name when it has one
+      const constraint = /constraint failed:\s*(.+)$/s.exec(message)?.[1].trim()
+      return constraint === undefined || constraint === '' ? { kind: 'check' } : { kind: 'check', constraint }
+    }
     case 'SQLITE_TOOBIG': return { kind: 'truncation' }
     case 'SQLITE_MISMATCH': return { kind: 'conversion' }
     // a STRICT table: "cannot store TEXT value in INTEGER column T.col"
@@ -134,6 +147,43 @@ export function sqliteDataFault (err: unknown): DataFault | undefined {
     }
     default: return undefined
   }
+}
+
+/** The names in an SQL expression, unquoted ("Gewicht" <= 5000 AND [Menge (kg)] > 0 -> Gewicht, AND, Menge (kg)): candidates for columns. */
+export function namesIn (expression: string): string[] {
+  const names: string[] = []
+  for (const m of expression.matchAll(/"((?:[^"]|"")+)"|\[([^\]]+)\]|`((?:[^`]|``)+)`|'(?:[^']|'')*'|([\p{L}_][\p{L}\p{N}_$]*)/gu)) {
+    const name = m[1]?.replace(/""/g, '"') ?? m[2] ?? m[3]?.replace(/``/g, '`') ?? m[4]
+    if (name !== undefined) names.push(name)
+  }
+  return names
+}
+
+/**
+ * A named CHECK constraint's expression in a SQLite table's CREATE TABLE text (`CONSTRAINT "CK_x" CHECK (…)`,
+ * also after a column's definition), or undefined. Parentheses are counted; quoted text is skipped.
+ */
+export function checkExpression (createTable: string, name: string): string | undefined {
+  const quotedName = `(?:"${escape(name.replace(/"/g, '""'))}"|\\[${escape(name)}\\]|\`${escape(name)}\`|${escape(name)})`
+  const head = new RegExp(`\\bCONSTRAINT\\s+${quotedName}\\s+CHECK\\s*\\(`, 'iu').exec(createTable)
+  if (head === null) return undefined
+  let depth = 1
+  let quote: string | undefined
+  const start = head.index + head[0].length
+  for (let i = start; i < createTable.length; i++) {
+    const c = createTable[i]
+    if (quote !== undefined) {
+      if (c === quote) quote = undefined
+    } else if (c === "'" || c === '"' || c === '`') quote = c
+    else if (c === '[') quote = ']'
+    else if (c === '(') depth++
+    else if (c === ')' && --depth === 0) return createTable.slice(start, i)
+  }
+  return undefined
+}
+
+function escape (s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
 
 const MAX_MESSAGE = 300
@@ -163,8 +213,11 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
         ? new InvalidValueError("The picking system's table requires a value the gateway's mapping does not supply " +
           '(a NOT NULL column without a default); map that column or give it a default', options)
         : new InvalidValueError(`Field '${field}' must have a value: the database does not allow it to be empty`, options)
-    case 'check':
-      return new ConstraintViolationError("The picking system's database refused the values (a CHECK constraint)", options)
+    case 'check': {
+      const fields = [...new Set((fault.columns ?? []).map((c) => ctx.fieldOf(c)).filter((f) => f !== undefined))]
+      const which = fields.length === 0 ? 'the values' : `the value${fields.length === 1 ? '' : 's'} of ${fields.map((f) => `'${f}'`).join(' and ')}`
+      return new ConstraintViolationError(`The picking system's database refused ${which} (a CHECK constraint of its table)`, options)
+    }
     case 'truncation':
       return new InvalidValueError(field === undefined ? 'A value is too long for the database column' : `Field '${field}' is too long for the database column`, options)
     case 'overflow':

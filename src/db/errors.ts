@@ -24,7 +24,12 @@ export class NotFoundError extends DbError {
 
 /** A unique key was violated (409). The message names the API field, never the table. */
 export class ConflictError extends DbError {
-  constructor (message: string, options?: ErrorOptions) { super(409, 'CONFLICT', message, options) }
+  /** the unique index's columns, when the driver names them (SQLite) */
+  readonly columns?: string[]
+  constructor (message: string, options?: ErrorOptions, columns?: string[]) {
+    super(409, 'CONFLICT', message, options)
+    if (columns !== undefined) this.columns = columns
+  }
 }
 
 /** If-Match did not match the current row (412). */

@@ -13,7 +13,8 @@ function asDialect (d: Dialect | DialectName): Dialect {
 export function columnType (dialect: Dialect | DialectName, f: FieldDef): string {
   const mssql = asDialect(dialect).name === 'mssql'
   switch (f.kind) {
-    case 'string': return mssql ? `nvarchar(${f.maxLength ?? 'max'})` : 'TEXT'
+    // SQLite keeps a declared length as written; the gateway holds values to it, as to SQL Server's
+    case 'string': return mssql ? `nvarchar(${f.maxLength ?? 'max'})` : f.maxLength === undefined ? 'TEXT' : `VARCHAR(${f.maxLength})`
     case 'integer': return mssql ? 'int' : 'INTEGER'
     case 'number': return mssql ? 'float' : 'REAL'
     case 'boolean': return mssql ? 'bit' : 'INTEGER'
@@ -35,7 +36,7 @@ export function referenceColumns (dialect: Dialect | DialectName, def: ResourceD
       identity: f.id === true,
       computed: false
     }
-    if (f.kind === 'string' && d.name === 'mssql') info.maxLength = m[2] === 'max' ? -1 : Number(m[2])
+    if (f.kind === 'string' && m[2] !== undefined) info.maxLength = m[2] === 'max' ? -1 : Number(m[2])
     if (m[1] === 'datetime2') info.scale = 3
     return info
   })

@@ -358,6 +358,13 @@ export function columnsStatement (mapping: TableMapping): Statement {
       `WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = ${object} AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsIdentity') AS [identity], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsComputed') AS [computed], ` +
+      // a unique index (primary key, unique constraint) on this column alone and without a filter
+      'CASE WHEN EXISTS (SELECT 1 FROM sys.indexes AS [i] ' +
+      'JOIN sys.index_columns AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > 0 ' +
+      'JOIN sys.columns AS [k] ON [k].[object_id] = [ic].[object_id] AND [k].[column_id] = [ic].[column_id] ' +
+      `WHERE [i].[object_id] = ${object} AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [k].[name] = [COLUMN_NAME] ` +
+      'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
+      'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
       '[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], \'CodePage\')) AS [codePage] ' +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [
@@ -381,6 +388,7 @@ export function mssqlColumnInfo (r: Row): ColumnInfo {
     identity: Number(r.identity) === 1,
     computed: Number(r.computed) === 1
   }
+  if (Number(r.unique) === 1) info.unique = true
   const maxLength = num(r.maxLength)
   if (maxLength !== undefined) info.maxLength = maxLength
   if (TIME_TYPES.has(type)) {

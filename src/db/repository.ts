@@ -1,6 +1,6 @@
 // One resource's reads and writes over a Database, in API shape: rows keyed by API field, typed by kind.
 import { dialectFor } from './dialect.js'
-import { faultToError } from './data-errors.js'
+import { checkExpression, faultToError, namesIn } from './data-errors.js'
 import { BadQueryError, ConflictError, ConstraintViolationError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField } from './resources.js'
@@ -78,7 +78,7 @@ export class Repository {
   private readonly mapping: TableMapping
   private readonly id: string
   private readonly uniqueFields: string[]
-  /** unique fields whose duplicates the table's index misses: padded text on SQLite, caseless text where case counts */
+  /** unique fields whose duplicates the table's index misses: no unique index on the column, padded text on SQLite, caseless text where case counts */
   private selfChecked: string[] = []
   private readonly opts: RepositoryOptions
   private readonly noun: string
@@ -93,8 +93,8 @@ export class Repository {
   private stamps: Array<'createdAt' | 'modifiedAt'> = []
   /** fields an insert must give: the column has no default */
   private required: string[] = []
-  /** SQLite: a trigger may change the row after its insert (update), which RETURNING does not show; the write reads it back */
-  private readBack = { insert: false, update: false }
+  /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
+  private readBack = false
   /** the steps the modified-time column stores times in (ResourceStorage's resolutionMs; 1 without the column) */
   modifiedResolutionMs = 1
   /** the ids the id column can hold, when narrower than a path's (an int column: up to 2^31 - 1) */
@@ -131,6 +131,8 @@ export class Repository {
     this.selfChecked = this.uniqueFields.filter((f) => {
       const s = this.storage.fields[f]
       if (s === undefined || s.absent) return false
+      // no unique index on the column alone (a legacy table with a plain index, or a composite one)
+      if (s.info !== undefined && s.info.unique !== true) return true
       return (sqlite && s.padded) || (this.def.fields[f].caseless === true && (sqlite || s.info?.caseSensitive === true))
     })
     const readers = Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)] as const)
@@ -142,11 +144,7 @@ export class Repository {
       .map(([field, def]) => [field, def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
-    const columns = this.storage.columns ?? []
-    this.readBack = {
-      insert: !sqlite || columns.some((c) => c.changedAfterInsert === true),
-      update: !sqlite || columns.some((c) => c.changedAfterUpdate === true)
-    }
+    this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
     // SQLite's integers are 64 bits whatever the declared type
     const idType = this.db.dialect === 'mssql' ? this.storage.field(this.id).info?.type.toLowerCase() : undefined
@@ -296,14 +294,14 @@ export class Repository {
    * The row whose `field` equals `value` (the lowest id if several do, the highest with `newest`);
    * internal fields allowed.
    */
-  async findOne (field: string, value: unknown, ex: Executor = this.db, newest = false): Promise<Row | undefined> {
+  async findOne (field: string, value: unknown, ex: Executor = this.db, newest = false, lock = false): Promise<Row | undefined> {
     if (!Object.hasOwn(this.def.fields, field)) throw new BadQueryError(`Unknown field '${field}'`)
     const v = this.convert(field, this.def.fields[field], value)
     return await this.first(ex, this.sql.list({
       filters: [{ field, op: v === null ? 'null' : 'eq', values: [v] }],
       sort: [{ field: this.id, desc: newest }],
       limit: 1
-    }))
+    }, { lock }))
   }
 
   /**
@@ -360,14 +358,14 @@ export class Repository {
       // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
       // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
       // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
-      const row = guard === undefined && !numbered && !checked && !this.readBack.insert
+      const row = guard === undefined && !numbered && !checked && !this.readBack && this.db.dialect === 'sqlite'
         ? await this.first(this.db, this.sql.insert(vals))
         : await this.db.transaction(async (tx) => {
           await guard?.(tx)
           if (checked) await this.assertUnique(tx, given)
           if (numbered) vals[this.id] = await this.nextId(tx)
           const inserted = await this.first(tx, this.sql.insert(vals))
-          if (!this.readBack.insert || this.db.dialect !== 'sqlite') return inserted ?? await this.byUniqueValue(tx, given)
+          if (!this.readBack) return inserted ?? await this.byUniqueValue(tx, given)
           // SQLite's RETURNING shows the row before an AFTER INSERT trigger changed it; behind an
           // INSTEAD OF trigger (a view) it has no id at all
           const id = inserted?.[this.id]
@@ -376,7 +374,7 @@ export class Repository {
       if (row === undefined) throw new Error(`${this.def.name}: the insert returned no row`)
       return row
     } catch (err) {
-      throw await this.explainConflict(this.explainFault(err, 'create'), vals)
+      throw await this.explainConflict(await this.explainFault(err, 'create'), vals)
     }
   }
 
@@ -401,17 +399,17 @@ export class Repository {
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
         }
         if (Object.keys(vals).length === 0) return row
-        // SQLite: UPDATE … RETURNING, one statement less, where no trigger changes the row after it
-        const returning = !this.readBack.update
-        const changed = returning ? 1 : await tx.execute(this.sql.update(id, vals))
-        const after = await this.first(tx, returning ? this.sql.update(id, vals, true) : this.sql.selectById(id))
+        // read back, not RETURNING: a trigger may have changed the row after the update (measured: no slower)
+        const changed = await tx.execute(this.sql.update(id, vals))
         // the row is locked, so no row changed means a trigger skipped the change (SQLite's RAISE(IGNORE));
         // SQL Server's count includes its triggers' statements and says nothing here
-        if (after === undefined || (changed === 0 && this.db.dialect === 'sqlite')) throw this.skipped(id, 'update')
+        if (changed === 0 && this.db.dialect === 'sqlite') throw this.skipped(id, 'update')
+        const after = await this.first(tx, this.sql.selectById(id))
+        if (after === undefined) throw new Error(`${this.def.name} ${id}: the row was gone after its update`)
         return after
       })
     } catch (err) {
-      throw await this.explainConflict(this.explainFault(err, 'update', id), vals, id)
+      throw await this.explainConflict(await this.explainFault(err, 'update', id), vals, id)
     }
   }
 
@@ -429,7 +427,7 @@ export class Repository {
         return row
       })
     } catch (err) {
-      throw this.explainFault(err, 'delete', id)
+      throw await this.explainFault(err, 'delete', id)
     }
   }
 
@@ -447,9 +445,31 @@ export class Repository {
   }
 
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
-  private explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id): unknown {
+  private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id): Promise<unknown> {
     if (!(err instanceof DataFaultError)) return err
-    return faultToError(err.fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
+    const fault = err.fault
+    if (fault.kind === 'check' && fault.columns === undefined && fault.constraint !== undefined) fault.columns = await this.checkColumns(fault.constraint)
+    return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
+  }
+
+  /**
+   * The columns a SQLite CHECK constraint reads: its message gives the expression of an unnamed
+   * one, else the name, whose expression is in the table's CREATE TABLE text. Best effort: [] when
+   * it cannot be found.
+   */
+  private async checkColumns (constraint: string): Promise<string[]> {
+    const direct = namesIn(constraint).filter((n) => this.storage.fieldOf(n) !== undefined)
+    if (direct.length > 0 || this.db.dialect !== 'sqlite') return direct
+    try {
+      const [row] = await this.db.query({
+        text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'table' AND name = @table COLLATE NOCASE",
+        params: [{ name: 'table', kind: 'string', value: this.mapping.table }]
+      })
+      const expression = checkExpression(String(row?.sql ?? ''), constraint)
+      return expression === undefined ? [] : namesIn(expression)
+    } catch {
+      return []
+    }
   }
 
   /** the field exists and the table has a column for it */
@@ -468,7 +488,8 @@ export class Repository {
     for (const f of this.selfChecked) {
       const value = given[f]
       if (value === undefined || value === null || (current !== undefined && this.sameShown(f, current[f], value))) continue
-      const other = await this.findOne(f, value, tx)
+      // locked on SQL Server until the write commits, so that a second write of the value waits for it
+      const other = await this.findOne(f, value, tx, false, true)
       if (other !== undefined && (exceptId === undefined || String(other[this.id]) !== String(exceptId))) {
         throw new ConflictError(`${f} '${String(value)}' already exists`)
       }
@@ -482,14 +503,25 @@ export class Repository {
   }
 
   /**
-   * The driver cannot say which unique key was hit without parsing vendor messages: with one
-   * unique field it is that one; with several, look for the row that holds one of the values.
+   * Which unique key a write hit. SQLite names the index's columns: one field's, or several fields'
+   * together (a composite index of the picking system). SQL Server's message names only the index:
+   * look for another row that holds one of the unique values given; else the driver's words.
    */
   private async explainConflict (err: unknown, vals: Record<string, SqlValue>, exceptId?: Id): Promise<unknown> {
     if (!(err instanceof ConflictError)) return err
-    const given = this.uniqueFields.filter((f) => vals[f] !== undefined && vals[f] !== null)
     const message = (f: string): ConflictError => new ConflictError(`${f} '${String(vals[f])}' already exists`, { cause: err })
-    if (this.uniqueFields.length === 1 && given.length === 1) return message(given[0])
+    if (err.columns !== undefined) {
+      const fields = err.columns.map((c) => this.storage.fieldOf(c))
+      if (fields.length === 1 && fields[0] !== undefined && vals[fields[0]] !== undefined) return message(fields[0])
+      if (fields.length > 1 && fields.every((f) => f !== undefined)) {
+        const shown = (fields as string[]).map((f) => vals[f] === undefined ? `${f} (as stored)` : `${f} '${String(vals[f])}'`).join(', ')
+        return new ConflictError(`Another ${this.noun} already has this combination of values, which the picking system's table keeps unique: ${shown}`, { cause: err })
+      }
+      if (fields.some((f) => f === undefined)) {
+        return new ConflictError(`Another ${this.noun} already has these values in a unique key of the picking system's table (over columns the gateway does not map)`, { cause: err })
+      }
+    }
+    const given = this.uniqueFields.filter((f) => vals[f] !== undefined && vals[f] !== null)
     for (const f of given) {
       try {
         const other = await this.findOne(f, vals[f])

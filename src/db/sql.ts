@@ -183,9 +183,11 @@ export class SqlBuilder {
   /**
    * A page: filters, keyset position, sort, then offset/limit exactly as given in `q`. A sort key
    * whose keyset value is not the column itself is also selected, as `__s<i>`, for the cursor.
+   * `lock` (inside a transaction): a serializable range update lock on SQL Server, as for count.
    */
-  list (q: Pick<ListQuery, 'filters' | 'sort' | 'limit' | 'offset' | 'after'>): Statement {
+  list (q: Pick<ListQuery, 'filters' | 'sort' | 'limit' | 'offset' | 'after'>, opts: { lock?: boolean } = {}): Statement {
     const params = new Params()
+    const hint = opts.lock === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''
     const extra = q.sort.map((k, i) => this.sortValueKind(k.field) === 'column' ? '' : `, ${this.sortExpr(k.field, params)} AS ${this.dialect.ident(sortAlias(i))}`).join('')
     const conditions = q.filters.map((f) => this.condition(f, params))
     if (q.after !== undefined) conditions.push(this.keyset(q.sort, q.after, params))
@@ -194,7 +196,7 @@ export class SqlBuilder {
     const limit = params.named('limit', 'integer', q.limit)
     const offset = params.named('offset', 'integer', q.offset ?? 0)
     const paging = this.dialect.paging(limit.slice(1), offset.slice(1))
-    return { text: `SELECT ${this.selectList}${extra} FROM ${this.table}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
+    return { text: `SELECT ${this.selectList}${extra} FROM ${this.table}${hint}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
   }
 
   /**
@@ -257,17 +259,15 @@ export class SqlBuilder {
     return { text: `INSERT INTO ${this.table} (${cols}) VALUES ${tuples.join(', ')}`, params: params.list }
   }
 
-  /** Sets the given fields of one row (stored values); SQLite `returning`: and returns it (aliased like every select). */
-  update (id: SqlValue, values: Record<string, SqlValue>, returning = false): Statement {
+  /** Sets the given fields of one row (stored values). */
+  update (id: SqlValue, values: Record<string, SqlValue>): Statement {
     const fields = Object.keys(values)
     if (fields.length === 0) throw new Error('update without fields')
     const params = new Params()
     const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
     const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
     const set = () => fields.map((f, i) => `${this.col(f)} = ${placeholders[i]}`).join(', ')
-    if (returning && this.dialect.name !== 'sqlite') throw new Error('UPDATE … RETURNING is SQLite\'s')
-    const tail = returning ? ` RETURNING ${this.selectList}` : ''
-    return { text: this.text(`update${returning ? ' returning' : ''} ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${this.col(this.id)} = ${p}${tail}`), params: params.list }
+    return { text: this.text(`update ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
   }
 
   delete (id: SqlValue): Statement {

@@ -48,12 +48,19 @@ export function compileBinder (names: readonly string[]): (params: Param[]) => B
   }
 }
 
+/** The columns of "UNIQUE constraint failed: T.a, T.b" (SQLite names the index's columns, each after its table). */
+export function uniqueColumns (message: string): string[] | undefined {
+  const m = /constraint failed: (.+)$/.exec(message)
+  if (m === null) return undefined
+  return m[1].split(', ').map((name) => name.slice(name.indexOf('.') + 1))
+}
+
 /** Maps a driver error to the layer's errors; anything else is passed through unchanged. */
 export function mapSqliteError (err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code !== 'string') return err
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-    return new ConflictError('A row with the same unique key already exists', { cause: err })
+    return new ConflictError('A row with the same unique key already exists', { cause: err }, uniqueColumns(String((err as { message?: unknown }).message)))
   }
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new DatabaseUnavailableError('The database is busy', { cause: err })
@@ -446,31 +453,40 @@ class SqliteDatabase implements Database {
       text: 'SELECT name AS name, type AS type, "notnull" AS "required", dflt_value AS dflt, pk AS pk, hidden AS hidden FROM pragma_table_xinfo(@table)',
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
-    // INTEGER PRIMARY KEY (alone) is the rowid: SQLite assigns it, as SQL Server does an identity
-    const pkColumns = rows.filter((r) => Number(r.pk) > 0).length
+    // INTEGER PRIMARY KEY (alone) is the rowid: SQLite assigns it, as SQL Server does an identity;
+    // not in a WITHOUT ROWID table, where it is a plain key the writer must give
+    const [list] = await this.query({ text: 'SELECT wr AS wr FROM pragma_table_list(@table)', params: [{ name: 'table', kind: 'string', value: mapping.table }] })
+    const pkColumns = Number(list?.wr) === 1 ? 0 : rows.filter((r) => Number(r.pk) > 0).length
     const columns = rows.map((r) => sqliteColumnInfo(r, pkColumns))
+    // unique indexes of one column (a UNIQUE constraint, a TEXT PRIMARY KEY, CREATE UNIQUE INDEX); partial ones let duplicates in
+    const unique = await this.query({
+      text: 'SELECT ii.name AS name FROM pragma_index_list(@table) AS il JOIN pragma_index_info(il.name) AS ii ' +
+        'WHERE il."unique" = 1 AND il.partial = 0 AND (SELECT COUNT(*) FROM pragma_index_info(il.name)) = 1',
+      params: [{ name: 'table', kind: 'string', value: mapping.table }]
+    })
+    const uniqueNames = new Set(unique.map((r) => String(r.name).toLowerCase()))
+    for (const c of columns) {
+      if (uniqueNames.has(c.name.toLowerCase()) || (c.identity && pkColumns === 1)) c.unique = true
+    }
     const triggers = await this.query({
       text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
-    const insert = triggers.some((t) => changesRowAfter('INSERT', String(t.sql ?? '')))
-    const update = triggers.some((t) => changesRowAfter('UPDATE', String(t.sql ?? '')))
-    for (const c of columns) {
-      if (insert) c.changedAfterInsert = true
-      if (update) c.changedAfterUpdate = true
+    if (triggers.some((t) => changesRowAfterInsert(String(t.sql ?? '')))) {
+      for (const c of columns) c.changedAfterInsert = true
     }
     return columns
   }
 }
 
 /**
- * A trigger (its CREATE TRIGGER text) that may change a row after its insert or update: AFTER or
- * INSTEAD OF (BEFORE is SQLite's default, and a BEFORE trigger cannot change the row it precedes)
- * with a body that updates or replaces rows. An audit trigger that only inserts elsewhere does not count.
+ * A trigger (its CREATE TRIGGER text) that may change a row after its insert: AFTER or INSTEAD OF
+ * INSERT (BEFORE is SQLite's default, and a BEFORE trigger cannot change the row it precedes) with
+ * a body that updates or replaces rows. An audit trigger that only inserts elsewhere does not count.
  */
-export function changesRowAfter (event: 'INSERT' | 'UPDATE', sql: string): boolean {
+export function changesRowAfterInsert (sql: string): boolean {
   const begin = /\bBEGIN\b/i.exec(sql)?.index ?? sql.length
-  const head = new RegExp(`\\b(?:(AFTER|INSTEAD\\s+OF)\\s+)?${event}\\s+(?:OF\\b[^]*?\\s)?ON\\b`, 'i').exec(sql.slice(0, begin))
+  const head = /\b(?:(AFTER|INSTEAD\s+OF)\s+)?INSERT\s+ON\b/i.exec(sql.slice(0, begin))
   return head?.[1] !== undefined && /\b(?:UPDATE|REPLACE)\b/i.test(sql.slice(begin))
 }
 
@@ -478,6 +494,7 @@ export function changesRowAfter (event: 'INSERT' | 'UPDATE', sql: string): boole
  * One row of PRAGMA table_xinfo as a ColumnInfo. SQLite keeps the declared type as written
  * (`VARCHAR(40)`, `DECIMAL(18,3)`, `DATETIME`); the gateway holds values to it as SQL Server would.
  */
+/** `pkColumns`: the primary key's number of columns where the table has a rowid the key may alias; 0 in a WITHOUT ROWID table. */
 export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
   const declared = String(r.type ?? '').trim()
   const m = /^([A-Za-z][A-Za-z0-9_ ]*?)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?$/i.exec(declared)

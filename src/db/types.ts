@@ -160,10 +160,15 @@ export interface ColumnInfo {
   /** text with a case-sensitive or binary collation (SQL Server): 'V' = 'v' is false */
   caseSensitive?: boolean
   /**
-   * SQLite: the table has a trigger that may change the row after an insert (after an update):
-   * AFTER or INSTEAD OF, with an UPDATE or REPLACE in its body. RETURNING shows the row before
-   * such a trigger ran, so the write reads the row back. Set on every column of the table.
+   * a unique index, key or constraint on this column alone (not filtered or partial): the database
+   * refuses a duplicate by itself. Where a unique field's column has none, the gateway looks for the
+   * duplicate itself inside the write's transaction.
+   */
+  unique?: boolean
+  /**
+   * SQLite: the table has a trigger that may change the row after an insert: AFTER or INSTEAD OF
+   * INSERT, with an UPDATE or REPLACE in its body. RETURNING shows the row before such a trigger
+   * ran, so a create reads the row back. Set on every column of the table.
    */
   changedAfterInsert?: boolean
-  changedAfterUpdate?: boolean
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import sql from 'mssql'
 import t from 'tap'
-import { type DataFault, type FaultContext, faultToError, mssqlDataFault, sqliteDataFault } from '../../src/db/data-errors.js'
+import { type DataFault, type FaultContext, checkExpression, faultToError, mssqlDataFault, namesIn, sqliteDataFault } from '../../src/db/data-errors.js'
 import { tempDir } from '../helpers/temp.js'
 import {
   ConstraintViolationError, DataFaultError, DbError, InvalidValueError, ReferencedError
@@ -37,7 +37,9 @@ t.test('mssqlDataFault: constraint 547 in its three kinds', async (t) => {
     [FK_INSERT, { kind: 'foreignKey' }],
     ['The UPDATE statement conflicted with the FOREIGN KEY constraint "FK_Artikel_Lager". The conflict occurred in database "Picking", table "wms.Lager", column \'LagerID\'.', { kind: 'foreignKey' }],
     ['The INSERT statement conflicted with the FOREIGN KEY SAME TABLE constraint "FK_Lager_Parent". The conflict occurred in database "Picking", table "wms.Lager", column \'LagerID\'.', { kind: 'foreignKey' }],
-    ['The INSERT statement conflicted with the CHECK constraint "CK_Artikel_Gewicht". The conflict occurred in database "Picking", table "wms.Artikel", column \'Gewicht\'.', { kind: 'check' }],
+    ['The INSERT statement conflicted with the CHECK constraint "CK_Artikel_Gewicht". The conflict occurred in database "Picking", table "wms.Artikel", column \'Gewicht\'.', { kind: 'check', columns: ['Gewicht'] }],
+    // a constraint over several columns names none
+    ['The UPDATE statement conflicted with the CHECK constraint "CK_Artikel_MaxBestand". The conflict occurred in database "Picking", table "wms.Artikel".', { kind: 'check' }],
     // a German server: the constraint keywords stay English
     ['Die DELETE-Anweisung steht in Konflikt mit der REFERENCE-Einschränkung "FK_Bin_Material". Der Konflikt trat in der Picking-Datenbank, Tabelle "dbo.Bin", column \'MatID\' auf.', { kind: 'referenced' }],
     ['Die INSERT-Anweisung steht in Konflikt mit der FOREIGN KEY-Einschränkung "FK_Artikel_Lager". Der Konflikt trat in der Picking-Datenbank, Tabelle "wms.Lager", column \'LagerID\' auf.', { kind: 'foreignKey' }],
@@ -149,7 +151,7 @@ t.test('sqliteDataFault from a real database', async (t) => {
   t.same(fault('DELETE FROM Lager WHERE LagerID = 3'), { code: 'SQLITE_CONSTRAINT_TRIGGER', fault: { kind: 'foreignKey' } },
     'ON DELETE RESTRICT reports through the trigger code, and is a foreign key all the same')
   t.same(fault('INSERT INTO Artikel (ArtNr) VALUES (NULL)'), { code: 'SQLITE_CONSTRAINT_NOTNULL', fault: { kind: 'notNull', column: 'ArtNr' } })
-  t.same(fault('INSERT INTO Artikel (ArtNr, Gewicht) VALUES (?, ?)', 'M-3', -1), { code: 'SQLITE_CONSTRAINT_CHECK', fault: { kind: 'check' } })
+  t.same(fault('INSERT INTO Artikel (ArtNr, Gewicht) VALUES (?, ?)', 'M-3', -1), { code: 'SQLITE_CONSTRAINT_CHECK', fault: { kind: 'check', constraint: 'Gewicht >= 0' } }, 'an unnamed CHECK: SQLite gives its expression')
   t.same(fault('UPDATE Artikel SET LagerID = 2 WHERE ArtID = 1'),
     { code: 'SQLITE_CONSTRAINT_TRIGGER', fault: { kind: 'rejected', message: 'Lagerplatz gesperrt' } })
   t.same(fault("DELETE FROM Artikel WHERE ArtNr = 'still'"), { code: 'SQLITE_CONSTRAINT_TRIGGER', fault: { kind: 'rejected' } }, 'RAISE with no text')
@@ -192,7 +194,11 @@ t.test('faultToError: status, code and wording of every kind', async (t) => {
     [{ kind: 'notNull' }, ctx('update', 5), InvalidValueError, 400, 'VALIDATION_ERROR',
       "The picking system's table requires a value the gateway's mapping does not supply (a NOT NULL column without a default); map that column or give it a default"],
     [{ kind: 'check' }, ctx('create'), ConstraintViolationError, 400, 'CONSTRAINT_VIOLATION',
-      "The picking system's database refused the values (a CHECK constraint)"],
+      "The picking system's database refused the values (a CHECK constraint of its table)"],
+    [{ kind: 'check', columns: ['uom'] }, ctx('create'), ConstraintViolationError, 400, 'CONSTRAINT_VIOLATION',
+      "The picking system's database refused the value of 'unit' (a CHECK constraint of its table)"],
+    [{ kind: 'check', columns: ['UoM', 'AND', 'Zone', 'UOM'] }, ctx('update', 5), ConstraintViolationError, 400, 'CONSTRAINT_VIOLATION',
+      "The picking system's database refused the value of 'unit' (a CHECK constraint of its table)"],
     [{ kind: 'truncation', column: 'ArtNr' }, ctx('create'), InvalidValueError, 400, 'VALIDATION_ERROR',
       "Field 'materialNumber' is too long for the database column"],
     [{ kind: 'truncation', column: 'Kurztext' }, ctx('create'), InvalidValueError, 400, 'VALIDATION_ERROR',
@@ -219,6 +225,24 @@ t.test('faultToError: status, code and wording of every kind', async (t) => {
     t.equal(err.message, message, label)
     t.equal(err.name, cls.name, label)
   }
+})
+
+t.test('CHECK constraints: the names in an expression, a named constraint\'s expression in SQLite\'s CREATE TABLE', async (t) => {
+  t.same(namesIn('"Gewicht" <= 5000 AND [Menge (kg)] > 0 OR `a``b` IN (\'x\', \'it\'\'s\') OR Größe IS NULL OR "x""y" = 1'), ['Gewicht', 'AND', 'Menge (kg)', 'OR', 'a`b', 'IN', 'OR', 'Größe', 'IS', 'NULL', 'OR', 'x"y'])
+  const ddl = `CREATE TABLE "Artikel" (
+  "Gewicht" DECIMAL(10,3) CONSTRAINT "CK_Artikel_Gewicht" CHECK ("Gewicht" IS NULL OR ("Gewicht" >= 0 AND "Gewicht" <= 5000)),
+  "ME" TEXT,
+  CONSTRAINT [CK_ME] CHECK (ME IN ('ST', ')')),
+  constraint ck_plain check (length(ME) < 5)
+)`
+  t.equal(checkExpression(ddl, 'CK_Artikel_Gewicht'), '"Gewicht" IS NULL OR ("Gewicht" >= 0 AND "Gewicht" <= 5000)')
+  t.equal(checkExpression(ddl, 'CK_ME'), "ME IN ('ST', ')')", 'a parenthesis in quotes does not end it')
+  t.equal(checkExpression(ddl, 'CK_PLAIN'), 'length(ME) < 5', 'case-insensitive, unquoted')
+  t.equal(checkExpression(ddl, 'CK_Artikel'), undefined, 'a prefix of a name is not the name')
+  t.equal(checkExpression(ddl, 'CK.*'), undefined, 'the name is no pattern')
+  t.same(sqliteDataFault({ code: 'SQLITE_CONSTRAINT_CHECK', message: 'CHECK constraint failed: CK_Artikel_Gewicht' }), { kind: 'check', constraint: 'CK_Artikel_Gewicht' })
+  t.same(sqliteDataFault({ code: 'SQLITE_CONSTRAINT_CHECK', message: 'CHECK constraint failed: adresse BETWEEN 1 AND 999' }), { kind: 'check', constraint: 'adresse BETWEEN 1 AND 999' })
+  t.same(sqliteDataFault({ code: 'SQLITE_CONSTRAINT_CHECK', message: 'CHECK constraint failed' }), { kind: 'check' })
 })
 
 t.test('faultToError: a long trigger text is capped at 300 characters', async (t) => {

@@ -144,7 +144,7 @@ t.test('a create on SQL Server runs in a transaction, so that a trigger\'s RAISE
     execute: async () => 0
   })
   const db = { dialect: 'mssql', ...executor('alone'), queryValues: undefined, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn(executor('in a transaction')) } as unknown as Database
-  const column = (name: string): ColumnInfo => ({ name, type: name === 'id' ? 'int' : name.endsWith('_at') ? 'datetime2' : 'nvarchar', nullable: !['id', 'material_number', 'name'].includes(name), hasDefault: name === 'id', identity: name === 'id', computed: false })
+  const column = (name: string): ColumnInfo => ({ name, type: name === 'id' ? 'int' : name.endsWith('_at') ? 'datetime2' : 'nvarchar', nullable: !['id', 'material_number', 'name'].includes(name), hasDefault: name === 'id', identity: name === 'id', computed: false, unique: ['id', 'material_number'].includes(name) })
   const repo = new Repository(db, materials, referenceMappings.materials, { columns: Object.values(referenceMappings.materials.columns).map((c) => column(c as string)) })
   await repo.create({ materialNumber: 'M-1', name: 'x' })
   t.same(seen, ['in a transaction: DECLARE @inserted TABLE ([id] int); INSE'])
@@ -170,6 +170,12 @@ t.test('columnsStatement', async (t) => {
       'WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N\'.\' + QUOTENAME([TABLE_NAME])) AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ' +
       "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsIdentity') AS [identity], " +
       "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsComputed') AS [computed], " +
+      'CASE WHEN EXISTS (SELECT 1 FROM sys.indexes AS [i] ' +
+      'JOIN sys.index_columns AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > 0 ' +
+      'JOIN sys.columns AS [k] ON [k].[object_id] = [ic].[object_id] AND [k].[column_id] = [ic].[column_id] ' +
+      "WHERE [i].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])) AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [k].[name] = [COLUMN_NAME] " +
+      'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
+      'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
       "[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], 'CodePage')) AS [codePage] " +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
@@ -186,6 +192,8 @@ t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report'
   t.same(mssqlColumnInfo(row({ name: 'ArtNr', type: 'varchar', maxLength: 40, precision: null, scale: null, nullable: 'NO', collation: 'Latin1_General_CI_AS', codePage: 1252 })),
     { name: 'ArtNr', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 40, codePage: 1252 })
   t.equal(mssqlColumnInfo(row({ type: 'char', maxLength: 4, collation: 'Japanese_CI_AS', codePage: 932 })).codePage, 932, 'char columns have a code page too')
+  t.equal(mssqlColumnInfo(row({ unique: 1 })).unique, true, 'a unique index on the column alone')
+  t.notOk('unique' in mssqlColumnInfo(row({ unique: 0 })))
   t.equal(mssqlColumnInfo(row({ type: 'text', maxLength: 2147483647, collation: 'Cyrillic_General_CI_AS', codePage: 1251 })).codePage, 1251, 'so do text columns')
   t.same(mssqlColumnInfo(row({ type: 'nvarchar', maxLength: 40, collation: 'Latin1_General_CI_AS', codePage: 1252 })).codePage, undefined, 'nvarchar holds every character, whatever its collation')
   t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Latin1_General_100_CI_AS_SC_UTF8', codePage: 65001 })).codePage, undefined, 'UTF-8 holds every character')

@@ -86,6 +86,14 @@ t.test('the licence count locks the range it counted on SQL Server (inside the w
     'SELECT COUNT(*) AS "total" FROM "gateway_users" WHERE "enabled" <> 0 AND "type" IN (@p1, @p2)', 'SQLite: BEGIN IMMEDIATE already serializes writers')
 })
 
+t.test('the duplicate check of a unique value locks the range it looked at on SQL Server', async (t) => {
+  const q = { filters: [{ field: 'materialNumber', op: 'eq' as const, values: ['A-1'] }], sort: [{ field: 'id', desc: false }], limit: 1 }
+  const locked = ms.list(q, { lock: true }).text
+  t.match(locked, /^SELECT .* FROM \[dbo\]\.\[materials\] WITH \(UPDLOCK, HOLDLOCK\) WHERE \[material_number\] = @p1 ORDER BY \[id\] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY$/)
+  t.equal(ms.list(q).text, locked.replace(' WITH (UPDLOCK, HOLDLOCK)', ''), 'no lock unless asked')
+  t.notMatch(lite.list(q, { lock: true }).text, /WITH|LOCK/, 'SQLite: BEGIN IMMEDIATE already serializes writers')
+})
+
 t.test('usernames compare without regard to case on every database', async (t) => {
   const { filters } = parseListQuery({ username: 'jsmith' }, users)
   const q = { filters, sort: [{ field: 'id', desc: false }], limit: 1 }
@@ -270,16 +278,16 @@ t.test('SQLite DDL', async (t) => {
   t.same(createTableStatements('sqlite', materials, referenceMappings.materials), [
     'CREATE TABLE IF NOT EXISTS "materials" (\n' +
     '  "id" INTEGER PRIMARY KEY AUTOINCREMENT,\n' +
-    '  "material_number" TEXT NOT NULL UNIQUE,\n' +
-    '  "name" TEXT NOT NULL,\n' +
-    '  "description" TEXT,\n' +
-    "  \"unit\" TEXT DEFAULT 'pcs',\n" +
-    '  "barcode" TEXT,\n' +
+    '  "material_number" VARCHAR(64) NOT NULL UNIQUE,\n' +
+    '  "name" VARCHAR(200) NOT NULL,\n' +
+    '  "description" VARCHAR(2000),\n' +
+    "  \"unit\" VARCHAR(16) DEFAULT 'pcs',\n" +
+    '  "barcode" VARCHAR(64),\n' +
     '  "min_stock" REAL,\n' +
     '  "max_stock" REAL,\n' +
     '  "weight" REAL,\n' +
     '  "blocked" INTEGER NOT NULL DEFAULT 0,\n' +
-    '  "block_reason" TEXT,\n' +
+    '  "block_reason" VARCHAR(500),\n' +
     '  "stock_quantity" REAL NOT NULL DEFAULT 0,\n' +
     "  \"created_at\" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n" +
     "  \"modified_at\" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n" +

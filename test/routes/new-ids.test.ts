@@ -101,3 +101,18 @@ t.test('newIds "max+1" on an empty table starts at 1', async (t) => {
 t.test('newIds accepts only "max+1"', async (t) => {
   t.throws(() => validateConfig({ mapping: { materials: { ...mapping(false), newIds: 'sequence' } } } as never), /newIds/)
 })
+
+t.test('SQLite: an INTEGER PRIMARY KEY of a WITHOUT ROWID table is no rowid and numbers nothing; with newIds the gateway numbers it', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') ? 'SQLite only' : false }, async (t) => {
+  const withoutRowid = async (db: Database): Promise<void> => {
+    await db.execute({ text: 'CREATE TABLE "ArtOhneId" ("Nr" INTEGER NOT NULL PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME NULL) WITHOUT ROWID', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtOhneId" ("Nr", "ArtNr", "Bez") VALUES (7, \'A-7\', \'Artikel 7\')', params: [] })
+  }
+  const err = await startError(t, mapping(false), withoutRowid)
+  t.type(err, SchemaMismatchError)
+  t.match((err as Error).message, /materials\.id: column 'Nr' \(integer\) is neither an identity column nor has a default.*newIds to "max\+1"/)
+
+  const ctx = await build(t, { mapping: { materials: mapping(true) } }, withoutRowid)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'N-1', name: 'Neu' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.equal(created.json().id, 8)
+})

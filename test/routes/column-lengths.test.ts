@@ -1,0 +1,43 @@
+// A picking system's columns decide the text lengths: longer than the reference schema's where
+// declared so, and any length where the column declares none, so a row read can be sent back.
+import t from 'tap'
+import type { Database } from '../../src/db/types.js'
+import { build } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
+
+async function createTable (db: Database): Promise<void> {
+  const mssql = db.dialect === 'mssql'
+  if (mssql) await db.execute({ text: 'DROP TABLE IF EXISTS [dbo].[ArtLang]', params: [] })
+  await db.execute({
+    text: mssql
+      ? 'CREATE TABLE [dbo].[ArtLang] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(20) NOT NULL UNIQUE, [Bez] NVARCHAR(300) NOT NULL, [Notiz] NVARCHAR(MAX) NULL)'
+      : 'CREATE TABLE "ArtLang" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(300) NOT NULL, "Notiz" TEXT)',
+    params: []
+  })
+  await db.execute({ text: 'INSERT INTO "ArtLang" ("ArtNr", "Bez", "Notiz") VALUES (\'L-1\', \'Lang\', @n)', params: [{ name: 'n', kind: 'string', value: 'Notiz '.repeat(2500) }] })
+}
+
+t.test("the column's declared length is the limit, also above the reference schema's; a column without one takes any length", async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtLang', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: 'Notiz' }) } }, createTable)
+  const headers = ctx.auth(ctx.adminToken)
+  const long = 'x'.repeat(250)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'L-2', name: long } })
+  t.equal(created.statusCode, 201, 'a name of 250 characters in a 300-character column (the reference schema has 200)')
+  const tooLong = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'L-3', name: 'y'.repeat(301) } })
+  t.equal(tooLong.statusCode, 400)
+  t.match(tooLong.json().message, /name must NOT have more than 300 characters/)
+  const number = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'L-'.padEnd(21, '4'), name: 'z' } })
+  t.match(number.json(), { statusCode: 400, message: /materialNumber must NOT have more than 20 characters/ }, 'a shorter column is shorter')
+
+  // the row with 15,000 characters of notes, read and sent back as it is (an ERP's nightly master data)
+  const list = (await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=L-1', headers })).json().data as Array<Record<string, unknown>>
+  const { id, materialNumber, name, description } = list[0]
+  t.equal((description as string).length, 15000)
+  const back = await ctx.app.inject({ method: 'POST', url: `/api/materials/${String(id)}`, headers, payload: { materialNumber, name, description: `${String(description)}!` } })
+  t.equal(back.statusCode, 200, back.body)
+  t.equal(back.json().description.length, 15001)
+
+  const openapi = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  const body = JSON.stringify(openapi.paths['/api/materials'].post.requestBody)
+  t.match(body, /"maxLength":300/, 'the documentation shows the column\'s limit')
+})

@@ -1,0 +1,85 @@
+// Unique fields on a picking system's table that does not keep them unique itself (a plain index),
+// and a composite unique index of its own: 409s that name what was hit, and nothing written.
+import t from 'tap'
+import { openDatabase } from '../../src/db/index.js'
+import type { Database } from '../../src/db/types.js'
+import { build } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
+import { tempDir } from '../helpers/temp.js'
+
+/** ArtNr has a plain index only (two rows share D-1 already); EAN and ME are unique together. */
+async function createTable (db: Database): Promise<void> {
+  const mssql = db.dialect === 'mssql'
+  const ddl = mssql
+    ? [
+        'DROP TABLE IF EXISTS [dbo].[ArtIdx]',
+        'CREATE TABLE [dbo].[ArtIdx] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL, [Bez] VARCHAR(80) NOT NULL, [EAN] VARCHAR(20) NULL, [ME] VARCHAR(4) NOT NULL)',
+        'CREATE INDEX [IX_ArtIdx_ArtNr] ON [dbo].[ArtIdx] ([ArtNr])',
+        'CREATE UNIQUE INDEX [UX_ArtIdx_EAN_ME] ON [dbo].[ArtIdx] ([EAN], [ME])'
+      ]
+    : [
+        'CREATE TABLE "ArtIdx" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL, "Bez" VARCHAR(80) NOT NULL, "EAN" VARCHAR(20), "ME" VARCHAR(4) NOT NULL)',
+        'CREATE INDEX "IX_ArtIdx_ArtNr" ON "ArtIdx" ("ArtNr")',
+        'CREATE UNIQUE INDEX "UX_ArtIdx_EAN_ME" ON "ArtIdx" ("EAN", "ME")'
+      ]
+  for (const text of ddl) await db.execute({ text, params: [] })
+  for (const [artNr, ean] of [['A-1', '4000000000001'], ['D-1', '4000000000002'], ['D-1', '4000000000003']]) {
+    await db.execute({ text: 'INSERT INTO "ArtIdx" ("ArtNr", "Bez", "EAN", "ME") VALUES (@a, @b, @e, \'ST\')', params: [{ name: 'a', kind: 'string', value: artNr }, { name: 'b', kind: 'string', value: `Artikel ${artNr}` }, { name: 'e', kind: 'string', value: ean }] })
+  }
+}
+
+const mapping = narrowMaterials('ArtIdx', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', barcode: 'EAN', unit: 'ME' })
+
+t.test('a unique field on a column without a unique index: the gateway refuses the duplicate itself', async (t) => {
+  const ctx = await build(t, { mapping: { materials: mapping } }, createTable)
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  const count = async (): Promise<number> => Number((await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtIdx"', params: [] }))[0].n)
+
+  const dup = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-1', name: 'Zweiter' } })
+  t.equal(dup.statusCode, 409, dup.body)
+  t.match(dup.json(), { code: 'CONFLICT', message: "materialNumber 'A-1' already exists" })
+  t.equal(await count(), 3, 'nothing written')
+
+  const fresh = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-1', name: 'Neu' } })
+  t.equal(fresh.statusCode, 201, fresh.body)
+  const taken = await app.inject({ method: 'PATCH', url: fresh.headers.location as string, headers, payload: { materialNumber: 'A-1' } })
+  t.equal(taken.statusCode, 409, taken.body)
+  t.equal((await app.inject({ method: 'GET', url: fresh.headers.location as string, headers })).json().materialNumber, 'N-1')
+
+  // the two rows the table already holds with D-1 stay editable, as an edit form sends them
+  const [first] = (await app.inject({ method: 'GET', url: '/api/materials?materialNumber=D-1&sort=id', headers })).json().data as Array<{ id: number }>
+  const edit = await app.inject({ method: 'PATCH', url: `/api/materials/${first.id}`, headers, payload: { materialNumber: 'D-1', name: 'Geändert' } })
+  t.equal(edit.statusCode, 200, edit.body)
+})
+
+t.test("a composite unique index of the picking system's: the 409 names the fields it spans, not a unique field that is free", async (t) => {
+  const ctx = await build(t, { mapping: { materials: mapping } }, createTable)
+  const headers = ctx.auth(ctx.adminToken)
+  const clash = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-2', name: 'Neu', barcode: '4000000000001', unit: 'ST' } })
+  t.equal(clash.statusCode, 409, clash.body)
+  t.notMatch(clash.json().message, /materialNumber/, 'N-2 is free')
+  if (ctx.db.dialect === 'sqlite') {
+    t.equal(clash.json().message, "Another material already has this combination of values, which the picking system's table keeps unique: barcode '4000000000001', unit 'ST'")
+  }
+  const other = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-2', name: 'Neu', barcode: '4000000000001', unit: 'KG' } })
+  t.equal(other.statusCode, 201, 'the same barcode in another unit is another key')
+  const update = await ctx.app.inject({ method: 'PATCH', url: other.headers.location as string, headers, payload: { unit: 'ST' } })
+  t.equal(update.statusCode, 409, update.body)
+  if (ctx.db.dialect === 'sqlite') t.match(update.json().message, "barcode (as stored), unit 'ST'")
+})
+
+t.test('SQLite: which columns count as unique', async (t) => {
+  const dir = tempDir(t, 'pg-unique-')
+  const db = openDatabase(`sqlite:${dir}/u.db`, { create: true, logger: { info () {}, warn () {}, error () {} } })
+  t.teardown(async () => { await db.close() })
+  await db.execute({ text: 'CREATE TABLE "U" ("Id" INTEGER PRIMARY KEY, "A" TEXT UNIQUE, "B" TEXT, "C" TEXT, "D" TEXT, "E" TEXT, "F" TEXT)', params: [] })
+  await db.execute({ text: 'CREATE UNIQUE INDEX "UX_B" ON "U" ("B")', params: [] })
+  await db.execute({ text: 'CREATE UNIQUE INDEX "UX_CD" ON "U" ("C", "D")', params: [] })
+  await db.execute({ text: 'CREATE UNIQUE INDEX "UX_E" ON "U" ("E") WHERE "E" <> \'\'', params: [] })
+  await db.execute({ text: 'CREATE INDEX "IX_F" ON "U" ("F")', params: [] })
+  await db.execute({ text: 'CREATE TABLE "K" ("Nr" TEXT PRIMARY KEY, "X" TEXT)', params: [] })
+  const unique = async (table: string): Promise<string[]> => (await db.columns({ table, columns: {} } as never)).filter((c) => c.unique === true).map((c) => c.name)
+  t.same(await unique('U'), ['Id', 'A', 'B'], 'the rowid, a UNIQUE constraint, a unique index; not a composite, partial or plain one')
+  t.same(await unique('K'), ['Nr'], 'a TEXT PRIMARY KEY')
+})
