@@ -31,7 +31,9 @@ export const TableMappingConfig = Type.Object({
   /** list and read only: writes answer 405 */
   readOnly: Type.Optional(Type.Boolean()),
   /** an id column without identity or default: the gateway numbers a new row as the largest id plus one, under a lock */
-  newIds: Type.Optional(Type.Literal('max+1'))
+  newIds: Type.Optional(Type.Literal('max+1')),
+  /** column -> value a create writes into an unmapped column (a NOT NULL one without a default: a client number, a zone) */
+  defaults: Type.Optional(Type.Record(Identifier, Type.Union([Type.String({ maxLength: 4000 }), Type.Number(), Type.Boolean()]), { minProperties: 1 }))
 }, { additionalProperties: false })
 export type TableMappingConfig = Static<typeof TableMappingConfig>
 

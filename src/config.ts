@@ -117,6 +117,14 @@ function describeError (path: string, message: string, value: unknown, schema?: 
   // a choice of fixed values (logging.level): name them instead of "expected union value"
   const choices = schema?.anyOf?.every((s) => typeof s.const === 'string') === true ? schema.anyOf.map((s) => s.const as string) : undefined
   if (choices !== undefined) return `${key}: expected one of ${choices.join(', ')}, got ${shown === undefined ? 'nothing' : shown}`
+  // one line for a missing key (the schema reports it as missing and as of the wrong type)
+  if (value === undefined) {
+    const table = /^mapping\.(\w+)\.columns$/.exec(key)?.[1]
+    const def = table !== undefined && Object.hasOwn(resources, table) ? resources[table as ResourceName] : undefined
+    return def === undefined
+      ? `${key}: missing`
+      : `${key}: missing; map each field of ${table} to its column, or to null where the table has none: ${Object.keys(def.fields).join(', ')}`
+  }
   // only the first letter: the rest may quote a pattern or a name whose case matters
   return `${key}: ${message.charAt(0).toLowerCase()}${message.slice(1)}, got ${shown === undefined ? 'nothing' : shown}`
 }
@@ -256,6 +264,7 @@ export function normalizeMapping (config: TableMappingConfig): TableMapping {
   if (config.timeZone !== undefined) mapping.timeZone = config.timeZone
   if (config.readOnly !== undefined) mapping.readOnly = config.readOnly
   if (config.newIds !== undefined) mapping.newIds = config.newIds
+  if (config.defaults !== undefined) mapping.defaults = { ...config.defaults }
   for (const [field, entry] of Object.entries(config.columns)) {
     if (entry === null) {
       (mapping.absent ??= []).push(field)

@@ -88,6 +88,12 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   t.same(twice, ["hardware.controllers.2.id: 'ctl-1' appears twice; one entry per controller"], 'a duplicate controller id is not silently dropped')
 })
 
+t.test('a mapping without its columns: one line that names the fields to map', async (t) => {
+  t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { users: { table: 'Benutzer' } } })),
+    ['mapping.users.columns: missing; map each field of users to its column, or to null where the table has none: id, username, passwordHash, type, displayName, enabled, tokenVersion, lastLoginAt, createdAt, modifiedAt'])
+  t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { columns: {} } } })).filter((p) => p.startsWith('mapping.materials.table')), ['mapping.materials.table: missing'])
+})
+
 t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly', async (t) => {
   const columns = Object.fromEntries(Object.entries(referenceMappings.materials.columns))
   const ok = validateConfig({

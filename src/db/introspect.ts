@@ -567,7 +567,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   if (absent.length > 0) notes.push(`no column for ${absent.join(', ')}: mapped to null (always null in the API, not writable); map ${absent.length === 1 ? 'it' : 'them'} by hand if the table has one`)
   if (essential.length > 0) notes.push(`no column for ${essential.join(', ')}: the gateway needs ${essential.length === 1 ? 'it' : 'them'}; map ${essential.length === 1 ? 'it' : 'them'} by hand`)
   for (const c of unmappedRequired) {
-    notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a default in the database, or set "readOnly": true`)
+    notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a value every create writes ("defaults": {"${c.name}": …}), give it a default in the database, or set "readOnly": true`)
   }
   const id = fields.find((m) => m.field === 'id')
   if (!table.view && id !== undefined && !id.column.identity && !id.column.hasDefault) {

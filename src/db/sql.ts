@@ -229,11 +229,14 @@ export class SqlBuilder {
     const params = new Params()
     const fields = Object.keys(values)
     const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
-    return { text: this.text(`insert ${fields.join(',')}`, () => this.insertText(fields, placeholders)), params: params.list }
+    // mapping.defaults: unmapped columns every create fills
+    const extra = this.storage.insertDefaults.map((d) => this.param(params, d.storage, d.value))
+    return { text: this.text(`insert ${fields.join(',')}`, () => this.insertText(fields, placeholders, extra)), params: params.list }
   }
 
-  private insertText (fields: string[], placeholders: string[]): string {
-    const head = fields.length === 0 ? null : { cols: fields.map((f) => this.col(f)).join(', '), vals: placeholders.join(', ') }
+  private insertText (fields: string[], placeholders: string[], extra: string[]): string {
+    const cols = [...fields.map((f) => this.col(f)), ...this.storage.insertDefaults.map((d) => this.dialect.ident(d.storage.column))]
+    const head = cols.length === 0 ? null : { cols: cols.join(', '), vals: [...placeholders, ...extra].join(', ') }
     if (this.dialect.name === 'sqlite') {
       const body = head === null ? 'DEFAULT VALUES' : `(${head.cols}) VALUES (${head.vals})`
       return `INSERT INTO ${this.table} ${body} RETURNING ${this.selectList}`

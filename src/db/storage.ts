@@ -183,6 +183,8 @@ export class ResourceStorage {
   readonly id: string
   /** every column of the table, when known */
   readonly columns: ColumnInfo[] | undefined
+  /** mapping.defaults: each unmapped column a create fills, as a storage of its own (for its parameter type), and its value */
+  readonly insertDefaults: Array<{ storage: FieldStorage, value: string | number | boolean }>
   private readonly warned = new Set<string>()
   private readonly warn: (obj: object, msg: string) => void
 
@@ -221,6 +223,28 @@ export class ResourceStorage {
       }
     }
     this.coded = new Set(Object.values(this.fields).filter((s) => s.map !== undefined).map((s) => s.field))
+    this.insertDefaults = Object.entries(mapping.defaults ?? {}).map(([column, value]) => {
+      const info = byName.get(column.toLowerCase())
+      const kind: FieldKind = typeof value === 'string' ? 'string' : typeof value === 'boolean' ? 'boolean' : Number.isInteger(value) ? 'integer' : 'number'
+      const category = categoryOf(dialect, info, kind)
+      const storage: FieldStorage = {
+        field: column,
+        def: { kind },
+        column: info?.name ?? column,
+        absent: false,
+        info,
+        category,
+        padded: false,
+        nullable: info?.nullable ?? true,
+        showsNull: true,
+        required: false,
+        map: undefined,
+        timeZone: undefined,
+        resolutionMs: 1,
+        paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
+      }
+      return { storage, value }
+    })
   }
 
   get readOnly (): boolean {
@@ -609,7 +633,8 @@ export function storageProblems (storage: ResourceStorage): string[] {
   const problems: string[] = []
   if (storage.columns === undefined) return problems
   const where = `${def.name}`
-  const readOnlyHint = `or set mapping.${def.name}.readOnly to true`
+  // the user table cannot be read-only (the gateway writes logins and passwords)
+  const readOnlyHint = def.name === 'users' ? 'or map another table' : `or set mapping.${def.name}.readOnly to true`
   for (const s of Object.values(storage.fields)) {
     if (s.info === undefined) continue
     const col = `column '${s.column}' (${describeType(s.info)})`
@@ -640,11 +665,19 @@ export function storageProblems (storage: ResourceStorage): string[] {
       problems.push(`${where}.${s.field}: ${col} is ${s.info.computed ? 'computed' : 'an identity column'}, so the gateway cannot write it; map the field to another column, to null, ${readOnlyHint}`)
     }
   }
+  const mapped = new Set(Object.entries(mapping.columns).filter(([field]) => mapping.absent?.includes(field) !== true).map(([, c]) => c.toLowerCase()))
+  const filled = new Set(Object.keys(mapping.defaults ?? {}).map((c) => c.toLowerCase()))
+  const names = new Set(storage.columns.map((c) => c.name.toLowerCase()))
+  for (const d of storage.insertDefaults) {
+    const column = d.storage.column
+    if (!names.has(column.toLowerCase())) problems.push(`${where}.defaults: the table has no column '${column}'`)
+    else if (mapped.has(column.toLowerCase())) problems.push(`${where}.defaults: column '${column}' is mapped to a field, whose value a create sets; remove it from defaults`)
+    else if (d.storage.info?.computed === true || d.storage.info?.identity === true) problems.push(`${where}.defaults: column '${column}' is filled by the database; remove it from defaults`)
+  }
   if (mapping.readOnly !== true) {
-    const mapped = new Set(Object.entries(mapping.columns).filter(([field]) => mapping.absent?.includes(field) !== true).map(([, c]) => c.toLowerCase()))
     for (const column of storage.columns) {
-      if (mapped.has(column.name.toLowerCase()) || column.nullable || column.hasDefault) continue
-      problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a default in the database, ${readOnlyHint}`)
+      if (mapped.has(column.name.toLowerCase()) || filled.has(column.name.toLowerCase()) || column.nullable || column.hasDefault) continue
+      problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a value every create writes (mapping.${def.name}.defaults: {"${column.name}": …}), give it a default in the database, ${readOnlyHint}`)
     }
   }
   return problems

@@ -63,6 +63,11 @@ export interface TableMapping {
    * under a lock that holds off other inserts until it commits
    */
   newIds?: 'max+1'
+  /**
+   * column -> value every create writes into that column, which no field maps: a legacy table's
+   * NOT NULL column without a default (a client number, a storage zone)
+   */
+  defaults?: Record<string, string | number | boolean>
 }
 
 export type SqlValue = string | number | boolean | Date | null

@@ -173,6 +173,28 @@ t.test('T-SQL insert captures the id with OUTPUT INTO and reads the row back', a
   t.equal(ms.insert({}).text.split('; ')[1], 'INSERT INTO [dbo].[materials] OUTPUT INSERTED.[id] INTO @inserted DEFAULT VALUES')
 })
 
+t.test('mapping.defaults: a create also writes the unmapped columns, each parameter typed as its column', async (t) => {
+  const mapping: TableMapping = { ...referenceMappings.materials, defaults: { mandant: 7, Zone: 'Ä1', aktiv: true } }
+  const columns = [
+    ...referenceColumns(mssqlDialect, materials, referenceMappings.materials),
+    { name: 'Mandant', type: 'smallint', nullable: false, hasDefault: false, identity: false, computed: false },
+    { name: 'Zone', type: 'varchar', maxLength: 4, nullable: false, hasDefault: false, identity: false, computed: false, codePage: 1252 },
+    { name: 'Aktiv', type: 'bit', nullable: false, hasDefault: false, identity: false, computed: false }
+  ]
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, mapping, columns))
+  const stmt = b.insert({ materialNumber: 'M-1' })
+  t.equal(stmt.text.split('; ')[1], 'INSERT INTO [dbo].[materials] ([material_number], [Mandant], [Zone], [Aktiv]) OUTPUT INSERTED.[id] INTO @inserted VALUES (@p1, @p2, @p3, @p4)', 'named as the catalog spells them')
+  t.same(stmt.params.map((p) => [p.name, p.kind, p.value, p.type]), [
+    ['p1', 'string', 'M-1', 'nvarchar(4000)'],
+    ['p2', 'integer', 7, 'smallint'],
+    ['p3', 'string', 'Ä1', 'nvarchar(4000)'],
+    ['p4', 'boolean', true, 'bit']
+  ])
+  t.equal(b.insert({}).text.split('; ')[1], 'INSERT INTO [dbo].[materials] ([Mandant], [Zone], [Aktiv]) OUTPUT INSERTED.[id] INTO @inserted VALUES (@p1, @p2, @p3)', 'no DEFAULT VALUES then')
+  const lite = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', materials, mapping, undefined))
+  t.equal(lite.insert({ name: 'x' }).text, `INSERT INTO "materials" ("name", "mandant", "Zone", "aktiv") VALUES (@p1, @p2, @p3, @p4) RETURNING ${LITE_COLS}`, 'as configured while the columns are unknown')
+})
+
 t.test('T-SQL update, delete, select by id and for update', async (t) => {
   const upd = ms.update(5, { name: "O'Brien", modifiedAt: new Date(0) })
   t.equal(upd.text, 'UPDATE [dbo].[materials] SET [name] = @p1, [modified_at] = @p2 WHERE [id] = @id')

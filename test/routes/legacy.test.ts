@@ -636,6 +636,29 @@ t.test('a NOT NULL column without default that the mapping leaves out stops the 
   t.type(err, SchemaMismatchError)
   t.match((err as Error).message, /materials: column 'Kostenstelle' is NOT NULL without a default and not mapped/)
   t.match((err as Error).message, /readOnly/, 'and says how to serve it anyway')
+  t.match((err as Error).message, /mapping\.materials\.defaults: \{"Kostenstelle": …\}/, 'or how to fill it')
+})
+
+t.test('mapping.defaults fills an unmapped NOT NULL column on every create; a wrong entry stops the start', async (t) => {
+  const { db, config } = await fixtureDatabase(t, { unmappedRequired: true })
+  const withDefaults = (defaults: Record<string, string | number>): typeof config => ({ ...config, mapping: { ...config.mapping, materials: { ...MATERIALS_MAPPING, defaults } } })
+  for (const [defaults, message] of [
+    [{ Kostenstele: '4711' }, /materials\.defaults: the table has no column 'Kostenstele'/],
+    [{ Kostenstelle: '4711', ArtNr: 'X' }, /materials\.defaults: column 'ArtNr' is mapped to a field, whose value a create sets; remove it from defaults/]
+  ] as const) {
+    const err = await buildApp(withDefaults(defaults), { db }).then(async (app) => { await app.close() }, (e: unknown) => e)
+    t.type(err, SchemaMismatchError)
+    t.match((err as Error).message, message)
+  }
+  const app = await buildApp(withDefaults({ kostenstelle: '4711' }), { db })
+  t.teardown(async () => { await app.close() })
+  const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  const headers = { authorization: `Bearer ${String(login.json().accessToken)}` }
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'K-1', name: 'Mit Kostenstelle' } })
+  t.equal(created.statusCode, 201, created.body)
+  const [row] = await db.query({ text: `SELECT "Kostenstelle" AS k FROM ${tableName(db.dialect, 'Artikel')} WHERE "ArtNr" = 'K-1'`, params: [] })
+  t.equal(row.k, '4711', 'written as configured, the column matched without regard to case')
+  t.notOk('Kostenstelle' in created.json(), 'not a field of the API')
 })
 
 t.test('a stored code no value map knows is logged once', async (t) => {
