@@ -1,5 +1,5 @@
 // Schemas shared by every resource: ids, errors, the list envelope and list query.
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
 
 export const ErrorResponse = Type.Object({
   statusCode: Type.Integer(),
@@ -20,6 +20,13 @@ export const IdParams = Type.Object({
   id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Resource id: decimal digits, 1 to 9007199254740991, no sign or leading zero' })
 }, { digitsOnly: ['id'] })
 export type IdParams = Static<typeof IdParams>
+
+/** The path id of a resource whose table is keyed by text (materials keyed by their article number). */
+export function textIdParams (maxLength: number | undefined): TObject {
+  return Type.Object({
+    id: Type.String({ minLength: 1, ...(maxLength === undefined ? {} : { maxLength }), description: "Resource id: this installation's table is keyed by text (the material number); percent-encode it in the path" })
+  })
+}
 
 /**
  * A text that must say something: a name or number of spaces alone is stored as it is, matches nothing

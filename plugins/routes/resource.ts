@@ -3,12 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type TObject } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastJson from 'fast-json-stringify'
-import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
+import { errorResponses, IdParams, ListEnvelope, ListQuery, textIdParams } from '../../schemas/common.js'
 import type { UserType } from '../../schemas/users.js'
 import { InvalidValueError, NotFoundError } from '../../src/db/errors.js'
 import type { Filter } from '../../src/db/list-query.js'
 import { idField } from '../../src/db/resources.js'
-import type { Repository } from '../../src/db/repository.js'
+import type { Id, Repository } from '../../src/db/repository.js'
 import type { Executor, Row, SqlValue } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
@@ -56,8 +56,12 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     // Items of stored fields only are serialized once, by the item schema's compiled serializer: their ETag is the hash of the text sent.
     const serialize: Serialize | undefined = opts.storedOnly === true ? fastJson(item) : undefined
     const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
-    const notFound = (id: number) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
-    const named = (id: number) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
+    const notFound = (id: Id) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
+    const named = (id: Id) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
+    // a table keyed by text (materials by their article number) has text ids; the schema checks the path, the handlers take either
+    const idStorage = repo.storage.field(idField(repo.def))
+    const params = idStorage.def.kind === 'string' ? textIdParams(idStorage.info?.maxLength !== undefined && idStorage.info.maxLength > 0 ? idStorage.info.maxLength : undefined) : IdParams
+    const idOf = (request: FastifyRequest): Id => (request.params as { id: Id }).id
     // operationIds for generated clients: listMaterials, createMaterial, getMaterial, updateMaterial (patchMaterial), deleteMaterial
     const Noun = `${opts.noun[0].toUpperCase()}${opts.noun.slice(1)}`
     // where a created row is read: this plugin's prefix (/api/materials), whichever of its forms the create was sent to
@@ -65,7 +69,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const operationId = { GET: `get${Noun}`, POST: `update${Noun}`, PATCH: `patch${Noun}`, DELETE: `delete${Noun}` }
     const together = opts.uniqueTogether ?? []
     /** 409 when another row holds the same values of uniqueTogether (counted with a lock: two writes cannot both pass) */
-    const assertUnique = async (tx: Executor, row: Row, id?: number): Promise<void> => {
+    const assertUnique = async (tx: Executor, row: Row, id?: Id): Promise<void> => {
       if (together.length === 0 || together.some((field) => row[field] === null || row[field] === undefined)) return
       const filters: Filter[] = together.map((field) => ({ field, op: 'eq', values: [row[field] as SqlValue] }))
       if (id !== undefined) filters.push({ field: idField(repo.def), op: 'not', values: [id] })
@@ -109,12 +113,12 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         operationId: operationId.GET,
         summary: `Read a ${opts.noun}`,
         tags: [opts.tag],
-        params: IdParams,
+        params,
         response: { 200: item, 304: Type.Null(), ...errorResponses(401, 404, 503) }
       }
     }, async (request, reply) => {
-      const row = await repo.get(request.params.id)
-      if (!row) throw notFound(request.params.id)
+      const row = await repo.get(idOf(request))
+      if (!row) throw notFound(idOf(request))
       return sendOne(request, reply, toPublic(row), serialize)
     })
 
@@ -146,7 +150,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       const guard = together.length > 0 ? async (tx: Executor) => { await assertUnique(tx, body) } : undefined
       const row = await repo.create(body, { guard })
       // with the ETag a read of it gives, as an update's answer has: an If-Match needs no read first
-      return sendItem(reply.code(201).header('location', created + String(row.id)), toPublic(row), serialize)
+      return sendItem(reply.code(201).header('location', created + encodeURIComponent(String(row.id))), toPublic(row), serialize)
     })
 
     for (const method of ['POST', 'PATCH'] as const) {
@@ -158,7 +162,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           operationId: operationId[method],
           summary: `Update a ${opts.noun}: only the fields sent change${who}`,
           tags: [opts.tag],
-          params: IdParams,
+          params,
           body: update,
           response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
         },
@@ -171,11 +175,11 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
               // against the locked row: the other half of a pair may have changed since the client read it
               assertOrdered(next, body)
               // sent unchanged (a form sends every field): nothing new is claimed
-              if (together.some((field) => next[field] !== current[field])) await assertUnique(tx, next, request.params.id)
+              if (together.some((field) => next[field] !== current[field])) await assertUnique(tx, next, idOf(request))
             }
             : undefined
-          const row = await repo.update(request.params.id, body, { check: ifMatchCheck(request, toPublic, serialize), guard })
-            .catch(named(request.params.id))
+          const row = await repo.update(idOf(request), body, { check: ifMatchCheck(request, toPublic, serialize), guard })
+            .catch(named(idOf(request)))
           return sendItem(reply, toPublic(row), serialize)
         }
       })
@@ -187,11 +191,11 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         operationId: operationId.DELETE,
         summary: `Delete a ${opts.noun}${who}`,
         tags: [opts.tag],
-        params: IdParams,
+        params,
         response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 412, 503) }
       }
     }, async (request, reply) => {
-      await repo.delete(request.params.id, { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(request.params.id))
+      await repo.delete(idOf(request), { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(idOf(request)))
       return reply.code(204).send(null)
     })
   }

@@ -71,7 +71,8 @@ export function compileMapper<R extends Row | unknown[]> (readers: Array<[field:
 }
 
 export class Repository {
-  readonly def: ResourceDef
+  /** the resource as defined; `def` is it as this table has it (text ids where the key column holds text) */
+  private readonly baseDef: ResourceDef
   storage: ResourceStorage
   sql: SqlBuilder
   private readonly db: Database
@@ -103,7 +104,7 @@ export class Repository {
   constructor (db: Database, def: ResourceDef, mapping: TableMapping, opts: RepositoryOptions = {}) {
     this.db = db
     this.mapping = mapping
-    this.def = def
+    this.baseDef = def
     this.opts = opts
     this.noun = opts.noun ?? def.name.replace(/s$/, '')
     this.id = idField(def)
@@ -115,7 +116,7 @@ export class Repository {
 
   /** Takes the table's columns as the database declares them (learned later when it was down at start). */
   adopt (columns: ColumnInfo[]): void {
-    this.storage = new ResourceStorage(this.db.dialect, this.def, this.mapping, columns, this.opts)
+    this.storage = new ResourceStorage(this.db.dialect, this.baseDef, this.mapping, columns, this.opts)
     this.sql = new SqlBuilder(dialectFor(this.db.dialect), this.storage)
     this.compile()
   }
@@ -155,6 +156,10 @@ export class Repository {
   private names (id: Id): boolean {
     const range = this.idRange
     return range === undefined || (Number(id) >= range[0] && Number(id) <= range[1])
+  }
+
+  get def (): ResourceDef {
+    return this.storage.def
   }
 
   get readOnly (): boolean {
@@ -393,6 +398,10 @@ export class Repository {
         const row = await this.lockRow(tx, id, opts)
         if (opts.guard !== undefined) await opts.guard(row, tx)
         if (shows(row, values)) return row
+        const key = this.storage.sharedKey
+        if (key !== undefined && values[key] !== undefined && !this.sameShown(key, row[key], values[key])) {
+          throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by it) and cannot change; create a new ${this.noun} instead`)
+        }
         if (this.selfChecked.length > 0) await this.assertUnique(tx, values, id, row)
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')

@@ -3,6 +3,7 @@ import type { ResourceDef, TableMapping } from './types.js'
 
 export const materials: ResourceDef = {
   name: 'materials',
+  naturalKey: 'materialNumber',
   fields: {
     id: { kind: 'integer', id: true },
     materialNumber: { kind: 'string', unique: true, notNull: true, maxLength: 64 },
@@ -144,7 +145,10 @@ export function mappingProblems (def: ResourceDef, mapping: TableMapping): strin
     // a read-only resource only reads: a view with one time stamp may show it as both times
     if (mapping.readOnly === true || absent.has(field) || typeof column !== 'string' || column === '') continue
     const other = byColumn.get(column.toLowerCase())
+    // a table keyed by its article number: the id is the materialNumber
+    const natural = def.naturalKey !== undefined && [field, other].includes(def.naturalKey) && [field, other].includes(idField(def))
     if (other === undefined) byColumn.set(column.toLowerCase(), field)
+    else if (natural) continue
     else problems.push(`${def.name}.${field}: column '${column}' is already ${other}'s; one column serves one field${canBeAbsent(def, field) ? ` (map ${field} to null if the table has no column of its own for it)` : ''}`)
   }
   return problems

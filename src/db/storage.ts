@@ -183,19 +183,28 @@ export class ResourceStorage {
   readonly id: string
   /** every column of the table, when known */
   readonly columns: ColumnInfo[] | undefined
+  /** the def's naturalKey when it shares the id's column: the id is its value, and it cannot change */
+  readonly sharedKey: string | undefined
   /** mapping.defaults: each unmapped column a create fills, as a storage of its own (for its parameter type), and its value */
   readonly insertDefaults: Array<{ storage: FieldStorage, value: string | number | boolean }>
   private readonly warned = new Set<string>()
   private readonly warn: (obj: object, msg: string) => void
 
-  constructor (dialect: DialectName, def: ResourceDef, mapping: TableMapping, columns: ColumnInfo[] | undefined, opts: StorageOptions = {}) {
-    this.def = def
+  constructor (dialect: DialectName, baseDef: ResourceDef, mapping: TableMapping, columns: ColumnInfo[] | undefined, opts: StorageOptions = {}) {
     this.mapping = mapping
     this.dialect = dialect
     this.columns = columns === undefined || columns.length === 0 ? undefined : columns
-    this.id = idField(def)
+    this.id = idField(baseDef)
     this.warn = opts.warn ?? (() => {})
     const byName = new Map((this.columns ?? []).map((c) => [c.name.toLowerCase(), c]))
+    const idColumn = mapping.columns[this.id]?.toLowerCase()
+    const key = baseDef.naturalKey
+    this.sharedKey = key !== undefined && idColumn !== undefined && mapping.absent?.includes(key) !== true && mapping.columns[key]?.toLowerCase() === idColumn ? key : undefined
+    // a resource whose id column holds text (an article number as the key) has text ids
+    const idInfo = idColumn === undefined ? undefined : byName.get(idColumn)
+    const textIds = key !== undefined && idInfo !== undefined && ['text', 'ntext'].includes(categoryOf(dialect, idInfo, 'integer'))
+    const def = textIds ? { ...baseDef, fields: { ...baseDef.fields, [this.id]: { ...baseDef.fields[this.id], kind: 'string' as const } } } : baseDef
+    this.def = def
     this.fields = {}
     for (const [field, f] of Object.entries(def.fields)) {
       const absent = mapping.absent?.includes(field) === true
@@ -648,8 +657,12 @@ export function storageProblems (storage: ResourceStorage): string[] {
         : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}`)
     }
     if (s.def.id === true && storage.mapping.readOnly !== true) {
-      const own = s.info.identity || s.info.hasDefault
-      if (!own && mapping.newIds === undefined) {
+      // the column of the materialNumber too: a create gives it
+      const own = s.info.identity || s.info.hasDefault || storage.sharedKey !== undefined
+      if (!own && mapping.newIds === undefined && k === 'string') {
+        problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
+          `map ${def.naturalKey!} to the same column if it holds the ${def.naturalKey!} (a table keyed by it), ${readOnlyHint}`)
+      } else if (!own && mapping.newIds === undefined) {
         problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
           `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`)
       }

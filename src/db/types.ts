@@ -29,6 +29,11 @@ export interface ResourceDef {
   name: string
   /** every stored field, keyed by API field name (camelCase) */
   fields: Record<string, FieldDef>
+  /**
+   * A unique field whose column may also be the id's: a picking system's table keyed by its
+   * article number. Its ids are then text where that column holds text (ResourceStorage).
+   */
+  naturalKey?: string
 }
 
 /** A code as the customer's table stores it. */

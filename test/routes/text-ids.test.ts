@@ -1,0 +1,75 @@
+// A picking system's article master keyed by its article number (text, leading zeros and all):
+// the id and the materialNumber are one column, and the ids in paths, bodies and Location are text.
+import t from 'tap'
+import { randomBytes } from 'node:crypto'
+import { validateConfig } from '../../src/config.js'
+import type { Database } from '../../src/db/types.js'
+import { build } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
+
+const NUMBERS = ['0099', '100234', 'A/7 Ü', '100235']
+
+async function createTable (db: Database): Promise<void> {
+  const mssql = db.dialect === 'mssql'
+  if (mssql) await db.execute({ text: 'DROP TABLE IF EXISTS [dbo].[ArtStamm]', params: [] })
+  await db.execute({
+    text: mssql
+      ? 'CREATE TABLE [dbo].[ArtStamm] ([ArtikelNr] NVARCHAR(20) NOT NULL PRIMARY KEY, [Bez] NVARCHAR(80) NOT NULL, [Geaendert] DATETIME2(3) NULL)'
+      : 'CREATE TABLE "ArtStamm" ("ArtikelNr" VARCHAR(20) NOT NULL PRIMARY KEY, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
+    params: []
+  })
+  for (const nr of NUMBERS) {
+    await db.execute({ text: 'INSERT INTO "ArtStamm" ("ArtikelNr", "Bez") VALUES (@nr, @bez)', params: [{ name: 'nr', kind: 'string', value: nr }, { name: 'bez', kind: 'string', value: 'gleich' }] })
+  }
+}
+
+const mapping = narrowMaterials('ArtStamm', { id: 'ArtikelNr', materialNumber: 'ArtikelNr', name: 'Bez', modifiedAt: 'Geaendert' })
+
+t.test('the configuration may map id and materialNumber to one column (and only those two)', async (t) => {
+  const auth = { jwtSecret: randomBytes(32).toString('hex') }
+  t.doesNotThrow(() => validateConfig({ auth, mapping: { materials: mapping } }))
+  t.throws(() => validateConfig({ auth, mapping: { materials: { ...mapping, columns: { ...mapping.columns, name: 'ArtikelNr' } } } }), /materials\.name: column 'ArtikelNr' is already id's/)
+})
+
+t.test('materials keyed by a text article number: read, list, page, create, update and delete by it', async (t) => {
+  const ctx = await build(t, { mapping: { materials: mapping } }, createTable)
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+
+  const one = await app.inject({ method: 'GET', url: '/api/materials/0099', headers })
+  t.equal(one.statusCode, 200, one.body)
+  t.match(one.json(), { id: '0099', materialNumber: '0099', name: 'gleich' }, 'the leading zero kept: text, not the number 99')
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials/99', headers })).statusCode, 404)
+  t.equal((await app.inject({ method: 'GET', url: `/api/materials/${encodeURIComponent('A/7 Ü')}`, headers })).json().id, 'A/7 Ü', 'percent-encoded in the path')
+
+  // every row once, walking pages of one ordered by name (all equal) and then the text id
+  const seen: string[] = []
+  let url: string | undefined = '/api/materials?limit=1&sort=name'
+  while (url !== undefined) {
+    const page: { data: Array<{ id: string }>, meta: { next?: string } } = (await app.inject({ method: 'GET', url, headers })).json()
+    seen.push(...page.data.map((m) => m.id))
+    url = page.meta.next
+  }
+  t.same(seen, [...NUMBERS].sort(), 'ties broken by the text id')
+  t.same((await app.inject({ method: 'GET', url: '/api/materials?id=[or]0099;100235&sort=id', headers })).json().data.map((m: { id: string }) => m.id), ['0099', '100235'])
+
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N 1/2', name: 'Neu' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.equal(created.headers.location, '/api/materials/N%201%2F2')
+  t.match(created.json(), { id: 'N 1/2', materialNumber: 'N 1/2' })
+  t.equal((await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: '0099', name: 'Doppelt' } })).statusCode, 409)
+
+  const renamed = await app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { name: 'Umbenannt', materialNumber: 'N 1/2' } })
+  t.equal(renamed.statusCode, 200, renamed.body)
+  t.equal(renamed.json().name, 'Umbenannt')
+  const rekey = await app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { materialNumber: 'N-3' } })
+  t.equal(rekey.statusCode, 400)
+  t.match(rekey.json().message, /'materialNumber' is this installation's id of the material .* and cannot change/)
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials/N-3', headers })).statusCode, 404, 'nothing renamed')
+
+  t.equal((await app.inject({ method: 'DELETE', url: created.headers.location as string, headers })).statusCode, 204)
+  t.equal((await app.inject({ method: 'GET', url: created.headers.location as string, headers })).statusCode, 404)
+
+  const openapi = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  t.match(openapi.paths['/api/materials/{id}'].get.parameters.find((p: { name: string }) => p.name === 'id').schema, { type: 'string', maxLength: 20 })
+})
