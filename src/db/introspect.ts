@@ -54,56 +54,56 @@ export const MAX_CODES = 20
 
 // Names compare normalized: lower case, umlauts spelled out, only letters and digits.
 const TABLE_SYNONYMS: Record<ResourceName, string[]> = {
-  materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'artikelen', 'artikels', 'materialen', 'mat', 'art'],
-  stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'werkplekken', 'werkplek', 'werkplaatsen', 'vlm', 'wp', 'ap'],
-  users: ['gatewayusers', 'users', 'user', 'benutzer', 'anwender', 'bediener', 'gebruikers', 'gebruiker', 'operators', 'accounts', 'logins']
+  materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'artikelen', 'artikels', 'materialen', 'mat', 'art', 'produit', 'produits', 'articolo', 'articoli', 'materiale', 'materiali', 'prodotto', 'prodotti', 'articulo', 'articulos', 'producto', 'productos', 'artiklar', 'vara', 'varor', 'produkter'],
+  stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'werkplekken', 'werkplek', 'werkplaatsen', 'vlm', 'wp', 'ap', 'poste', 'postes', 'postetravail', 'postesdetravail', 'postazione', 'postazioni', 'stazione', 'stazioni', 'estacion', 'estaciones', 'puesto', 'puestos', 'stationer', 'arbetsplats', 'arbetsplatser'],
+  users: ['gatewayusers', 'users', 'user', 'benutzer', 'anwender', 'bediener', 'gebruikers', 'gebruiker', 'operators', 'accounts', 'logins', 'utilisateur', 'utilisateurs', 'utente', 'utenti', 'operatore', 'operatori', 'usuario', 'usuarios', 'anvaendare']
 }
 
 /** Tables with these words in their name or schema hold history or copies, not the master data. */
 const NOISE_WORDS = new Set(['log', 'logs', 'hist', 'history', 'historie', 'archive', 'archiv', 'arch', 'backup', 'bak', 'old', 'alt', 'tmp', 'temp', 'copy', 'kopie', 'import', 'export', 'journal', 'protokoll', 'audit', 'movement', 'movements', 'buchung', 'booking', 'order', 'orders', 'auftrag', 'error', 'queue', 'staging'])
 
 const CREATED = ['created', 'createdate', 'createddate', 'creationdate', 'datecreated', 'erstellt', 'erstelltam', 'angelegt', 'angelegtam', 'anlagedatum', 'erfasst', 'erfasstam', 'insertdate', 'inserted', 'crdate',
-  'createdon', 'createtime', 'creationtime', 'erfdat', 'erfassungsdatum', 'anldat', 'anlagedat', 'insdat', 'aangemaakt', 'aangemaaktop', 'datumaangemaakt']
+  'createdon', 'createtime', 'creationtime', 'erfdat', 'erfassungsdatum', 'anldat', 'anlagedat', 'insdat', 'aangemaakt', 'aangemaaktop', 'datumaangemaakt', 'datecreation', 'creele', 'creation', 'datacreazione', 'datainserimento', 'creato', 'fechacreacion', 'fechaalta', 'creado', 'skapad', 'skapaddatum', 'registrerad']
 const MODIFIED = ['lastchange', 'lastchanged', 'modified', 'changed', 'geaendert', 'geaendertam', 'aenderungsdatum', 'updatedat', 'updated', 'lastmodified', 'lastupdate', 'changedate', 'modifydate', 'moddate', 'modifiedat', 'modifiedon', 'updatedon',
-  'lastmodifieddate', 'updatetime', 'changetime', 'aenddat', 'aenderung', 'aenderungam', 'letzteaenderung', 'upddat', 'gewijzigd', 'gewijzigdop', 'datumgewijzigd', 'mutatiedatum', 'mutdat']
+  'lastmodifieddate', 'updatetime', 'changetime', 'aenddat', 'aenderung', 'aenderungam', 'letzteaenderung', 'upddat', 'gewijzigd', 'gewijzigdop', 'datumgewijzigd', 'mutatiedatum', 'mutdat', 'datemodif', 'datemodification', 'modifiele', 'modification', 'datamodifica', 'modificato', 'dataultimamodifica', 'fechamodificacion', 'modificado', 'aendrad', 'aendraddatum', 'uppdaterad', 'senastaendrad']
 
 /** Legacy column names per resource and field, best first (the field's own name and the reference column come before these). */
 const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
   materials: {
-    id: ['matid', 'artid', 'artikelid', 'materialid', 'itemid', 'partid', 'articleid'],
-    materialNumber: ['matno', 'matnr', 'materialno', 'materialnr', 'artnr', 'artno', 'artikelnr', 'artikelnummer', 'itemno', 'itemnumber', 'itemnr', 'sku', 'partno', 'partnumber', 'partnr', 'articleno', 'articlenumber', 'number', 'nummer', 'nr', 'no'],
-    name: ['matname', 'artname', 'bezeichnung', 'bezeichnung1', 'description1', 'desc1', 'bez', 'bez1', 'shortdescription', 'shorttext', 'kurztext', 'kurzbezeichnung', 'itemname', 'materialname', 'articlename', 'artikelname', 'title', 'benennung', 'omschrijving', 'naam'],
-    description: ['beschreibung', 'description2', 'desc2', 'bezeichnung2', 'bez2', 'longtext', 'langtext', 'longdescription', 'zusatztext', 'text', 'remark', 'remarks', 'bemerkung', 'notes', 'note', 'desc', 'opmerking', 'langeomschrijving'],
-    unit: ['uom', 'me', 'einheit', 'unitofmeasure', 'baseunit', 'basisme', 'mengeneinheit', 'unitcode', 'uomcode', 'eenheid'],
-    barcode: ['ean', 'gtin', 'eancode', 'ean13', 'upc', 'barcodeno', 'streepjescode'],
-    minStock: ['reorderpoint', 'minqty', 'minquantity', 'minbestand', 'mindestbestand', 'meldebestand', 'safetystock', 'minimumstock', 'minbest', 'minvoorraad', 'minimumvoorraad', 'min'],
-    maxStock: ['maxqty', 'maxquantity', 'maxbestand', 'hoechstbestand', 'maximumstock', 'maxbest', 'maxvoorraad', 'maximumvoorraad', 'max'],
-    weight: ['gewicht', 'grossweight', 'netweight', 'bruttogewicht', 'nettogewicht', 'unitweight', 'stueckgewicht'],
-    blocked: ['locked', 'gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'isblocked', 'islocked', 'blockflag', 'lockflag', 'lock', 'block', 'sperr', 'geblokkeerd', 'blokkade'],
-    blockReason: ['locktext', 'lockreason', 'sperrgrund', 'sperrtext', 'blocktext', 'blockedreason', 'blokkadereden', 'reden'],
-    stockQuantity: ['qtyonhand', 'bestand', 'stock', 'stockqty', 'quantity', 'qty', 'menge', 'onhand', 'istbestand', 'currentstock', 'lagerbestand', 'voorraad'],
+    id: ['matid', 'artid', 'artikelid', 'materialid', 'itemid', 'partid', 'articleid', 'idarticle', 'idarticolo', 'articoloid', 'idarticulo', 'artikelid'],
+    materialNumber: ['matno', 'matnr', 'materialno', 'materialnr', 'artnr', 'artno', 'artikelnr', 'artikelnummer', 'itemno', 'itemnumber', 'itemnr', 'sku', 'partno', 'partnumber', 'partnr', 'articleno', 'articlenumber', 'number', 'nummer', 'nr', 'no', 'codearticle', 'numarticle', 'refarticle', 'reference', 'ref', 'codeproduit', 'codicearticolo', 'codarticolo', 'codart', 'codice', 'codiceprodotto', 'codigoarticulo', 'codarticulo', 'codigo', 'referencia', 'varunummer', 'artikelnummer'],
+    name: ['matname', 'artname', 'bezeichnung', 'bezeichnung1', 'description1', 'desc1', 'bez', 'bez1', 'shortdescription', 'shorttext', 'kurztext', 'kurzbezeichnung', 'itemname', 'materialname', 'articlename', 'artikelname', 'title', 'benennung', 'omschrijving', 'naam', 'libelle', 'designation', 'nomarticle', 'nom', 'descrizione', 'denominazione', 'nome', 'nombre', 'denominacion', 'benaemning', 'namn'],
+    description: ['beschreibung', 'description2', 'desc2', 'bezeichnung2', 'bez2', 'longtext', 'langtext', 'longdescription', 'zusatztext', 'text', 'remark', 'remarks', 'bemerkung', 'notes', 'note', 'desc', 'opmerking', 'langeomschrijving', 'commentaire', 'remarque', 'observation', 'descrizioneestesa', 'descrizione2', 'nota', 'observaciones', 'notas', 'descripcion', 'beskrivning', 'anteckning', 'kommentar'],
+    unit: ['uom', 'me', 'einheit', 'unitofmeasure', 'baseunit', 'basisme', 'mengeneinheit', 'unitcode', 'uomcode', 'eenheid', 'unite', 'unitemesure', 'unitedemesure', 'unitamisura', 'unita', 'um', 'unidad', 'unidadmedida', 'unidaddemedida', 'enhet'],
+    barcode: ['ean', 'gtin', 'eancode', 'ean13', 'upc', 'barcodeno', 'streepjescode', 'codebarre', 'codebarres', 'codicebarre', 'codiceabarre', 'codigobarras', 'codigodebarras', 'streckkod'],
+    minStock: ['reorderpoint', 'minqty', 'minquantity', 'minbestand', 'mindestbestand', 'meldebestand', 'safetystock', 'minimumstock', 'minbest', 'minvoorraad', 'minimumvoorraad', 'min', 'stockmin', 'stockmini', 'stockminimum', 'seuil', 'scortaminima', 'giacenzaminima', 'scortamin', 'stockminimo', 'minsaldo', 'minlager', 'minimilager', 'bestaellningspunkt'],
+    maxStock: ['maxqty', 'maxquantity', 'maxbestand', 'hoechstbestand', 'maximumstock', 'maxbest', 'maxvoorraad', 'maximumvoorraad', 'max', 'stockmax', 'stockmaxi', 'stockmaximum', 'scortamassima', 'giacenzamassima', 'scortamax', 'stockmaximo', 'maxsaldo', 'maxlager', 'maximilager'],
+    weight: ['gewicht', 'grossweight', 'netweight', 'bruttogewicht', 'nettogewicht', 'unitweight', 'stueckgewicht', 'poids', 'peso', 'vikt'],
+    blocked: ['locked', 'gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'isblocked', 'islocked', 'blockflag', 'lockflag', 'lock', 'block', 'sperr', 'geblokkeerd', 'blokkade', 'bloque', 'verrouille', 'bloccato', 'bloqueado', 'spaerrad', 'spaerr'],
+    blockReason: ['locktext', 'lockreason', 'sperrgrund', 'sperrtext', 'blocktext', 'blockedreason', 'blokkadereden', 'reden', 'motifblocage', 'raisonblocage', 'motivoblocco', 'causaleblocco', 'motivobloqueo', 'spaerrorsak'],
+    stockQuantity: ['qtyonhand', 'bestand', 'stock', 'stockqty', 'quantity', 'qty', 'menge', 'onhand', 'istbestand', 'currentstock', 'lagerbestand', 'voorraad', 'quantite', 'qte', 'stockreel', 'giacenza', 'quantita', 'qta', 'esistenza', 'existencias', 'cantidad', 'stockactual', 'saldo', 'lagersaldo', 'antal'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
   },
   stations: {
-    id: ['wpid', 'stationid', 'arbeitsplatzid', 'workplaceid', 'terminalid', 'liftid', 'apid'],
-    name: ['wpname', 'stationname', 'workplacename', 'bezeichnung', 'bez', 'kurzname', 'kurzbezeichnung', 'wpnr', 'stationno', 'stationnr', 'code', 'apname', 'apbez', 'naam'],
-    description: ['beschreibung', 'bezeichnung2', 'text', 'bemerkung', 'remark', 'remarks', 'notes', 'desc'],
-    type: ['wptype', 'wptyp', 'art', 'typ', 'wpart', 'stationtype', 'stationtyp', 'lifttype', 'lifttyp', 'kind', 'typecode', 'aptyp', 'aptype', 'soort'],
-    warehouse: ['lager', 'whs', 'lagerort', 'warehouseid', 'warehousecode', 'lagerid', 'lagernr', 'whsid', 'whscode', 'werk', 'site', 'plant', 'magazijn'],
-    controllerId: ['controller', 'plc', 'sps', 'plcid', 'spsid', 'controllername', 'plcname', 'spsname', 'ctrl', 'ctrlid', 'steuerung', 'besturing'],
-    address: ['addr', 'adresse', 'plcaddress', 'spsadresse', 'busaddress', 'busadresse', 'nodeid', 'node', 'adres'],
-    enabled: ['active', 'aktiv', 'isactive', 'isenabled', 'inbetrieb', 'enable', 'actief'],
+    id: ['wpid', 'stationid', 'arbeitsplatzid', 'workplaceid', 'terminalid', 'liftid', 'apid', 'idposte', 'idpostazione', 'idestacion', 'stationsnr', 'stationsid'],
+    name: ['wpname', 'stationname', 'workplacename', 'bezeichnung', 'bez', 'kurzname', 'kurzbezeichnung', 'wpnr', 'stationno', 'stationnr', 'code', 'apname', 'apbez', 'naam', 'nomposte', 'libelle', 'nom', 'nomepostazione', 'nome', 'codice', 'nombre', 'namn', 'benaemning'],
+    description: ['beschreibung', 'bezeichnung2', 'text', 'bemerkung', 'remark', 'remarks', 'notes', 'desc', 'commentaire', 'descrizione', 'descripcion', 'beskrivning'],
+    type: ['wptype', 'wptyp', 'art', 'typ', 'wpart', 'stationtype', 'stationtyp', 'lifttype', 'lifttyp', 'kind', 'typecode', 'aptyp', 'aptype', 'soort', 'typeposte', 'tipo', 'tipopostazione'],
+    warehouse: ['lager', 'whs', 'lagerort', 'warehouseid', 'warehousecode', 'lagerid', 'lagernr', 'whsid', 'whscode', 'werk', 'site', 'plant', 'magazijn', 'entrepot', 'magasin', 'depot', 'magazzino', 'deposito', 'almacen'],
+    controllerId: ['controller', 'plc', 'sps', 'plcid', 'spsid', 'controllername', 'plcname', 'spsname', 'ctrl', 'ctrlid', 'steuerung', 'besturing', 'automate', 'controleur', 'controllore', 'controlador', 'styrning', 'styrenhet'],
+    address: ['addr', 'adresse', 'plcaddress', 'spsadresse', 'busaddress', 'busadresse', 'nodeid', 'node', 'adres', 'indirizzo', 'direccion', 'adress'],
+    enabled: ['active', 'aktiv', 'isactive', 'isenabled', 'inbetrieb', 'enable', 'actief', 'actif', 'attivo', 'abilitato', 'activo', 'habilitado'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
   },
   users: {
     id: ['userid', 'benutzerid'],
-    username: ['login', 'loginname', 'user', 'benutzer', 'benutzername', 'anmeldename', 'kennung', 'gebruikersnaam', 'loginnaam'],
-    passwordHash: ['password', 'pwhash', 'passwordhashed', 'passwort', 'kennwort', 'wachtwoord', 'pwd', 'pw'],
-    type: ['usertype', 'role', 'rolle', 'rol'],
-    displayName: ['fullname', 'name', 'anzeigename', 'naam', 'volledigenaam'],
-    enabled: ['active', 'aktiv', 'isactive', 'actief'],
+    username: ['login', 'loginname', 'user', 'benutzer', 'benutzername', 'anmeldename', 'kennung', 'gebruikersnaam', 'loginnaam', 'identifiant', 'nomutilisateur', 'nomeutente', 'utente', 'nombreusuario', 'usuario', 'anvaendarnamn', 'anvaendare'],
+    passwordHash: ['password', 'pwhash', 'passwordhashed', 'passwort', 'kennwort', 'wachtwoord', 'pwd', 'pw', 'motdepasse', 'mdp', 'parolachiave', 'contrasena', 'clave', 'loesenord'],
+    type: ['usertype', 'role', 'rolle', 'rol', 'ruolo', 'roll'],
+    displayName: ['fullname', 'name', 'anzeigename', 'naam', 'volledigenaam', 'nomcomplet', 'nom', 'nomecompleto', 'nombrecompleto', 'fulltnamn', 'namn'],
+    enabled: ['active', 'aktiv', 'isactive', 'actief', 'actif', 'attivo', 'activo', 'habilitado'],
     tokenVersion: ['tokenversion'],
     lastLoginAt: ['lastlogin', 'letzteanmeldung'],
     createdAt: CREATED,
@@ -131,7 +131,10 @@ const STATION_TYPES: Record<string, { codes: string[], prefixes: string[] }> = {
 const CODE_FIELDS: Partial<Record<ResourceName, string[]>> = { stations: ['type'] }
 
 export function normalizeName (name: string): string {
-  return name.toLowerCase().replaceAll('ä', 'ae').replaceAll('ö', 'oe').replaceAll('ü', 'ue').replaceAll('ß', 'ss').replace(/[^a-z0-9]/g, '')
+  return name.toLowerCase().replaceAll('ä', 'ae').replaceAll('ö', 'oe').replaceAll('ü', 'ue').replaceAll('ß', 'ss')
+    // other accents come off (libellé, quantità, unidad de medida, lösenord above): é -> e, å -> a, ñ -> n
+    .normalize('NFD').replace(/[\u0300-\u036f]/g, '').replaceAll('ø', 'o').replaceAll('æ', 'ae').replaceAll('œ', 'oe')
+    .replace(/[^a-z0-9]/g, '')
 }
 
 /** `MaterialBase` -> material, base; `ArtID` -> art, id; `stock_qty` -> stock, qty */

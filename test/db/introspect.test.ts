@@ -248,6 +248,30 @@ t.test('abbreviated German, Dutch and Access names', async (t) => {
   t.notOk('description' in (mapped(access.resources.materials.mapping)?.columns ?? {}))
 })
 
+t.test('French, Italian and Swedish names, accents and all', async (t) => {
+  const path = join(dir, 'romance.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE t_article (id_article INTEGER PRIMARY KEY, code_article VARCHAR(20) NOT NULL, "libellé" VARCHAR(60) NOT NULL, "unité" VARCHAR(5), code_barre VARCHAR(20),
+      stock_mini REAL, stock_maxi REAL, poids REAL, "quantité" REAL, date_creation TEXT, date_modif TEXT);
+    CREATE TABLE postazioni (id_postazione INTEGER PRIMARY KEY, nome VARCHAR(20) NOT NULL, tipo CHAR(3), magazzino VARCHAR(10), indirizzo INTEGER, attivo INTEGER);
+    CREATE TABLE "användare" (id INTEGER PRIMARY KEY, "användarnamn" VARCHAR(30) NOT NULL, "lösenord" VARCHAR(255) NOT NULL, roll VARCHAR(10), token_version INTEGER NOT NULL DEFAULT 0);
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.equal(found.resources.materials.table?.name, 't_article')
+  t.match(mapped(found.resources.materials.mapping)?.columns, {
+    id: 'id_article', materialNumber: 'code_article', name: 'libellé', unit: 'unité', barcode: 'code_barre',
+    minStock: 'stock_mini', maxStock: 'stock_maxi', weight: 'poids', stockQuantity: 'quantité', createdAt: 'date_creation', modifiedAt: 'date_modif'
+  }, 'stock_mini is the minimum, not the stock')
+  t.equal(found.resources.stations.table?.name, 'postazioni')
+  t.match(mapped(found.resources.stations.mapping)?.columns, { id: 'id_postazione', name: 'nome', warehouse: 'magazzino', address: 'indirizzo', enabled: 'attivo' })
+  t.equal(found.resources.users.table?.name, 'användare')
+  t.match(mapped(found.resources.users.mapping)?.columns, { username: 'användarnamn', passwordHash: 'lösenord' })
+})
+
 t.test('boolean value maps', async (t) => {
   const col = (name: string): ColumnInfo => ({ name, type: 'char', maxLength: 1, nullable: false, hasDefault: false, identity: false, computed: false })
   const rows = (...values: unknown[]): CodeCount[] => values.map((value, i) => ({ value, count: 10 - i }))
