@@ -370,7 +370,9 @@ export class ResourceStorage {
   /**
    * A stored time: a Date (SQL Server), ISO 8601 text (SQLite), or a number (SQLite: Unix time,
    * seconds when |n| < 1e11 (until the year 5138), else milliseconds; an instant, whatever the
-   * column's zone). Anything else is null.
+   * column's zone), except a number (or text of digits) of the form YYYYMMDD or YYYYMMDDhhmmss,
+   * which legacy programs write: a wall-clock time in the column's zone (as Unix time it would be
+   * a moment in late 1970 or after the year 2570). Anything else is null.
    */
   private timeFromDb (s: FieldStorage, raw: unknown): string | null {
     let date: Date | undefined
@@ -385,19 +387,30 @@ export class ResourceStorage {
         if (wall && this.dialect === 'sqlite') this.once(s, '\u0001offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
         wall = false
       }
-      date = parseIsoDateTime(text)
+      date = compactTime(text) ?? parseIsoDateTime(text)
+      if (date !== undefined && /^\d+$/.test(text)) this.compactNote(s, text)
     } else if (typeof raw === 'number' || typeof raw === 'bigint') {
       const n = Number(raw)
-      date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
-      wall = false
+      const compact = compactTime(String(raw))
+      if (compact !== undefined) {
+        this.compactNote(s, n)
+        date = compact
+      } else {
+        date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
+        wall = false
+      }
       // SQLite's strftime, which filters and sorting compare, reads a number as a Julian day
-      if (this.dialect === 'sqlite') this.once(s, '\u0001unix', { resource: this.def.name, field: s.field, value: n }, `stored times that are numbers are read as Unix time; filters and sorting do not see them as times (README, "Column types and what the API makes of them")`)
+      if (this.dialect === 'sqlite' && compact === undefined) this.once(s, '\u0001unix', { resource: this.def.name, field: s.field, value: n }, `stored times that are numbers are read as Unix time; filters and sorting do not see them as times (README, "Column types and what the API makes of them")`)
     }
     if (date === undefined || Number.isNaN(date.getTime())) {
       this.odd(s, raw, 'not a time the gateway can read')
       return null
     }
     return (wall ? this.wallInstant(date, s.timeZone!) : date).toISOString()
+  }
+
+  private compactNote (s: FieldStorage, value: unknown): void {
+    this.once(s, '\u0001compact', { resource: this.def.name, field: s.field, value }, 'stored times written as digits (YYYYMMDD or YYYYMMDDhhmmss) are read as dates in the column\'s time zone; filters and sorting do not see them as times (README, "Column types and what the API makes of them")')
   }
 
   /**
@@ -694,6 +707,21 @@ export function storageProblems (storage: ResourceStorage): string[] {
     }
   }
   return problems
+}
+
+/**
+ * A time written as digits, YYYYMMDD or YYYYMMDDhhmmss (years 1900 to 2999, a real calendar date
+ * and time), as a wall-clock Date (its UTC fields are the stored ones); undefined for anything else.
+ */
+export function compactTime (digits: string): Date | undefined {
+  const m = /^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2}))?$/.exec(digits)
+  if (m === null) return undefined
+  const [year, month, day, hour, minute, second] = m.slice(1).map((p) => p === undefined ? 0 : Number(p))
+  if (year < 1900 || year > 2999) return undefined
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second))
+  const same = date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day &&
+    date.getUTCHours() === hour && date.getUTCMinutes() === minute && date.getUTCSeconds() === second
+  return same ? date : undefined
 }
 
 export function describeType (info: ColumnInfo): string {

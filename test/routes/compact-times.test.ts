@@ -1,0 +1,28 @@
+// Times a legacy program wrote as digits (YYYYMMDD, YYYYMMDDhhmmss) into a SQLite DATE column:
+// read as dates in the column's zone, not as Unix seconds of late 1970.
+import t from 'tap'
+import { compactTime } from '../../src/db/storage.js'
+import type { Database } from '../../src/db/types.js'
+import { build, testDatabaseUrl } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
+
+t.test('compactTime: digits that are a calendar date (and time), nothing else', async (t) => {
+  t.same(compactTime('20240101'), new Date('2024-01-01T00:00:00Z'))
+  t.same(compactTime('20240402120530'), new Date('2024-04-02T12:05:30Z'))
+  for (const no of ['20240230', '20241301', '18991231', '30000101', '2024010', '202401011200', '20240101246000', '1712052000', '-20240101', '2024-01-01']) {
+    t.equal(compactTime(no), undefined, no)
+  }
+})
+
+t.test('SQLite: a DATE column holding 20240101 shows 2024-01-01 in its zone; Unix time still reads as before', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite stores any value in any column' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrowMaterials('ArtDatum', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }), timeZone: 'Europe/Berlin' } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtDatum" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Angelegt" DATE, "Geaendert" DATETIME)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtDatum" VALUES (1, \'A-1\', \'a\', 20240101, 20240402120000), (2, \'A-2\', \'b\', \'20240615\', 1712052000)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data
+  t.match(rows[0], { createdAt: '2023-12-31T23:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, 'midnight and noon in Berlin')
+  t.match(rows[1], { createdAt: '2024-06-14T22:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, 'as text too; Unix seconds stay an instant')
+})
