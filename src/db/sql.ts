@@ -23,12 +23,14 @@ class Params {
 const ESCAPE = "ESCAPE '\\'"
 /** SQLite keeps times as text in more than one format: compare and sort them as one canonical text. */
 const SQLITE_TIME = (column: string): string => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column})`
+/** SQLite: a number kept in a text column ('12', '2.5') compares as one ('10' > '9'), not as text. */
+const SQLITE_NUMBER = (column: string): string => `CAST(${column} AS REAL)`
 
 /** The alias under which a list statement returns the value of sort key i (when it is an expression). */
 export const sortAlias = (i: number): string => `__s${i}`
 
 /** What a sort key's keyset value is: the column's own value, a rank of a value map, or SQLite's canonical time text. */
-export type SortValueKind = 'column' | 'rank' | 'time-text'
+export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text'
 
 export class SqlBuilder {
   readonly dialect: Dialect
@@ -121,11 +123,17 @@ export class SqlBuilder {
     return params.add(s.def.kind, value, this.paramType(s, value))
   }
 
+  /** SQLite: a number field on a text column (a quantity a legacy program keeps as text). */
+  private numberInText (s: FieldStorage): boolean {
+    return this.dialect.name === 'sqlite' && (s.def.kind === 'number' || s.def.kind === 'integer') && s.category === 'text' && s.map === undefined
+  }
+
   /** What the keyset compares for a sort key, and how the cursor keeps it. */
   sortValueKind (field: string): SortValueKind {
     const s = this.s(field)
     if (s.map !== undefined) return 'rank'
     if (s.def.kind === 'datetime' && this.dialect.name === 'sqlite') return 'time-text'
+    if (this.numberInText(s)) return 'number-text'
     return 'column'
   }
 
@@ -145,6 +153,7 @@ export class SqlBuilder {
         return `CASE ${whens.join(' ')} WHEN ${c} IS NULL THEN NULL ELSE ${map.order.length + 1} END`
       }
       case 'time-text': return SQLITE_TIME(c)
+      case 'number-text': return SQLITE_NUMBER(c)
       default: return this.comparable(field)
     }
   }
@@ -292,7 +301,9 @@ export class SqlBuilder {
     // a CHAR(n) value without its padding ('ST ' is the 'ST' the API shows; the sort keeps the stored
     // value, as the cursor does), a caseless field (usernames) regardless of case ([like] as it is)
     const fold = s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike'
-    const { expr: c, value } = this.shownText(s, this.comparable(f.field), s.padded, fold)
+    const { expr: c, value } = this.numberInText(s)
+      ? { expr: SQLITE_NUMBER(this.col(f.field)), value: (v: SqlValue) => v }
+      : this.shownText(s, this.comparable(f.field), s.padded, fold)
     const operand = (v: SqlValue): SqlValue => value(this.operand(s, v))
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
     const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')
@@ -495,6 +506,7 @@ export class SqlBuilder {
       switch (this.sortValueKind(sort[i].field)) {
         case 'rank': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
         case 'time-text': return params.add('string', v)
+        case 'number-text': return params.add('number', v)
         default: return this.param(params, s, v)
       }
     }

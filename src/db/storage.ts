@@ -630,9 +630,11 @@ export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef
   switch (def.kind) {
     case 'integer':
       if (c === 'integer' || (c === 'decimal' && (column.scale ?? 0) === 0)) return untyped ? 'weak' : 'good'
-      return dialect === 'sqlite' && c === 'float' ? 'weak' : 'no'
+      // SQLite: a quantity a legacy program keeps as text ('12'), compared as a number (SqlBuilder)
+      return dialect === 'sqlite' && (c === 'float' || (c === 'text' && def.id !== true)) ? 'weak' : 'no'
     case 'number':
-      return c === 'integer' || c === 'decimal' || c === 'float' ? (untyped ? 'weak' : 'good') : 'no'
+      if (c === 'integer' || c === 'decimal' || c === 'float') return untyped ? 'weak' : 'good'
+      return dialect === 'sqlite' && c === 'text' ? 'weak' : 'no'
     case 'string':
       if (c === 'text' || c === 'ntext') return untyped ? 'weak' : 'good'
       return c === 'integer' || c === 'decimal' ? 'weak' : 'no'

@@ -1,0 +1,43 @@
+// SQLite: quantities a legacy program keeps in TEXT columns ('12', '2.5'): read, filtered, sorted and paged as numbers.
+import t from 'tap'
+import type { Database } from '../../src/db/types.js'
+import { build, testDatabaseUrl } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
+
+const STOCK: Array<[string, string | null]> = [['A-1', '10'], ['A-2', '9'], ['A-3', '100'], ['A-4', '2.5'], ['A-5', null], ['A-6', '9']]
+
+t.test('SQLite: number fields on TEXT columns compare as numbers', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtText', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', minStock: 'MinLager', stockQuantity: 'Saldo' }) }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtText" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" TEXT NOT NULL UNIQUE, "Bez" TEXT NOT NULL, "MinLager" TEXT, "Saldo" TEXT)', params: [] })
+    for (const [nr, saldo] of STOCK) {
+      await db.execute({ text: 'INSERT INTO "ArtText" ("ArtNr", "Bez", "Saldo") VALUES (@nr, \'x\', @s)', params: [{ name: 'nr', kind: 'string', value: nr }, { name: 's', kind: 'string', value: saldo }] })
+    }
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const numbers = async (query: string): Promise<string[]> => ((await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })).json().data as Array<{ materialNumber: string }>).map((m) => m.materialNumber)
+
+  const one = (await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=A-4', headers })).json().data[0]
+  t.equal(one.stockQuantity, 2.5, 'read as a number')
+  t.same(await numbers('stockQuantity=[gt]9&sort=id'), ['A-1', 'A-3'], "'10' and '100' are above 9, '9' is not (as text, '9' > '10')")
+  t.same(await numbers('stockQuantity=9&sort=id'), ['A-2', 'A-6'])
+  t.same(await numbers('sort=stockQuantity,id'), ['A-5', 'A-4', 'A-2', 'A-6', 'A-1', 'A-3'], 'NULL first, then in numeric order')
+
+  // a walk of pages of one by the number, every row once, in order
+  const walked: string[] = []
+  let url: string | undefined = '/api/materials?limit=1&sort=-stockQuantity'
+  while (url !== undefined) {
+    const page: { data: Array<{ materialNumber: string }>, meta: { next?: string } } = (await ctx.app.inject({ method: 'GET', url, headers })).json()
+    walked.push(...page.data.map((m) => m.materialNumber))
+    url = page.meta.next
+  }
+  t.same(walked, ['A-3', 'A-1', 'A-2', 'A-6', 'A-4', 'A-5'])
+
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-1', name: 'Neu', minStock: 12.5 } })
+  t.equal(created.statusCode, 201, created.body)
+  t.equal(created.json().minStock, 12.5)
+  const [row] = await ctx.db.query({ text: 'SELECT "MinLager" AS m, typeof("MinLager") AS t FROM "ArtText" WHERE "ArtNr" = \'N-1\'', params: [] })
+  t.same([row.m, row.t], ['12.5', 'text'], 'stored as text, as the column keeps it')
+  t.same(await numbers('minStock=[gte]12.5'), ['N-1'])
+})
