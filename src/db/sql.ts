@@ -315,8 +315,8 @@ export class SqlBuilder {
       case 'lte': return `${c} <= ${p()}`
       // The negations also match NULL (see Filter in list-query.ts).
       case 'not': return `(${c} <> ${p()} OR ${c} IS NULL)`
-      case 'like': return `${c} LIKE ${this.likeParam(f, s, params)} ${ESCAPE}`
-      case 'notlike': return `(${c} NOT LIKE ${this.likeParam(f, s, params)} ${ESCAPE} OR ${c} IS NULL)`
+      case 'like': return this.unicodeLike(f) ? `unicode_like(${c}, ${this.likeParam(f, s, params)}) = 1` : `${c} LIKE ${this.likeParam(f, s, params)} ${ESCAPE}`
+      case 'notlike': return this.unicodeLike(f) ? `(unicode_like(${c}, ${this.likeParam(f, s, params)}) = 0 OR ${c} IS NULL)` : `(${c} NOT LIKE ${this.likeParam(f, s, params)} ${ESCAPE} OR ${c} IS NULL)`
       case 'or': return `${c} IN (${list()})`
       case 'nor': return `(${c} NOT IN (${list()}) OR ${c} IS NULL)`
       case 'null': return `${c} IS NULL`
@@ -352,6 +352,11 @@ export class SqlBuilder {
     }
     if (s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal')) return v === true ? 1 : 0
     return v
+  }
+
+  /** SQLite's LIKE folds only A to Z: a pattern with other characters is matched by unicode_like (sqlite.ts) */
+  private unicodeLike (f: Filter): boolean {
+    return this.dialect.name === 'sqlite' && /[^\x00-\x7f]/.test(String(f.values[0]))
   }
 
   private likeParam (f: Filter, s: FieldStorage, params: Params): string {

@@ -107,6 +107,29 @@ interface ConnectOptions { create: boolean, readonly: boolean, busyTimeoutMs: nu
  * A connection set up for the gateway. Only journal_mode = WAL persists in the file (README,
  * "SQLite: locks, journal mode and the database file"), so a read-only open does not set it; the others last as long as the connection.
  */
+const likeCache = new Map<string, RegExp>()
+
+/**
+ * A LIKE pattern (% any run, _ one character, \ escaping the next one) as a regular expression
+ * that ignores case as Unicode does ('É' is 'é'), where SQLite's LIKE folds only A to Z.
+ */
+export function likeRegExp (pattern: string): RegExp {
+  let re = likeCache.get(pattern)
+  if (re !== undefined) return re
+  let source = ''
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]
+    if (c === '\\' && i + 1 < pattern.length) source += pattern[++i].replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+    else if (c === '%') source += '.*'
+    else if (c === '_') source += '.'
+    else source += c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+  }
+  re = new RegExp(`^${source}$`, 'isu')
+  if (likeCache.size >= 256) likeCache.clear()
+  likeCache.set(pattern, re)
+  return re
+}
+
 function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
   // `timeout` is busy_timeout while the connection is set up (switching to WAL takes an exclusive lock), before anything is served
   const db = new BetterSqlite3(path, { readonly: opts.readonly, fileMustExist: !opts.create, timeout: opts.busyTimeoutMs })
@@ -117,6 +140,9 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     db.pragma('synchronous = NORMAL')
     // from now on SQLite itself never sleeps on another process's lock: the class waits on timers
     db.pragma('busy_timeout = 0')
+    // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
+    db.function('unicode_like', { deterministic: true }, (value: unknown, pattern: unknown) =>
+      value === null || value === undefined ? null : likeRegExp(String(pattern)).test(String(value)) ? 1 : 0)
   } catch (err) {
     db.close()
     throw mapSqliteError(err)
