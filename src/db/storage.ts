@@ -549,7 +549,10 @@ export class ResourceStorage {
       const t = date.getTime()
       if (t < min || t > max) throw new InvalidValueError(`'${s.field}' must be between ${new Date(min).toISOString()} and ${new Date(max).toISOString()} (its database column's range)`)
     }
-    if (s.timeZone === undefined) return date
+    // SQLite: a column declared as a date or time type (a legacy DATETIME) gets the format its own
+    // CURRENT_TIMESTAMP default and other programs write, '2026-11-26 04:30:01.111' (UTC); the
+    // reference schema's TEXT columns keep ISO 8601 with Z. Filters compare either through strftime.
+    if (s.timeZone === undefined) return this.dialect === 'sqlite' && type !== undefined && /date|time/.test(type) ? date.toISOString().replace('T', ' ').replace('Z', '') : date
     const wall = utcToWall(date, s.timeZone)
     // SQLite keeps text: local time is written without an offset, the way such columns hold it
     return this.dialect === 'sqlite' ? wall.toISOString().replace('T', ' ').replace('Z', '') : wall

@@ -26,3 +26,21 @@ t.test('SQLite: a DATE column holding 20240101 shows 2024-01-01 in its zone; Uni
   t.match(rows[0], { createdAt: '2023-12-31T23:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, 'midnight and noon in Berlin')
   t.match(rows[1], { createdAt: '2024-06-14T22:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, 'as text too; Unix seconds stay an instant')
 })
+
+t.test("SQLite: the gateway writes a legacy DATETIME column in the column's own format ('2026-11-26 04:30:01.111', UTC), TEXT columns as ISO 8601", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtZeit', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }) }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtZeit" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Angelegt" TEXT, "Geaendert" DATETIME DEFAULT CURRENT_TIMESTAMP)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtZeit" ("ArtNr", "Bez", "Angelegt") VALUES (\'OLD\', \'vom Leitstand\', \'2020-01-01T00:00:00.000Z\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEW', name: 'neu' } })
+  t.equal(created.statusCode, 201)
+  const [row] = await ctx.db.query({ text: 'SELECT "Angelegt" AS a, "Geaendert" AS g FROM "ArtZeit" WHERE "ArtNr" = \'NEW\'', params: [] })
+  t.match(row.g, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, 'as CURRENT_TIMESTAMP writes it, with milliseconds')
+  t.match(row.a, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'a TEXT column: ISO 8601 as before')
+  t.equal(created.json().modifiedAt, `${String(row.g).replace(' ', 'T')}Z`, 'the same instant in the API')
+  const since = (await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${encodeURIComponent(created.json().modifiedAt)}`, headers })).json().data
+  t.same(since.map((m: { materialNumber: string }) => m.materialNumber), ['NEW'], 'found by modifiedSince beside a row of the default format')
+})
