@@ -398,6 +398,8 @@ export function mssqlColumnInfo (r: Row): ColumnInfo {
     info.scale = num(r.scale) ?? 0
   }
   if (typeof r.collation === 'string' && /_CS(_|$)|_BIN2?$/i.test(r.collation)) info.caseSensitive = true
+  // a collation's name is letters, digits and underscores: safe to write into a COLLATE clause
+  if (typeof r.collation === 'string' && /^\w+$/.test(r.collation)) info.collation = r.collation
   if (type === 'varchar' || type === 'char' || type === 'text') {
     const codePage = num(r.codePage)
     if (codePage === 65001 || (typeof r.collation === 'string' && /_UTF8$/i.test(r.collation))) info.utf8 = true

@@ -253,9 +253,12 @@ export class SqlBuilder {
     // OUTPUT without INTO fails on a table that has triggers (error 334), and customers' picking
     // tables often do: capture the new id in a table variable, then read the row back by it.
     const idType = this.s(this.id).paramType ?? 'bigint'
+    // a text key (materials keyed by their number) compares with the column: the same collation, or a collation conflict
+    const collation = this.s(this.id).info?.collation
+    const collate = this.s(this.id).def.kind === 'string' && collation !== undefined ? ` COLLATE ${collation}` : ''
     const output = `OUTPUT INSERTED.${this.col(this.id)} INTO @inserted`
     const body = head === null ? `${output} DEFAULT VALUES` : `(${head.cols}) ${output} VALUES (${head.vals})`
-    return `DECLARE @inserted TABLE ([id] ${idType}); ` +
+    return `DECLARE @inserted TABLE ([id] ${idType}${collate}); ` +
       `INSERT INTO ${this.table} ${body}; ` +
       `SELECT ${this.selectList} FROM ${this.table} WHERE ${this.col(this.id)} = (SELECT TOP (1) [id] FROM @inserted)`
   }

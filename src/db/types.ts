@@ -169,6 +169,8 @@ export interface ColumnInfo {
   codePage?: number
   /** text with a case-sensitive or binary collation (SQL Server): 'V' = 'v' is false */
   caseSensitive?: boolean
+  /** SQL Server: a text column's collation (Latin1_General_CI_AS, …) */
+  collation?: string
   /**
    * a unique index, key or constraint on this column alone (not filtered or partial): the database
    * refuses a duplicate by itself. Where a unique field's column has none, the gateway looks for the

@@ -190,7 +190,7 @@ t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report'
   t.same(mssqlColumnInfo(row({ name: 'MatID', nullable: 'NO', identity: 1 })),
     { name: 'MatID', type: 'int', nullable: false, hasDefault: true, identity: true, computed: false, precision: 10, scale: 0 })
   t.same(mssqlColumnInfo(row({ name: 'ArtNr', type: 'varchar', maxLength: 40, precision: null, scale: null, nullable: 'NO', collation: 'Latin1_General_CI_AS', codePage: 1252 })),
-    { name: 'ArtNr', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 40, codePage: 1252 })
+    { name: 'ArtNr', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 40, codePage: 1252, collation: 'Latin1_General_CI_AS' })
   t.equal(mssqlColumnInfo(row({ type: 'char', maxLength: 4, collation: 'Japanese_CI_AS', codePage: 932 })).codePage, 932, 'char columns have a code page too')
   t.equal(mssqlColumnInfo(row({ unique: 1 })).unique, true, 'a unique index on the column alone')
   t.notOk('unique' in mssqlColumnInfo(row({ unique: 0 })))

@@ -317,3 +317,13 @@ t.test('SQLite DDL', async (t) => {
     'CREATE INDEX IF NOT EXISTS "IX_materials_modified_at" ON "materials" (strftime(\'%Y-%m-%dT%H:%M:%fZ\', "modified_at"))'
   ])
 })
+
+t.test('T-SQL insert into a table keyed by text: the captured key has the column\'s collation', async (t) => {
+  const mapping: TableMapping = { ...referenceMappings.materials, columns: { ...referenceMappings.materials.columns, id: 'material_number' } }
+  const columns = referenceColumns(mssqlDialect, materials, referenceMappings.materials)
+    .filter((c) => c.name !== 'id')
+    .map((c) => c.name === 'material_number' ? { ...c, type: 'varchar', collation: 'Finnish_Swedish_CS_AS' } : c)
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, mapping, columns))
+  t.equal(b.insert({ materialNumber: 'Å-1', name: 'x' }).text.split('; ')[0], 'DECLARE @inserted TABLE ([id] varchar(8000) COLLATE Finnish_Swedish_CS_AS)')
+  t.equal(ms.insert({ name: 'x' }).text.split('; ')[0], 'DECLARE @inserted TABLE ([id] int)', 'a number key needs none')
+})
