@@ -479,6 +479,13 @@ export async function createLegacyFixture (db: Database, opts: FixtureOptions = 
 }
 
 /** A materials mapping onto a picking system's narrow table: the columns given, every other field mapped to null. */
+/** A prepare step for build(): the statements of the test database's dialect, in order. */
+export function tablesFor (ddl: { mssql: string[], sqlite: string[] }): (db: Database) => Promise<void> {
+  return async (db) => {
+    for (const text of db.dialect === 'mssql' ? ddl.mssql : ddl.sqlite) await db.execute({ text, params: [] })
+  }
+}
+
 export function narrowMaterials (table: string, columns: Record<string, string>): TableMappingConfig {
   const absent = ['description', 'unit', 'barcode', 'minStock', 'maxStock', 'weight', 'blocked', 'blockReason', 'stockQuantity', 'createdAt', 'modifiedAt']
   return { table, columns: { ...Object.fromEntries(absent.map((field) => [field, null])), ...columns } }

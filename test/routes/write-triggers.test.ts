@@ -2,42 +2,38 @@
 // answers with is the row as stored, as a GET shows it (SQLite's RETURNING shows it before the trigger).
 import t from 'tap'
 import { changesRowAfterInsert } from '../../src/db/sqlite.js'
-import type { Database } from '../../src/db/types.js'
 import { build } from '../helpers/build.js'
-import { narrowMaterials } from '../helpers/legacy-fixture.js'
+import { narrowMaterials, tablesFor } from '../helpers/legacy-fixture.js'
 
 /** ArtNeu: an AFTER INSERT trigger stamps Angelegt, AFTER INSERT and UPDATE ones write the unit in capitals, an audit trigger writes elsewhere. */
-async function createTable (db: Database): Promise<void> {
-  const mssql = db.dialect === 'mssql'
-  const ddl = mssql
-    ? [
-        'DROP TABLE IF EXISTS [dbo].[ArtNeu]',
-        'DROP TABLE IF EXISTS [dbo].[ArtNeuLog]',
-        'CREATE TABLE [dbo].[ArtNeuLog] ([LogID] INT IDENTITY(1,1) PRIMARY KEY, [ArtID] INT NOT NULL)',
-        'CREATE TABLE [dbo].[ArtNeu] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL, [ME] VARCHAR(4) NULL, [Angelegt] DATETIME NULL)',
-        `CREATE TRIGGER [dbo].[trg_ArtNeu_I] ON [dbo].[ArtNeu] AFTER INSERT AS
+const createTable = tablesFor({
+  mssql: [
+    'DROP TABLE IF EXISTS [dbo].[ArtNeu]',
+    'DROP TABLE IF EXISTS [dbo].[ArtNeuLog]',
+    'CREATE TABLE [dbo].[ArtNeuLog] ([LogID] INT IDENTITY(1,1) PRIMARY KEY, [ArtID] INT NOT NULL)',
+    'CREATE TABLE [dbo].[ArtNeu] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL, [ME] VARCHAR(4) NULL, [Angelegt] DATETIME NULL)',
+    `CREATE TRIGGER [dbo].[trg_ArtNeu_I] ON [dbo].[ArtNeu] AFTER INSERT AS
 BEGIN
   SET NOCOUNT ON;
   UPDATE a SET [Angelegt] = '2026-11-26T05:00:00', [ME] = UPPER(a.[ME]) FROM [dbo].[ArtNeu] AS a JOIN inserted AS i ON i.[ArtID] = a.[ArtID];
   INSERT INTO [dbo].[ArtNeuLog] ([ArtID]) SELECT [ArtID] FROM inserted;
 END`,
-        `CREATE TRIGGER [dbo].[trg_ArtNeu_U] ON [dbo].[ArtNeu] AFTER UPDATE AS
+    `CREATE TRIGGER [dbo].[trg_ArtNeu_U] ON [dbo].[ArtNeu] AFTER UPDATE AS
 BEGIN
   SET NOCOUNT ON;
   UPDATE a SET [ME] = UPPER(a.[ME]) FROM [dbo].[ArtNeu] AS a JOIN inserted AS i ON i.[ArtID] = a.[ArtID] WHERE a.[ME] <> UPPER(a.[ME]) COLLATE Latin1_General_BIN;
 END`
-      ]
-    : [
-        'CREATE TABLE "ArtNeuLog" ("LogID" INTEGER PRIMARY KEY, "ArtID" INTEGER NOT NULL)',
-        'CREATE TABLE "ArtNeu" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(4), "Angelegt" DATETIME)',
-        `CREATE TRIGGER "trg_ArtNeu_I" AFTER INSERT ON "ArtNeu" FOR EACH ROW BEGIN
+  ],
+  sqlite: [
+    'CREATE TABLE "ArtNeuLog" ("LogID" INTEGER PRIMARY KEY, "ArtID" INTEGER NOT NULL)',
+    'CREATE TABLE "ArtNeu" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(4), "Angelegt" DATETIME)',
+    `CREATE TRIGGER "trg_ArtNeu_I" AFTER INSERT ON "ArtNeu" FOR EACH ROW BEGIN
   UPDATE "ArtNeu" SET "Angelegt" = '2026-11-26 05:00:00', "ME" = upper(NEW."ME") WHERE "ArtID" = NEW."ArtID";
 END`,
-        'CREATE TRIGGER "trg_ArtNeu_Log" AFTER INSERT ON "ArtNeu" BEGIN INSERT INTO "ArtNeuLog" ("ArtID") VALUES (NEW."ArtID"); END',
-        'CREATE TRIGGER "trg_ArtNeu_U" AFTER UPDATE OF "ME" ON "ArtNeu" BEGIN UPDATE "ArtNeu" SET "ME" = upper(NEW."ME") WHERE "ArtID" = NEW."ArtID"; END'
-      ]
-  for (const text of ddl) await db.execute({ text, params: [] })
-}
+    'CREATE TRIGGER "trg_ArtNeu_Log" AFTER INSERT ON "ArtNeu" BEGIN INSERT INTO "ArtNeuLog" ("ArtID") VALUES (NEW."ArtID"); END',
+    'CREATE TRIGGER "trg_ArtNeu_U" AFTER UPDATE OF "ME" ON "ArtNeu" BEGIN UPDATE "ArtNeu" SET "ME" = upper(NEW."ME") WHERE "ArtID" = NEW."ArtID"; END'
+  ]
+})
 
 t.test('a create answers with the row as its AFTER INSERT trigger left it, the same row and ETag a GET then shows', async (t) => {
   const ctx = await build(t, {
@@ -68,23 +64,20 @@ t.test('a create answers with the row as its AFTER INSERT trigger left it, the s
 t.test('beside an audit trigger, an update answers with the row as stored', async (t) => {
   const ctx = await build(t, {
     mapping: { materials: narrowMaterials('ArtAudit', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', modifiedAt: 'Geaendert' }) }
-  }, async (db) => {
-    const mssql = db.dialect === 'mssql'
-    const ddl = mssql
-      ? [
-          'DROP TABLE IF EXISTS [dbo].[ArtAudit]',
-          'DROP TABLE IF EXISTS [dbo].[ArtAuditLog]',
-          'CREATE TABLE [dbo].[ArtAuditLog] ([ArtID] INT NOT NULL, [Bez] VARCHAR(80) NULL)',
-          'CREATE TABLE [dbo].[ArtAudit] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL, [Geaendert] DATETIME NULL)',
-          'CREATE TRIGGER [dbo].[trg_ArtAudit_U] ON [dbo].[ArtAudit] AFTER UPDATE AS BEGIN SET NOCOUNT ON; INSERT INTO [dbo].[ArtAuditLog] ([ArtID], [Bez]) SELECT [ArtID], [Bez] FROM deleted; END'
-        ]
-      : [
-          'CREATE TABLE "ArtAuditLog" ("ArtID" INTEGER NOT NULL, "Bez" VARCHAR(80))',
-          'CREATE TABLE "ArtAudit" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
-          'CREATE TRIGGER "trg_ArtAudit_U" AFTER UPDATE ON "ArtAudit" BEGIN INSERT INTO "ArtAuditLog" ("ArtID", "Bez") VALUES (OLD."ArtID", OLD."Bez"); END'
-        ]
-    for (const text of ddl) await db.execute({ text, params: [] })
-  })
+  }, tablesFor({
+    mssql: [
+      'DROP TABLE IF EXISTS [dbo].[ArtAudit]',
+      'DROP TABLE IF EXISTS [dbo].[ArtAuditLog]',
+      'CREATE TABLE [dbo].[ArtAuditLog] ([ArtID] INT NOT NULL, [Bez] VARCHAR(80) NULL)',
+      'CREATE TABLE [dbo].[ArtAudit] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL, [Geaendert] DATETIME NULL)',
+      'CREATE TRIGGER [dbo].[trg_ArtAudit_U] ON [dbo].[ArtAudit] AFTER UPDATE AS BEGIN SET NOCOUNT ON; INSERT INTO [dbo].[ArtAuditLog] ([ArtID], [Bez]) SELECT [ArtID], [Bez] FROM deleted; END'
+    ],
+    sqlite: [
+      'CREATE TABLE "ArtAuditLog" ("ArtID" INTEGER NOT NULL, "Bez" VARCHAR(80))',
+      'CREATE TABLE "ArtAudit" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
+      'CREATE TRIGGER "trg_ArtAudit_U" AFTER UPDATE ON "ArtAudit" BEGIN INSERT INTO "ArtAuditLog" ("ArtID", "Bez") VALUES (OLD."ArtID", OLD."Bez"); END'
+    ]
+  }))
   const headers = ctx.auth(ctx.adminToken)
   const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-1', name: 'Schraube' } })
   t.equal(created.statusCode, 201, created.body)
@@ -102,21 +95,18 @@ t.test('beside an audit trigger, an update answers with the row as stored', asyn
 t.test('a trigger that skips an update or delete without an error (RAISE(IGNORE), an INSTEAD OF trigger that does nothing): a 400 that says so, and the row is as it was', async (t) => {
   const ctx = await build(t, {
     mapping: { materials: narrowMaterials('ArtArchiv', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' }) }
-  }, async (db) => {
-    const mssql = db.dialect === 'mssql'
-    const ddl = mssql
-      ? [
-          'DROP TABLE IF EXISTS [dbo].[ArtArchiv]',
-          'CREATE TABLE [dbo].[ArtArchiv] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL)',
-          "CREATE TRIGGER [dbo].[trg_ArtArchiv_D] ON [dbo].[ArtArchiv] INSTEAD OF DELETE AS BEGIN SET NOCOUNT ON; DELETE a FROM [dbo].[ArtArchiv] AS a JOIN deleted AS d ON d.[ArtID] = a.[ArtID] WHERE a.[ArtNr] NOT LIKE 'ARCHIV%'; END"
-        ]
-      : [
-          'CREATE TABLE "ArtArchiv" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL)',
-          'CREATE TRIGGER "trg_ArtArchiv_U" BEFORE UPDATE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END',
-          'CREATE TRIGGER "trg_ArtArchiv_D" BEFORE DELETE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END'
-        ]
-    for (const text of ddl) await db.execute({ text, params: [] })
-  })
+  }, tablesFor({
+    mssql: [
+      'DROP TABLE IF EXISTS [dbo].[ArtArchiv]',
+      'CREATE TABLE [dbo].[ArtArchiv] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(40) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL)',
+      "CREATE TRIGGER [dbo].[trg_ArtArchiv_D] ON [dbo].[ArtArchiv] INSTEAD OF DELETE AS BEGIN SET NOCOUNT ON; DELETE a FROM [dbo].[ArtArchiv] AS a JOIN deleted AS d ON d.[ArtID] = a.[ArtID] WHERE a.[ArtNr] NOT LIKE 'ARCHIV%'; END"
+    ],
+    sqlite: [
+      'CREATE TABLE "ArtArchiv" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL)',
+      'CREATE TRIGGER "trg_ArtArchiv_U" BEFORE UPDATE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END',
+      'CREATE TRIGGER "trg_ArtArchiv_D" BEFORE DELETE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END'
+    ]
+  }))
   const headers = ctx.auth(ctx.adminToken)
   const post = async (materialNumber: string): Promise<string> => {
     const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber, name: 'Alt' } })
