@@ -185,8 +185,8 @@ export class SqlBuilder {
   selectById (id: SqlValue, opts: { forUpdate?: boolean } = {}): Statement {
     const params = new Params()
     const hint = opts.forUpdate === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, ROWLOCK)' : ''
-    const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
-    return { text: this.text(`select${hint}`, () => `SELECT ${this.selectList} FROM ${this.table}${hint} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
+    const where = this.idWhere(params, id)
+    return { text: this.text(`select${hint}`, () => `SELECT ${this.selectList} FROM ${this.table}${hint} WHERE ${where}`), params: params.list }
   }
 
   /**
@@ -280,15 +280,22 @@ export class SqlBuilder {
     if (fields.length === 0) throw new Error('update without fields')
     const params = new Params()
     const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
-    const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
+    const where = this.idWhere(params, id)
     const set = () => fields.map((f, i) => `${this.col(f)} = ${placeholders[i]}`).join(', ')
-    return { text: this.text(`update ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
+    return { text: this.text(`update ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${where}`), params: params.list }
   }
 
   delete (id: SqlValue): Statement {
     const params = new Params()
-    const p = params.named('id', 'integer', id, this.paramType(this.s(this.id), id))
-    return { text: this.text('delete', () => `DELETE FROM ${this.table} WHERE ${this.col(this.id)} = ${p}`), params: params.list }
+    const where = this.idWhere(params, id)
+    return { text: this.text('delete', () => `DELETE FROM ${this.table} WHERE ${where}`), params: params.list }
+  }
+
+  /** The row with this id: a text key in a padded CHAR column compared as reads show it (SQLite; SQL Server ignores the padding itself). */
+  private idWhere (params: Params, id: SqlValue): string {
+    const s = this.s(this.id)
+    const { expr, value } = this.shownText(s, this.col(this.id), s.padded && s.def.kind === 'string', false)
+    return `${expr} = ${params.named('id', s.def.kind, value(id), this.paramType(s, id))}`
   }
 
   private condition (f: Filter, params: Params): string {

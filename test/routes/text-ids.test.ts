@@ -4,7 +4,7 @@ import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { validateConfig } from '../../src/config.js'
 import type { Database } from '../../src/db/types.js'
-import { build } from '../helpers/build.js'
+import { build, testDatabaseUrl } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const NUMBERS = ['0099', '100234', 'A/7 Ü', '100235']
@@ -72,4 +72,20 @@ t.test('materials keyed by a text article number: read, list, page, create, upda
 
   const openapi = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
   t.match(openapi.paths['/api/materials/{id}'].get.parameters.find((p: { name: string }) => p.name === 'id').schema, { type: 'string', maxLength: 20 })
+})
+
+t.test('SQLite: a padded CHAR key is read, updated and deleted by its value as shown', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQL Server ignores the padding itself' }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtC', { id: 'Nr', materialNumber: 'Nr', name: 'Bez' }) } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "ArtC" ("Nr" CHAR(10) NOT NULL PRIMARY KEY, "Bez" VARCHAR(40) NOT NULL)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtC" VALUES (\'A-1       \', \'gepolstert\'), (\'A-2       \', \'auch\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const read = await ctx.app.inject({ method: 'GET', url: '/api/materials/A-1', headers })
+  t.equal(read.statusCode, 200, read.body)
+  t.match(read.json(), { id: 'A-1', materialNumber: 'A-1' })
+  const updated = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/A-1', headers, payload: { name: 'geändert' } })
+  t.equal(updated.statusCode, 200, updated.body)
+  t.equal(updated.json().name, 'geändert')
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/A-2', headers })).statusCode, 204)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/A-2', headers })).statusCode, 404)
 })
