@@ -91,7 +91,13 @@ function bodyProperty (schema: Json, s: FieldStorage): Json {
 
 /** A response property's schema widened to what the column may hold: NULL, and codes no map knows. */
 function responseProperty (schema: Json, s: FieldStorage): Json {
-  let out = schema
+  // a response shows what is stored, however long: a length limit belongs to what is written (the
+  // column's, on the body schemas), and a generated client that checks responses would refuse real rows
+  let out = mapBranches(schema, (branch) => {
+    const b = { ...branch }
+    delete b.maxLength
+    return b
+  })
   if (s.map !== undefined || s.def.enum !== undefined) {
     const known = s.map !== undefined ? s.map.order.map((v) => String(v)) : s.def.enum!
     const description = `${schema.description !== undefined ? `${String(schema.description)}. ` : ''}One of ${known.join(', ')}; a stored code that no value map knows is returned as it is`

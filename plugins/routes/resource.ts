@@ -192,7 +192,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `Delete a ${opts.noun}${who}`,
         tags: [opts.tag],
         params,
-        response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 412, 503) }
+        // 400: a trigger skipped it; 409: other records still reference it
+        response: { 204: Type.Null(), ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
       }
     }, async (request, reply) => {
       await repo.delete(idOf(request), { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(idOf(request)))
