@@ -89,7 +89,7 @@ export class Repository {
   private mapValues: (raw: unknown[]) => Row = () => ({})
   /** each field's place in a select's values */
   private selectIndex = new Map<string, number>()
-  /** what a create fills in: [field, default] of writable stored fields with one, and the time stamps kept */
+  /** what a create fills in: [field, default] of writable stored fields with one (and read-only ones whose column must be given), and the time stamps kept */
   private createDefaults: Array<[string, unknown]> = []
   private stamps: Array<'createdAt' | 'modifiedAt'> = []
   /** fields an insert must give: the column has no default */
@@ -141,7 +141,8 @@ export class Repository {
     this.mapRow = compileMapper(readers.map(([field, read]) => [field, read, field]))
     this.mapValues = compileMapper(readers.map(([field, read]) => [field, read, this.selectIndex.get(field)!]))
     this.createDefaults = Object.entries(this.def.fields)
-      .filter(([field, def]) => def.default !== undefined && def.readOnly !== true && this.has(field) && !this.ownDefault(field))
+      // a read-only field too where its column must be given (a stock column NOT NULL without a default: 0)
+      .filter(([field, def]) => def.default !== undefined && (def.readOnly !== true || this.storage.fields[field]?.required === true) && this.has(field) && !this.ownDefault(field))
       .map(([field, def]) => [field, def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)

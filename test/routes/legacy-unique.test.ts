@@ -83,3 +83,16 @@ t.test('SQLite: which columns count as unique', async (t) => {
   t.same(await unique('U'), ['Id', 'A', 'B'], 'the rowid, a UNIQUE constraint, a unique index; not a composite, partial or plain one')
   t.same(await unique('K'), ['Nr'], 'a TEXT PRIMARY KEY')
 })
+
+t.test('a stock column NOT NULL without a default: a create writes the stock a new material has, 0', async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtBestand', { id: 'ID', materialNumber: 'ArtNr', name: 'Bez', stockQuantity: 'Bestand' }) } }, async (db) => {
+    const mssql = db.dialect === 'mssql'
+    if (mssql) await db.execute({ text: 'DROP TABLE IF EXISTS [dbo].[ArtBestand]', params: [] })
+    await db.execute({ text: `CREATE TABLE ${mssql ? '[dbo].[ArtBestand] ([ID] INT IDENTITY(1,1) PRIMARY KEY' : '"ArtBestand" ("ID" INTEGER PRIMARY KEY'}, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(100) NOT NULL, "Bestand" INTEGER NOT NULL)`, params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'Q1', name: 'q' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.equal(created.json().stockQuantity, 0)
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'Q2', name: 'q', stockQuantity: 5 } })).statusCode, 400, 'still not the client\'s to set')
+})
