@@ -29,8 +29,11 @@ declare module 'fastify' {
   }
 }
 
+// db init helps only where a table is missing (a new database); not with the picking system's own tables
 const mismatch = (problems: string[]): string => `The database does not match the configured mapping: ${problems.join('; ')}. ` +
-  'Fix the mapping in the configuration, or create the reference tables with: picking-gateway db init'
+  (problems.some((p) => /: table '.*' does not exist$/.test(p))
+    ? 'Fix the mapping in the configuration, or create the reference tables with: picking-gateway db init'
+    : 'Fix the mapping in the configuration (picking-gateway db introspect proposes one)')
 
 async function database (fastify: FastifyInstance, opts: DatabasePluginOptions): Promise<void> {
   const { db, mappings } = opts

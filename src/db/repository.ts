@@ -353,6 +353,14 @@ export class Repository {
     for (const field of this.stamps) {
       if (given[field] === undefined) given[field] = now
     }
+    const key = this.storage.sharedKey
+    if (key !== undefined && this.def.fields[this.id].kind !== 'string' && given[key] !== undefined && given[key] !== null) {
+      // the number is the id, and a path names ids as decimal digits without sign or leading zero
+      const text = String(given[key])
+      if (!/^[1-9]\d*$/.test(text) || !Number.isSafeInteger(Number(text))) {
+        throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by a number): it must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} without sign or leading zero, got '${text}'`)
+      }
+    }
     const vals = this.input(given)
     for (const field of this.required) {
       if (vals[field] === undefined) throw new InvalidValueError(`'${field}' is required: the database has no default for it`)

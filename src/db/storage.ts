@@ -692,7 +692,9 @@ export function storageProblems (storage: ResourceStorage): string[] {
     // the gateway writes every field but the id and the read-only ones (createdAt, modifiedAt, lastLoginAt it sets itself):
     // a computed or identity column there fails every write (SQL Server errors 271, 8102)
     const written = s.def.id !== true && (s.def.readOnly !== true || ['createdAt', 'modifiedAt', 'lastLoginAt'].includes(s.field))
-    if (written && storage.mapping.readOnly !== true && (s.info.computed || s.info.identity)) {
+    // SQLite's INTEGER PRIMARY KEY takes the value given: a table keyed by its (numeric) article number
+    const givenKey = s.field === storage.sharedKey && storage.dialect === 'sqlite' && !s.info.computed
+    if (written && !givenKey && storage.mapping.readOnly !== true && (s.info.computed || s.info.identity)) {
       problems.push(`${where}.${s.field}: ${col} is ${s.info.computed ? 'computed' : 'an identity column'}, so the gateway cannot write it; map the field to another column, to null, ${readOnlyHint}`)
     }
   }

@@ -89,3 +89,24 @@ t.test('SQLite: a padded CHAR key is read, updated and deleted by its value as s
   t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/A-2', headers })).statusCode, 204)
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/A-2', headers })).statusCode, 404)
 })
+
+t.test('a table keyed by a numeric article number: materialNumber is the id, a whole number a path can name', async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtNum', { id: 'Nr', materialNumber: 'Nr', name: 'Bez' }) } }, async (db) => {
+    const mssql = db.dialect === 'mssql'
+    if (mssql) await db.execute({ text: 'DROP TABLE IF EXISTS [dbo].[ArtNum]', params: [] })
+    // SQLite: the rowid itself; SQL Server: a plain INT key (an IDENTITY one is refused at start)
+    await db.execute({ text: `CREATE TABLE ${mssql ? '[dbo].[ArtNum] ([Nr] INT NOT NULL PRIMARY KEY' : '"ArtNum" ("Nr" INTEGER PRIMARY KEY'}, "Bez" VARCHAR(40) NOT NULL)`, params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtNum" ("Nr", "Bez") VALUES (4711, \'alt\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  t.match((await ctx.app.inject({ method: 'GET', url: '/api/materials/4711', headers })).json(), { id: 4711, materialNumber: '4711' })
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: '100234', name: 'neu' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.equal(created.headers.location, '/api/materials/100234')
+  t.match(created.json(), { id: 100234, materialNumber: '100234' })
+  for (const bad of ['-6', '0', '0124', '12.0', '9007199254740993', 'A-1']) {
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: bad, name: 'x' } })
+    t.equal(res.statusCode, 400, bad)
+    if (bad !== 'A-1') t.match(res.json().message, /it must be a whole number from 1 to 9007199254740991 without sign or leading zero/, bad)
+  }
+})
