@@ -239,7 +239,7 @@ export class SqlBuilder {
     const fields = Object.keys(values)
     const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
     // mapping.defaults: unmapped columns every create fills
-    const extra = this.storage.insertDefaults.map((d) => this.param(params, d.storage, d.value))
+    const extra = this.storage.insertDefaults.map((d) => this.param(params, d.storage, this.storage.toDb(d.storage, d.value)))
     return { text: this.text(`insert ${fields.join(',')}`, () => this.insertText(fields, placeholders, extra)), params: params.list }
   }
 

@@ -706,6 +706,20 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (!names.has(column.toLowerCase())) problems.push(`${where}.defaults: the table has no column '${column}'`)
     else if (mapped.has(column.toLowerCase())) problems.push(`${where}.defaults: column '${column}' is mapped to a field, whose value a create sets; remove it from defaults`)
     else if (d.storage.info?.computed === true || d.storage.info?.identity === true) problems.push(`${where}.defaults: column '${column}' is filled by the database; remove it from defaults`)
+    else {
+      // the value as a write of it would be checked: a number column takes numbers, a varchar(4) four characters
+      try {
+        storage.toDb(d.storage, d.value)
+      } catch (err) {
+        problems.push(`${where}.defaults.${column}: ${err instanceof Error ? err.message.replace(`'${d.storage.field}' `, '') : String(err)}`)
+      }
+    }
+  }
+  const spelled = new Map<string, string>()
+  for (const column of Object.keys(mapping.defaults ?? {})) {
+    const other = spelled.get(column.toLowerCase())
+    if (other !== undefined) problems.push(`${where}.defaults: '${other}' and '${column}' name the same column (names are matched without regard to case)`)
+    spelled.set(column.toLowerCase(), column)
   }
   if (mapping.readOnly !== true) {
     for (const column of storage.columns) {
