@@ -353,6 +353,7 @@ export class Repository {
     for (const field of this.stamps) {
       if (given[field] === undefined) given[field] = now
     }
+    this.assertTrimmed(given)
     const key = this.storage.sharedKey
     if (key !== undefined && this.def.fields[this.id].kind !== 'string' && given[key] !== undefined && given[key] !== null) {
       // the number is the id, and a path names ids as decimal digits without sign or leading zero
@@ -407,6 +408,7 @@ export class Repository {
         const row = await this.lockRow(tx, id, opts)
         if (opts.guard !== undefined) await opts.guard(row, tx)
         if (shows(row, values)) return row
+        this.assertTrimmed(values, row)
         const key = this.storage.sharedKey
         if (key !== undefined && values[key] !== undefined && !this.sameShown(key, row[key], values[key])) {
           throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by it) and cannot change; create a new ${this.noun} instead`)
@@ -511,6 +513,19 @@ export class Repository {
       if (other !== undefined && (exceptId === undefined || String(other[this.id]) !== String(exceptId))) {
         throw new ConflictError(`${f} '${String(value)}' already exists`)
       }
+    }
+  }
+
+  /**
+   * A unique text (a material number, a station's name) may not begin or end with white space: 'P-1 '
+   * would be a second material beside 'P-1' that looks the same (SQL Server would even take them for
+   * one). A value the row already shows is no new claim.
+   */
+  private assertTrimmed (given: Row, current?: Row): void {
+    for (const f of this.uniqueFields) {
+      const value = given[f]
+      if (typeof value !== 'string' || value === value.trim() || (current !== undefined && this.sameShown(f, current[f], value))) continue
+      throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
     }
   }
 

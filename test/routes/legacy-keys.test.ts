@@ -82,11 +82,11 @@ t.test('a CHAR key a legacy program padded: the same value again is a 409, not a
   const { app } = ctx
   const headers = ctx.auth(ctx.adminToken)
   t.match((await app.inject({ method: 'GET', url: '/api/materials/1', headers })).json(), { materialNumber: 'A-10003' })
-  for (const materialNumber of ['A-10003', 'A-10003 ']) {
-    const res = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber, name: 'again' } })
-    t.equal(res.statusCode, 409, JSON.stringify(materialNumber))
-    t.match(res.json(), { code: 'CONFLICT', message: /materialNumber 'A-10003 ?' already exists/ })
-  }
+  const again = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-10003', name: 'again' } })
+  t.equal(again.statusCode, 409)
+  t.match(again.json(), { code: 'CONFLICT', message: "materialNumber 'A-10003' already exists" })
+  const padded = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-10003 ', name: 'again' } })
+  t.equal(padded.statusCode, 400, 'with its padding it is refused earlier: white space at an end')
   const other = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-10004', name: 'new' } })
   t.equal(other.statusCode, 201)
   t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${other.json().id as number}`, headers, payload: { materialNumber: 'A-10003' } })).statusCode, 409, 'nor by an update')

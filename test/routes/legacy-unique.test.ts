@@ -96,3 +96,20 @@ t.test('a stock column NOT NULL without a default: a create writes the stock a n
   t.equal(created.json().stockQuantity, 0)
   t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'Q2', name: 'q', stockQuantity: 5 } })).statusCode, 400, 'still not the client\'s to set')
 })
+
+t.test('a unique text with white space at either end is refused: it would look like another', async (t) => {
+  const ctx = await build(t, { mapping: { materials: mapping } }, createTable)
+  const headers = ctx.auth(ctx.adminToken)
+  for (const materialNumber of ['A-1 ', ' A-1', 'NEU\t']) {
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber, name: 'x' } })
+    t.equal(res.statusCode, 400, JSON.stringify(materialNumber))
+    t.match(res.json().message, /'materialNumber' may not begin or end with white space/)
+  }
+  const [row] = await ctx.db.query({ text: 'SELECT "ArtID" AS id FROM "ArtIdx" WHERE "ArtNr" = \'A-1\'', params: [] })
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${String(row.id)}`, headers, payload: { materialNumber: 'A-2 ' } })).statusCode, 400)
+  // a legacy row that already has it stays editable with it
+  await ctx.db.execute({ text: 'UPDATE "ArtIdx" SET "ArtNr" = \'A-1 \' WHERE "ArtID" = @id', params: [{ name: 'id', kind: 'integer', value: Number(row.id) }] })
+  const read = (await ctx.app.inject({ method: 'GET', url: `/api/materials/${String(row.id)}`, headers })).json()
+  const back = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${String(row.id)}`, headers, payload: { materialNumber: read.materialNumber, name: 'Neu' } })
+  t.equal(back.statusCode, 200, back.body)
+})
