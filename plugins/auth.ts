@@ -9,6 +9,7 @@ import { FailureThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
+import { ConstraintViolationError, InvalidValueError } from '../src/db/errors.js'
 import type { Row } from '../src/db/types.js'
 import { UserService } from '../src/users.js'
 import type { SsoProviderConfig } from '../schemas/config.js'
@@ -235,7 +236,14 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       }
       const changes: Row = { lastLoginAt: new Date() }
       if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)
-      await users.update(user.id as number, changes, { touch: false })
+      try {
+        await users.update(user.id as number, changes, { touch: false })
+      } catch (err) {
+        // the password was right: a trigger of the picking system that refuses the stamp (or the
+        // rehash) must not turn the login into an error that tells a right password from a wrong one
+        if (!(err instanceof ConstraintViolationError || err instanceof InvalidValueError)) throw err
+        fastify.log.warn({ err, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
+      }
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
       cache.delete(user.id as number)
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }

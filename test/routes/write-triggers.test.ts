@@ -2,7 +2,7 @@
 // answers with is the row as stored, as a GET shows it (SQLite's RETURNING shows it before the trigger).
 import t from 'tap'
 import { changesRowAfterInsert } from '../../src/db/sqlite.js'
-import { build } from '../helpers/build.js'
+import { ADMIN_PASSWORD, build, testDatabaseUrl } from '../helpers/build.js'
 import { narrowMaterials, tablesFor } from '../helpers/legacy-fixture.js'
 
 /** ArtNeu: an AFTER INSERT trigger stamps Angelegt, AFTER INSERT and UPDATE ones write the unit in capitals, an audit trigger writes elsewhere. */
@@ -141,4 +141,15 @@ t.test('which SQLite triggers may change a row after its insert', async (t) => {
   t.notOk(changesRowAfterInsert('CREATE TRIGGER x BEFORE INSERT ON t BEGIN UPDATE c SET n = n + 1; END'), 'BEFORE: the row is not there yet')
   t.notOk(changesRowAfterInsert('CREATE TRIGGER x INSERT ON t BEGIN UPDATE c SET n = n + 1; END'), 'no timing is BEFORE')
   t.notOk(changesRowAfterInsert('CREATE TRIGGER x AFTER UPDATE ON t BEGIN UPDATE t SET a = 1; END'), 'an update trigger (updates read their row back)')
+})
+
+t.test('a login whose last-login stamp a trigger refuses still succeeds, and a wrong password is still a 401', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite trigger syntax' }, async (t) => {
+  const ctx = await build(t)
+  await ctx.db.execute({ text: 'CREATE TRIGGER "trg_users_frozen" BEFORE UPDATE ON "gateway_users" WHEN OLD."username" = \'admin\' BEGIN SELECT RAISE(IGNORE); END', params: [] })
+  const login = async (password: string): Promise<number> => (await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password } })).statusCode
+  t.equal(await login(ADMIN_PASSWORD), 200, 'the password was right')
+  t.equal(await login('wrong-password-1'), 401)
+  await ctx.db.execute({ text: 'DROP TRIGGER "trg_users_frozen"', params: [] })
+  await ctx.db.execute({ text: 'CREATE TRIGGER "trg_users_frozen" BEFORE UPDATE ON "gateway_users" BEGIN SELECT RAISE(ABORT, \'Benutzer gesperrt\'); END', params: [] })
+  t.equal(await login(ADMIN_PASSWORD), 200, 'nor a trigger that aborts')
 })
