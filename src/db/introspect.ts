@@ -311,6 +311,13 @@ export function matchColumns (dialect: DialectName, resource: ResourceName, tabl
     fits.name = fits.description
     delete fits.description
   }
+  // a table keyed by its article number, without a numeric id of its own: the id is that column too
+  const key = def.naturalKey === undefined ? undefined : byField.get(def.naturalKey)
+  const idField = fieldNames.find((f) => def.fields[f].id === true)!
+  if (!byField.has(idField) && key !== undefined && key.column.unique === true) {
+    byField.set(idField, { field: idField, column: key.column, reason: `the table's key, its ${def.naturalKey}`, notes: [] })
+    fits[idField] = 'good'
+  }
   return {
     fields: fieldNames.filter((f) => byField.has(f)).map((f) => byField.get(f)!),
     fits,

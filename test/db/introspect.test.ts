@@ -272,6 +272,18 @@ t.test('French, Italian and Swedish names, accents and all', async (t) => {
   t.match(mapped(found.resources.users.mapping)?.columns, { username: 'användarnamn', passwordHash: 'lösenord' })
 })
 
+t.test('a material master keyed by its article number: id and materialNumber share the column', async (t) => {
+  const path = join(dir, 'keyed.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtikelNr VARCHAR(20) NOT NULL PRIMARY KEY, Bezeichnung VARCHAR(60) NOT NULL, Einheit VARCHAR(5))')
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.match(mapped(found.resources.materials.mapping)?.columns, { id: 'ArtikelNr', materialNumber: 'ArtikelNr', name: 'Bezeichnung', unit: 'Einheit' })
+  t.notMatch(found.resources.materials.notes.join('\n'), /no column for id/)
+})
+
 t.test('boolean value maps', async (t) => {
   const col = (name: string): ColumnInfo => ({ name, type: 'char', maxLength: 1, nullable: false, hasDefault: false, identity: false, computed: false })
   const rows = (...values: unknown[]): CodeCount[] => values.map((value, i) => ({ value, count: 10 - i }))
