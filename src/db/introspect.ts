@@ -568,7 +568,9 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   const order = Object.keys(def.fields)
   unmatched.sort((a, b) => order.indexOf(a) - order.indexOf(b))
 
-  const mapped = new Set(fields.map((m) => m.column.name.toLowerCase()))
+  // the configured table's own settings stay (its defaults fill columns no field maps)
+  const kept = table === configuredTable ? current : undefined
+  const mapped = new Set([...fields.map((m) => m.column.name.toLowerCase()), ...Object.keys(kept?.defaults ?? {}).map((c) => c.toLowerCase())])
   const unmappedRequired = table.view
     ? []
     : best.columns.filter((c) => !mapped.has(c.name.toLowerCase()) && !c.nullable && !c.hasDefault && !c.identity && !c.computed)
@@ -580,7 +582,8 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a value every create writes ("defaults": {"${c.name}": …}), give it a default in the database, or set "readOnly": true`)
   }
   const id = fields.find((m) => m.field === 'id')
-  if (!table.view && id !== undefined && !id.column.identity && !id.column.hasDefault) {
+  const keyed = id !== undefined && fields.some((m) => m.field === def.naturalKey && m.column === id.column)
+  if (!table.view && id !== undefined && !keyed && !id.column.identity && !id.column.hasDefault && kept?.newIds === undefined) {
     notes.push(`id column '${id.column.name}' is neither an identity column nor has a default: the gateway cannot create rows; give it one, set "newIds": "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), or set "readOnly": true`)
   }
   if (table.view) notes.push('a view: proposed "readOnly": true (list and read only)')
@@ -593,7 +596,11 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
 
   const why = `${best.reason}; ${fields.length} of ${fieldCount} fields matched` +
     (others.length > 0 ? `; also considered: ${others.join(', ')}` : '')
-  return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping: mappingBlock(db.dialect, table, fields, absent) }
+  const mapping = mappingBlock(db.dialect, table, fields, absent)
+  if (kept?.timeZone !== undefined) mapping.timeZone = kept.timeZone
+  if (kept?.newIds !== undefined) mapping.newIds = kept.newIds
+  if (kept?.defaults !== undefined) mapping.defaults = kept.defaults
+  return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping }
 }
 
 /** Lists the tables and proposes a mapping for every resource. */

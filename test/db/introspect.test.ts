@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
 import { main, type Io } from '../../src/commands.js'
-import { mappingsOf, validateConfig } from '../../src/config.js'
+import { mappingsOf, normalizeMapping, validateConfig } from '../../src/config.js'
 import { openDatabase } from '../../src/db/index.js'
 import { createTableStatements } from '../../src/db/init.js'
 import {
@@ -275,13 +275,19 @@ t.test('French, Italian and Swedish names, accents and all', async (t) => {
 t.test('a material master keyed by its article number: id and materialNumber share the column', async (t) => {
   const path = join(dir, 'keyed.db')
   const raw = new BetterSqlite3(path)
-  raw.exec('CREATE TABLE Artikel (ArtikelNr VARCHAR(20) NOT NULL PRIMARY KEY, Bezeichnung VARCHAR(60) NOT NULL, Einheit VARCHAR(5))')
+  raw.exec('CREATE TABLE Artikel (ArtikelNr VARCHAR(20) NOT NULL PRIMARY KEY, Bezeichnung VARCHAR(60) NOT NULL, Einheit VARCHAR(5), Mandant INTEGER NOT NULL)')
   raw.close()
   const db = openDatabase(`sqlite:${path}`, { logger: silent })
   t.teardown(() => db.close())
   const found = await introspect(db, {})
   t.match(mapped(found.resources.materials.mapping)?.columns, { id: 'ArtikelNr', materialNumber: 'ArtikelNr', name: 'Bezeichnung', unit: 'Einheit' })
-  t.notMatch(found.resources.materials.notes.join('\n'), /no column for id/)
+  t.notMatch(found.resources.materials.notes.join('\n'), /no column for id|neither an identity/)
+  t.match(found.resources.materials.notes.join('\n'), /column 'Mandant' \(integer\) is NOT NULL without a default/)
+  // run again with that proposal and defaults configured: they stay, and the note is gone
+  const configured = { ...mapped(found.resources.materials.mapping)!, defaults: { Mandant: 1 } }
+  const again = await introspect(db, { materials: normalizeMapping(configured) })
+  t.same(again.resources.materials.mapping?.defaults, { Mandant: 1 })
+  t.notMatch(again.resources.materials.notes.join('\n'), /Mandant/)
 })
 
 t.test('boolean value maps', async (t) => {
