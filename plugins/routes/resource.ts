@@ -58,10 +58,18 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
     const notFound = (id: Id) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: Id) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
-    // a table keyed by text (materials by their article number) has text ids; the schema checks the path, the handlers take either
+    // a table keyed by text (materials by their article number) has text ids; the schema checks the path, the handlers take either.
+    // A key shared with the materialNumber whose type is not known yet (the database was down at start) may turn out either way.
     const idStorage = repo.storage.field(idField(repo.def))
-    const params = idStorage.def.kind === 'string' ? textIdParams(idStorage.info?.maxLength !== undefined && idStorage.info.maxLength > 0 ? idStorage.info.maxLength : undefined) : IdParams
-    const idOf = (request: FastifyRequest): Id => (request.params as { id: Id }).id
+    const maybeText = idStorage.def.kind === 'string' || (repo.storage.sharedKey !== undefined && idStorage.info === undefined)
+    const params = maybeText ? textIdParams(idStorage.info?.maxLength !== undefined && idStorage.info.maxLength > 0 ? idStorage.info.maxLength : undefined) : IdParams
+    const idOf = (request: FastifyRequest): Id => {
+      const id = (request.params as { id: Id }).id
+      if (typeof id !== 'string' || repo.def.fields[idField(repo.def)].kind === 'string') return id
+      // numeric ids after all: a path that is no such number names no row
+      if (!/^[1-9]\d*$/.test(id) || !Number.isSafeInteger(Number(id))) throw notFound(id)
+      return Number(id)
+    }
     // operationIds for generated clients: listMaterials, createMaterial, getMaterial, updateMaterial (patchMaterial), deleteMaterial
     const Noun = `${opts.noun[0].toUpperCase()}${opts.noun.slice(1)}`
     // where a created row is read: this plugin's prefix (/api/materials), whichever of its forms the create was sent to

@@ -598,7 +598,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     (others.length > 0 ? `; also considered: ${others.join(', ')}` : '')
   const mapping = mappingBlock(db.dialect, table, fields, absent)
   if (kept?.timeZone !== undefined) mapping.timeZone = kept.timeZone
-  if (kept?.newIds !== undefined) mapping.newIds = kept.newIds
+  if (kept?.newIds !== undefined && !keyed) mapping.newIds = kept.newIds
   if (kept?.defaults !== undefined) mapping.defaults = kept.defaults
   return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping }
 }

@@ -362,7 +362,8 @@ export function columnsStatement (mapping: TableMapping): Statement {
       'CASE WHEN EXISTS (SELECT 1 FROM sys.indexes AS [i] ' +
       'JOIN sys.index_columns AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > 0 ' +
       'JOIN sys.columns AS [k] ON [k].[object_id] = [ic].[object_id] AND [k].[column_id] = [ic].[column_id] ' +
-      `WHERE [i].[object_id] = ${object} AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [k].[name] = [COLUMN_NAME] ` +
+      // not a disabled or hypothetical one, nor IGNORE_DUP_KEY (which drops a duplicate insert without an error)
+      `WHERE [i].[object_id] = ${object} AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [i].[is_disabled] = 0 AND [i].[is_hypothetical] = 0 AND [i].[ignore_dup_key] = 0 AND [k].[name] = [COLUMN_NAME] ` +
       'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
       'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
       '[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], \'CodePage\')) AS [codePage] ' +

@@ -1,7 +1,8 @@
 // One resource's reads and writes over a Database, in API shape: rows keyed by API field, typed by kind.
+import { createHash } from 'node:crypto'
 import { dialectFor } from './dialect.js'
 import { checkExpression, faultToError, namesIn } from './data-errors.js'
-import { BadQueryError, ConflictError, ConstraintViolationError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
+import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
@@ -300,14 +301,14 @@ export class Repository {
    * The row whose `field` equals `value` (the lowest id if several do, the highest with `newest`);
    * internal fields allowed.
    */
-  async findOne (field: string, value: unknown, ex: Executor = this.db, newest = false, lock = false): Promise<Row | undefined> {
+  async findOne (field: string, value: unknown, ex: Executor = this.db, newest = false): Promise<Row | undefined> {
     if (!Object.hasOwn(this.def.fields, field)) throw new BadQueryError(`Unknown field '${field}'`)
     const v = this.convert(field, this.def.fields[field], value)
     return await this.first(ex, this.sql.list({
       filters: [{ field, op: v === null ? 'null' : 'eq', values: [v] }],
       sort: [{ field: this.id, desc: newest }],
       limit: 1
-    }, { lock }))
+    }))
   }
 
   /**
@@ -508,9 +509,12 @@ export class Repository {
     for (const f of this.selfChecked) {
       const value = given[f]
       if (value === undefined || value === null || (current !== undefined && this.sameShown(f, current[f], value))) continue
-      // locked on SQL Server until the write commits, so that a second write of the value waits for it
-      const other = await this.findOne(f, value, tx, false, true)
-      if (other !== undefined && (exceptId === undefined || String(other[this.id]) !== String(exceptId))) {
+      // SQL Server: a second write of the value waits until this one commits (SQLite's writers take turns anyway)
+      if (this.db.dialect === 'mssql') await this.lockValue(tx, f, value)
+      const other = await this.findOne(f, value, tx)
+      // the row itself as read, not the id as the path spelled it ('abc' finds 'ABC' under a caseless collation)
+      const self = current?.[this.id] ?? exceptId
+      if (other !== undefined && (self === undefined || String(other[this.id]) !== String(self))) {
         throw new ConflictError(`${f} '${String(value)}' already exists`)
       }
     }
@@ -527,6 +531,15 @@ export class Repository {
       if (typeof value !== 'string' || value === value.trim() || (current !== undefined && this.sameShown(f, current[f], value))) continue
       throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
     }
+  }
+
+  /** SQL Server: holds the value of a unique field for this transaction (sp_getapplock), as it compares: trimmed, any case. */
+  private async lockValue (tx: Executor, field: string, value: unknown): Promise<void> {
+    const name = `picking-gateway:${this.mapping.schema ?? 'dbo'}.${this.mapping.table}:${field}:${String(value).trim().toLowerCase()}`
+    // sp_getapplock takes names of up to 255 characters
+    const resource = name.length <= 255 ? name : `picking-gateway:${createHash('sha256').update(name).digest('hex')}`
+    const [row] = await tx.query(this.sql.appLock(resource, 10000))
+    if (Number(row?.rc) < 0) throw new DatabaseUnavailableError(`Another write of ${field} '${String(value)}' is still running; try again`)
   }
 
   /** Two values of a field as the API compares them: a caseless field's regardless of case. */

@@ -192,11 +192,9 @@ export class SqlBuilder {
   /**
    * A page: filters, keyset position, sort, then offset/limit exactly as given in `q`. A sort key
    * whose keyset value is not the column itself is also selected, as `__s<i>`, for the cursor.
-   * `lock` (inside a transaction): a serializable range update lock on SQL Server, as for count.
    */
-  list (q: Pick<ListQuery, 'filters' | 'sort' | 'limit' | 'offset' | 'after'>, opts: { lock?: boolean } = {}): Statement {
+  list (q: Pick<ListQuery, 'filters' | 'sort' | 'limit' | 'offset' | 'after'>): Statement {
     const params = new Params()
-    const hint = opts.lock === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''
     const extra = q.sort.map((k, i) => this.sortValueKind(k.field) === 'column' ? '' : `, ${this.sortExpr(k.field, params)} AS ${this.dialect.ident(sortAlias(i))}`).join('')
     const conditions = q.filters.map((f) => this.condition(f, params))
     if (q.after !== undefined) conditions.push(this.keyset(q.sort, q.after, params))
@@ -205,7 +203,7 @@ export class SqlBuilder {
     const limit = params.named('limit', 'integer', q.limit)
     const offset = params.named('offset', 'integer', q.offset ?? 0)
     const paging = this.dialect.paging(limit.slice(1), offset.slice(1))
-    return { text: `SELECT ${this.selectList}${extra} FROM ${this.table}${hint}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
+    return { text: `SELECT ${this.selectList}${extra} FROM ${this.table}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
   }
 
   /**
@@ -231,6 +229,19 @@ export class SqlBuilder {
   maxId (): Statement {
     const hint = this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''
     return { text: `SELECT MAX(${this.col(this.id)}) AS ${this.dialect.ident('max')} FROM ${this.table}${hint}`, params: [] }
+  }
+
+  /**
+   * SQL Server, inside a transaction: an exclusive application lock on a name (sp_getapplock), held
+   * until the transaction ends; `rc` below 0 when it was not granted within the timeout. Two writes
+   * of one unique value that no index guards take turns this way; a range lock on a column without
+   * an index would lock the whole table and deadlock with the row lock an update already holds.
+   */
+  appLock (resource: string, timeoutMs: number): Statement {
+    return {
+      text: "DECLARE @rc int; EXEC @rc = sp_getapplock @Resource = @resource, @LockMode = N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = @timeout; SELECT @rc AS [rc]",
+      params: [{ name: 'resource', kind: 'string', value: resource, type: 'nvarchar(255)' }, { name: 'timeout', kind: 'integer', value: timeoutMs, type: 'int' }]
+    }
   }
 
   /** Inserts one row and returns it (aliased like every select). `values` are stored values (ResourceStorage.toDb). */

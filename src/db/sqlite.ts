@@ -107,27 +107,56 @@ interface ConnectOptions { create: boolean, readonly: boolean, busyTimeoutMs: nu
  * A connection set up for the gateway. Only journal_mode = WAL persists in the file (README,
  * "SQLite: locks, journal mode and the database file"), so a read-only open does not set it; the others last as long as the connection.
  */
-const likeCache = new Map<string, RegExp>()
+/** A LIKE pattern's parts: any run (%), one character (_), or a character (folded to lower case). */
+type LikeToken = { any: true } | { one: true } | { char: string }
+const likeCache = new Map<string, LikeToken[]>()
+
+function likeTokens (pattern: string): LikeToken[] {
+  let tokens = likeCache.get(pattern)
+  if (tokens !== undefined) return tokens
+  tokens = []
+  const chars = Array.from(pattern)
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i]
+    if (c === '\\' && i + 1 < chars.length) tokens.push({ char: chars[++i].toLowerCase() })
+    else if (c === '%') {
+      if (!('any' in (tokens[tokens.length - 1] ?? {}))) tokens.push({ any: true })
+    } else if (c === '_') tokens.push({ one: true })
+    else tokens.push({ char: c.toLowerCase() })
+  }
+  if (likeCache.size >= 256) likeCache.clear()
+  likeCache.set(pattern, tokens)
+  return tokens
+}
 
 /**
- * A LIKE pattern (% any run, _ one character, \ escaping the next one) as a regular expression
- * that ignores case as Unicode does ('É' is 'é'), where SQLite's LIKE folds only A to Z.
+ * LIKE as SQLite's (% any run, _ one character, \\ escaping the next one), but ignoring case for
+ * every letter ('É' is 'é'), where SQLite's own folds only A to Z. Matched by the usual wildcard
+ * walk that only ever returns to the last %: time in proportion to value times pattern, whatever
+ * the pattern (a regular expression would backtrack exponentially on '%a%a%a…').
  */
-export function likeRegExp (pattern: string): RegExp {
-  let re = likeCache.get(pattern)
-  if (re !== undefined) return re
-  let source = ''
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]
-    if (c === '\\' && i + 1 < pattern.length) source += pattern[++i].replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
-    else if (c === '%') source += '.*'
-    else if (c === '_') source += '.'
-    else source += c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+export function likeMatches (value: string, pattern: string): boolean {
+  const p = likeTokens(pattern)
+  const v = Array.from(value, (c) => c.toLowerCase())
+  let vi = 0
+  let pi = 0
+  let star = -1
+  let mark = 0
+  while (vi < v.length) {
+    const t = p[pi]
+    if (t !== undefined && ('one' in t || ('char' in t && t.char === v[vi]))) {
+      vi++
+      pi++
+    } else if (t !== undefined && 'any' in t) {
+      star = pi++
+      mark = vi
+    } else if (star >= 0) {
+      pi = star + 1
+      vi = ++mark
+    } else return false
   }
-  re = new RegExp(`^${source}$`, 'isu')
-  if (likeCache.size >= 256) likeCache.clear()
-  likeCache.set(pattern, re)
-  return re
+  while (pi < p.length && 'any' in p[pi]) pi++
+  return pi === p.length
 }
 
 function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
@@ -142,7 +171,7 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     db.pragma('busy_timeout = 0')
     // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
     db.function('unicode_like', { deterministic: true }, (value: unknown, pattern: unknown) =>
-      value === null || value === undefined ? null : likeRegExp(String(pattern)).test(String(value)) ? 1 : 0)
+      value === null || value === undefined ? null : likeMatches(String(value), String(pattern)) ? 1 : 0)
   } catch (err) {
     db.close()
     throw mapSqliteError(err)

@@ -684,7 +684,9 @@ export function storageProblems (storage: ResourceStorage): string[] {
         problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
           `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`)
       }
-      if (own && mapping.newIds !== undefined) {
+      if (storage.sharedKey !== undefined && mapping.newIds !== undefined) {
+        problems.push(`${where}.newIds: the id is the ${storage.sharedKey} (both are mapped to ${col}), which a create gives; remove newIds`)
+      } else if (own && mapping.newIds !== undefined) {
         problems.push(`${where}.newIds: ${col} is ${s.info.identity ? 'an identity column' : 'given a default'} by the database, which numbers new rows itself; remove newIds`)
       }
     }

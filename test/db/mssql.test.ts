@@ -161,6 +161,28 @@ t.test('a create on SQL Server runs in a transaction, so that a trigger\'s RAISE
   t.match(seen[1], /^SELECT \[id\] AS \[id\]/)
 })
 
+t.test('SQL Server: a unique value no index guards is locked by name, then looked for; a lock not granted in time is a 503', async (t) => {
+  const row = { id: 1, materialNumber: 'M-1', name: 'x', createdAt: new Date(), modifiedAt: new Date() }
+  const seen: string[] = []
+  let rc = 0
+  const tx: Executor = {
+    query: async (stmt: Statement) => {
+      seen.push(stmt.text.includes('sp_getapplock') ? `lock ${String(stmt.params[0].value)}` : stmt.text.slice(0, 20))
+      if (stmt.text.includes('sp_getapplock')) return [{ rc }]
+      return stmt.text.startsWith('DECLARE @inserted') ? [row] : []
+    },
+    execute: async () => 0
+  }
+  const db = { dialect: 'mssql', query: tx.query, execute: tx.execute, queryValues: undefined, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn(tx) } as unknown as Database
+  // material_number has no unique index of its own (a legacy table's plain index)
+  const columns = Object.values(referenceMappings.materials.columns).map((c): ColumnInfo => ({ name: c as string, type: c === 'id' ? 'int' : 'nvarchar', nullable: c !== 'id', hasDefault: c === 'id', identity: c === 'id', computed: false, unique: c === 'id' }))
+  const repo = new Repository(db, materials, referenceMappings.materials, { columns })
+  await repo.create({ materialNumber: 'Ab-1', name: 'x' })
+  t.same(seen, ['lock picking-gateway:dbo.materials:materialNumber:ab-1', 'SELECT [id] AS [id],', 'DECLARE @inserted TA'], 'the lock first, as the value compares (any case)')
+  rc = -1
+  await t.rejects(repo.create({ materialNumber: 'Ab-2', name: 'x' }), { name: 'DatabaseUnavailableError', message: "Another write of materialNumber 'Ab-2' is still running; try again" })
+})
+
 t.test('columnsStatement', async (t) => {
   t.same(columnsStatement({ table: 'MaterialBase', columns: {} }), {
     text: 'SELECT [COLUMN_NAME] AS [name], [DATA_TYPE] AS [type], [CHARACTER_MAXIMUM_LENGTH] AS [maxLength], ' +
@@ -173,7 +195,7 @@ t.test('columnsStatement', async (t) => {
       'CASE WHEN EXISTS (SELECT 1 FROM sys.indexes AS [i] ' +
       'JOIN sys.index_columns AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > 0 ' +
       'JOIN sys.columns AS [k] ON [k].[object_id] = [ic].[object_id] AND [k].[column_id] = [ic].[column_id] ' +
-      "WHERE [i].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])) AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [k].[name] = [COLUMN_NAME] " +
+      "WHERE [i].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])) AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [i].[is_disabled] = 0 AND [i].[is_hypothetical] = 0 AND [i].[ignore_dup_key] = 0 AND [k].[name] = [COLUMN_NAME] " +
       'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
       'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
       "[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], 'CodePage')) AS [codePage] " +
