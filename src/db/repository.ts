@@ -97,6 +97,8 @@ export class Repository {
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
   private readBack = false
+  /** SQLite's change count tells a write a trigger skipped (RAISE(IGNORE)): not through a view, whose INSTEAD OF triggers it does not count */
+  private countsChanges = false
   /** the steps the modified-time column stores times in (ResourceStorage's resolutionMs; 1 without the column) */
   modifiedResolutionMs = 1
   /** the ids the id column can hold, when narrower than a path's (an int column: up to 2^31 - 1) */
@@ -148,6 +150,7 @@ export class Repository {
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
+    this.countsChanges = sqlite && this.storage.columns?.some((c) => c.inView === true) !== true
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
     // SQLite's integers are 64 bits whatever the declared type
     const idType = this.db.dialect === 'mssql' ? this.storage.field(this.id).info?.type.toLowerCase() : undefined
@@ -424,7 +427,7 @@ export class Repository {
         const changed = await tx.execute(this.sql.update(id, vals))
         // the row is locked, so no row changed means a trigger skipped the change (SQLite's RAISE(IGNORE));
         // SQL Server's count includes its triggers' statements and says nothing here
-        if (changed === 0 && this.db.dialect === 'sqlite') throw this.skipped(id, 'update')
+        if (changed === 0 && this.countsChanges) throw this.skipped(id, 'update')
         const after = await this.first(tx, this.sql.selectById(id))
         if (after === undefined) throw new Error(`${this.def.name} ${id}: the row was gone after its update`)
         return after
@@ -441,9 +444,9 @@ export class Repository {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
         const deleted = await tx.execute(this.sql.delete(id))
-        // SQLite counts the statement's own rows; SQL Server's count includes its triggers', so look
-        // whether the row is still there (an INSTEAD OF DELETE trigger that leaves it)
-        const kept = this.db.dialect === 'sqlite' ? deleted === 0 : await this.first(tx, this.sql.selectById(id)) !== undefined
+        // SQLite counts the statement's own rows; SQL Server's count includes its triggers' (and a SQLite
+        // view's INSTEAD OF trigger counts none), so look whether the row is still there
+        const kept = this.countsChanges ? deleted === 0 : await this.first(tx, this.sql.selectById(id)) !== undefined
         if (kept) throw this.skipped(id, 'delete')
         return row
       })

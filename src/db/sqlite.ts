@@ -510,7 +510,7 @@ class SqliteDatabase implements Database {
     })
     // INTEGER PRIMARY KEY (alone) is the rowid: SQLite assigns it, as SQL Server does an identity;
     // not in a WITHOUT ROWID table, where it is a plain key the writer must give
-    const [list] = await this.query({ text: 'SELECT wr AS wr FROM pragma_table_list(@table)', params: [{ name: 'table', kind: 'string', value: mapping.table }] })
+    const [list] = await this.query({ text: 'SELECT wr AS wr, type AS type FROM pragma_table_list(@table)', params: [{ name: 'table', kind: 'string', value: mapping.table }] })
     const pkColumns = Number(list?.wr) === 1 ? 0 : rows.filter((r) => Number(r.pk) > 0).length
     const columns = rows.map((r) => sqliteColumnInfo(r, pkColumns))
     // unique indexes of one column (a UNIQUE constraint, a TEXT PRIMARY KEY, CREATE UNIQUE INDEX); partial ones let duplicates in
@@ -530,6 +530,7 @@ class SqliteDatabase implements Database {
     if (triggers.some((t) => changesRowAfterInsert(String(t.sql ?? '')))) {
       for (const c of columns) c.changedAfterInsert = true
     }
+    if (list?.type === 'view') for (const c of columns) c.inView = true
     return columns
   }
 }

@@ -183,4 +183,6 @@ export interface ColumnInfo {
    * ran, so a create reads the row back. Set on every column of the table.
    */
   changedAfterInsert?: boolean
+  /** SQLite: the mapped object is a view (written through INSTEAD OF triggers, which SQLite's change count does not see). Set on every column. */
+  inView?: boolean
 }
