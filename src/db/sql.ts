@@ -305,8 +305,14 @@ export class SqlBuilder {
   /** The row with this id: a text key in a padded CHAR column compared as reads show it (SQLite; SQL Server ignores the padding itself). */
   private idWhere (params: Params, id: SqlValue): string {
     const s = this.s(this.id)
-    const { expr, value } = this.shownText(s, this.col(this.id), s.padded && s.def.kind === 'string', false)
-    return `${expr} = ${params.named('id', s.def.kind, value(id), this.paramType(s, id))}`
+    const padded = s.padded && s.def.kind === 'string' && this.dialect.name === 'sqlite'
+    const { expr, value } = this.shownText(s, this.col(this.id), padded, false)
+    const p = params.named('id', s.def.kind, value(id), this.paramType(s, id))
+    if (!padded) return `${expr} = ${p}`
+    // the value with any padding lies between the value and the value padded to the column's width:
+    // a range the key's index can seek, before RTRIM (which no index covers) decides
+    const to = params.named('idTo', 'string', `${String(value(id))}${' '.repeat(s.info?.maxLength !== undefined && s.info.maxLength > 0 ? s.info.maxLength : 255)}`)
+    return `${this.col(this.id)} BETWEEN ${p} AND ${to} AND ${expr} = ${p}`
   }
 
   private condition (f: Filter, params: Params): string {
