@@ -246,7 +246,7 @@ export class Repository {
       }
     })
     // SQLite's strftime reads a time it cannot parse as NULL, whatever the column declares
-    return { types, nullable: q.sort.map((k) => this.storage.field(k.field).nullable || this.sql.sortValueKind(k.field) === 'time-text') }
+    return { types, nullable: q.sort.map((k) => this.storage.field(k.field).nullable || ['time-text', 'number-text'].includes(this.sql.sortValueKind(k.field))) }
   }
 
   /** The statement of a list page (its cursor decoded into the keyset position); `limit` as given. */

@@ -23,8 +23,11 @@ class Params {
 const ESCAPE = "ESCAPE '\\'"
 /** SQLite keeps times as text in more than one format: compare and sort them as one canonical text. */
 const SQLITE_TIME = (column: string): string => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column})`
-/** SQLite: a number kept in a text column ('12', '2.5') compares as one ('10' > '9'), not as text. */
-const SQLITE_NUMBER = (column: string): string => `CAST(${column} AS REAL)`
+/**
+ * SQLite: a number kept in a text column ('12', '2.5') compares as one ('10' > '9'), not as text,
+ * and text that is no number ('n/a', '1,5') as NULL, as reads show it (number_text, sqlite.ts).
+ */
+const SQLITE_NUMBER = (column: string): string => `number_text(${column})`
 
 /** The alias under which a list statement returns the value of sort key i (when it is an expression). */
 export const sortAlias = (i: number): string => `__s${i}`
@@ -544,7 +547,8 @@ export class SqlBuilder {
     }
     const refs = after.map((_, i) => ref(i))
     const exprs = sort.map((k) => this.sortExpr(k.field, params))
-    const nullable = (i: number): boolean => this.s(sort[i].field).nullable
+    // a number in a text column reads NULL where the text is no number, whatever the column declares
+    const nullable = (i: number): boolean => this.s(sort[i].field).nullable || this.sortValueKind(sort[i].field) === 'number-text'
     const disjuncts: string[] = []
     for (let i = 0; i < sort.length; i++) {
       const c = exprs[i]

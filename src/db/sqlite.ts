@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
+import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
 export interface SqliteOptions {
@@ -170,6 +171,8 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     // from now on SQLite itself never sleeps on another process's lock: the class waits on timers
     db.pragma('busy_timeout = 0')
     // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
+    // a number a legacy program keeps in a text column, as reads show it (null for anything else)
+    db.function('number_text', { deterministic: true }, (value: unknown) => storedNumber(value))
     db.function('unicode_like', { deterministic: true }, (value: unknown, pattern: unknown) =>
       value === null || value === undefined ? null : likeMatches(String(value), String(pattern)) ? 1 : 0)
   } catch (err) {

@@ -133,6 +133,21 @@ function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined): numb
 /** a number written as text: what numberFromDb reads (the filter parser's syntax; no decimal commas, no hex) */
 const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i
 
+/**
+ * A stored value as a number, or null: numbers as they are, text only when it is a plain decimal
+ * number (no decimal comma guessed). SQL Server's bigint arrives as text; in SQLite, text a numeric
+ * column could not convert, or a number a legacy program keeps in a text column (SqlBuilder
+ * compares those through the same function, so filters find what reads show).
+ */
+export function storedNumber (raw: unknown): number | null {
+  let n: number
+  if (typeof raw === 'number') n = raw
+  else if (typeof raw === 'bigint' || typeof raw === 'boolean') n = Number(raw)
+  else if (typeof raw === 'string' && NUMBER_TEXT.test(raw.trim())) n = Number(raw)
+  else n = Number.NaN
+  return Number.isFinite(n) ? n : null
+}
+
 const CANONICAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /** The stored code as the map compares it: text without the padding of fixed-width columns. */
@@ -342,15 +357,9 @@ export class ResourceStorage {
 
   /** A stored number; text only when it is a plain decimal number (no decimal commas guessed), else null. */
   private numberFromDb (s: FieldStorage, raw: unknown): number | null {
-    let n: number
-    if (typeof raw === 'number') n = raw
-    else if (typeof raw === 'bigint' || typeof raw === 'boolean') n = Number(raw)
-    // SQL Server's bigint arrives as text; in SQLite, text a numeric column could not convert
-    else if (typeof raw === 'string' && NUMBER_TEXT.test(raw.trim())) n = Number(raw)
-    else n = Number.NaN
-    if (Number.isFinite(n)) return n
-    this.odd(s, raw, 'not a number')
-    return null
+    const n = storedNumber(raw)
+    if (n === null) this.odd(s, raw, 'not a number')
+    return n
   }
 
   /** A stored flag without a value map: numbers are true unless 0; text only 1/0/true/false, else null. */
