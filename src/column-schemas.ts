@@ -55,7 +55,7 @@ function describeLimit (s: FieldStorage): string | undefined {
 }
 
 /** A body property's schema narrowed to what the column holds. */
-function bodyProperty (schema: Json, s: FieldStorage): Json {
+function bodyProperty (schema: Json, s: FieldStorage, reference: boolean): Json {
   let out = schema
   const info = s.info
   if (info === undefined) return out
@@ -67,7 +67,8 @@ function bodyProperty (schema: Json, s: FieldStorage): Json {
     // can be sent back as it is. A UTF-8 column counts bytes, checked before writing (ResourceStorage).
     if (b.type === 'string' && (s.category === 'text' || s.category === 'ntext') && info.utf8 !== true && s.map === undefined) {
       if (info.maxLength !== undefined && info.maxLength > 0) b.maxLength = info.maxLength
-      else delete b.maxLength
+      // the gateway's own table of an older demo database (TEXT): the API's limits stay
+      else if (!reference) delete b.maxLength
     }
     if (b.type === 'integer' || b.type === 'number') {
       const range = INTEGER_RANGES[info.type.toLowerCase()]
@@ -176,7 +177,7 @@ export function resourceSchemas (storage: ResourceStorage, item: TObject, create
   for (const body of [out.create, out.update]) {
     for (const [field, schema] of Object.entries(body.properties as Record<string, Json>)) {
       const s = storage.fields[field]
-      if (s !== undefined) body.properties[field] = bodyProperty(schema, s)
+      if (s !== undefined) body.properties[field] = bodyProperty(schema, s, storage.reference)
     }
   }
   // a NOT NULL column without a default must be given on create, whatever the API's own schema says

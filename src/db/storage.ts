@@ -2,7 +2,7 @@
 import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } from './code-pages.js'
 import { InvalidValueError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
-import { idField, mappingProblems, missingColumns, resources, type ResourceName } from './resources.js'
+import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
 import type { ColumnInfo, Database, DialectName, FieldDef, FieldKind, ResourceDef, SqlValue, StoredCode, TableMapping } from './types.js'
 
@@ -198,6 +198,12 @@ export class ResourceStorage {
   readonly id: string
   /** every column of the table, when known */
   readonly columns: ColumnInfo[] | undefined
+  /**
+   * the gateway's own reference table (db init's, as the default mapping names it): where its
+   * text columns declare no length (SQLite databases made before db init declared VARCHAR(n)),
+   * the API's own limits stay
+   */
+  readonly reference: boolean
   /** the def's naturalKey when it shares the id's column: the id is its value, and it cannot change */
   readonly sharedKey: string | undefined
   /** mapping.defaults: each unmapped column a create fills, as a storage of its own (for its parameter type), and its value */
@@ -212,6 +218,9 @@ export class ResourceStorage {
     this.id = idField(baseDef)
     this.warn = opts.warn ?? (() => {})
     const byName = new Map((this.columns ?? []).map((c) => [c.name.toLowerCase(), c]))
+    const ref = referenceMappings[baseDef.name as ResourceName] as TableMapping | undefined
+    this.reference = ref !== undefined && ref.table === mapping.table && (mapping.schema ?? 'dbo') === (ref.schema ?? 'dbo') &&
+      Object.entries(ref.columns).every(([field, column]) => mapping.columns[field]?.toLowerCase() === column.toLowerCase())
     const idColumn = mapping.columns[this.id]?.toLowerCase()
     const key = baseDef.naturalKey
     this.sharedKey = key !== undefined && idColumn !== undefined && mapping.absent?.includes(key) !== true && mapping.columns[key]?.toLowerCase() === idColumn ? key : undefined
