@@ -1,11 +1,23 @@
 // A picking system's table whose triggers fill in columns after an insert or update: the row the API
 // answers with is the row as stored, as a GET shows it (SQLite's RETURNING shows it before the trigger).
-import t from 'tap'
+import t, { type Test } from 'tap'
+import type { LightMyRequestResponse } from 'fastify'
 import { changesRowAfterInsert } from '../../src/db/sqlite.js'
-import { ADMIN_PASSWORD, build, testDatabaseUrl } from '../helpers/build.js'
+import { ADMIN_PASSWORD, build, testDatabaseUrl, type TestContext } from '../helpers/build.js'
 import { narrowMaterials, tablesFor } from '../helpers/legacy-fixture.js'
 
 /** ArtNeu: an AFTER INSERT trigger stamps Angelegt, AFTER INSERT and UPDATE ones write the unit in capitals, an audit trigger writes elsewhere. */
+/** Creates a material and renames it: both answers, each checked for its status. */
+async function createAndRename (t: Test, ctx: TestContext, materialNumber: string, [name, renamed]: [string, string]): Promise<{ headers: { authorization: string }, created: LightMyRequestResponse, updated: LightMyRequestResponse }> {
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber, name } })
+  t.equal(created.statusCode, 201, created.body)
+  const updated = await ctx.app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { name: renamed } })
+  t.equal(updated.statusCode, 200, updated.body)
+  t.equal(updated.json().name, renamed)
+  return { headers, created, updated }
+}
+
 const createTable = tablesFor({
   mssql: [
     'DROP TABLE IF EXISTS [dbo].[ArtNeu]',
@@ -78,12 +90,7 @@ t.test('beside an audit trigger, an update answers with the row as stored', asyn
       'CREATE TRIGGER "trg_ArtAudit_U" AFTER UPDATE ON "ArtAudit" BEGIN INSERT INTO "ArtAuditLog" ("ArtID", "Bez") VALUES (OLD."ArtID", OLD."Bez"); END'
     ]
   }))
-  const headers = ctx.auth(ctx.adminToken)
-  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-1', name: 'Schraube' } })
-  t.equal(created.statusCode, 201, created.body)
-  const updated = await ctx.app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { name: 'Mutter' } })
-  t.equal(updated.statusCode, 200, updated.body)
-  t.equal(updated.json().name, 'Mutter')
+  const { headers, created, updated } = await createAndRename(t, ctx, 'A-1', ['Schraube', 'Mutter'])
   t.ok(updated.json().modifiedAt > created.json().modifiedAt, 'modifiedAt moved')
   const read = await ctx.app.inject({ method: 'GET', url: created.headers.location as string, headers })
   t.same(read.json(), updated.json())
@@ -167,12 +174,7 @@ t.test('SQLite: writes through a view with INSTEAD OF triggers, which SQLite\'s 
       'CREATE TRIGGER "v_Artikel_D" INSTEAD OF DELETE ON "v_Artikel" BEGIN DELETE FROM "ArtBasis" WHERE "ArtID" = OLD."ArtID"; END'
     ]
   }))
-  const headers = ctx.auth(ctx.adminToken)
-  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'V-1', name: 'durch die Sicht' } })
-  t.equal(created.statusCode, 201, created.body)
-  const updated = await ctx.app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { name: 'geändert' } })
-  t.equal(updated.statusCode, 200, updated.body)
-  t.equal(updated.json().name, 'geändert')
+  const { headers, created } = await createAndRename(t, ctx, 'V-1', ['durch die Sicht', 'geändert'])
   t.equal((await ctx.app.inject({ method: 'DELETE', url: created.headers.location as string, headers })).statusCode, 204)
   t.equal((await ctx.app.inject({ method: 'GET', url: created.headers.location as string, headers })).statusCode, 404)
 })
