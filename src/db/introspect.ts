@@ -114,10 +114,10 @@ const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
 /** German column names suggest German codes (J/N) when a flag column shows only one of its two codes. */
 const GERMAN_WORDS = new Set(['gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'aktiv', 'inbetrieb'])
 
-const TRUE_CODES = new Set(['y', 'yes', 'j', 'ja', '1', 't', 'true', 'x', 'on', 'w', 'wahr'])
-const FALSE_CODES = new Set(['n', 'no', 'nein', '0', 'f', 'false', '', 'off', 'falsch'])
+const TRUE_CODES = new Set(['y', 'yes', 'j', 'ja', '1', 't', 'true', 'x', 'on', 'w', 'wahr', 's', 'si', 'sim', 'o', 'oui', 'v', 'vrai'])
+const FALSE_CODES = new Set(['n', 'no', 'nein', '0', 'f', 'false', '', 'off', 'falsch', 'nao', 'non', 'faux'])
 /** when only one code of a pair is seen: its partner (the other side of the same convention) */
-const PARTNERS: Record<string, string> = { y: 'n', yes: 'no', j: 'n', ja: 'nein', t: 'f', true: 'false', x: '', on: 'off', f: 't', false: 'true', no: 'yes', nein: 'ja', off: 'on', 1: '0', 0: '1' }
+const PARTNERS: Record<string, string> = { y: 'n', yes: 'no', j: 'n', ja: 'nein', t: 'f', true: 'false', x: '', on: 'off', f: 't', false: 'true', no: 'yes', nein: 'ja', off: 'on', 1: '0', 0: '1', s: 'n', si: 'no', sim: 'nao', o: 'n', oui: 'non', v: 'f', vrai: 'faux' }
 
 /** stations.type: the API's values and the legacy codes that look like them. */
 const STATION_TYPES: Record<string, { codes: string[], prefixes: string[] }> = {

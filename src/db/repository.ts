@@ -567,7 +567,9 @@ export class Repository {
         return new ConflictError(`Another ${this.noun} already has this combination of values, which the picking system's table keeps unique: ${shown}`, { cause: err })
       }
       if (fields.some((f) => f === undefined)) {
-        return new ConflictError(`Another ${this.noun} already has these values in a unique key of the picking system's table (over columns the gateway does not map)`, { cause: err })
+        const known = fields.filter((f): f is string => f !== undefined)
+        const over = known.length === 0 ? 'over columns the gateway does not map' : `over ${known.join(', ')} and columns the gateway does not map`
+        return new ConflictError(`Another ${this.noun} already has these values in a unique key of the picking system's table (${over})`, { cause: err })
       }
     }
     const given = this.uniqueFields.filter((f) => vals[f] !== undefined && vals[f] !== null)

@@ -495,7 +495,12 @@ export class ResourceStorage {
     switch (s.def.kind) {
       case 'string': return this.checkText(s, value as string)
       case 'integer':
-      case 'number': return this.checkNumber(s, value as number)
+      case 'number': {
+        const n = this.checkNumber(s, value as number)
+        // SQLite: a number a legacy program keeps as text is written as text, '12' (bound as a
+        // number, SQLite's TEXT affinity would store '12.0')
+        return this.dialect === 'sqlite' && s.category === 'text' && typeof n === 'number' ? String(n) : n
+      }
       case 'boolean':
         if (s.category === 'integer' || s.category === 'decimal') return value === true ? 1 : 0
         return value
@@ -567,10 +572,10 @@ export class ResourceStorage {
       const t = date.getTime()
       if (t < min || t > max) throw new InvalidValueError(`'${s.field}' must be between ${new Date(min).toISOString()} and ${new Date(max).toISOString()} (its database column's range)`)
     }
-    // SQLite: a column declared as a date or time type (a legacy DATETIME) gets the format its own
-    // CURRENT_TIMESTAMP default and other programs write, '2026-11-26 04:30:01.111' (UTC); the
-    // reference schema's TEXT columns keep ISO 8601 with Z. Filters compare either through strftime.
-    if (s.timeZone === undefined) return this.dialect === 'sqlite' && type !== undefined && /date|time/.test(type) ? date.toISOString().replace('T', ' ').replace('Z', '') : date
+    // SQLite: a picking system's column gets the format its own CURRENT_TIMESTAMP default and other
+    // programs write, '2026-11-26 04:30:01.111' (UTC); the gateway's reference tables keep ISO 8601
+    // with Z, which their defaults write. Filters compare either through strftime.
+    if (s.timeZone === undefined) return this.dialect === 'sqlite' && !this.reference ? date.toISOString().replace('T', ' ').replace('Z', '') : date
     const wall = utcToWall(date, s.timeZone)
     // SQLite keeps text: local time is written without an offset, the way such columns hold it
     return this.dialect === 'sqlite' ? wall.toISOString().replace('T', ' ').replace('Z', '') : wall
@@ -726,7 +731,9 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (!names.has(column.toLowerCase())) problems.push(`${where}.defaults: the table has no column '${column}'`)
     else if (mapped.has(column.toLowerCase())) problems.push(`${where}.defaults: column '${column}' is mapped to a field, whose value a create sets; remove it from defaults`)
     else if (d.storage.info?.computed === true || d.storage.info?.identity === true) problems.push(`${where}.defaults: column '${column}' is filled by the database; remove it from defaults`)
-    else {
+    else if (typeof d.value === 'string' && ['integer', 'decimal', 'float', 'bit'].includes(d.storage.category) && !/^-?\d+(?:\.\d+)?$/.test(d.value)) {
+      problems.push(`${where}.defaults.${column}: the column (${describeType(d.storage.info!)}) holds numbers; give a number, got ${JSON.stringify(d.value)}`)
+    } else {
       // the value as a write of it would be checked: a number column takes numbers, a varchar(4) four characters
       try {
         storage.toDb(d.storage, d.value)

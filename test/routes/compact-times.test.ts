@@ -27,7 +27,7 @@ t.test('SQLite: a DATE column holding 20240101 shows 2024-01-01 in its zone; Uni
   t.match(rows[1], { createdAt: '2024-06-14T22:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, 'as text too; Unix seconds stay an instant')
 })
 
-t.test("SQLite: the gateway writes a legacy DATETIME column in the column's own format ('2026-11-26 04:30:01.111', UTC), TEXT columns as ISO 8601", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+t.test("SQLite: the gateway writes a picking system's time columns in the format of SQLite's CURRENT_TIMESTAMP ('2026-11-26 04:30:01.111', UTC); its own reference tables as ISO 8601", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
   const ctx = await build(t, {
     mapping: { materials: narrowMaterials('ArtZeit', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }) }
   }, async (db: Database) => {
@@ -39,7 +39,10 @@ t.test("SQLite: the gateway writes a legacy DATETIME column in the column's own 
   t.equal(created.statusCode, 201)
   const [row] = await ctx.db.query({ text: 'SELECT "Angelegt" AS a, "Geaendert" AS g FROM "ArtZeit" WHERE "ArtNr" = \'NEW\'', params: [] })
   t.match(row.g, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, 'as CURRENT_TIMESTAMP writes it, with milliseconds')
-  t.match(row.a, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'a TEXT column: ISO 8601 as before')
+  t.match(row.a, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, 'a TEXT column too, beside the rows the picking system wrote')
+  await ctx.app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'S-1', type: 'manual' } })
+  const [own] = await ctx.db.query({ text: 'SELECT "modified_at" AS m FROM "stations"', params: [] })
+  t.match(own.m, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'the reference table of stations: ISO 8601, as its default writes')
   t.equal(created.json().modifiedAt, `${String(row.g).replace(' ', 'T')}Z`, 'the same instant in the API')
   const since = (await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${encodeURIComponent(created.json().modifiedAt)}`, headers })).json().data
   t.same(since.map((m: { materialNumber: string }) => m.materialNumber), ['NEW'], 'found by modifiedSince beside a row of the default format')

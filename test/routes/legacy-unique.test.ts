@@ -3,7 +3,7 @@
 import t from 'tap'
 import { openDatabase } from '../../src/db/index.js'
 import type { Database } from '../../src/db/types.js'
-import { build } from '../helpers/build.js'
+import { build, testDatabaseUrl } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 import { tempDir } from '../helpers/temp.js'
 
@@ -112,4 +112,16 @@ t.test('a unique text with white space at either end is refused: it would look l
   const read = (await ctx.app.inject({ method: 'GET', url: `/api/materials/${String(row.id)}`, headers })).json()
   const back = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${String(row.id)}`, headers, payload: { materialNumber: read.materialNumber, name: 'Neu' } })
   t.equal(back.statusCode, 200, back.body)
+})
+
+t.test('SQLite: a unique index over a mapped and an unmapped column: the 409 names the mapped field', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && "SQL Server's message names only the index" }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: { ...narrowMaterials('ArtMandant', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', barcode: 'EAN' }), defaults: { Mandant: 1 } } } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "ArtMandant" ("ArtID" INTEGER PRIMARY KEY, "Mandant" INTEGER NOT NULL, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "EAN" VARCHAR(20))', params: [] })
+    await db.execute({ text: 'CREATE UNIQUE INDEX "UX_Mandant_EAN" ON "ArtMandant" ("Mandant", "EAN")', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'E-1', name: 'x', barcode: '400' } })).statusCode, 201)
+  const clash = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'E-2', name: 'x', barcode: '400' } })
+  t.equal(clash.statusCode, 409)
+  t.equal(clash.json().message, "Another material already has these values in a unique key of the picking system's table (over barcode and columns the gateway does not map)")
 })

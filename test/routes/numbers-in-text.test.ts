@@ -43,4 +43,8 @@ t.test('SQLite: number fields on TEXT columns compare as numbers', { skip: testD
   const [row] = await ctx.db.query({ text: 'SELECT "MinLager" AS m, typeof("MinLager") AS t FROM "ArtText" WHERE "ArtNr" = \'N-1\'', params: [] })
   t.same([row.m, row.t], ['12.5', 'text'], 'stored as text, as the column keeps it')
   t.same(await numbers('minStock=[gte]12.5'), ['N-1'])
+  const whole = await ctx.app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { minStock: 12 } })
+  t.equal(whole.json().minStock, 12)
+  const [again] = await ctx.db.query({ text: 'SELECT "MinLager" AS m FROM "ArtText" WHERE "ArtNr" = \'N-1\'', params: [] })
+  t.equal(again.m, '12', 'a whole number as the legacy program writes it, not 12.0')
 })
