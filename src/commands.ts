@@ -261,9 +261,11 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     return EXIT_OK
   }
   try {
-    const { problems } = await inspectStorage(database, mappingsOf(config))
+    const mappings = mappingsOf(config)
+    const { problems } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
+      for (const note of await numericTimeNotes(database, mappings)) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -276,6 +278,27 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   } finally {
     await database.close()
   }
+}
+
+/**
+ * SQLite: time columns where other programs stored numbers (Unix time, 20240101). The API shows
+ * their time, but SQLite's strftime, which filters and sorting compare, does not read them: an
+ * incremental sync by modifiedSince would miss those rows.
+ */
+async function numericTimeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+  if (db.dialect !== 'sqlite') return []
+  const notes: string[] = []
+  const q = (name: string): string => `"${name.replaceAll('"', '""')}"`
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    for (const [field, def] of Object.entries(resources[name].fields)) {
+      const column = mapping.columns[field]
+      if (def.kind !== 'datetime' || column === undefined || mapping.absent?.includes(field) === true) continue
+      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${q(mapping.table)} WHERE typeof(${q(column)}) IN ('integer', 'real')`, params: [] })
+      const n = Number(row?.n)
+      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number (Unix time or YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
+    }
+  }
+  return notes
 }
 
 /** One-shot commands report the database's state to the terminal; driver errors carry no secrets. */

@@ -139,6 +139,14 @@ t.test('check-config checks the mapping against the database when it can reach i
   const fixed = io({})
   t.equal(await main(['check-config', file], fixed), 0, 'a value map and readOnly make it fit')
   t.match(fixed.stdout.join('\n'), /every mapped table and column fits/)
+  t.notMatch(fixed.stdout.join('\n'), /Note:/)
+  // times another program stored as numbers: the check passes, and says what filters will not see
+  const raw = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await raw.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert) VALUES ('A-1', 'a', 'A', 20240102), ('A-2', 'b', 'A', 1712052000), ('A-3', 'c', 'A', '2024-01-02 10:00:00')", params: [] })
+  await raw.close()
+  const noted = io({})
+  t.equal(await main(['check-config', file], noted), 0)
+  t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 2 rows hold their time as a number \(Unix time or YYYYMMDD\): the API shows it, but modifiedSince/)
 
   const unreachable = join(dir, 'unreachable.json')
   writeFileSync(unreachable, JSON.stringify({ database: { url: 'mssql://gw@127.0.0.1:1/Picking', connectTimeoutMs: 500 }, auth: { jwtSecret: SECRET } }))
