@@ -7,6 +7,7 @@ import { createPasswords, normalizeUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
+import { dialectFor } from './db/dialect.js'
 import { inspectStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
@@ -288,12 +289,12 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
 async function numericTimeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   if (db.dialect !== 'sqlite') return []
   const notes: string[] = []
-  const q = (name: string): string => `"${name.replaceAll('"', '""')}"`
+  const d = dialectFor('sqlite')
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     for (const [field, def] of Object.entries(resources[name].fields)) {
       const column = mapping.columns[field]
       if (def.kind !== 'datetime' || column === undefined || mapping.absent?.includes(field) === true) continue
-      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${q(mapping.table)} WHERE typeof(${q(column)}) IN ('integer', 'real')`, params: [] })
+      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${d.ident(column)}) IN ('integer', 'real')`, params: [] })
       const n = Number(row?.n)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number (Unix time or YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
     }

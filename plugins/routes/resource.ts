@@ -7,7 +7,7 @@ import { errorResponses, IdParams, ListEnvelope, ListQuery, textIdParams } from 
 import type { UserType } from '../../schemas/users.js'
 import { InvalidValueError, NotFoundError } from '../../src/db/errors.js'
 import type { Filter } from '../../src/db/list-query.js'
-import { idField } from '../../src/db/resources.js'
+import { idField, isPathId } from '../../src/db/resources.js'
 import type { Id, Repository } from '../../src/db/repository.js'
 import type { Executor, Row, SqlValue } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
@@ -60,14 +60,16 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const named = (id: Id) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
     // a table keyed by text (materials by their article number) has text ids; the schema checks the path, the handlers take either.
     // A key shared with the materialNumber whose type is not known yet (the database was down at start) may turn out either way.
-    const idStorage = repo.storage.field(idField(repo.def))
+    const idName = idField(repo.def)
+    const idStorage = repo.storage.field(idName)
     const maybeText = idStorage.def.kind === 'string' || (repo.storage.sharedKey !== undefined && idStorage.info === undefined)
     const params = maybeText ? textIdParams(idStorage.info?.maxLength !== undefined && idStorage.info.maxLength > 0 ? idStorage.info.maxLength : undefined) : IdParams
     const idOf = (request: FastifyRequest): Id => {
       const id = (request.params as { id: Id }).id
-      if (typeof id !== 'string' || repo.def.fields[idField(repo.def)].kind === 'string') return id
+      // the storage as it is now: the database may have been down when the routes were made
+      if (typeof id !== 'string' || repo.def.fields[idName].kind === 'string') return id
       // numeric ids after all: a path that is no such number names no row
-      if (!/^[1-9]\d*$/.test(id) || !Number.isSafeInteger(Number(id))) throw notFound(id)
+      if (!isPathId(id)) throw notFound(id)
       return Number(id)
     }
     // operationIds for generated clients: listMaterials, createMaterial, getMaterial, updateMaterial (patchMaterial), deleteMaterial
@@ -80,7 +82,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const assertUnique = async (tx: Executor, row: Row, id?: Id): Promise<void> => {
       if (together.length === 0 || together.some((field) => row[field] === null || row[field] === undefined)) return
       const filters: Filter[] = together.map((field) => ({ field, op: 'eq', values: [row[field] as SqlValue] }))
-      if (id !== undefined) filters.push({ field: idField(repo.def), op: 'not', values: [id] })
+      if (id !== undefined) filters.push({ field: idName, op: 'not', values: [id] })
       if (await repo.count(filters, { tx, lock: true }) > 0) {
         // an ApiError, not the driver's ConflictError, which the repository would explain as a unique column's
         throw new ApiError(409, 'CONFLICT', `Another ${opts.noun} already has ${together.map((field) => `${field} ${JSON.stringify(row[field])}`).join(' and ')}; nothing was written`)
@@ -125,8 +127,9 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         response: { 200: item, 304: Type.Null(), ...errorResponses(401, 404, 503) }
       }
     }, async (request, reply) => {
-      const row = await repo.get(idOf(request))
-      if (!row) throw notFound(idOf(request))
+      const id = idOf(request)
+      const row = await repo.get(id)
+      if (!row) throw notFound(id)
       return sendOne(request, reply, toPublic(row), serialize)
     })
 
@@ -175,6 +178,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
         },
         handler: async (request, reply) => {
+          const id = idOf(request)
           const body = request.body as Row
           // only a write that sets one of them is checked: rows a picking system already holds twice stay editable otherwise
           const guard = sets(body, together) || ordered.some((pair) => sets(body, pair))
@@ -183,11 +187,11 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
               // against the locked row: the other half of a pair may have changed since the client read it
               assertOrdered(next, body)
               // sent unchanged (a form sends every field): nothing new is claimed
-              if (together.some((field) => next[field] !== current[field])) await assertUnique(tx, next, idOf(request))
+              if (together.some((field) => next[field] !== current[field])) await assertUnique(tx, next, id)
             }
             : undefined
-          const row = await repo.update(idOf(request), body, { check: ifMatchCheck(request, toPublic, serialize), guard })
-            .catch(named(idOf(request)))
+          const row = await repo.update(id, body, { check: ifMatchCheck(request, toPublic, serialize), guard })
+            .catch(named(id))
           return sendItem(reply, toPublic(row), serialize)
         }
       })
@@ -204,7 +208,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         response: { 204: Type.Null(), ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
       }
     }, async (request, reply) => {
-      await repo.delete(idOf(request), { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(idOf(request)))
+      const id = idOf(request)
+      await repo.delete(id, { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(id))
       return reply.code(204).send(null)
     })
   }

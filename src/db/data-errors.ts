@@ -164,7 +164,7 @@ export function namesIn (expression: string): string[] {
  * also after a column's definition), or undefined. Parentheses are counted; quoted text is skipped.
  */
 export function checkExpression (createTable: string, name: string): string | undefined {
-  const quotedName = `(?:"${escape(name.replace(/"/g, '""'))}"|\\[${escape(name)}\\]|\`${escape(name)}\`|${escape(name)})`
+  const quotedName = `(?:"${escapeRegExp(name.replace(/"/g, '""'))}"|\\[${escapeRegExp(name)}\\]|\`${escapeRegExp(name)}\`|${escapeRegExp(name)})`
   const head = new RegExp(`\\bCONSTRAINT\\s+${quotedName}\\s+CHECK\\s*\\(`, 'iu').exec(createTable)
   if (head === null) return undefined
   let depth = 1
@@ -182,7 +182,7 @@ export function checkExpression (createTable: string, name: string): string | un
   return undefined
 }
 
-function escape (s: string): string {
+function escapeRegExp (s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
 

@@ -4,7 +4,7 @@ import { dialectFor } from './dialect.js'
 import { checkExpression, faultToError, namesIn } from './data-errors.js'
 import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
-import { idField } from './resources.js'
+import { idField, isPathId } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
 import { INTEGER_RANGES, ResourceStorage, type StorageOptions } from './storage.js'
 import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
@@ -358,14 +358,7 @@ export class Repository {
       if (given[field] === undefined) given[field] = now
     }
     this.assertTrimmed(given)
-    const key = this.storage.sharedKey
-    if (key !== undefined && this.def.fields[this.id].kind !== 'string' && given[key] !== undefined && given[key] !== null) {
-      // the number is the id, and a path names ids as decimal digits without sign or leading zero
-      const text = String(given[key])
-      if (!/^[1-9]\d*$/.test(text) || !Number.isSafeInteger(Number(text))) {
-        throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by a number): it must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} without sign or leading zero, got '${text}'`)
-      }
-    }
+    this.assertKey(given)
     const vals = this.input(given)
     for (const field of this.required) {
       if (vals[field] === undefined) throw new InvalidValueError(`'${field}' is required: the database has no default for it`)
@@ -383,12 +376,12 @@ export class Repository {
           await guard?.(tx)
           if (checked) await this.assertUnique(tx, given)
           if (numbered) vals[this.id] = await this.nextId(tx)
-          const inserted = await this.first(tx, this.sql.insert(vals))
-          if (!this.readBack) return inserted ?? await this.byUniqueValue(tx, given)
-          // SQLite's RETURNING shows the row before an AFTER INSERT trigger changed it; behind an
-          // INSTEAD OF trigger (a view) it has no id at all
-          const id = inserted?.[this.id]
-          return (id === null || id === undefined ? undefined : await this.first(tx, this.sql.selectById(id as Id))) ?? await this.byUniqueValue(tx, given)
+          let row = await this.first(tx, this.sql.insert(vals))
+          // SQLite's RETURNING shows the row before an AFTER INSERT trigger changed it: read it again
+          // (behind an INSTEAD OF trigger, a view, it has no id at all: found by its unique value below)
+          const id = row?.[this.id]
+          if (this.readBack) row = id === null || id === undefined ? undefined : await this.first(tx, this.sql.selectById(id as Id))
+          return row ?? await this.byUniqueValue(tx, given)
         })
       if (row === undefined) throw new Error(`${this.def.name}: the insert returned no row`)
       return row
@@ -413,11 +406,8 @@ export class Repository {
         if (opts.guard !== undefined) await opts.guard(row, tx)
         if (shows(row, values)) return row
         this.assertTrimmed(values, row)
-        const key = this.storage.sharedKey
-        if (key !== undefined && values[key] !== undefined && !this.sameShown(key, row[key], values[key])) {
-          throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by it) and cannot change; create a new ${this.noun} instead`)
-        }
-        if (this.selfChecked.length > 0) await this.assertUnique(tx, values, id, row)
+        this.assertKey(values, row)
+        if (this.selfChecked.length > 0) await this.assertUnique(tx, values, row)
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
@@ -471,8 +461,9 @@ export class Repository {
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
   private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id): Promise<unknown> {
     if (!(err instanceof DataFaultError)) return err
-    const fault = err.fault
-    if (fault.kind === 'check' && fault.columns === undefined && fault.constraint !== undefined) fault.columns = await this.checkColumns(fault.constraint)
+    const fault = err.fault.kind === 'check' && err.fault.columns === undefined && err.fault.constraint !== undefined
+      ? { ...err.fault, columns: await this.checkColumns(err.fault.constraint) }
+      : err.fault
     return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
   }
 
@@ -508,7 +499,7 @@ export class Repository {
    * value its row already shows claims nothing new: rows a legacy table already holds twice stay
    * editable (a form sends every field).
    */
-  private async assertUnique (tx: Executor, given: Row, exceptId?: Id, current?: Row): Promise<void> {
+  private async assertUnique (tx: Executor, given: Row, current?: Row): Promise<void> {
     for (const f of this.selfChecked) {
       const value = given[f]
       if (value === undefined || value === null || (current !== undefined && this.sameShown(f, current[f], value))) continue
@@ -516,8 +507,7 @@ export class Repository {
       if (this.db.dialect === 'mssql') await this.lockValue(tx, f, value)
       const other = await this.findOne(f, value, tx)
       // the row itself as read, not the id as the path spelled it ('abc' finds 'ABC' under a caseless collation)
-      const self = current?.[this.id] ?? exceptId
-      if (other !== undefined && (self === undefined || String(other[this.id]) !== String(self))) {
+      if (other !== undefined && (current === undefined || String(other[this.id]) !== String(current[this.id]))) {
         throw new ConflictError(`${f} '${String(value)}' already exists`)
       }
     }
@@ -533,6 +523,25 @@ export class Repository {
       const value = given[f]
       if (typeof value !== 'string' || value === value.trim() || (current !== undefined && this.sameShown(f, current[f], value))) continue
       throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
+    }
+  }
+
+  /**
+   * A table keyed by its material number (storage.sharedKey): the number is the id. A create's must be
+   * an id a path can name where ids are numbers (decimal digits without sign or leading zero); an
+   * update may not change it, which would move the row to another URL.
+   */
+  private assertKey (given: Row, current?: Row): void {
+    const key = this.storage.sharedKey
+    const value = key === undefined ? undefined : given[key]
+    if (key === undefined || value === undefined || value === null) return
+    if (current !== undefined) {
+      if (this.sameShown(key, current[key], value)) return
+      throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by it) and cannot change; create a new ${this.noun} instead`)
+    }
+    const text = String(value)
+    if (this.def.fields[this.id].kind !== 'string' && !isPathId(text)) {
+      throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by a number): it must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} without sign or leading zero, got '${text}'`)
     }
   }
 

@@ -117,6 +117,11 @@ export function idField (def: ResourceDef): string {
   throw new Error(`resource '${def.name}' has no id field`)
 }
 
+/** A numeric id as a path names it: decimal digits from 1 to 2^53 - 1, without sign, spaces or leading zero. */
+export function isPathId (text: string): boolean {
+  return /^[1-9][0-9]*$/.test(text) && Number.isSafeInteger(Number(text))
+}
+
 /**
  * Checks that a mapping covers every field of a resource and names nothing else.
  * Returns human-readable problems (empty when it fits).

@@ -253,7 +253,7 @@ export class SqlBuilder {
     const fields = Object.keys(values)
     const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
     // mapping.defaults: unmapped columns every create fills
-    const extra = this.storage.insertDefaults.map((d) => this.param(params, d.storage, this.storage.toDb(d.storage, d.value)))
+    const extra = this.storage.insertDefaults.map((d) => this.param(params, d.storage, d.stored))
     return { text: this.text(`insert ${fields.join(',')}`, () => this.insertText(fields, placeholders, extra)), params: params.list }
   }
 
@@ -332,7 +332,7 @@ export class SqlBuilder {
     // value, as the cursor does), a caseless field (usernames) regardless of case ([like] as it is)
     const fold = s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike'
     const { expr: c, value } = this.numberInText(s)
-      ? { expr: SQLITE_NUMBER(this.col(f.field)), value: (v: SqlValue) => v }
+      ? { expr: this.sortExpr(f.field, params), value: (v: SqlValue) => v }
       : this.shownText(s, this.comparable(f.field), s.padded, fold)
     const operand = (v: SqlValue): SqlValue => value(this.operand(s, v))
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))

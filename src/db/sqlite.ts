@@ -104,10 +104,6 @@ function fileId (path: string): FileId | undefined {
 
 interface ConnectOptions { create: boolean, readonly: boolean, busyTimeoutMs: number }
 
-/**
- * A connection set up for the gateway. Only journal_mode = WAL persists in the file (README,
- * "SQLite: locks, journal mode and the database file"), so a read-only open does not set it; the others last as long as the connection.
- */
 /** A LIKE pattern's parts: any run (%), one character (_), or a character (folded to lower case). */
 type LikeToken = { any: true } | { one: true } | { char: string }
 const likeCache = new Map<string, LikeToken[]>()
@@ -160,6 +156,10 @@ export function likeMatches (value: string, pattern: string): boolean {
   return pi === p.length
 }
 
+/**
+ * A connection set up for the gateway. Only journal_mode = WAL persists in the file (README,
+ * "SQLite: locks, journal mode and the database file"), so a read-only open does not set it; the others last as long as the connection.
+ */
 function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
   // `timeout` is busy_timeout while the connection is set up (switching to WAL takes an exclusive lock), before anything is served
   const db = new BetterSqlite3(path, { readonly: opts.readonly, fileMustExist: !opts.create, timeout: opts.busyTimeoutMs })
@@ -170,9 +170,9 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     db.pragma('synchronous = NORMAL')
     // from now on SQLite itself never sleeps on another process's lock: the class waits on timers
     db.pragma('busy_timeout = 0')
-    // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
     // a number a legacy program keeps in a text column, as reads show it (null for anything else)
     db.function('number_text', { deterministic: true }, (value: unknown) => storedNumber(value))
+    // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
     db.function('unicode_like', { deterministic: true }, (value: unknown, pattern: unknown) =>
       value === null || value === undefined ? null : likeMatches(String(value), String(pattern)) ? 1 : 0)
   } catch (err) {
@@ -524,7 +524,8 @@ class SqliteDatabase implements Database {
     })
     const uniqueNames = new Set(unique.map((r) => String(r.name).toLowerCase()))
     for (const c of columns) {
-      if (uniqueNames.has(c.name.toLowerCase()) || (c.identity && pkColumns === 1)) c.unique = true
+      // the rowid (identity) is unique by itself
+      if (uniqueNames.has(c.name.toLowerCase()) || c.identity) c.unique = true
     }
     const triggers = await this.query({
       text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",
@@ -552,8 +553,8 @@ export function changesRowAfterInsert (sql: string): boolean {
 /**
  * One row of PRAGMA table_xinfo as a ColumnInfo. SQLite keeps the declared type as written
  * (`VARCHAR(40)`, `DECIMAL(18,3)`, `DATETIME`); the gateway holds values to it as SQL Server would.
+ * `pkColumns`: the primary key's number of columns where the table has a rowid the key may alias; 0 in a WITHOUT ROWID table.
  */
-/** `pkColumns`: the primary key's number of columns where the table has a rowid the key may alias; 0 in a WITHOUT ROWID table. */
 export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
   const declared = String(r.type ?? '').trim()
   const m = /^([A-Za-z][A-Za-z0-9_ ]*?)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?$/i.exec(declared)

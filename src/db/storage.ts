@@ -206,8 +206,12 @@ export class ResourceStorage {
   readonly reference: boolean
   /** the def's naturalKey when it shares the id's column: the id is its value, and it cannot change */
   readonly sharedKey: string | undefined
-  /** mapping.defaults: each unmapped column a create fills, as a storage of its own (for its parameter type), and its value */
-  readonly insertDefaults: Array<{ storage: FieldStorage, value: string | number | boolean }>
+  /**
+   * mapping.defaults: each unmapped column a create fills, as a storage of its own (for its parameter
+   * type), its value as configured, and as stored; or why the column cannot take it (storageProblems
+   * reports it, and the gateway does not start)
+   */
+  readonly insertDefaults: Array<{ storage: FieldStorage, value: string | number | boolean, stored: SqlValue, problem?: string }>
   private readonly warned = new Set<string>()
   private readonly warn: (obj: object, msg: string) => void
 
@@ -276,7 +280,12 @@ export class ResourceStorage {
         resolutionMs: 1,
         paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
       }
-      return { storage, value }
+      // the value as a write of it is checked: a number column takes numbers, a varchar(4) four characters
+      try {
+        return { storage, value, stored: this.toDb(storage, value) }
+      } catch (err) {
+        return { storage, value, stored: null, problem: err instanceof Error ? err.message.replace(`'${column}' `, '') : String(err) }
+      }
     })
   }
 
@@ -405,20 +414,19 @@ export class ResourceStorage {
         if (wall && this.dialect === 'sqlite') this.once(s, '\u0001offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
         wall = false
       }
-      date = compactTime(text) ?? parseIsoDateTime(text)
-      if (date !== undefined && /^\d+$/.test(text)) this.compactNote(s, text)
+      const compact = compactTime(text)
+      if (compact !== undefined) this.compactNote(s, text)
+      date = compact ?? parseIsoDateTime(text)
     } else if (typeof raw === 'number' || typeof raw === 'bigint') {
       const n = Number(raw)
-      const compact = compactTime(String(raw))
-      if (compact !== undefined) {
-        this.compactNote(s, n)
-        date = compact
-      } else {
+      date = compactTime(String(raw))
+      if (date !== undefined) this.compactNote(s, n)
+      else {
         date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
         wall = false
+        // SQLite's strftime, which filters and sorting compare, reads a number as a Julian day
+        if (this.dialect === 'sqlite') this.once(s, '\u0001unix', { resource: this.def.name, field: s.field, value: n }, `stored times that are numbers are read as Unix time; filters and sorting do not see them as times (README, "Column types and what the API makes of them")`)
       }
-      // SQLite's strftime, which filters and sorting compare, reads a number as a Julian day
-      if (this.dialect === 'sqlite' && compact === undefined) this.once(s, '\u0001unix', { resource: this.def.name, field: s.field, value: n }, `stored times that are numbers are read as Unix time; filters and sorting do not see them as times (README, "Column types and what the API makes of them")`)
     }
     if (date === undefined || Number.isNaN(date.getTime())) {
       this.odd(s, raw, 'not a time the gateway can read')
@@ -572,13 +580,12 @@ export class ResourceStorage {
       const t = date.getTime()
       if (t < min || t > max) throw new InvalidValueError(`'${s.field}' must be between ${new Date(min).toISOString()} and ${new Date(max).toISOString()} (its database column's range)`)
     }
-    // SQLite: a picking system's column gets the format its own CURRENT_TIMESTAMP default and other
-    // programs write, '2026-11-26 04:30:01.111' (UTC); the gateway's reference tables keep ISO 8601
-    // with Z, which their defaults write. Filters compare either through strftime.
-    if (s.timeZone === undefined) return this.dialect === 'sqlite' && !this.reference ? date.toISOString().replace('T', ' ').replace('Z', '') : date
-    const wall = utcToWall(date, s.timeZone)
-    // SQLite keeps text: local time is written without an offset, the way such columns hold it
-    return this.dialect === 'sqlite' ? wall.toISOString().replace('T', ' ').replace('Z', '') : wall
+    const stored = s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
+    // SQLite keeps text: local time and a picking system's UTC columns as its CURRENT_TIMESTAMP and
+    // other programs write them, '2026-11-26 04:30:01.111'; the gateway's reference tables ISO 8601
+    // with Z, as their defaults write (the driver's text for a Date). Filters compare either through strftime.
+    if (this.dialect !== 'sqlite' || (s.timeZone === undefined && this.reference)) return stored
+    return stored.toISOString().replace('T', ' ').replace('Z', '')
   }
 
   /**
@@ -733,14 +740,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
     else if (d.storage.info?.computed === true || d.storage.info?.identity === true) problems.push(`${where}.defaults: column '${column}' is filled by the database; remove it from defaults`)
     else if (typeof d.value === 'string' && ['integer', 'decimal', 'float', 'bit'].includes(d.storage.category) && !/^-?\d+(?:\.\d+)?$/.test(d.value)) {
       problems.push(`${where}.defaults.${column}: the column (${describeType(d.storage.info!)}) holds numbers; give a number, got ${JSON.stringify(d.value)}`)
-    } else {
-      // the value as a write of it would be checked: a number column takes numbers, a varchar(4) four characters
-      try {
-        storage.toDb(d.storage, d.value)
-      } catch (err) {
-        problems.push(`${where}.defaults.${column}: ${err instanceof Error ? err.message.replace(`'${d.storage.field}' `, '') : String(err)}`)
-      }
-    }
+    } else if (d.problem !== undefined) problems.push(`${where}.defaults.${column}: ${d.problem}`)
   }
   const spelled = new Map<string, string>()
   for (const column of Object.keys(mapping.defaults ?? {})) {
