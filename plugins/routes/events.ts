@@ -1,6 +1,7 @@
 // GET /api/events: Server-Sent Events of what the controllers report, optionally for one station; tickets for EventSource.
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { ErrorResponse, errorResponses } from '../../schemas/common.js'
 import { EventsHeaders, EventsQuery, EventTicket } from '../../schemas/events.js'
@@ -8,6 +9,7 @@ import { ApiError, tokenExpired, tokenInvalid, tooManyRequests } from '../../src
 import type { TokenType } from '../auth.js'
 import { buildErrorBody } from '../error-handler.js'
 import type { StationEvent } from '../hardware.js'
+import { DatabaseUnavailableError, NotFoundError } from '../../src/db/errors.js'
 
 export interface EventRoutesOptions {
   heartbeatMs: number
@@ -117,6 +119,23 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     return { ticket: tickets.issue({ id, tokenVersion, tokenType, expiresAt: fastify.auth.expiryOf(request) }), expiresIn: ttlSeconds }
   })
 
+  /**
+   * A stream for one station needs that station: a 404 for one that does not exist (an EventSource
+   * gives up on it instead of listening for ever). The database being down does not keep a stream
+   * shut: the station's events come from its controller link, so it opens, as one for all stations does.
+   */
+  async function assertStation (id: number, log: FastifyBaseLogger): Promise<void> {
+    let found: unknown
+    try {
+      found = await fastify.repos.stations.get(id)
+    } catch (err) {
+      if (!(err instanceof DatabaseUnavailableError)) throw err
+      log.warn({ err, stationId: id }, 'event stream: the station could not be looked up; the stream opens')
+      return
+    }
+    if (found === undefined) throw new NotFoundError(`Station ${id} not found`)
+  }
+
   fastify.get('/', {
     config: {
       // `?ticket=` stands in for the Bearer token; the user's revocation state is checked again on use
@@ -145,7 +164,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       querystring: EventsQuery,
       headers: EventsHeaders,
       produces: ['text/event-stream'],
-      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse }
+      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 429: ErrorResponse }
     }
   }, async (request, reply) => {
     const station = request.query.station
@@ -157,6 +176,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     if (held >= maxStreams) {
       throw tooManyRequests(10, `This user already has ${held} event streams open, the most one user may (events.maxStreamsPerUser); close one, or filter one stream by station in the client`)
     }
+    if (station !== undefined) await assertStation(station, request.log)
     const ticket = ticketOf.get(request)
     const expiresAt = ticket !== undefined ? ticket.expiresAt : fastify.auth.expiryOf(request)
     streamsOf.set(id, held + 1)

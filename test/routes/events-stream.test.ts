@@ -328,7 +328,7 @@ t.test('a ticket never reaches the log', async (t) => {
   const { accessToken } = (await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })).json()
   const ctx = { app } as TestContext
   const { ticket } = (await app.inject({ method: 'POST', url: '/api/events/ticket', headers: { authorization: `Bearer ${accessToken}` } })).json()
-  const stream = await open(ctx, `?station=1&ticket=${ticket}`)
+  const stream = await open(ctx, `?ticket=${ticket}`)
   t.equal(stream.res.statusCode, 200)
   stream.close()
   const reused = await open(ctx, `?ticket=${ticket}`)
@@ -434,4 +434,24 @@ t.test('a stream whose credential cannot be checked (database down) stays open a
   users.get = get
   await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })
   t.equal(closedWith(await ended(stream))?.code, 'TOKEN_INVALID', 'once it answers again, the revocation is found')
+})
+
+t.test('a stream for a station that does not exist is a 404; with the database down it opens', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  const missing = await open(ctx, `?station=${stationId + 1000}`, ctx.auth(token))
+  t.equal(missing.res.statusCode, 404)
+  t.match(JSON.parse(await missing.body()), { statusCode: 404, code: 'NOT_FOUND', message: `Station ${stationId + 1000} not found` })
+  t.equal(ctx.app.hardware.subscribers, 0, 'nothing subscribed for it')
+
+  const stations = ctx.app.repos.stations
+  const get = stations.get
+  t.teardown(() => { stations.get = get })
+  stations.get = async () => { throw new DatabaseUnavailableError('database down (test)') }
+  const stream = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  t.equal(stream.res.statusCode, 200, 'the station\'s events come from its controller, not the database')
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscribed')
+  fault(sim, 3, 'DOWN')
+  await until(() => stream.events.length === 1, 'its events arrive')
+  t.match(stream.events[0], { type: 'station.fault', data: { stationId, code: 'DOWN' } })
+  stream.close()
 })
