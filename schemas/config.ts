@@ -18,7 +18,9 @@ export const ColumnMappingConfig = Type.Object({
   column: Identifier,
   /** API value -> stored code (or codes; the first is written), e.g. {"vlm": "V", "true": "J"} */
   values: Type.Optional(Type.Record(Type.String(), Type.Union([StoredCode, Type.Array(StoredCode, { minItems: 1 })]), { minProperties: 1 })),
-  timeZone: Type.Optional(TimeZoneName)
+  timeZone: Type.Optional(TimeZoneName),
+  /** a date-time field kept in a number or text column: Unix time, or the digits of a date (and time) */
+  format: Type.Optional(Type.Union([Type.Literal('unix'), Type.Literal('unix-ms'), Type.Literal('yyyymmdd'), Type.Literal('yyyymmddhhmmss')]))
 }, { additionalProperties: false })
 
 export const TableMappingConfig = Type.Object({

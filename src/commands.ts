@@ -293,7 +293,8 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     for (const [field, def] of Object.entries(resources[name].fields)) {
       const column = mapping.columns[field]
-      if (def.kind !== 'datetime' || column === undefined || mapping.absent?.includes(field) === true) continue
+      // a column mapped with a format keeps its time as a number on purpose, and is compared as one
+      if (def.kind !== 'datetime' || column === undefined || mapping.absent?.includes(field) === true || mapping.timeFormats?.[field] !== undefined) continue
       const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${d.ident(column)}) IN ('integer', 'real')`, params: [] })
       const n = Number(row?.n)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number (Unix time or YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Value } from '@sinclair/typebox/value'
-import { Config, type TableMappingConfig } from '../schemas/config.js'
+import { ColumnMappingConfig, Config, type TableMappingConfig } from '../schemas/config.js'
 import { mappingProblems, referenceMappings, resources, type ResourceName } from './db/resources.js'
 import { compileValueMap } from './db/storage.js'
 import { isTimeZone } from './db/time-zone.js'
@@ -85,6 +85,17 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
 export function validateConfig (raw: unknown, problems: string[] = []): Config {
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   for (const error of Value.Errors(Config, withDefaults)) {
+    // a column given as an object: what is wrong inside it (an unknown key, a misspelt format), not "expected union value"
+    if (/^\/mapping\/\w+\/columns\/[^/]+$/.test(error.path) && typeof error.value !== 'string') {
+      if (error.value === null || typeof error.value !== 'object' || Array.isArray(error.value)) {
+        problems.push(`${error.path.slice(1).replaceAll('/', '.')}: expected a column name, {"column": …} or null, got ${JSON.stringify(error.value) ?? 'nothing'}`)
+        continue
+      }
+      for (const inner of Value.Errors(ColumnMappingConfig, error.value)) {
+        problems.push(describeError(error.path + inner.path, inner.message, inner.value, inner.schema as { anyOf?: Array<{ const?: unknown }> }))
+      }
+      continue
+    }
     problems.push(describeError(error.path, error.message, error.value, error.schema as { anyOf?: Array<{ const?: unknown }> }))
   }
   // The checks beyond the schema run on whatever parts have the right shape, so every problem is listed at once.
@@ -278,6 +289,7 @@ export function normalizeMapping (config: TableMappingConfig): TableMapping {
     mapping.columns[field] = entry.column
     if (entry.values !== undefined) (mapping.values ??= {})[field] = entry.values
     if (entry.timeZone !== undefined) (mapping.timeZones ??= {})[field] = entry.timeZone
+    if (entry.format !== undefined) (mapping.timeFormats ??= {})[field] = entry.format
   }
   return mapping
 }
@@ -303,6 +315,12 @@ function valueProblems (name: ResourceName, mapping: TableMapping): string[] {
     } catch (err) {
       problems.push(`mapping.${name}.columns.${field}.values: ${(err as Error).message}`)
     }
+  }
+  for (const [field, format] of Object.entries(mapping.timeFormats ?? {})) {
+    const f = def.fields[field]
+    if (f === undefined) continue
+    if (f.kind !== 'datetime') problems.push(`mapping.${name}.columns.${field}.format: only a date-time field has a format (${field} is ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`})`)
+    else if (format.startsWith('unix') && mapping.timeZones?.[field] !== undefined) problems.push(`mapping.${name}.columns.${field}: Unix time is an instant, in no time zone; remove timeZone (or use the format yyyymmddhhmmss for a local time)`)
   }
   const zones: Array<[string, string]> = [
     ...(mapping.timeZone === undefined ? [] : [[`mapping.${name}.timeZone`, mapping.timeZone] as [string, string]]),

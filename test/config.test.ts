@@ -99,7 +99,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   const ok = validateConfig({
     auth: { jwtSecret: SECRET },
     mapping: {
-      materials: { schema: 'wms', table: 'Artikel', timeZone: 'Europe/Berlin', readOnly: true, columns: { ...columns, barcode: null, blocked: { column: 'Gesperrt', values: { true: ['J', 'Y'], false: 'N' } }, createdAt: { column: 'Angelegt', timeZone: 'UTC' } } }
+      materials: { schema: 'wms', table: 'Artikel', timeZone: 'Europe/Berlin', readOnly: true, columns: { ...columns, barcode: null, blocked: { column: 'Gesperrt', values: { true: ['J', 'Y'], false: 'N' } }, createdAt: { column: 'Angelegt', timeZone: 'UTC', format: 'yyyymmdd' }, modifiedAt: { column: 'LastChange', format: 'unix' } } }
     }
   })
   const m = mappingsOf(ok).materials
@@ -108,6 +108,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   t.equal(m.columns.blocked, 'Gesperrt')
   t.same(m.values, { blocked: { true: ['J', 'Y'], false: 'N' } })
   t.same(m.timeZones, { createdAt: 'UTC' })
+  t.same(m.timeFormats, { createdAt: 'yyyymmdd', modifiedAt: 'unix' })
   t.equal(m.timeZone, 'Europe/Berlin')
   t.equal(m.readOnly, true)
   t.equal(mappingsOf(ok).stations, referenceMappings.stations, 'unconfigured resources keep the reference mapping')
@@ -115,7 +116,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   const problems = problemsOf(() => validateConfig({
     auth: { jwtSecret: SECRET },
     mapping: {
-      materials: { table: 'Artikel', timeZone: 'Mars/Olympus', columns: { ...columns, name: null, blocked: { column: 'Gesperrt', values: { true: 'J' } }, weight: { column: 'Gew', values: { heavy: 'H' } }, createdAt: { column: 'Angelegt', values: { x: 1 } } } },
+      materials: { table: 'Artikel', timeZone: 'Mars/Olympus', columns: { ...columns, name: null, blocked: { column: 'Gesperrt', values: { true: 'J' } }, weight: { column: 'Gew', values: { heavy: 'H' } }, createdAt: { column: 'Angelegt', values: { x: 1 } }, minStock: { column: 'MinB', format: 'unix' }, modifiedAt: { column: 'LastChange', format: 'unix', timeZone: 'Europe/Berlin' } } },
       stations: { table: 'Wp', columns: { ...referenceMappings.stations.columns, type: { column: 'T', values: { vlm: 'V', ptl: 'V' } } } },
       users: { table: 'U', readOnly: true, columns: { ...referenceMappings.users.columns, type: { column: 'Typ', values: { admin: 'A', robot: 'R', Scanner: 'S' } } } }
     }
@@ -124,6 +125,12 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   t.match(problems, /mapping.materials.columns.blocked.values: a boolean's value map needs both 'true' and 'false'/)
   t.match(problems, /mapping.materials.columns.weight.values: 'heavy' is not a valid number/)
   t.match(problems, /mapping.materials.columns.createdAt.values: a date-time field cannot have a value map/)
+  t.match(problems, /mapping.materials.columns.minStock.format: only a date-time field has a format \(minStock is a number\)/)
+  t.match(problems, /mapping.materials.columns.modifiedAt: Unix time is an instant, in no time zone; remove timeZone/)
+  const inside = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'A', columns: { ...columns, modifiedAt: { column: 'X', format: 'unix-s' }, createdAt: { column: 'Y', timezone: 'UTC' }, weight: 5 } } } }))
+  t.ok(inside.includes('mapping.materials.columns.modifiedAt.format: expected one of unix, unix-ms, yyyymmdd, yyyymmddhhmmss, got "unix-s"'), 'what is wrong inside a column\'s object, not "expected union value"')
+  t.ok(inside.includes('mapping.materials.columns.createdAt.timezone: unknown key'))
+  t.ok(inside.includes('mapping.materials.columns.weight: expected a column name, {"column": …} or null, got 5'))
   t.match(problems, /mapping.materials.timeZone: unknown time zone "Mars\/Olympus"/)
   t.match(problems, /mapping.stations.columns.type.values: the stored code "V" is given for two values/)
   t.match(problems, /mapping.users.readOnly: the gateway writes its user table/)

@@ -123,7 +123,13 @@ export class SqlBuilder {
   }
 
   private param (params: Params, s: FieldStorage, value: SqlValue): string {
-    return params.add(s.def.kind, value, this.paramType(s, value))
+    return params.add(this.storedKind(s, value), value, this.paramType(s, value))
+  }
+
+  /** The kind of a stored value: the field's, except a time kept as a number or digits (TimeFormat). */
+  private storedKind (s: FieldStorage, value: SqlValue): FieldKind {
+    if (s.timeFormat === undefined) return s.def.kind
+    return typeof value === 'string' ? 'string' : Number.isInteger(value) ? 'integer' : 'number'
   }
 
   /** SQLite: a number field on a text column (a quantity a legacy program keeps as text). */
@@ -135,7 +141,7 @@ export class SqlBuilder {
   sortValueKind (field: string): SortValueKind {
     const s = this.s(field)
     if (s.map !== undefined) return 'rank'
-    if (s.def.kind === 'datetime' && this.dialect.name === 'sqlite') return 'time-text'
+    if (s.def.kind === 'datetime' && this.dialect.name === 'sqlite' && s.timeFormat === undefined) return 'time-text'
     if (this.numberInText(s)) return 'number-text'
     return 'column'
   }
@@ -485,12 +491,16 @@ export class SqlBuilder {
    * (datetime2(3), SQLite) compare t itself.
    */
   private timeCondition (f: Filter, s: FieldStorage, params: Params): string {
-    const sqlite = this.dialect.name === 'sqlite'
+    const format = s.timeFormat
+    const sqlite = this.dialect.name === 'sqlite' && format === undefined
     const c = sqlite ? SQLITE_TIME(this.col(f.field)) : this.col(f.field)
-    const bound = (date: Date): string => sqlite
-      ? params.add('string', date.toISOString())
-      : params.add('datetime', date, s.paramType)
-    const plain = s.timeZone === undefined && (sqlite || s.resolutionMs === 1)
+    // a formatted column (Unix time, digits) compares its own numbers or digits, which keep time's order
+    const bound = (date: Date): string => format !== undefined
+      ? this.param(params, s, this.storage.formattedTime(s, format, date, false))
+      : sqlite
+        ? params.add('string', date.toISOString())
+        : params.add('datetime', date, s.paramType)
+    const plain = format === undefined && s.timeZone === undefined && (sqlite || s.resolutionMs === 1)
     const first = (t: number): Date => this.storage.firstStoredAtOrAfter(s, t)
     const window = (v: SqlValue): { lo: Date, hi: Date } => {
       const t = (v as Date).getTime()

@@ -4,7 +4,7 @@ import { InvalidValueError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
-import type { ColumnInfo, Database, DialectName, FieldDef, FieldKind, ResourceDef, SqlValue, StoredCode, TableMapping } from './types.js'
+import type { ColumnInfo, Database, DialectName, FieldDef, FieldKind, ResourceDef, SqlValue, StoredCode, TableMapping, TimeFormat } from './types.js'
 
 /** What the gateway makes of a column's declared type. */
 export type Category = 'text' | 'ntext' | 'integer' | 'decimal' | 'float' | 'bit' | 'time' | 'other'
@@ -54,6 +54,11 @@ export interface FieldStorage {
    * datetime2(0) 1000); -1 for SQL Server's datetime (1/300 s, rounded by the driver like the server does).
    */
   readonly resolutionMs: number
+  /**
+   * a date-time field kept in a number or text column (mapping's `format`): how it is written there;
+   * undefined for a column of a time type (and SQLite's ISO 8601 text)
+   */
+  readonly timeFormat: TimeFormat | undefined
   /** T-SQL type text of parameters compared with or written to this column (SQL Server only) */
   readonly paramType: string | undefined
 }
@@ -115,7 +120,11 @@ function mssqlParamType (info: ColumnInfo | undefined, category: Category): stri
   }
 }
 
-function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined): number {
+/** How finely each time format keeps time, in ms (as resolutionMs). */
+const FORMAT_RESOLUTION: Record<TimeFormat, number> = { unix: 1000, 'unix-ms': 1, yyyymmdd: 86400000, yyyymmddhhmmss: 1000 }
+
+function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, format: TimeFormat | undefined): number {
+  if (format !== undefined) return FORMAT_RESOLUTION[format]
   if (dialect === 'sqlite' || info === undefined) return 1
   switch (info.type.toLowerCase()) {
     case 'datetime': return -1
@@ -240,7 +249,9 @@ export class ResourceStorage {
       const info = absent ? undefined : byName.get(column?.toLowerCase() ?? '')
       const category = categoryOf(dialect, info, f.kind)
       const values = mapping.values?.[field]
-      const zone = mapping.timeZones?.[field] ?? mapping.timeZone
+      const format = f.kind === 'datetime' ? mapping.timeFormats?.[field] : undefined
+      // Unix time is an instant: the table's zone is its other columns'
+      const zone = format === 'unix' || format === 'unix-ms' ? undefined : mapping.timeZones?.[field] ?? mapping.timeZone
       const isOffset = info?.type.toLowerCase() === 'datetimeoffset'
       this.fields[field] = {
         field,
@@ -255,7 +266,8 @@ export class ResourceStorage {
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
         timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
-        resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info) : 1,
+        resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info, format) : 1,
+        timeFormat: format,
         paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
       }
     }
@@ -278,6 +290,7 @@ export class ResourceStorage {
         map: undefined,
         timeZone: undefined,
         resolutionMs: 1,
+        timeFormat: undefined,
         paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
       }
       // the value as a write of it is checked: a number column takes numbers, a varchar(4) four characters
@@ -368,7 +381,7 @@ export class ResourceStorage {
         return (raw) => raw === 1 ? true : raw === 0 ? false : general(raw)
       case 'datetime':
         // the text the gateway itself writes (and SQLite's strftime): already what the API shows
-        if (s.timeZone !== undefined) return general
+        if (s.timeZone !== undefined || s.timeFormat !== undefined) return general
         return (raw) => typeof raw === 'string' && CANONICAL_TIME.test(raw) ? raw : general(raw)
     }
   }
@@ -402,6 +415,7 @@ export class ResourceStorage {
    * a moment in late 1970 or after the year 2570). Anything else is null.
    */
   private timeFromDb (s: FieldStorage, raw: unknown): string | null {
+    if (s.timeFormat !== undefined) return this.formattedTimeFromDb(s, s.timeFormat, raw)
     let date: Date | undefined
     let wall = s.timeZone !== undefined
     if (raw instanceof Date) date = raw
@@ -433,6 +447,50 @@ export class ResourceStorage {
       return null
     }
     return (wall ? this.wallInstant(date, s.timeZone!) : date).toISOString()
+  }
+
+  /**
+   * A time kept as the mapping's format says: Unix time (a number, or text of one) is that instant;
+   * digits are a wall-clock time in the column's zone. Anything else (0 or 99999999 for "no date",
+   * text that is no number) is null, logged once.
+   */
+  private formattedTimeFromDb (s: FieldStorage, format: TimeFormat, raw: unknown): string | null {
+    let date: Date | undefined
+    const n = typeof raw === 'number' ? raw : typeof raw === 'bigint' ? Number(raw) : typeof raw === 'string' && /^\s*-?\d+(?:\.\d+)?\s*$/.test(raw) ? Number(raw) : Number.NaN
+    if (format === 'unix' || format === 'unix-ms') {
+      if (Number.isFinite(n)) date = new Date(format === 'unix' ? Math.floor(n * 1000) : Math.floor(n))
+    } else if (Number.isInteger(n) && n >= 0) {
+      date = compactTime(String(n))
+      if (date !== undefined && (String(n).length === 8) !== (format === 'yyyymmdd')) date = undefined
+    }
+    if (date === undefined || Number.isNaN(date.getTime())) {
+      this.odd(s, raw, `not a time in the format ${format}`)
+      return null
+    }
+    return (s.timeZone !== undefined ? this.wallInstant(date, s.timeZone) : date).toISOString()
+  }
+
+  /**
+   * A time as a formatted column keeps it, from the wall-clock time (UTC fields) for local columns,
+   * else the instant: a number for a number column, the digits as text for a text one. A value to
+   * write is checked against the column; a filter's bound (`write` false) is not: beyond the
+   * column's range it still compares in time's order (SqlBuilder widens its parameter's type).
+   */
+  formattedTime (s: FieldStorage, format: TimeFormat, wall: Date, write = true): SqlValue {
+    const t = wall.getTime()
+    if (format === 'unix' || format === 'unix-ms') {
+      const n = format === 'unix' ? Math.floor(t / 1000) : t
+      return write ? this.checkNumber(s, n) : n
+    }
+    const year = wall.getUTCFullYear()
+    // compactTime reads these years only: a value outside them would not read back
+    if (write && (year < 1900 || year > 2999)) throw new InvalidValueError(`'${s.field}' must be in the years 1900 to 2999 (its column keeps ${format.toUpperCase()})`)
+    const two = (v: number): string => String(v).padStart(2, '0')
+    let digits = `${String(Math.max(0, year)).padStart(4, '0')}${two(wall.getUTCMonth() + 1)}${two(wall.getUTCDate())}`
+    if (format === 'yyyymmddhhmmss') digits += `${two(wall.getUTCHours())}${two(wall.getUTCMinutes())}${two(wall.getUTCSeconds())}`
+    const text = s.category === 'text' || s.category === 'ntext'
+    if (!write) return text ? digits : Number(digits)
+    return text ? this.checkText(s, digits) : this.checkNumber(s, Number(digits))
   }
 
   private compactNote (s: FieldStorage, value: unknown): void {
@@ -573,6 +631,11 @@ export class ResourceStorage {
   }
 
   private timeToDb (s: FieldStorage, date: Date): SqlValue {
+    if (s.timeFormat !== undefined) {
+      // the time the column can keep (a whole second, a day), rounded down as legacy programs do
+      const wall = s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
+      return this.formattedTime(s, s.timeFormat, wall)
+    }
     const type = s.info?.type.toLowerCase()
     if (this.dialect === 'mssql' && type !== undefined) {
       // the range filters clamp to (firstStoredAtOrAfter); a write outside it is refused
@@ -697,12 +760,17 @@ export function storageProblems (storage: ResourceStorage): string[] {
     const col = `column '${s.column}' (${describeType(s.info)})`
     const k = s.def.kind
     const c = s.category
+    if (s.timeFormat !== undefined) {
+      const problem = formatProblem(storage.dialect, s, s.timeFormat)
+      if (problem !== undefined) problems.push(`${where}.${s.field}: ${col} ${problem}`)
+    }
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
-    const fits = s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def))
+    const fits = s.timeFormat !== undefined || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
     if (!fits) {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
-        : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}`)
+        : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}` +
+          (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds Unix time or a date as digits, map it as {"column": "${s.column}", "format": "unix"} (or unix-ms, yyyymmdd, yyyymmddhhmmss)` : ''))
     }
     if (s.def.id === true && storage.mapping.readOnly !== true) {
       // the column of the materialNumber too: a create gives it
@@ -755,6 +823,32 @@ export function storageProblems (storage: ResourceStorage): string[] {
     }
   }
   return problems
+}
+
+/** Digits each format writes at most (Unix time until the year 2286 in seconds, 5138 in milliseconds). */
+const FORMAT_DIGITS: Record<TimeFormat, number> = { unix: 10, 'unix-ms': 13, yyyymmdd: 8, yyyymmddhhmmss: 14 }
+
+/** Why a column cannot keep a date-time field in the given format; undefined when it can. */
+function formatProblem (dialect: DialectName, s: FieldStorage, format: TimeFormat): string | undefined {
+  const info = s.info!
+  const c = s.category
+  if (c === 'time') return `holds times itself; remove "format": "${format}"`
+  const unix = format === 'unix' || format === 'unix-ms'
+  if (c === 'text' || c === 'ntext') {
+    // digits of one width compare as text in time order; Unix time's digits do not
+    if (unix) return `is a text column, whose order is not that of Unix times; format ${format} needs a number column`
+    const max = info.maxLength
+    if (max !== undefined && max > 0 && max < FORMAT_DIGITS[format]) return `is too short for ${FORMAT_DIGITS[format]} digits (${format})`
+    return undefined
+  }
+  if (c !== 'integer' && c !== 'decimal' && !(c === 'float' && unix)) return `cannot hold a time in the format ${format}`
+  if (c === 'decimal' && (info.scale ?? 0) > 0 && !unix) return `holds fractions; ${format} needs whole numbers`
+  if (dialect === 'mssql') {
+    const range = INTEGER_RANGES[info.type.toLowerCase()]
+    const digits = range === undefined ? info.precision : String(range[1]).length - 1
+    if (digits !== undefined && digits < FORMAT_DIGITS[format] && !(format === 'unix' && digits === 9)) return `is too small for ${format} (${FORMAT_DIGITS[format]} digits)`
+  }
+  return undefined
 }
 
 /**

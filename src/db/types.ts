@@ -36,6 +36,15 @@ export interface ResourceDef {
   naturalKey?: string
 }
 
+/**
+ * How a number or text column keeps a date-time field (legacy programs): Unix time in seconds or
+ * milliseconds (an instant), or the digits of a wall-clock date (YYYYMMDD) or date and time
+ * (YYYYMMDDhhmmss) in the column's zone.
+ */
+export type TimeFormat = 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss'
+
+export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd', 'yyyymmddhhmmss']
+
 /** A code as the customer's table stores it. */
 export type StoredCode = string | number
 
@@ -60,6 +69,8 @@ export interface TableMapping {
   timeZone?: string
   /** per field, overriding timeZone */
   timeZones?: Record<string, string>
+  /** per date-time field kept in a number or text column: how it is written there */
+  timeFormats?: Record<string, TimeFormat>
   /** a view or a table the picking system owns alone: list and read only, writes answer 405 */
   readOnly?: boolean
   /**

@@ -125,7 +125,7 @@ t.test('a computed or identity column under a field the gateway writes stops the
   t.match(withCols((c) => c.name === 'MaxB' ? { ...c, identity: true } : c), [/materials\.maxStock: .* is an identity column/])
   t.same(withCols((c) => c.name === 'Txt' ? { ...c, computed: true } : c, true), [], 'a read-only mapping writes nothing')
   // a column that cannot hold the field's kind: a value map is offered only where one can help
-  t.same(withCols((c) => c.name === 'LastChange' ? { ...c, type: 'int' } : c), ["materials.modifiedAt: column 'LastChange' (int) cannot hold a datetime"], 'no value map for times')
+  t.same(withCols((c) => c.name === 'LastChange' ? { ...c, type: 'int' } : c), ["materials.modifiedAt: column 'LastChange' (int) cannot hold a datetime; if it holds Unix time or a date as digits, map it as {\"column\": \"LastChange\", \"format\": \"unix\"} (or unix-ms, yyyymmdd, yyyymmddhhmmss)"], 'no value map for times, but a format')
   t.same(withCols((c) => c.name === 'MinB' ? { ...c, type: 'varchar', maxLength: 10 } : c), ["materials.minStock: column 'MinB' (varchar(10)) cannot hold a number; a value map may translate its codes"])
 })
 
@@ -437,4 +437,39 @@ t.test('a field mapped to null: selected as NULL, never written, not filterable'
   t.equal(st.toDb(st.field('barcode'), null), null)
   t.throws(() => st.toDb(st.field('barcode'), '4006381333931'), { name: 'InvalidValueError', message: /'barcode' is not stored in this installation/ })
   t.equal(st.fromDb(st.field('barcode'), 'ignored'), null)
+})
+
+t.test('SQL Server: times kept as numbers or digits (format): the column\'s own type in every statement', async (t) => {
+  const formatted = (angelegt: ColumnInfo, change: ColumnInfo, formats: Record<string, 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss'>, zone?: string) =>
+    new ResourceStorage('mssql', materials, { ...matMapping, ...(zone === undefined ? {} : { timeZone: zone }), timeFormats: formats },
+      matColumns.map((c) => c.name === 'Angelegt' ? angelegt : c.name === 'LastChange' ? change : c))
+  const storage = formatted(col('Angelegt', 'int', { precision: 10, scale: 0 }), col('LastChange', 'bigint', { nullable: false, precision: 19, scale: 0 }), { createdAt: 'yyyymmdd', modifiedAt: 'unix' }, 'Europe/Berlin')
+  t.same(storageProblems(storage), [])
+  const b = new SqlBuilder(mssqlDialect, storage)
+  const s = list(b, { modifiedSince: '2024-04-02T10:00:00.001Z', createdAt: '[lt]2024-01-01T00:00:00Z' })
+  t.equal(where(s.text), '[LastChange] >= @p1 AND [Angelegt] < @p2', 'the columns themselves: an index seeks')
+  t.same(types(s.params).slice(0, 2), [['p1', 1712052001, 'bigint'], ['p2', 20240102, 'int']], 'the next whole second; 1 January (from 23:00 UTC the day before in Berlin) is before midnight UTC')
+  t.same(s.params.slice(0, 2).map((p) => p.kind), ['integer', 'integer'])
+  // beyond the year 2038 an int column of Unix time still compares: the parameter is widened
+  const small = new SqlBuilder(mssqlDialect, formatted(col('Angelegt', 'datetime2', { scale: 7 }), col('LastChange', 'int', { precision: 10, scale: 0 }), { modifiedAt: 'unix' }))
+  t.same(types(list(small, { modifiedSince: '2040-01-01T00:00:00Z' }).params).slice(0, 1), [['p1', 2208988800, 'bigint']])
+  // digits in a varchar column compare as text
+  const text = new SqlBuilder(mssqlDialect, formatted(col('Angelegt', 'varchar', { maxLength: 14 }), matColumns.at(-1)!, { createdAt: 'yyyymmddhhmmss' }))
+  t.same(types(list(text, { createdAt: '[gte]2024-04-02T10:30:00.500Z' }).params).slice(0, 1), [['p1', '20240402103001', 'varchar(8000)']])
+  // writes: numbers of the column's type
+  const ins = b.insert({ materialNumber: 'M-1', name: 'n', createdAt: storage.toDb(storage.field('createdAt'), new Date('2024-06-30T22:30:00Z')), modifiedAt: storage.toDb(storage.field('modifiedAt'), new Date('2024-06-30T22:30:00.999Z')) })
+  t.same(types(ins.params).slice(-2), [['p3', 20240701, 'int'], ['p4', 1719786600, 'bigint']], 'the date in Berlin; whole seconds, rounded down')
+  t.throws(() => storage.toDb(storage.field('createdAt'), new Date('3000-01-01T12:00:00Z')), /'createdAt' must be in the years 1900 to 2999/)
+  const int = formatted(col('Angelegt', 'int', { precision: 10, scale: 0 }), col('LastChange', 'int', { precision: 10, scale: 0 }), { createdAt: 'yyyymmdd', modifiedAt: 'unix' })
+  t.throws(() => int.toDb(int.field('modifiedAt'), new Date('2040-01-01T00:00:00Z')), /'modifiedAt' must be between -2147483648 and 2147483647/, 'past 2038 an int column of Unix time is full')
+
+  const problems = (type: ColumnInfo, format: 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss') => storageProblems(formatted(matColumns.at(-2)!, { ...type, name: 'LastChange' }, { modifiedAt: format }))
+  t.same(problems(col('x', 'int'), 'unix-ms'), ["materials.modifiedAt: column 'LastChange' (int) is too small for unix-ms (13 digits)"])
+  t.same(problems(col('x', 'int'), 'yyyymmddhhmmss'), ["materials.modifiedAt: column 'LastChange' (int) is too small for yyyymmddhhmmss (14 digits)"])
+  t.same(problems(col('x', 'smallint'), 'yyyymmdd'), ["materials.modifiedAt: column 'LastChange' (smallint) is too small for yyyymmdd (8 digits)"])
+  t.same(problems(col('x', 'decimal', { precision: 14, scale: 0 }), 'yyyymmddhhmmss'), [])
+  t.same(problems(col('x', 'decimal', { precision: 12, scale: 0 }), 'yyyymmddhhmmss'), ["materials.modifiedAt: column 'LastChange' (decimal(12,0)) is too small for yyyymmddhhmmss (14 digits)"])
+  t.same(problems(col('x', 'char', { maxLength: 8 }), 'yyyymmdd'), [])
+  t.same(problems(col('x', 'datetime'), 'unix'), ["materials.modifiedAt: column 'LastChange' (datetime) holds times itself; remove \"format\": \"unix\""])
+  t.same(problems(col('x', 'bit'), 'unix'), ["materials.modifiedAt: column 'LastChange' (bit) cannot hold a time in the format unix"])
 })
