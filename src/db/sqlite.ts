@@ -531,7 +531,7 @@ class SqliteDatabase implements Database {
       text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
-    if (triggers.some((t) => changesRowAfterInsert(String(t.sql ?? '')))) {
+    if (triggers.some((t) => changesRowAfterInsert(String(t.sql ?? ''), list?.type === 'view'))) {
       for (const c of columns) c.changedAfterInsert = true
     }
     if (list?.type === 'view') for (const c of columns) c.inView = true
@@ -543,10 +543,13 @@ class SqliteDatabase implements Database {
  * A trigger (its CREATE TRIGGER text) that may change a row after its insert: AFTER or INSTEAD OF
  * INSERT (BEFORE is SQLite's default, and a BEFORE trigger cannot change the row it precedes) with
  * a body that updates or replaces rows. An audit trigger that only inserts elsewhere does not count.
+ * On a view, any INSTEAD OF INSERT trigger counts: RETURNING shows the values the insert gave,
+ * not the row the trigger made of them in the table below (its defaults, generated columns, id).
  */
-export function changesRowAfterInsert (sql: string): boolean {
+export function changesRowAfterInsert (sql: string, view = false): boolean {
   const begin = /\bBEGIN\b/i.exec(sql)?.index ?? sql.length
   const head = /\b(?:(AFTER|INSTEAD\s+OF)\s+)?INSERT\s+ON\b/i.exec(sql.slice(0, begin))
+  if (view && head?.[1] !== undefined && /^INSTEAD/i.test(head[1])) return true
   return head?.[1] !== undefined && /\b(?:UPDATE|REPLACE)\b/i.test(sql.slice(begin))
 }
 
