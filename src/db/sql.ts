@@ -405,11 +405,16 @@ export class SqlBuilder {
    * spaces, `fold` regardless of case. The expression for the column and what a value compared with
    * it becomes. SQL Server ignores trailing spaces by itself, and case too under its usual (CI)
    * collations; under a CS or binary one both sides are upper-cased. SQLite compares exactly:
-   * RTRIM(col) and the value trimmed, COLLATE NOCASE.
+   * RTRIM(col) and the value trimmed, COLLATE NOCASE; a caseless field (usernames) through
+   * unicode_fold (sqlite.ts), as NOCASE folds A to Z only.
    */
   private shownText (s: FieldStorage, c: string, trim: boolean, fold: boolean): { expr: string, value: (v: SqlValue) => SqlValue } {
     if (this.dialect.name === 'sqlite') {
-      const expr = `${trim ? `RTRIM(${c}, ' ')` : c}${fold ? ' COLLATE NOCASE' : ''}`
+      const trimmed = trim ? `RTRIM(${c}, ' ')` : c
+      if (fold && s.def.caseless === true) {
+        return { expr: `unicode_fold(${trimmed})`, value: (v) => typeof v === 'string' ? (trim ? v.replace(/ +$/, '') : v).toLowerCase() : v }
+      }
+      const expr = `${trimmed}${fold ? ' COLLATE NOCASE' : ''}`
       return { expr, value: trim ? (v) => typeof v === 'string' ? v.replace(/ +$/, '') : v : (v) => v }
     }
     if (fold && s.info?.caseSensitive === true) return { expr: `UPPER(${c})`, value: (v) => typeof v === 'string' ? v.toUpperCase() : v }

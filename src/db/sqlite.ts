@@ -175,6 +175,8 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
     db.function('unicode_like', { deterministic: true }, (value: unknown, pattern: unknown) =>
       value === null || value === undefined ? null : likeMatches(String(value), String(pattern)) ? 1 : 0)
+    // NOCASE folds A to Z only: a caseless field (usernames) compares through this, 'ÖZTÜRK' as 'öztürk'
+    db.function('unicode_fold', { deterministic: true }, (value: unknown) => typeof value === 'string' ? value.toLowerCase() : value)
   } catch (err) {
     db.close()
     throw mapSqliteError(err)

@@ -39,7 +39,7 @@ async function legacyTables (db: Database): Promise<void> {
     // (the table has users, so db init adds no admin: the tests log in as 'admin', which is the stored 'Admin')
     'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash", "Rolle", "Name") VALUES (49, \'Admin\', @admin, \'A\', NULL), (50, \'JSmith\', @hash, \'B\', \'John Smith\'), (51, \'Lager\', @hash, \'L\', NULL), ' +
       // two rows the picking system's own (case-sensitive) index let in
-      '(52, \'Twin\', @hash, \'B\', NULL), (53, \'TWIN\', @hash, \'B\', NULL)',
+      '(52, \'Twin\', @hash, \'B\', NULL), (53, \'TWIN\', @hash, \'B\', NULL), (54, \'ÖZTÜRK\', @hash, \'B\', NULL)',
     'CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" CHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
     'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bez") VALUES (1, \'A-10003             \', \'padded by the picking system\')'
   ]) await db.execute({ text, params: text.includes('@hash') ? [{ name: 'hash', kind: 'string', value: hash }, { name: 'admin', kind: 'string', value: adminHash }] : [] })
@@ -68,7 +68,14 @@ t.test('legacy users: mixed-case names reached, unknown roles and NULL times sho
   t.match(taken.json(), { code: 'CONFLICT', message: /username 'jsmith' already exists/ })
   const renamed = await app.inject({ method: 'PATCH', url: '/api/users/51', headers: admin, payload: { username: 'JSMITH' } })
   t.equal(renamed.statusCode, 409, 'nor by renaming another user')
-  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 5, 'nothing was written')
+  // beyond A to Z too (SQLite's NOCASE folds only those)
+  for (const username of ['öztürk', 'ÖZTÜRK', 'Öztürk']) {
+    const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: PASSWORD } })
+    t.equal(login.statusCode, 200, `login as ${username}`)
+  }
+  t.equal((await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'öztürk', password: 'another-password' } })).statusCode, 409, 'a second öztürk beside ÖZTÜRK')
+  t.same((await app.inject({ method: 'GET', url: `/api/users?username=${encodeURIComponent('öztürk')}`, headers: admin })).json().data.map((u: { id: number }) => u.id), [54])
+  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 6, 'nothing was written')
   const form = await app.inject({ method: 'PATCH', url: '/api/users/53', headers: admin, payload: { username: 'TWIN', displayName: 'Zwilling' } })
   t.equal(form.statusCode, 200, 'a row already held twice stays editable, its own name sent unchanged (as a form does)')
   t.equal((await app.inject({ method: 'PATCH', url: '/api/users/53', headers: admin, payload: { username: 'jsmith' } })).statusCode, 409, 'but takes no other row\'s name')
