@@ -17,7 +17,7 @@ export type ErrorResponse = Static<typeof ErrorResponse>
  * the raw text before `id` is coerced, so handlers still get a number.
  */
 export const IdParams = Type.Object({
-  id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Resource id: decimal digits, 1 to 9007199254740991, no sign or leading zero' })
+  id: Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, description: 'Resource id: a whole number in decimal digits (ids the gateway creates start at 1; a legacy table may hold 0 or negative ones), no plus sign or leading zero' })
 }, { digitsOnly: ['id'] })
 export type IdParams = Static<typeof IdParams>
 

@@ -29,6 +29,7 @@ import eventRoutes from '../plugins/routes/events.js'
 import userRoutes from '../plugins/routes/users.js'
 import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
+import { PATH_ID } from './db/resources.js'
 import { ApiError, statusText } from './errors.js'
 import { loggerOptions, redactUrl, requestLineWriter } from './logger.js'
 
@@ -48,20 +49,20 @@ const READ_ONLY_FIELDS = new Set([[Material, MaterialCreate], [Station, StationC
   .flatMap(([item, create]) => Object.keys(item.properties).filter((field) => !(field in create.properties))))
 
 /**
- * `digitsOnly: ['id']` on a params object: those parameters are decimal digits without a leading
- * zero. A keyword without a type runs before `properties`, so it sees the text before coercion
+ * `digitsOnly: ['id']` on a params object: those parameters are decimal digits, with a minus sign
+ * for a negative id (legacy tables hold 0 and -1 rows), without a plus sign or leading zero. A keyword without a type runs before `properties`, so it sees the text before coercion
  * turns `0x10`, `1e1` or ` 16` into a number.
  */
 const checkDigits: SchemaValidateFunction = function (names: string[], data: unknown): boolean {
   if (typeof data !== 'object' || data === null) return true
   for (const name of names) {
     const value = (data as Record<string, unknown>)[name]
-    if (value === undefined || (typeof value === 'string' && /^[1-9][0-9]*$/.test(value))) continue
+    if (value === undefined || (typeof value === 'string' && PATH_ID.test(value))) continue
     checkDigits.errors = [{
       keyword: 'digitsOnly',
       instancePath: `/${name}`,
       params: { digitsOnly: name },
-      message: `must be decimal digits without sign, spaces or leading zero (1 to 9007199254740991), got '${String(value)}'`
+      message: `must be a whole number in decimal digits without spaces, plus sign or leading zero (-9007199254740991 to 9007199254740991), got '${String(value)}'`
     }]
     return false
   }

@@ -528,7 +528,7 @@ export class Repository {
 
   /**
    * A table keyed by its material number (storage.sharedKey): the number is the id. A create's must be
-   * an id a path can name where ids are numbers (decimal digits without sign or leading zero); an
+   * an id a path can name where ids are numbers (decimal digits without plus sign or leading zero); an
    * update may not change it, which would move the row to another URL.
    */
   private assertKey (given: Row, current?: Row): void {
@@ -541,7 +541,7 @@ export class Repository {
     }
     const text = String(value)
     if (this.def.fields[this.id].kind !== 'string' && !isPathId(text)) {
-      throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by a number): it must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} without sign or leading zero, got '${text}'`)
+      throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by a number): it must be a whole number up to ${Number.MAX_SAFE_INTEGER} in magnitude, without plus sign or leading zero, got '${text}'`)
     }
   }
 

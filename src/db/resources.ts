@@ -117,9 +117,12 @@ export function idField (def: ResourceDef): string {
   throw new Error(`resource '${def.name}' has no id field`)
 }
 
-/** A numeric id as a path names it: decimal digits from 1 to 2^53 - 1, without sign, spaces or leading zero. */
+/** A numeric id as a path writes it: decimal digits (a minus sign before a negative one), without plus sign, spaces or leading zero. */
+export const PATH_ID = /^(?:0|-?[1-9][0-9]*)$/
+
+/** A numeric id as a path names it: PATH_ID, within ±(2^53 - 1). */
 export function isPathId (text: string): boolean {
-  return /^[1-9][0-9]*$/.test(text) && Number.isSafeInteger(Number(text))
+  return PATH_ID.test(text) && Number.isSafeInteger(Number(text))
 }
 
 /**

@@ -1,4 +1,4 @@
-// Path ids are decimal digits only: every other numeral JavaScript would read is a 400 naming the parameter.
+// Path ids are whole numbers in decimal digits only: every other numeral JavaScript would read is a 400 naming the parameter.
 import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
 import { NotFoundError } from '../../src/db/errors.js'
@@ -17,8 +17,9 @@ const FORMS: Array<[string, string]> = [
   ['%2016', ' 16'],
   ['16%20', '16 '],
   ['016', '016'],
-  ['0', '0'],
-  ['-1', '-1'],
+  ['-0', '-0'],
+  ['-016', '-016'],
+  ['--1', '--1'],
   ['0b10000', '0b10000'],
   ['1_6', '1_6'],
   ['abc', 'abc']
@@ -47,7 +48,7 @@ t.test('path ids: decimal digits only, on every route that takes one', async (t)
           statusCode: 400,
           code: 'VALIDATION_ERROR',
           error: 'Bad Request',
-          message: `params/id must be decimal digits without sign, spaces or leading zero (1 to 9007199254740991), got '${seen}'`
+          message: `params/id must be a whole number in decimal digits without spaces, plus sign or leading zero (-9007199254740991 to 9007199254740991), got '${seen}'`
         }, `${method} /api/${resource}/${segment}`)
       }
     }
@@ -59,10 +60,26 @@ t.test('path ids: decimal digits only, on every route that takes one', async (t)
   }
   const command = await app.inject({ method: 'POST', url: '/api/stations/1e1/commands', headers: admin, payload: { command: 'clear' } })
   t.equal(command.statusCode, 400)
-  t.match(command.json(), { code: 'VALIDATION_ERROR', message: /^params\/id must be decimal digits/ })
+  t.match(command.json(), { code: 'VALIDATION_ERROR', message: /^params\/id must be a whole number in decimal digits/ })
 
   t.same(await snapshot(), before, 'nothing was read as 10 or 16 and changed or deleted')
   t.equal((await app.inject({ method: 'GET', url: '/api/materials/10', headers: admin })).json().name, 'Material 10', 'DELETE /api/materials/1e1 did not delete material 10')
+})
+
+t.test('a legacy table\'s rows numbered 0 and below are read, changed and deleted by their id like any other', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const table = referenceMappings.materials.table
+  for (const [id, number] of [[0, 'NULL-0'], [-5, 'MINUS-5']] as const) {
+    await ctx.db.execute({ text: `INSERT INTO ${ctx.db.dialect === 'mssql' ? `[dbo].[${table}]` : `"${table}"`} (id, material_number, name, unit, blocked, stock_quantity, created_at, modified_at) VALUES (@id, @n, 'alt', 'pcs', 0, 0, @t, @t)`, params: [{ name: 'id', kind: 'integer', value: id }, { name: 'n', kind: 'string', value: number }, { name: 't', kind: 'datetime', value: new Date('2020-01-01T00:00:00Z') }] })
+    const got = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })
+    t.equal(got.statusCode, 200, `GET ${id}`)
+    t.match(got.json(), { id, materialNumber: number })
+    const patched = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: 'neu' } })
+    t.equal(patched.json().name, 'neu', `PATCH ${id}`)
+    t.equal((await ctx.app.inject({ method: 'DELETE', url: `/api/materials/${id}`, headers })).statusCode, 204, `DELETE ${id}`)
+    t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).statusCode, 404)
+  }
 })
 
 t.test('ids past 2^31: the column decides (SQLite integers are 64 bits), not the path', async (t) => {
