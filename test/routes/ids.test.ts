@@ -70,8 +70,11 @@ t.test('a legacy table\'s rows numbered 0 and below are read, changed and delete
   const ctx = await build(t)
   const headers = ctx.auth(ctx.adminToken)
   const table = referenceMappings.materials.table
+  const mssql = ctx.db.dialect === 'mssql'
   for (const [id, number] of [[0, 'NULL-0'], [-5, 'MINUS-5']] as const) {
-    await ctx.db.execute({ text: `INSERT INTO ${ctx.db.dialect === 'mssql' ? `[dbo].[${table}]` : `"${table}"`} (id, material_number, name, unit, blocked, stock_quantity, created_at, modified_at) VALUES (@id, @n, 'alt', 'pcs', 0, 0, @t, @t)`, params: [{ name: 'id', kind: 'integer', value: id }, { name: 'n', kind: 'string', value: number }, { name: 't', kind: 'datetime', value: new Date('2020-01-01T00:00:00Z') }] })
+    const insert = `INSERT INTO ${mssql ? `[dbo].[${table}]` : `"${table}"`} (id, material_number, name, unit, blocked, stock_quantity, created_at, modified_at) VALUES (@id, @n, 'alt', 'pcs', 0, 0, @t, @t)`
+    // SQL Server: the reference table's id is an identity column, which takes a given value only so
+    await ctx.db.execute({ text: mssql ? `SET IDENTITY_INSERT [dbo].[${table}] ON; ${insert}; SET IDENTITY_INSERT [dbo].[${table}] OFF` : insert, params: [{ name: 'id', kind: 'integer', value: id }, { name: 'n', kind: 'string', value: number }, { name: 't', kind: 'datetime', value: new Date('2020-01-01T00:00:00Z') }] })
     const got = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })
     t.equal(got.statusCode, 200, `GET ${id}`)
     t.match(got.json(), { id, materialNumber: number })
