@@ -309,12 +309,22 @@ function consoleLogger (io: Io): DbLogger {
   return { info: () => {}, warn: line, error: line }
 }
 
-async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'readonly' = 'create'): Promise<T> {
+/**
+ * Runs fn on the configured database. 'existing': a SQLite file that is not there is an error
+ * saying how to make it, not a new empty database (user commands need db init's table).
+ */
+async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'existing' | 'readonly' = 'create'): Promise<T> {
   const loaded = loadConfig({ env: io.env })
   const { config } = loaded
   const mappings = mappingsOf(config)
+  const path = sqlitePath(config.database.url)
+  if (access === 'existing' && path !== undefined && path !== ':memory:' && !existsSync(path)) {
+    throw new Error(loaded.demo
+      ? 'no configuration (PICKING_GATEWAY_CONFIG) and the embedded demo database is not set up yet: start the demo once (npm start), or point PICKING_GATEWAY_CONFIG at the configuration'
+      : `the database '${path}' does not exist: create it with 'picking-gateway db init'`)
+  }
   const db = openDatabase(config.database.url, {
-    create: access === 'create',
+    create: access !== 'readonly',
     readonly: access === 'readonly',
     password: config.database.password,
     connectTimeoutMs: config.database.connectTimeoutMs,
@@ -430,5 +440,5 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       ? `Password of '${row.username as string}' changed; its tokens are revoked.`
       : `User '${row.username as string}' ${action}d${action === 'disable' ? '; its tokens are revoked' : ''}.`)
     return EXIT_OK
-  })
+  }, 'existing')
 }

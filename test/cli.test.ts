@@ -81,6 +81,12 @@ t.test('configuration and input errors name what is wrong', async (t) => {
   const missing = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}`, LOG_LEVEL: 'silent' })
   t.equal(await main(['serve'], missing), 78, 'a SQLite file that is not there is configuration (before: exit 1)')
   t.match(missing.stderr.join(), `database.url: SQLite database file '${join(dir, 'missing.db')}' does not exist`)
+  for (const argv of [['user', 'list'], ['user', 'passwd', 'admin', '--password-stdin']]) {
+    const none = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}` }, 'a-new-password-1')
+    t.equal(await main(argv, none), 1, argv.join(' '))
+    t.match(none.stderr.join(), `the database '${join(dir, 'missing.db')}' does not exist: create it with 'picking-gateway db init'`)
+    t.notOk(existsSync(join(dir, 'missing.db')), 'and no empty database is left behind')
+  }
   const directory = io({ ...env, DATABASE_URL: `sqlite:${dir}`, LOG_LEVEL: 'silent' })
   t.equal(await main(['serve'], directory), 78)
   t.match(directory.stderr.join(), `database.url: SQLite database '${dir}' is a directory`)
