@@ -617,6 +617,11 @@ export class ResourceStorage {
       if (n < range[0] || n > range[1]) throw new InvalidValueError(`'${s.field}' must be between ${range[0]} and ${range[1]} (its database column's range), got ${n}`)
       return n
     }
+    // SQLite: an INTEGER column keeps 64 bits, and stores a whole number beyond them as REAL (1e20 as 1.0e+20);
+    // past 2^53 a JSON number is no longer exact, so the API's integers end there, as bigint's do on SQL Server
+    if (this.dialect === 'sqlite' && s.category === 'integer' && Math.abs(n) > Number.MAX_SAFE_INTEGER) {
+      throw new InvalidValueError(`'${s.field}' must be between ${-Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER} (the whole numbers its integer column and JSON hold exactly), got ${n}`)
+    }
     if (s.category === 'decimal') {
       const scale = type === 'money' || type === 'smallmoney' ? 4 : info.scale ?? 0
       const precision = type === 'money' ? 19 : type === 'smallmoney' ? 10 : info.precision

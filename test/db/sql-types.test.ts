@@ -408,6 +408,9 @@ t.test('SQLite: declared types give the same limits; times compare as canonical 
   t.equal(where(s.text), 'strftime(\'%Y-%m-%dT%H:%M:%fZ\', "LastChange") >= @p1', "text written as '2026-11-23 07:06:04' is found")
   t.same(s.params[0].value, '2026-11-23T07:00:00.000Z')
   t.equal(lite.storage.fromDb(lite.storage.field('modifiedAt'), '2026-11-23 07:06:04'), '2026-11-23T07:06:04.000Z')
+  const stock = new ResourceStorage('sqlite', materials, { table: 'Artikel', columns: matMapping.columns }, [col('MinB', 'INTEGER')])
+  t.throws(() => stock.toDb(stock.field('minStock'), 1e20), /'minStock' must be between -9007199254740991 and 9007199254740991 \(the whole numbers its integer column and JSON hold exactly\), got 100000000000000000000/, 'not stored as the REAL 1.0e+20')
+  t.equal(stock.toDb(stock.field('minStock'), Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER)
 })
 
 t.test('T-SQL type texts become the driver types', async (t) => {
