@@ -8,10 +8,10 @@ import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
 import { dialectFor } from './db/dialect.js'
-import { inspectStorage } from './db/storage.js'
+import { categoryOf, inspectStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
-import { resources, type ResourceName } from './db/resources.js'
+import { idField, resources, type ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
 import type { Database, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
@@ -266,7 +266,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of await numericTimeNotes(database, mappings)) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings)]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -279,6 +279,25 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   } finally {
     await database.close()
   }
+}
+
+/**
+ * Numeric ids beyond 2^53 - 1 in magnitude: JSON numbers do not hold them exactly, so the API shows
+ * them rounded, a path cannot name them and a walk sorted by id does not get past them.
+ */
+async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+  const notes: string[] = []
+  const d = dialectFor(db.dialect)
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    const column = mapping.columns[idField(resources[name])]
+    const info = (await db.columns(mapping)).find((c) => c.name.toLowerCase() === column?.toLowerCase())
+    if (column === undefined || info === undefined || categoryOf(db.dialect, info, 'integer') !== 'integer') continue
+    const c = d.ident(column)
+    const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${c} > ${Number.MAX_SAFE_INTEGER} OR ${c} < -${Number.MAX_SAFE_INTEGER}`, params: [] })
+    const n = Number(row?.n)
+    if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has an id' : 's have ids'} beyond 9007199254740991 in magnitude, which JSON numbers do not hold exactly: the API shows ${n === 1 ? 'it' : 'them'} rounded, a path cannot name ${n === 1 ? 'it' : 'them'}, and a walk sorted by id does not get past ${n === 1 ? 'it' : 'them'} (README, "Tokens and errors")`)
+  }
+  return notes
 }
 
 /**
