@@ -250,7 +250,9 @@ t.test('events need a token, filter by station, follow reconnects and leave no l
   t.equal(bad.statusCode, 400)
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
 
-  const other = await openStream(ctx, token, '?station=999')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/events?station=999', headers: ctx.auth(token) })).statusCode, 404, 'a station that does not exist')
+  const second = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'Other station', type: 'manual' } })
+  const other = await openStream(ctx, token, `?station=${second.json().id as number}`)
   const all = await openStream(ctx, token)
   await until(() => ctx.app.hardware.subscribers === 2, 'two subscribers')
   sim.controllers.get('ctl-1')!.emitEvent('CONFIRM', { addr: 3, qty: -7 })
