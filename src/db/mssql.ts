@@ -4,7 +4,7 @@ import type Mssql from 'mssql'
 import { knownCodePage } from './code-pages.js'
 import { mssqlDataFault } from './data-errors.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError, type DbError } from './errors.js'
-import type { ColumnInfo, Database, Executor, Param, Row, Statement, TableMapping } from './types.js'
+import type { ColumnInfo, Database, Executor, Param, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 type Driver = typeof Mssql
 let driver: Driver | undefined
@@ -140,10 +140,14 @@ export function mssqlType (p: Param): Mssql.ISqlType {
   }
 }
 
+/** The value a parameter is sent with: a boolean written to an int column (a flag kept as 0/1) travels as a number. */
+export function mssqlValue (p: Param): SqlValue {
+  return typeof p.value === 'boolean' && p.type !== undefined && p.type !== 'bit' ? Number(p.value) : p.value
+}
+
 function request (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Mssql.Request {
   const req = new sql.Request(target as Mssql.ConnectionPool)
-  // a boolean written to an int column (a flag kept as 0/1) travels as a number
-  for (const p of stmt.params) req.input(p.name, mssqlType(p), typeof p.value === 'boolean' && p.type !== undefined && p.type !== 'bit' ? Number(p.value) : p.value)
+  for (const p of stmt.params) req.input(p.name, mssqlType(p), mssqlValue(p))
   return req
 }
 

@@ -274,7 +274,12 @@ export class ResourceStorage {
     this.coded = new Set(Object.values(this.fields).filter((s) => s.map !== undefined).map((s) => s.field))
     this.insertDefaults = Object.entries(mapping.defaults ?? {}).map(([column, value]) => {
       const info = byName.get(column.toLowerCase())
-      const kind: FieldKind = typeof value === 'string' ? 'string' : typeof value === 'boolean' ? 'boolean' : Number.isInteger(value) ? 'integer' : 'number'
+      // a number or flag for a text column is written as the text SQL Server's own conversion makes
+      // of it (7 as '7', true as '1', as CAST(1 AS bit) gives): kept a number, its parameter would be
+      // a varchar one holding no text, which the driver refuses on every create
+      const text = info !== undefined && typeof value !== 'string' && ['text', 'ntext'].includes(categoryOf(dialect, info, 'string'))
+      const written = text ? typeof value === 'boolean' ? (value ? '1' : '0') : String(value) : value
+      const kind: FieldKind = typeof written === 'string' ? 'string' : typeof written === 'boolean' ? 'boolean' : Number.isInteger(written) ? 'integer' : 'number'
       const category = categoryOf(dialect, info, kind)
       const storage: FieldStorage = {
         field: column,
@@ -295,7 +300,7 @@ export class ResourceStorage {
       }
       // the value as a write of it is checked: a number column takes numbers, a varchar(4) four characters
       try {
-        return { storage, value, stored: this.toDb(storage, value) }
+        return { storage, value, stored: this.toDb(storage, written) }
       } catch (err) {
         return { storage, value, stored: null, problem: err instanceof Error ? err.message.replace(`'${column}' `, '') : String(err) }
       }

@@ -5,8 +5,9 @@ import { createTableStatements, referenceColumns } from '../../src/db/init.js'
 import { parseListQuery } from '../../src/db/list-query.js'
 import { materials, referenceMappings, users } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
-import { ResourceStorage } from '../../src/db/storage.js'
-import type { ResourceDef, TableMapping } from '../../src/db/types.js'
+import { ResourceStorage, storageProblems } from '../../src/db/storage.js'
+import type { ColumnInfo, ResourceDef, TableMapping } from '../../src/db/types.js'
+import { driverWrites } from '../helpers/tedious.js'
 
 const MS_COLS = '[id] AS [id], [material_number] AS [materialNumber], [name] AS [name], [description] AS [description], ' +
   '[unit] AS [unit], [barcode] AS [barcode], [min_stock] AS [minStock], [max_stock] AS [maxStock], [weight] AS [weight], ' +
@@ -192,6 +193,24 @@ t.test('mapping.defaults: a create also writes the unmapped columns, each parame
   t.equal(b.insert({}).text.split('; ')[1], 'INSERT INTO [dbo].[materials] ([Mandant], [Zone], [Aktiv]) OUTPUT INSERTED.[id] INTO @inserted VALUES (@p1, @p2, @p3)', 'no DEFAULT VALUES then')
   const lite = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', materials, mapping, undefined))
   t.equal(lite.insert({ name: 'x' }).text, `INSERT INTO "materials" ("name", "mandant", "Zone", "aktiv") VALUES (@p1, @p2, @p3, @p4) RETURNING ${LITE_COLS}`, 'as configured while the columns are unknown')
+})
+
+t.test('mapping.defaults: a number or flag for a text column is written as text, so its varchar parameter holds a string', async (t) => {
+  const mapping: TableMapping = { ...referenceMappings.materials, defaults: { Kostenstelle: 4711, Gesperrt: true, Faktor: 2.5, Aus: false } }
+  const text = (name: string, type: string, maxLength: number): ColumnInfo => ({ name, type, maxLength, nullable: false, hasDefault: false, identity: false, computed: false })
+  const extra = [text('Kostenstelle', 'varchar', 10), text('Gesperrt', 'char', 1), text('Faktor', 'nvarchar', 8), text('Aus', 'varchar', 1)]
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, mapping, [...referenceColumns(mssqlDialect, materials, referenceMappings.materials), ...extra]))
+  const stmt = b.insert({})
+  // before: [4711, 'varchar(8000)'], which tedious refuses ('Invalid string.'): every create a 500
+  t.strictSame(stmt.params.map((p) => [p.value, p.type]), [['4711', 'varchar(8000)'], ['1', 'varchar(8000)'], ['2.5', 'nvarchar(4000)'], ['0', 'varchar(8000)']], 'true as 1, as CAST(1 AS bit) to text gives')
+  for (const p of stmt.params) t.doesNotThrow(() => { driverWrites(p) }, `${p.name} passes the driver`)
+  t.throws(() => { driverWrites({ name: 'p', kind: 'integer', value: 4711, type: 'varchar(8000)' }) }, /Invalid string/, 'what the driver did with the number')
+  // checked as text: the column's length counts
+  const short = new ResourceStorage('mssql', materials, { ...mapping, defaults: { Kostenstelle: 12345678901 } }, [...referenceColumns(mssqlDialect, materials, referenceMappings.materials), ...extra])
+  t.match(storageProblems(short), [/materials\.defaults\.Kostenstelle: must be at most 10 characters long/])
+  // SQLite: the same text, not a number TEXT affinity would store as '2.5' by chance and a flag as 1
+  const lite = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', materials, mapping, [...referenceColumns(sqliteDialect, materials, referenceMappings.materials), ...extra]))
+  t.strictSame(lite.insert({}).params.map((p) => p.value), ['4711', '1', '2.5', '0'])
 })
 
 t.test('T-SQL update, delete, select by id and for update', async (t) => {
