@@ -113,9 +113,17 @@ export class SqlBuilder {
       case 'decimal': {
         if (typeof value !== 'number' || !type.startsWith('decimal')) return type
         const info = s.info!
+        const precision = info.precision ?? 18
         const scale = info.scale ?? 0
-        const fits = Math.abs(value) < 10 ** ((info.precision ?? 18) - scale) && Number(value.toFixed(scale)) === value
-        return fits ? type : 'float'
+        const fits = Math.abs(value) < 10 ** (precision - scale) && Number(value.toFixed(scale)) === value
+        if (!fits) return 'float'
+        if (precision <= 19) return type
+        // tedious writes a decimal parameter as round(|v| * 10^scale) in 64 bits, whatever its
+        // precision: in decimal(38,20) (Dynamics NAV's every decimal) 1.5 is already too much.
+        // The value's own decimals (at most the column's) keep it exact; beyond 2^64 it is a float.
+        let own = 0
+        while (own < scale && Number(value.toFixed(own)) !== value) own++
+        return Math.round(Math.abs(value * 10 ** own)) < 2 ** 64 ? `decimal(${Math.min(precision, 38)},${own})` : 'float'
       }
       default:
         return type

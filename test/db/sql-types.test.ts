@@ -8,6 +8,7 @@ import { materials, stations } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
 import { ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
+import { driverWrites } from '../helpers/tedious.js'
 
 const col = (name: string, type: string, o: Partial<ColumnInfo> = {}): ColumnInfo =>
   ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...o })
@@ -81,6 +82,29 @@ t.test('a value the column type cannot hold is compared with a wider type, never
   t.same([plain.params[0].type, wide.params[0].type], ['varchar(8000)', 'nvarchar(4000)'])
   t.equal(msMat.insert({ maxStock: 5 }).params[0].type, 'int')
   t.equal(msMat.insert({ maxStock: 3000000000 }).params[0].type, 'bigint', 'after an insert of the same shape with an int')
+})
+
+t.test('decimals of more than 19 digits: a parameter type the driver can write (it encodes round(|v| * 10^scale) in 64 bits)', async (t) => {
+  // Dynamics NAV declares every decimal as decimal(38,20); others decimal(28,8)
+  const nav = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) =>
+    c.name === 'MinB' ? col('MinB', 'decimal', { precision: 38, scale: 20 }) : c.name === 'Gew' ? col('Gew', 'decimal', { precision: 28, scale: 8 }) : c)))
+  const s = list(nav, { minStock: '[or]1.5;0;-2.25;123456789.123;1e17;0.00000000000000000001', weight: '[or]1e19;5e19;0.12345678' })
+  t.same(types(s.params).slice(0, 9), [
+    ['p1', 1.5, 'decimal(38,1)'], // before: decimal(38,20), RangeError in the driver
+    ['p2', 0, 'decimal(38,0)'],
+    ['p3', -2.25, 'decimal(38,2)'],
+    ['p4', 123456789.123, 'decimal(38,3)'],
+    ['p5', 1e17, 'decimal(38,0)'],
+    ['p6', 1e-20, 'decimal(38,20)'],
+    ['p7', 1e19, 'decimal(28,0)'],
+    ['p8', 5e19, 'float'], // past 2^64 even without decimals
+    ['p9', 0.12345678, 'decimal(28,8)']
+  ])
+  for (const p of s.params) t.doesNotThrow(() => { driverWrites(p) }, `${p.name} (${String(p.value)} as ${p.type ?? ''}) passes the driver`)
+  t.throws(() => { driverWrites({ name: 'p', kind: 'number', value: 1.5, type: 'decimal(38,20)' }) }, RangeError, 'the column\'s own type does not')
+  const write = nav.update(1, { minStock: 0.125, weight: 7 })
+  t.same(types(write.params).slice(0, 2), [['p1', 0.125, 'decimal(38,3)'], ['p2', 7, 'decimal(28,0)']], 'writes too')
+  t.equal(list(msMat, { minStock: '1.5' }).params[0].type, 'decimal(18,3)', 'up to 19 digits the column\'s own type, as before')
 })
 
 t.test('legacy text and ntext columns compare and sort through (n)varchar(max); names as the catalog spells them', async (t) => {
