@@ -2,7 +2,7 @@
 import type { Dialect } from './dialect.js'
 import { BadQueryError } from './errors.js'
 import type { Filter, ListQuery, SortKey } from './list-query.js'
-import { INTEGER_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
+import { INTEGER_RANGES, MONEY_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
 import type { FieldKind, Param, ResourceDef, SqlValue, Statement, TableMapping } from './types.js'
 
 /** Hands out @p1, @p2, … for one statement. */
@@ -111,7 +111,11 @@ export class SqlBuilder {
         return fit === undefined || (value >= fit[0] && value <= fit[1]) ? type : 'bigint'
       }
       case 'decimal': {
-        if (typeof value !== 'number' || !type.startsWith('decimal')) return type
+        if (typeof value !== 'number') return type
+        // a money parameter holds the type's range and 4 decimals: a filter value beyond either compares as a float
+        const money = MONEY_RANGES[type]
+        if (money !== undefined) return value >= money.min && value <= money.max && Number(value.toFixed(4)) === value ? type : 'float'
+        if (!type.startsWith('decimal')) return type
         const info = s.info!
         const precision = info.precision ?? 18
         const scale = info.scale ?? 0
@@ -125,6 +129,9 @@ export class SqlBuilder {
         while (own < scale && Number(value.toFixed(own)) !== value) own++
         return Math.round(Math.abs(value * 10 ** own)) < 2 ** 64 ? `decimal(${Math.min(precision, 38)},${own})` : 'float'
       }
+      case 'float':
+        // a real parameter beyond ±3.4e38 would travel as infinity, which the server refuses
+        return type === 'real' && typeof value === 'number' && !Number.isFinite(Math.fround(value)) ? 'float' : type
       default:
         return type
     }

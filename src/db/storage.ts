@@ -71,6 +71,16 @@ export const INTEGER_RANGES: Record<string, [number, number]> = {
   bigint: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
 }
 
+/**
+ * What SQL Server's money types hold: the range as the type declares it (for messages), and as
+ * the doubles inside it (money's bounds round outward to ±922337203685477.625, which neither the
+ * column nor the driver's 64-bit encoding holds).
+ */
+export const MONEY_RANGES: Record<string, { min: number, max: number, text: string }> = {
+  smallmoney: { min: -214748.3648, max: 214748.3647, text: '-214748.3648 and 214748.3647' },
+  money: { min: -922337203685477.5, max: 922337203685477.5, text: '-922337203685477.5808 and 922337203685477.5807' }
+}
+
 const MSSQL_CATEGORIES: Record<string, Category> = {
   varchar: 'text', char: 'text', text: 'text',
   nvarchar: 'ntext', nchar: 'ntext', ntext: 'ntext', sysname: 'ntext',
@@ -629,7 +639,10 @@ export class ResourceStorage {
     }
     if (s.category === 'decimal') {
       const scale = type === 'money' || type === 'smallmoney' ? 4 : info.scale ?? 0
-      const precision = type === 'money' ? 19 : type === 'smallmoney' ? 10 : info.precision
+      // SQL Server's money types hold less than their precision says (smallmoney 214748.3647, not 999999.9999)
+      const money = this.dialect === 'mssql' ? MONEY_RANGES[type] : undefined
+      if (money !== undefined && (n < money.min || n > money.max)) throw new InvalidValueError(`'${s.field}' must be between ${money.text} (its database column's range, ${type}), got ${n}`)
+      const precision = money !== undefined ? undefined : type === 'money' ? 19 : type === 'smallmoney' ? 10 : info.precision
       if (precision !== undefined) {
         const limit = 10 ** (precision - scale)
         if (Math.abs(n) >= limit) throw new InvalidValueError(`'${s.field}' must be less than ${limit} in magnitude (its database column is decimal(${precision},${scale})), got ${n}`)

@@ -107,6 +107,28 @@ t.test('decimals of more than 19 digits: a parameter type the driver can write (
   t.equal(list(msMat, { minStock: '1.5' }).params[0].type, 'decimal(18,3)', 'up to 19 digits the column\'s own type, as before')
 })
 
+t.test('money, smallmoney and real: writes within the type\'s range, filter values beyond it compared as float', async (t) => {
+  const small = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'Bestand' ? col('Bestand', 'smallmoney', { precision: 10, scale: 4 }) : c)))
+  const money = msMat.storage
+  const stock = (st: ResourceStorage, n: number): SqlValue => st.toDb(st.field('stockQuantity'), n)
+  // before: 922337203685478 passed (less than 10^15) and the driver refused it, a 500
+  t.throws(() => stock(money, 922337203685478), { name: 'InvalidValueError', message: "'stockQuantity' must be between -922337203685477.5808 and 922337203685477.5807 (its database column's range, money), got 922337203685478" })
+  t.throws(() => stock(money, -922337203685477.6), /must be between -922337203685477\.5808 and/)
+  t.equal(stock(money, 922337203685477.5), 922337203685477.5)
+  t.throws(() => stock(small.storage, 500000), { name: 'InvalidValueError', message: "'stockQuantity' must be between -214748.3648 and 214748.3647 (its database column's range, smallmoney), got 500000" })
+  t.throws(() => stock(small.storage, 214748.3648), /smallmoney/)
+  t.equal(stock(small.storage, -214748.3648), -214748.3648)
+  for (const [st, n] of [[money, 922337203685477.5], [money, -922337203685477.5], [small.storage, 214748.3647], [small.storage, -214748.3648]] as const) {
+    t.doesNotThrow(() => { driverWrites({ name: 'p', kind: 'number', value: stock(st, n), type: st.field('stockQuantity').paramType }) }, `${n} passes the driver`)
+  }
+  const ms = list(msMat, { stockQuantity: '[or]9.5;1e15;9.12345', weight: '[or]1;1e39' })
+  t.same(types(ms.params).slice(0, 5), [['p1', 9.5, 'money'], ['p2', 1e15, 'float'], ['p3', 9.12345, 'float'], ['p4', 1, 'real'], ['p5', 1e39, 'float']])
+  t.same(types(list(small, { stockQuantity: '[or]214748.3647;300000' }).params).slice(0, 2), [['p1', 214748.3647, 'smallmoney'], ['p2', 300000, 'float']])
+  for (const p of ms.params.slice(0, 5)) t.doesNotThrow(() => { driverWrites(p) }, `${p.name} passes the driver`)
+  t.throws(() => { driverWrites({ name: 'p', kind: 'number', value: 1e15, type: 'money' }) }, /Value must be between/, 'as money it did not')
+  t.throws(() => { driverWrites({ name: 'p', kind: 'number', value: 300000, type: 'smallmoney' }) }, /Value must be between/)
+})
+
 t.test('legacy text and ntext columns compare and sort through (n)varchar(max); names as the catalog spells them', async (t) => {
   const legacy = (type: string, name = 'Txt'): SqlBuilder => new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping,
     matColumns.map((c) => c.name === 'Txt' ? col(name, type, { maxLength: 2147483647 }) : c)))
