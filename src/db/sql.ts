@@ -195,6 +195,24 @@ export class SqlBuilder {
     return c === this.col(field) ? this.dialect.ident(field) : c
   }
 
+  /**
+   * The indexes of the sort keys ORDER BY and the keyset use: a later key that sorts the same
+   * column the same way as an earlier one adds nothing, and T-SQL refuses a column named twice in
+   * ORDER BY (error 169), by alias too. A table keyed by its material number sorts
+   * `materialNumber` and the tie-breaker `id`: one column. (The cursor still keeps every key.)
+   */
+  private distinctKeys (sort: SortKey[]): number[] {
+    const seen = new Set<string>()
+    return sort.flatMap((k, i) => {
+      const kind = this.sortValueKind(k.field)
+      // a rank is its own field's value map: two fields' maps of one column sort differently
+      const same = kind === 'rank' ? `${k.field}` : `${kind} ${this.col(k.field).toLowerCase()}`
+      if (seen.has(same)) return []
+      seen.add(same)
+      return [i]
+    })
+  }
+
   /** The text of a statement shape, built once (at most 256 shapes kept: a body's choice of fields makes one each). */
   private text (shape: string, build: () => string): string {
     let text = this.texts.get(shape)
@@ -221,9 +239,11 @@ export class SqlBuilder {
     const params = new Params()
     const extra = q.sort.map((k, i) => this.sortValueKind(k.field) === 'column' ? '' : `, ${this.sortExpr(k.field, params)} AS ${this.dialect.ident(sortAlias(i))}`).join('')
     const conditions = q.filters.map((f) => this.condition(f, params))
-    if (q.after !== undefined) conditions.push(this.keyset(q.sort, q.after, params))
+    const keys = this.distinctKeys(q.sort)
+    const after = q.after
+    if (after !== undefined) conditions.push(this.keyset(keys.map((i) => q.sort[i]), keys.map((i) => after[i]), params))
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''
-    const orderBy = q.sort.map((k, i) => `${this.orderTerm(k.field, i)} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
+    const orderBy = keys.map((i) => `${this.orderTerm(q.sort[i].field, i)} ${q.sort[i].desc ? 'DESC' : 'ASC'}`).join(', ')
     const limit = params.named('limit', 'integer', q.limit)
     const offset = params.named('offset', 'integer', q.offset ?? 0)
     const paging = this.dialect.paging(limit.slice(1), offset.slice(1))

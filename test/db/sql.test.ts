@@ -345,3 +345,21 @@ t.test('T-SQL insert into a table keyed by text: the captured key has the column
   t.equal(b.insert({ materialNumber: 'Å-1', name: 'x' }).text.split('; ')[0], 'DECLARE @inserted TABLE ([id] varchar(8000) COLLATE Finnish_Swedish_CS_AS)')
   t.equal(ms.insert({ name: 'x' }).text.split('; ')[0], 'DECLARE @inserted TABLE ([id] int)', 'a number key needs none')
 })
+
+t.test('a table keyed by its material number: a sort key on the column an earlier one sorts is left out (T-SQL error 169)', async (t) => {
+  const mapping: TableMapping = { ...referenceMappings.materials, columns: { ...referenceMappings.materials.columns, id: 'material_number' } }
+  const keyed = (dialect: Dialect): SqlBuilder => new SqlBuilder(dialect, new ResourceStorage(dialect.name, materials, mapping,
+    referenceColumns(dialect, materials, referenceMappings.materials).filter((c) => c.name !== 'id').map((c) => c.name === 'material_number' ? { ...c, nullable: false } : c)))
+  const b = keyed(mssqlDialect)
+  const orderBy = (s: { text: string }): string => /ORDER BY (.*?) (?:OFFSET|LIMIT) /.exec(s.text)![1]
+  const q = (sort: string, after?: Array<string | null>): ReturnType<typeof parseListQuery> => ({ ...parseListQuery({ sort }, materials), ...(after === undefined ? {} : { after }) })
+  // before: ORDER BY [materialNumber] ASC, [id] ASC, both [material_number]: Msg 169
+  t.equal(orderBy(b.list(q('materialNumber'))), '[materialNumber] ASC')
+  t.equal(orderBy(b.list(q('-materialNumber'))), '[materialNumber] DESC')
+  t.equal(orderBy(b.list(q('name'))), '[name] ASC, [id] ASC', 'another column keeps the tie-breaker')
+  t.equal(orderBy(b.list(q('materialNumber,name'))), '[materialNumber] ASC, [name] ASC', 'the id after both')
+  const paged = b.list(q('materialNumber', ['M-7', 'M-7']))
+  t.equal(paged.text.slice(paged.text.indexOf(' WHERE ') + 7, paged.text.indexOf(' ORDER BY ')), '[material_number] > @p1', 'the cursor keeps both values; the keyset compares one')
+  t.same(paged.params.map((p) => p.value), ['M-7', 100, 0])
+  t.equal(orderBy(keyed(sqliteDialect).list(q('materialNumber'))), '"materialNumber" ASC', 'SQLite the same')
+})
