@@ -386,8 +386,8 @@ export class SqlBuilder {
       case 'lte': return `${c} <= ${p()}`
       // The negations also match NULL (see Filter in list-query.ts).
       case 'not': return `(${c} <> ${p()} OR ${c} IS NULL)`
-      case 'like': return this.unicodeLike(f) ? `unicode_like(${c}, ${this.likeParam(f, s, params)}) = 1` : `${c} LIKE ${this.likeParam(f, s, params)} ${ESCAPE}`
-      case 'notlike': return this.unicodeLike(f) ? `(unicode_like(${c}, ${this.likeParam(f, s, params)}) = 0 OR ${c} IS NULL)` : `(${c} NOT LIKE ${this.likeParam(f, s, params)} ${ESCAPE} OR ${c} IS NULL)`
+      case 'like': return this.unicodeLike(f) ? `unicode_like(${c}, ${this.likeParam(f, s, params)}) = 1` : `${this.likeOperand(s, c)} LIKE ${this.likeParam(f, s, params)} ${ESCAPE}`
+      case 'notlike': return this.unicodeLike(f) ? `(unicode_like(${c}, ${this.likeParam(f, s, params)}) = 0 OR ${c} IS NULL)` : `(${this.likeOperand(s, c)} NOT LIKE ${this.likeParam(f, s, params)} ${ESCAPE} OR ${c} IS NULL)`
       case 'or': return `${c} IN (${list()})`
       case 'nor': return `(${c} NOT IN (${list()}) OR ${c} IS NULL)`
       case 'null': return `${c} IS NULL`
@@ -428,6 +428,15 @@ export class SqlBuilder {
   /** SQLite's LIKE folds only A to Z: a pattern with other characters is matched by unicode_like (sqlite.ts) */
   private unicodeLike (f: Filter): boolean {
     return this.dialect.name === 'sqlite' && /[^\x00-\x7f]/.test(String(f.values[0]))
+  }
+
+  /**
+   * The column as LIKE sees it. SQL Server ignores trailing blanks in = but not in LIKE on an nchar
+   * column (nor on a char one against an nvarchar pattern): `unit=[like]%c` would miss the 'pc ' a
+   * CHAR(3) holds, which reads show as 'pc'. SQLite's operand is already trimmed (shownText).
+   */
+  private likeOperand (s: FieldStorage, c: string): string {
+    return s.padded && this.dialect.name === 'mssql' ? `RTRIM(${c})` : c
   }
 
   private likeParam (f: Filter, s: FieldStorage, params: Params): string {

@@ -129,6 +129,16 @@ t.test('money, smallmoney and real: writes within the type\'s range, filter valu
   t.throws(() => { driverWrites({ name: 'p', kind: 'number', value: 300000, type: 'smallmoney' }) }, /Value must be between/)
 })
 
+t.test('[like] on a padded column compares it without its trailing blanks, as reads show it', async (t) => {
+  // before: [ME] LIKE @p1, and SQL Server keeps nchar's padding in LIKE: %c missed 'pc '
+  t.equal(where(list(msMat, { unit: '[like]%c' }).text), "RTRIM([ME]) LIKE @p1 ESCAPE '\\'")
+  t.equal(where(list(msMat, { unit: '[notlike]%c' }).text), "(RTRIM([ME]) NOT LIKE @p1 ESCAPE '\\' OR [ME] IS NULL)")
+  const nchar = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'ME' ? col('ME', 'nchar', { maxLength: 3 }) : c)))
+  t.equal(where(list(nchar, { unit: '[like]%c' }).text), "RTRIM([ME]) LIKE @p1 ESCAPE '\\'")
+  t.equal(where(list(nchar, { unit: 'pc' }).text), '[ME] = @p1', '= ignores the padding by itself: the column as it is, which an index seeks')
+  t.equal(where(list(msMat, { materialNumber: '[like]M%' }).text), "[ArtNr] LIKE @p1 ESCAPE '\\'", 'a varchar column as it is')
+})
+
 t.test('legacy text and ntext columns compare and sort through (n)varchar(max); names as the catalog spells them', async (t) => {
   const legacy = (type: string, name = 'Txt'): SqlBuilder => new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping,
     matColumns.map((c) => c.name === 'Txt' ? col(name, type, { maxLength: 2147483647 }) : c)))
