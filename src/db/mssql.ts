@@ -361,7 +361,11 @@ export function columnsStatement (mapping: TableMapping): Statement {
       'CASE WHEN [COLUMN_DEFAULT] IS NOT NULL THEN CASE WHEN REPLACE(REPLACE([COLUMN_DEFAULT], \'(\', \'\'), \')\', \'\') = \'NULL\' THEN 0 ELSE 1 END ' +
       `WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = ${object} AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ` +
       `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsIdentity') AS [identity], ` +
-      `COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsComputed') AS [computed], ` +
+      // GENERATED ALWAYS columns (temporal periods, ledger tables) are NOT NULL without a default, and
+      // the server fills them (a write is error 13536): computed, as far as the gateway is concerned.
+      // COLUMNPROPERTY, not sys.columns.generated_always_type: that column is new in SQL Server 2016
+      // and would fail the whole statement before it, where the property is merely NULL.
+      `CASE WHEN COLUMNPROPERTY(${object}, [COLUMN_NAME], 'IsComputed') = 1 OR COLUMNPROPERTY(${object}, [COLUMN_NAME], 'GeneratedAlwaysType') <> 0 THEN 1 ELSE 0 END AS [computed], ` +
       // a unique index (primary key, unique constraint) on this column alone and without a filter
       'CASE WHEN EXISTS (SELECT 1 FROM sys.indexes AS [i] ' +
       'JOIN sys.index_columns AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > 0 ' +

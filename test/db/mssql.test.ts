@@ -191,7 +191,9 @@ t.test('columnsStatement', async (t) => {
       "CASE WHEN [COLUMN_DEFAULT] IS NOT NULL THEN CASE WHEN REPLACE(REPLACE([COLUMN_DEFAULT], '(', ''), ')', '') = 'NULL' THEN 0 ELSE 1 END " +
       'WHEN EXISTS (SELECT 1 FROM sys.columns AS [c] WHERE [c].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N\'.\' + QUOTENAME([TABLE_NAME])) AND [c].[name] = [COLUMN_NAME] AND [c].[default_object_id] <> 0) THEN 1 ELSE 0 END AS [hasDefault], ' +
       "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsIdentity') AS [identity], " +
-      "COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsComputed') AS [computed], " +
+      // GENERATED ALWAYS (temporal, ledger) counts as computed: before, start-up refused a temporal table's NOT NULL period columns
+      "CASE WHEN COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'IsComputed') = 1 " +
+      "OR COLUMNPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), [COLUMN_NAME], 'GeneratedAlwaysType') <> 0 THEN 1 ELSE 0 END AS [computed], " +
       'CASE WHEN EXISTS (SELECT 1 FROM sys.indexes AS [i] ' +
       'JOIN sys.index_columns AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > 0 ' +
       'JOIN sys.columns AS [k] ON [k].[object_id] = [ic].[object_id] AND [k].[column_id] = [ic].[column_id] ' +
@@ -216,6 +218,8 @@ t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report'
   t.equal(mssqlColumnInfo(row({ type: 'char', maxLength: 4, collation: 'Japanese_CI_AS', codePage: 932 })).codePage, 932, 'char columns have a code page too')
   t.equal(mssqlColumnInfo(row({ unique: 1 })).unique, true, 'a unique index on the column alone')
   t.notOk('unique' in mssqlColumnInfo(row({ unique: 0 })))
+  // a temporal table's GENERATED ALWAYS period column, reported computed (columnsStatement): the server fills it, so no create must
+  t.match(mssqlColumnInfo(row({ name: 'ValidFrom', type: 'datetime2', precision: null, scale: null, timeScale: 7, nullable: 'NO', computed: 1 })), { nullable: false, computed: true, hasDefault: true })
   t.equal(mssqlColumnInfo(row({ type: 'text', maxLength: 2147483647, collation: 'Cyrillic_General_CI_AS', codePage: 1251 })).codePage, 1251, 'so do text columns')
   t.same(mssqlColumnInfo(row({ type: 'nvarchar', maxLength: 40, collation: 'Latin1_General_CI_AS', codePage: 1252 })).codePage, undefined, 'nvarchar holds every character, whatever its collation')
   t.same(mssqlColumnInfo(row({ type: 'varchar', maxLength: 40, collation: 'Latin1_General_100_CI_AS_SC_UTF8', codePage: 65001 })).codePage, undefined, 'UTF-8 holds every character')
