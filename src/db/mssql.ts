@@ -406,7 +406,8 @@ export function mssqlColumnInfo (r: Row): ColumnInfo {
     info.precision = num(r.precision)
     info.scale = num(r.scale) ?? 0
   }
-  if (typeof r.collation === 'string' && /_CS(_|$)|_BIN2?$/i.test(r.collation)) info.caseSensitive = true
+  // a binary collation may go on with _UTF8 (Latin1_General_100_BIN2_UTF8)
+  if (typeof r.collation === 'string' && /_CS(_|$)|_BIN2?(_|$)/i.test(r.collation)) info.caseSensitive = true
   // a collation's name is letters, digits and underscores: safe to write into a COLLATE clause
   if (typeof r.collation === 'string' && /^\w+$/.test(r.collation)) info.collation = r.collation
   if (type === 'varchar' || type === 'char' || type === 'text') {
