@@ -29,6 +29,12 @@ const SQLITE_TIME = (column: string): string => `strftime('%Y-%m-%dT%H:%M:%fZ', 
  */
 const SQLITE_NUMBER = (column: string): string => `number_text(${column})`
 
+/**
+ * Parameters SQL Server takes in one request: 2100, of which sp_executesql's statement and its
+ * declaration list are two (error 8003 beyond).
+ */
+const MSSQL_MAX_PARAMS = 2098
+
 /** The alias under which a list statement returns the value of sort key i (when it is an expression). */
 export const sortAlias = (i: number): string => `__s${i}`
 
@@ -247,7 +253,19 @@ export class SqlBuilder {
     const limit = params.named('limit', 'integer', q.limit)
     const offset = params.named('offset', 'integer', q.offset ?? 0)
     const paging = this.dialect.paging(limit.slice(1), offset.slice(1))
+    this.checkParams(params)
     return { text: `SELECT ${this.selectList}${extra} FROM ${this.table}${where} ORDER BY ${orderBy} ${paging}`, params: params.list }
+  }
+
+  /**
+   * parseListQuery bounds the filter values (MAX_FILTER_VALUES), but a value map turns one value
+   * into each of its stored codes, and sorting by a mapped field adds its codes too: past SQL
+   * Server's limit the request would fail (error 8003), so it is a 400 naming the limit.
+   */
+  private checkParams (params: Params): void {
+    if (this.dialect.name === 'mssql' && params.list.length > MSSQL_MAX_PARAMS) {
+      throw new BadQueryError(`Too many filter values: with the stored codes their value maps stand for, they need ${params.list.length} parameters, and SQL Server takes at most ${MSSQL_MAX_PARAMS}`)
+    }
   }
 
   /**
@@ -260,6 +278,7 @@ export class SqlBuilder {
     const params = new Params()
     const conditions = filters.map((f) => this.condition(f, params))
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''
+    this.checkParams(params)
     const hint = opts.lock === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''
     return { text: `SELECT COUNT(*) AS ${this.dialect.ident('total')} FROM ${this.table}${hint}${where}`, params: params.list }
   }
@@ -495,9 +514,12 @@ export class SqlBuilder {
       const raw = this.storage.codeValue(s, String(v))
       return numeric && typeof raw !== 'number' && this.dialect.name === 'mssql' ? [] : [asCompared(raw)]
     }
-    const inList = (codes: SqlValue[]): string | null => codes.length === 0
-      ? null
-      : codes.length === 1 ? `= ${this.param(params, s, codes[0])}` : `IN (${codes.map((code) => this.param(params, s, code)).join(', ')})`
+    // each code once: `[or]true;true;…` or two values folding to one code would repeat parameters
+    const inList = (all: SqlValue[]): string | null => {
+      const codes = [...new Set(all)]
+      if (codes.length === 0) return null
+      return codes.length === 1 ? `= ${this.param(params, s, codes[0])}` : `IN (${codes.map((code) => this.param(params, s, code)).join(', ')})`
+    }
     const rank = (v: SqlValue): string => {
       const i = map.order.findIndex((value) => String(value) === String(v))
       if (i < 0) throw new BadQueryError(`Filter '${f.field}': [${f.op}] compares in the order ${map.order.map((o) => String(o)).join(' < ')}; '${String(v)}' is not one of them`)

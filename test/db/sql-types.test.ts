@@ -324,6 +324,19 @@ t.test('value maps: filters compare stored codes, sorting follows the API values
   t.same(types(k.params).slice(5, 7), [['p6', 2, 'int'], ['p7', 5, 'int']])
 })
 
+t.test('value maps: each stored code once, and never more parameters than SQL Server takes (error 8003)', async (t) => {
+  const s = list(msSt, { type: '[or]manual;manual;vlm;manual' }, stations)
+  t.equal(where(s.text), '[WpType] IN (@p1, @p2, @p3)', 'before: 7 parameters, M and H three times')
+  t.same(s.params.slice(0, 3).map((p) => p.value), ['M', 'H', 'V'])
+  t.equal(where(list(msSt, { type: '[nor]manual;manual' }, stations).text), '([WpType] NOT IN (@p1, @p2) OR [WpType] IS NULL)')
+  // five codes a value: 500 filters (parseListQuery's bound) stand for 2500 parameters
+  const many = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, { ...stMapping, values: { ...stMapping.values, type: { ...stMapping.values!.type, manual: ['M', 'H', 'X', 'Y', 'Z'] } } }, stColumns))
+  const q = { type: Array.from({ length: 500 }, () => 'manual') }
+  t.throws(() => list(many, q, stations), { name: 'BadQueryError', message: 'Too many filter values: with the stored codes their value maps stand for, they need 2502 parameters, and SQL Server takes at most 2098' })
+  t.throws(() => many.count(parseListQuery(q, stations).filters), { name: 'BadQueryError', message: /2500 parameters, and SQL Server takes at most 2098/ })
+  t.equal(list(many, { type: Array.from({ length: 400 }, () => 'manual') }, stations).params.length, 2002, 'within the limit')
+})
+
 t.test('value maps: filters and sorting compare codes as reads do (no trailing spaces, any case)', async (t) => {
   // SQL Server with its usual CI collation ignores both by itself: the column as it is (above)
   // a CS or binary collation: UPPER(col) against upper-cased codes
