@@ -39,9 +39,13 @@ export interface FaultContext {
 const OVERFLOW = new Set([8115, 220, 232, 517, 8134])
 const CONVERSION = new Set([241, 242, 245, 8114, 295, 8169, 8023, 296])
 
-/** the n-th (from 0) single-quoted string of a message; SQL Server quotes names this way in every language */
+/**
+ * the n-th (from 0) single-quoted string of a message; SQL Server quotes names this way in every
+ * language. An apostrophe inside a word is none of those quotes: French writes "Impossible
+ * d'insérer la valeur NULL dans la colonne 'Zone'", and pairing from it would name the text between.
+ */
 function quoted (message: string, n: number): string | undefined {
-  const all = [...message.matchAll(/'([^']*)'/g)]
+  const all = [...message.matchAll(/(?<![\p{L}\p{N}])'([^']*)'(?![\p{L}\p{N}])/gu)]
   return all[n]?.[1]
 }
 

@@ -56,6 +56,11 @@ t.test('mssqlDataFault: columns, lengths, ranges, conversions', async (t) => {
   t.same(mssqlDataFault(serverError(515, "Cannot insert the value NULL into column 'Bezeichnung', table 'Picking.wms.Artikel'; column does not allow nulls. UPDATE fails.")),
     { kind: 'notNull', column: 'Bezeichnung' })
   t.same(mssqlDataFault(serverError(515, 'Cannot insert the value NULL.')), { kind: 'notNull' }, 'no column when none is quoted')
+  // before: the apostrophe of d'insérer opened the first quote, and the column was 'insérer la valeur NULL dans la colonne '
+  t.same(mssqlDataFault(serverError(515, "Impossible d'insérer la valeur NULL dans la colonne 'Zone', table 'Picking.wms.Artikel'. Cette colonne n'accepte pas les valeurs NULL. Échec de INSERT.")),
+    { kind: 'notNull', column: 'Zone' }, 'an apostrophe inside a word is no quote')
+  t.same(mssqlDataFault(serverError(2628, "Les données de chaîne ou binaires seraient tronquées dans la table 'Picking.wms.Artikel', colonne 'ArtNr'. Valeur tronquée : 'M-1'.")),
+    { kind: 'truncation', column: 'ArtNr' })
   t.same(mssqlDataFault(serverError(2628, TRUNCATED)), { kind: 'truncation', column: 'ArtNr' })
   t.same(mssqlDataFault(serverError(8152, 'String or binary data would be truncated.')), { kind: 'truncation' })
   const overflow: Array<[number, string]> = [
