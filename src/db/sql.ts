@@ -334,7 +334,7 @@ export class SqlBuilder {
     const body = head === null ? `${output} DEFAULT VALUES` : `(${head.cols}) ${output} VALUES (${head.vals})`
     return `DECLARE @inserted TABLE ([id] ${idType}${collate}); ` +
       `INSERT INTO ${this.table} ${body}; ` +
-      `SELECT ${this.selectList} FROM ${this.table} WHERE ${this.col(this.id)} = (SELECT TOP (1) [id] FROM @inserted)`
+      `SELECT ${this.selectList} FROM ${this.table} WHERE ${this.comparable(this.id)} = (SELECT TOP (1) [id] FROM @inserted)`
   }
 
   /**
@@ -369,7 +369,8 @@ export class SqlBuilder {
   private idWhere (params: Params, id: SqlValue): string {
     const s = this.s(this.id)
     const padded = s.padded && s.def.kind === 'string' && this.dialect.name === 'sqlite'
-    const { expr, value } = this.shownText(s, this.col(this.id), padded, false)
+    // a legacy text/ntext key compares through (n)varchar(max): = on it is error 402
+    const { expr, value } = this.shownText(s, this.comparable(this.id), padded, false)
     const p = params.named('id', s.def.kind, value(id), this.paramType(s, id))
     if (!padded) return `${expr} = ${p}`
     // the value with any padding lies between the value and the value padded to the column's width:

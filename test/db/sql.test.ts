@@ -363,3 +363,15 @@ t.test('a table keyed by its material number: a sort key on the column an earlie
   t.same(paged.params.map((p) => p.value), ['M-7', 100, 0])
   t.equal(orderBy(keyed(sqliteDialect).list(q('materialNumber'))), '"materialNumber" ASC', 'SQLite the same')
 })
+
+t.test('T-SQL: a legacy text key compares through varchar(max) (= on text is error 402)', async (t) => {
+  const mapping: TableMapping = { ...referenceMappings.materials, columns: { ...referenceMappings.materials.columns, id: 'material_number' } }
+  const columns = referenceColumns(mssqlDialect, materials, referenceMappings.materials)
+    .filter((c) => c.name !== 'id')
+    .map((c) => c.name === 'material_number' ? { ...c, type: 'text', maxLength: 2147483647 } : c)
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, mapping, columns))
+  t.match(b.selectById('M-1').text, / WHERE CAST\(\[material_number\] AS varchar\(max\)\) = @id$/, 'before: [material_number] = @id')
+  t.match(b.delete('M-1').text, /^DELETE FROM \[dbo\]\.\[materials\] WHERE CAST\(\[material_number\] AS varchar\(max\)\) = @id$/)
+  t.match(b.insert({ materialNumber: 'M-1', name: 'x' }).text, /WHERE CAST\(\[material_number\] AS varchar\(max\)\) = \(SELECT TOP \(1\) \[id\] FROM @inserted\)$/)
+  t.match(ms.selectById(1).text, / WHERE \[id\] = @id$/, 'other keys as they are')
+})
