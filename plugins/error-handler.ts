@@ -58,8 +58,15 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
   return undefined
 }
 
+/**
+ * A JSON Web Token's text (header.payload.signature, the header base64url of '{"…'): a message that
+ * quotes what the client sent (a path, a sort key) must not carry a token pasted into it into the
+ * proxy's and the ERP's logs of response bodies.
+ */
+const TOKEN_TEXT = /eyJ[\w-]*\.[\w-]*\.[\w-]*/g
+
 export function buildErrorBody (statusCode: number, code: string, message: string, extra: Record<string, unknown> = {}): ErrorBody {
-  return { statusCode, code, error: statusText(statusCode), message, ...extra }
+  return { statusCode, code, error: statusText(statusCode), message: message.includes('eyJ') ? message.replace(TOKEN_TEXT, '[token]') : message, ...extra }
 }
 
 async function errorHandler (fastify: FastifyInstance): Promise<void> {

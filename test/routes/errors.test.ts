@@ -172,6 +172,14 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
   const none = await ctx.app.inject({ method: 'GET', url: '/api/nothing/here', headers })
   t.equal(none.statusCode, 404)
   t.same(none.json(), { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET /api/nothing/here not found' })
+  // a token pasted where it does not belong is not echoed into response bodies (proxies and ERPs log them)
+  const token = ctx.adminToken
+  for (const url of [`/api/nothing/${token}`, `/api/materials?sort=${token}`]) {
+    const res = await ctx.app.inject({ method: 'GET', url, headers })
+    t.ok(res.statusCode === 404 || res.statusCode === 400, url.slice(0, 30))
+    t.notMatch(res.body, token.split('.')[2], 'the token\'s signature is not in the body')
+    t.match(res.json().message, /\[token\]/)
+  }
   t.equal((await ctx.app.inject({ method: 'PUT', url: '/api/materials/1/2', headers })).statusCode, 404, 'a parameter is one segment')
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).statusCode, 200, 'the route itself still answers')
   t.equal((await ctx.app.inject({ method: 'PUT', url: `/api/materials/${id}`, headers, payload: { name: 'x' } })).statusCode, 405)
