@@ -7,6 +7,7 @@ import { createPasswords, normalizeUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
+import { sqliteFileProblem } from './db/sqlite.js'
 import { dialectFor } from './db/dialect.js'
 import { categoryOf, inspectStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
@@ -243,9 +244,15 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
  */
 async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io: Io): Promise<number> {
   const path = sqlitePath(config.database.url)
-  if (path !== undefined && path !== ':memory:' && !existsSync(path)) {
-    io.out(demo ? 'Database: the embedded demo database is created on first start.' : `Database: '${path}' does not exist yet; mapping not checked.`)
+  if (path !== undefined && path !== ':memory:' && !existsSync(path) && demo) {
+    io.out('Database: the embedded demo database is created on first start.')
     return EXIT_OK
+  }
+  // what serve refuses at start (exit 78), said the same way
+  const fileProblem = path === undefined ? undefined : sqliteFileProblem(path, false)
+  if (fileProblem !== undefined) {
+    io.err(new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url, or create it with: picking-gateway db init`]).message)
+    return EXIT_CONFIG
   }
   let database: Database
   try {

@@ -81,6 +81,15 @@ t.test('configuration and input errors name what is wrong', async (t) => {
   const missing = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}`, LOG_LEVEL: 'silent' })
   t.equal(await main(['serve'], missing), 78, 'a SQLite file that is not there is configuration (before: exit 1)')
   t.match(missing.stderr.join(), `database.url: SQLite database file '${join(dir, 'missing.db')}' does not exist`)
+  const checked = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}` })
+  t.equal(await main(['check-config'], checked), 78, 'check-config refuses what serve refuses')
+  t.match(checked.stderr.join(), `database.url: SQLite database file '${join(dir, 'missing.db')}' does not exist`)
+  writeFileSync(join(dir, 'notes.txt'), 'not a database at all\n')
+  for (const argv of [['serve'], ['check-config']]) {
+    const text = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'notes.txt')}`, LOG_LEVEL: 'silent' })
+    t.equal(await main(argv, text), 78, `${argv[0]}: a file that is no SQLite database (before: serve exit 1, check-config 0)`)
+    t.match(text.stderr.join(), `database.url: '${join(dir, 'notes.txt')}' is not a SQLite database file`)
+  }
   for (const argv of [['user', 'list'], ['user', 'passwd', 'admin', '--password-stdin']]) {
     const none = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}` }, 'a-new-password-1')
     t.equal(await main(argv, none), 1, argv.join(' '))

@@ -1,5 +1,5 @@
 // The embedded dialect: better-sqlite3 behind the async Database interface, one connection, calls serialized.
-import { existsSync, statSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault } from './data-errors.js'
@@ -586,12 +586,30 @@ export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
   return info
 }
 
-/** Why `path` cannot be opened as a SQLite database (a missing file unless created, a directory), or undefined. */
+/** Every SQLite database file begins with these 16 bytes (https://sqlite.org/fileformat.html). */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1')
+
+/**
+ * Why `path` cannot be opened as a SQLite database (a missing file unless created, a directory, a
+ * file of something else), or undefined. An empty file is an empty database to SQLite.
+ */
 export function sqliteFileProblem (path: string, create: boolean): string | undefined {
   if (path === ':memory:') return undefined
   if (!existsSync(path)) return create ? undefined : `SQLite database file '${path}' does not exist`
-  if (statSync(path).isDirectory()) return `SQLite database '${path}' is a directory, not a database file`
-  return undefined
+  const stat = statSync(path)
+  if (stat.isDirectory()) return `SQLite database '${path}' is a directory, not a database file`
+  if (stat.size === 0) return undefined
+  const head = Buffer.alloc(SQLITE_HEADER.length)
+  let fd: number | undefined
+  try {
+    fd = openSync(path, 'r')
+    readSync(fd, head, 0, head.length, 0)
+  } catch (err) {
+    return `SQLite database file '${path}' cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+  return head.equals(SQLITE_HEADER) ? undefined : `'${path}' is not a SQLite database file (it does not begin with SQLite's header)`
 }
 
 export function openSqlite (path: string, opts: SqliteOptions): Database {
