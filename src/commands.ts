@@ -109,14 +109,15 @@ default an insert would miss, then prints {"mapping": ...} to paste into the
 configuration file. --json prints only that JSON. It reads, never changes, the database.`,
   user: `Usage: picking-gateway user <add|passwd|disable|enable|list> [name] [options]
 
-  user add <name> [--type admin|user|application] [--display-name TEXT] [--password-stdin]
-  user passwd <name> [--password-stdin]
+  user add <name> [--type admin|user|application] [--display-name TEXT] --password-stdin
+  user passwd <name> --password-stdin
   user disable <name>
   user enable <name>
   user list
 
-The password is read from standard input with --password-stdin (one line), or asked
-for on the terminal. Changing the password or disabling a user revokes all of its
+The password is read from standard input with --password-stdin (one line; there is
+no prompt): read -rs PW; printf %s "$PW" | picking-gateway user add alice --password-stdin
+keeps it out of ps and the shell history. Changing the password or disabling a user revokes all of its
 tokens, application tokens included. Works on the database the configuration names.`,
   'check-config': `Usage: picking-gateway check-config [file]
 
@@ -407,10 +408,10 @@ async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
   })
 }
 
-async function readPassword (io: Io, fromStdin: boolean): Promise<string> {
-  if (!fromStdin) throw new UsageError('give the password on standard input with --password-stdin (for example: read -rs PW; printf %s "$PW" | picking-gateway user passwd alice --password-stdin)')
+async function readPassword (io: Io, fromStdin: boolean, command: string): Promise<string> {
+  if (!fromStdin) throw new UsageError(`give the password on standard input with --password-stdin (for example: read -rs PW; printf %s "$PW" | picking-gateway ${command} --password-stdin)`)
   const password = (await io.readStdin()).replace(/\r?\n$/, '')
-  if (password === '') throw new UsageError('no password was read from standard input (it was empty or closed); pipe the password in, for example: printf %s "$PW" | picking-gateway user add alice --password-stdin')
+  if (password === '') throw new UsageError(`no password was read from standard input (it was empty or closed); pipe the password in, for example: printf %s "$PW" | picking-gateway ${command} --password-stdin`)
   if (password.length < 8) throw new UsageError('the password must be at least 8 characters')
   return password
 }
@@ -436,7 +437,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
   if (misplaced !== undefined) throw new UsageError(`option '--${misplaced}' does not apply to 'user ${action}'`)
   const type = (values.type as string | undefined) ?? 'user'
   if (!['admin', 'user', 'application'].includes(type)) throw new UsageError(`--type must be admin, user or application, not '${type}'`)
-  const password = action === 'add' || action === 'passwd' ? await readPassword(io, values['password-stdin'] === true) : undefined
+  const password = action === 'add' || action === 'passwd' ? await readPassword(io, values['password-stdin'] === true, `user ${action} ${name!}`) : undefined
 
   return await withDatabase(io, async (db, { config }, mappings) => {
     const repo = await new Repository(db, resources.users, mappings.users).learn()
