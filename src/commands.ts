@@ -291,7 +291,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
 
 /**
  * Numeric ids beyond 2^53 - 1 in magnitude: JSON numbers do not hold them exactly, so the API shows
- * them rounded, a path cannot name them and a walk sorted by id does not get past them.
+ * them rounded and a path cannot name them (walks by meta.next keep the exact value in the cursor).
  */
 async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   const notes: string[] = []
@@ -303,7 +303,7 @@ async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableM
     const c = d.ident(column)
     const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${c} > ${Number.MAX_SAFE_INTEGER} OR ${c} < -${Number.MAX_SAFE_INTEGER}`, params: [] })
     const n = Number(row?.n)
-    if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has an id' : 's have ids'} beyond 9007199254740991 in magnitude, which JSON numbers do not hold exactly: the API shows ${n === 1 ? 'it' : 'them'} rounded, a path cannot name ${n === 1 ? 'it' : 'them'}, and a walk sorted by id does not get past ${n === 1 ? 'it' : 'them'} (README, "Tokens and errors")`)
+    if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has an id' : 's have ids'} beyond 9007199254740991 in magnitude, which JSON numbers do not hold exactly: the API shows ${n === 1 ? 'it' : 'them'} rounded (a walk by meta.next still returns ${n === 1 ? 'it' : 'them'} once), and a path cannot name ${n === 1 ? 'it' : 'them'} (README, "Tokens and errors")`)
   }
   return notes
 }

@@ -97,6 +97,8 @@ export class Repository {
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
   private readBack = false
+  /** SQLite: ids beyond 2^53 (ColumnInfo.wideValues): list pages read integers exactly, so their cursors are exact */
+  private exactIntegers = false
   /** SQLite's change count tells a write a trigger skipped (RAISE(IGNORE)): not through a view, whose INSTEAD OF triggers it does not count */
   private countsChanges = false
   /** the steps the modified-time column stores times in (ResourceStorage's resolutionMs; 1 without the column) */
@@ -152,6 +154,7 @@ export class Repository {
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.countsChanges = sqlite && this.storage.columns?.some((c) => c.inView === true) !== true
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
+    this.exactIntegers = this.storage.field(this.id).info?.wideValues === true
     // SQLite's integers are 64 bits whatever the declared type
     const idType = this.db.dialect === 'mssql' ? this.storage.field(this.id).info?.type.toLowerCase() : undefined
     this.idRange = idType === undefined ? undefined : INTEGER_RANGES[idType]
@@ -263,6 +266,7 @@ export class Repository {
   async list (q: ListQuery): Promise<ListResult> {
     // one row more than the page tells whether there is a next page without a count
     const stmt = this.listStatement({ ...q, limit: q.limit + 1 })
+    if (this.exactIntegers) stmt.exactIntegers = true
     const page = this.db.queryValues !== undefined
       ? this.db.queryValues(stmt).then((raw) => this.page(q, raw, this.mapValues))
       : this.db.query(stmt).then((raw) => this.page(q, raw, this.mapRow))

@@ -244,6 +244,7 @@ class SqliteDatabase implements Database {
       const bound = bind(stmt.params)
       // counted before it runs: a reader that sees the mark after this write also sees the write
       if (!prepared.readonly) this.ownWrites++
+      if (stmt.exactIntegers === true) prepared.safeIntegers(true)
       if (prepared.reader) return prepared.raw(values).all(bound) as Row[] | unknown[][]
       prepared.run(bound)
       return []
@@ -537,6 +538,15 @@ class SqliteDatabase implements Database {
       for (const c of columns) c.changedAfterInsert = true
     }
     if (list?.type === 'view') for (const c of columns) c.inView = true
+    // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)
+    const key = columns.find((c) => c.name.toLowerCase() === mapping.columns.id?.toLowerCase())
+    const keyRow = key === undefined ? undefined : rows.find((r) => String(r.name) === key.name)
+    if (key !== undefined && list?.type === 'table' && Number(keyRow?.pk) > 0 && /int/i.test(key.type)) {
+      const limit = Number.MAX_SAFE_INTEGER
+      const quoted = `"${key.name.replaceAll('"', '""')}"`
+      const [range] = await this.query({ text: `SELECT EXISTS (SELECT 1 FROM "${mapping.table.replaceAll('"', '""')}" WHERE ${quoted} > ${limit} OR ${quoted} < -${limit}) AS wide`, params: [] })
+      if (Number(range?.wide) === 1) key.wideValues = true
+    }
     return columns
   }
 }

@@ -104,6 +104,8 @@ export interface Param {
 export interface Statement {
   text: string
   params: Param[]
+  /** SQLite: integers come back exactly, as BigInt (ColumnInfo.wideValues) */
+  exactIntegers?: boolean
 }
 
 export type Row = Record<string, unknown>
@@ -196,4 +198,10 @@ export interface ColumnInfo {
   changedAfterInsert?: boolean
   /** SQLite: the mapped object is a view (written through INSTEAD OF triggers, which SQLite's change count does not see). Set on every column. */
   inView?: boolean
+  /**
+   * SQLite: the id column (a table's integer key) holds values beyond ±(2^53 - 1), which a JavaScript
+   * number does not hold exactly: lists read its integers exactly (BigInt), so that the cursor of a
+   * walk sorted by it names the exact row and the walk gets past it.
+   */
+  wideValues?: boolean
 }

@@ -7,6 +7,7 @@ import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
 import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
 import { build } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 /** the path segment as sent, and the text the route sees after decoding */
 const FORMS: Array<[string, string]> = [
@@ -122,4 +123,28 @@ t.test('an id an SQL Server int column cannot hold names no row: 404 without a s
   await t.rejects(repo.delete(4000000000), NotFoundError)
   t.same(statements, [], 'nothing reached the driver, which would refuse the parameter')
   await t.rejects(repo.get(2147483647), /no statement was expected/, 'the largest int is looked up')
+})
+
+t.test('SQLite: a walk sorted by an id beyond 2^53 gets past it, each row once (the cursor keeps the exact id)', async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtBig', { id: 'ID', materialNumber: 'Nr', name: 'Bez' }) } }, async (db) => {
+    if (db.dialect !== 'sqlite') return
+    await db.execute({ text: 'CREATE TABLE "ArtBig" ("ID" INTEGER PRIMARY KEY, "Nr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL)', params: [] })
+    await db.execute({ text: "INSERT INTO \"ArtBig\" VALUES (1, 'A-1', 'a'), (2, 'A-2', 'b'), (9007199254740993, 'BIG-1', 'c'), (9007199254740995, 'BIG-2', 'd'), (-9007199254740995, 'NEG', 'e')", params: [] })
+  }).catch((err: Error) => err)
+  if (ctx instanceof Error) return t.match(ctx.message, /ArtBig/, 'SQL Server: the table is not there')
+  const headers = ctx.auth(ctx.adminToken)
+  for (const sort of ['id', '-id']) {
+    const seen: string[] = []
+    let url: string | undefined = `/api/materials?sort=${sort}&limit=1`
+    for (let pages = 0; url !== undefined && pages < 10; pages++) {
+      const res = await ctx.app.inject({ method: 'GET', url: url as string, headers })
+      t.equal(res.statusCode, 200)
+      const body: { data: Array<{ materialNumber: string }>, meta: { next?: string | null } } = res.json()
+      seen.push(...body.data.map((m) => m.materialNumber))
+      url = body.meta.next ?? undefined
+    }
+    t.same(seen, sort === 'id' ? ['NEG', 'A-1', 'A-2', 'BIG-1', 'BIG-2'] : ['BIG-2', 'BIG-1', 'A-2', 'A-1', 'NEG'], `sort=${sort}: every row once, and the walk ends`)
+  }
+  const page = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data
+  t.same(page.map((m: { id: number }) => m.id), [-9007199254740996, 1, 2, 9007199254740992, 9007199254740996], 'ids beyond 2^53 are shown as the nearest JSON number')
 })
