@@ -3,8 +3,8 @@ import { Value } from '@sinclair/typebox/value'
 import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
 import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
-import { categoryOf, describeType, kindFit, type Category, type Fit } from './storage.js'
-import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, ValueMap } from './types.js'
+import { categoryOf, compactTime, describeType, kindFit, type Category, type Fit } from './storage.js'
+import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, TimeFormat, ValueMap } from './types.js'
 
 export interface TableInfo {
   /** SQL Server schema; undefined on SQLite */
@@ -24,6 +24,8 @@ export interface FieldMatch {
   /** which naming rule chose the column */
   reason: string
   values?: ValueMap
+  /** a date-time field kept as Unix time or digits: the format its values show */
+  format?: TimeFormat
   notes: string[]
 }
 
@@ -287,8 +289,9 @@ export function matchColumns (dialect: DialectName, resource: ResourceName, tabl
       const fit = kindFit(dialect, column, def.fields[field])
       if (fit === 'no') continue
       const { score, reason } = columnNameScore(field, column, ctx)
-      // a weak type fit needs a name that says it clearly (a text column 'CreatedBy' is no createdAt)
-      if (score === 0 || (fit === 'weak' && score < 80)) continue
+      // a weak type fit needs a name that says it clearly (a text column 'CreatedBy' is no createdAt), and
+      // so does a number column for a time (its values then decide the format)
+      if (score === 0 || ((fit === 'weak' || fit === 'format') && score < 80)) continue
       pairs.push({ field, column, score: fit === 'good' ? score + 10 : score, reason, fit, order })
     }
   })
@@ -324,6 +327,38 @@ export function matchColumns (dialect: DialectName, resource: ResourceName, tabl
     unmatched: fieldNames.filter((f) => !byField.has(f)),
     unnamable
   }
+}
+
+// ---- times kept as numbers ----------------------------------------------------------------
+
+const FORMAT_NAMES: Record<TimeFormat, string> = {
+  unix: 'Unix time in seconds',
+  'unix-ms': 'Unix time in milliseconds',
+  yyyymmdd: 'dates as YYYYMMDD',
+  yyyymmddhhmmss: 'times as YYYYMMDDhhmmss'
+}
+
+/**
+ * The format a time column's stored values show (a sample of them): every one (but NULL, 0 and
+ * blanks, a legacy "no date") of one kind, Unix seconds from 1973 to 2286, milliseconds from 1973,
+ * or calendar dates as digits; undefined when they show none or are mixed. Text columns hold digits only.
+ */
+export function guessTimeFormat (category: Category, values: unknown[]): TimeFormat | undefined {
+  const text = category === 'text' || category === 'ntext'
+  const kinds = new Set<TimeFormat | 'other'>()
+  for (const raw of values) {
+    if (raw === null || raw === undefined) continue
+    const s = String(raw).trim()
+    if (s === '' || /^0+$/.test(s)) continue
+    if (!/^\d+$/.test(s)) { kinds.add('other'); continue }
+    const n = Number(s)
+    if ((s.length === 8 || s.length === 14) && compactTime(s) !== undefined) kinds.add(s.length === 8 ? 'yyyymmdd' : 'yyyymmddhhmmss')
+    else if (!text && n >= 1e8 && n < 1e10) kinds.add('unix')
+    else if (!text && n >= 1e11 && n < 1e13) kinds.add('unix-ms')
+    else kinds.add('other')
+  }
+  const [only] = kinds
+  return kinds.size === 1 && only !== 'other' ? only : undefined
 }
 
 // ---- value maps ---------------------------------------------------------------------------
@@ -471,7 +506,11 @@ function isConfiguredTable (dialect: DialectName, table: TableInfo, mapping: Tab
 /** Builds the configuration block from the matched fields. */
 export function mappingBlock (dialect: DialectName, table: TableInfo, fields: FieldMatch[], absent: string[] = []): TableMappingConfig {
   const columns: TableMappingConfig['columns'] = {}
-  for (const m of fields) columns[m.field] = m.values === undefined ? m.column.name : { column: m.column.name, values: m.values }
+  for (const m of fields) {
+    columns[m.field] = m.values !== undefined
+      ? { column: m.column.name, values: m.values }
+      : m.format !== undefined ? { column: m.column.name, format: m.format } : m.column.name
+  }
   // fields the table has no column for, where the gateway can do without one: always null
   for (const field of absent) columns[field] = null
   return {
@@ -556,6 +595,15 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
         continue
       }
       fields.push({ ...m, values: map.values, notes: map.notes })
+    } else if (proposal.fits[m.field] === 'format') {
+      const rows = (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => r.v)
+      const format = guessTimeFormat(category, rows)
+      if (format === undefined) {
+        unmatched.push(m.field)
+        notes.push(`${m.field}: column '${m.column.name}' (${describeType(m.column)}) may hold times, but its values show no format the gateway knows (Unix time, YYYYMMDD, YYYYMMDDhhmmss); map it by hand, with "format" if it has one`)
+        continue
+      }
+      fields.push({ ...m, format, notes: [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`] })
     } else if (proposal.fits[m.field] === 'codes') {
       unmatched.push(m.field)
       notes.push(`${m.field}: column '${m.column.name}' (${describeType(m.column)}) holds codes that cannot be read here: map it by hand with a value map`)

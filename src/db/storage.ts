@@ -735,7 +735,7 @@ const MSSQL_TIME_RANGES: Record<string, [number, number]> = {
   smalldatetime: [Date.UTC(1900, 0, 1), Date.UTC(2079, 5, 6, 23, 59)]
 }
 
-export type Fit = 'good' | 'weak' | 'codes' | 'no'
+export type Fit = 'good' | 'weak' | 'codes' | 'format' | 'no'
 
 /**
  * Whether a column can hold a field (without a value map): the rule storageProblems checks a
@@ -763,7 +763,9 @@ export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef
     case 'datetime':
       if (c === 'time') return untyped ? 'weak' : 'good'
       // SQLite has no date type: the reference schema keeps ISO 8601 text
-      return dialect === 'sqlite' && c === 'text' ? 'weak' : 'no'
+      if (dialect === 'sqlite' && c === 'text') return 'weak'
+      // Unix time or a date as digits, with the mapping's format (what the values are decides which)
+      return c === 'integer' || c === 'decimal' || c === 'text' || c === 'ntext' ? 'format' : 'no'
   }
 }
 

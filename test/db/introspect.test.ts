@@ -8,7 +8,7 @@ import { openDatabase } from '../../src/db/index.js'
 import { createTableStatements } from '../../src/db/init.js'
 import {
   distinctValuesStatement, formatReport, introspect, listTablesStatement, mappingConfig, proposeBooleanMap,
-  proposeStationTypeMap, tableNameScore, type CodeCount
+  guessTimeFormat, proposeStationTypeMap, tableNameScore, type CodeCount
 } from '../../src/db/introspect.js'
 import { referenceMappings, resources } from '../../src/db/resources.js'
 import { inspectStorage } from '../../src/db/storage.js'
@@ -288,6 +288,39 @@ t.test('a material master keyed by its article number: id and materialNumber sha
   const again = await introspect(db, { materials: normalizeMapping(configured) })
   t.same(again.resources.materials.mapping?.defaults, { Mandant: 1 })
   t.notMatch(again.resources.materials.notes.join('\n'), /Mandant/)
+})
+
+t.test('times kept as numbers or digits: the format their values show, checked by the gateway as it starts', async (t) => {
+  const path = join(dir, 'times.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, ErstelltAm INTEGER, Geaendert INTEGER)')
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, ErstelltAm, Geaendert) VALUES ('1', 'a', 20240101, 1712052000), ('2', 'b', 0, 1712052999), ('3', 'c', 20231231, NULL)")
+  raw.exec('CREATE TABLE Arbeitsplatz (WpID INTEGER PRIMARY KEY, WpName VARCHAR(20) NOT NULL, Angelegt INTEGER, Geaendert INTEGER)')
+  raw.exec("INSERT INTO Arbeitsplatz (WpName, Angelegt, Geaendert) VALUES ('W1', 42, 1712052000000), ('W2', 20240101, 1712052000123)")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.match(found.resources.materials.mapping?.columns, { createdAt: { column: 'ErstelltAm', format: 'yyyymmdd' }, modifiedAt: { column: 'Geaendert', format: 'unix' } }, '0 is a legacy "no date", not a format')
+  t.match(found.resources.materials.fields.find((m) => m.field === 'modifiedAt')?.notes, ['holds Unix time in seconds: proposed "format": "unix"'])
+  const stations = found.resources.stations
+  t.match(stations.mapping?.columns, { modifiedAt: { column: 'Geaendert', format: 'unix-ms' }, createdAt: null }, 'mixed values: no format, mapped to null')
+  t.match(stations.notes.join('\n'), /createdAt: column 'Angelegt' \(integer\) may hold times, but its values show no format the gateway knows/)
+  // the proposal is one the gateway starts with
+  const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
+  t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [])
+})
+
+t.test('guessTimeFormat', async (t) => {
+  t.equal(guessTimeFormat('integer', [20240101, 19991231, null, 0]), 'yyyymmdd')
+  t.equal(guessTimeFormat('integer', [20240101123000]), 'yyyymmddhhmmss')
+  t.equal(guessTimeFormat('decimal', [1712052000, 999999999]), 'unix')
+  t.equal(guessTimeFormat('integer', [1712052000123]), 'unix-ms')
+  t.equal(guessTimeFormat('text', ['20240101', '  ', '00000000']), 'yyyymmdd')
+  t.equal(guessTimeFormat('text', ['1712052000']), undefined, 'text of Unix time does not sort as time')
+  t.equal(guessTimeFormat('integer', [20240101, 1712052000]), undefined, 'mixed')
+  t.equal(guessTimeFormat('integer', [20241301]), undefined, 'no calendar date')
+  t.equal(guessTimeFormat('integer', []), undefined, 'nothing to go by')
 })
 
 t.test('boolean value maps', async (t) => {
