@@ -63,6 +63,16 @@ export interface FieldStorage {
   readonly paramType: string | undefined
 }
 
+/** Characters (code points) of a text: its UTF-16 units less the second half of each surrogate pair. */
+function codePoints (text: string): number {
+  let n = text.length
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0xdc00 && c <= 0xdfff) n--
+  }
+  return n
+}
+
 /** What SQL Server's integer types hold (bigint: what a JavaScript number holds exactly). */
 export const INTEGER_RANGES: Record<string, [number, number]> = {
   tinyint: [0, 255],
@@ -609,8 +619,11 @@ export class ResourceStorage {
     const max = info?.maxLength
     if (max !== undefined && max > 0) {
       const bytes = info?.utf8 === true || (codePage !== undefined && isDoubleByte(codePage))
-      const length = info?.utf8 === true ? Buffer.byteLength(text) : bytes ? codePageLength(text, codePage!) : text.length
-      if (length > max) throw new InvalidValueError(`'${s.field}' must be at most ${max} ${bytes ? 'bytes' : 'characters'} long (its database column's limit), got ${length}`)
+      // SQLite counts characters; SQL Server's nvarchar(n) UTF-16 code units, two for a character beyond the BMP (an emoji)
+      const pairs = !bytes && /[\ud800-\udfff]/.test(text)
+      const length = info?.utf8 === true ? Buffer.byteLength(text) : bytes ? codePageLength(text, codePage!) : pairs && this.dialect === 'sqlite' ? codePoints(text) : text.length
+      const unit = bytes ? 'bytes' : pairs && this.dialect === 'mssql' ? 'UTF-16 code units (an emoji or another character beyond the BMP counts two)' : 'characters'
+      if (length > max) throw new InvalidValueError(`'${s.field}' must be at most ${max} ${unit} long (its database column's limit), got ${length}`)
     }
     if (s.category === 'integer' || s.category === 'decimal' || s.category === 'float') {
       // a text field the picking system keeps as a number (warehouse 3)

@@ -428,6 +428,8 @@ t.test('values checked against the column before any SQL runs', async (t) => {
   const st = msMat.storage
   const bad = (field: string, value: SqlValue, re: RegExp): void => { t.throws(() => st.toDb(st.field(field), value), { name: 'InvalidValueError', message: re }) }
   bad('materialNumber', 'x'.repeat(41), /'materialNumber' must be at most 40 characters long .*got 41/)
+  bad('name', '🛢'.repeat(41), /'name' must be at most 80 UTF-16 code units \(an emoji or another character beyond the BMP counts two\) long .*got 82/)
+  t.equal(st.toDb(st.field('name'), '🛢'.repeat(40)), '🛢'.repeat(40), 'nvarchar(80) holds 40 emoji')
   t.equal(st.toDb(st.field('materialNumber'), 'x'.repeat(40)), 'x'.repeat(40))
   bad('minStock', 1e15, /'minStock' must be less than 1000000000000000 in magnitude \(its database column is decimal\(18,3\)\)/)
   bad('minStock', 1.2345, /'minStock' must have at most 3 decimal places/)
@@ -473,6 +475,8 @@ t.test('SQLite: declared types give the same limits; times compare as canonical 
     col('ArtID', 'integer', { identity: true, nullable: false }), col('ArtNr', 'varchar', { maxLength: 40, nullable: false }), col('LastChange', 'datetime', { nullable: false })
   ]))
   t.throws(() => lite.storage.toDb(lite.storage.field('materialNumber'), 'x'.repeat(41)), /at most 40 characters/)
+  t.equal(lite.storage.toDb(lite.storage.field('materialNumber'), '🛢'.repeat(40)), '🛢'.repeat(40), 'SQLite counts characters: 40 emoji fit VARCHAR(40)')
+  t.throws(() => lite.storage.toDb(lite.storage.field('materialNumber'), '🛢'.repeat(41)), /must be at most 40 characters long \(its database column's limit\), got 41/)
   const s = list(lite, { modifiedSince: '2026-11-23T07:00:00Z' })
   t.equal(where(s.text), 'strftime(\'%Y-%m-%dT%H:%M:%fZ\', "LastChange") >= @p1', "text written as '2026-11-23 07:06:04' is found")
   t.same(s.params[0].value, '2026-11-23T07:00:00.000Z')
