@@ -49,7 +49,8 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
   if (err instanceof DbError) {
     const headers: Record<string, string> = err.statusCode === 503 ? { 'retry-after': '5' } : {}
     if (err.statusCode >= 500 && err.statusCode !== 503) return undefined
-    return new ApiError(err.statusCode, err.code, err.message, { headers })
+    // a 503 while the database is unavailable is expected: the outage itself is logged once, with its cause
+    return new ApiError(err.statusCode, err.code, err.message, { headers, expected: err.statusCode === 503 })
   }
   for (const translate of translators) {
     const translated = translate(err)

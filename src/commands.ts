@@ -305,6 +305,17 @@ async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableM
     const n = Number(row?.n)
     if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has an id' : 's have ids'} beyond 9007199254740991 in magnitude, which JSON numbers do not hold exactly: the API shows ${n === 1 ? 'it' : 'them'} rounded (a walk by meta.next still returns ${n === 1 ? 'it' : 'them'} once), and a path cannot name ${n === 1 ? 'it' : 'them'} (README, "Tokens and errors")`)
   }
+  // SQLite: a key column of another type (NUMERIC) may hold fractions or text another program left
+  if (db.dialect !== 'sqlite') return notes
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    const column = mapping.columns[idField(resources[name])]
+    const info = (await db.columns(mapping)).find((c) => c.name.toLowerCase() === column?.toLowerCase())
+    if (column === undefined || info === undefined || !['integer', 'decimal', 'float'].includes(categoryOf(db.dialect, info, 'integer'))) continue
+    const c = d.ident(column)
+    const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${c}) NOT IN ('integer', 'null') AND NOT (typeof(${c}) = 'real' AND ${c} = CAST(${c} AS INTEGER))`, params: [] })
+    const n = Number(row?.n)
+    if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has an id' : 's have ids'} that ${n === 1 ? 'is' : 'are'} not a whole number (2.5, text): the API's ids are whole numbers, so ${n === 1 ? 'it is' : 'they are'} shown as a whole number ${n === 1 ? 'it does' : 'they do'} not have (0 for text, 2 for 2.5) and no path names ${n === 1 ? 'it' : 'them'}; give ${n === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
+  }
   return notes
 }
 
@@ -332,7 +343,8 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
 
 /** One-shot commands report the database's state to the terminal; driver errors carry no secrets. */
 function consoleLogger (io: Io): DbLogger {
-  const line = (obj: object, msg?: string) => io.err(`${msg ?? ''}${(obj as { err?: Error }).err ? `: ${(obj as { err: Error }).err.message}` : ''}`)
+  // a one-shot command does not wait for the pool's retries: it fails with the first error, so it does not say it retries
+  const line = (obj: object, msg?: string) => io.err(`${(msg ?? '').replace(/; retrying( in the background)?$/, '')}${(obj as { err?: Error }).err ? `: ${(obj as { err: Error }).err.message}` : ''}`)
   return { info: () => {}, warn: line, error: line }
 }
 

@@ -174,12 +174,25 @@ t.test('check-config checks the mapping against the database when it can reach i
   const bigIds = io({})
   t.equal(await main(['check-config', file], bigIds), 0)
   t.match(bigIds.stdout.join('\n'), /Note: materials\.id: 1 row has an id beyond 9007199254740991 in magnitude, which JSON numbers do not hold exactly/)
+  // a NUMERIC key another program gave a fraction
+  const numeric = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await numeric.execute({ text: 'CREATE TABLE Gruppe (ID NUMERIC PRIMARY KEY, Name VARCHAR(40) NOT NULL UNIQUE)', params: [] })
+  await numeric.execute({ text: "INSERT INTO Gruppe VALUES (1, 'a'), (2.0, 'b'), (2.5, 'c')", params: [] })
+  await numeric.close()
+  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { ...columns, blocked: { column: 'Gesperrt', values: { true: 'J', false: 'N' } } } }, stations: { table: 'Gruppe', readOnly: true, columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } } }))
+  const fraction = io({})
+  t.equal(await main(['check-config', file], fraction), 0, fraction.stderr.join())
+  t.match(fraction.stdout.join('\n'), /Note: stations\.id: 1 row has an id that is not a whole number \(2\.5, text\)/, '2.0 is a whole number')
 
   const unreachable = join(dir, 'unreachable.json')
   writeFileSync(unreachable, JSON.stringify({ database: { url: 'mssql://gw@127.0.0.1:1/Picking', connectTimeoutMs: 500 }, auth: { jwtSecret: SECRET } }))
   const down = io({})
   t.equal(await main(['check-config', unreachable], down), 0, 'a database that cannot be reached leaves the file check standing')
   t.match(down.stdout.join('\n'), /Database: not reachable .*mapping not checked/)
+  const listing = io({ PICKING_GATEWAY_CONFIG: unreachable })
+  t.equal(await main(['user', 'list'], listing), 1, 'a one-shot command fails with the first error')
+  t.match(listing.stderr.join('\n'), /database unreachable/)
+  t.notMatch(listing.stderr.join('\n'), /retrying/, 'and does not say it retries, as it does not')
 })
 
 t.test('db init and user management on a database', async (t) => {

@@ -158,7 +158,7 @@ export class SsoProvider {
   async configuration (): Promise<client.Configuration> {
     if (this.discovery === undefined) {
       if (this.discoveryFailure !== undefined && Date.now() - this.discoveryFailure.at < this.retryMs) {
-        throw new SsoError(`${this.discoveryFailure.message} (tried again ${this.retryMs / 1000} s after the failure)`, { unavailable: true })
+        throw new SsoError(`${this.discoveryFailure.message} (the last attempt failed ${Math.round((Date.now() - this.discoveryFailure.at) / 1000)} s ago; the next is made ${this.retryMs / 1000} s after it)`, { unavailable: true })
       }
       this.discovery = this.discover().catch((err: SsoError) => {
         this.discovery = undefined

@@ -210,8 +210,12 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
       const verb = ctx.operation === 'delete' ? 'deleted' : 'changed this way'
       return new ReferencedError(`${subject} is still referenced by other records of the picking system${example} and cannot be ${verb}`, options)
     }
-    case 'foreignKey':
-      return new ConstraintViolationError('A value refers to a record that does not exist in the picking system', options)
+    case 'foreignKey': {
+      // SQLite names no column: the fields whose columns reference another table (Repository.foreignKeyColumns)
+      const fields = [...new Set((fault.columns ?? []).map((c) => ctx.fieldOf(c)).filter((f) => f !== undefined))]
+      const which = fields.length === 0 ? 'A value' : fields.length === 1 ? `'${fields[0]}'` : `One of ${fields.map((f) => `'${f}'`).join(', ')}`
+      return new ConstraintViolationError(`${which} refers to a record that does not exist in the picking system`, options)
+    }
     case 'notNull':
       return field === undefined
         ? new InvalidValueError("The picking system's table requires a value the gateway's mapping does not supply " +

@@ -374,7 +374,9 @@ export function columnsStatement (mapping: TableMapping): Statement {
       `WHERE [i].[object_id] = ${object} AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [i].[is_disabled] = 0 AND [i].[is_hypothetical] = 0 AND [i].[ignore_dup_key] = 0 AND [k].[name] = [COLUMN_NAME] ` +
       'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
       'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
-      '[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], \'CodePage\')) AS [codePage] ' +
+      '[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], \'CodePage\')) AS [codePage], ' +
+      // an INSTEAD OF trigger (on a table or a view) inserts the row itself: OUTPUT sees the values given, not the id it got
+      `OBJECTPROPERTY(${object}, 'HasInsteadOfTrigger') AS [insteadOf] ` +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [
       { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
@@ -398,6 +400,7 @@ export function mssqlColumnInfo (r: Row): ColumnInfo {
     computed: Number(r.computed) === 1
   }
   if (Number(r.unique) === 1) info.unique = true
+  if (Number(r.insteadOf) === 1) info.insteadOf = true
   const maxLength = num(r.maxLength)
   if (maxLength !== undefined) info.maxLength = maxLength
   if (TIME_TYPES.has(type)) {

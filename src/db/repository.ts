@@ -97,6 +97,8 @@ export class Repository {
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
   private readBack = false
+  /** SQL Server: an INSTEAD OF trigger makes the inserts (ColumnInfo.insteadOf): a create finds its row by its unique value */
+  private insteadOf = false
   /** SQLite: ids beyond 2^53 (ColumnInfo.wideValues): list pages read integers exactly, so their cursors are exact */
   private exactIntegers = false
   /** SQLite's change count tells a write a trigger skipped (RAISE(IGNORE)): not through a view, whose INSTEAD OF triggers it does not count */
@@ -152,6 +154,7 @@ export class Repository {
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
+    this.insteadOf = !sqlite && this.storage.columns?.some((c) => c.insteadOf === true) === true
     this.countsChanges = sqlite && this.storage.columns?.some((c) => c.inView === true) !== true
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
     this.exactIntegers = this.storage.field(this.id).info?.wideValues === true
@@ -236,8 +239,9 @@ export class Repository {
       const kind = this.sql.sortValueKind(k.field)
       if (kind === 'rank') return 'integer'
       if (kind === 'time-text') return 'string'
-      // SQLite stores any value in any column: the cursor keeps what was stored (2.5 in an INTEGER column, '1,5' in a DECIMAL one)
-      if (this.db.dialect === 'sqlite') return 'scalar'
+      // SQLite stores any value in any column: the cursor keeps what was stored (2.5 in an INTEGER column, '1,5' in a DECIMAL one),
+      // except in the rowid (an INTEGER PRIMARY KEY), which holds integers only: a cursor with anything else there is no cursor of ours
+      if (this.db.dialect === 'sqlite') return k.field === this.id && this.storage.field(this.id).info?.identity === true ? 'integer' : 'scalar'
       const s = this.storage.field(k.field)
       switch (s.category) {
         case 'text': case 'ntext': return 'string'
@@ -381,6 +385,8 @@ export class Repository {
           if (checked) await this.assertUnique(tx, given)
           if (numbered) vals[this.id] = await this.nextId(tx)
           let row = await this.first(tx, this.sql.insert(vals))
+          // the id the batch captured is not the row's (0, NULL, or a dummy row's): the unique value finds it
+          if (this.insteadOf) row = undefined
           // SQLite's RETURNING shows the row before an AFTER INSERT trigger changed it: read it again
           // (behind an INSTEAD OF trigger, a view, it has no id at all: found by its unique value below)
           const id = row?.[this.id]
@@ -467,7 +473,9 @@ export class Repository {
     if (!(err instanceof DataFaultError)) return err
     const fault = err.fault.kind === 'check' && err.fault.columns === undefined && err.fault.constraint !== undefined
       ? { ...err.fault, columns: await this.checkColumns(err.fault.constraint) }
-      : err.fault
+      : err.fault.kind === 'foreignKey' && operation !== 'delete' && err.fault.columns === undefined && this.db.dialect === 'sqlite'
+        ? { ...err.fault, columns: await this.foreignKeyColumns() }
+        : err.fault
     return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
   }
 
@@ -486,6 +494,19 @@ export class Repository {
       })
       const expression = checkExpression(String(row?.sql ?? ''), constraint)
       return expression === undefined ? [] : namesIn(expression)
+    } catch {
+      return []
+    }
+  }
+
+  /**
+   * SQLite: the table's columns that reference other tables (its message names no column): the
+   * fields among them are what a refused foreign key can be about. Best effort: [] when unknown.
+   */
+  private async foreignKeyColumns (): Promise<string[]> {
+    try {
+      const rows = await this.db.query({ text: 'SELECT "from" AS c FROM pragma_foreign_key_list(@table)', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })
+      return rows.map((r) => String(r.c))
     } catch {
       return []
     }

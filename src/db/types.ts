@@ -199,6 +199,11 @@ export interface ColumnInfo {
   /** SQLite: the mapped object is a view (written through INSTEAD OF triggers, which SQLite's change count does not see). Set on every column. */
   inView?: boolean
   /**
+   * SQL Server: the table or view has an INSTEAD OF trigger, which makes the insert itself: the
+   * statement's OUTPUT does not see the id the row got, so a create finds it by its unique value. Set on every column.
+   */
+  insteadOf?: boolean
+  /**
    * SQLite: the id column (a table's integer key) holds values beyond ±(2^53 - 1), which a JavaScript
    * number does not hold exactly: lists read its integers exactly (BigInt), so that the cursor of a
    * walk sorted by it names the exact row and the walk gets past it.

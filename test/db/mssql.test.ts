@@ -200,7 +200,8 @@ t.test('columnsStatement', async (t) => {
       "WHERE [i].[object_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])) AND [i].[is_unique] = 1 AND [i].[has_filter] = 0 AND [i].[is_disabled] = 0 AND [i].[is_hypothetical] = 0 AND [i].[ignore_dup_key] = 0 AND [k].[name] = [COLUMN_NAME] " +
       'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
       'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
-      "[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], 'CodePage')) AS [codePage] " +
+      "[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], 'CodePage')) AS [codePage], " +
+      "OBJECTPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), 'HasInsteadOfTrigger') AS [insteadOf] " +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
   })
@@ -216,6 +217,8 @@ t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report'
   t.same(mssqlColumnInfo(row({ name: 'ArtNr', type: 'varchar', maxLength: 40, precision: null, scale: null, nullable: 'NO', collation: 'Latin1_General_CI_AS', codePage: 1252 })),
     { name: 'ArtNr', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 40, codePage: 1252, collation: 'Latin1_General_CI_AS' })
   t.equal(mssqlColumnInfo(row({ type: 'char', maxLength: 4, collation: 'Japanese_CI_AS', codePage: 932 })).codePage, 932, 'char columns have a code page too')
+  t.equal(mssqlColumnInfo(row({ insteadOf: 1 })).insteadOf, true, 'an INSTEAD OF trigger on the table or view')
+  t.equal(mssqlColumnInfo(row({ insteadOf: 0 })).insteadOf, undefined)
   t.equal(mssqlColumnInfo(row({ unique: 1 })).unique, true, 'a unique index on the column alone')
   t.notOk('unique' in mssqlColumnInfo(row({ unique: 0 })))
   // a temporal table's GENERATED ALWAYS period column, reported computed (columnsStatement): the server fills it, so no create must

@@ -5,7 +5,7 @@ import { NotFoundError } from '../../src/db/errors.js'
 import { sqlitePath } from '../../src/db/index.js'
 import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
-import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
+import type { ColumnInfo, Database, Executor, Row, Statement } from '../../src/db/types.js'
 import { build } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
@@ -147,4 +147,25 @@ t.test('SQLite: a walk sorted by an id beyond 2^53 gets past it, each row once (
   }
   const page = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data
   t.same(page.map((m: { id: number }) => m.id), [-9007199254740996, 1, 2, 9007199254740992, 9007199254740996], 'ids beyond 2^53 are shown as the nearest JSON number')
+})
+
+t.test('SQL Server, an INSTEAD OF trigger: a create finds its row by the unique value, not by the id its batch captured', async (t) => {
+  const statements: string[] = []
+  // the trigger made the insert: the batch's OUTPUT saw 0, and a legacy dummy row 0 is there
+  const dummy = { id: 0, materialNumber: 'DUMMY', name: 'Platzhalter' }
+  const real = { id: 4711, materialNumber: 'M-1', name: 'neu' }
+  const query = async (stmt: Statement): Promise<Row[]> => {
+    statements.push(stmt.text)
+    if (stmt.text.startsWith('DECLARE @inserted')) return [dummy]
+    if (stmt.params.some((p) => p.value === 'M-1')) return [real]
+    return []
+  }
+  const tx = { query, execute: async () => 1 }
+  const db = { dialect: 'mssql', query, queryValues: undefined, execute: tx.execute, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn(tx) } as unknown as Database
+  const column = (name: string, type: string): ColumnInfo => ({ name, type, nullable: name !== 'id' && name !== 'material_number' && name !== 'name', hasDefault: name === 'id', identity: name === 'id', computed: false, insteadOf: true, unique: name === 'material_number' || name === 'id' })
+  const columns = Object.values(referenceMappings.materials.columns).map((c) => column(c as string, c === 'id' ? 'int' : c === 'created_at' || c === 'modified_at' ? 'datetime2' : 'nvarchar'))
+  const repo = new Repository(db, materials, referenceMappings.materials, { columns })
+  const created = await repo.create({ materialNumber: 'M-1', name: 'neu' })
+  t.match(created, { id: 4711, materialNumber: 'M-1' }, 'the row the trigger made, not the dummy row 0')
+  t.ok(statements.some((s) => s.startsWith('DECLARE @inserted')), 'the insert ran')
 })

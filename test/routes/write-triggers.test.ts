@@ -218,3 +218,24 @@ t.test('SQLite: a soft delete through a view (its INSTEAD OF DELETE sets a flag 
   const [row] = await ctx.db.query({ text: 'SELECT "Geloescht" AS g FROM "ArtAlle" WHERE "ArtNr" = \'S-1\'', params: [] })
   t.equal(Number(row.g), 1, 'kept, flagged')
 })
+
+t.test('SQLite: a foreign key a write breaks is a 400 naming the field (SQLite\'s message names no column)', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtFk', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "Einheit" ("ME" VARCHAR(3) PRIMARY KEY)',
+      "INSERT INTO \"Einheit\" VALUES ('ST'), ('KG')",
+      'CREATE TABLE "ArtFk" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(3) NOT NULL DEFAULT \'ST\' REFERENCES "Einheit" ("ME"))'
+    ]
+  }))
+  const headers = ctx.auth(ctx.adminToken)
+  const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-1', name: 'x', unit: 'XX' } })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { code: 'CONSTRAINT_VIOLATION', message: "'unit' refers to a record that does not exist in the picking system" })
+  const ok = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-1', name: 'x', unit: 'KG' } })
+  t.equal(ok.statusCode, 201)
+  const changed = await ctx.app.inject({ method: 'PATCH', url: ok.headers.location as string, headers, payload: { unit: 'YY' } })
+  t.match(changed.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" })
+})
