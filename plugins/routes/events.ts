@@ -172,11 +172,18 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     const matches = (event: StationEvent): boolean => station === undefined || event.data.stationId === station
     const raw = reply.raw
     const { id, tokenVersion, tokenType } = request.identity!
+    if (station !== undefined) await assertStation(station, request.log)
+    // From here on nothing awaits: the count is read and taken, and the listeners that give it back
+    // attached, in one step. A client gone during the lookups (the station, the credential) gets
+    // nothing: its socket's close has fired already, and a stream opened now would never end.
+    if (request.socket.destroyed) {
+      reply.hijack()
+      return
+    }
     const held = streamsOf.get(id) ?? 0
     if (held >= maxStreams) {
       throw tooManyRequests(10, `This user already has ${held} event streams open, the most one user may (events.maxStreamsPerUser); close one, or filter one stream by station in the client`)
     }
-    if (station !== undefined) await assertStation(station, request.log)
     const ticket = ticketOf.get(request)
     const expiresAt = ticket !== undefined ? ticket.expiresAt : fastify.auth.expiryOf(request)
     streamsOf.set(id, held + 1)

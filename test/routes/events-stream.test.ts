@@ -455,3 +455,32 @@ t.test('a stream for a station that does not exist is a 404; with the database d
   t.match(stream.events[0], { type: 'station.fault', data: { stationId, code: 'DOWN' } })
   stream.close()
 })
+
+t.test('streams per user stay capped while a station is looked up, and a client gone during the lookup holds no place', async (t) => {
+  const { ctx, stationId, token } = await setup(t, { maxStreamsPerUser: 1 })
+  const stations = ctx.app.repos.stations
+  const get = stations.get.bind(stations)
+  t.teardown(() => { stations.get = get })
+  // a database round trip (SQL Server) between the check and the stream
+  stations.get = async (id) => { await new Promise((resolve) => setTimeout(resolve, 50)); return await get(id) }
+  const [a, b] = await Promise.all([open(ctx, `?station=${stationId}`, ctx.auth(token)), open(ctx, `?station=${stationId}`, ctx.auth(token))])
+  t.same([a.res.statusCode, b.res.statusCode].sort(), [200, 429], 'two at once: one opens, one is refused')
+  await (a.res.statusCode === 200 ? b : a).body()
+  const opened = a.res.statusCode === 200 ? a : b
+  await until(() => ctx.app.hardware.subscribers === 1, 'one subscriber')
+  opened.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'none')
+
+  // a client that goes while its station is looked up
+  const { port } = ctx.app.server.address() as AddressInfo
+  const gone = httpRequest({ host: '127.0.0.1', port, path: `/api/events?station=${stationId}`, headers: ctx.auth(token) })
+  gone.on('error', () => {})
+  gone.end()
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  gone.destroy()
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(ctx.app.hardware.subscribers, 0, 'nothing subscribed for it')
+  const after = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  t.equal(after.res.statusCode, 200, 'its place is free: the next stream opens')
+  after.close()
+})
