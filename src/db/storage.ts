@@ -483,7 +483,8 @@ export class ResourceStorage {
     let date: Date | undefined
     const n = typeof raw === 'number' ? raw : typeof raw === 'bigint' ? Number(raw) : typeof raw === 'string' && /^\s*-?\d+(?:\.\d+)?\s*$/.test(raw) ? Number(raw) : Number.NaN
     if (format === 'unix' || format === 'unix-ms') {
-      if (Number.isFinite(n)) date = new Date(format === 'unix' ? Math.floor(n * 1000) : Math.floor(n))
+      // whole seconds (milliseconds), as filters compare them: a fraction another program left (a REAL column) is dropped
+      if (Number.isFinite(n)) date = new Date(format === 'unix' ? Math.floor(n) * 1000 : Math.floor(n))
     } else if (Number.isInteger(n) && n >= 0) {
       date = compactTime(String(n))
       if (date !== undefined && (String(n).length === 8) !== (format === 'yyyymmdd')) date = undefined
@@ -731,10 +732,15 @@ export class ResourceStorage {
     return new Date(wall)
   }
 
-  /** The smallest later value the column can hold: modifiedAt must change on every update. */
+  /**
+   * The smallest later value the column can hold: modifiedAt must change on every update. A column
+   * that keeps days (date, yyyymmdd) gets today: a day further on at each update of the day would
+   * run ahead of the calendar (five updates today, modifiedAt five days on).
+   */
   nextTime (s: FieldStorage, previousIso: string | null | undefined, now: number): Date {
     const previous = typeof previousIso === 'string' ? Date.parse(previousIso) : Number.NaN
     const step = s.resolutionMs === -1 ? 4 : Math.max(1, s.resolutionMs)
+    if (step >= 86400000) return new Date(now)
     return new Date(Number.isNaN(previous) || previous + step <= now ? now : previous + step)
   }
 }

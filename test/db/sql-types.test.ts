@@ -536,6 +536,11 @@ t.test('SQL Server: times kept as numbers or digits (format): the column\'s own 
   const ins = b.insert({ materialNumber: 'M-1', name: 'n', createdAt: storage.toDb(storage.field('createdAt'), new Date('2024-06-30T22:30:00Z')), modifiedAt: storage.toDb(storage.field('modifiedAt'), new Date('2024-06-30T22:30:00.999Z')) })
   t.same(types(ins.params).slice(-2), [['p3', 20240701, 'int'], ['p4', 1719786600, 'bigint']], 'the date in Berlin; whole seconds, rounded down')
   t.throws(() => storage.toDb(storage.field('createdAt'), new Date('3000-01-01T12:00:00Z')), /'createdAt' must be in the years 1900 to 2999/)
+  // modifiedAt on every update: a second on for Unix time; today for a column of days, not a day on at each update
+  const now = Date.parse('2024-06-30T10:00:00.300Z')
+  t.same(storage.nextTime(storage.field('modifiedAt'), '2024-06-30T10:00:00.000Z', now), new Date('2024-06-30T10:00:01.000Z'))
+  t.same(storage.nextTime(storage.field('modifiedAt'), '2024-06-30T09:00:00.000Z', now), new Date(now))
+  t.same(storage.nextTime(storage.field('createdAt'), '2024-06-30T00:00:00.000Z', now), new Date(now), 'yyyymmdd: today again')
   const int = formatted(col('Angelegt', 'int', { precision: 10, scale: 0 }), col('LastChange', 'int', { precision: 10, scale: 0 }), { createdAt: 'yyyymmdd', modifiedAt: 'unix' })
   t.throws(() => int.toDb(int.field('modifiedAt'), new Date('2040-01-01T00:00:00Z')), /'modifiedAt' must be between -2147483648 and 2147483647/, 'past 2038 an int column of Unix time is full')
 

@@ -117,6 +117,22 @@ t.test('SQLite: Unix milliseconds, and date and time as digits in a text column'
   t.equal(Date.parse(created.json().createdAt) % 1000, 0, 'createdAt to the second, as the column keeps it')
 })
 
+t.test('SQLite: Unix time with a fraction (a REAL column) reads as its whole second, which filters find', { skip: sqliteOnly }, async (t) => {
+  const narrow = narrowMaterials('ArtReal', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrow, columns: { ...narrow.columns, modifiedAt: { column: 'T', format: 'unix' } } as TableMappingConfig['columns'] } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtReal" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "T" REAL)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtReal" VALUES (1, \'A-1\', \'a\', 1712052000.5)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const ids = async (query: string) => (await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })).json().data.map((m: { id: number }) => m.id)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json().modifiedAt, '2024-04-02T10:00:00.000Z')
+  t.same(await ids('modifiedSince=2024-04-02T10:00:00.000Z'), [1], 'its shown time finds it')
+  t.same(await ids(`modifiedAt=${encodeURIComponent('2024-04-02T10:00:00Z')}`), [1])
+  t.same(await ids('modifiedSince=2024-04-02T10:00:00.200Z'), [], 'a later time does not')
+})
+
 t.test('a format the column cannot keep is a start-up problem naming field, column and why', { skip: sqliteOnly }, async (t) => {
   const cases: Array<[string, object, RegExp]> = [
     ['DATETIME', { column: 'T', format: 'unix' }, /materials\.modifiedAt: column 'T' \(datetime\) holds times itself; remove "format": "unix"/],
