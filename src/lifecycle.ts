@@ -73,6 +73,12 @@ export interface WatchOptions {
   exit?: (code: number) => void
   /** where the second signal is reported */
   warn?: (line: string) => void
+  /**
+   * stop when the process that started this one ends: only under npm (npm start), which ends
+   * without passing SIGTERM on; a process started in the background on purpose (nohup, a start
+   * script that exits) outlives its parent and must go on
+   */
+  watchParent?: boolean
   /** the parent process's pid now (process.ppid, which Node reads anew each time) */
   parentPid?: () => number
   /** how often the parent is looked for (default 1000 ms) */
@@ -82,9 +88,10 @@ export interface WatchOptions {
 /**
  * Makes SIGTERM, SIGINT and SIGHUP and the loss of standard output (EPIPE, EIO, the stream closed)
  * requests to stop. Node's default for those signals is to die by them (exit 143 and the like); from
- * here on they are a clean stop. So is the end of the process that started this one: npm, stopped by
- * SIGTERM, ends without passing the signal on, and the gateway would serve on as an orphan. (A parent
- * of pid 1, systemd or a container's init, never changes.) Returns a function that removes the listeners.
+ * here on they are a clean stop. With watchParent, so is the end of the process that started this
+ * one: npm, stopped by SIGTERM, ends without passing the signal on, and the gateway would serve on as
+ * an orphan. (A parent of pid 1, systemd or a container's init, never changes.) Returns a function
+ * that removes the listeners.
  */
 export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   const exit = opts.exit ?? ((code: number) => process.exit(code))
@@ -104,7 +111,7 @@ export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   opts.stdout?.on('close', onClose)
   const parentPid = opts.parentPid ?? (() => process.ppid)
   const parent = parentPid()
-  const orphaned = parent === 1 ? undefined : setInterval(() => { if (parentPid() !== parent) stop.request({ parent }) }, opts.parentCheckMs ?? 1000)
+  const orphaned = opts.watchParent !== true || parent === 1 ? undefined : setInterval(() => { if (parentPid() !== parent) stop.request({ parent }) }, opts.parentCheckMs ?? 1000)
   orphaned?.unref()
   return () => {
     clearInterval(orphaned)

@@ -25,7 +25,7 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   let stop = options.stop
   if (stop === undefined && options.signals !== false) {
     stop = createStop()
-    watchProcess(stop, { stdout: process.stdout, exit, warn: (line) => process.stderr.write(line + '\n') })
+    watchProcess(stop, { stdout: process.stdout, exit, watchParent: env.npm_lifecycle_event !== undefined, warn: (line) => process.stderr.write(line + '\n') })
   }
   // A stop during start-up ends it: the step under way is no longer waited for, what was opened is closed.
   const stopped = stop === undefined
