@@ -375,8 +375,10 @@ export function columnsStatement (mapping: TableMapping): Statement {
       'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
       'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
       '[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], \'CodePage\')) AS [codePage], ' +
-      // an INSTEAD OF trigger (on a table or a view) inserts the row itself: OUTPUT sees the values given, not the id it got
-      `OBJECTPROPERTY(${object}, 'HasInsteadOfTrigger') AS [insteadOf] ` +
+      // an INSTEAD OF INSERT trigger (on a table or a view) inserts the row itself: OUTPUT sees the values given, not the
+      // id it got (OBJECTPROPERTY's HasInsteadOfTrigger counts the soft deletes' INSTEAD OF DELETE too)
+      'CASE WHEN EXISTS (SELECT 1 FROM sys.triggers AS [tr] JOIN sys.trigger_events AS [te] ON [te].[object_id] = [tr].[object_id] ' +
+      `WHERE [tr].[parent_id] = ${object} AND [tr].[is_instead_of_trigger] = 1 AND [tr].[is_disabled] = 0 AND [te].[type_desc] = N'INSERT') THEN 1 ELSE 0 END AS [insteadOf] ` +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [
       { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },

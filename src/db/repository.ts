@@ -336,6 +336,12 @@ export class Repository {
     return undefined
   }
 
+  /** A create whose row the table did not keep as sent (a trigger skipped it: RAISE(IGNORE), an INSTEAD OF trigger that inserts nothing or changes the key). */
+  private notKept (): ConstraintViolationError {
+    const unique = this.uniqueFields.find((f) => this.has(f))
+    return new ConstraintViolationError(`The picking system's database did not keep the new ${this.noun} as sent (a trigger of its table skipped the insert${unique === undefined ? '' : ` or changed its ${unique}`}); nothing was created`)
+  }
+
   /** The id a new row gets under mapping.newIds 'max+1': the largest one plus one (1 in an empty table, or one of only negative ids). */
   private async nextId (tx: Executor): Promise<number> {
     const [row] = await tx.query(this.sql.maxId())
@@ -391,9 +397,12 @@ export class Repository {
           // (behind an INSTEAD OF trigger, a view, it has no id at all: found by its unique value below)
           const id = row?.[this.id]
           if (this.readBack) row = id === null || id === undefined ? undefined : await this.first(tx, this.sql.selectById(id as Id))
-          return row ?? await this.byUniqueValue(tx, given)
+          // not found: a trigger skipped the insert or changed the value that finds it; undone, not half done
+          const found = row ?? await this.byUniqueValue(tx, given)
+          if (found === undefined) throw this.notKept()
+          return found
         })
-      if (row === undefined) throw new Error(`${this.def.name}: the insert returned no row`)
+      if (row === undefined) throw this.notKept()
       return row
     } catch (err) {
       throw await this.explainConflict(await this.explainFault(err, 'create'), vals)

@@ -199,7 +199,7 @@ export interface ColumnInfo {
   /** SQLite: the mapped object is a view (written through INSTEAD OF triggers, which SQLite's change count does not see). Set on every column. */
   inView?: boolean
   /**
-   * SQL Server: the table or view has an INSTEAD OF trigger, which makes the insert itself: the
+   * SQL Server: the table or view has an INSTEAD OF INSERT trigger, which makes the insert itself: the
    * statement's OUTPUT does not see the id the row got, so a create finds it by its unique value. Set on every column.
    */
   insteadOf?: boolean

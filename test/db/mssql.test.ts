@@ -201,7 +201,8 @@ t.test('columnsStatement', async (t) => {
       'AND NOT EXISTS (SELECT 1 FROM sys.index_columns AS [o] WHERE [o].[object_id] = [i].[object_id] AND [o].[index_id] = [i].[index_id] ' +
       'AND [o].[key_ordinal] > 0 AND [o].[column_id] <> [ic].[column_id])) THEN 1 ELSE 0 END AS [unique], ' +
       "[COLLATION_NAME] AS [collation], CONVERT(int, COLLATIONPROPERTY([COLLATION_NAME], 'CodePage')) AS [codePage], " +
-      "OBJECTPROPERTY(OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])), 'HasInsteadOfTrigger') AS [insteadOf] " +
+      'CASE WHEN EXISTS (SELECT 1 FROM sys.triggers AS [tr] JOIN sys.trigger_events AS [te] ON [te].[object_id] = [tr].[object_id] ' +
+      "WHERE [tr].[parent_id] = OBJECT_ID(QUOTENAME([TABLE_SCHEMA]) + N'.' + QUOTENAME([TABLE_NAME])) AND [tr].[is_instead_of_trigger] = 1 AND [tr].[is_disabled] = 0 AND [te].[type_desc] = N'INSERT') THEN 1 ELSE 0 END AS [insteadOf] " +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
     params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
   })

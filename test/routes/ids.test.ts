@@ -168,4 +168,10 @@ t.test('SQL Server, an INSTEAD OF trigger: a create finds its row by the unique 
   const created = await repo.create({ materialNumber: 'M-1', name: 'neu' })
   t.match(created, { id: 4711, materialNumber: 'M-1' }, 'the row the trigger made, not the dummy row 0')
   t.ok(statements.some((s) => s.startsWith('DECLARE @inserted')), 'the insert ran')
+  // a trigger that keeps the row under another number: refused inside the transaction, which rolls it back
+  let rolledBack = false
+  const undo = { ...db, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn(tx).catch((err: unknown) => { rolledBack = true; throw err }) } as unknown as Database
+  const other = new Repository(undo, materials, referenceMappings.materials, { columns })
+  await t.rejects(other.create({ materialNumber: 'M-2', name: 'x' }), { name: 'ConstraintViolationError', message: /did not keep the new material as sent/ })
+  t.ok(rolledBack, 'thrown inside the transaction: nothing stays committed')
 })

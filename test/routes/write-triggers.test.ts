@@ -107,7 +107,8 @@ t.test('SQLite: a trigger that skips an update or delete without an error (RAISE
     sqlite: [
       'CREATE TABLE "ArtArchiv" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL)',
       'CREATE TRIGGER "trg_ArtArchiv_U" BEFORE UPDATE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END',
-      'CREATE TRIGGER "trg_ArtArchiv_D" BEFORE DELETE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END'
+      'CREATE TRIGGER "trg_ArtArchiv_D" BEFORE DELETE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END',
+      'CREATE TRIGGER "trg_ArtArchiv_I" BEFORE INSERT ON "ArtArchiv" WHEN NEW."ArtNr" LIKE \'TEMP%\' BEGIN SELECT RAISE(IGNORE); END'
     ]
   }))
   const headers = ctx.auth(ctx.adminToken)
@@ -127,6 +128,11 @@ t.test('SQLite: a trigger that skips an update or delete without an error (RAISE
   t.equal(del.statusCode, 400, del.body)
   t.match(del.json(), { code: 'CONSTRAINT_VIOLATION', message: /skipped the delete of material \d+, which is unchanged/ })
   t.equal((await ctx.app.inject({ method: 'GET', url: archived, headers })).statusCode, 200, 'still there')
+
+  const skipped = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'TEMP-1', name: 'x' } })
+  t.equal(skipped.statusCode, 400, 'a create the trigger skips: not a 500')
+  t.match(skipped.json(), { code: 'CONSTRAINT_VIOLATION', message: "The picking system's database did not keep the new material as sent (a trigger of its table skipped the insert or changed its materialNumber); nothing was created" })
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=TEMP-1', headers })).json().data.length, 0)
 
   // the trigger lets other rows through
   t.equal((await ctx.app.inject({ method: 'PATCH', url: current, headers, payload: { name: 'Neu' } })).json().name, 'Neu')
