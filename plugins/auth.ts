@@ -10,6 +10,7 @@ import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import { ConstraintViolationError, InvalidValueError } from '../src/db/errors.js'
+import { isPathId } from '../src/db/resources.js'
 import type { Row } from '../src/db/types.js'
 import { UserService } from '../src/users.js'
 import type { SsoProviderConfig } from '../schemas/config.js'
@@ -278,7 +279,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       verified.remember(connection, header, token)
     }
     if (claims === 'expired') throw tokenExpired()
-    if (!accepted.includes(claims.typ) || claims.aud !== AUDIENCE[claims.typ] || !/^[1-9]\d*$/.test(String(claims.sub)) ||
+    if (!accepted.includes(claims.typ) || claims.aud !== AUDIENCE[claims.typ] || !isPathId(String(claims.sub)) ||
         !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number')) {
       throw tokenInvalid()
     }

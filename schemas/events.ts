@@ -18,7 +18,7 @@ export const CommandAck = Type.Object({
 })
 
 export const EventsQuery = Type.Object({
-  station: Type.Optional(Type.Integer({ minimum: 1, description: 'only events of this station id' })),
+  station: Type.Optional(Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, description: 'only events of this station id' })),
   ticket: Type.Optional(Type.String({ maxLength: 128, description: 'a stream ticket from POST /api/events/ticket, for clients that cannot send an Authorization header (EventSource)' })),
   lastEventId: Type.Optional(Type.Integer({ minimum: 0, description: 'as the Last-Event-ID header, for EventSource polyfills that cannot send it' }))
 }, { additionalProperties: false })

@@ -175,3 +175,17 @@ t.test('SQL Server, an INSTEAD OF trigger: a create finds its row by the unique 
   await t.rejects(other.create({ materialNumber: 'M-2', name: 'x' }), { name: 'ConstraintViolationError', message: /did not keep the new material as sent/ })
   t.ok(rolledBack, 'thrown inside the transaction: nothing stays committed')
 })
+
+t.test('a user whose legacy row is numbered 0 or below logs in, and its tokens work', async (t) => {
+  const ctx = await build(t)
+  if (ctx.db.dialect !== 'sqlite') return t.pass('SQL Server: an identity column is not renumbered')
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/users', headers, payload: { username: 'leitstand', password: 'leitstand-password' } })
+  t.equal(created.statusCode, 201)
+  await ctx.db.execute({ text: `UPDATE "${referenceMappings.users.table}" SET id = -1 WHERE id = @id`, params: [{ name: 'id', kind: 'integer', value: created.json().id }] })
+  const login = await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'leitstand', password: 'leitstand-password' } })
+  t.equal(login.statusCode, 200)
+  const own = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${login.json().accessToken as string}` } })
+  t.equal(own.statusCode, 200, 'its access token is accepted (its sub is -1)')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/-1', headers })).json().username, 'leitstand')
+})
