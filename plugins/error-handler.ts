@@ -62,9 +62,10 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
 /**
  * A JSON Web Token's text (header.payload.signature, the header base64url of '{"…'): a message that
  * quotes what the client sent (a path, a sort key) must not carry a token pasted into it into the
- * proxy's and the ERP's logs of response bodies.
+ * proxy's and the ERP's logs of response bodies. It starts where a word does: 'eyJeyJeyJ…' is tried
+ * once, not from every 'eyJ' to the end (which took 0.7 s on a 64 KB path).
  */
-const TOKEN_TEXT = /eyJ[\w-]*\.[\w-]*\.[\w-]*/g
+const TOKEN_TEXT = /(?<![\w-])eyJ[\w-]*\.[\w-]*\.[\w-]*/g
 
 export function buildErrorBody (statusCode: number, code: string, message: string, extra: Record<string, unknown> = {}): ErrorBody {
   return { statusCode, code, error: statusText(statusCode), message: message.includes('eyJ') ? message.replace(TOKEN_TEXT, '[token]') : message, ...extra }

@@ -296,25 +296,28 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
 async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   const notes: string[] = []
   const d = dialectFor(db.dialect)
+  const rows = (n: number, what: string): string => `${n} row${n === 1 ? ` has an id ${what}` : `s have ids ${what.replace(' is ', ' are ').replace(' a whole number', ' whole numbers')}`}`
+  const them = (n: number): string => n === 1 ? 'it' : 'them'
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     const column = mapping.columns[idField(resources[name])]
     const info = (await db.columns(mapping)).find((c) => c.name.toLowerCase() === column?.toLowerCase())
-    if (column === undefined || info === undefined || categoryOf(db.dialect, info, 'integer') !== 'integer') continue
+    const category = info === undefined ? undefined : categoryOf(db.dialect, info, 'integer')
+    // SQLite's key columns of another type (NUMERIC) may hold fractions or text another program left
+    const odd = db.dialect === 'sqlite' && (category === 'decimal' || category === 'float' || category === 'integer')
+    // SQL Server's int, smallint and tinyint hold nothing beyond 2^53
+    const wide = category === 'integer' && (db.dialect === 'sqlite' || info!.type.toLowerCase() === 'bigint')
+    if (column === undefined || (!odd && !wide)) continue
     const c = d.ident(column)
-    const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${c} > ${Number.MAX_SAFE_INTEGER} OR ${c} < -${Number.MAX_SAFE_INTEGER}`, params: [] })
-    const n = Number(row?.n)
-    if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has an id' : 's have ids'} beyond 9007199254740991 in magnitude, which JSON numbers do not hold exactly: the API shows ${n === 1 ? 'it' : 'them'} rounded (a walk by meta.next still returns ${n === 1 ? 'it' : 'them'} once), and a path cannot name ${n === 1 ? 'it' : 'them'} (README, "Tokens and errors")`)
-  }
-  // SQLite: a key column of another type (NUMERIC) may hold fractions or text another program left
-  if (db.dialect !== 'sqlite') return notes
-  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
-    const column = mapping.columns[idField(resources[name])]
-    const info = (await db.columns(mapping)).find((c) => c.name.toLowerCase() === column?.toLowerCase())
-    if (column === undefined || info === undefined || !['integer', 'decimal', 'float'].includes(categoryOf(db.dialect, info, 'integer'))) continue
-    const c = d.ident(column)
-    const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${c}) NOT IN ('integer', 'null') AND NOT (typeof(${c}) = 'real' AND ${c} = CAST(${c} AS INTEGER))`, params: [] })
-    const n = Number(row?.n)
-    if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has an id' : 's have ids'} that ${n === 1 ? 'is' : 'are'} not a whole number (2.5, text): the API's ids are whole numbers, so ${n === 1 ? 'it is' : 'they are'} shown as a whole number ${n === 1 ? 'it does' : 'they do'} not have (0 for text, 2 for 2.5) and no path names ${n === 1 ? 'it' : 'them'}; give ${n === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
+    const count = (condition: string): string => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`
+    const [row] = await db.query({
+      text: `SELECT ${count(wide ? `${c} > ${Number.MAX_SAFE_INTEGER} OR ${c} < -${Number.MAX_SAFE_INTEGER}` : '1 = 0')} AS ${d.ident('wide')}, ` +
+        `${count(odd ? `typeof(${c}) NOT IN ('integer', 'null') AND NOT (typeof(${c}) = 'real' AND ${c} = CAST(${c} AS INTEGER))` : '1 = 0')} AS ${d.ident('odd')} FROM ${d.table(mapping)}`,
+      params: []
+    })
+    const n = Number(row?.wide ?? 0)
+    if (n > 0) notes.push(`${name}.id: ${rows(n, 'beyond 9007199254740991 in magnitude')}, which JSON numbers do not hold exactly: the API shows ${them(n)} rounded (a walk by meta.next still returns ${them(n)} once), and a path cannot name ${them(n)} (README, "Tokens and errors")`)
+    const m = Number(row?.odd ?? 0)
+    if (m > 0) notes.push(`${name}.id: ${rows(m, 'that is not a whole number (2.5, text)')}: the API's ids are whole numbers, so ${m === 1 ? 'it is' : 'they are'} shown as a whole number ${m === 1 ? 'it does' : 'they do'} not have (0 for text, 2 for 2.5) and no path names ${them(m)}; give ${m === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
   }
   return notes
 }

@@ -350,7 +350,8 @@ export function guessTimeFormat (category: Category, values: unknown[]): TimeFor
     if (raw === null || raw === undefined) continue
     const s = String(raw).trim()
     if (s === '' || /^0+$/.test(s)) continue
-    if (!/^\d+$/.test(s)) { kinds.add('other'); continue }
+    // a fraction only in a number column (Unix time in a REAL one); digits of a date are whole
+    if (!(text ? /^\d+$/ : /^\d+(?:\.\d+)?$/).test(s)) { kinds.add('other'); continue }
     const n = Number(s)
     if ((s.length === 8 || s.length === 14) && compactTime(s) !== undefined) kinds.add(s.length === 8 ? 'yyyymmdd' : 'yyyymmddhhmmss')
     else if (!text && n >= 1e8 && n < 1e10) kinds.add('unix')
@@ -608,6 +609,14 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
       unmatched.push(m.field)
       notes.push(`${m.field}: column '${m.column.name}' (${describeType(m.column)}) holds codes that cannot be read here: map it by hand with a value map`)
     } else {
+      // digits of a date in a SQLite text column ('20240101'): proposed with the format, so that filters compare them as times
+      const digits = db.dialect === 'sqlite' && f.kind === 'datetime' && category === 'text'
+        ? guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => r.v))
+        : undefined
+      if (digits !== undefined) {
+        fields.push({ ...m, format: digits, notes: [`holds ${FORMAT_NAMES[digits]}: proposed "format": "${digits}"`] })
+        continue
+      }
       // SQLite has no date type: text is how the gateway itself stores date/time there
       const weak = proposal.fits[m.field] === 'weak' && !(db.dialect === 'sqlite' && f.kind === 'datetime')
       fields.push({ ...m, notes: weak ? [`the column's type (${describeType(m.column)}) is a second-best fit for ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`}`] : [] })

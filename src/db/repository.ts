@@ -405,7 +405,7 @@ export class Repository {
       if (row === undefined) throw this.notKept()
       return row
     } catch (err) {
-      throw await this.explainConflict(await this.explainFault(err, 'create'), vals)
+      throw await this.explainConflict(await this.explainFault(err, 'create', undefined, vals), vals)
     }
   }
 
@@ -442,7 +442,7 @@ export class Repository {
         return after
       })
     } catch (err) {
-      throw await this.explainConflict(await this.explainFault(err, 'update', id), vals, id)
+      throw await this.explainConflict(await this.explainFault(err, 'update', id, vals), vals, id)
     }
   }
 
@@ -478,12 +478,12 @@ export class Repository {
   }
 
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
-  private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id): Promise<unknown> {
+  private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id, written?: Row): Promise<unknown> {
     if (!(err instanceof DataFaultError)) return err
     const fault = err.fault.kind === 'check' && err.fault.columns === undefined && err.fault.constraint !== undefined
       ? { ...err.fault, columns: await this.checkColumns(err.fault.constraint) }
       : err.fault.kind === 'foreignKey' && operation !== 'delete' && err.fault.columns === undefined && this.db.dialect === 'sqlite'
-        ? { ...err.fault, columns: await this.foreignKeyColumns() }
+        ? { ...err.fault, columns: await this.foreignKeyColumns(written) }
         : err.fault
     return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
   }
@@ -512,10 +512,13 @@ export class Repository {
    * SQLite: the table's columns that reference other tables (its message names no column): the
    * fields among them are what a refused foreign key can be about. Best effort: [] when unknown.
    */
-  private async foreignKeyColumns (): Promise<string[]> {
+  private async foreignKeyColumns (written?: Row): Promise<string[]> {
     try {
       const rows = await this.db.query({ text: 'SELECT "from" AS c FROM pragma_foreign_key_list(@table)', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })
-      return rows.map((r) => String(r.c))
+      const columns = rows.map((r) => String(r.c))
+      // the ones the write set (an update of unit names unit, not the warehouse it left alone), when it set any
+      const set = written === undefined ? [] : columns.filter((c) => { const f = this.storage.fieldOf(c); return f !== undefined && written[f] !== undefined })
+      return set.length > 0 ? set : columns
     } catch {
       return []
     }

@@ -93,7 +93,8 @@ function isBusy (err: unknown): boolean {
 
 interface Backoff { deadline: number, step: number }
 
-interface Prepared { statement: BetterSqlite3.Statement, bind: (params: Param[]) => Bound }
+/** `exact`: the statement returns integers as BigInt (Statement.exactIntegers), as last set */
+interface Prepared { statement: BetterSqlite3.Statement, bind: (params: Param[]) => Bound, exact: boolean }
 
 interface FileId { dev: number, ino: number }
 
@@ -229,7 +230,7 @@ class SqliteDatabase implements Database {
   private prepare (stmt: Statement): Prepared {
     let entry = this.cache.get(stmt.text)
     if (entry === undefined) {
-      entry = { statement: this.db.prepare(stmt.text), bind: compileBinder(stmt.params.map((p) => p.name)) }
+      entry = { statement: this.db.prepare(stmt.text), bind: compileBinder(stmt.params.map((p) => p.name)), exact: false }
       // list statements vary with their filters: keep the cache bounded
       if (this.cache.size >= 500) this.cache.delete(this.cache.keys().next().value as string)
       this.cache.set(stmt.text, entry)
@@ -240,11 +241,16 @@ class SqliteDatabase implements Database {
   /** The rows as objects, or with `values` as arrays (raw mode, set on every call: statements are shared). */
   private runQuery (stmt: Statement, values = false): Row[] | unknown[][] {
     try {
-      const { statement: prepared, bind } = this.prepare(stmt)
+      const entry = this.prepare(stmt)
+      const { statement: prepared, bind } = entry
       const bound = bind(stmt.params)
+      // set per statement as it is asked for, and only when that changes: a statement text is shared
+      if ((stmt.exactIntegers === true) !== entry.exact) {
+        entry.exact = !entry.exact
+        prepared.safeIntegers(entry.exact)
+      }
       // counted before it runs: a reader that sees the mark after this write also sees the write
       if (!prepared.readonly) this.ownWrites++
-      if (stmt.exactIntegers === true) prepared.safeIntegers(true)
       if (prepared.reader) return prepared.raw(values).all(bound) as Row[] | unknown[][]
       prepared.run(bound)
       return []

@@ -784,7 +784,7 @@ export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef
       // SQLite has no date type: the reference schema keeps ISO 8601 text
       if (dialect === 'sqlite' && c === 'text') return 'weak'
       // Unix time or a date as digits, with the mapping's format (what the values are decides which)
-      return c === 'integer' || c === 'decimal' || c === 'text' || c === 'ntext' ? 'format' : 'no'
+      return c === 'integer' || c === 'decimal' || c === 'float' || c === 'text' || c === 'ntext' ? 'format' : 'no'
   }
 }
 

@@ -311,6 +311,18 @@ t.test('times kept as numbers or digits: the format their values show, checked b
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [])
 })
 
+t.test('SQLite text of date digits and a REAL of Unix time: proposed with their formats', async (t) => {
+  const path = join(dir, 'times2.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Angelegt CHAR(8), Geaendert REAL)')
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Angelegt, Geaendert) VALUES ('1', 'a', '20240101', 1712052000.5), ('2', 'b', '        ', 1712052999)")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.match(found.resources.materials.mapping?.columns, { createdAt: { column: 'Angelegt', format: 'yyyymmdd' }, modifiedAt: { column: 'Geaendert', format: 'unix' } })
+})
+
 t.test('guessTimeFormat', async (t) => {
   t.equal(guessTimeFormat('integer', [20240101, 19991231, null, 0]), 'yyyymmdd')
   t.equal(guessTimeFormat('integer', [20240101123000]), 'yyyymmddhhmmss')

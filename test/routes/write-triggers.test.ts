@@ -227,13 +227,14 @@ t.test('SQLite: a soft delete through a view (its INSTEAD OF DELETE sets a flag 
 
 t.test('SQLite: a foreign key a write breaks is a 400 naming the field (SQLite\'s message names no column)', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
   const ctx = await build(t, {
-    mapping: { materials: narrowMaterials('ArtFk', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }) }
+    mapping: { materials: narrowMaterials('ArtFk', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME', blockReason: 'Grund' }) }
   }, tablesFor({
     mssql: [],
     sqlite: [
       'CREATE TABLE "Einheit" ("ME" VARCHAR(3) PRIMARY KEY)',
       "INSERT INTO \"Einheit\" VALUES ('ST'), ('KG')",
-      'CREATE TABLE "ArtFk" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(3) NOT NULL DEFAULT \'ST\' REFERENCES "Einheit" ("ME"))'
+      'CREATE TABLE "Sperrgrund" ("Grund" VARCHAR(20) PRIMARY KEY)',
+      'CREATE TABLE "ArtFk" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(3) NOT NULL DEFAULT \'ST\' REFERENCES "Einheit" ("ME"), "Grund" VARCHAR(20) REFERENCES "Sperrgrund" ("Grund"))'
     ]
   }))
   const headers = ctx.auth(ctx.adminToken)
@@ -243,5 +244,7 @@ t.test('SQLite: a foreign key a write breaks is a 400 naming the field (SQLite\'
   const ok = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-1', name: 'x', unit: 'KG' } })
   t.equal(ok.statusCode, 201)
   const changed = await ctx.app.inject({ method: 'PATCH', url: ok.headers.location as string, headers, payload: { unit: 'YY' } })
-  t.match(changed.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" })
+  t.match(changed.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" }, 'the field the write set, not every one that references a table')
+  const both = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-2', name: 'x', unit: 'XX', blockReason: 'Frost' } })
+  t.match(both.json(), { statusCode: 400, message: "One of 'blockReason', 'unit' refers to a record that does not exist in the picking system" })
 })
