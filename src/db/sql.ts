@@ -144,7 +144,12 @@ export class SqlBuilder {
   }
 
   private param (params: Params, s: FieldStorage, value: SqlValue): string {
-    return params.add(this.storedKind(s, value), value, this.paramType(s, value))
+    const type = this.paramType(s, value)
+    const money = type === 'money' || type === 'smallmoney'
+    // tedious writes a money parameter as value * 10000 truncated (19.99 arrives as 19.9899): it goes
+    // as a decimal, which tedious rounds, cast back to the column's type so the column is not converted
+    const p = params.add(this.storedKind(s, value), value, money ? (type === 'money' ? 'decimal(19,4)' : 'decimal(10,4)') : type)
+    return money ? `CAST(${p} AS ${type})` : p
   }
 
   /** The kind of a stored value: the field's, except a time kept as a number or digits (TimeFormat). */

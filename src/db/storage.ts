@@ -515,6 +515,9 @@ export class ResourceStorage {
     let digits = `${String(Math.max(0, year)).padStart(4, '0')}${two(wall.getUTCMonth() + 1)}${two(wall.getUTCDate())}`
     if (format === 'yyyymmddhhmmss') digits += `${two(wall.getUTCHours())}${two(wall.getUTCMinutes())}${two(wall.getUTCSeconds())}`
     const text = s.category === 'text' || s.category === 'ntext'
+    // as text, a bound past the year 9999 would be a longer string that sorts among the stored ones:
+    // one after every stored value stands for it
+    if (!write && text && year > 9999) return `${'9'.repeat(FORMAT_DIGITS[format])}:`
     if (!write) return text ? digits : Number(digits)
     return text ? this.checkText(s, digits) : this.checkNumber(s, Number(digits))
   }
@@ -886,6 +889,8 @@ function formatProblem (dialect: DialectName, s: FieldStorage, format: TimeForma
     return undefined
   }
   if (c !== 'integer' && c !== 'decimal' && !(c === 'float' && unix)) return `cannot hold a time in the format ${format}`
+  // SQL Server's real keeps 24 bits: near today's Unix times its neighbouring values are 128 seconds apart
+  if (dialect === 'mssql' && unix && info.type.toLowerCase() === 'real') return `is a real (4 bytes), too coarse for ${format}: neighbouring values there are minutes apart; use float, bigint or decimal`
   if (c === 'decimal' && (info.scale ?? 0) > 0 && !unix) return `holds fractions; ${format} needs whole numbers`
   if (dialect === 'mssql') {
     const range = INTEGER_RANGES[info.type.toLowerCase()]

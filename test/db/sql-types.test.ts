@@ -8,7 +8,7 @@ import { materials, stations } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
 import { ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
-import { driverWrites } from '../helpers/tedious.js'
+import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
 const col = (name: string, type: string, o: Partial<ColumnInfo> = {}): ColumnInfo =>
   ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...o })
@@ -48,7 +48,7 @@ t.test('every parameter is declared as its column is', async (t) => {
   const s = list(msMat, {
     materialNumber: 'M-100', name: 'Ventil', unit: 'pcs', minStock: '[gte]2.5', maxStock: '[lt]10', weight: '[gt]1', blocked: 'true', stockQuantity: '[lte]9.5'
   })
-  t.equal(where(s.text), '[ArtNr] = @p1 AND [Bez] = @p2 AND [ME] = @p3 AND [MinB] >= @p4 AND [MaxB] < @p5 AND [Gew] > @p6 AND [Gesperrt] = @p7 AND [Bestand] <= @p8')
+  t.equal(where(s.text), '[ArtNr] = @p1 AND [Bez] = @p2 AND [ME] = @p3 AND [MinB] >= @p4 AND [MaxB] < @p5 AND [Gew] > @p6 AND [Gesperrt] = @p7 AND [Bestand] <= CAST(@p8 AS money)')
   t.same(types(s.params).slice(0, 8), [
     // varchar columns get varchar parameters: an nvarchar one would convert the column and scan its index
     ['p1', 'M-100', 'varchar(8000)'],
@@ -58,7 +58,8 @@ t.test('every parameter is declared as its column is', async (t) => {
     ['p5', 10, 'int'],
     ['p6', 1, 'real'],
     ['p7', true, 'bit'],
-    ['p8', 9.5, 'money']
+    // tedious truncates a money parameter (19.99 arrives as 19.9899): a decimal, which it rounds, cast to money in the SQL
+    ['p8', 9.5, 'decimal(19,4)']
   ])
 })
 
@@ -122,11 +123,17 @@ t.test('money, smallmoney and real: writes within the type\'s range, filter valu
     t.doesNotThrow(() => { driverWrites({ name: 'p', kind: 'number', value: stock(st, n), type: st.field('stockQuantity').paramType }) }, `${n} passes the driver`)
   }
   const ms = list(msMat, { stockQuantity: '[or]9.5;1e15;9.12345', weight: '[or]1;1e39' })
-  t.same(types(ms.params).slice(0, 5), [['p1', 9.5, 'money'], ['p2', 1e15, 'float'], ['p3', 9.12345, 'float'], ['p4', 1, 'real'], ['p5', 1e39, 'float']])
-  t.same(types(list(small, { stockQuantity: '[or]214748.3647;300000' }).params).slice(0, 2), [['p1', 214748.3647, 'smallmoney'], ['p2', 300000, 'float']])
+  t.same(types(ms.params).slice(0, 5), [['p1', 9.5, 'decimal(19,4)'], ['p2', 1e15, 'float'], ['p3', 9.12345, 'float'], ['p4', 1, 'real'], ['p5', 1e39, 'float']])
+  t.same(types(list(small, { stockQuantity: '[or]214748.3647;300000' }).params).slice(0, 2), [['p1', 214748.3647, 'decimal(10,4)'], ['p2', 300000, 'float']])
   for (const p of ms.params.slice(0, 5)) t.doesNotThrow(() => { driverWrites(p) }, `${p.name} passes the driver`)
   t.throws(() => { driverWrites({ name: 'p', kind: 'number', value: 1e15, type: 'money' }) }, /Value must be between/, 'as money it did not')
   t.throws(() => { driverWrites({ name: 'p', kind: 'number', value: 300000, type: 'smallmoney' }) }, /Value must be between/)
+  // what arrives: tedious writes money as value * 10000 truncated, a decimal rounded
+  const asMoney = driverBytes({ name: 'p', kind: 'number', value: 19.99, type: 'money' })
+  t.equal(asMoney.readInt32LE(0) * 2 ** 32 + asMoney.readUInt32LE(4), 199899, 'as money: 19.9899')
+  const asDecimal = driverBytes({ name: 'p', kind: 'number', value: 19.99, type: 'decimal(19,4)' })
+  t.equal(asDecimal.readBigUInt64LE(asDecimal.length - 8), 199900n, 'as decimal(19,4): 19.9900')
+  t.match(list(msMat, { stockQuantity: '19.99' }).text, /\[Bestand\] = CAST\(@p1 AS money\)/, 'the column itself is compared (its index seeks), the value cast to it')
 })
 
 t.test('[like] on a padded column compares it without its trailing blanks, as reads show it', async (t) => {
@@ -532,6 +539,9 @@ t.test('SQL Server: times kept as numbers or digits (format): the column\'s own 
   // digits in a varchar column compare as text
   const text = new SqlBuilder(mssqlDialect, formatted(col('Angelegt', 'varchar', { maxLength: 14 }), matColumns.at(-1)!, { createdAt: 'yyyymmddhhmmss' }))
   t.same(types(list(text, { createdAt: '[gte]2024-04-02T10:30:00.500Z' }).params).slice(0, 1), [['p1', '20240402103001', 'varchar(8000)']])
+  // past the year 9999 a bound is no longer 14 digits: one that sorts after every stored value stands for it
+  t.same(types(list(text, { createdAt: '[gt]9999-12-31T23:59:59Z' }).params).slice(0, 1), [['p1', '99999999999999:', 'varchar(8000)']], 'later than the last second: nothing')
+  t.ok('99991231235959' < '99999999999999:' && '20240101000000' < '99999999999999:', 'every stored value sorts before it')
   // writes: numbers of the column's type
   const ins = b.insert({ materialNumber: 'M-1', name: 'n', createdAt: storage.toDb(storage.field('createdAt'), new Date('2024-06-30T22:30:00Z')), modifiedAt: storage.toDb(storage.field('modifiedAt'), new Date('2024-06-30T22:30:00.999Z')) })
   t.same(types(ins.params).slice(-2), [['p3', 20240701, 'int'], ['p4', 1719786600, 'bigint']], 'the date in Berlin; whole seconds, rounded down')
@@ -553,4 +563,6 @@ t.test('SQL Server: times kept as numbers or digits (format): the column\'s own 
   t.same(problems(col('x', 'char', { maxLength: 8 }), 'yyyymmdd'), [])
   t.same(problems(col('x', 'datetime'), 'unix'), ["materials.modifiedAt: column 'LastChange' (datetime) holds times itself; remove \"format\": \"unix\""])
   t.same(problems(col('x', 'bit'), 'unix'), ["materials.modifiedAt: column 'LastChange' (bit) cannot hold a time in the format unix"])
+  t.same(problems(col('x', 'real'), 'unix'), ["materials.modifiedAt: column 'LastChange' (real) is a real (4 bytes), too coarse for unix: neighbouring values there are minutes apart; use float, bigint or decimal"])
+  t.same(problems(col('x', 'float'), 'unix'), [])
 })

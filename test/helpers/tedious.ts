@@ -11,3 +11,12 @@ export function driverWrites (p: Param): void {
   const value: unknown = type.validate(mssqlValue(p), { codepage: 'CP1252' } as never)
   for (const chunk of type.generateParameterData({ value, length: declared.length, precision: declared.precision, scale: declared.scale }, {} as never)) void chunk
 }
+
+/** The bytes tedious writes for `p` (after validating it as driverWrites does). */
+export function driverBytes (p: Param): Buffer {
+  const declared = mssqlType(p) as { type: { name: string }, length?: number, precision?: number, scale?: number }
+  const type = (TYPES as Record<string, (typeof TYPES)[keyof typeof TYPES]>)[declared.type.name]
+  if (type === undefined) throw new Error(`no tedious type ${declared.type.name}`)
+  const value: unknown = type.validate(mssqlValue(p), { codepage: 'CP1252' } as never)
+  return Buffer.concat([...type.generateParameterData({ value, length: declared.length, precision: declared.precision, scale: declared.scale }, {} as never)])
+}
