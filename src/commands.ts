@@ -252,7 +252,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   // what serve refuses at start (exit 78), said the same way
   const fileProblem = path === undefined ? undefined : sqliteFileProblem(path, false)
   if (fileProblem !== undefined) {
-    io.err(new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url, or create it with: picking-gateway db init`]).message)
+    io.err(new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url${existsSync(path!) ? '' : ', or create it with: picking-gateway db init'}`]).message)
     return EXIT_CONFIG
   }
   let database: Database

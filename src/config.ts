@@ -289,7 +289,8 @@ export function normalizeMapping (config: TableMappingConfig): TableMapping {
     mapping.columns[field] = entry.column
     if (entry.values !== undefined) (mapping.values ??= {})[field] = entry.values
     if (entry.timeZone !== undefined) (mapping.timeZones ??= {})[field] = entry.timeZone
-    if (entry.format !== undefined) (mapping.timeFormats ??= {})[field] = entry.format
+    // the schema reports a format of another type (null); only a known one reaches the database layer
+    if (typeof entry.format === 'string') (mapping.timeFormats ??= {})[field] = entry.format
   }
   return mapping
 }
@@ -320,7 +321,7 @@ function valueProblems (name: ResourceName, mapping: TableMapping): string[] {
     const f = def.fields[field]
     if (f === undefined) continue
     if (f.kind !== 'datetime') problems.push(`mapping.${name}.columns.${field}.format: only a date-time field has a format (${field} is ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`})`)
-    else if (format.startsWith('unix') && mapping.timeZones?.[field] !== undefined) problems.push(`mapping.${name}.columns.${field}: Unix time is an instant, in no time zone; remove timeZone (or use the format yyyymmddhhmmss for a local time)`)
+    else if (typeof format === 'string' && format.startsWith('unix') && mapping.timeZones?.[field] !== undefined) problems.push(`mapping.${name}.columns.${field}: Unix time is an instant, in no time zone; remove timeZone (or use the format yyyymmddhhmmss for a local time)`)
   }
   const zones: Array<[string, string]> = [
     ...(mapping.timeZone === undefined ? [] : [[`mapping.${name}.timeZone`, mapping.timeZone] as [string, string]]),

@@ -1,4 +1,5 @@
 // Entry of `picking-gateway serve`: load configuration, open the database, build the app, listen, stop on request.
+import { existsSync } from 'node:fs'
 import { buildApp, type App } from './app.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, loadConfig, mappingsOf, type LoadOptions } from './config.js'
@@ -44,7 +45,7 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   // a SQLite file that is not there (or a directory) is a configuration error: a restart would not find it either
   const file = sqlitePath(config.database.url)
   const fileProblem = file === undefined ? undefined : sqliteFileProblem(file, demo)
-  if (fileProblem !== undefined) throw new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url, or create it with: picking-gateway db init`])
+  if (fileProblem !== undefined) throw new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url${existsSync(file!) ? '' : ', or create it with: picking-gateway db init'}`])
   const logger = await untilStopped(serviceLogger(config.logging.level))
   const db = openDatabase(config.database.url, {
     logger: logger.child({ component: 'database' }),

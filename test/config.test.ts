@@ -130,6 +130,8 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   const inside = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'A', columns: { ...columns, modifiedAt: { column: 'X', format: 'unix-s' }, createdAt: { column: 'Y', timezone: 'UTC' }, weight: 5 } } } }))
   t.ok(inside.includes('mapping.materials.columns.modifiedAt.format: expected one of unix, unix-ms, yyyymmdd, yyyymmddhhmmss, got "unix-s"'), 'what is wrong inside a column\'s object, not "expected union value"')
   t.ok(inside.includes('mapping.materials.columns.createdAt.timezone: unknown key'))
+  const nothing = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'A', columns: { ...columns, modifiedAt: { column: 'X', format: null } } } } }))
+  t.match(nothing.join('\n'), /mapping\.materials\.columns\.modifiedAt\.format: expected one of unix, unix-ms, yyyymmdd, yyyymmddhhmmss, got null/, 'a configuration error, not a crash')
   t.ok(inside.includes('mapping.materials.columns.weight: expected a column name, {"column": …} or null, got 5'))
   t.match(problems, /mapping.materials.timeZone: unknown time zone "Mars\/Olympus"/)
   t.match(problems, /mapping.stations.columns.type.values: the stored code "V" is given for two values/)

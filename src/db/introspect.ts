@@ -67,7 +67,7 @@ const NOISE_WORDS = new Set(['log', 'logs', 'hist', 'history', 'historie', 'arch
 const CREATED = ['created', 'createdate', 'createddate', 'creationdate', 'datecreated', 'erstellt', 'erstelltam', 'angelegt', 'angelegtam', 'anlagedatum', 'erfasst', 'erfasstam', 'insertdate', 'inserted', 'crdate',
   'createdon', 'createtime', 'creationtime', 'erfdat', 'erfassungsdatum', 'anldat', 'anlagedat', 'insdat', 'aangemaakt', 'aangemaaktop', 'datumaangemaakt', 'datecreation', 'creele', 'creation', 'datacreazione', 'datainserimento', 'creato', 'fechacreacion', 'fechaalta', 'creado', 'skapad', 'skapaddatum', 'registrerad']
 const MODIFIED = ['lastchange', 'lastchanged', 'modified', 'changed', 'geaendert', 'geaendertam', 'aenderungsdatum', 'updatedat', 'updated', 'lastmodified', 'lastupdate', 'changedate', 'modifydate', 'moddate', 'modifiedat', 'modifiedon', 'updatedon',
-  'lastmodifieddate', 'updatetime', 'changetime', 'aenddat', 'aenderung', 'aenderungam', 'letzteaenderung', 'upddat', 'gewijzigd', 'gewijzigdop', 'datumgewijzigd', 'mutatiedatum', 'mutdat', 'datemodif', 'datemodification', 'modifiele', 'modification', 'datamodifica', 'modificato', 'dataultimamodifica', 'fechamodificacion', 'modificado', 'aendrad', 'aendraddatum', 'uppdaterad', 'senastaendrad']
+  'lastmodifieddate', 'updatetime', 'changetime', 'aenddat', 'aendzeit', 'aenderungszeit', 'aenderung', 'aenderungam', 'letzteaenderung', 'upddat', 'gewijzigd', 'gewijzigdop', 'datumgewijzigd', 'mutatiedatum', 'mutdat', 'datemodif', 'datemodification', 'modifiele', 'modification', 'datamodifica', 'modificato', 'dataultimamodifica', 'fechamodificacion', 'modificado', 'aendrad', 'aendraddatum', 'uppdaterad', 'senastaendrad']
 
 /** Legacy column names per resource and field, best first (the field's own name and the reference column come before these). */
 const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
@@ -349,7 +349,8 @@ export function guessTimeFormat (category: Category, values: unknown[]): TimeFor
   for (const raw of values) {
     if (raw === null || raw === undefined) continue
     const s = String(raw).trim()
-    if (s === '' || /^0+$/.test(s)) continue
+    // a legacy "no date": 0, 99999999, blanks
+    if (s === '' || /^0+$/.test(s) || /^9{8,}$/.test(s)) continue
     // a fraction only in a number column (Unix time in a REAL one); digits of a date are whole
     if (!(text ? /^\d+$/ : /^\d+(?:\.\d+)?$/).test(s)) { kinds.add('other'); continue }
     const n = Number(s)

@@ -483,7 +483,7 @@ export class Repository {
     const fault = err.fault.kind === 'check' && err.fault.columns === undefined && err.fault.constraint !== undefined
       ? { ...err.fault, columns: await this.checkColumns(err.fault.constraint) }
       : err.fault.kind === 'foreignKey' && operation !== 'delete' && err.fault.columns === undefined && this.db.dialect === 'sqlite'
-        ? { ...err.fault, columns: await this.foreignKeyColumns(written) }
+        ? { ...err.fault, columns: await this.foreignKeyColumns(written, operation === 'create') }
         : err.fault
     return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
   }
@@ -512,10 +512,13 @@ export class Repository {
    * SQLite: the table's columns that reference other tables (its message names no column): the
    * fields among them are what a refused foreign key can be about. Best effort: [] when unknown.
    */
-  private async foreignKeyColumns (written?: Row): Promise<string[]> {
+  private async foreignKeyColumns (written?: Row, create = false): Promise<string[]> {
     try {
       const rows = await this.db.query({ text: 'SELECT "from" AS c FROM pragma_foreign_key_list(@table)', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })
       const columns = rows.map((r) => String(r.c))
+      // a create also writes mapping.defaults' columns, which no field names: then it cannot tell which (none named)
+      const filled = new Set(this.storage.insertDefaults.map((d) => d.storage.column.toLowerCase()))
+      if (create && columns.some((c) => filled.has(c.toLowerCase()))) return []
       // the ones the write set (an update of unit names unit, not the warehouse it left alone), when it set any
       const set = written === undefined ? [] : columns.filter((c) => { const f = this.storage.fieldOf(c); return f !== undefined && written[f] !== undefined })
       return set.length > 0 ? set : columns

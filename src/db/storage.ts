@@ -892,8 +892,9 @@ function formatProblem (dialect: DialectName, s: FieldStorage, format: TimeForma
   // SQL Server's real keeps 24 bits: near today's Unix times its neighbouring values are 128 seconds apart
   if (dialect === 'mssql' && unix && info.type.toLowerCase() === 'real') return `is a real (4 bytes), too coarse for ${format}: neighbouring values there are minutes apart; use float, bigint or decimal`
   if (c === 'decimal' && (info.scale ?? 0) > 0 && !unix) return `holds fractions; ${format} needs whole numbers`
-  if (dialect === 'mssql') {
-    const range = INTEGER_RANGES[info.type.toLowerCase()]
+  // SQL Server's integer types by their range; a declared DECIMAL(p,0) by its p, on SQLite too (the gateway holds writes to it)
+  const range = dialect === 'mssql' ? INTEGER_RANGES[info.type.toLowerCase()] : undefined
+  if (range !== undefined || (c === 'decimal' && info.precision !== undefined)) {
     const digits = range === undefined ? info.precision : String(range[1]).length - 1
     if (digits !== undefined && digits < FORMAT_DIGITS[format] && !(format === 'unix' && digits === 9)) return `is too small for ${format} (${FORMAT_DIGITS[format]} digits)`
   }

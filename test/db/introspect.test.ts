@@ -324,7 +324,7 @@ t.test('SQLite text of date digits and a REAL of Unix time: proposed with their 
 })
 
 t.test('guessTimeFormat', async (t) => {
-  t.equal(guessTimeFormat('integer', [20240101, 19991231, null, 0]), 'yyyymmdd')
+  t.equal(guessTimeFormat('integer', [20240101, 19991231, null, 0, 99999999]), 'yyyymmdd', '0 and 99999999: no date')
   t.equal(guessTimeFormat('integer', [20240101123000]), 'yyyymmddhhmmss')
   t.equal(guessTimeFormat('decimal', [1712052000, 999999999]), 'unix')
   t.equal(guessTimeFormat('integer', [1712052000123]), 'unix-ms')

@@ -115,6 +115,11 @@ t.test('SQLite: Unix milliseconds, and date and time as digits in a text column'
   t.match(row.e, /^\d{14}$/, 'fourteen digits, as text')
   t.equal(created.json().modifiedAt, new Date(row.a as number).toISOString())
   t.equal(Date.parse(created.json().createdAt) % 1000, 0, 'createdAt to the second, as the column keeps it')
+  // .NET's "for ever" (9999-12-31) as a bound: every row before it, none after
+  for (const [query, expected] of [['[lt]9999-12-31T23:59:59Z', 2], ['[gt]9999-12-31T23:00:00Z', 0]] as const) {
+    const res = (await ctx.app.inject({ method: 'GET', url: `/api/materials?createdAt=${encodeURIComponent(query)}&sort=id`, headers })).json().data
+    t.equal(res.filter((m: { createdAt: string | null }) => m.createdAt !== null).length, expected, query)
+  }
 })
 
 t.test('SQLite: Unix time with a fraction (a REAL column) reads as its whole second, which filters find', { skip: sqliteOnly }, async (t) => {
@@ -139,7 +144,9 @@ t.test('a format the column cannot keep is a start-up problem naming field, colu
     ['VARCHAR(20)', { column: 'T', format: 'unix' }, /is a text column, whose order is not that of Unix times; format unix needs a number column/],
     ['CHAR(8)', { column: 'T', format: 'yyyymmddhhmmss' }, /is too short for 14 digits \(yyyymmddhhmmss\)/],
     ['DECIMAL(10,2)', { column: 'T', format: 'yyyymmdd' }, /holds fractions; yyyymmdd needs whole numbers/],
-    ['BLOB', { column: 'T', format: 'yyyymmdd' }, /cannot hold a time in the format yyyymmdd/]
+    ['BLOB', { column: 'T', format: 'yyyymmdd' }, /cannot hold a time in the format yyyymmdd/],
+    ['DECIMAL(8,0)', { column: 'T', format: 'yyyymmddhhmmss' }, /is too small for yyyymmddhhmmss \(14 digits\)/],
+    ['DECIMAL(10,0)', { column: 'T', format: 'unix-ms' }, /is too small for unix-ms \(13 digits\)/]
   ]
   for (const [type, modified, message] of cases) {
     const narrow = narrowMaterials('ArtBad', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })

@@ -246,5 +246,22 @@ t.test('SQLite: a foreign key a write breaks is a 400 naming the field (SQLite\'
   const changed = await ctx.app.inject({ method: 'PATCH', url: ok.headers.location as string, headers, payload: { unit: 'YY' } })
   t.match(changed.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" }, 'the field the write set, not every one that references a table')
   const both = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-2', name: 'x', unit: 'XX', blockReason: 'Frost' } })
+  t.equal(both.statusCode, 400)
   t.match(both.json(), { statusCode: 400, message: "One of 'blockReason', 'unit' refers to a record that does not exist in the picking system" })
+})
+
+t.test('SQLite: a foreign key a mapping.defaults column breaks names no field it cannot tell', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrowMaterials('ArtLo', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }), defaults: { Lager: 7 } } }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "Einh" ("ME" VARCHAR(3) PRIMARY KEY)',
+      "INSERT INTO \"Einh\" VALUES ('ST')",
+      'CREATE TABLE "Lagerort" ("LoID" INTEGER PRIMARY KEY)',
+      'CREATE TABLE "ArtLo" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(3) REFERENCES "Einh" ("ME"), "Lager" INTEGER NOT NULL REFERENCES "Lagerort" ("LoID"))'
+    ]
+  }))
+  const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'F-1', name: 'x', unit: 'ST' } })
+  t.match(res.json(), { statusCode: 400, message: 'A value refers to a record that does not exist in the picking system' }, 'not \'unit\', which exists')
 })
