@@ -14,7 +14,7 @@ import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, resources, type ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
-import type { Database, TableMapping } from './db/types.js'
+import type { Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
 import { toUser, UserService } from './users.js'
 import { Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
@@ -274,7 +274,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings)]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings), ...await usernameNotes(database, mappings)]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -293,6 +293,30 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
  * Numeric ids beyond 2^53 - 1 in magnitude: JSON numbers do not hold them exactly, so the API shows
  * them rounded and a path cannot name them (walks by meta.next keep the exact value in the cursor).
  */
+/**
+ * Usernames a legacy user table holds twice in different case (JSmith and jsmith, under a
+ * case-sensitive index): the gateway compares them without regard to case, so a login and
+ * `user passwd` reach one of them only, the one with the lower id.
+ */
+async function usernameNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+  const d = dialectFor(db.dialect)
+  const mapping = mappings.users
+  const column = mapping.columns.username
+  if (column === undefined) return []
+  // as the gateway compares them: SQLite through unicode_fold (sqlite.ts), SQL Server regardless of case and trailing blanks
+  const folded = db.dialect === 'sqlite' ? `unicode_fold(RTRIM(${d.ident(column)}, ' '))` : `UPPER(RTRIM(${d.ident(column)}))`
+  let rows: Row[]
+  try {
+    rows = await db.query({ text: `SELECT MIN(${d.ident(column)}) AS ${d.ident('name')}, COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} GROUP BY ${folded} HAVING COUNT(*) > 1`, params: [] })
+  } catch {
+    // best effort: a legacy text column (which SQL Server does not group) or a table not there yet
+    return []
+  }
+  if (rows.length === 0) return []
+  const names = rows.slice(0, 5).map((r) => `'${String(r.name)}' (${Number(r.n)} rows)`).join(', ')
+  return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case, so a login and user passwd reach only the row with the lower id; rename the others in the picking system`]
+}
+
 async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   const notes: string[] = []
   const d = dialectFor(db.dialect)
