@@ -1,5 +1,6 @@
 // The configuration file's shape. Checked once at start; every key has a default except secrets.
 import { Type, type Static } from '@sinclair/typebox'
+import { TIME_FORMATS } from '../src/db/types.js'
 
 /**
  * A table, schema or column name as the database spells it: any characters but control characters
@@ -20,7 +21,7 @@ export const ColumnMappingConfig = Type.Object({
   values: Type.Optional(Type.Record(Type.String(), Type.Union([StoredCode, Type.Array(StoredCode, { minItems: 1 })]), { minProperties: 1 })),
   timeZone: Type.Optional(TimeZoneName),
   /** a date-time field kept in a number or text column: Unix time, or the digits of a date (and time) */
-  format: Type.Optional(Type.Union([Type.Literal('unix'), Type.Literal('unix-ms'), Type.Literal('yyyymmdd'), Type.Literal('yyyymmddhhmmss')]))
+  format: Type.Optional(Type.Union(TIME_FORMATS.map((f) => Type.Literal(f))))
 }, { additionalProperties: false })
 
 export const TableMappingConfig = Type.Object({

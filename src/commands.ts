@@ -14,7 +14,7 @@ import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, resources, type ResourceName } from './db/resources.js'
 import { Repository } from './db/repository.js'
-import type { Database, Row, TableMapping } from './db/types.js'
+import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
 import { toUser, UserService } from './users.js'
 import { Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
@@ -271,10 +271,10 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   }
   try {
     const mappings = mappingsOf(config)
-    const { problems } = await inspectStorage(database, mappings)
+    const { problems, columns } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings), ...await usernameNotes(database, mappings)]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings)]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -317,14 +317,15 @@ async function usernameNotes (db: Database, mappings: Record<ResourceName, Table
   return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case, so a login and user passwd reach only the row with the lower id; rename the others in the picking system`]
 }
 
-async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+/** `columns`: every mapped table's, as inspectStorage read them. */
+async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
   const notes: string[] = []
   const d = dialectFor(db.dialect)
   const rows = (n: number, what: string): string => `${n} row${n === 1 ? ` has an id ${what}` : `s have ids ${what.replace(' is ', ' are ').replace(' a whole number', ' whole numbers')}`}`
   const them = (n: number): string => n === 1 ? 'it' : 'them'
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     const column = mapping.columns[idField(resources[name])]
-    const info = (await db.columns(mapping)).find((c) => c.name.toLowerCase() === column?.toLowerCase())
+    const info = columns[name].find((c) => c.name.toLowerCase() === column?.toLowerCase())
     const category = info === undefined ? undefined : categoryOf(db.dialect, info, 'integer')
     // SQLite's key columns of another type (NUMERIC) may hold fractions or text another program left
     const odd = db.dialect === 'sqlite' && (category === 'decimal' || category === 'float' || category === 'integer')

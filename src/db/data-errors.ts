@@ -18,7 +18,10 @@ export interface DataFault {
   column?: string
   /** for 'rejected' from RAISERROR/THROW/RAISE: the trigger's own message text (it is written for users) */
   message?: string
-  /** for 'check': the columns the constraint reads, when known (SQL Server names one; SQLite gives the expression or the name) */
+  /**
+   * for 'check': the columns the constraint reads, when known (SQL Server names one; SQLite gives the
+   * expression or the name); for 'foreignKey' on SQLite: the columns that reference other tables (Repository)
+   */
   columns?: string[]
   /** for 'check' on SQLite: what the message names, the constraint's expression or its name */
   constraint?: string
@@ -198,6 +201,11 @@ function capped (message: string): string {
   return chars.length <= MAX_MESSAGE ? chars.join('') : chars.slice(0, MAX_MESSAGE - 1).join('') + '…'
 }
 
+/** The API fields of a fault's columns (mapped ones only, once each). */
+function faultFields (fault: DataFault, ctx: FaultContext): string[] {
+  return [...new Set((fault.columns ?? []).map((c) => ctx.fieldOf(c)).filter((f) => f !== undefined))]
+}
+
 /** The API error for a fault, in API vocabulary: fields through ctx.fieldOf, never a table or an unmapped column. */
 export function faultToError (fault: DataFault, ctx: FaultContext, options?: ErrorOptions): DbError {
   const field = fault.column === undefined ? undefined : ctx.fieldOf(fault.column)
@@ -212,7 +220,7 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
     }
     case 'foreignKey': {
       // SQLite names no column: the fields whose columns reference another table (Repository.foreignKeyColumns)
-      const fields = [...new Set((fault.columns ?? []).map((c) => ctx.fieldOf(c)).filter((f) => f !== undefined))]
+      const fields = faultFields(fault, ctx)
       const which = fields.length === 0 ? 'A value' : fields.length === 1 ? `'${fields[0]}'` : `One of ${fields.map((f) => `'${f}'`).join(', ')}`
       return new ConstraintViolationError(`${which} refers to a record that does not exist in the picking system`, options)
     }
@@ -222,7 +230,7 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
           '(a NOT NULL column without a default); map that column or give it a default', options)
         : new InvalidValueError(`Field '${field}' must have a value: the database does not allow it to be empty`, options)
     case 'check': {
-      const fields = [...new Set((fault.columns ?? []).map((c) => ctx.fieldOf(c)).filter((f) => f !== undefined))]
+      const fields = faultFields(fault, ctx)
       const which = fields.length === 0 ? 'the values' : `the value${fields.length === 1 ? '' : 's'} of ${fields.map((f) => `'${f}'`).join(' and ')}`
       return new ConstraintViolationError(`The picking system's database refused ${which} (a CHECK constraint of its table)`, options)
     }

@@ -419,9 +419,12 @@ export class Repository {
   async update (id: Id, values: Row, opts: UpdateOptions = {}): Promise<Row> {
     this.writable()
     const vals = this.input(values)
+    // the row's own id as read (a caseless text key: the path's 'abc' is the row's 'ABC'), for the 409 below
+    let own: unknown = id
     try {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
+        own = row[this.id]
         if (opts.guard !== undefined) await opts.guard(row, tx)
         if (shows(row, values)) return row
         this.assertTrimmed(values, row)
@@ -442,7 +445,7 @@ export class Repository {
         return after
       })
     } catch (err) {
-      throw await this.explainConflict(await this.explainFault(err, 'update', id, vals), vals, id)
+      throw await this.explainConflict(await this.explainFault(err, 'update', id, vals), vals, own as Id)
     }
   }
 
@@ -495,7 +498,7 @@ export class Repository {
    */
   private async checkColumns (constraint: string): Promise<string[]> {
     const direct = namesIn(constraint).filter((n) => this.storage.fieldOf(n) !== undefined)
-    if (direct.length > 0 || this.db.dialect !== 'sqlite') return direct
+    if (direct.length > 0) return direct
     try {
       const [row] = await this.db.query({
         text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'table' AND name = @table COLLATE NOCASE",

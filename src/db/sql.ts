@@ -38,7 +38,7 @@ const MSSQL_MAX_PARAMS = 2098
 /** The alias under which a list statement returns the value of sort key i (when it is an expression). */
 export const sortAlias = (i: number): string => `__s${i}`
 
-/** What a sort key's keyset value is: the column's own value, a rank of a value map, or SQLite's canonical time text. */
+/** What a sort key's keyset value is: the column's own value, a rank of a value map, SQLite's canonical time text, or a SQLite number kept as text (number_text). */
 export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text'
 
 export class SqlBuilder {
@@ -197,7 +197,7 @@ export class SqlBuilder {
    * The i-th sort key in ORDER BY, always by a select-list alias: a bare name in ORDER BY binds to an
    * alias first, on SQL Server and SQLite alike, so with `name` mapped to [Code] and `description`
    * to [Name], ORDER BY [Name] would sort by [Code]. A plain column is its field's alias; an
-   * expression (a rank, SQLite's time text) is already selected as `__s<i>` for the cursor. Only
+   * expression (a rank, SQLite's time text or number text) is already selected as `__s<i>` for the cursor. Only
    * text/ntext, sorted through a cast, stays an expression (whose names bind to the table).
    */
   private orderTerm (field: string, i: number): string {
@@ -398,7 +398,7 @@ export class SqlBuilder {
     // value, as the cursor does), a caseless field (usernames) regardless of case ([like] as it is)
     const fold = s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike'
     const { expr: c, value } = this.numberInText(s)
-      ? { expr: this.sortExpr(f.field, params), value: (v: SqlValue) => v }
+      ? { expr: SQLITE_NUMBER(this.col(f.field)), value: (v: SqlValue) => v }
       : this.shownText(s, this.comparable(f.field), s.padded, fold)
     const operand = (v: SqlValue): SqlValue => value(this.operand(s, v))
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))

@@ -3,6 +3,7 @@ import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault } from './data-errors.js'
+import { sqliteDialect } from './dialect.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
@@ -547,10 +548,11 @@ class SqliteDatabase implements Database {
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)
     const key = columns.find((c) => c.name.toLowerCase() === mapping.columns.id?.toLowerCase())
     const keyRow = key === undefined ? undefined : rows.find((r) => String(r.name) === key.name)
-    if (key !== undefined && list?.type === 'table' && Number(keyRow?.pk) > 0 && /int/i.test(key.type)) {
+    // the first column of the primary key only: a later one has no index of its own, and the check would scan the table
+    if (key !== undefined && list?.type === 'table' && Number(keyRow?.pk) === 1 && /int/i.test(key.type)) {
       const limit = Number.MAX_SAFE_INTEGER
-      const quoted = `"${key.name.replaceAll('"', '""')}"`
-      const [range] = await this.query({ text: `SELECT EXISTS (SELECT 1 FROM "${mapping.table.replaceAll('"', '""')}" WHERE ${quoted} > ${limit} OR ${quoted} < -${limit}) AS wide`, params: [] })
+      const quoted = sqliteDialect.ident(key.name)
+      const [range] = await this.query({ text: `SELECT EXISTS (SELECT 1 FROM ${sqliteDialect.table(mapping)} WHERE ${quoted} > ${limit} OR ${quoted} < -${limit}) AS wide`, params: [] })
       if (Number(range?.wide) === 1) key.wideValues = true
     }
     return columns

@@ -4,7 +4,7 @@ import { InvalidValueError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
-import type { ColumnInfo, Database, DialectName, FieldDef, FieldKind, ResourceDef, SqlValue, StoredCode, TableMapping, TimeFormat } from './types.js'
+import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat } from './types.js'
 
 /** What the gateway makes of a column's declared type. */
 export type Category = 'text' | 'ntext' | 'integer' | 'decimal' | 'float' | 'bit' | 'time' | 'other'
@@ -481,7 +481,7 @@ export class ResourceStorage {
    */
   private formattedTimeFromDb (s: FieldStorage, format: TimeFormat, raw: unknown): string | null {
     let date: Date | undefined
-    const n = typeof raw === 'number' ? raw : typeof raw === 'bigint' ? Number(raw) : typeof raw === 'string' && /^\s*-?\d+(?:\.\d+)?\s*$/.test(raw) ? Number(raw) : Number.NaN
+    const n = storedNumber(raw) ?? Number.NaN
     if (format === 'unix' || format === 'unix-ms') {
       // whole seconds (milliseconds), as filters compare them: a fraction another program left (a REAL column) is dropped
       if (Number.isFinite(n)) date = new Date(format === 'unix' ? Math.floor(n) * 1000 : Math.floor(n))
@@ -762,7 +762,7 @@ export type Fit = 'good' | 'weak' | 'codes' | 'format' | 'no'
 /**
  * Whether a column can hold a field (without a value map): the rule storageProblems checks a
  * mapping with at start and introspection proposes columns by. 'weak' fits work but are second
- * choice, 'codes' need a value map.
+ * choice, 'codes' need a value map, 'format' the mapping's format (a time kept as a number or digits).
  */
 export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef): Fit {
   const c: Category = categoryOf(dialect, column, def.kind)
@@ -817,7 +817,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
         : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}` +
-          (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds Unix time or a date as digits, map it as {"column": "${s.column}", "format": "unix"} (or unix-ms, yyyymmdd, yyyymmddhhmmss)` : ''))
+          (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds Unix time or a date as digits, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).join(', ')})` : ''))
     }
     if (s.def.id === true && storage.mapping.readOnly !== true) {
       // the column of the materialNumber too: a create gives it

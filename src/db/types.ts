@@ -192,7 +192,7 @@ export interface ColumnInfo {
   unique?: boolean
   /**
    * SQLite: the table has a trigger that may change the row after an insert: AFTER or INSTEAD OF
-   * INSERT, with an UPDATE or REPLACE in its body. RETURNING shows the row before such a trigger
+   * INSERT, with an UPDATE or REPLACE in its body, or, on a view, any INSTEAD OF INSERT. RETURNING shows the row before such a trigger
    * ran, so a create reads the row back. Set on every column of the table.
    */
   changedAfterInsert?: boolean

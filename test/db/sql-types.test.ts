@@ -541,7 +541,6 @@ t.test('SQL Server: times kept as numbers or digits (format): the column\'s own 
   t.same(types(list(text, { createdAt: '[gte]2024-04-02T10:30:00.500Z' }).params).slice(0, 1), [['p1', '20240402103001', 'varchar(8000)']])
   // past the year 9999 a bound is no longer 14 digits: one that sorts after every stored value stands for it
   t.same(types(list(text, { createdAt: '[gt]9999-12-31T23:59:59Z' }).params).slice(0, 1), [['p1', '99999999999999:', 'varchar(8000)']], 'later than the last second: nothing')
-  t.ok('99991231235959' < '99999999999999:' && '20240101000000' < '99999999999999:', 'every stored value sorts before it')
   // east of UTC the last hour of 9999 (UTC) is already the year 10000 on the wall
   const berlin = new SqlBuilder(mssqlDialect, formatted(col('Angelegt', 'varchar', { maxLength: 14 }), matColumns.at(-1)!, { createdAt: 'yyyymmddhhmmss' }, 'Europe/Berlin'))
   t.same(types(list(berlin, { createdAt: '[lt]9999-12-31T23:59:59Z' }).params).slice(0, 1), [['p1', '99999999999999:', 'varchar(8000)']], 'before it: every stored value')
