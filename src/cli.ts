@@ -17,8 +17,7 @@ const argv = process.argv.slice(2)
 let stop: Stop | undefined
 if (argv[0] === 'serve' || argv[0] === 'simulate') {
   stop = createStop()
-  // under npm (npm start, which sets npm_lifecycle_event): npm stopped by SIGTERM does not pass it on
-  watchProcess(stop, { stdout: process.stdout, watchParent: process.env.npm_lifecycle_event !== undefined, warn: (line) => process.stderr.write(`picking-gateway: ${line}\n`) })
+  watchProcess(stop, { stdout: process.stdout, warn: (line) => process.stderr.write(`picking-gateway: ${line}\n`) })
 }
 const { KEEP_RUNNING, main, processIo } = await import('./commands.js')
 

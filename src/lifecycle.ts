@@ -5,25 +5,20 @@
 export const EXIT_IOERR = 74
 
 /**
- * Why a process stops: a signal asked it to (exit 0), the process that started it ended (exit 0:
- * `npm start` stopped by SIGTERM ends without passing the signal on), its standard output's reader
- * went away (exit 74), or an error nothing caught (exit 1).
+ * Why a process stops: a signal asked it to (exit 0), its standard output's reader went away
+ * (exit 74), or an error nothing caught (exit 1).
  */
-export type StopReason = { signal: NodeJS.Signals } | { parent: number } | { output: string } | { error: unknown }
+export type StopReason = { signal: NodeJS.Signals } | { output: string } | { error: unknown }
 
 export const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
 
 /** A stop that was asked for ends with 0; one forced by a lost output with 74 (a restart under systemd). */
 export function stopExitCode (reason: StopReason): number {
-  return 'signal' in reason || 'parent' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
+  return 'signal' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
 }
 
 export function describeStop (reason: StopReason): string {
-  return 'signal' in reason
-    ? reason.signal
-    : 'parent' in reason
-      ? `the process that started it (pid ${reason.parent}) is gone`
-      : 'output' in reason ? `standard output is gone (${reason.output})` : 'a fatal error'
+  return 'signal' in reason ? reason.signal : 'output' in reason ? `standard output is gone (${reason.output})` : 'a fatal error'
 }
 
 /** One process's stop request: the first reason wins, later ones are ignored. */
@@ -73,25 +68,12 @@ export interface WatchOptions {
   exit?: (code: number) => void
   /** where the second signal is reported */
   warn?: (line: string) => void
-  /**
-   * stop when the process that started this one ends: only under npm (npm start), which ends
-   * without passing SIGTERM on; a process started in the background on purpose (nohup, a start
-   * script that exits) outlives its parent and must go on
-   */
-  watchParent?: boolean
-  /** the parent process's pid now (process.ppid, which Node reads anew each time) */
-  parentPid?: () => number
-  /** how often the parent is looked for (default 1000 ms) */
-  parentCheckMs?: number
 }
 
 /**
  * Makes SIGTERM, SIGINT and SIGHUP and the loss of standard output (EPIPE, EIO, the stream closed)
  * requests to stop. Node's default for those signals is to die by them (exit 143 and the like); from
- * here on they are a clean stop. With watchParent, so is the end of the process that started this
- * one: npm, stopped by SIGTERM, ends without passing the signal on, and the gateway would serve on as
- * an orphan. (A parent of pid 1, systemd or a container's init, never changes.) Returns a function
- * that removes the listeners.
+ * here on they are a clean stop. Returns a function that removes the listeners.
  */
 export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   const exit = opts.exit ?? ((code: number) => process.exit(code))
@@ -109,12 +91,7 @@ export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
   opts.stdout?.on('error', onError)
   opts.stdout?.on('close', onClose)
-  const parentPid = opts.parentPid ?? (() => process.ppid)
-  const parent = parentPid()
-  const orphaned = opts.watchParent !== true || parent === 1 ? undefined : setInterval(() => { if (parentPid() !== parent) stop.request({ parent }) }, opts.parentCheckMs ?? 1000)
-  orphaned?.unref()
   return () => {
-    clearInterval(orphaned)
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal)
     opts.stdout?.off('error', onError)
     opts.stdout?.off('close', onClose)

@@ -26,7 +26,7 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   let stop = options.stop
   if (stop === undefined && options.signals !== false) {
     stop = createStop()
-    watchProcess(stop, { stdout: process.stdout, exit, watchParent: env.npm_lifecycle_event !== undefined, warn: (line) => process.stderr.write(line + '\n') })
+    watchProcess(stop, { stdout: process.stdout, exit, warn: (line) => process.stderr.write(line + '\n') })
   }
   // A stop during start-up ends it: the step under way is no longer waited for, what was opened is closed.
   const stopped = stop === undefined
@@ -137,7 +137,6 @@ function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceM
   const run = (): void => {
     const reason = stop.reason!
     if ('signal' in reason) app.log.info({ signal: reason.signal }, 'closing: no new connections, finishing requests in flight')
-    else if ('parent' in reason) app.log.warn({ parent: reason.parent }, `closing: ${describeStop(reason)} (npm start stopped?), so nothing would stop this process; finishing requests in flight`)
     else if ('output' in reason) app.log.error({ reason: describeStop(reason) }, `${describeStop(reason)}: its reader went away; stopping, exit 74 (systemd restarts the service)`)
     else app.log.error({ err: reason.error }, 'fatal error, closing')
     shutdown(reason, {

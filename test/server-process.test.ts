@@ -1,10 +1,10 @@
 // picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change), the
 // controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
 import { once } from 'node:events'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
-import { dirname, join } from 'node:path'
-import t, { type Test } from 'tap'
+import { join } from 'node:path'
+import t from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError, plainHttpWarning } from '../src/server.js'
 import { CLI, GRACE_MS, HUNG_MS, LISTENING, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startDemo } from './helpers/process.js'
@@ -173,50 +173,7 @@ t.test('a SQLite file that is not there, or a directory: a configuration error (
   }
 })
 
-/** Whether a process of this pid is there. */
-function alive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/**
- * serve started by an intermediate process (npm, a start script), which is then killed: the gateway's
- * pid, and a teardown that ends it whatever happens.
- */
-async function orphan (t: Test, env: NodeJS.ProcessEnv, log: string): Promise<number> {
-  // a file, not node -e: -e and its text would be in process.execArgv, which the gateway's command line takes over
-  const script = join(dirname(log), 'parent.cjs')
-  writeFileSync(script, 'const { spawn } = require("node:child_process"); const out = require("node:fs").openSync(process.argv[3], "w"); ' +
-    'const c = spawn(process.execPath, [...process.execArgv, process.argv[2], "serve"], { stdio: ["ignore", out, out] }); ' +
-    'process.stdout.write(String(c.pid) + "\\n"); setInterval(() => {}, 1000)\n')
-  const parent = start(t, [script, CLI, log], env)
-  await until(() => /^\d+\n/.test(parent.out()), 'the gateway started')
-  const pid = Number(/^(\d+)\n/.exec(parent.out())![1])
-  if (!(pid > 1)) throw new Error(`no pid of the gateway: ${parent.out()}`)
-  t.teardown(() => { if (alive(pid)) process.kill(pid, 'SIGKILL') })
-  // serving before its parent goes
-  await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('picking-gateway ready'), 'the gateway ready', HUNG_MS)
-  parent.child.kill('SIGKILL')
-  await parent.exited
-  return pid
-}
-
-t.test('under npm (npm start stopped by SIGTERM ends without passing it on), the gateway stops when its parent is gone', async (t) => {
-  const { env, dir } = await gatewaySetup(t)
-  const pid = await orphan(t, { ...env, npm_lifecycle_event: 'start' }, join(dir, 'out.log'))
-  await until(() => !alive(pid), 'the orphaned gateway stopped', HUNG_MS)
-  t.notOk(alive(pid))
-})
-
-t.test('started in the background on purpose (nohup, a script that exits), the gateway outlives its parent', async (t) => {
-  const { env, dir } = await gatewaySetup(t)
-  const pid = await orphan(t, { ...env, npm_lifecycle_event: undefined }, join(dir, 'out.log'))
-  await new Promise((resolve) => setTimeout(resolve, 2500))
-  t.ok(alive(pid), 'still serving')
-  process.kill(pid, 'SIGTERM')
-  await until(() => !alive(pid), 'stopped by SIGTERM', HUNG_MS)
+t.test('npm start runs the gateway through exec: npm passes SIGTERM to its one child, which is then the gateway, not a shell that would keep it', async (t) => {
+  const scripts = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+  t.match(scripts.start, /^exec node /)
 })
