@@ -7,7 +7,7 @@ import { createPasswords, normalizeUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
-import { sqliteFileProblem } from './db/sqlite.js'
+import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { dialectFor } from './db/dialect.js'
 import { categoryOf, inspectStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
@@ -250,9 +250,9 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     return EXIT_OK
   }
   // what serve refuses at start (exit 78), said the same way
-  const fileProblem = path === undefined ? undefined : sqliteFileProblem(path, false)
-  if (fileProblem !== undefined) {
-    io.err(new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url${existsSync(path!) ? '' : ', or create it with: picking-gateway db init'}`]).message)
+  const fileError = path === undefined ? undefined : sqliteFileError(path, false)
+  if (fileError !== undefined) {
+    io.err(new ConfigError([fileError]).message)
     return EXIT_CONFIG
   }
   let database: Database
@@ -385,10 +385,14 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
   const { config } = loaded
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)
-  if (access === 'existing' && path !== undefined && path !== ':memory:' && !existsSync(path)) {
-    throw new Error(loaded.demo
-      ? 'no configuration (PICKING_GATEWAY_CONFIG) and the embedded demo database is not set up yet: start the demo once (npm start), or point PICKING_GATEWAY_CONFIG at the configuration'
-      : `the database '${path}' does not exist: create it with 'picking-gateway db init'`)
+  // a file that is not there (or no database) is said as such, and no empty database is left behind
+  const problem = access === 'existing' && path !== undefined ? sqliteFileProblem(path, false) : undefined
+  if (problem !== undefined) {
+    throw new Error(existsSync(path!)
+      ? problem
+      : loaded.demo
+        ? 'no configuration (PICKING_GATEWAY_CONFIG) and the embedded demo database is not set up yet: start the demo once (npm start), or point PICKING_GATEWAY_CONFIG at the configuration'
+        : `the database '${path!}' does not exist: create it with 'picking-gateway db init'`)
   }
   const db = openDatabase(config.database.url, {
     create: access !== 'readonly',

@@ -1,10 +1,9 @@
 // Entry of `picking-gateway serve`: load configuration, open the database, build the app, listen, stop on request.
-import { existsSync } from 'node:fs'
 import { buildApp, type App } from './app.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, loadConfig, mappingsOf, type LoadOptions } from './config.js'
 import { openDatabase, sqlitePath } from './db/index.js'
-import { sqliteFileProblem } from './db/sqlite.js'
+import { sqliteFileError } from './db/sqlite.js'
 import { createStop, describeStop, shutdown, StoppedError, watchProcess, type Stop } from './lifecycle.js'
 import { serviceLogger } from './logger.js'
 import { startSimulator, type Simulator } from './hardware/index.js'
@@ -44,8 +43,8 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   const mappings = mappingsOf(config)
   // a SQLite file that is not there (or a directory) is a configuration error: a restart would not find it either
   const file = sqlitePath(config.database.url)
-  const fileProblem = file === undefined ? undefined : sqliteFileProblem(file, demo)
-  if (fileProblem !== undefined) throw new ConfigError([`database.url: ${fileProblem}; correct DATABASE_URL or database.url${existsSync(file!) ? '' : ', or create it with: picking-gateway db init'}`])
+  const fileError = file === undefined ? undefined : sqliteFileError(file, demo)
+  if (fileError !== undefined) throw new ConfigError([fileError])
   const logger = await untilStopped(serviceLogger(config.logging.level))
   const db = openDatabase(config.database.url, {
     logger: logger.child({ component: 'database' }),

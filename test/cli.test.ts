@@ -94,6 +94,9 @@ t.test('configuration and input errors name what is wrong', async (t) => {
     t.equal(await main(argv, text), 78, `${argv[0]}: a file that is no SQLite database (before: serve exit 1, check-config 0)`)
     t.match(text.stderr.join(), `database.url: '${join(dir, 'notes.txt')}' is not a SQLite database file`)
   }
+  const listed = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'notes.txt')}` })
+  t.equal(await main(['user', 'list'], listed), 1, 'user commands too')
+  t.match(listed.stderr.join(), `'${join(dir, 'notes.txt')}' is not a SQLite database file`)
   for (const argv of [['user', 'list'], ['user', 'passwd', 'admin', '--password-stdin']]) {
     const none = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}` }, 'a-new-password-1')
     t.equal(await main(argv, none), 1, argv.join(' '))

@@ -630,6 +630,16 @@ export function sqliteFileProblem (path: string, create: boolean): string | unde
   return head.equals(SQLITE_HEADER) ? undefined : `'${path}' is not a SQLite database file (it does not begin with SQLite's header)`
 }
 
+/**
+ * The configuration problem `serve` and `check-config` report for a SQLite database file that cannot
+ * be opened (sqliteFileProblem), with what to do; db init only for a file that is not there.
+ */
+export function sqliteFileError (path: string, create: boolean): string | undefined {
+  const problem = sqliteFileProblem(path, create)
+  if (problem === undefined) return undefined
+  return `database.url: ${problem}; correct DATABASE_URL or database.url${existsSync(path) ? '' : ', or create it with: picking-gateway db init'}`
+}
+
 export function openSqlite (path: string, opts: SqliteOptions): Database {
   const readonly = opts.readonly === true
   const options: ConnectOptions = {
