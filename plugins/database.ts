@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { DatabaseUnavailableError, SchemaMismatchError } from '../src/db/errors.js'
 import { Repository } from '../src/db/repository.js'
-import { resources, type ResourceName } from '../src/db/resources.js'
+import { isMissingTable, resources, type ResourceName } from '../src/db/resources.js'
 import { inspectStorage } from '../src/db/storage.js'
 import type { ColumnInfo, Database, TableMapping } from '../src/db/types.js'
 
@@ -31,7 +31,7 @@ declare module 'fastify' {
 
 // db init helps only where a table is missing (a new database); not with the picking system's own tables
 const mismatch = (problems: string[]): string => `The database does not match the configured mapping: ${problems.join('; ')}. ` +
-  (problems.some((p) => /: table '.*' does not exist$/.test(p))
+  (problems.some(isMissingTable)
     ? 'Fix the mapping in the configuration, or create the reference tables with: picking-gateway db init'
     : 'Fix the mapping in the configuration (picking-gateway db introspect proposes one)')
 

@@ -290,10 +290,6 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
 }
 
 /**
- * Numeric ids beyond 2^53 - 1 in magnitude: JSON numbers do not hold them exactly, so the API shows
- * them rounded and a path cannot name them (walks by meta.next keep the exact value in the cursor).
- */
-/**
  * Usernames a legacy user table holds twice in different case (JSmith and jsmith, under a
  * case-sensitive index): the gateway compares them without regard to case, so a login and
  * `user passwd` reach one of them only, the one with the lower id.
@@ -317,7 +313,11 @@ async function usernameNotes (db: Database, mappings: Record<ResourceName, Table
   return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case, so a login and user passwd reach only the row with the lower id; rename the others in the picking system`]
 }
 
-/** `columns`: every mapped table's, as inspectStorage read them. */
+/**
+ * Numeric ids beyond 2^53 - 1 in magnitude: JSON numbers do not hold them exactly, so the API shows
+ * them rounded and a path cannot name them (walks by meta.next keep the exact value in the cursor).
+ * On SQLite also ids that are not whole numbers. `columns`: every mapped table's, as inspectStorage read them.
+ */
 async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
   const notes: string[] = []
   const d = dialectFor(db.dialect)
@@ -360,7 +360,7 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
     for (const [field, def] of Object.entries(resources[name].fields)) {
       const column = mapping.columns[field]
       // a column mapped with a format keeps its time as a number on purpose, and is compared as one
-      if (def.kind !== 'datetime' || column === undefined || mapping.absent?.includes(field) === true || mapping.timeFormats?.[field] !== undefined) continue
+      if (def.kind !== 'datetime' || column === undefined || mapping.timeFormats?.[field] !== undefined) continue
       const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${d.ident(column)}) IN ('integer', 'real')`, params: [] })
       const n = Number(row?.n)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number (Unix time or YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)

@@ -321,7 +321,7 @@ function valueProblems (name: ResourceName, mapping: TableMapping): string[] {
     const f = def.fields[field]
     if (f === undefined) continue
     if (f.kind !== 'datetime') problems.push(`mapping.${name}.columns.${field}.format: only a date-time field has a format (${field} is ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`})`)
-    else if (typeof format === 'string' && format.startsWith('unix') && mapping.timeZones?.[field] !== undefined) problems.push(`mapping.${name}.columns.${field}: Unix time is an instant, in no time zone; remove timeZone (or use the format yyyymmddhhmmss for a local time)`)
+    else if (format.startsWith('unix') && mapping.timeZones?.[field] !== undefined) problems.push(`mapping.${name}.columns.${field}: Unix time is an instant, in no time zone; remove timeZone (or use the format yyyymmddhhmmss for a local time)`)
   }
   const zones: Array<[string, string]> = [
     ...(mapping.timeZone === undefined ? [] : [[`mapping.${name}.timeZone`, mapping.timeZone] as [string, string]]),

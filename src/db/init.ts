@@ -1,7 +1,7 @@
 // `db init`: DDL for the reference tables in either dialect. Never run implicitly except for the embedded demo.
 import { SchemaMismatchError } from './errors.js'
 import { dialectFor, stringLiteral, type Dialect } from './dialect.js'
-import { resources, type ResourceName } from './resources.js'
+import { isMissingTable, resources, type ResourceName } from './resources.js'
 import { mappingFit } from './storage.js'
 import type { ColumnInfo, Database, DialectName, FieldDef, ResourceDef, TableMapping } from './types.js'
 
@@ -118,7 +118,7 @@ export async function createReferenceTables (db: Database, mappings: Record<Reso
   for (const name of Object.keys(resources) as ResourceName[]) {
     const { problems } = await mappingFit(db, resources[name], mappings[name])
     if (problems.length === 0) continue
-    if (problems.length > 1 || !/: table '.*' does not exist$/.test(problems[0])) {
+    if (problems.length > 1 || !isMissingTable(problems[0])) {
       throw new SchemaMismatchError(`The existing table does not match the configured mapping: ${problems.join('; ')}`)
     }
     for (const text of createTableStatements(db.dialect, resources[name], mappings[name])) {

@@ -172,6 +172,11 @@ export function canBeAbsent (def: ResourceDef, field: string): boolean {
   return f.id !== true && f.unique !== true && !(f.notNull === true && f.default === undefined && f.readOnly !== true)
 }
 
+/** A problem missingColumns reports for a table that is not there (which db init can create). */
+export function isMissingTable (problem: string): boolean {
+  return /: table '.*' does not exist$/.test(problem)
+}
+
 /**
  * Compares a mapping with the columns a table has (`present`: the names the database
  * reported; empty when the table does not exist). Column names compare case-insensitively,

@@ -478,7 +478,6 @@ export async function createLegacyFixture (db: Database, opts: FixtureOptions = 
   }
 }
 
-/** A materials mapping onto a picking system's narrow table: the columns given, every other field mapped to null. */
 /** A prepare step for build(): the statements of the test database's dialect, in order. */
 export function tablesFor (ddl: { mssql: string[], sqlite: string[] }): (db: Database) => Promise<void> {
   return async (db) => {
@@ -486,6 +485,7 @@ export function tablesFor (ddl: { mssql: string[], sqlite: string[] }): (db: Dat
   }
 }
 
+/** A materials mapping onto a picking system's narrow table: the columns given, every other field mapped to null. */
 export function narrowMaterials (table: string, columns: Record<string, string>): TableMappingConfig {
   const absent = ['description', 'unit', 'barcode', 'minStock', 'maxStock', 'weight', 'blocked', 'blockReason', 'stockQuantity', 'createdAt', 'modifiedAt']
   return { table, columns: { ...Object.fromEntries(absent.map((field) => [field, null])), ...columns } }

@@ -328,7 +328,9 @@ t.test('a ticket never reaches the log', async (t) => {
   const { accessToken } = (await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })).json()
   const ctx = { app } as TestContext
   const { ticket } = (await app.inject({ method: 'POST', url: '/api/events/ticket', headers: { authorization: `Bearer ${accessToken}` } })).json()
-  const stream = await open(ctx, `?ticket=${ticket}`)
+  // a ticket beside a station filter (the station must exist)
+  const station = (await app.inject({ method: 'POST', url: '/api/stations', headers: { authorization: `Bearer ${accessToken}` }, payload: { name: 'S-1' } })).json()
+  const stream = await open(ctx, `?station=${station.id as number}&ticket=${ticket}`)
   t.equal(stream.res.statusCode, 200)
   stream.close()
   const reused = await open(ctx, `?ticket=${ticket}`)
