@@ -588,6 +588,20 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     const f = def.fields[m.field]
     const category = categoryOf(db.dialect, m.column, f.kind)
     const wantsCodes = f.kind === 'boolean' ? category !== 'bit' : CODE_FIELDS[resource]?.includes(m.field) === true
+    // a time kept as a number, or as digits in SQLite text ('20240101'): the format its values show
+    const fit = proposal.fits[m.field]
+    if (fit === 'format' || (db.dialect === 'sqlite' && f.kind === 'datetime' && category === 'text')) {
+      const format = guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => r.v))
+      if (format !== undefined) {
+        fields.push({ ...m, format, notes: [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`] })
+        continue
+      }
+      if (fit === 'format') {
+        unmatched.push(m.field)
+        notes.push(`${m.field}: column '${m.column.name}' (${describeType(m.column)}) may hold times, but its values show no format the gateway knows (Unix time, YYYYMMDD, YYYYMMDDhhmmss); map it by hand, with "format" if it has one`)
+        continue
+      }
+    }
     if (wantsCodes && groupable(db.dialect, m.column, category)) {
       const rows = (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
       const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, category, rows) : proposeStationTypeMap(category, rows)
@@ -597,29 +611,12 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
         continue
       }
       fields.push({ ...m, values: map.values, notes: map.notes })
-    } else if (proposal.fits[m.field] === 'format') {
-      const rows = (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => r.v)
-      const format = guessTimeFormat(category, rows)
-      if (format === undefined) {
-        unmatched.push(m.field)
-        notes.push(`${m.field}: column '${m.column.name}' (${describeType(m.column)}) may hold times, but its values show no format the gateway knows (Unix time, YYYYMMDD, YYYYMMDDhhmmss); map it by hand, with "format" if it has one`)
-        continue
-      }
-      fields.push({ ...m, format, notes: [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`] })
-    } else if (proposal.fits[m.field] === 'codes') {
+    } else if (fit === 'codes') {
       unmatched.push(m.field)
       notes.push(`${m.field}: column '${m.column.name}' (${describeType(m.column)}) holds codes that cannot be read here: map it by hand with a value map`)
     } else {
-      // digits of a date in a SQLite text column ('20240101'): proposed with the format, so that filters compare them as times
-      const digits = db.dialect === 'sqlite' && f.kind === 'datetime' && category === 'text'
-        ? guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => r.v))
-        : undefined
-      if (digits !== undefined) {
-        fields.push({ ...m, format: digits, notes: [`holds ${FORMAT_NAMES[digits]}: proposed "format": "${digits}"`] })
-        continue
-      }
       // SQLite has no date type: text is how the gateway itself stores date/time there
-      const weak = proposal.fits[m.field] === 'weak' && !(db.dialect === 'sqlite' && f.kind === 'datetime')
+      const weak = fit === 'weak' && !(db.dialect === 'sqlite' && f.kind === 'datetime')
       fields.push({ ...m, notes: weak ? [`the column's type (${describeType(m.column)}) is a second-best fit for ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`}`] : [] })
     }
   }
