@@ -169,10 +169,8 @@ export function resourceSchemas (storage: ResourceStorage, item: TObject, create
   for (const [field, schema] of Object.entries(out.item.properties as Record<string, Json>)) {
     const s = storage.fields[field]
     if (s !== undefined && s.def.id !== true) out.item.properties[field] = responseProperty(schema, s)
-    // a table keyed by text (ResourceStorage): its ids are text
-    else if (s?.def.id === true && s.def.kind === 'string') out.item.properties[field] = { type: 'string', description: "this installation's table is keyed by text (the material number)" }
-    // keyed by the material number, of a type not known yet (the database was down at start)
-    else if (s?.def.id === true && storage.sharedKey !== undefined && s.info === undefined) out.item.properties[field] = { type: ['integer', 'string'], description: "this installation's table is keyed by the material number" }
+    else if (s?.def.id === true && storage.idType === 'text') out.item.properties[field] = { type: 'string', description: "this installation's table is keyed by text (the material number)" }
+    else if (s?.def.id === true && storage.idType === 'either') out.item.properties[field] = { type: ['integer', 'string'], description: "this installation's table is keyed by the material number" }
   }
   for (const body of [out.create, out.update]) {
     for (const [field, schema] of Object.entries(body.properties as Record<string, Json>)) {

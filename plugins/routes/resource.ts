@@ -58,12 +58,10 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
     const notFound = (id: Id) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: Id) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
-    // a table keyed by text (materials by their article number) has text ids; the schema checks the path, the handlers take either.
-    // A key shared with the materialNumber whose type is not known yet (the database was down at start) may turn out either way.
+    // text ids (ResourceStorage.idType): the schema checks the path, the handlers take either
     const idName = idField(repo.def)
     const idStorage = repo.storage.field(idName)
-    const maybeText = idStorage.def.kind === 'string' || (repo.storage.sharedKey !== undefined && idStorage.info === undefined)
-    const params = maybeText ? textIdParams(idStorage.info?.maxLength !== undefined && idStorage.info.maxLength > 0 ? idStorage.info.maxLength : undefined) : IdParams
+    const params = repo.storage.idType !== 'integer' ? textIdParams(idStorage.info?.maxLength !== undefined && idStorage.info.maxLength > 0 ? idStorage.info.maxLength : undefined) : IdParams
     const idOf = (request: FastifyRequest): Id => {
       const id = (request.params as { id: Id }).id
       // the storage as it is now: the database may have been down when the routes were made

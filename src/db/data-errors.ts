@@ -120,9 +120,22 @@ export function mssqlDataFault (err: unknown): DataFault | undefined {
 function sqliteColumn (message: string, after: RegExp): string | undefined {
   const m = after.exec(message)
   if (m === null) return undefined
-  const name = message.slice(m.index + m[0].length).trim()
-  const dot = name.indexOf('.')
-  return dot < 0 ? name : name.slice(dot + 1)
+  return unqualified(message.slice(m.index + m[0].length).trim())
+}
+
+function unqualified (name: string): string {
+  return name.slice(name.indexOf('.') + 1)
+}
+
+/** What a SQLite constraint message names after "constraint failed:" (columns as T.col, or a CHECK's expression or name). */
+function constraintText (message: string): string | undefined {
+  const named = /constraint failed:\s*(.+)$/s.exec(message)?.[1].trim()
+  return named === '' ? undefined : named
+}
+
+/** The columns of "UNIQUE constraint failed: T.a, T.b" (SQLite names the index's columns, each after its table). */
+export function uniqueColumns (message: string): string[] | undefined {
+  return constraintText(message)?.split(', ').map(unqualified)
 }
 
 /**
@@ -136,11 +149,14 @@ export function sqliteDataFault (err: unknown): DataFault | undefined {
   const message = typeof raw === 'string' ? raw : ''
   switch (code) {
     case 'SQLITE_CONSTRAINT_FOREIGNKEY': return { kind: 'foreignKey' }
-    case 'SQLITE_CONSTRAINT_NOTNULL': return withColumn('notNull', sqliteColumn(message, /constraint failed:/))
+    case 'SQLITE_CONSTRAINT_NOTNULL': {
+      const column = constraintText(message)
+      return withColumn('notNull', column === undefined ? undefined : unqualified(column))
+    }
     case 'SQLITE_CONSTRAINT_CHECK': {
       // "CHECK constraint failed: Gewicht <= 5000", or the constraint's name when it has one
-      const constraint = /constraint failed:\s*(.+)$/s.exec(message)?.[1].trim()
-      return constraint === undefined || constraint === '' ? { kind: 'check' } : { kind: 'check', constraint }
+      const constraint = constraintText(message)
+      return constraint === undefined ? { kind: 'check' } : { kind: 'check', constraint }
     }
     case 'SQLITE_TOOBIG': return { kind: 'truncation' }
     case 'SQLITE_MISMATCH': return { kind: 'conversion' }

@@ -2,7 +2,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
-import { sqliteDataFault } from './data-errors.js'
+import { sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
 import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
 import { storedNumber } from './storage.js'
@@ -48,13 +48,6 @@ export function compileBinder (names: readonly string[]): (params: Param[]) => B
     for (let i = 0; i < names.length; i++) if (params[i].name !== names[i]) return toSqliteParams(params)
     return build(sqliteValue, params)
   }
-}
-
-/** The columns of "UNIQUE constraint failed: T.a, T.b" (SQLite names the index's columns, each after its table). */
-export function uniqueColumns (message: string): string[] | undefined {
-  const m = /constraint failed: (.+)$/.exec(message)
-  if (m === null) return undefined
-  return m[1].split(', ').map((name) => name.slice(name.indexOf('.') + 1))
 }
 
 /** Maps a driver error to the layer's errors; anything else is passed through unchanged. */

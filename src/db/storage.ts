@@ -216,6 +216,31 @@ export interface StorageOptions {
   warn?: (obj: object, msg: string) => void
 }
 
+/**
+ * A column's storage as its facts give it: a plain value, no map, format or zone, never required.
+ * ResourceStorage sets the rest for its fields; mapping.defaults' columns take it as it is.
+ */
+function columnStorage (dialect: DialectName, field: string, def: FieldDef, column: string, info: ColumnInfo | undefined): FieldStorage {
+  const category = categoryOf(dialect, info, def.kind)
+  return {
+    field,
+    def,
+    column,
+    absent: false,
+    info,
+    category,
+    padded: info !== undefined && /^n?char$/.test(info.type),
+    nullable: info?.nullable ?? true,
+    showsNull: true,
+    required: false,
+    map: undefined,
+    timeZone: undefined,
+    resolutionMs: 1,
+    timeFormat: undefined,
+    paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
+  }
+}
+
 /** The whole resource: one FieldStorage per field, and the conversions between API and stored values. */
 export class ResourceStorage {
   readonly def: ResourceDef
@@ -267,29 +292,21 @@ export class ResourceStorage {
       const absent = mapping.absent?.includes(field) === true
       const column = absent ? '' : mapping.columns[field]
       const info = absent ? undefined : byName.get(column?.toLowerCase() ?? '')
-      const category = categoryOf(dialect, info, f.kind)
       const values = mapping.values?.[field]
       const format = f.kind === 'datetime' ? mapping.timeFormats?.[field] : undefined
       // Unix time is an instant: the table's zone is its other columns'
       const zone = format === 'unix' || format === 'unix-ms' ? undefined : mapping.timeZones?.[field] ?? mapping.timeZone
       const isOffset = info?.type.toLowerCase() === 'datetimeoffset'
-      this.fields[field] = {
-        field,
-        def: f,
-        column,
+      this.fields[field] = Object.assign(columnStorage(dialect, field, f, column, info), {
         absent,
-        info,
-        category,
-        padded: info !== undefined && /^n?char$/.test(info.type),
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
         showsNull: f.id !== true && (info === undefined || info.nullable || (dialect === 'sqlite' && values === undefined && f.kind !== 'string')),
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
         timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
         resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info, format) : 1,
-        timeFormat: format,
-        paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
-      }
+        timeFormat: format
+      })
     }
     this.coded = new Set(Object.values(this.fields).filter((s) => s.map !== undefined).map((s) => s.field))
     this.insertDefaults = Object.entries(mapping.defaults ?? {}).map(([column, value]) => {
@@ -300,24 +317,7 @@ export class ResourceStorage {
       const text = info !== undefined && typeof value !== 'string' && ['text', 'ntext'].includes(categoryOf(dialect, info, 'string'))
       const written = text ? typeof value === 'boolean' ? (value ? '1' : '0') : String(value) : value
       const kind: FieldKind = typeof written === 'string' ? 'string' : typeof written === 'boolean' ? 'boolean' : Number.isInteger(written) ? 'integer' : 'number'
-      const category = categoryOf(dialect, info, kind)
-      const storage: FieldStorage = {
-        field: column,
-        def: { kind },
-        column: info?.name ?? column,
-        absent: false,
-        info,
-        category,
-        padded: false,
-        nullable: info?.nullable ?? true,
-        showsNull: true,
-        required: false,
-        map: undefined,
-        timeZone: undefined,
-        resolutionMs: 1,
-        timeFormat: undefined,
-        paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
-      }
+      const storage = columnStorage(dialect, column, { kind }, info?.name ?? column, info)
       // the value as a write of it is checked: a number column takes numbers, a varchar(4) four characters
       try {
         return { storage, value, stored: this.toDb(storage, written) }
@@ -325,6 +325,16 @@ export class ResourceStorage {
         return { storage, value, stored: null, problem: err instanceof Error ? err.message.replace(`'${column}' `, '') : String(err) }
       }
     })
+  }
+
+  /**
+   * How paths and bodies give this resource's ids: numbers; text (a table keyed by text, such as
+   * materials by their article number); or either, for a key shared with the material number whose
+   * type is not known yet (the database was down at start)
+   */
+  get idType (): 'integer' | 'text' | 'either' {
+    const s = this.fields[this.id]
+    return s.def.kind === 'string' ? 'text' : this.sharedKey !== undefined && s.info === undefined ? 'either' : 'integer'
   }
 
   get readOnly (): boolean {
