@@ -4,7 +4,7 @@ import fastifyJwt from '@fastify/jwt'
 import { createDecoder, createVerifier } from 'fast-jwt'
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { createPasswords, normalizeUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
+import { createPasswords, normalizeUsername, spelledUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
 import { FailureThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
@@ -220,7 +220,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       let settled = false
       let user: Row | undefined
       try {
-        user = await users.findOne('username', key)
+        user = await users.findSpelled('username', spelledUsername(username))
         // the database's collation may find a row for a name the throttle counts as another: only the same name is this user
         if (user !== undefined && normalizeUsername(String(user.username)) !== key) user = undefined
         // verify() runs against a decoy hash when the user does not exist: same time either way.

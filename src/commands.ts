@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
-import { createPasswords, normalizeUsername } from './auth/passwords.js'
+import { createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
@@ -292,7 +292,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
 /**
  * Usernames a legacy user table holds twice in different case (JSmith and jsmith, under a
  * case-sensitive index): the gateway compares them without regard to case, so a login and
- * `user passwd` reach one of them only, the one with the lower id.
+ * `user passwd` reach the one spelled as given, and any other spelling the one with the lower id.
  */
 async function usernameNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   const d = dialectFor(db.dialect)
@@ -310,7 +310,7 @@ async function usernameNotes (db: Database, mappings: Record<ResourceName, Table
   }
   if (rows.length === 0) return []
   const names = rows.slice(0, 5).map((r) => `'${String(r.name)}' (${Number(r.n)} rows)`).join(', ')
-  return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case, so a login and user passwd reach only the row with the lower id; rename the others in the picking system`]
+  return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case, so a login and user passwd reach the row spelled exactly as given, and any other spelling the row with the lower id; rename the others in the picking system`]
 }
 
 /**
@@ -499,7 +499,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       io.out(`Created ${user.type} '${user.username}' (id ${user.id}).`)
       return EXIT_OK
     }
-    const row = await repo.findOne('username', normalizeUsername(name))
+    const row = await repo.findSpelled('username', spelledUsername(name))
     if (!row) {
       io.err(`picking-gateway: no user '${normalizeUsername(name)}'`)
       return EXIT_FAILURE

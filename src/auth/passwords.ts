@@ -94,5 +94,10 @@ function rethrowOverload (err: unknown): false {
 
 /** Usernames are case-insensitive and compared trimmed (SQL Server compares 'admin' and 'Admin  ' as equal). */
 export function normalizeUsername (username: string): string {
-  return username.normalize('NFKC').trim().toLowerCase()
+  return spelledUsername(username).toLowerCase()
+}
+
+/** A username as given, in its case: what picks one of a legacy table's spellings of it (Repository.findSpelled). */
+export function spelledUsername (username: string): string {
+  return username.normalize('NFKC').trim()
 }

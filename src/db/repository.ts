@@ -323,6 +323,18 @@ export class Repository {
   }
 
   /**
+   * The row a caseless field's value names (a login's username): when a legacy table holds it in
+   * several spellings (JSmith and jsmith under a case-sensitive index), the one spelled as given,
+   * trimmed; when none is, the lowest id. At most 20 spellings are looked at.
+   */
+  async findSpelled (field: string, value: string): Promise<Row | undefined> {
+    const stmt = this.sql.list({ filters: [{ field, op: 'eq', values: [this.convert(field, this.def.fields[field], value)] }], sort: [{ field: this.id, desc: false }], limit: 20 })
+    const rows = this.db.queryValues !== undefined ? (await this.db.queryValues(stmt)).map(this.mapValues) : (await this.db.query(stmt)).map(this.mapRow)
+    const spelled = value.trim()
+    return rows.find((row) => typeof row[field] === 'string' && row[field].trim() === spelled) ?? rows[0]
+  }
+
+  /**
    * The row just inserted, found by a unique field's value, when reading it back by id found none:
    * an INSTEAD OF INSERT trigger does the insert itself, and the OUTPUT of the gateway's statement
    * does not see the id it got.

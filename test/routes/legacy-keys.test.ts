@@ -8,6 +8,7 @@ import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const MSSQL = process.env.GATEWAY_TEST_DB === 'mssql' && Boolean(process.env.MSSQL_TEST_URL)
 const PASSWORD = 'legacy-password-1'
+const TWIN_PASSWORD = 'legacy-password-2'
 
 const USERS: TableMappingConfig = {
   table: 'Benutzer',
@@ -31,6 +32,7 @@ async function legacyTables (db: Database): Promise<void> {
   const passwords = await createPasswords(TEST_ARGON2)
   const hash = await passwords.hash(PASSWORD)
   const adminHash = await passwords.hash(ADMIN_PASSWORD)
+  const twinHash = await passwords.hash(TWIN_PASSWORD)
   for (const text of [
     'CREATE TABLE "Benutzer" ("BenID" INTEGER PRIMARY KEY, "Login" VARCHAR(30) NOT NULL UNIQUE, "PwHash" VARCHAR(255) NOT NULL, ' +
       '"Rolle" CHAR(1) NOT NULL DEFAULT \'B\', "Name" VARCHAR(60), "Aktiv" CHAR(1) NOT NULL DEFAULT \'J\', "TokVer" INTEGER NOT NULL DEFAULT 0, ' +
@@ -39,10 +41,10 @@ async function legacyTables (db: Database): Promise<void> {
     // (the table has users, so db init adds no admin: the tests log in as 'admin', which is the stored 'Admin')
     'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash", "Rolle", "Name") VALUES (49, \'Admin\', @admin, \'A\', NULL), (50, \'JSmith\', @hash, \'B\', \'John Smith\'), (51, \'Lager\', @hash, \'L\', NULL), ' +
       // two rows the picking system's own (case-sensitive) index let in
-      '(52, \'Twin\', @hash, \'B\', NULL), (53, \'TWIN\', @hash, \'B\', NULL), (54, \'ÖZTÜRK\', @hash, \'B\', NULL)',
+      '(52, \'Twin\', @hash, \'B\', NULL), (53, \'TWIN\', @twin, \'B\', NULL), (54, \'ÖZTÜRK\', @hash, \'B\', NULL)',
     'CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" CHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
     'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bez") VALUES (1, \'A-10003             \', \'padded by the picking system\')'
-  ]) await db.execute({ text, params: text.includes('@hash') ? [{ name: 'hash', kind: 'string', value: hash }, { name: 'admin', kind: 'string', value: adminHash }] : [] })
+  ]) await db.execute({ text, params: text.includes('@hash') ? [{ name: 'hash', kind: 'string', value: hash }, { name: 'admin', kind: 'string', value: adminHash }, { name: 'twin', kind: 'string', value: twinHash }] : [] })
 }
 
 t.test('legacy users: mixed-case names reached, unknown roles and NULL times shown, never a 500', { skip: MSSQL && 'SQLite only: SQL Server compares case and padding by its collation' }, async (t) => {
@@ -76,6 +78,16 @@ t.test('legacy users: mixed-case names reached, unknown roles and NULL times sho
   t.equal((await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'öztürk', password: 'another-password' } })).statusCode, 409, 'a second öztürk beside ÖZTÜRK')
   t.same((await app.inject({ method: 'GET', url: `/api/users?username=${encodeURIComponent('öztürk')}`, headers: admin })).json().data.map((u: { id: number }) => u.id), [54])
   t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 6, 'nothing was written')
+  // a name held twice: a login spelled as one of the rows is that row's, any other spelling the lower id's
+  const subOf = (token: string): unknown => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).sub
+  for (const [username, password, id] of [['TWIN', TWIN_PASSWORD, 53], ['Twin', PASSWORD, 52], ['twin', PASSWORD, 52], [' TWIN ', TWIN_PASSWORD, 53]] as const) {
+    const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password } })
+    t.equal(login.statusCode, 200, `login as '${username}'`)
+    t.equal(String(subOf(login.json().accessToken as string)), String(id), `'${username}' is user ${id}`)
+  }
+  for (const [username, password] of [['twin', TWIN_PASSWORD], ['TWIN', PASSWORD]]) {
+    t.equal((await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password } })).statusCode, 401, `'${username}' is not the other row's`)
+  }
   const form = await app.inject({ method: 'PATCH', url: '/api/users/53', headers: admin, payload: { username: 'TWIN', displayName: 'Zwilling' } })
   t.equal(form.statusCode, 200, 'a row already held twice stays editable, its own name sent unchanged (as a form does)')
   t.equal((await app.inject({ method: 'PATCH', url: '/api/users/53', headers: admin, payload: { username: 'jsmith' } })).statusCode, 409, 'but takes no other row\'s name')
