@@ -237,7 +237,7 @@ export class Repository {
   private cursorTypes (q: ListQuery): { types: CursorValueType[], nullable: boolean[] } {
     const types = q.sort.map((k): CursorValueType => {
       const kind = this.sql.sortValueKind(k.field)
-      if (kind === 'rank') return 'integer'
+      if (kind === 'rank' || kind === 'flag') return 'integer'
       if (kind === 'time-text') return 'string'
       // SQLite stores any value in any column: the cursor keeps what was stored (2.5 in an INTEGER column, '1,5' in a DECIMAL one),
       // except in the rowid (an INTEGER PRIMARY KEY), which holds integers only: a cursor with anything else there is no cursor of ours

@@ -39,7 +39,7 @@ const MSSQL_MAX_PARAMS = 2098
 export const sortAlias = (i: number): string => `__s${i}`
 
 /** What a sort key's keyset value is: the column's own value, a rank of a value map, SQLite's canonical time text, or a SQLite number kept as text (number_text). */
-export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text'
+export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag'
 
 export class SqlBuilder {
   readonly dialect: Dialect
@@ -158,6 +158,11 @@ export class SqlBuilder {
     return typeof value === 'string' ? 'string' : Number.isInteger(value) ? 'integer' : 'number'
   }
 
+  /** A flag kept in a number column without a value map: any value but 0 reads true (the -1 of VB and Access programs too). */
+  private numericFlag (s: FieldStorage): boolean {
+    return s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal') && s.map === undefined
+  }
+
   /** SQLite: a number field on a text column (a quantity a legacy program keeps as text). */
   private numberInText (s: FieldStorage): boolean {
     return this.dialect.name === 'sqlite' && (s.def.kind === 'number' || s.def.kind === 'integer') && s.category === 'text' && s.map === undefined
@@ -169,6 +174,7 @@ export class SqlBuilder {
     if (s.map !== undefined) return 'rank'
     if (s.def.kind === 'datetime' && this.dialect.name === 'sqlite' && s.timeFormat === undefined) return 'time-text'
     if (this.numberInText(s)) return 'number-text'
+    if (this.numericFlag(s)) return 'flag'
     return 'column'
   }
 
@@ -189,6 +195,8 @@ export class SqlBuilder {
       }
       case 'time-text': return SQLITE_TIME(c)
       case 'number-text': return SQLITE_NUMBER(c)
+      // false before true, as the API shows the values: -1 and 2 are true, not below 0 or above 1
+      case 'flag': return `CASE WHEN ${c} = 0 THEN 0 WHEN ${c} IS NOT NULL THEN 1 END`
       default: return this.comparable(field)
     }
   }
@@ -390,10 +398,7 @@ export class SqlBuilder {
     if (s.map !== undefined) return this.mappedCondition(f, s, params)
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
     // a flag in a number column reads true for any value but 0 (storage), and filters the same way
-    if (s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal')) {
-      const flag = this.numericFlagCondition(f)
-      if (flag !== undefined) return flag
-    }
+    if (this.numericFlag(s)) return this.numericFlagCondition(f)
     // a CHAR(n) value without its padding ('ST ' is the 'ST' the API shows; the sort keeps the stored
     // value, as the cursor does), a caseless field (usernames) regardless of case ([like] as it is)
     const fold = s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike'
@@ -422,20 +427,30 @@ export class SqlBuilder {
 
   /**
    * A flag kept in a number column, as reading shows it: any value but 0 is true. Legacy programs
-   * (VB, Access, Delphi) store True as -1, which `= 1` would never find. Order operators keep the
-   * plain comparison (undefined here).
+   * (VB, Access, Delphi) store True as -1, which `= 1` would never find. The order operators
+   * compare as the API orders flags (false < true), as sorting does.
    */
-  private numericFlagCondition (f: Filter): string | undefined {
+  private numericFlagCondition (f: Filter): string {
     const c = this.col(f.field)
     const is = (v: SqlValue): string => v === true ? `${c} <> 0` : `${c} = 0`
     const isNot = (v: SqlValue): string => `(${v === true ? `${c} = 0` : `${c} <> 0`} OR ${c} IS NULL)`
     const both = new Set(f.values).size === 2
+    const none = '1 = 0'
+    const v = f.values[0]
     switch (f.op) {
-      case 'eq': return f.values[0] === null ? `${c} IS NULL` : is(f.values[0])
-      case 'not': return isNot(f.values[0])
-      case 'or': return both ? `${c} IS NOT NULL` : is(f.values[0])
-      case 'nor': return both ? `${c} IS NULL` : isNot(f.values[0])
-      default: return undefined
+      case 'eq': return v === null ? `${c} IS NULL` : is(v)
+      case 'not': return isNot(v)
+      case 'or': return both ? `${c} IS NOT NULL` : is(v)
+      case 'nor': return both ? `${c} IS NULL` : isNot(v)
+      case 'gt': return v === true ? none : is(true)
+      case 'gte': return v === true ? is(true) : `${c} IS NOT NULL`
+      case 'lt': return v === true ? is(false) : none
+      case 'lte': return v === true ? `${c} IS NOT NULL` : is(false)
+      case 'null': return `${c} IS NULL`
+      case 'notnull': return `${c} IS NOT NULL`
+      case 'like':
+      case 'notlike':
+        throw new BadQueryError(`Filter '${f.field}': [${f.op}] works only on text fields`)
     }
   }
 
@@ -629,6 +644,7 @@ export class SqlBuilder {
         case 'rank': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
         case 'time-text': return params.add('string', v)
         case 'number-text': return params.add('number', v)
+        case 'flag': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
         default: return this.param(params, s, v)
       }
     }

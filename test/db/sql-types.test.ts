@@ -174,6 +174,19 @@ t.test('a flag in a number column: any value but 0 is true, in filters as in rea
   t.equal(at('[nor]true;false'), '[Gesperrt] IS NULL')
   t.equal(at('[or]true'), '[Gesperrt] <> 0')
   t.equal(at('[null]'), '[Gesperrt] IS NULL')
+  // the order operators as the API orders flags (false < true): before, -1 compared below false
+  t.equal(at('[gt]false'), '[Gesperrt] <> 0')
+  t.equal(at('[gt]true'), '1 = 0')
+  t.equal(at('[gte]true'), '[Gesperrt] <> 0')
+  t.equal(at('[gte]false'), '[Gesperrt] IS NOT NULL')
+  t.equal(at('[lt]true'), '[Gesperrt] = 0')
+  t.equal(at('[lt]false'), '1 = 0')
+  t.equal(at('[lte]true'), '[Gesperrt] IS NOT NULL')
+  t.equal(at('[lte]false'), '[Gesperrt] = 0')
+  // sorted by the same order, the cursor keeping 0 or 1
+  const sorted = list(flags, { sort: '-blocked' })
+  t.match(sorted.text, /CASE WHEN \[Gesperrt\] = 0 THEN 0 WHEN \[Gesperrt\] IS NOT NULL THEN 1 END AS \[__s0\]/)
+  t.match(sorted.text, /ORDER BY \[__s0\] DESC, \[id\] ASC/)
   t.equal(where(list(msMat, { blocked: 'true' }).text), '[Gesperrt] = @p1', 'a bit column as before')
 })
 

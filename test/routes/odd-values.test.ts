@@ -240,4 +240,19 @@ t.test('odd values in the reference tables: flags, infinite numbers', { skip: MS
   t.notOk((await ids('enabled=false')).includes(vbId), 'enabled=false does not')
   t.notOk((await ids('enabled=[not]true')).includes(vbId))
   t.ok((await ids('enabled=[or]true;false')).includes(vbId))
+  // and the order operators and sorting put it with the other true rows
+  t.ok((await ids('enabled=[gt]false')).includes(vbId), '[gt]false finds -1')
+  t.ok((await ids('enabled=[gte]true')).includes(vbId))
+  t.notOk((await ids('enabled=[lt]true')).includes(vbId), '[lt]true does not')
+  t.notOk((await ids('enabled=[lte]false')).includes(vbId))
+  const shown = async (id: number): Promise<unknown> => (await ctx.get(`/api/stations/${id}`)).json().enabled
+  for (const sort of ['enabled', '-enabled']) {
+    const walked = await ctx.walk(`/api/stations?limit=2&sort=${sort}`)
+    const flags = await Promise.all(walked.map(shown))
+    const rank = (v: unknown): number => v === null ? (sort === 'enabled' ? -1 : 2) : v === true ? 1 : 0
+    const order = flags.map(rank)
+    t.same(order, [...order].sort((a, b) => sort === 'enabled' ? a - b : b - a), `sort=${sort}: false, then true (-1 among them), page by page`)
+    t.ok(walked.includes(vbId))
+    t.equal(new Set(walked).size, walked.length, 'every row once')
+  }
 })
