@@ -122,12 +122,12 @@ t.test('concurrent logins for one username: at most the limit are checked, the r
 t.test('a login that gets no verdict (database down) uses up no try', async (t) => {
   const ctx = await build(t, { auth: { loginThrottle: { maxAttemptsPerAddress: 1000 } } })
   const users = ctx.app.repos.users
-  const findOne = users.findOne
-  t.teardown(() => { users.findOne = findOne })
-  users.findOne = async () => { throw new DatabaseUnavailableError('database down (test)') }
+  const findSpelled = users.findSpelled
+  t.teardown(() => { users.findSpelled = findSpelled })
+  users.findSpelled = async () => { throw new DatabaseUnavailableError('database down (test)') }
   const down = await Promise.all(Array.from({ length: 8 }, () => ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'wrong-password' } })))
   t.same(down.map((a) => a.statusCode), Array(8).fill(503), 'every one answered, none left waiting')
-  users.findOne = findOne
+  users.findSpelled = findSpelled
   const ok = await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
   t.equal(ok.statusCode, 200, 'no try was used up')
 })
