@@ -479,6 +479,8 @@ export function proposeStationTypeMap (category: Category, rows: CodeCount[]): M
     else placed.set(api, [...placed.get(api) ?? [], code])
   }
   const notes = unplaced.length > 0 ? [`codes not placed (returned as stored until mapped): ${unplaced.map(show).join(', ')}`] : []
+  // numbers are no type the API takes: without a map no station could be created (storageProblems)
+  if (placed.size === 0 && category !== 'text' && category !== 'ntext') notes.push(`a number column needs a value map from these codes to ${Object.keys(STATION_TYPES).join(', ')} before the gateway starts`)
   if (placed.size === 0) return { usable: true, notes }
   const values: ValueMap = {}
   for (const api of Object.keys(STATION_TYPES)) {

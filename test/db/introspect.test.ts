@@ -359,7 +359,7 @@ t.test('station type value maps', async (t) => {
   t.same(proposeStationTypeMap('text', rows('vlm', 'manual')), { usable: true, notes: [] }, 'already the API values')
   t.same(proposeStationTypeMap('text', rows('Lift', 'Karussell', 'PTL', 'Manuell', 'VLM')).values,
     { vlm: ['Lift', 'VLM'], carousel: 'Karussell', ptl: 'PTL', manual: 'Manuell' })
-  t.same(proposeStationTypeMap('integer', rows(1, 2)), { usable: true, notes: ['codes not placed (returned as stored until mapped): 1, 2'] })
+  t.same(proposeStationTypeMap('integer', rows(1, 2)), { usable: true, notes: ['codes not placed (returned as stored until mapped): 1, 2', 'a number column needs a value map from these codes to vlm, carousel, ptl, manual before the gateway starts'] })
   t.same(proposeStationTypeMap('text', rows()).notes, ['no rows: no value map proposed'])
   t.match(proposeStationTypeMap('text', rows(...Array.from({ length: 21 }, (_, i) => `c${i}`))).notes, [/more than 20/])
 })

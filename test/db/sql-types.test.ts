@@ -581,3 +581,15 @@ t.test('SQL Server: times kept as numbers or digits (format): the column\'s own 
   t.same(problems(col('x', 'real'), 'unix'), ["materials.modifiedAt: column 'LastChange' (real) is a real (4 bytes), too coarse for unix: neighbouring values there are minutes apart; use float, bigint or decimal"])
   t.same(problems(col('x', 'float'), 'unix'), [])
 })
+
+t.test('stations.type in a number column without a value map stops the start: no station could be written', async (t) => {
+  const numbered = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'tinyint', { nullable: false }) : c)
+  const { type: _, ...values } = stMapping.values!
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, numbered)), [
+    'stations.type: column \'WpType\' (tinyint) holds numbers, and type is one of vlm, carousel, ptl, manual: give it a value map from its codes to those values, ' +
+    'such as {"column": "WpType", "values": {"vlm": …, "carousel": …, "ptl": …, "manual": …}} (db introspect lists the codes the column holds), or set mapping.stations.readOnly to true'
+  ])
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values: { ...values, type: { vlm: 1, carousel: 2, ptl: 3, manual: 4 } } }, numbered)), [], 'with a map it starts')
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values, readOnly: true }, numbered)), [], 'read-only: the codes are shown as stored')
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, stColumns)), [], 'codes in a text column are shown and written as they are')
+})
