@@ -1,7 +1,7 @@
 // Owns the database for the app's lifetime: checks the mapping at start, exposes one repository per resource, closes the pool.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { DatabaseUnavailableError, SchemaMismatchError } from '../src/db/errors.js'
+import { DatabaseUnavailableError, MappingGoneError, SchemaMismatchError } from '../src/db/errors.js'
 import { Repository } from '../src/db/repository.js'
 import { isMissingTable, resources, type ResourceName } from '../src/db/resources.js'
 import { inspectStorage } from '../src/db/storage.js'
@@ -41,9 +41,11 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   const status: DatabaseStatus = { mappingProblem: null }
   let recheck: NodeJS.Timeout | undefined
   let watch: NodeJS.Timeout | undefined
+  let gone: NodeJS.Timeout | undefined
   fastify.addHook('onClose', async () => {
     clearInterval(recheck)
     clearInterval(watch)
+    clearInterval(gone)
     await db.close()
   })
 
@@ -114,6 +116,33 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
     }, opts.recheckMs)
     watch.unref()
   }
+
+  // A mapped table or column gone while serving (a request got MappingGoneError, 503): readiness
+  // says so, and the mapping is checked again until it fits, then the columns are read anew.
+  fastify.addHook('onError', async (_request, _reply, err) => {
+    if (!(err instanceof MappingGoneError) || gone !== undefined) return
+    status.mappingProblem = err.message
+    log.error({ err: err.message }, 'a table or column of the mapping is gone from the database; requests that need it answer 503 until it is back')
+    let checking = false
+    gone = setInterval(() => {
+      if (checking) return
+      checking = true
+      inspect().then(({ problems, declared }) => {
+        if (problems.length > 0) {
+          status.mappingProblem = mismatch(problems)
+          return
+        }
+        clearInterval(gone)
+        gone = undefined
+        adopt(declared)
+        status.mappingProblem = null
+        log.warn('the database matches the configured mapping again; serving')
+      }, (err: unknown) => {
+        if (!(err instanceof DatabaseUnavailableError)) log.error({ err }, 'mapping check failed')
+      }).finally(() => { checking = false })
+    }, opts.recheckMs)
+    gone.unref()
+  })
 
   fastify.decorate('db', db)
   fastify.decorate('repos', repos)

@@ -47,6 +47,17 @@ export class SchemaMismatchError extends DbError {
   constructor (message: string) { super(500, 'SCHEMA_MISMATCH', message) }
 }
 
+/**
+ * A table or column of the mapping is gone while the gateway runs (renamed or dropped by an upgrade
+ * of the picking system): 503, as for a database that is down, until the mapping fits again.
+ * `detail` is the database's own words (no such column: "TITLE"; Invalid column name 'TITLE').
+ */
+export class MappingGoneError extends DbError {
+  constructor (detail: string, options?: ErrorOptions) {
+    super(503, 'SCHEMA_MISMATCH', `The database no longer matches the configured mapping (${detail}); the gateway serves again once it does, and picking-gateway check-config shows what differs`, options)
+  }
+}
+
 /** A row cannot be deleted (or its key changed) while other rows still reference it (409). */
 export class ReferencedError extends DbError {
   constructor (message: string, options?: ErrorOptions) { super(409, 'REFERENCED', message, options) }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import type Mssql from 'mssql'
 import { knownCodePage } from './code-pages.js'
 import { mssqlDataFault } from './data-errors.js'
-import { ConflictError, DatabaseUnavailableError, DataFaultError, type DbError } from './errors.js'
+import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError, type DbError } from './errors.js'
 import type { ColumnInfo, Database, Executor, Param, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 type Driver = typeof Mssql
@@ -163,6 +163,8 @@ export type MssqlErrorClass =
   | 'connection'
   /** this request could not finish (request timeout, lock timeout, lost socket): 503 */
   | 'unavailable'
+  /** a column or table the statement names is not there (207, 208): the mapping no longer fits, 503 */
+  | 'schema'
   | 'other'
 
 // Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors.
@@ -181,6 +183,7 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
   const number = typeof e.number === 'number' ? e.number : undefined
   if (number === 2627 || number === 2601) return 'conflict'
   if (number === 1205) return 'deadlock'
+  if (number === 207 || number === 208) return 'schema'
   if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
   const code = typeof e.code === 'string' ? e.code : undefined
   if (e.name === 'ConnectionError') return 'connection'
@@ -199,6 +202,12 @@ export function toDbError (err: unknown): DbError | unknown {
     case 'deadlock': return new DatabaseUnavailableError('The database is busy (deadlock)', { cause: err })
     case 'connection': return new DatabaseUnavailableError(undefined, { cause: err })
     case 'unavailable': return new DatabaseUnavailableError('The database did not answer in time', { cause: err })
+    case 'schema': {
+      // the server's own words, from inside a transaction's abort too
+      const e = err as { name?: unknown, message?: unknown, originalError?: { message?: unknown } }
+      const message = e.name === 'TransactionError' ? e.originalError?.message : e.message
+      return new MappingGoneError(String(message).replace(/\.$/, ''), { cause: err })
+    }
     default: {
       const fault = mssqlDataFault(err)
       return fault === undefined ? err : new DataFaultError(fault, { cause: err })

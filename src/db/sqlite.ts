@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseUnavailableError, DataFaultError } from './errors.js'
+import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -60,6 +60,9 @@ export function mapSqliteError (err: unknown): unknown {
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new DatabaseUnavailableError('The database is busy', { cause: err })
   }
+  // a table or column renamed or dropped under the running gateway; SQLite's hint about quotes is no help here
+  const message = String((err as { message?: unknown }).message).replace(/ - should this be a string literal in single-quotes\?$/, '')
+  if (code === 'SQLITE_ERROR' && /^(?:no such (?:column|table): |table \S+ has no column named )/.test(message)) return new MappingGoneError(message, { cause: err })
   const fault = sqliteDataFault(err)
   if (fault !== undefined) return new DataFaultError(fault, { cause: err })
   return err

@@ -100,6 +100,14 @@ t.test('classifyMssqlError and toDbError', async (t) => {
   t.match(toDbError(timeout), { name: 'DatabaseUnavailableError', statusCode: 503, message: 'The database did not answer in time' })
   t.match(toDbError(new sql.ConnectionError('x', 'ESOCKET')), { name: 'DatabaseUnavailableError', message: 'The database is unavailable' })
 
+  // a column or table of the mapping gone while serving: 503 in the server's own words, also from an aborted transaction
+  const column = new sql.RequestError(tedious(207, "Invalid column name 'Bez'."), 'EREQUEST')
+  t.equal(classifyMssqlError(column), 'schema')
+  t.match(toDbError(column), { name: 'MappingGoneError', statusCode: 503, code: 'SCHEMA_MISMATCH', message: /no longer matches the configured mapping \(Invalid column name 'Bez'\); / })
+  const table = new sql.RequestError(tedious(208, "Invalid object name 'dbo.Artikel'."), 'EREQUEST')
+  t.match(toDbError(table), { statusCode: 503, message: /\(Invalid object name 'dbo\.Artikel'\)/ })
+  t.match(toDbError(Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: column })), { statusCode: 503, message: /\(Invalid column name 'Bez'\)/ })
+
   const syntax = new sql.RequestError(tedious(102, "Incorrect syntax near 'x'."), 'EREQUEST')
   t.equal(classifyMssqlError(syntax), 'other')
   t.equal(toDbError(syntax), syntax, 'other errors pass through unchanged (the error handler hides them)')

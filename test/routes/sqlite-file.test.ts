@@ -200,3 +200,31 @@ t.test('the database file replaced by another: the new file is opened, its data 
   t.teardown(() => before2.close())
   t.equal(before2.prepare('SELECT description FROM materials WHERE id = ?').pluck().get(a), 'last on the old file', "the old file, moved away, holds its last commit: its -wal was written into it, not read as the new file's")
 })
+
+t.test('a mapped column renamed while serving: 503 naming it and not ready, then served again once it is back', { skip: !onSqlite }, async (t) => {
+  const { lines, ctx, file, a } = await watchedFile(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const other = new BetterSqlite3(file)
+  t.teardown(() => other.close())
+  // an upgrade of the picking system renames a column the mapping names
+  other.exec('ALTER TABLE materials RENAME COLUMN name TO title')
+  for (const [method, url, payload] of [['GET', '/api/materials'], ['GET', `/api/materials/${a}`], ['POST', `/api/materials/${a}`, { description: 'lost?' }], ['POST', '/api/materials', { materialNumber: 'M-NEW', name: 'new' }]] as const) {
+    const res = await ctx.app.inject({ method, url, headers, payload })
+    t.equal(res.statusCode, 503, `${method} ${url}: ${res.body}`)
+    t.equal(res.json().code, 'SCHEMA_MISMATCH')
+    t.match(res.json().message, /no longer matches the configured mapping \((no such column: "?name"?|table materials has no column named name)\).*check-config/)
+    t.equal(res.headers['retry-after'], '5')
+  }
+  const ready = await ctx.app.inject({ method: 'GET', url: '/health/ready' })
+  t.equal(ready.statusCode, 503, 'readiness says so: a load balancer takes the instance out')
+  await until(async () => /column 'name'/.test((await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json().database.error ?? ''), 'the check to name the column')
+  t.ok(lines.some((line) => line.includes('"level":50') && line.includes('a table or column of the mapping is gone')), 'the log says so, as an error')
+  t.equal(other.prepare('SELECT description FROM materials WHERE id = ?').pluck().get(a), null, 'the write changed nothing')
+  t.equal(other.prepare("SELECT COUNT(*) FROM materials WHERE material_number = 'M-NEW'").pluck().get(), 0, 'nor did the create')
+
+  other.exec('ALTER TABLE materials RENAME COLUMN title TO name')
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness once the column is back')
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers })).json().name, 'M-A')
+  t.equal((await ctx.app.inject({ method: 'POST', url: `/api/materials/${a}`, headers, payload: { description: 'now' } })).statusCode, 200)
+  t.ok(lines.some((line) => line.includes('matches the configured mapping again')))
+})
