@@ -67,6 +67,18 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
  */
 const TOKEN_TEXT = /(?<![\w-])eyJ[\w-]*\.[\w-]*\.[\w-]*/g
 
+/**
+ * The driver's message behind an error the database layer worded for the API, if it has one. A
+ * value it quotes (SQL Server's truncated value, a duplicate key) could be a password hash or a
+ * token: those are left out.
+ */
+function databaseWords (err: Error): string | undefined {
+  for (let cause = err.cause; cause instanceof Error; cause = cause.cause) {
+    if (!(cause instanceof DbError)) return cause.message.replace(/\$argon2\w*\$[^\s'"]*/g, '[hash]').replace(TOKEN_TEXT, '[token]')
+  }
+  return undefined
+}
+
 export function buildErrorBody (statusCode: number, code: string, message: string, extra: Record<string, unknown> = {}): ErrorBody {
   return { statusCode, code, error: statusText(statusCode), message: message.includes('eyJ') ? message.replace(TOKEN_TEXT, '[token]') : message, ...extra }
 }
@@ -78,6 +90,11 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
     const api = toApiError(err, fastify.errorTranslators)
     if (api) {
       if (api.statusCode >= 500) request.log.warn(api.expected ? { code: api.code } : { err, code: api.code }, api.message)
+      else if (err instanceof DbError) {
+        // the answer is in API words; the log keeps the database's (a CHECK's expression, the constraint a default broke)
+        const words = databaseWords(err)
+        if (words !== undefined) request.log.info({ code: api.code, database: words }, 'the database refused the request')
+      }
       return reply.code(api.statusCode).headers(api.headers).send(buildErrorBody(api.statusCode, api.code, api.message, api.extra))
     }
 

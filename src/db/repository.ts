@@ -500,7 +500,7 @@ export class Repository {
       : err.fault.kind === 'foreignKey' && operation !== 'delete' && err.fault.columns === undefined && this.db.dialect === 'sqlite'
         ? { ...err.fault, columns: await this.foreignKeyColumns(written, operation === 'create') }
         : err.fault
-    return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) })
+    return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) }, { cause: err })
   }
 
   /**

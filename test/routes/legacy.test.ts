@@ -128,10 +128,11 @@ function byTime<T> (rows: T[], at: (row: T) => string | null, id: (row: T) => nu
   })
 }
 
-async function legacyApp (t: Test, opts: { materials?: TableMappingConfig, stations?: TableMappingConfig, fixture?: FixtureOptions } = {}) {
+async function legacyApp (t: Test, opts: { materials?: TableMappingConfig, stations?: TableMappingConfig, fixture?: FixtureOptions, logLines?: string[] } = {}) {
   await clearMssql()
-  const ctx = await build(t, withMapping({ materials: opts.materials ?? MATERIALS_MAPPING, stations: opts.stations ?? STATIONS_MAPPING }),
-    (db) => createLegacyFixture(db, opts.fixture))
+  const lines = opts.logLines
+  const ctx = await build(t, { ...withMapping({ materials: opts.materials ?? MATERIALS_MAPPING, stations: opts.stations ?? STATIONS_MAPPING }), ...lines === undefined ? {} : { logging: { level: 'info' as const } } },
+    (db) => createLegacyFixture(db, opts.fixture), lines === undefined ? {} : { logStream: { write: (line: string) => { lines.push(line) } } })
   const headers = ctx.auth(ctx.adminToken)
   const inject = ctx.app.inject.bind(ctx.app)
   const get = async (url: string) => inject({ method: 'GET', url, headers })
@@ -523,7 +524,8 @@ t.test('writes are held to the columns, and land as the picking system writes th
 })
 
 t.test('what the database refuses: referenced rows, CHECK constraints, triggers', async (t) => {
-  const ctx = await legacyApp(t)
+  const lines: string[] = []
+  const ctx = await legacyApp(t, { logLines: lines })
   const { inject, headers, db } = ctx
   const count = await ctx.rawCount('Artikel')
 
@@ -546,6 +548,9 @@ t.test('what the database refuses: referenced rows, CHECK constraints, triggers'
   t.equal(check.statusCode, 400, 'Gewicht <= 5000 is a CHECK the API does not know')
   t.match(check.json(), { code: 'CONSTRAINT_VIOLATION', message: "The picking system's database refused the value of 'weight' (a CHECK constraint of its table)" })
   t.notMatch(check.json().message, /CK_Artikel|Gewicht/)
+  // the log keeps the database's own words, for whoever has to find the constraint
+  const refused = lines.map((line) => JSON.parse(line) as { msg?: string, database?: string, reqId?: string }).filter((l) => l.msg === 'the database refused the request')
+  t.ok(refused.some((l) => /Gewicht/.test(l.database ?? '')), `the CHECK's text is logged: ${JSON.stringify(refused)}`)
   t.equal(await ctx.rawCount('Artikel'), count - 1, 'nothing written')
   const rawBefore = await ctx.rawArtikel('A-1000')
   const checkUpdate = await inject({ method: 'POST', url: `/api/materials/${referenced}`, headers, payload: { weight: 5000.5 } })
