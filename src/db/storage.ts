@@ -63,6 +63,21 @@ export interface FieldStorage {
   readonly paramType: string | undefined
 }
 
+/**
+ * A number as plain decimal text: 0.0000001 for 1e-7, 1000000000000000000000 for 1e21, as a legacy
+ * program that parses its quantities digit by digit reads them; any other number as String gives it.
+ */
+export function plainNumber (n: number): string {
+  const text = String(n)
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text)
+  if (m === null) return text
+  const digits = m[2] + (m[3] ?? '')
+  const point = 1 + Number(m[4])
+  if (point <= 0) return `${m[1]}0.${'0'.repeat(-point)}${digits}`
+  if (point >= digits.length) return `${m[1]}${digits}${'0'.repeat(point - digits.length)}`
+  return `${m[1]}${digits.slice(0, point)}.${digits.slice(point)}`
+}
+
 /** Characters (code points) of a text: its UTF-16 units less the second half of each surrogate pair. */
 function codePoints (text: string): number {
   let n = text.length
@@ -603,8 +618,8 @@ export class ResourceStorage {
       case 'number': {
         const n = this.checkNumber(s, value as number)
         // SQLite: a number a legacy program keeps as text is written as text, '12' (bound as a
-        // number, SQLite's TEXT affinity would store '12.0')
-        return this.dialect === 'sqlite' && s.category === 'text' && typeof n === 'number' ? String(n) : n
+        // number, SQLite's TEXT affinity would store '12.0'), never in exponent form
+        return this.dialect === 'sqlite' && s.category === 'text' && typeof n === 'number' ? plainNumber(n) : n
       }
       case 'boolean':
         if (s.category === 'integer' || s.category === 'decimal') return value === true ? 1 : 0
@@ -676,7 +691,8 @@ export class ResourceStorage {
       }
       if (Number(n.toFixed(scale)) !== n) throw new InvalidValueError(`'${s.field}' must have at most ${scale} decimal place${scale === 1 ? '' : 's'} (its database column's scale), got ${n}`)
     }
-    if (type === 'real' && Math.abs(n) > 3.4e38) throw new InvalidValueError(`'${s.field}' is too large for its database column (real), got ${n}`)
+    // SQL Server's real has 4 bytes; SQLite's REAL is a double like any JSON number
+    if (this.dialect === 'mssql' && type === 'real' && Math.abs(n) > 3.4e38) throw new InvalidValueError(`'${s.field}' is too large for its database column (real), got ${n}`)
     return n
   }
 

@@ -6,7 +6,7 @@ import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
 import { mssqlType, sqlTypeOf } from '../../src/db/mssql.js'
 import { materials, stations } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
-import { ResourceStorage, storageProblems } from '../../src/db/storage.js'
+import { plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
 import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
@@ -592,4 +592,22 @@ t.test('stations.type in a number column without a value map stops the start: no
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values: { ...values, type: { vlm: 1, carousel: 2, ptl: 3, manual: 4 } } }, numbered)), [], 'with a map it starts')
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values, readOnly: true }, numbered)), [], 'read-only: the codes are shown as stored')
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, stColumns)), [], 'codes in a text column are shown and written as they are')
+})
+
+t.test("a real column's range is SQL Server's 4-byte real; SQLite's REAL is a double", async (t) => {
+  const withReal = (dialect: 'mssql' | 'sqlite'): ResourceStorage => new ResourceStorage(dialect, materials, matMapping, matColumns.map((c) => c.name === 'Gewicht' ? col('Gewicht', 'real') : c))
+  const ms = withReal('mssql')
+  t.throws(() => ms.toDb(ms.field('weight'), 3.5e38), /'weight' is too large for its database column \(real\), got 3\.5e\+38/)
+  t.equal(ms.toDb(ms.field('weight'), 3.4e38), 3.4e38)
+  const lite = withReal('sqlite')
+  t.equal(lite.toDb(lite.field('weight'), 1e308), 1e308, 'before: refused as too large for a real')
+})
+
+t.test('numbers written to a SQLite text column are plain decimals, never in exponent form', async (t) => {
+  for (const [n, text] of [[1e-7, '0.0000001'], [-1.5e-7, '-0.00000015'], [1e21, '1000000000000000000000'], [1.25e22, '12500000000000000000000'], [12.5, '12.5'], [12, '12'], [0, '0'], [-3, '-3'], [1.2345e-10, '0.00000000012345']] as const) {
+    t.equal(plainNumber(n), text, String(n))
+    t.equal(Number(plainNumber(n)), n, `${text} reads back as ${n}`)
+  }
+  const lite = new ResourceStorage('sqlite', materials, matMapping, matColumns.map((c) => c.name === 'MaxB' ? col('MaxB', 'text') : c))
+  t.equal(lite.toDb(lite.field('maxStock'), 1e-7), '0.0000001', "before: '1e-7'")
 })
