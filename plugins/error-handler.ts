@@ -104,6 +104,12 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
       const message = type === undefined ? 'A request body needs Content-Type: application/json' : `Content-Type '${type}' is not supported: send application/json`
       return reply.code(415).send(buildErrorBody(415, 'UNSUPPORTED_MEDIA_TYPE', message))
     }
+    // /api/users/login is a path of its own, not a user id that fails its pattern: a wrong method there is a 405
+    if (err.validationContext === 'params') {
+      const path = request.url.split('?')[0]
+      const fixed = routes.methodsOf(path)
+      if (routes.isFixed(path) && !fixed.includes(request.method)) return notAllowed(reply, request.method, path, fixed)
+    }
     const repeated = repeatedParameter(err, request)
     if (repeated !== undefined) return reply.code(400).send(buildErrorBody(400, 'BAD_QUERY', `Query parameter '${repeated}' must be given only once`))
     if (PASS_THROUGH(status)) {
@@ -124,21 +130,25 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
   fastify.setNotFoundHandler(function (request, reply) {
     const path = request.url.split('?')[0]
     const allowed = routes.methodsOf(path)
-    if (allowed.length > 0) {
-      // the path exists, the method does not: say which ones do (RFC 9110: 405 with Allow)
-      const allow = allowed.join(', ')
-      return reply.code(405).header('allow', allow).send(buildErrorBody(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; allowed: ${allow}`))
-    }
+    if (allowed.length > 0) return notAllowed(reply, request.method, path, allowed)
     return reply.code(404).send(buildErrorBody(404, 'ROUTE_NOT_FOUND', `Route ${request.method} ${path} not found`))
   })
+}
+
+/** The path was found, the method was not: RFC 9110's 405 with Allow. */
+function notAllowed (reply: FastifyReply, method: string, path: string, allowed: string[]): FastifyReply {
+  const allow = allowed.join(', ')
+  return reply.code(405).header('allow', allow).send(buildErrorBody(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; allowed: ${allow}`))
 }
 
 /**
  * The routes' paths and their methods, to tell a wrong method (405) from a wrong path (404):
  * Fastify answers both as not found. A parameter (`:id`) matches one path segment, `*` the rest.
+ * A fixed path (/api/users/login) is its own: the methods of a parametric one that would also
+ * match it (/api/users/:id) are not its methods.
  */
 export class RouteTable {
-  private readonly routes: Array<{ pattern: RegExp, methods: Set<string> }> = []
+  private readonly routes: Array<{ pattern: RegExp, methods: Set<string>, fixed: boolean }> = []
   private readonly byUrl = new Map<string, Set<string>>()
 
   add (url: string, method: string | string[]): void {
@@ -147,18 +157,29 @@ export class RouteTable {
       methods = new Set()
       this.byUrl.set(url, methods)
       const source = url.split('/').map((part) => part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&')).join('/')
-      this.routes.push({ pattern: new RegExp(`^${source}/?$`), methods })
+      this.routes.push({ pattern: new RegExp(`^${source}/?$`), methods, fixed: !/[:*]/.test(url) })
     }
     for (const m of Array.isArray(method) ? method : [method]) methods.add(m.toUpperCase())
   }
 
-  /** the methods some route takes at this path, sorted; none when no route has the path */
+  /** the methods some route takes at this path, sorted (a fixed path's own only); none when no route has the path */
   methodsOf (path: string): string[] {
+    const matching = this.matching(path)
+    const fixed = matching.filter((route) => route.fixed)
+    const methods = new Set<string>()
+    for (const route of fixed.length > 0 ? fixed : matching) for (const m of route.methods) methods.add(m)
+    return [...methods].sort()
+  }
+
+  /** whether a route has this very path, without parameters */
+  isFixed (path: string): boolean {
+    return this.matching(path).some((route) => route.fixed)
+  }
+
+  private matching (path: string): Array<{ pattern: RegExp, methods: Set<string>, fixed: boolean }> {
     let decoded = path
     try { decoded = decodeURIComponent(path) } catch {}
-    const methods = new Set<string>()
-    for (const route of this.routes) if (route.pattern.test(decoded)) for (const m of route.methods) methods.add(m)
-    return [...methods].sort()
+    return this.routes.filter((route) => route.pattern.test(decoded))
   }
 }
 

@@ -250,6 +250,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     http: { headersTimeout: server.headersTimeoutMs, connectionsCheckingInterval: 1000 },
     // While closing, answer with Connection: close so keep-alive clients do not hold shutdown (DESIGN §10).
     return503OnClosing: true,
+    // /api/materials/17/ is /api/materials/17, as /api/materials/ is /api/materials
+    routerOptions: { ignoreTrailingSlash: true },
     forceCloseConnections: 'idle',
     pluginTimeout: Math.max(10000, config.database.connectTimeoutMs * 2),
     schemaErrorFormatter: describeValidation,

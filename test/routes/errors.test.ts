@@ -160,7 +160,11 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
     ['DELETE', '/api/materials', 'GET, HEAD, POST'],
     ['PATCH', '/api/materials?limit=1', 'GET, HEAD, POST'],
     ['GET', '/api/stations/1/commands', 'POST'],
-    ['PUT', '/api/users/login', 'DELETE, GET, HEAD, PATCH, POST'],
+    // a fixed path is not a user id: its own methods, not those of /api/users/:id (before: all five, or a 400 for the id's pattern)
+    ['PUT', '/api/users/login', 'POST'],
+    ['GET', '/api/users/login', 'POST'],
+    ['DELETE', '/api/users/refresh', 'GET, HEAD, POST'],
+    ['PATCH', '/api/users/application-token/', 'GET, HEAD, POST'],
     ['OPTIONS', '/health', 'GET, HEAD']
   ]
   for (const [method, url, allow] of cases) {
@@ -182,6 +186,12 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
   }
   t.equal((await ctx.app.inject({ method: 'PUT', url: '/api/materials/1/2', headers })).statusCode, 404, 'a parameter is one segment')
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).statusCode, 200, 'the route itself still answers')
+  // with a trailing slash as without (before: a 405 whose Allow named the method)
+  const slashed = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}/`, headers })
+  t.equal(slashed.statusCode, 200, slashed.body)
+  t.equal(slashed.json().id, id)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/application-token/', headers })).statusCode, (await ctx.app.inject({ method: 'GET', url: '/api/users/application-token', headers })).statusCode, 'a fixed path too')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/', headers })).statusCode, 200)
   t.equal((await ctx.app.inject({ method: 'PUT', url: `/api/materials/${id}`, headers, payload: { name: 'x' } })).statusCode, 405)
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).json().name, 'Wrong method', 'and a refused method changed nothing')
 })
