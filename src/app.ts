@@ -7,6 +7,7 @@ import rateLimit from '@fastify/rate-limit'
 import underPressure from '@fastify/under-pressure'
 import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import Ajv, { type ErrorObject, type FuncKeywordDefinition, type SchemaValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
 import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
@@ -83,6 +84,8 @@ function validatorCompiler () {
   return ({ schema, httpPart }: { schema: object, httpPart?: string }) =>
     (httpPart === 'body' ? body : text).compile(schema)
 }
+
+const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 const PATTERN_RULES: Record<string, string> = { ...COMMON_PATTERN_RULES, ...USER_PATTERN_RULES }
 
@@ -164,10 +167,37 @@ function jsonParser (app: FastifyInstance) {
       return
     }
     parse(request, text, (err, value) => {
-      if (err === null) { done(null, value); return }
+      if (err === null) {
+        // only a \u escape can put a lone surrogate or a NUL into a string (raw ones are no UTF-8 or no JSON)
+        const odd = text.includes('\\u') ? oddCharacter(value, 'body') : undefined
+        if (odd === undefined) done(null, value)
+        else done(new ApiError(400, 'VALIDATION_ERROR', odd))
+        return
+      }
       done(err.message.startsWith('Body is not valid JSON') ? invalidJson(text, err) : err)
     })
   }
+}
+
+/**
+ * The first string (or key) of a parsed body holding what no database column keeps as sent: half of
+ * a UTF-16 surrogate pair (\ud800 alone: SQLite would store bytes that are no UTF-8, and read them
+ * back as U+FFFD) or a NUL (C programs end a text there; SQL Server's collations ignore it).
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+export function oddCharacter (value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) return `${path} holds half of a UTF-16 surrogate pair (a \\ud800 to \\udfff escape without its other half), which is no character`
+    if (value.includes('\u0000')) return `${path} holds a NUL character (\\u0000), which the database does not keep as sent`
+    return undefined
+  }
+  if (typeof value !== 'object' || value === null) return undefined
+  for (const [key, item] of Object.entries(value)) {
+    const found = oddCharacter(key, `${path} key`) ?? oddCharacter(item, `${path}/${key}`)
+    if (found !== undefined) return found
+  }
+  return undefined
 }
 
 /**
@@ -309,6 +339,11 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   await app.register(healthRoutes)
   await app.register(async function api (scope) {
     scope.addHook('onRequest', scope.authenticate)
+    // a route that takes no query parameters refuses them, as lists refuse unknown ones: ?dryRun=1 or
+    // ?force=true must not be ignored while the write goes ahead (a browser login's start is left to the browser)
+    scope.addHook('onRoute', (route) => {
+      if (route.schema !== undefined && route.schema.querystring === undefined && !route.url.startsWith('/api/users/sso/')) route.schema = { ...route.schema, querystring: NO_QUERY }
+    })
     await scope.register(userRoutes, {
       prefix: '/users',
       licenceLogins: config.licence.logins,

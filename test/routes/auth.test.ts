@@ -55,7 +55,8 @@ t.test('login', async (t) => {
   for (const username of ['admin\u0000', 'admin\u0000\u0000', '\u0007admin', '   ', 'admin\u0085', 'admin\u0080', '\u009fadmin']) {
     const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: ADMIN_PASSWORD } })
     t.equal(res.statusCode, 400, JSON.stringify(username))
-    t.equal(res.json().message, 'body/username must hold a character other than spaces, and no control characters')
+    // a NUL is refused in any string of a body, before the username's own rule
+    t.equal(res.json().message, username.includes('\u0000') ? 'body/username holds a NUL character (\\u0000), which the database does not keep as sent' : 'body/username must hold a character other than spaces, and no control characters')
   }
   const missing = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin' } })
   t.equal(missing.statusCode, 400)

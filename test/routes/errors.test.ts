@@ -195,3 +195,50 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
   t.equal((await ctx.app.inject({ method: 'PUT', url: `/api/materials/${id}`, headers, payload: { name: 'x' } })).statusCode, 405)
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).json().name, 'Wrong method', 'and a refused method changed nothing')
 })
+
+t.test('a route that takes no query parameters refuses them: the write does not go ahead', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const m = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'Q-1', name: 'Query' } })
+  const id = m.json().id as number
+  const cases: Array<[string, string, unknown, string]> = [
+    ['POST', '/api/stations?dryRun=1', { name: 'Q-STATION' }, 'dryRun'],
+    ['DELETE', `/api/materials/${id}?force=true`, undefined, 'force'],
+    ['POST', `/api/materials/${id}?x=1`, { name: 'changed' }, 'x'],
+    ['GET', `/api/materials/${id}?x=1`, undefined, 'x'],
+    ['POST', '/api/users/login?debug=1', { username: 'admin', password: 'whatever-1' }, 'debug']
+  ]
+  for (const [method, url, payload, name] of cases) {
+    const res = await ctx.app.inject({ method: method as 'POST', url, headers, payload: payload as object })
+    t.equal(res.statusCode, 400, `${method} ${url}`)
+    t.match(res.json(), { code: 'VALIDATION_ERROR', message: `querystring has unknown field '${name}'` })
+  }
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/stations?name=Q-STATION', headers })).json().data.length, 0, 'no station was created')
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).json().name, 'Query', 'the material is there, unchanged')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=Q-1', headers })).statusCode, 200, 'lists take their parameters')
+})
+
+t.test('a string with half of a surrogate pair or a NUL is a 400 naming it; a whole pair and a written-out backslash are fine', async (t) => {
+  const ctx = await build(t)
+  const headers = { ...ctx.auth(ctx.adminToken), 'content-type': 'application/json' }
+  const send = async (name: string) => await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: `{"materialNumber":"S-${Math.random().toString(36).slice(2, 8)}","name":"${name}"}` })
+  for (const [name, message] of [
+    ['lone \\ud800 surrogate', /^body\/name holds half of a UTF-16 surrogate pair/],
+    ['low \\udc00 first', /^body\/name holds half of a UTF-16 surrogate pair/],
+    ['swapped \\udc00\\ud800', /^body\/name holds half/],
+    ['nul \\u0000 inside', /^body\/name holds a NUL character/]
+  ] as const) {
+    const res = await send(name)
+    t.equal(res.statusCode, 400, name)
+    t.match(res.json(), { code: 'VALIDATION_ERROR', message })
+  }
+  const key = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: '{"materialNumber":"S-K","name":"k","\\ud800":1}' })
+  t.match(key.json(), { statusCode: 400, message: /^body key holds half/ }, 'a key too')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?count=true', headers })).json().meta.total, 0, 'nothing was created')
+  const pair = await send('smile \\ud83d\\ude00')
+  t.equal(pair.statusCode, 201)
+  t.equal(pair.json().name, 'smile 😀')
+  const written = await send('path C:\\\\u0000\\\\ud800')
+  t.equal(written.statusCode, 201, 'an escaped backslash before u is text')
+  t.equal(written.json().name, 'path C:\\u0000\\ud800')
+})
