@@ -25,6 +25,8 @@ const Ready = Type.Object({
 const alive = (): undefined => undefined
 
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  // a monitor polls readiness every few seconds: an outage is one warning, without a stack, not one per poll
+  let reachable = true
   fastify.get('/health', {
     logLevel: 'warn',
     config: { pressureHandler: alive },
@@ -40,13 +42,15 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       await fastify.db.ping()
       const latencyMs = Math.round((performance.now() - started) * 100) / 100
+      reachable = true
       const problem = fastify.databaseStatus.mappingProblem
       if (problem !== null) {
         return reply.code(503).send({ status: 'unavailable' as const, database: { ok: false, latencyMs, error: problem }, controllers })
       }
       return { status: 'ready' as const, database: { ok: true, latencyMs }, controllers }
     } catch (err) {
-      request.log.warn({ err }, 'readiness: database unreachable')
+      if (reachable) request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'readiness: database unreachable')
+      reachable = false
       return reply.code(503).header('retry-after', '5').send({
         status: 'unavailable' as const, database: { ok: false, error: 'database unreachable' }, controllers
       })

@@ -142,6 +142,10 @@ t.test('the database file deleted: 503 and not ready until it is back, never a n
   await sleep(150)
   t.notOk(existsSync(file), 'no new empty file was created at the path')
   t.ok(lines.some((line) => line.includes('"level":50') && line.includes('the database file is gone')), 'the log says so, as an error')
+  for (let i = 0; i < 3; i++) t.equal((await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 503)
+  const unready = lines.filter((line) => line.includes('readiness: database unreachable'))
+  t.equal(unready.length, 1, 'polls of readiness during the outage: one warning')
+  t.notMatch(unready[0], /stack/, 'without a stack')
 
   // the same file back (moved back): served again
   renameSync(aside, file)
