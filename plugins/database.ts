@@ -122,7 +122,7 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   fastify.addHook('onError', async (_request, _reply, err) => {
     if (!(err instanceof MappingGoneError) || gone !== undefined) return
     status.mappingProblem = err.message
-    log.error({ err: err.message }, 'a table or column of the mapping is gone from the database; requests that need it answer 503 until it is back')
+    log.error({ database: err.detail }, 'a table or column of the mapping is gone from the database; requests that need it answer 503 until it is back')
     let checking = false
     gone = setInterval(() => {
       if (checking) return

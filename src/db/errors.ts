@@ -50,11 +50,14 @@ export class SchemaMismatchError extends DbError {
 /**
  * A table or column of the mapping is gone while the gateway runs (renamed or dropped by an upgrade
  * of the picking system): 503, as for a database that is down, until the mapping fits again.
- * `detail` is the database's own words (no such column: "TITLE"; Invalid column name 'TITLE').
+ * `detail` is the database's own words (no such column: "TITLE"; Invalid column name 'TITLE'), for
+ * the log: like every 5xx, the answer names no table or column.
  */
 export class MappingGoneError extends DbError {
+  readonly detail: string
   constructor (detail: string, options?: ErrorOptions) {
-    super(503, 'SCHEMA_MISMATCH', `The database no longer matches the configured mapping (${detail}); the gateway serves again once it does, and picking-gateway check-config shows what differs`, options)
+    super(503, 'SCHEMA_MISMATCH', 'The database no longer matches the configured mapping (a table or column it names is gone); the gateway serves again once it does, and picking-gateway check-config shows what differs', options)
+    this.detail = detail
   }
 }
 
