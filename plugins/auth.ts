@@ -9,7 +9,7 @@ import { FailureThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
-import { ConstraintViolationError, InvalidValueError } from '../src/db/errors.js'
+import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError } from '../src/db/errors.js'
 import { isPathId } from '../src/db/resources.js'
 import type { Row } from '../src/db/types.js'
 import { UserService } from '../src/users.js'
@@ -241,9 +241,12 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         await users.update(user.id as number, changes, { touch: false })
       } catch (err) {
         // the password was right: a trigger of the picking system that refuses the stamp (or the
-        // rehash) must not turn the login into an error that tells a right password from a wrong one
-        if (!(err instanceof ConstraintViolationError || err instanceof InvalidValueError)) throw err
-        fastify.log.warn({ err, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
+        // rehash), or another program's write lock held past the wait (SQLite), must not turn the
+        // login into an error that tells a right password from a wrong one, nor keep everyone out
+        // while the lock lasts; the user row was read, and the tokens need nothing written
+        if (err instanceof DatabaseUnavailableError) fastify.log.warn({ err: err.message, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the database is busy; the tokens are issued')
+        else if (err instanceof ConstraintViolationError || err instanceof InvalidValueError) fastify.log.warn({ err, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
+        else throw err
       }
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
       cache.delete(user.id as number)

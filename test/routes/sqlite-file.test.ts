@@ -90,9 +90,17 @@ t.test('a lock held past the deadline: 503 DATABASE_UNAVAILABLE, nothing changed
   const started = Date.now()
   const update = track(ctx, { method: 'POST', url: `/api/materials/${a}`, payload: { description: 'too late' } })
   const create = track(ctx, { method: 'POST', url: '/api/materials', payload: { materialNumber: 'M-LATE', name: 'too late' } })
+  const login = ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'admin-password-1' } })
+  const wrong = ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'not-the-password' } })
   const health = await ctx.app.inject({ method: 'GET', url: '/health' })
   t.equal(health.statusCode, 200)
   t.notOk(update.done || create.done, 'still waiting when /health answered')
+  // a right password gets its tokens though its last login time could not be written (before: 503, which
+  // told a right password from a wrong one and kept everyone out for as long as the lock lasted)
+  const loggedIn = await login
+  t.equal(loggedIn.statusCode, 200, loggedIn.body)
+  t.ok((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(loggedIn.json().accessToken as string) })).statusCode === 200, 'and its token works')
+  t.equal((await wrong).statusCode, 401, 'a wrong one its 401')
   for (const [what, write] of [['update', update], ['create', create]] as const) {
     const res = await write.res
     t.equal(res.statusCode, 503, what)
