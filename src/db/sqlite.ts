@@ -471,7 +471,14 @@ class SqliteDatabase implements Database {
       }
       this.staleWal = undefined
       // not `create`: a file gone again in between is not made anew, empty
-      this.db = connect(this.path, { ...this.options, create: false, busyTimeoutMs: 0 })
+      try {
+        this.db = connect(this.path, { ...this.options, create: false, busyTimeoutMs: 0 })
+      } catch (err) {
+        // what the answers say until the next recheck opens a file: a client learns what is wrong, as the log does
+        const code = (err as { code?: unknown }).code
+        this.refused = new DatabaseUnavailableError(code === 'SQLITE_NOTADB' ? 'The file at the database path is not a SQLite database' : 'The database file could not be opened', { cause: err })
+        throw err
+      }
       this.prepareFixed()
       this.file = fileId(this.path) ?? found
       // a change mark that the old file never had: no list page cached from it is served

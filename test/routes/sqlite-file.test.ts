@@ -1,5 +1,6 @@
 // The API while another process holds SQLite's write lock, and while the database file is deleted or replaced under it.
-import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { copyFileSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { sqlitePath } from '../../src/db/index.js'
@@ -165,6 +166,10 @@ t.test('the database file deleted: 503 and not ready until it is back, never a n
   // deleted for good, then a backup copied to the path: the gateway opens the copy
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
   await until(async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 503, 'readiness to notice the deletion')
+  // a file that is no database put there: the answers say so (before: "being reopened", for as long as it lay there)
+  writeFileSync(file, randomBytes(5000))
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken) })).json().message === 'The file at the database path is not a SQLite database', 'the answers to name the fault')
+  rmSync(file)
   copyFileSync(backup, file)
   await until(async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness on the restored backup')
   const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'M-AFTER', name: 'after the restore' } })
