@@ -40,11 +40,34 @@ export interface UpdateOptions extends WriteOptions {
 /** Whether the row (as the API shows it) already holds every value of `values` (API values). */
 function shows (row: Row, values: Row): boolean {
   for (const field in values) {
-    const value = values[field]
-    const current = row[field]
-    if (value instanceof Date ? current !== value.toISOString() : current !== value) return false
+    if (!showsValue(row, field, values[field])) return false
   }
   return true
+}
+
+function showsValue (row: Row, field: string, value: unknown): boolean {
+  const current = row[field]
+  return value instanceof Date ? current === value.toISOString() : current === value
+}
+
+/**
+ * An update's stored values without the fields sent as the row already shows them: those stay as
+ * stored. An edit form posts the whole row back; what the API could not show (a BLOB or '1,5' in a
+ * number column, both shown as null) or shows trimmed (a CHAR's padding) must not be overwritten
+ * by the form's copy of it while another field changes. The same object when every field changes.
+ */
+function changedOnly (vals: Record<string, SqlValue>, values: Row, row: Row): Record<string, SqlValue> {
+  let same = false
+  for (const field in vals) {
+    if (showsValue(row, field, values[field])) {
+      same = true
+      break
+    }
+  }
+  if (!same) return vals
+  const out: Record<string, SqlValue> = {}
+  for (const field in vals) if (!showsValue(row, field, values[field])) out[field] = vals[field]
+  return out
 }
 
 export interface RepositoryOptions extends StorageOptions {
@@ -430,7 +453,7 @@ export class Repository {
    */
   async update (id: Id, values: Row, opts: UpdateOptions = {}): Promise<Row> {
     this.writable()
-    const vals = this.input(values)
+    let vals = this.input(values)
     // the row's own id as read (a caseless text key: the path's 'abc' is the row's 'ABC'), for the 409 below
     let own: unknown = id
     try {
@@ -442,6 +465,7 @@ export class Repository {
         this.assertTrimmed(values, row)
         this.assertKey(values, row)
         if (this.selfChecked.length > 0) await this.assertUnique(tx, values, row)
+        vals = changedOnly(vals, values, row)
         if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))

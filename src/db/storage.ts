@@ -389,6 +389,11 @@ export class ResourceStorage {
     }
     switch (s.def.kind) {
       case 'string': {
+        // a BLOB a program left in a text column: as text its bytes would change, and be written back changed
+        if (raw instanceof Uint8Array) {
+          this.odd(s, raw, 'bytes, not text')
+          return null
+        }
         const text = typeof raw === 'string' ? raw : raw instanceof Date ? raw.toISOString() : String(raw)
         // fixed-width columns pad with spaces; SQL compares without them, and so does the API
         const value = s.padded ? text.trimEnd() : text
@@ -423,10 +428,11 @@ export class ResourceStorage {
       case 'string':
         return s.padded ? general : (raw) => typeof raw === 'string' ? raw : general(raw)
       case 'integer':
-        // the serializer refuses an infinite or fractional integer (SQLite keeps 1e999 as Infinity, and 5.5 in an INTEGER column)
-        return (raw) => Number.isInteger(raw) ? raw : general(raw)
+        // the serializer refuses an infinite or fractional integer (SQLite keeps 1e999 as Infinity, and 5.5 in an INTEGER column);
+        // beyond 2^53 the general way says in the log that the number may be rounded
+        return (raw) => Number.isSafeInteger(raw) ? raw : general(raw)
       case 'number':
-        return (raw) => typeof raw === 'number' ? raw : general(raw)
+        return (raw) => typeof raw === 'number' && raw <= Number.MAX_SAFE_INTEGER && raw >= -Number.MAX_SAFE_INTEGER ? raw : general(raw)
       case 'boolean':
         return (raw) => raw === 1 ? true : raw === 0 ? false : general(raw)
       case 'datetime':
@@ -440,6 +446,11 @@ export class ResourceStorage {
   private numberFromDb (s: FieldStorage, raw: unknown): number | null {
     const n = storedNumber(raw)
     if (n === null) this.odd(s, raw, 'not a number')
+    // a 64-bit integer (SQLite INTEGER, SQL Server bigint) beyond 2^53 reads as the nearest double
+    else if (Number.isInteger(n) && Math.abs(n) > Number.MAX_SAFE_INTEGER && Number.isFinite(n)) {
+      // once per field, not per value: a table whose ids all lie there would fill the log
+      this.once(s, '\u0000beyond 2^53', { resource: this.def.name, field: s.field, value: String(raw) }, 'a stored number beyond 2^53 is shown as the nearest number JSON clients read exactly, which may differ from it in the last digits')
+    }
     return n
   }
 

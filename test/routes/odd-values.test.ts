@@ -256,3 +256,33 @@ t.test('odd values in the reference tables: flags, infinite numbers', { skip: MS
     t.equal(new Set(walked).size, walked.length, 'every row once')
   }
 })
+
+t.test('bytes in a text column and integers beyond 2^53: shown as well as they can be, logged, and kept as stored by a write-back', { skip: MSSQL && 'SQLite stores any value in any column; SQL Server does not' }, async (t) => {
+  const ctx = await oddApp(t)
+  await ctx.db.execute({ text: 'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bezeichnung", "Gewicht", "Gesperrt", "Bestand") VALUES (7, \'A-7\', \'Seven\', x\'48656c6c6f00ff\', \'N\', 123456789012345678)', params: [] })
+  const read = await ctx.get('/api/materials/7')
+  t.equal(read.statusCode, 200, read.body)
+  t.match(read.json(), { weight: null, stockQuantity: 123456789012345680 }, 'a BLOB is no number; the integer is the nearest double')
+  t.ok(ctx.lines.some((l) => l.field === 'weight' && l.value === '<7 bytes>'), 'the BLOB is logged')
+  t.ok(ctx.lines.some((l) => l.field === 'stockQuantity' && /^12345678901234568/.test(String(l.value)) && /beyond 2\^53/.test(String(l.msg))), 'so is the integer')
+  // an edit form posts the row back as it was shown, with one change
+  const back = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/7', headers: ctx.headers, payload: { name: 'Seven renamed', weight: read.json().weight, blocked: false } })
+  t.equal(back.statusCode, 200, back.body)
+  const raw = await ctx.db.query({ text: 'SELECT hex("Gewicht") AS w, CAST("Bestand" AS TEXT) AS s, "Bezeichnung" AS n FROM "Artikel" WHERE "ArtID" = 7', params: [] })
+  t.same(raw[0], { w: '48656C6C6F00FF', s: '123456789012345678', n: 'Seven renamed' }, 'the field sent as shown kept its stored value (before, the BLOB became NULL); the integer is untouched')
+})
+
+t.test('text columns: a BLOB is null in the answer and logged, never bytes changed into text', { skip: MSSQL && 'SQLite stores any value in any column; SQL Server does not' }, async (t) => {
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(JSON.parse(line)) } } })
+  const headers = ctx.auth(ctx.adminToken)
+  const id = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'B-1', name: 'Blob', description: 'text' } })).json().id as number
+  await ctx.db.execute({ text: 'UPDATE "materials" SET "description" = x\'48656c6c6f00ff\' WHERE "id" = @id', params: [{ name: 'id', kind: 'integer', value: id }] })
+  const read = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })
+  t.equal(read.json().description, null, 'before: "Hello\\u0000\\ufffd"')
+  t.ok(lines.some((l) => l.field === 'description' && l.value === '<7 bytes>' && /bytes, not text/.test(String(l.msg))))
+  const back = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: 'Blob renamed', description: null } })
+  t.equal(back.statusCode, 200, back.body)
+  const raw = await ctx.db.query({ text: 'SELECT hex("description") AS d FROM "materials" WHERE "id" = @id', params: [{ name: 'id', kind: 'integer', value: id }] })
+  t.equal(raw[0].d, '48656C6C6F00FF', 'the bytes are kept')
+})
