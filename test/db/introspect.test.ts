@@ -272,6 +272,35 @@ t.test('French, Italian and Swedish names, accents and all', async (t) => {
   t.match(mapped(found.resources.users.mapping)?.columns, { username: 'användarnamn', passwordHash: 'lösenord' })
 })
 
+t.test('English abbreviations of another vendor: ITEM_CODE, DESCR, HOLD_FLAG, WS_ID, WHSE, OPERATOR', async (t) => {
+  const path = join(dir, 'english.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE ITEM_MASTER (ITEM_ID INTEGER PRIMARY KEY, ITEM_CODE VARCHAR(20) NOT NULL UNIQUE, DESCR VARCHAR(60) NOT NULL, LONG_DESC TEXT, UOM VARCHAR(4),
+      EAN VARCHAR(14), REORDER_PT NUMERIC(12,3), MAX_QTY NUMERIC(12,3), NET_WT REAL, HOLD_FLAG CHAR(1) NOT NULL DEFAULT 'N', HOLD_REASON VARCHAR(40),
+      QOH NUMERIC(14,3), ADDED_ON TEXT, LAST_UPD TEXT);
+    INSERT INTO ITEM_MASTER (ITEM_CODE, DESCR, HOLD_FLAG) VALUES ('I-1', 'Bolt', 'Y'), ('I-2', 'Nut', 'N');
+    CREATE TABLE WORKSTATION (WS_ID INTEGER NOT NULL PRIMARY KEY, WS_NAME VARCHAR(30) NOT NULL UNIQUE, WS_DESC TEXT, WS_KIND INTEGER, WHSE VARCHAR(8),
+      CTRL_ID VARCHAR(20), CTRL_ADDR INTEGER, ACTIVE INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+    CREATE TABLE OPERATOR (OP_ID INTEGER PRIMARY KEY, LOGON VARCHAR(30) NOT NULL UNIQUE, PW_HASH VARCHAR(255) NOT NULL, ROLE VARCHAR(16), OP_NAME VARCHAR(60), TOKEN_VERSION INTEGER NOT NULL DEFAULT 0);
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.equal(found.resources.materials.table?.name, 'ITEM_MASTER')
+  t.match(mapped(found.resources.materials.mapping)?.columns, {
+    id: 'ITEM_ID', materialNumber: 'ITEM_CODE', name: 'DESCR', description: 'LONG_DESC', unit: 'UOM', barcode: 'EAN', minStock: 'REORDER_PT', maxStock: 'MAX_QTY',
+    weight: 'NET_WT', blocked: { column: 'HOLD_FLAG', values: { true: 'Y', false: 'N' } }, blockReason: 'HOLD_REASON', stockQuantity: 'QOH', createdAt: 'ADDED_ON', modifiedAt: 'LAST_UPD'
+  }, 'before: name was LONG_DESC, and ITEM_CODE, HOLD_FLAG and the times went unmatched')
+  t.equal(found.resources.stations.table?.name, 'WORKSTATION')
+  t.match(mapped(found.resources.stations.mapping)?.columns, { id: 'WS_ID', name: 'WS_NAME', description: 'WS_DESC', type: 'WS_KIND', warehouse: 'WHSE', controllerId: 'CTRL_ID', address: 'CTRL_ADDR', enabled: 'ACTIVE' },
+    'WS_ID, the key of a WITHOUT ROWID table, is the id')
+  t.match(found.resources.stations.notes.join('\n'), /newIds/, 'which needs newIds: the database gives no ids')
+  t.equal(found.resources.users.table?.name, 'OPERATOR')
+  t.match(mapped(found.resources.users.mapping)?.columns, { id: 'OP_ID', username: 'LOGON', passwordHash: 'PW_HASH', type: 'ROLE', displayName: 'OP_NAME' })
+})
+
 t.test('a material master keyed by its article number: id and materialNumber share the column', async (t) => {
   const path = join(dir, 'keyed.db')
   const raw = new BetterSqlite3(path)
