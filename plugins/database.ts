@@ -17,9 +17,15 @@ export interface DatabasePluginOptions {
 export type Repositories = Record<ResourceName, Repository>
 
 export interface DatabaseStatus {
-  /** set when a check after a late start found that the mapping does not fit the database */
+  /**
+   * set while the mapping does not fit the database: found by the check after a late start, after a
+   * file was replaced (SQLite), or after a request met a mapped table or column that is gone. What
+   * /health/ready shows, without a stack, to anyone: the problems themselves are in the log.
+   */
   mappingProblem: string | null
 }
+
+const NOT_FITTING = 'The database does not match the configured mapping; the log names what differs (so does picking-gateway check-config)'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -80,7 +86,7 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
       inspect().then(({ problems, declared }) => {
         clearInterval(recheck)
         if (problems.length > 0) {
-          status.mappingProblem = mismatch(problems)
+          status.mappingProblem = NOT_FITTING
           fastify.log.error({ problems }, 'the database is back but does not match the configured mapping')
         } else {
           adopt(declared)
@@ -106,7 +112,7 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
           log.warn(found === 'back' ? 'a database file is back at its path: opened it; serving again' : 'the database file was replaced by another file: closed the old connection and opened the new file')
           // the new file's tables decide from now on, as at start
           const { problems, declared } = await inspect()
-          status.mappingProblem = problems.length > 0 ? mismatch(problems) : null
+          status.mappingProblem = problems.length > 0 ? NOT_FITTING : null
           if (problems.length > 0) log.error({ problems }, 'the new database file does not match the configured mapping')
           else adopt(declared)
         }
@@ -118,18 +124,27 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   }
 
   // A mapped table or column gone while serving (a request got MappingGoneError, 503): readiness
-  // says so, and the mapping is checked again until it fits, then the columns are read anew.
+  // says so, and the mapping is checked again until it fits, then the columns are read anew. A name
+  // the mapping does not have (a trigger's table) is the picking system's own fault: logged, and
+  // readiness left alone, since every instance would fail the same way.
+  const mapped = new Set(Object.values(mappings).flatMap((m) => [m.table, ...Object.values(m.columns), ...Object.keys(m.defaults ?? {})]).map((name) => name.toLowerCase()))
   fastify.addHook('onError', async (_request, _reply, err) => {
     if (!(err instanceof MappingGoneError) || gone !== undefined) return
-    status.mappingProblem = err.message
+    if (err.missing === undefined || !mapped.has(err.missing.toLowerCase())) {
+      log.error({ database: err.detail }, 'a statement named a table or column that the database does not have and the mapping does not name (a trigger or view of the picking system?); such requests answer 503 until the database is fixed')
+      return
+    }
+    status.mappingProblem = NOT_FITTING
     log.error({ database: err.detail }, 'a table or column of the mapping is gone from the database; requests that need it answer 503 until it is back')
     let checking = false
+    let logged = false
     gone = setInterval(() => {
       if (checking) return
       checking = true
       inspect().then(({ problems, declared }) => {
         if (problems.length > 0) {
-          status.mappingProblem = mismatch(problems)
+          if (!logged) log.error({ problems }, 'the database does not match the configured mapping')
+          logged = true
           return
         }
         clearInterval(gone)

@@ -48,17 +48,36 @@ export class SchemaMismatchError extends DbError {
 }
 
 /**
- * A table or column of the mapping is gone while the gateway runs (renamed or dropped by an upgrade
- * of the picking system): 503, as for a database that is down, until the mapping fits again.
- * `detail` is the database's own words (no such column: "TITLE"; Invalid column name 'TITLE'), for
- * the log: like every 5xx, the answer names no table or column.
+ * A table or column a statement names is missing from the database while the gateway runs (renamed
+ * or dropped by an upgrade of the picking system, or named by one of its triggers): 503, as for a
+ * database that is down, until it is back. `detail` is the database's own words (no such column:
+ * "TITLE"; Invalid column name 'TITLE'), `missing` the name in them, for the log and the mapping
+ * check: like every 5xx, the answer names no table or column.
  */
 export class MappingGoneError extends DbError {
   readonly detail: string
+  readonly missing: string | undefined
   constructor (detail: string, options?: ErrorOptions) {
-    super(503, 'SCHEMA_MISMATCH', 'The database no longer matches the configured mapping (a table or column it names is gone); the gateway serves again once it does, and picking-gateway check-config shows what differs', options)
+    super(503, 'SCHEMA_MISMATCH', 'A table or column the request needs is missing from the database (renamed or dropped); the gateway serves again once it is back, and picking-gateway check-config shows what differs from the mapping', options)
     this.detail = detail
+    this.missing = missingName(detail)
   }
+}
+
+/**
+ * The table or column a driver's message names as missing, without schema, table or quotes:
+ * no such table: main.audit_log, no such column: "T"."name", table T has no column named name,
+ * Invalid column name 'Bez', Invalid object name 'dbo.Artikel'.
+ */
+export function missingName (detail: string): string | undefined {
+  const m = /^no such (?:column|table): (.+)$|^table \S+ has no column named (.+)$|^Invalid (?:column|object) name '(.+)'$/.exec(detail)
+  const name = m?.[1] ?? m?.[2] ?? m?.[3]
+  if (name === undefined) return undefined
+  const parts = name.match(/"(?:[^"]|"")*"|\[(?:[^\]]|\]\])*\]|[^.]+/g) ?? [name]
+  const last = parts[parts.length - 1]
+  if (last.startsWith('"')) return last.slice(1, -1).replace(/""/g, '"')
+  if (last.startsWith('[')) return last.slice(1, -1).replace(/\]\]/g, ']')
+  return last
 }
 
 /** A row cannot be deleted (or its key changed) while other rows still reference it (409). */

@@ -54,17 +54,10 @@ function showsValue (row: Row, field: string, value: unknown): boolean {
  * An update's stored values without the fields sent as the row already shows them: those stay as
  * stored. An edit form posts the whole row back; what the API could not show (a BLOB or '1,5' in a
  * number column, both shown as null) or shows trimmed (a CHAR's padding) must not be overwritten
- * by the form's copy of it while another field changes. The same object when every field changes.
+ * by the form's copy of it while another field changes. Always a copy: a transaction that runs
+ * again (a deadlock victim) compares afresh with the row as it is then.
  */
 function changedOnly (vals: Record<string, SqlValue>, values: Row, row: Row): Record<string, SqlValue> {
-  let same = false
-  for (const field in vals) {
-    if (showsValue(row, field, values[field])) {
-      same = true
-      break
-    }
-  }
-  if (!same) return vals
   const out: Record<string, SqlValue> = {}
   for (const field in vals) if (!showsValue(row, field, values[field])) out[field] = vals[field]
   return out
@@ -446,14 +439,17 @@ export class Repository {
 
   /**
    * Changes the given fields in one transaction: locks the row, 404 when missing, 412 when
-   * `check` rejects it, sets modifiedAt (strictly later than before, so it changes on every
-   * update even within one millisecond), and returns the row as stored. When every given field
-   * already shows the given value nothing is written and modifiedAt stays: an ERP that sends its
-   * whole master data again does not make every row look changed to the next incremental sync.
+   * `check` rejects it, writes the fields that do not already show the value given (changedOnly),
+   * sets modifiedAt (strictly later than before, so it changes on every update even within one
+   * millisecond), and returns the row as stored. When every given field already shows the given
+   * value nothing is written and modifiedAt stays: an ERP that sends its whole master data again
+   * does not make every row look changed to the next incremental sync.
    */
   async update (id: Id, values: Row, opts: UpdateOptions = {}): Promise<Row> {
     this.writable()
-    let vals = this.input(values)
+    const vals = this.input(values)
+    // what the last run of the transaction wrote (a deadlock victim runs again, from the row as it is then)
+    let written = vals
     // the row's own id as read (a caseless text key: the path's 'abc' is the row's 'ABC'), for the 409 below
     let own: unknown = id
     try {
@@ -465,14 +461,15 @@ export class Repository {
         this.assertTrimmed(values, row)
         this.assertKey(values, row)
         if (this.selfChecked.length > 0) await this.assertUnique(tx, values, row)
-        vals = changedOnly(vals, values, row)
-        if (opts.touch !== false && this.has('modifiedAt') && vals.modifiedAt === undefined) {
+        const write = changedOnly(vals, values, row)
+        written = write
+        if (opts.touch !== false && this.has('modifiedAt') && write.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
-          vals.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
+          write.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
         }
-        if (Object.keys(vals).length === 0) return row
+        if (Object.keys(write).length === 0) return row
         // read back, not RETURNING: a trigger may have changed the row after the update (measured: no slower)
-        const changed = await tx.execute(this.sql.update(id, vals))
+        const changed = await tx.execute(this.sql.update(id, write))
         // the row is locked, so no row changed means a trigger skipped the change (SQLite's RAISE(IGNORE));
         // SQL Server's count includes its triggers' statements and says nothing here
         if (changed === 0 && this.countsChanges) throw this.skipped(id, 'update')
@@ -481,7 +478,7 @@ export class Repository {
         return after
       })
     } catch (err) {
-      throw await this.explainConflict(await this.explainFault(err, 'update', id, vals), vals, own as Id)
+      throw await this.explainConflict(await this.explainFault(err, 'update', id, written), written, own as Id)
     }
   }
 

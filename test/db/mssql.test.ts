@@ -2,7 +2,7 @@
 import { createServer } from 'node:net'
 import sql from 'mssql'
 import t from 'tap'
-import { ConflictError, DatabaseUnavailableError } from '../../src/db/errors.js'
+import { ConflictError, DatabaseUnavailableError, missingName } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
 import { mappingFit } from '../../src/db/storage.js'
 import { Repository } from '../../src/db/repository.js'
@@ -103,7 +103,7 @@ t.test('classifyMssqlError and toDbError', async (t) => {
   // a column or table of the mapping gone while serving: 503 in the server's own words, also from an aborted transaction
   const column = new sql.RequestError(tedious(207, "Invalid column name 'Bez'."), 'EREQUEST')
   t.equal(classifyMssqlError(column), 'schema')
-  t.match(toDbError(column), { name: 'MappingGoneError', statusCode: 503, code: 'SCHEMA_MISMATCH', message: /^The database no longer matches the configured mapping/, detail: "Invalid column name 'Bez'" })
+  t.match(toDbError(column), { name: 'MappingGoneError', statusCode: 503, code: 'SCHEMA_MISMATCH', message: /^A table or column the request needs is missing from the database/, detail: "Invalid column name 'Bez'" })
   t.notMatch((toDbError(column) as Error).message, /Bez/, 'the answer names no column')
   const table = new sql.RequestError(tedious(208, "Invalid object name 'dbo.Artikel'."), 'EREQUEST')
   t.match(toDbError(table), { statusCode: 503, detail: "Invalid object name 'dbo.Artikel'" })
@@ -376,4 +376,12 @@ t.test('the real driver against a port nobody listens on: 503 at once, no crash,
   t.same((await mappingFit(mapped, { name: 'x', fields: { id: { kind: 'integer', id: true }, a: { kind: 'string' } } }, { table: 'x', columns: { id: 'id' } })).problems,
     ['x.a: no column configured (map it to null if the table has none)'], 'mapping problems are found without a round trip')
   await mapped.close()
+})
+
+t.test('missingName: the table or column a driver message names, without schema, table or quotes', async (t) => {
+  for (const [detail, name] of [
+    ['no such column: "name"', 'name'], ['no such column: title', 'title'], ['no such column: "T"."na.me"', 'na.me'], ['no such table: main.audit_log', 'audit_log'],
+    ['table materials has no column named name', 'name'], ["Invalid column name 'Bez'", 'Bez'], ["Invalid object name 'dbo.Artikel'", 'Artikel'], ["Invalid object name '[wms].[Arti]]kel]'", 'Arti]kel'],
+    ['something else', undefined]
+  ] as const) t.equal(missingName(detail), name, detail)
 })

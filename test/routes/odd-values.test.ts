@@ -286,3 +286,25 @@ t.test('text columns: a BLOB is null in the answer and logged, never bytes chang
   const raw = await ctx.db.query({ text: 'SELECT hex("description") AS d FROM "materials" WHERE "id" = @id', params: [{ name: 'id', kind: 'integer', value: id }] })
   t.equal(raw[0].d, '48656C6C6F00FF', 'the bytes are kept')
 })
+
+t.test('a transaction that runs again (a deadlock victim) compares the fields sent with the row as it is then', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const id = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'R-1', name: 'same' } })).json().id as number
+  const db = ctx.db
+  const transaction = db.transaction.bind(db)
+  t.teardown(() => { db.transaction = transaction })
+  let runs = 0
+  // as retryDeadlocks does on SQL Server: the first run is undone, another writer commits, the callback runs again
+  db.transaction = async <T>(fn: Parameters<typeof transaction>[0]): Promise<T> => {
+    db.transaction = transaction
+    await transaction(async (tx) => { runs++; await fn(tx); throw new Error('deadlock victim (test)') }).catch(() => {})
+    await db.execute({ text: 'UPDATE "materials" SET "name" = \'other\' WHERE "id" = @id', params: [{ name: 'id', kind: 'integer', value: id }] })
+    runs++
+    return await transaction(fn) as T
+  }
+  const res = await ctx.app.inject({ method: 'POST', url: `/api/materials/${id}`, headers, payload: { name: 'same', description: 'new' } })
+  t.equal(runs, 2, 'the update ran twice')
+  t.equal(res.statusCode, 200, res.body)
+  t.match(res.json(), { name: 'same', description: 'new' }, "before: name stayed 'other', dropped on the first run as unchanged")
+})
