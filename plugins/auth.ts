@@ -241,9 +241,9 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         await users.update(user.id as number, changes, { touch: false })
       } catch (err) {
         // the password was right: a trigger of the picking system that refuses the stamp (or the
-        // rehash), or another program's write lock held past the wait (SQLite), must not turn the
-        // login into an error that tells a right password from a wrong one, nor keep everyone out
-        // while the lock lasts; the user row was read, and the tokens need nothing written
+        // rehash) must not turn the login into an error that tells a right password from a wrong
+        // one; another program's write lock held past the wait (SQLite) must not keep every user out
+        // for as long as it lasts. The user row was read, and the tokens need nothing written.
         if (err instanceof DatabaseUnavailableError) fastify.log.warn({ err: err.message, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the database is busy; the tokens are issued')
         else if (err instanceof ConstraintViolationError || err instanceof InvalidValueError) fastify.log.warn({ err, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
         else throw err

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { DbError } from '../src/db/errors.js'
 import { ApiError, statusText, tokenExpired, tokenInvalid } from '../src/errors.js'
+import { redactText } from '../src/logger.js'
 
 /** Fastify's body errors under the gateway's own codes (a client should not meet the framework's names) */
 const FRAMEWORK_CODES: Record<string, string> = {
@@ -68,13 +69,17 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
 const TOKEN_TEXT = /(?<![\w-])eyJ[\w-]*\.[\w-]*\.[\w-]*/g
 
 /**
- * The driver's message behind an error the database layer worded for the API, if it has one. A
- * value it quotes (SQL Server's truncated value, a duplicate key) could be a password hash or a
- * token: those are left out.
+ * The driver's message behind an error the database layer worded for the API, if it has one, with
+ * the ones before it in the batch (SQL Server: a trigger's RAISERROR comes before the 3609 that ends
+ * it). A value it quotes (SQL Server's truncated value, a duplicate key) could be a password hash or
+ * a token: those are left out, as everywhere in the log.
  */
 function databaseWords (err: Error): string | undefined {
   for (let cause = err.cause; cause instanceof Error; cause = cause.cause) {
-    if (!(cause instanceof DbError)) return cause.message.replace(/\$argon2\w*\$[^\s'"]*/g, '[hash]').replace(TOKEN_TEXT, '[token]')
+    if (cause instanceof DbError) continue
+    const preceding = (cause as { precedingErrors?: unknown }).precedingErrors
+    const earlier = Array.isArray(preceding) ? preceding.flatMap((e) => e instanceof Error ? [e.message] : []) : []
+    return redactText([...earlier, cause.message].join(' / '))
   }
   return undefined
 }

@@ -27,9 +27,13 @@ function findJwt (text: string, from: number): [number, number] | undefined {
   return undefined
 }
 
-/** The string with every Bearer credential and JWT replaced; the same string when it holds none. */
-function redactText (text: string): string {
+/** A password hash (argon2, as the gateway stores them) that a driver's message may quote (SQL Server's truncated value). */
+const HASH_TEXT = /\$argon2(?:id|i|d)\$[^\s'"]*/g
+
+/** The string with every Bearer credential, JWT and password hash replaced; the same string when it holds none. */
+export function redactText (text: string): string {
   let out = HAS_BEARER_TEXT.test(text) ? text.replace(BEARER_TEXT, REDACTED) : text
+  if (out.includes('$argon2')) out = out.replace(HASH_TEXT, REDACTED)
   let found = findJwt(out, 0)
   while (found !== undefined) {
     out = out.slice(0, found[0]) + REDACTED + out.slice(found[1])
@@ -70,8 +74,11 @@ export function scrub (value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return redactText(value)
   if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value
   if (value instanceof Error) {
-    const message = redactText(value.message)
-    if (message !== value.message) value.message = message
+    // pino's serializer writes the causes' messages too (a database error behind the API's words)
+    for (let e: unknown = value, i = 0; e instanceof Error && i < MAX_DEPTH; e = e.cause, i++) {
+      const message = redactText(e.message)
+      if (message !== e.message) e.message = message
+    }
     return value
   }
   if (Array.isArray(value)) {

@@ -261,6 +261,14 @@ t.test('no secret reaches the log at any depth', async (t) => {
   t.equal(JSON.stringify(given), before, 'the caller\'s object is left as it was')
   t.same(scrub('Bearer abc and Bearer def'), '[redacted] and [redacted]', 'every occurrence, call after call')
   t.same(scrub('Bearer abc and Bearer def'), '[redacted] and [redacted]')
+  // a password hash a driver message quotes (SQL Server 2628's truncated value), also in an error's cause, which pino writes too
+  const hash = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo'
+  t.same(scrub(`Truncated value: '${hash}'.`), "Truncated value: '[redacted]'.")
+  const inner = new Error(`String or binary data would be truncated in column 'PwHash'. Truncated value: '${hash}'.`)
+  const outer = new Error('The database refused the values', { cause: new Error('wrapped', { cause: inner }) })
+  scrub({ err: outer })
+  t.notMatch(inner.message, /argon2/, 'the cause\'s message is scrubbed')
+  t.match(inner.message, /Truncated value: '\[redacted\]'/)
   t.same(scrub('/x?t=eyJa.bcd.efg&u=1 "eyJh.i.j"'), '/x?t=[redacted]&u=1 "[redacted]"', 'a JWT after = or a quote')
   // a word of many "eyJ" without dots: one candidate, not one per "eyJ" (each used to rescan the rest: quadratic)
   const crafted = `/x?q=${'eyJ'.repeat(20000)}`
