@@ -186,16 +186,18 @@ function jsonParser (app: FastifyInstance) {
  */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
-export function oddCharacter (value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') {
-    if (LONE_SURROGATE.test(value)) return `${path} holds half of a UTF-16 surrogate pair (a \\ud800 to \\udfff escape without its other half), which is no character`
-    if (value.includes('\u0000')) return `${path} holds a NUL character (\\u0000), which the database does not keep as sent`
-    return undefined
-  }
-  if (typeof value !== 'object' || value === null) return undefined
-  for (const [key, item] of Object.entries(value)) {
-    const found = oddCharacter(key, `${path} key`) ?? oddCharacter(item, `${path}/${key}`)
-    if (found !== undefined) return found
+export function oddCharacter (body: unknown, root: string): string | undefined {
+  // a loop, not recursion: a body nested thousands deep must not overflow the stack
+  const pending: Array<[unknown, string]> = [[body, root]]
+  for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    const [value, path] = item
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return `${path} holds half of a UTF-16 surrogate pair (a \\ud800 to \\udfff escape without its other half), which is no character`
+      if (value.includes('\u0000')) return `${path} holds a NUL character (\\u0000), which the database does not keep as sent`
+    } else if (typeof value === 'object' && value !== null) {
+      const entries = Object.entries(value)
+      for (let i = entries.length - 1; i >= 0; i--) pending.push([entries[i][1], `${path}/${entries[i][0]}`], [entries[i][0], `${path} key`])
+    }
   }
   return undefined
 }

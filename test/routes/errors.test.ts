@@ -242,3 +242,15 @@ t.test('a string with half of a surrogate pair or a NUL is a 400 naming it; a wh
   t.equal(written.statusCode, 201, 'an escaped backslash before u is text')
   t.equal(written.json().name, 'path C:\\u0000\\ud800')
 })
+
+t.test('a body nested thousands deep with an escape in it: the ordinary answer, not a stack overflow', async (t) => {
+  const ctx = await build(t)
+  const headers = { ...ctx.auth(ctx.adminToken), 'content-type': 'application/json' }
+  const deep = '{"a":'.repeat(8000) + '"\\u00e9"' + '}'.repeat(8000)
+  const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: `{"materialNumber":"D-1","name":"deep","description":${deep}}` })
+  t.equal(res.statusCode, 400)
+  t.notMatch(res.json().message, /__proto__/, "before: the overflow was taken for a '__proto__' key")
+  t.match(res.json().message, /body\/description must be/)
+  const odd = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: `{"materialNumber":"D-2","name":"deep","description":${'{"a":'.repeat(8000)}"\\ud800"${'}'.repeat(8000)}}` })
+  t.match(odd.json(), { statusCode: 400, message: /^body\/description(\/a)+ holds half of a UTF-16 surrogate pair/ })
+})
