@@ -87,7 +87,9 @@ function bodyProperty (schema: Json, s: FieldStorage, reference: boolean): Json 
     }
     return b
   })
-  return out
+  // a nullable column takes null: the answer to a GET may show it, and an edit form sends it back
+  // (Repository.assertNullKept refuses it for a field the API never leaves empty unless it is unchanged)
+  return info.nullable && s.def.id !== true ? nullable(out) : out
 }
 
 /** A response property's schema widened to what the column may hold: NULL, and codes no map knows. */

@@ -399,6 +399,7 @@ export class Repository {
     for (const field of this.stamps) {
       if (given[field] === undefined) given[field] = now
     }
+    this.assertNullKept(values)
     this.assertTrimmed(given)
     this.assertKey(given)
     const vals = this.input(given)
@@ -457,6 +458,7 @@ export class Repository {
         const row = await this.lockRow(tx, id, opts)
         own = row[this.id]
         if (opts.guard !== undefined) await opts.guard(row, tx)
+        this.assertNullKept(values, row)
         if (shows(row, values)) return row
         this.assertTrimmed(values, row)
         this.assertKey(values, row)
@@ -506,6 +508,18 @@ export class Repository {
     if (row === undefined) throw new NotFoundError(`${this.def.name} ${id} not found`)
     if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
     return row
+  }
+
+  /**
+   * A null for a field the API never leaves empty (materials' blocked, a station's type or enabled)
+   * is taken only as the row already shows it: an edit form's copy of a NULL the picking system
+   * stored, which changes nothing. A create has no such row.
+   */
+  private assertNullKept (values: Row, row?: Row): void {
+    for (const field in values) {
+      if (values[field] !== null || this.def.fields[field]?.notNull !== true || (row !== undefined && row[field] === null)) continue
+      throw new InvalidValueError(`'${field}' may not be null${row === undefined ? ': leave it out for its default' : ' (it is only taken as the value the row already shows)'}`)
+    }
   }
 
   /** A write a trigger of the picking system skipped without an error: it changed nothing, and says so. */

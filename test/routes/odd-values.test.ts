@@ -308,3 +308,36 @@ t.test('a transaction that runs again (a deadlock victim) compares the fields se
   t.equal(res.statusCode, 200, res.body)
   t.match(res.json(), { name: 'same', description: 'new' }, "before: name stayed 'other', dropped on the first run as unchanged")
 })
+
+t.test('an edit form round trip: a NULL the API shows as null can be sent back; a field the API never leaves empty takes null only unchanged', async (t) => {
+  const ctx = await build(t, {
+    mapping: {
+      materials: { table: 'Teile', columns: { id: 'TeilID', materialNumber: 'Nr', name: 'Name', description: null, unit: 'ME', barcode: null, minStock: null, maxStock: null, weight: null, blocked: 'Gesperrt', blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: null } }
+    }
+  }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Teile" ("TeilID" INTEGER PRIMARY KEY, "Nr" VARCHAR(20) NOT NULL UNIQUE, "Name" VARCHAR(40) NOT NULL, "ME" VARCHAR(8), "Gesperrt" INTEGER)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Teile" ("TeilID", "Nr", "Name", "ME", "Gesperrt") VALUES (1, \'T-1\', \'Teil\', NULL, NULL), (2, \'T-2\', \'Zwei\', \'St\', 0)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const shown = (await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json()
+  t.match(shown, { unit: null, blocked: null })
+  const { id: _, stockQuantity: _s, createdAt: _c, modifiedAt: _m, ...form } = shown
+  const back = await ctx.app.inject({ method: 'POST', url: '/api/materials/1', headers, payload: { ...form, name: 'Teil (edited)' } })
+  t.equal(back.statusCode, 200, `the whole row back with one change: ${back.body}`)
+  t.match(back.json(), { name: 'Teil (edited)', unit: null, blocked: null })
+  // unit may be empty: null clears it
+  const cleared = await ctx.app.inject({ method: 'POST', url: '/api/materials/2', headers, payload: { unit: null } })
+  t.equal(cleared.statusCode, 200, cleared.body)
+  t.equal(cleared.json().unit, null)
+  // blocked is true or false in the API: null only as the row already shows it
+  const refused = await ctx.app.inject({ method: 'POST', url: '/api/materials/2', headers, payload: { blocked: null } })
+  t.equal(refused.statusCode, 400)
+  t.match(refused.json(), { code: 'VALIDATION_ERROR', message: /'blocked' may not be null/ })
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/2', headers })).json().blocked, false, 'unchanged')
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'T-3', name: 'Drei', blocked: null } })
+  t.equal(created.statusCode, 400, 'nor on create')
+  t.match(created.json().message, /'blocked' may not be null: leave it out for its default/)
+  const doc = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  const body = doc.paths['/api/materials/{id}'].post.requestBody.content['application/json'].schema
+  t.same(body.properties.unit.type, ['string', 'null'], 'the body schema says what the answer shows')
+})
