@@ -857,9 +857,10 @@ export function storageProblems (storage: ResourceStorage): string[] {
           (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds Unix time or a date as digits, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).join(', ')})` : ''))
     }
     // a field of named values (stations.type, users.type) in a number column holds codes: without a map
-    // no value it takes could be written, not even its default (every create would be a 400)
+    // no value it takes could be written, not even the API's default, so every create would be a 400.
+    // A column with a default of its own takes the creates that leave the field out, as before.
     const named = s.def.enum?.filter((v) => !/^-?\d+$/.test(v)) ?? []
-    if (named.length > 0 && s.map === undefined && ['integer', 'decimal', 'float', 'bit'].includes(c) && s.timeFormat === undefined && mapping.readOnly !== true) {
+    if (named.length > 0 && s.map === undefined && ['integer', 'decimal', 'float', 'bit'].includes(c) && s.timeFormat === undefined && !s.info.hasDefault && mapping.readOnly !== true) {
       problems.push(`${where}.${s.field}: ${col} holds numbers, and ${s.field} is one of ${named.join(', ')}: give it a value map from its codes to those values, such as {"column": "${s.column}", "values": {${named.map((v) => `"${v}": …`).join(', ')}}} (db introspect lists the codes the column holds), ${readOnlyHint}`)
     }
     if (s.def.id === true && storage.mapping.readOnly !== true) {

@@ -592,6 +592,8 @@ t.test('stations.type in a number column without a value map stops the start: no
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values: { ...values, type: { vlm: 1, carousel: 2, ptl: 3, manual: 4 } } }, numbered)), [], 'with a map it starts')
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values, readOnly: true }, numbered)), [], 'read-only: the codes are shown as stored')
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, stColumns)), [], 'codes in a text column are shown and written as they are')
+  const withDefault = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'tinyint', { nullable: false, hasDefault: true }) : c)
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, withDefault)), [], 'a column with a default of its own: creates that leave the type out work, as before')
 })
 
 t.test("a real column's range is SQL Server's 4-byte real; SQLite's REAL is a double", async (t) => {
