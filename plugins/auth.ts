@@ -220,7 +220,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       let settled = false
       let user: Row | undefined
       try {
-        user = await users.findSpelled('username', spelledUsername(username))
+        user = await users.findSpelled('username', spelledUsername(username), normalizeUsername)
         // the database's collation may find a row for a name the throttle counts as another: only the same name is this user
         if (user !== undefined && normalizeUsername(String(user.username)) !== key) user = undefined
         // verify() runs against a decoy hash when the user does not exist: same time either way.

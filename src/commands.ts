@@ -499,7 +499,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       io.out(`Created ${user.type} '${user.username}' (id ${user.id}).`)
       return EXIT_OK
     }
-    const row = await repo.findSpelled('username', spelledUsername(name))
+    const row = await repo.findSpelled('username', spelledUsername(name), normalizeUsername)
     if (!row) {
       io.err(`picking-gateway: no user '${normalizeUsername(name)}'`)
       return EXIT_FAILURE

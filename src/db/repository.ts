@@ -324,6 +324,10 @@ export class Repository {
     return rows.length === 0 ? undefined : this.mapRow(rows[0])
   }
 
+  private async all (ex: Executor, stmt: Statement): Promise<Row[]> {
+    return ex.queryValues !== undefined ? (await ex.queryValues(stmt)).map(this.mapValues) : (await ex.query(stmt)).map(this.mapRow)
+  }
+
   /**
    * The row whose `field` equals `value` (the lowest id if several do, the highest with `newest`);
    * internal fields allowed.
@@ -341,13 +345,17 @@ export class Repository {
   /**
    * The row a caseless field's value names (a login's username): when a legacy table holds it in
    * several spellings (JSmith and jsmith under a case-sensitive index), the one spelled as given,
-   * trimmed; when none is, the lowest id. At most 20 spellings are looked at.
+   * trimmed; else the first whose `key` is the given value's (the database's collation may also
+   * find names the API tells apart: Ozturk for öztürk where accents do not count); else the lowest
+   * id. At most 20 spellings are looked at.
    */
-  async findSpelled (field: string, value: string): Promise<Row | undefined> {
-    const stmt = this.sql.list({ filters: [{ field, op: 'eq', values: [this.convert(field, this.def.fields[field], value)] }], sort: [{ field: this.id, desc: false }], limit: 20 })
-    const rows = this.db.queryValues !== undefined ? (await this.db.queryValues(stmt)).map(this.mapValues) : (await this.db.query(stmt)).map(this.mapRow)
+  async findSpelled (field: string, value: string, key: (text: string) => string): Promise<Row | undefined> {
+    if (!Object.hasOwn(this.def.fields, field)) throw new BadQueryError(`Unknown field '${field}'`)
+    const rows = await this.all(this.db, this.sql.list({ filters: [{ field, op: 'eq', values: [this.convert(field, this.def.fields[field], value)] }], sort: [{ field: this.id, desc: false }], limit: 20 }))
     const spelled = value.trim()
-    return rows.find((row) => typeof row[field] === 'string' && row[field].trim() === spelled) ?? rows[0]
+    const wanted = key(value)
+    const text = (row: Row): string | undefined => typeof row[field] === 'string' ? row[field] : undefined
+    return rows.find((row) => text(row)?.trim() === spelled) ?? rows.find((row) => { const t = text(row); return t !== undefined && key(t) === wanted }) ?? rows[0]
   }
 
   /**

@@ -1,7 +1,9 @@
 // A picking system's own user table and CHAR keys on SQLite: what its rows hold is reached as the API shows it.
 import t from 'tap'
 import type { TableMappingConfig } from '../../schemas/config.js'
-import { createPasswords } from '../../src/auth/passwords.js'
+import { createPasswords, normalizeUsername } from '../../src/auth/passwords.js'
+import { Repository } from '../../src/db/repository.js'
+import { referenceMappings, resources } from '../../src/db/resources.js'
 import type { Database } from '../../src/db/types.js'
 import { ADMIN_PASSWORD, TEST_ARGON2, build } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
@@ -157,4 +159,15 @@ t.test('a name with a control character is a configuration error', async (t) => 
   const { validateConfig } = await import('../../src/config.js')
   t.throws(() => validateConfig({ mapping: { materials: { ...MATERIALS, table: 'Artikel\nDROP' } } }), /mapping\.materials\.table/)
   t.throws(() => validateConfig({ mapping: { materials: { ...MATERIALS, columns: { ...MATERIALS.columns, name: '   ' } } } }), /mapping\.materials\.columns\.name/)
+})
+
+t.test('findSpelled: a spelling the database finds but the API tells apart is passed over for one it does not', async (t) => {
+  // as an accent-insensitive SQL Server collation answers a query for öztürk: Ozturk (id 1) and Öztürk (id 2)
+  const rows = [{ id: 1, username: 'Ozturk' }, { id: 2, username: 'Öztürk' }]
+  const db = { dialect: 'mssql', query: async () => rows } as unknown as Database
+  const repo = new Repository(db, resources.users, referenceMappings.users)
+  t.equal((await repo.findSpelled('username', 'öztürk', normalizeUsername))?.id, 2, 'not the lower id, whose name is another to the API')
+  t.equal((await repo.findSpelled('username', 'Ozturk', normalizeUsername))?.id, 1, 'the exact spelling first')
+  t.equal((await repo.findSpelled('username', 'OZTURK', normalizeUsername))?.id, 1)
+  await t.rejects(repo.findSpelled('nope', 'x', normalizeUsername), /Unknown field 'nope'/)
 })
