@@ -10,7 +10,7 @@ import type { ColumnInfo, Database, TableMapping } from '../src/db/types.js'
 export interface DatabasePluginOptions {
   db: Database
   mappings: Record<ResourceName, TableMapping>
-  /** when the database is down at start: how often to try the mapping check again; SQLite: how often its file is checked (Database.recheck) */
+  /** how often the mapping is checked again while it cannot be (the database down at start) or does not fit (a mapped column gone); SQLite: how often its file is checked (Database.recheck) */
   recheckMs: number
 }
 

@@ -39,6 +39,10 @@ const MSSQL_MAX_PARAMS = 2098
 export const sortAlias = (i: number): string => `__s${i}`
 
 /** What a sort key's keyset value is: the column's own value, a rank of a value map, SQLite's canonical time text, or a SQLite number kept as text (number_text). */
+/**
+ * What a sort key compares: the column itself; a value map's rank of the API value; SQLite's time
+ * text read as time; SQLite's number text read as a number; a flag in a number column as 0 or 1.
+ */
 export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag'
 
 export class SqlBuilder {
@@ -205,7 +209,7 @@ export class SqlBuilder {
    * The i-th sort key in ORDER BY, always by a select-list alias: a bare name in ORDER BY binds to an
    * alias first, on SQL Server and SQLite alike, so with `name` mapped to [Code] and `description`
    * to [Name], ORDER BY [Name] would sort by [Code]. A plain column is its field's alias; an
-   * expression (a rank, SQLite's time text or number text) is already selected as `__s<i>` for the cursor. Only
+   * expression (a rank, a flag's 0 or 1, SQLite's time text or number text) is already selected as `__s<i>` for the cursor. Only
    * text/ntext, sorted through a cast, stays an expression (whose names bind to the table).
    */
   private orderTerm (field: string, i: number): string {
@@ -641,10 +645,11 @@ export class SqlBuilder {
       if (v === null) return null
       const s = this.s(sort[i].field)
       switch (this.sortValueKind(sort[i].field)) {
-        case 'rank': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
+        // a rank and a flag's 0 or 1 are small whole numbers
+        case 'rank':
+        case 'flag': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
         case 'time-text': return params.add('string', v)
         case 'number-text': return params.add('number', v)
-        case 'flag': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
         default: return this.param(params, s, v)
       }
     }

@@ -71,11 +71,10 @@ export function plainNumber (n: number): string {
   const text = String(n)
   const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text)
   if (m === null) return text
+  // String() writes exponents below 1e-6 and from 1e21 on: the point lies left of every digit or right of them all
   const digits = m[2] + (m[3] ?? '')
   const point = 1 + Number(m[4])
-  if (point <= 0) return `${m[1]}0.${'0'.repeat(-point)}${digits}`
-  if (point >= digits.length) return `${m[1]}${digits}${'0'.repeat(point - digits.length)}`
-  return `${m[1]}${digits.slice(0, point)}.${digits.slice(point)}`
+  return point <= 0 ? `${m[1]}0.${'0'.repeat(-point)}${digits}` : `${m[1]}${digits}${'0'.repeat(point - digits.length)}`
 }
 
 /** Characters (code points) of a text: its UTF-16 units less the second half of each surrogate pair. */
@@ -330,7 +329,7 @@ export class ResourceStorage {
       // of it (7 as '7', true as '1', as CAST(1 AS bit) gives): kept a number, its parameter would be
       // a varchar one holding no text, which the driver refuses on every create
       const text = info !== undefined && typeof value !== 'string' && ['text', 'ntext'].includes(categoryOf(dialect, info, 'string'))
-      const written = text ? typeof value === 'boolean' ? (value ? '1' : '0') : String(value) : value
+      const written = text ? typeof value === 'boolean' ? (value ? '1' : '0') : typeof value === 'number' ? plainNumber(value) : value : value
       const kind: FieldKind = typeof written === 'string' ? 'string' : typeof written === 'boolean' ? 'boolean' : Number.isInteger(written) ? 'integer' : 'number'
       const storage = columnStorage(dialect, column, { kind }, info?.name ?? column, info)
       // the value as a write of it is checked: a number column takes numbers, a varchar(4) four characters
@@ -446,10 +445,11 @@ export class ResourceStorage {
   private numberFromDb (s: FieldStorage, raw: unknown): number | null {
     const n = storedNumber(raw)
     if (n === null) this.odd(s, raw, 'not a number')
-    // a 64-bit integer (SQLite INTEGER, SQL Server bigint) beyond 2^53 reads as the nearest double
-    else if (Number.isInteger(n) && Math.abs(n) > Number.MAX_SAFE_INTEGER && Number.isFinite(n)) {
+    // a 64-bit integer (SQLite INTEGER, SQL Server bigint) beyond 2^53 reads as the nearest double; a
+    // float column's large numbers are doubles already, shown exactly
+    else if ((s.category === 'integer' || typeof raw === 'bigint') && Math.abs(n) > Number.MAX_SAFE_INTEGER && Number.isFinite(n)) {
       // once per field, not per value: a table whose ids all lie there would fill the log
-      this.once(s, '\u0000beyond 2^53', { resource: this.def.name, field: s.field, value: String(raw) }, 'a stored number beyond 2^53 is shown as the nearest number JSON clients read exactly, which may differ from it in the last digits')
+      this.once(s, '\u0000beyond 2^53', { resource: this.def.name, field: s.field, value: String(raw) }, 'a stored whole number beyond 2^53 is shown rounded (JSON clients read whole numbers exactly only up to 2^53; SQLite\'s driver has rounded the value logged here already)')
     }
     return n
   }
