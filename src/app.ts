@@ -14,7 +14,7 @@ import Fastify, { LogController, type FastifyContextConfig, type FastifyError, t
 import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
-import { COMMON_PATTERN_RULES } from '../schemas/common.js'
+import { COMMON_PATTERN_RULES, errorResponses } from '../schemas/common.js'
 import { User, UserCreate, USER_PATTERN_RULES } from '../schemas/users.js'
 import { mappingsOf, signingKeys } from './config.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
@@ -260,6 +260,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** false: the request line's URL is logged without its query (it carries credentials: a browser login's code and state) */
     logQuery?: false
+    /** true: a route without a query schema takes any query (a browser login's start, whose URL browsers and portals add to) */
+    anyQuery?: true
   }
 }
 
@@ -342,9 +344,11 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   await app.register(async function api (scope) {
     scope.addHook('onRequest', scope.authenticate)
     // a route that takes no query parameters refuses them, as lists refuse unknown ones: ?dryRun=1 or
-    // ?force=true must not be ignored while the write goes ahead (a browser login's start is left to the browser)
+    // ?force=true must not be ignored while the write goes ahead. The 400 joins its documented answers.
     scope.addHook('onRoute', (route) => {
-      if (route.schema !== undefined && route.schema.querystring === undefined && !route.url.startsWith('/api/users/sso/')) route.schema = { ...route.schema, querystring: NO_QUERY }
+      if (route.schema === undefined || route.schema.querystring !== undefined || route.config?.anyQuery === true) return
+      const response = route.schema.response as Record<string, unknown> | undefined
+      route.schema = { ...route.schema, querystring: NO_QUERY, ...(response !== undefined && response['400'] === undefined && { response: { ...response, ...errorResponses(400) } }) }
     })
     await scope.register(userRoutes, {
       prefix: '/users',

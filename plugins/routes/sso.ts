@@ -55,7 +55,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
   }
 
   fastify.get('/:id/login', {
-    config: { auth: 'none', rateLimit, logQuery: false },
+    config: { auth: 'none', rateLimit, logQuery: false, anyQuery: true },
     schema: {
       summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
       tags: ['auth'],

@@ -254,3 +254,11 @@ t.test('a body nested thousands deep with an escape in it: the ordinary answer, 
   const odd = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: `{"materialNumber":"D-2","name":"deep","description":${'{"a":'.repeat(8000)}"\\ud800"${'}'.repeat(8000)}}` })
   t.match(odd.json(), { statusCode: 400, message: /^body\/description(\/a)+ holds half of a UTF-16 surrogate pair/ })
 })
+
+t.test('the OpenAPI document lists the 400 of a route that takes no query parameters', async (t) => {
+  const ctx = await build(t)
+  const doc = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  for (const [path, method] of [['/api/materials/{id}', 'get'], ['/api/users/refresh', 'get'], ['/api/events/ticket', 'post']]) {
+    t.ok(doc.paths[path]?.[method]?.responses?.['400'], `${method.toUpperCase()} ${path} documents its 400`)
+  }
+})
