@@ -84,9 +84,10 @@ export class UserService {
   }
 
   async update (id: number, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
-    this.assertMayUpdate(id, patch, actor)
+    this.assertMayUpdate(id, actor)
     const current = await this.opts.repo.get(id)
     if (!current) throw new NotFoundError(`User ${id} not found`)
+    this.assertOwnChanges(id, patch, actor, current)
     if (actor.id === id && ((patch.type !== undefined && patch.type !== current.type) || (patch.enabled !== undefined && patch.enabled !== current.enabled))) {
       throw forbidden('You cannot change your own type or enabled state')
     }
@@ -184,13 +185,19 @@ export class UserService {
     }
   }
 
-  private assertMayUpdate (id: number, patch: UserUpdate, actor: Actor): void {
-    const self = actor.id === id
+  private assertMayUpdate (id: number, actor: Actor): void {
     // an admin may send its own type and enabled state unchanged (a form sends every field); update() refuses a change
     if (actor.type === 'admin') return
-    if (!self) throw forbidden('You may only change your own user record')
+    if (actor.id !== id) throw forbidden('You may only change your own user record')
     if (actor.type !== 'user') throw forbidden('Application accounts cannot change their user record; ask an admin')
-    const fields = Object.keys(patch).filter((key) => key !== 'password')
+  }
+
+  /** A user (not an admin) changes its own password only; the other fields of its record it may send back unchanged, as a form does. */
+  private assertOwnChanges (id: number, patch: UserUpdate, actor: Actor, current: Row): void {
+    if (actor.type === 'admin') return
+    const shown = toUser(current) as unknown as Record<string, unknown>
+    const same = (key: string, value: unknown): boolean => key === 'username' && typeof value === 'string' ? normalizeUsername(value) === shown.username : value === shown[key]
+    const fields = Object.entries(patch).filter(([key, value]) => key !== 'password' && !same(key, value)).map(([key]) => key)
     if (fields.length > 0) throw forbidden(`You may only change your own password, not ${fields.join(', ')}`)
   }
 

@@ -163,6 +163,12 @@ t.test('update', async (t) => {
   const selfName = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: auth(user.accessToken), payload: { displayName: 'me' } })
   t.equal(selfName.statusCode, 403)
   t.match(selfName.json().message, /password/)
+  // its own record as a form sends it back: the other fields unchanged, a new password
+  const own = (await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })).json()
+  const form = { username: own.username.toUpperCase(), type: own.type, displayName: own.displayName, enabled: own.enabled }
+  const oneChanged = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: auth(user.accessToken), payload: { ...form, displayName: 'changed' } })
+  t.equal(oneChanged.statusCode, 403)
+  t.equal(oneChanged.json().message, 'You may only change your own password, not displayName', 'the field it changes, no other')
   const adminSelf = await app.inject({ method: 'POST', url: '/api/users/1', headers: admin, payload: { type: 'user' } })
   t.equal(adminSelf.statusCode, 403, 'an admin cannot demote itself')
   t.match(adminSelf.json().message, /cannot change your own type or enabled state/)
@@ -190,6 +196,9 @@ t.test('update', async (t) => {
   t.equal(stale.statusCode, 412)
   const fresh = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: { ...admin, 'if-match': read.headers.etag as string }, payload: { displayName: 'y' } })
   t.equal(fresh.statusCode, 200)
+  // last: the new password revokes the user's tokens
+  const withPassword = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: auth(user.accessToken), payload: { ...form, displayName: 'y', password: 'a-new-password-1' } })
+  t.equal(withPassword.statusCode, 200, `before: 403 naming fields it did not change: ${withPassword.body}`)
 })
 
 t.test('delete', async (t) => {
