@@ -505,6 +505,14 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       return EXIT_FAILURE
     }
     const id = row.id as number
+    // the API keeps an admin from disabling itself; here, keep the last one: without it no one manages users but from this shell
+    if (action === 'disable' && row.type === 'admin' && row.enabled === true) {
+      const admins = await repo.list({ limit: 1, sort: [{ field: 'id', desc: false }], filters: [{ field: 'type', op: 'eq', values: ['admin'] }, { field: 'enabled', op: 'eq', values: [true] }], count: true })
+      if ((admins.total ?? 0) <= 1) {
+        io.err(`picking-gateway: '${row.username as string}' is the only enabled admin; add or enable another admin first (user add <name> --type admin)`)
+        return EXIT_FAILURE
+      }
+    }
     if (action === 'passwd') await service.update(id, { password }, operator)
     else await service.update(id, { enabled: action === 'enable' }, operator)
     io.out(action === 'passwd'
