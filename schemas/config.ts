@@ -35,6 +35,12 @@ export const TableMappingConfig = Type.Object({
   readOnly: Type.Optional(Type.Boolean()),
   /** an id column without identity or default: the gateway numbers a new row as the largest id plus one, under a lock */
   newIds: Type.Optional(Type.Literal('max+1')),
+  /**
+   * how long after stamping a row's modified time the picking system may commit it (a posting batch
+   * that stamps its rows first): meta.serverTime lies that much further back, so an incremental sync
+   * still finds the row (default 1000)
+   */
+  commitLagMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
   /** column -> value a create writes into an unmapped column (a NOT NULL one without a default: a client number, a zone) */
   defaults: Type.Optional(Type.Record(Identifier, Type.Union([Type.String({ maxLength: 4000 }), Type.Number(), Type.Boolean()]), { minProperties: 1 }))
 }, { additionalProperties: false })

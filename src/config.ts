@@ -275,6 +275,7 @@ export function normalizeMapping (config: TableMappingConfig): TableMapping {
   if (config.timeZone !== undefined) mapping.timeZone = config.timeZone
   if (config.readOnly !== undefined) mapping.readOnly = config.readOnly
   if (config.newIds !== undefined) mapping.newIds = config.newIds
+  if (config.commitLagMs !== undefined) mapping.commitLagMs = config.commitLagMs
   if (config.defaults !== undefined) mapping.defaults = { ...config.defaults }
   for (const [field, entry] of Object.entries(config.columns)) {
     if (entry === null) {

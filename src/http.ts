@@ -241,13 +241,14 @@ const DAY_MS = 86_400_000
  * they took, often to the second only (CURRENT_TIMESTAMP, GETDATE() in a trigger) or to the minute
  * (smalldatetime), and commit later; a change made in the second of the page's query, or committed
  * just after it, carries a time before that query's. So it is the gateway's clock when the query
- * began less one step of the modified-time column (at least a second; two for date-only columns),
- * rounded down to the second (to the minute for coarser columns): such rows come again on the next
- * run instead of never.
+ * began less one step of the modified-time column (at least a second, or the mapping's commitLagMs;
+ * two for date-only columns), rounded down to the second (to the minute for coarser columns): such
+ * rows come again on the next run instead of never.
  */
-export function syncPoint (queryStartedAt: number, resolutionMs: number): string {
-  const step = resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs)
-  const grain = Math.min(step, 60_000)
+export function syncPoint (queryStartedAt: number, resolutionMs: number, commitLagMs = 1000): string {
+  const columnStep = resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs)
+  const step = Math.max(columnStep, commitLagMs)
+  const grain = Math.min(columnStep, 60_000)
   return new Date(Math.floor((queryStartedAt - step) / grain) * grain).toISOString()
 }
 
@@ -290,9 +291,9 @@ export async function sendList<T> (
     reply.header('etag', hit.etag)
     if (hit.total !== undefined) reply.header('x-total-count', String(hit.total))
     if (notModified(request, hit.etag)) return reply.code(304).send()
-    return sendStored(reply, hit, syncPoint(Date.now(), repo.modifiedResolutionMs))
+    return sendStored(reply, hit, syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs))
   }
-  const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs)
+  const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs)
   const result = await repo.list(parsed)
   const meta = listMeta(request, reply, parsed, serverTime, result.total, result.next)
   const data = result.rows.map(toPublic)

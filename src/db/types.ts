@@ -79,6 +79,8 @@ export interface TableMapping {
    * under a lock that holds off other inserts until it commits
    */
   newIds?: 'max+1'
+  /** how long after stamping a row the picking system may commit it: meta.serverTime lies that much further back (default 1000) */
+  commitLagMs?: number
   /**
    * column -> value every create writes into that column, which no field maps: a legacy table's
    * NOT NULL column without a default (a client number, a storage zone)

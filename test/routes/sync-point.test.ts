@@ -2,6 +2,7 @@
 import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
 import { sqlitePath } from '../../src/db/index.js'
+import { referenceMappings } from '../../src/db/resources.js'
 import { syncPoint } from '../../src/http.js'
 import { build } from '../helpers/build.js'
 
@@ -14,6 +15,27 @@ t.test('syncPoint: a step of the column (a second at least) before the query, ro
   t.equal(syncPoint(at, 60_000), '2026-11-25T21:08:00.000Z', 'smalldatetime: a minute back, to the minute')
   t.equal(syncPoint(at, 86_400_000), '2026-11-23T21:09:00.000Z', 'date: two days back, to the minute (a local day is not a UTC day)')
   t.equal(syncPoint(Date.parse('2026-11-25T21:09:46.000Z'), 1), '2026-11-25T21:09:45.000Z', 'on a whole second')
+  // the mapping's commitLagMs: a picking system that commits its stamped rows later
+  t.equal(syncPoint(at, 1, 30_000), '2026-11-25T21:09:16.000Z', 'thirty seconds back, to the second')
+  t.equal(syncPoint(at, 60_000, 300_000), '2026-11-25T21:04:00.000Z', 'smalldatetime: five minutes back, to the minute')
+  t.equal(syncPoint(at, 1, 0), '2026-11-25T21:09:45.000Z', 'never less than a second')
+})
+
+t.test('commitLagMs: a row stamped before a page and committed after it is found by the next run', async (t) => {
+  const ctx = await build(t, { mapping: { materials: { ...referenceMappings.materials, commitLagMs: 10_000 } } })
+  const file = sqlitePath(ctx.config.database.url)
+  if (file === null || file === undefined) return t.pass('the writer behind the back is a SQLite connection')
+  const headers = ctx.auth(ctx.adminToken)
+  const id = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'LAG-1', name: 'Lag' } })).json().id as number
+  const other = new BetterSqlite3(file)
+  t.teardown(() => other.close())
+  // a posting batch stamps the row, and commits five seconds later (here: the stamp set five seconds back)
+  const page = await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers })
+  const since = page.json().meta.serverTime as string
+  t.ok(Date.parse(since) <= Date.now() - 10_000, `serverTime is ten seconds or more back: ${since}`)
+  other.prepare("UPDATE materials SET modified_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-5 seconds') WHERE id = ?").run(id)
+  const next = await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${since}`, headers })
+  t.ok(next.json().data.some((m: { id: number }) => m.id === id), 'the late commit is in the next run')
 })
 
 t.test('a change stored to the second right after a page is found by modifiedSince=serverTime', async (t) => {
