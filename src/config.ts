@@ -70,19 +70,22 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
   const demo = !file && !env.DATABASE_URL
 
   applyEnv(raw, env, problems)
+  const beforeCredentials = raw.auth?.jwtSecret
   applyCredentials(raw, env, problems)
+  // a weak secret is named where the admin put it
+  const secretSource = env.PICKING_GATEWAY_JWT_SECRET ? 'PICKING_GATEWAY_JWT_SECRET' : raw.auth?.jwtSecret !== beforeCredentials ? 'credential jwt-secret' : undefined
   if (demo) {
     raw.database = { ...raw.database, url: `sqlite:${join(dataDir, 'picking-gateway.db')}` }
     raw.licence = { logins: 5, ...raw.licence }
     if (!raw.auth?.jwtSecret && !raw.auth?.keys) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
   }
 
-  const config = validateConfig(raw, problems)
+  const config = validateConfig(raw, problems, secretSource)
   return { config, demo, source: file ? resolve(file) : demo ? 'embedded demo' : 'environment' }
 }
 
 /** Validates a raw object (defaults applied); throws ConfigError listing every problem. */
-export function validateConfig (raw: unknown, problems: string[] = []): Config {
+export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret'): Config {
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   for (const error of Value.Errors(Config, withDefaults)) {
     // a column given as an object: what is wrong inside it (an unknown key, a misspelt format), not "expected union value"
@@ -100,7 +103,7 @@ export function validateConfig (raw: unknown, problems: string[] = []): Config {
   }
   // The checks beyond the schema run on whatever parts have the right shape, so every problem is listed at once.
   const config = withDefaults as Config
-  if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems)
+  if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
   if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
@@ -145,7 +148,7 @@ function readConfigFile (file: string, problems: string[]): Record<string, any> 
   try {
     text = readFileSync(file, 'utf8')
   } catch (err) {
-    problems.push(`PICKING_GATEWAY_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+    problems.push(`${file}: cannot read the configuration file (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
     return {}
   }
   try {
@@ -231,7 +234,7 @@ function applyCredentials (raw: Record<string, any>, env: NodeJS.ProcessEnv, pro
   if (dbPassword !== undefined && dbPassword !== '') raw.database = { ...raw.database, password: dbPassword }
 }
 
-function checkSecrets (config: Config, problems: string[]): void {
+function checkSecrets (config: Config, problems: string[], secretSource: string): void {
   const { keys, jwtSecret } = config.auth ?? {}
   if (keys !== undefined) {
     const kids = new Set<string>()
@@ -248,7 +251,7 @@ function checkSecrets (config: Config, problems: string[]): void {
     problems.push('auth.jwtSecret: missing; set PICKING_GATEWAY_JWT_SECRET, auth.jwtSecret (or auth.keys) in the configuration file, or the systemd credential jwt-secret')
     return
   }
-  checkSecret('auth.jwtSecret', jwtSecret, problems)
+  checkSecret(secretSource, jwtSecret, problems)
 }
 
 function checkSecret (key: string, secret: string, problems: string[]): void {

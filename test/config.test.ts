@@ -53,6 +53,10 @@ t.test('secrets from systemd credentials', async (t) => {
   const { config } = loadConfig({ env: { DATABASE_URL: 'mssql://gw@db/Picking', CREDENTIALS_DIRECTORY: creds } })
   t.equal(config.auth.jwtSecret, SECRET)
   t.equal(config.database.password, 'db-pass')
+  // a weak secret is named where it came from (before: auth.jwtSecret, which the configuration file did not hold)
+  writeFileSync(join(creds, 'jwt-secret'), 'changeme\n')
+  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'mssql://gw@db/Picking', CREDENTIALS_DIRECTORY: creds } })), [/^credential jwt-secret: expected at least 32 bytes, got 8/])
+  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'mssql://gw@db/Picking', PICKING_GATEWAY_JWT_SECRET: 'short' } })), [/^PICKING_GATEWAY_JWT_SECRET: expected at least 32 bytes, got 5/])
 })
 
 t.test('bad configurations name the key and never show secrets', async (t) => {
