@@ -1,4 +1,5 @@
 // Logger options: JSON lines for journald, pretty only on a terminal; secrets scrubbed at every depth.
+import { fstatSync } from 'node:fs'
 import { pino, type Logger, type LoggerOptions } from 'pino'
 
 const SECRET_KEYS = /^(authorization|cookie|set-cookie|password|passwordhash|newpassword|token|accesstoken|refreshtoken|jwtsecret|secret|credentials?)$/i
@@ -243,10 +244,39 @@ export async function serviceLogger (level: string): Promise<Logger> {
   if (process.stdout.isTTY === true) {
     const { prettyFactory } = await import('pino-pretty')
     format = prettyFactory({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', colorize: process.stdout.hasColors?.() ?? false })
+  } else if (toJournal(process.env.JOURNAL_STREAM)) {
+    format = withSyslogPriority
   }
   const sink = logSink({ streams: [process.stdout, process.stderr], format })
   process.on('exit', () => { sink.flush() })
   return sinkLogger(level, sink)
+}
+
+/**
+ * Standard output is journald's stream: systemd sets JOURNAL_STREAM to its device and inode
+ * (sd_journal_stream_fd(3)); a pipe the unit's output was redirected to is not.
+ */
+export function toJournal (stream: string | undefined, fd = 1): boolean {
+  const m = /^(\d+):(\d+)$/.exec(stream ?? '')
+  if (m === null) return false
+  try {
+    const stat = fstatSync(fd)
+    return String(stat.dev) === m[1] && String(stat.ino) === m[2]
+  } catch {
+    return false
+  }
+}
+
+/** pino's levels as syslog priorities: trace and debug 7, info 6, warn 4, error 3, fatal 2 */
+const SYSLOG_PRIORITY: Record<string, string> = { 10: '<7>', 20: '<7>', 30: '<6>', 40: '<4>', 50: '<3>', 60: '<2>' }
+
+/**
+ * A JSON line with the priority journald reads from a `<N>` before it (SyslogLevelPrefix, on by
+ * default): `journalctl -p warning` then finds warnings and errors. journald keeps the line without it.
+ */
+export function withSyslogPriority (line: string): string {
+  const m = /^\{"level":(\d+)/.exec(line)
+  return `${(m !== null ? SYSLOG_PRIORITY[m[1]] : undefined) ?? '<6>'}${line}`
 }
 
 /** A pino logger with loggerOptions writing to sink; requestLineWriter writes beside it. */

@@ -1,7 +1,7 @@
 // The gateway as a process and as a server: signals, exit codes, timeouts, TLS, faults, logs.
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { writeFileSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, writeFileSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
 import { connect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -13,7 +13,7 @@ import { main } from '../src/commands.js'
 import { validateConfig } from '../src/config.js'
 import { DatabaseUnavailableError } from '../src/db/errors.js'
 import type { Database } from '../src/db/types.js'
-import { loggerOptions, redactUrl, scrub } from '../src/logger.js'
+import { loggerOptions, redactUrl, scrub, toJournal, withSyslogPriority } from '../src/logger.js'
 import { ADMIN_PASSWORD, build } from './helpers/build.js'
 import { until } from './helpers/wait.js'
 import { tempDir } from './helpers/temp.js'
@@ -287,4 +287,21 @@ t.test('no secret reaches the log at any depth', async (t) => {
   t.equal(scrub(`${'eyJ'.repeat(5000)}.${'x'.repeat(10)}.s`), '[redacted]')
   const clean = { method: 'GET', url: '/api/materials', statusCode: 200, nested: { a: [1, 'b'] } }
   t.equal(scrub(clean), clean, 'an object with nothing to scrub is not copied')
+})
+
+t.test("journald: each line carries its syslog priority when standard output is journald's stream", async (t) => {
+  t.equal(withSyslogPriority('{"level":50,"msg":"x"}'), '<3>{"level":50,"msg":"x"}', 'error')
+  t.equal(withSyslogPriority('{"level":40,"msg":"x"}'), '<4>{"level":40,"msg":"x"}', 'warning: journalctl -p warning finds it')
+  t.equal(withSyslogPriority('{"level":30,"msg":"x"}'), '<6>{"level":30,"msg":"x"}')
+  t.equal(withSyslogPriority('{"level":20}'), '<7>{"level":20}')
+  t.equal(withSyslogPriority('{"level":60}'), '<2>{"level":60}')
+  t.equal(withSyslogPriority('not json'), '<6>not json')
+  const dir = tempDir(t, 'pg-journal-')
+  const fd = openSync(join(dir, 'stream'), 'w')
+  t.teardown(() => closeSync(fd))
+  const stat = fstatSync(fd)
+  t.ok(toJournal(`${stat.dev}:${stat.ino}`, fd), 'JOURNAL_STREAM naming this stream')
+  t.notOk(toJournal(`${stat.dev}:${stat.ino + 1}`, fd), 'another stream (the unit redirected its output)')
+  t.notOk(toJournal(undefined, fd), 'no journald')
+  t.notOk(toJournal('garbage', fd))
 })
