@@ -258,7 +258,7 @@ export function columnNameScore (field: string, column: ColumnInfo, ctx: MatchCo
     if (n.length > prefix.length && n.startsWith(prefix) && synonyms.includes(n.slice(prefix.length))) return { score: 80, reason: 'name after the table prefix' }
   }
   // a key without IDENTITY (a WITHOUT ROWID table, WS_ID): the table's own unique column named …ID
-  if (field === 'id' && column.unique === true && n.endsWith('id')) return { score: 70, reason: "the table's unique key, named …ID" }
+  if (field === 'id' && column.unique === true && n.endsWith('id') && /int|numeric|decimal|number/i.test(column.type)) return { score: 70, reason: "the table's unique key, named …ID" }
   if (field === 'id') return { score: 0, reason: '' }
   if (tokens.some((t) => t.length >= 3 && synonyms.includes(t))) return { score: 60, reason: 'a word of the name' }
   if (synonyms.some((s) => s.length >= 5 && n.includes(s))) return { score: 40, reason: 'part of the name' }

@@ -1,7 +1,7 @@
 // Errors before a route runs: body encodings and content types, repeated parameters, and what Node's HTTP parser refuses.
 import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
-import { build, type TestContext } from '../helpers/build.js'
+import { ADMIN_PASSWORD, build, type TestContext } from '../helpers/build.js'
 
 const json = 'application/json'
 
@@ -190,7 +190,10 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
   const slashed = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}/`, headers })
   t.equal(slashed.statusCode, 200, slashed.body)
   t.equal(slashed.json().id, id)
-  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/application-token/', headers })).statusCode, (await ctx.app.inject({ method: 'GET', url: '/api/users/application-token', headers })).statusCode, 'a fixed path too')
+  const { refreshToken } = await ctx.login('admin', ADMIN_PASSWORD)
+  const refreshed = await ctx.app.inject({ method: 'POST', url: '/api/users/refresh/', headers: ctx.auth(refreshToken) })
+  t.equal(refreshed.statusCode, 200, `a fixed path too: ${refreshed.body}`)
+  t.ok(refreshed.json().accessToken)
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/', headers })).statusCode, 200)
   t.equal((await ctx.app.inject({ method: 'PUT', url: `/api/materials/${id}`, headers, payload: { name: 'x' } })).statusCode, 405)
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).json().name, 'Wrong method', 'and a refused method changed nothing')

@@ -36,10 +36,15 @@ t.test('a 500 carries no SQL, stack or internal names', async (t) => {
   t.equal(gone.statusCode, 503)
   t.equal(gone.json().code, 'SCHEMA_MISMATCH')
   t.notMatch(gone.body, /material_number|mat_no_gone|SELECT|SQLITE|materials"|Invalid column|at .*\.ts/i)
-  if (ctx.db.dialect !== 'sqlite') return
-  // an error nothing expects: a trigger calling a function the database does not have
-  await ctx.db.execute({ text: 'ALTER TABLE "materials" RENAME COLUMN "mat_no_gone" TO "material_number"', params: [] })
-  await ctx.db.execute({ text: 'CREATE TRIGGER "materials_broken" BEFORE UPDATE ON "materials" BEGIN SELECT no_such_function(NEW."material_number"); END', params: [] })
+  // an error nothing expects: a trigger calling a function (SQL Server: a procedure) the database does not have
+  const mssql = ctx.db.dialect === 'mssql'
+  await ctx.db.execute({ text: mssql ? "EXEC sp_rename 'dbo.materials.mat_no_gone', 'material_number', 'COLUMN'" : 'ALTER TABLE "materials" RENAME COLUMN "mat_no_gone" TO "material_number"', params: [] })
+  await ctx.db.execute({
+    text: mssql
+      ? 'CREATE TRIGGER [materials_broken] ON [dbo].[materials] AFTER UPDATE AS EXEC [dbo].[no_such_function]'
+      : 'CREATE TRIGGER "materials_broken" BEFORE UPDATE ON "materials" BEGIN SELECT no_such_function(NEW."material_number"); END',
+    params: []
+  })
   const id = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'B-1', name: 'broken' } })).json().id as number
   const broken = await ctx.app.inject({ method: 'POST', url: `/api/materials/${id}`, headers: ctx.auth(ctx.adminToken), payload: { name: 'x' } })
   t.equal(broken.statusCode, 500)
