@@ -89,6 +89,8 @@ export interface Auth {
    * step); throws 403 with the reason, and logs it. Also for the browser login's ID token.
    */
   ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row>
+  /** Stamps a login's lastLoginAt (and a rehash): a refusal or a busy database is logged, never the login's failure. */
+  recordLogin (userId: number, changes: Row): Promise<void>
 }
 
 declare module 'fastify' {
@@ -201,6 +203,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     passwords,
     accessTokenTtlSeconds: opts.accessTokenTtlSeconds,
     issue,
+    recordLogin,
     forget (userId) { cache.delete(userId) },
     identifyUser,
     expiryOf (request) {
@@ -237,20 +240,24 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       }
       const changes: Row = { lastLoginAt: new Date() }
       if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)
-      try {
-        await users.update(user.id as number, changes, { touch: false })
-      } catch (err) {
-        // the password was right: a trigger of the picking system that refuses the stamp (or the
-        // rehash) must not turn the login into an error that tells a right password from a wrong
-        // one; another program's write lock held past the wait (SQLite) must not keep every user out
-        // for as long as it lasts. The user row was read, and the tokens need nothing written.
-        if (err instanceof DatabaseUnavailableError) fastify.log.warn({ err: err.message, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the database is busy; the tokens are issued')
-        else if (err instanceof ConstraintViolationError || err instanceof InvalidValueError) fastify.log.warn({ err, user: user.id }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
-        else throw err
-      }
+      await recordLogin(user.id as number, changes)
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
       cache.delete(user.id as number)
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }
+    }
+  }
+
+  async function recordLogin (userId: number, changes: Row): Promise<void> {
+    try {
+      await users.update(userId, changes, { touch: false })
+    } catch (err) {
+      // the password (or the provider's token) was right: a trigger of the picking system that
+      // refuses the stamp (or the rehash) must not turn the login into an error that tells a right
+      // password from a wrong one; another program's write lock held past the wait (SQLite) must
+      // not keep every user out for as long as it lasts. The row was read; the tokens need nothing written.
+      if (err instanceof DatabaseUnavailableError) fastify.log.warn({ err: err.message, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the database is busy; the tokens are issued')
+      else if (err instanceof ConstraintViolationError || err instanceof InvalidValueError) fastify.log.warn({ err, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
+      else throw err
     }
   }
 

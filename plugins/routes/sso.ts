@@ -136,7 +136,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     if (claims === undefined) throw badRequest('The identity provider sent no ID token', 'SSO_LOGIN_FAILED')
     const user = await fastify.auth.ssoUser(provider, claims, request.log)
     if (user.enabled !== true) throw invalidCredentials()
-    await fastify.repos.users.update(user.id as number, { lastLoginAt: new Date() }, { touch: false })
+    await fastify.auth.recordLogin(user.id as number, { lastLoginAt: new Date() })
     reply.header('cache-control', 'no-store')
     return {
       login: true as const,
