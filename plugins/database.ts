@@ -45,15 +45,30 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   const { db, mappings } = opts
   const names = Object.keys(resources) as ResourceName[]
   const status: DatabaseStatus = { mappingProblem: null }
-  let recheck: NodeJS.Timeout | undefined
-  let watch: NodeJS.Timeout | undefined
-  let gone: NodeJS.Timeout | undefined
+  const timers = new Set<NodeJS.Timeout>()
   fastify.addHook('onClose', async () => {
-    clearInterval(recheck)
-    clearInterval(watch)
-    clearInterval(gone)
+    for (const timer of timers) clearInterval(timer)
     await db.close()
   })
+
+  /**
+   * Runs `check` every recheckMs, one run at a time, until it resolves true or the app closes.
+   * It handles its own errors: what failed is the check's to log.
+   */
+  function every (check: () => Promise<boolean>): void {
+    let running = false
+    const timer = setInterval(() => {
+      if (running) return
+      running = true
+      check().then((done) => {
+        if (!done) return
+        clearInterval(timer)
+        timers.delete(timer)
+      }).finally(() => { running = false })
+    }, opts.recheckMs)
+    timer.unref()
+    timers.add(timer)
+  }
 
   /** The mapping's problems and the columns as declared, or DatabaseUnavailableError. */
   async function inspect (): Promise<{ problems: string[], declared: Record<ResourceName, ColumnInfo[]> }> {
@@ -79,12 +94,9 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   } catch (err) {
     if (!(err instanceof DatabaseUnavailableError)) throw err
     fastify.log.warn({ err }, 'database unavailable at start; requests answer 503 until it is back, then the mapping is checked')
-    let busy = false
-    recheck = setInterval(() => {
-      if (busy) return
-      busy = true
-      inspect().then(({ problems, declared }) => {
-        clearInterval(recheck)
+    every(async () => {
+      try {
+        const { problems, declared } = await inspect()
         if (problems.length > 0) {
           status.mappingProblem = NOT_FITTING
           fastify.log.error({ problems }, 'the database is back but does not match the configured mapping')
@@ -92,21 +104,20 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
           adopt(declared)
           fastify.log.info('the database is back; mapping checked')
         }
-      }, (err: unknown) => {
+        return true
+      } catch (err) {
         if (!(err instanceof DatabaseUnavailableError)) fastify.log.error({ err }, 'mapping check failed')
-      }).finally(() => { busy = false })
-    }, opts.recheckMs)
-    recheck.unref()
+        return false
+      }
+    })
   }
 
   // SQLite: a file deleted or replaced under the running gateway (README, "SQLite: locks, journal mode and the database file")
   const recheckFile = db.recheck?.bind(db)
   if (recheckFile !== undefined) {
-    let checking = false
-    watch = setInterval(() => {
-      if (checking) return
-      checking = true
-      recheckFile().then(async (found) => {
+    every(async () => {
+      try {
+        const found = await recheckFile()
         if (found === 'missing') log.error('the database file is gone: closed the connection; requests answer 503 until a file is back at its path (none is created)')
         else if (found !== 'unchanged') {
           log.warn(found === 'back' ? 'a database file is back at its path: opened it; serving again' : 'the database file was replaced by another file: closed the old connection and opened the new file')
@@ -116,47 +127,50 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
           if (problems.length > 0) log.error({ problems }, 'the new database file does not match the configured mapping')
           else adopt(declared)
         }
-      }).catch((err: unknown) => {
+      } catch (err) {
         log.error({ err }, 'the database file could not be checked or opened; requests answer 503, trying again')
-      }).finally(() => { checking = false })
-    }, opts.recheckMs)
-    watch.unref()
+      }
+      return false
+    })
   }
 
   // A mapped table or column gone while serving (a request got MappingGoneError, 503): readiness
   // says so, and the mapping is checked again until it fits, then the columns are read anew. A name
-  // the mapping does not have (a trigger's table) is the picking system's own fault: logged, and
-  // readiness left alone, since every instance would fail the same way.
+  // the mapping does not have (a trigger's table) is the picking system's own fault: logged once,
+  // and readiness left alone, since every instance would fail the same way.
   const mapped = new Set(Object.values(mappings).flatMap((m) => [m.table, ...Object.values(m.columns), ...Object.keys(m.defaults ?? {})]).map((name) => name.toLowerCase()))
+  const unmappedSeen = new Set<string>()
+  let checkingMapping = false
   fastify.addHook('onError', async (_request, _reply, err) => {
-    if (!(err instanceof MappingGoneError) || gone !== undefined) return
+    if (!(err instanceof MappingGoneError) || checkingMapping) return
     if (err.missing === undefined || !mapped.has(err.missing.toLowerCase())) {
+      if (unmappedSeen.has(err.detail) || unmappedSeen.size >= 100) return
+      unmappedSeen.add(err.detail)
       log.error({ database: err.detail }, 'a statement named a table or column that the database does not have and the mapping does not name (a trigger or view of the picking system?); such requests answer 503 until the database is fixed')
       return
     }
+    checkingMapping = true
     status.mappingProblem = NOT_FITTING
     log.error({ database: err.detail }, 'a table or column of the mapping is gone from the database; requests that need it answer 503 until it is back')
-    let checking = false
     let logged = false
-    gone = setInterval(() => {
-      if (checking) return
-      checking = true
-      inspect().then(({ problems, declared }) => {
+    every(async () => {
+      try {
+        const { problems, declared } = await inspect()
         if (problems.length > 0) {
           if (!logged) log.error({ problems }, 'the database does not match the configured mapping')
           logged = true
-          return
+          return false
         }
-        clearInterval(gone)
-        gone = undefined
         adopt(declared)
         status.mappingProblem = null
+        checkingMapping = false
         log.warn('the database matches the configured mapping again; serving')
-      }, (err: unknown) => {
+        return true
+      } catch (err) {
         if (!(err instanceof DatabaseUnavailableError)) log.error({ err }, 'mapping check failed')
-      }).finally(() => { checking = false })
-    }, opts.recheckMs)
-    gone.unref()
+        return false
+      }
+    })
   })
 
   fastify.decorate('db', db)
