@@ -31,7 +31,7 @@ import userRoutes from '../plugins/routes/users.js'
 import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
 import { PATH_ID } from './db/resources.js'
-import { ApiError, statusText } from './errors.js'
+import { ApiError, badRequest, statusText } from './errors.js'
 import { loggerOptions, redactUrl, requestLineWriter } from './logger.js'
 
 export interface BuildOptions {
@@ -86,6 +86,27 @@ function validatorCompiler () {
 }
 
 const NO_QUERY = Type.Object({}, { additionalProperties: false })
+
+/**
+ * A preValidation hook naming every field a body may not carry at once: an edit form that posts a
+ * whole row back learns all the read-only fields (id, stockQuantity, createdAt, …) from one 400,
+ * where the schema's validator stops at the first. One such field is left to the validator's own message.
+ */
+function fieldsNotTaken (properties: Record<string, unknown>) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const body = request.body
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) return
+    let extra: string[] | undefined
+    for (const key of Object.keys(body)) if (!Object.hasOwn(properties, key)) (extra ??= []).push(key)
+    if (extra === undefined || extra.length < 2) return
+    const readOnly = extra.filter((field) => READ_ONLY_FIELDS.has(field)).map((field) => `body/${field}`)
+    const unknown = extra.filter((field) => !READ_ONLY_FIELDS.has(field)).map((field) => `'${field}'`)
+    const parts: string[] = []
+    if (readOnly.length > 0) parts.push(`${readOnly.join(', ')} ${readOnly.length === 1 ? 'is' : 'are'} read-only`)
+    if (unknown.length > 0) parts.push(`body has unknown field${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}`)
+    throw badRequest(`${parts.join('; ')}; leave ${extra.length === 2 ? 'both' : 'them'} out`, 'VALIDATION_ERROR')
+  }
+}
 
 const PATTERN_RULES: Record<string, string> = { ...COMMON_PATTERN_RULES, ...USER_PATTERN_RULES }
 
@@ -349,6 +370,12 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       if (route.schema === undefined || route.schema.querystring !== undefined || route.config?.anyQuery === true) return
       const response = route.schema.response as Record<string, unknown> | undefined
       route.schema = { ...route.schema, querystring: NO_QUERY, ...(response !== undefined && response['400'] === undefined && { response: { ...response, ...errorResponses(400) } }) }
+    })
+    scope.addHook('onRoute', (route) => {
+      const body = route.schema?.body as { properties?: Record<string, unknown>, additionalProperties?: unknown } | undefined
+      if (body?.properties === undefined || body.additionalProperties !== false) return
+      const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]
+      route.preValidation = [...existing, fieldsNotTaken(body.properties)]
     })
     await scope.register(userRoutes, {
       prefix: '/users',
