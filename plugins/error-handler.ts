@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { DbError } from '../src/db/errors.js'
 import { ApiError, statusText, tokenExpired, tokenInvalid } from '../src/errors.js'
-import { redactText } from '../src/logger.js'
+import { redactText, replaceTokens } from '../src/logger.js'
 
 /** Fastify's body errors under the gateway's own codes (a client should not meet the framework's names) */
 const FRAMEWORK_CODES: Record<string, string> = {
@@ -61,14 +61,6 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
 }
 
 /**
- * A JSON Web Token's text (header.payload.signature, the header base64url of '{"…'): a message that
- * quotes what the client sent (a path, a sort key) must not carry a token pasted into it into the
- * proxy's and the ERP's logs of response bodies. It starts where a word does: 'eyJeyJeyJ…' is tried
- * once, not from every 'eyJ' to the end (which took 0.7 s on a 64 KB path).
- */
-const TOKEN_TEXT = /(?<![\w-])eyJ[\w-]*\.[\w-]*\.[\w-]*/g
-
-/**
  * The driver's message behind an error the database layer worded for the API, if it has one, with
  * the ones before it in the batch (SQL Server: a trigger's RAISERROR comes before the 3609 that ends
  * it). A value it quotes (SQL Server's truncated value, a duplicate key) could be a password hash or
@@ -84,8 +76,12 @@ function databaseWords (err: Error): string | undefined {
   return undefined
 }
 
+/**
+ * An error body. A message that quotes what the client sent (a path, a sort key) shows a JSON Web
+ * Token pasted into it as [token], found as the log finds them: proxies and ERPs log response bodies.
+ */
 export function buildErrorBody (statusCode: number, code: string, message: string, extra: Record<string, unknown> = {}): ErrorBody {
-  return { statusCode, code, error: statusText(statusCode), message: message.includes('eyJ') ? message.replace(TOKEN_TEXT, '[token]') : message, ...extra }
+  return { statusCode, code, error: statusText(statusCode), message: message.includes('eyJ') ? replaceTokens(message, '[token]') : message, ...extra }
 }
 
 async function errorHandler (fastify: FastifyInstance): Promise<void> {

@@ -31,16 +31,22 @@ function findJwt (text: string, from: number): [number, number] | undefined {
 /** A password hash (argon2, as the gateway stores them) that a driver's message may quote (SQL Server's truncated value). */
 const HASH_TEXT = /\$argon2(?:id|i|d)\$[^\s'"]*/g
 
+/** The string with every JWT in it replaced by `mark`; the same string when it holds none. */
+export function replaceTokens (text: string, mark: string): string {
+  let out = text
+  let found = findJwt(out, 0)
+  while (found !== undefined) {
+    out = out.slice(0, found[0]) + mark + out.slice(found[1])
+    found = findJwt(out, found[0] + mark.length)
+  }
+  return out
+}
+
 /** The string with every Bearer credential, JWT and password hash replaced; the same string when it holds none. */
 export function redactText (text: string): string {
   let out = HAS_BEARER_TEXT.test(text) ? text.replace(BEARER_TEXT, REDACTED) : text
   if (out.includes('$argon2')) out = out.replace(HASH_TEXT, REDACTED)
-  let found = findJwt(out, 0)
-  while (found !== undefined) {
-    out = out.slice(0, found[0]) + REDACTED + out.slice(found[1])
-    found = findJwt(out, found[0] + REDACTED.length)
-  }
-  return out
+  return replaceTokens(out, REDACTED)
 }
 const MAX_DEPTH = 8
 

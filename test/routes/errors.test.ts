@@ -178,7 +178,8 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
   t.same(none.json(), { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET /api/nothing/here not found' })
   // a token pasted where it does not belong is not echoed into response bodies (proxies and ERPs log them)
   const token = ctx.adminToken
-  for (const url of [`/api/nothing/${token}`, `/api/materials?sort=${token}`]) {
+  // also right after a letter, as the log finds them (before: the error body let x_eyJ… through)
+  for (const url of [`/api/nothing/${token}`, `/api/materials?sort=${token}`, `/api/nothing/x_${token}`]) {
     const res = await ctx.app.inject({ method: 'GET', url, headers })
     t.ok(res.statusCode === 404 || res.statusCode === 400, url.slice(0, 30))
     t.notMatch(res.body, token.split('.')[2], 'the token\'s signature is not in the body')
