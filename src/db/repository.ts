@@ -37,14 +37,7 @@ export interface UpdateOptions extends WriteOptions {
   guard?: (current: Row, tx: Executor) => Promise<void>
 }
 
-/** Whether the row (as the API shows it) already holds every value of `values` (API values). */
-function shows (row: Row, values: Row): boolean {
-  for (const field in values) {
-    if (!showsValue(row, field, values[field])) return false
-  }
-  return true
-}
-
+/** Whether the row (as the API shows it) already holds `value` (an API value) in `field`. */
 function showsValue (row: Row, field: string, value: unknown): boolean {
   const current = row[field]
   return value instanceof Date ? current === value.toISOString() : current === value
@@ -467,17 +460,17 @@ export class Repository {
         own = row[this.id]
         if (opts.guard !== undefined) await opts.guard(row, tx)
         this.assertNullKept(values, row)
-        if (shows(row, values)) return row
+        const write = changedOnly(vals, values, row)
+        written = write
+        // every field already shows the value sent: nothing is written, modifiedAt stays
+        if (Object.keys(write).length === 0) return row
         this.assertTrimmed(values, row)
         this.assertKey(values, row)
         if (this.selfChecked.length > 0) await this.assertUnique(tx, values, row)
-        const write = changedOnly(vals, values, row)
-        written = write
         if (opts.touch !== false && this.has('modifiedAt') && write.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           write.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
         }
-        if (Object.keys(write).length === 0) return row
         // read back, not RETURNING: a trigger may have changed the row after the update (measured: no slower)
         const changed = await tx.execute(this.sql.update(id, write))
         // the row is locked, so no row changed means a trigger skipped the change (SQLite's RAISE(IGNORE));
