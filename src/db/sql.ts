@@ -38,7 +38,6 @@ const MSSQL_MAX_PARAMS = 2098
 /** The alias under which a list statement returns the value of sort key i (when it is an expression). */
 export const sortAlias = (i: number): string => `__s${i}`
 
-/** What a sort key's keyset value is: the column's own value, a rank of a value map, SQLite's canonical time text, or a SQLite number kept as text (number_text). */
 /**
  * What a sort key compares: the column itself; a value map's rank of the API value; SQLite's time
  * text read as time; SQLite's number text read as a number; a flag in a number column as 0 or 1.
