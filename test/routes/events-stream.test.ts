@@ -20,7 +20,7 @@ import { openDatabase } from '../../src/db/index.js'
 import { loggerOptions } from '../../src/logger.js'
 import { startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { ADMIN_PASSWORD, build, TEST_ARGON2, type TestContext } from '../helpers/build.js'
-import { until } from '../helpers/wait.js'
+import { sleep, until } from '../helpers/wait.js'
 
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
 
@@ -299,7 +299,7 @@ t.test('streams per user are capped: one more is a 429, others and freed places 
   a.close()
   let again = await open(ctx, '', bearer)
   for (let i = 0; again.res.statusCode === 429 && i < 50; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await sleep(20)
     again = await open(ctx, '', bearer)
   }
   t.equal(again.res.statusCode, 200, 'a closed stream frees its place')
@@ -464,7 +464,7 @@ t.test('streams per user stay capped while a station is looked up, and a client 
   const get = stations.get.bind(stations)
   t.teardown(() => { stations.get = get })
   // a database round trip (SQL Server) between the check and the stream
-  stations.get = async (id) => { await new Promise((resolve) => setTimeout(resolve, 50)); return await get(id) }
+  stations.get = async (id) => { await sleep(50); return await get(id) }
   const [a, b] = await Promise.all([open(ctx, `?station=${stationId}`, ctx.auth(token)), open(ctx, `?station=${stationId}`, ctx.auth(token))])
   t.same([a.res.statusCode, b.res.statusCode].sort(), [200, 429], 'two at once: one opens, one is refused')
   await (a.res.statusCode === 200 ? b : a).body()
@@ -478,9 +478,9 @@ t.test('streams per user stay capped while a station is looked up, and a client 
   const gone = httpRequest({ host: '127.0.0.1', port, path: `/api/events?station=${stationId}`, headers: ctx.auth(token) })
   gone.on('error', () => {})
   gone.end()
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  await sleep(20)
   gone.destroy()
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await sleep(100)
   t.equal(ctx.app.hardware.subscribers, 0, 'nothing subscribed for it')
   const after = await open(ctx, `?station=${stationId}`, ctx.auth(token))
   t.equal(after.res.statusCode, 200, 'its place is free: the next stream opens')

@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, renameSync, rmSync, writeFileSync } from 'nod
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { sqlitePath } from '../../src/db/index.js'
-import { build, type TestContext } from '../helpers/build.js'
+import { ADMIN_PASSWORD, build, type TestContext } from '../helpers/build.js'
 import { sleep, until } from '../helpers/wait.js'
 
 // SQLite's file and locks only: on SQL Server (GATEWAY_TEST_DB=mssql) there is nothing to test here
@@ -91,7 +91,7 @@ t.test('a lock held past the deadline: 503 DATABASE_UNAVAILABLE, nothing changed
   const started = Date.now()
   const update = track(ctx, { method: 'POST', url: `/api/materials/${a}`, payload: { description: 'too late' } })
   const create = track(ctx, { method: 'POST', url: '/api/materials', payload: { materialNumber: 'M-LATE', name: 'too late' } })
-  const login = ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'admin-password-1' } })
+  const login = ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
   const wrong = ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'not-the-password' } })
   const health = await ctx.app.inject({ method: 'GET', url: '/health' })
   t.equal(health.statusCode, 200)

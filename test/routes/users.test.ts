@@ -199,6 +199,8 @@ t.test('update', async (t) => {
   // last: the new password revokes the user's tokens
   const withPassword = await app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: auth(user.accessToken), payload: { ...form, displayName: 'y', password: 'a-new-password-1' } })
   t.equal(withPassword.statusCode, 200, `before: 403 naming fields it did not change: ${withPassword.body}`)
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: auth(user.accessToken) })).statusCode, 401, 'the new password revoked its tokens')
+  t.equal((await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: user.username, password: 'a-new-password-1' } })).statusCode, 200, 'and it logs in with the new one')
 })
 
 t.test('delete', async (t) => {
