@@ -1,13 +1,13 @@
 // picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change), the
 // controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError, plainHttpWarning } from '../src/server.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startDemo } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo } from './helpers/process.js'
 import { until } from './helpers/wait.js'
 
 t.test('serve collects the young generation on its main thread alone: no helper thread takes part', async (t) => {
@@ -173,7 +173,26 @@ t.test('a SQLite file that is not there, or a directory: a configuration error (
   }
 })
 
-t.test('npm start runs the gateway through exec: npm passes SIGTERM to its one child, which is then the gateway, not a shell that would keep it', async (t) => {
-  const scripts = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+const ROOT = join(import.meta.dirname, '..')
+// npm start as systemd or a terminal runs it, from the built dist/ (npm ci's prepare builds it); --ignore-scripts skips only prestart's build
+const BUILT = existsSync(join(ROOT, 'dist', 'src', 'cli.js'))
+
+t.test('npm start runs the gateway through exec: SIGTERM to npm ends the gateway, which no shell keeps alive', { skip: BUILT ? false : 'dist/ is not built (npm run build)' }, async (t) => {
+  const root = ROOT
+  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
   t.match(scripts.start, /^exec node /)
+  const { env } = await gatewaySetup(t)
+  const run = startCommand(t, process.platform === 'win32' ? 'npm.cmd' : 'npm', ['start', '--ignore-scripts', '--silent'], env, root)
+  const port = await listening(run)
+  t.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 200, 'the gateway answers')
+  const gateway = jsonLines(run.out()).find((l) => LISTENING.test(l.msg))?.pid as number
+  t.ok(gateway !== undefined && gateway !== run.child.pid, `the gateway (pid ${gateway}) is npm's child, not npm itself (pid ${run.child.pid})`)
+  // a gateway left behind by a shell (the failure this test is for) does not outlive the test
+  t.teardown(() => { try { process.kill(gateway, 'SIGKILL') } catch {} })
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'npm ended')
+  t.match(run.out(), /"signal":"SIGTERM"/, 'the gateway got the SIGTERM and said so')
+  await until(() => { try { process.kill(gateway, 0); return false } catch { return true } }, 'the gateway process to end', HUNG_MS)
+  await t.rejects(fetch(`http://127.0.0.1:${port}/health`), 'nothing answers on its port')
 })

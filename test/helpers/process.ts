@@ -37,7 +37,12 @@ export interface Run {
  * running at the end of the test is killed and waited for.
  */
 export function start (t: Test, args: string[], env: NodeJS.ProcessEnv): Run {
-  const child = spawn(process.execPath, [...process.execArgv, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  return startCommand(t, process.execPath, [...process.execArgv, ...args], env)
+}
+
+/** As `start`, for any command (npm, for one), in `cwd` when given. */
+export function startCommand (t: Test, command: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Run {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout!.setEncoding('utf8').on('data', (c: string) => { stdout += c })
