@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -473,14 +473,26 @@ t.test('streams per user stay capped while a station is looked up, and a client 
   opened.close()
   await until(() => ctx.app.hardware.subscribers === 0, 'none')
 
-  // a client that goes while its station is looked up
+  // a client that goes while its station is looked up: the lookup goes on only once the server has seen it go
+  let entered!: () => void
+  const looking = new Promise<void>((resolve) => { entered = resolve })
+  let release!: () => void
+  const released = new Promise<void>((resolve) => { release = resolve })
+  stations.get = async (id) => { entered(); await released; return await get(id) }
+  const accepted: Socket[] = []
+  const onConnection = (socket: Socket): void => { accepted.push(socket) }
+  ctx.app.server.on('connection', onConnection)
+  t.teardown(() => { ctx.app.server.off('connection', onConnection) })
   const { port } = ctx.app.server.address() as AddressInfo
-  const gone = httpRequest({ host: '127.0.0.1', port, path: `/api/events?station=${stationId}`, headers: ctx.auth(token) })
+  const gone = httpRequest({ agent: false, host: '127.0.0.1', port, path: `/api/events?station=${stationId}`, headers: ctx.auth(token) })
   gone.on('error', () => {})
   gone.end()
-  await sleep(20)
+  await looking
+  t.equal(accepted.length, 1, 'its connection')
   gone.destroy()
-  await sleep(100)
+  await until(() => accepted[0].destroyed, 'the server to see the client gone')
+  release()
+  await sleep(50)
   t.equal(ctx.app.hardware.subscribers, 0, 'nothing subscribed for it')
   const after = await open(ctx, `?station=${stationId}`, ctx.auth(token))
   t.equal(after.res.statusCode, 200, 'its place is free: the next stream opens')
