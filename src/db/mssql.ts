@@ -351,7 +351,52 @@ async function randomPause (attempt: number): Promise<void> {
  */
 export function statementRows (result: { recordset?: unknown, recordsets?: unknown }): Row[] {
   const sets = Array.isArray(result.recordsets) ? result.recordsets as Row[][] : []
-  return sets.length > 0 ? sets[sets.length - 1] : (result.recordset ?? []) as Row[]
+  const rows = sets.length > 0 ? sets[sets.length - 1] : (result.recordset ?? []) as Row[]
+  return readAsStored(rows, (rows as { columns?: unknown }).columns)
+}
+
+/**
+ * A decimal or numeric of 16 digits or more as the nearest double of the stored value. tedious reads
+ * one as the sum of its 32-bit words in doubles, divided by 10^scale, up to 2 units in the last place
+ * off: 23.63 in a decimal(38,20) (Dynamics NAV's every decimal) arrives as 23.630000000000003. The API
+ * would show that, an update sending 23.63 would take it for a change, and a keyset cursor would carry
+ * it, whose parameter then equals no stored 23.63 (the page's ties after it were skipped). The value
+ * of 15 significant digits within 4 units in the last place; any other value as read.
+ */
+export function wideDecimal (n: number): number {
+  const short = Number(n.toPrecision(15))
+  return Math.abs(short - n) <= 4 * Number.EPSILON * Math.abs(n) ? short : n
+}
+
+/**
+ * A real (4 bytes) as the shortest decimal that is the same real: 1.1, as the picking system wrote
+ * it and SQL Server's tools show it, not the 1.100000023841858 its widening to a double gives, which
+ * an update sending 1.1 would take for a change (and write the same real again, touching modifiedAt).
+ */
+export function shortReal (n: number): number {
+  for (let digits = 1; digits < 9; digits++) {
+    const short = Number(n.toPrecision(digits))
+    if (Math.fround(short) === n) return short
+  }
+  return n
+}
+
+/** The rows with wide decimals and reals read as stored (wideDecimal, shortReal), by the result's column types. */
+function readAsStored (rows: Row[], columns: unknown): Row[] {
+  if (rows.length === 0 || typeof columns !== 'object' || columns === null) return rows
+  const fixes: Array<[string, (n: number) => number]> = []
+  for (const [name, c] of Object.entries(columns as Record<string, { type?: unknown, precision?: unknown }>)) {
+    if ((c.type === sql.Decimal || c.type === sql.Numeric) && typeof c.precision === 'number' && c.precision > 15) fixes.push([name, wideDecimal])
+    else if (c.type === sql.Real) fixes.push([name, shortReal])
+  }
+  if (fixes.length === 0) return rows
+  for (const row of rows) {
+    for (const [name, fix] of fixes) {
+      const v = row[name]
+      if (typeof v === 'number') row[name] = fix(v)
+    }
+  }
+  return rows
 }
 
 /**

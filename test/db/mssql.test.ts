@@ -9,8 +9,9 @@ import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
 import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
 import {
-  backoffDelay, classifyMssqlError, columnsStatement, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, statementRows, toDbError
+  backoffDelay, classifyMssqlError, columnsStatement, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, wideDecimal
 } from '../../src/db/mssql.js'
+import { readUNumeric128LE } from 'tedious/lib/token/helpers.js'
 
 interface LogLine { level: string, obj: object, msg?: string }
 function recorder (): { lines: LogLine[], logger: { info: (o: object, m?: string) => void, warn: (o: object, m?: string) => void, error: (o: object, m?: string) => void } } {
@@ -143,6 +144,41 @@ t.test('statementRows: the batch\'s last result set, after any a trigger returne
   t.same(statementRows({ recordset: audit, recordsets: [audit, []] }), [], 'the read-back found nothing: nothing, not the trigger\'s rows')
   t.same(statementRows({ recordsets: [] }), [])
   t.same(statementRows({}), [])
+})
+
+/** What tedious reads for `digits` (a decimal text) stored in a decimal(38, scale): its own word sum, divided. */
+function tediousDecimal38 (digits: string, scale: number): number {
+  // the sign travels in a byte of its own, the magnitude in four words
+  const sign = digits.startsWith('-') ? -1 : 1
+  const [whole, fraction = ''] = digits.replace(/^-/, '').split('.')
+  let k = BigInt(whole + fraction.padEnd(scale, '0'))
+  const bytes = Buffer.alloc(16)
+  for (let i = 0; i < 4; i++, k >>= 32n) bytes.writeUInt32LE(Number(k & 0xffffffffn), i * 4)
+  return readUNumeric128LE(bytes, 0).value * sign / Math.pow(10, scale)
+}
+
+t.test('statementRows: a decimal of 16 digits or more and a real read as stored, not as the driver widened them', async (t) => {
+  t.equal(tediousDecimal38('23.63', 20), 23.630000000000003, 'the driver\'s own reading (a decimal(38,20), as Dynamics NAV declares every decimal)')
+  t.equal(tediousDecimal38('99.99', 20), 99.99000000000001)
+  const raw = [{ qty: tediousDecimal38('23.63', 20), small: 23.63, narrow: 12.345, weight: Math.fround(1.1), name: 'x' }]
+  Object.defineProperty(raw, 'columns', {
+    value: {
+      qty: { type: sql.Decimal, precision: 38, scale: 20 },
+      small: { type: sql.Numeric, precision: 38, scale: 20 },
+      narrow: { type: sql.Decimal, precision: 15, scale: 3 },
+      weight: { type: sql.Real },
+      name: { type: sql.NVarChar }
+    },
+    enumerable: false
+  })
+  t.same(statementRows({ recordset: raw, recordsets: [raw] }), [{ qty: 23.63, small: 23.63, narrow: 12.345, weight: 1.1, name: 'x' }],
+    'before: 23.630000000000003, which the API showed, an update of 23.63 took for a change, and a cursor carried as decimal(38,15) 23.630000000000004, equal to no stored 23.63 (its ties skipped)')
+  // every value the driver reads off by up to 2 units in the last place comes back as the nearest double of its digits
+  for (const digits of ['0.07', '12.345', '23.69', '1234.5678', '-5.25', '0', '99999999.99999']) t.equal(wideDecimal(tediousDecimal38(digits, 20)), Number(digits), digits)
+  t.equal(wideDecimal(1.2345678901234567), 1.2345678901234567, 'a value of 17 digits stays as read')
+  t.equal(wideDecimal(0.1 + 0.2), 0.3, 'within 4 units in the last place of 15 digits')
+  for (const n of [1.1, 0.1, 2.5, 3.4e38, -7.3, 1e-10, 123456.7]) t.equal(shortReal(Math.fround(n)), n, `real ${n}`)
+  t.equal(shortReal(Math.fround(16777217)), 16777216, 'beyond 2^24 a real holds the nearest even number')
 })
 
 t.test('a create on SQL Server runs in a transaction, so that a trigger\'s RAISERROR without ROLLBACK leaves no row behind a refusal', async (t) => {
