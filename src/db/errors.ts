@@ -67,11 +67,13 @@ export class MappingGoneError extends DbError {
 /**
  * The table or column a driver's message names as missing, without schema, table or quotes:
  * no such table: main.audit_log, no such column: "T"."name", table T has no column named name,
- * Invalid column name 'Bez', Invalid object name 'dbo.Artikel'.
+ * Invalid column name 'Bez', Invalid object name 'dbo.Artikel' (and the same in the login's language).
  */
 export function missingName (detail: string): string | undefined {
   const m = /^no such (?:column|table): (.+)$|^table \S+ has no column named (.+)$|^Invalid (?:column|object) name '(.+)'$/.exec(detail)
-  const name = m?.[1] ?? m?.[2] ?? m?.[3]
+  // SQL Server words 207 and 208 in the login's language (Ungültiger Spaltenname 'Bez', Nom d'objet 'dbo.Artikel'
+  // non valide), always with the name as the one quoted text: from the first quote that follows no letter to the last
+  const name = m?.[1] ?? m?.[2] ?? m?.[3] ?? /(?<![\p{L}\p{N}])'(.+)'(?![\p{L}\p{N}])/u.exec(detail)?.[1]
   if (name === undefined) return undefined
   const parts = name.match(/"(?:[^"]|"")*"|\[(?:[^\]]|\]\])*\]|[^.]+/g) ?? [name]
   const last = parts[parts.length - 1]

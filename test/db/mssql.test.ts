@@ -418,6 +418,10 @@ t.test('missingName: the table or column a driver message names, without schema,
   for (const [detail, name] of [
     ['no such column: "name"', 'name'], ['no such column: title', 'title'], ['no such column: "T"."na.me"', 'na.me'], ['no such table: main.audit_log', 'audit_log'],
     ['table materials has no column named name', 'name'], ["Invalid column name 'Bez'", 'Bez'], ["Invalid object name 'dbo.Artikel'", 'Artikel'], ["Invalid object name '[wms].[Arti]]kel]'", 'Arti]kel'],
+    // a login whose language is not English (SET LANGUAGE, or its default language): before, no name, so a renamed
+    // mapped column was logged as the picking system's own fault and readiness stayed ready
+    ["Ungültiger Spaltenname 'Bez'", 'Bez'], ["Ungültiger Objektname 'dbo.Artikel'", 'Artikel'], ["Nom d'objet 'dbo.Artikel' non valide", 'Artikel'],
+    ["Nom de colonne non valide : 'Bez'", 'Bez'],
     ['something else', undefined]
   ] as const) t.equal(missingName(detail), name, detail)
 })
