@@ -1,5 +1,6 @@
 // Builds every statement the repositories run, for either dialect. Values only ever travel as parameters.
 import type { Dialect } from './dialect.js'
+import { unstorableCharacter } from './code-pages.js'
 import { BadQueryError } from './errors.js'
 import type { Filter, ListQuery, SortKey } from './list-query.js'
 import { INTEGER_RANGES, MONEY_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
@@ -152,7 +153,25 @@ export class SqlBuilder {
     // tedious writes a money parameter as value * 10000 truncated (19.99 arrives as 19.9899): it goes
     // as a decimal, which tedious rounds, cast back to the column's type so the column is not converted
     const p = params.add(this.storedKind(s, value), value, money ? (type === 'money' ? 'decimal(19,4)' : 'decimal(10,4)') : type)
-    return money ? `CAST(${p} AS ${type})` : p
+    return money ? `CAST(${p} AS ${type})` : this.inColumnCodePage(s, value, type, p)
+  }
+
+  /**
+   * SQL Server: non-ASCII text for a varchar column travels as nvarchar (the driver would write a
+   * varchar parameter in the database's code page, not the column's), and compared so it converts
+   * the column to nvarchar: under a SQL_ collation (SQL_Latin1_General_CP1_CI_AS, the US default)
+   * nvarchar compares by Unicode rules while ORDER BY sorts the varchar by the code page's, which
+   * order hyphens and apostrophes differently, so a keyset cursor on 'Ventil-Satz Müller' skipped or
+   * repeated rows at the page's edge (and the index was scanned, not sought). Cast to varchar in the
+   * column's own collation, which converts with its code page, when that holds every character;
+   * text it cannot hold equals no stored value anyway and stays nvarchar.
+   */
+  private inColumnCodePage (s: FieldStorage, value: SqlValue, type: string | undefined, p: string): string {
+    const info = s.info
+    if (s.category !== 'text' || typeof value !== 'string' || type?.startsWith('nvarchar') !== true || info?.collation === undefined) return p
+    if (info.utf8 !== true && (info.codePage === undefined || unstorableCharacter(value, info.codePage) !== undefined)) return p
+    // UTF-8 bytes are at least the code page's: varchar(8000) holds the value when they fit in it
+    return `CAST(${p} COLLATE ${info.collation} AS varchar(${Buffer.byteLength(value) > 8000 ? 'max' : 8000}))`
   }
 
   /** The kind of a stored value: the field's, except a time kept as a number or digits (TimeFormat). */
