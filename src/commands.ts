@@ -350,7 +350,8 @@ async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableM
 /**
  * SQLite: time columns where other programs stored numbers (Unix time, 20240101). The API shows
  * their time, but SQLite's strftime, which filters and sorting compare, does not read them: an
- * incremental sync by modifiedSince would miss those rows.
+ * incremental sync by modifiedSince would miss those rows. Julian days (julianday(), storage.ts
+ * isJulianDay) are left out: strftime reads them as the API shows them.
  */
 async function numericTimeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   if (db.dialect !== 'sqlite') return []
@@ -361,7 +362,7 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const column = mapping.columns[field]
       // a column mapped with a format keeps its time as a number on purpose, and is compared as one
       if (def.kind !== 'datetime' || column === undefined || mapping.timeFormats?.[field] !== undefined) continue
-      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${d.ident(column)}) IN ('integer', 'real')`, params: [] })
+      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${d.ident(column)}) IN ('integer', 'real') AND NOT (${d.ident(column)} >= 1721425.5 AND ${d.ident(column)} < 5373484.5)`, params: [] })
       const n = Number(row?.n)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number (Unix time or YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
     }

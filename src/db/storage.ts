@@ -176,6 +176,17 @@ function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, forma
 /** a number written as text: what numberFromDb reads (the filter parser's syntax; no decimal commas, no hex) */
 const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i
 
+/** The Julian day of 1970-01-01T00:00:00Z. */
+const UNIX_EPOCH_JULIAN_DAY = 2440587.5
+
+/**
+ * SQLite: a number its strftime reads as a Julian day of the years 1 to 9999 (julianday('now')
+ * writes them): from 1721425.5 (0001-01-01) up to 5373484.5 (10000-01-01), which it does not read.
+ */
+export function isJulianDay (n: number): boolean {
+  return n >= 1721425.5 && n < 5373484.5
+}
+
 /**
  * A stored value as a number, or null: numbers as they are, text only when it is a plain decimal
  * number (no decimal comma guessed). SQL Server's bigint arrives as text; in SQLite, text a numeric
@@ -469,7 +480,9 @@ export class ResourceStorage {
   }
 
   /**
-   * A stored time: a Date (SQL Server), ISO 8601 text (SQLite), or a number (SQLite: Unix time,
+   * A stored time: a Date (SQL Server), ISO 8601 text (SQLite), or a number (SQLite: a Julian day
+   * from the year 1 to 9999 (1721425.5 to 5373484.5, SQLite's julianday(), which its strftime
+   * reads so; as Unix seconds they would be moments of January to March 1970), else Unix time,
    * seconds when |n| < 1e11 (until the year 5138), else milliseconds; an instant, whatever the
    * column's zone), except a number (or text of digits) of the form YYYYMMDD or YYYYMMDDhhmmss,
    * which legacy programs write: a wall-clock time in the column's zone (as Unix time it would be
@@ -496,7 +509,11 @@ export class ResourceStorage {
       const n = Number(raw)
       date = compactTime(String(raw))
       if (date !== undefined) this.compactNote(s, n)
-      else {
+      else if (this.dialect === 'sqlite' && isJulianDay(n)) {
+        // SQLite's own numeric time (julianday('now')): a day and its fraction, read as strftime
+        // reads it, so filters and sorting see the time the API shows (in the column's zone, as text)
+        date = new Date(Math.round((n - UNIX_EPOCH_JULIAN_DAY) * 86_400_000))
+      } else {
         date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
         wall = false
         // SQLite's strftime, which filters and sorting compare, reads a number as a Julian day

@@ -47,3 +47,21 @@ t.test("SQLite: the gateway writes a picking system's time columns in the format
   const since = (await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${encodeURIComponent(created.json().modifiedAt)}`, headers })).json().data
   t.same(since.map((m: { materialNumber: string }) => m.materialNumber), ['NEW'], 'found by modifiedSince beside a row of the default format')
 })
+
+t.test("SQLite: a Julian day (julianday('now'), SQLite's own numeric time) shows the time its strftime reads, which filters and sorting compare", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrowMaterials('ArtJul', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }), timeZone: 'Europe/Berlin' } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtJul" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Angelegt" DATETIME DEFAULT (julianday(\'now\')), "Geaendert" DATETIME)', params: [] })
+    // 2460001.5 is 2023-02-26 00:00 (strftime reads it so, as local time in the column's zone); 1712052000 stays Unix seconds
+    await db.execute({ text: 'INSERT INTO "ArtJul" VALUES (1, \'A-1\', \'a\', 2460001.5, 2460001.75), (2, \'A-2\', \'b\', 2460002.5, 1712052000)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data
+  t.match(rows[0], { createdAt: '2023-02-25T23:00:00.000Z', modifiedAt: '2023-02-26T05:00:00.000Z' }, 'midnight and 06:00 in Berlin, not January 1970')
+  t.match(rows[1], { createdAt: '2023-02-26T23:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, 'Unix seconds stay an instant')
+  const found = (await ctx.app.inject({ method: 'GET', url: '/api/materials?createdAt=%5Bgte%5D2023-02-26T00:00:00Z&sort=-createdAt', headers })).json().data
+  t.same(found.map((m: { id: number }) => m.id), [2], 'the filter finds the row whose shown time matches it')
+  const on = (await ctx.app.inject({ method: 'GET', url: '/api/materials?createdAt=2023-02-25T23:00:00.000Z', headers })).json().data
+  t.same(on.map((m: { id: number }) => m.id), [1], 'equality on the shown time')
+})
