@@ -362,9 +362,12 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const column = mapping.columns[field]
       // a column mapped with a format keeps its time as a number on purpose, and is compared as one
       if (def.kind !== 'datetime' || column === undefined || mapping.timeFormats?.[field] !== undefined) continue
-      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${d.ident(column)}) IN ('integer', 'real') AND NOT (${d.ident(column)} >= 1721425.5 AND ${d.ident(column)} < 5373484.5)`, params: [] })
+      const c = d.ident(column)
+      // text of date digits ('20240101', '20240402120530') reads as that date too, and strftime does not read it either
+      const digits = `(typeof(${c}) = 'text' AND (rtrim(${c}) GLOB '${'[0-9]'.repeat(8)}' OR rtrim(${c}) GLOB '${'[0-9]'.repeat(14)}'))`
+      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5)) OR ${digits}`, params: [] })
       const n = Number(row?.n)
-      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number (Unix time or YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
+      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
     }
   }
   return notes

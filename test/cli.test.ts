@@ -145,7 +145,7 @@ t.test('check-config checks the mapping against the database when it can reach i
 
   // a legacy table: an unmapped NOT NULL column without default, and a flag kept as J/N without a value map
   const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await db.execute({ text: "CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Beschr TEXT, ME VARCHAR(10), EAN VARCHAR(20), MinB DECIMAL(18,3), MaxB DECIMAL(18,3), Gew REAL, Gesperrt CHAR(1) NOT NULL DEFAULT 'N', Grund TEXT, Bestand DECIMAL(18,3) NOT NULL DEFAULT 0, Angelegt DATETIME, Geaendert DATETIME, Lagerzone VARCHAR(4) NOT NULL)", params: [] })
+  await db.execute({ text: "CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Beschr TEXT, ME VARCHAR(10), EAN VARCHAR(20), MinB DECIMAL(18,3), MaxB DECIMAL(18,3), Gew REAL, Gesperrt CHAR(1) NOT NULL DEFAULT 'N', Grund TEXT, Bestand DECIMAL(18,3) NOT NULL DEFAULT 0, Angelegt TEXT, Geaendert DATETIME, Lagerzone VARCHAR(4) NOT NULL)", params: [] })
   await db.close()
   const columns = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: 'Beschr', unit: 'ME', barcode: 'EAN', minStock: 'MinB', maxStock: 'MaxB', weight: 'Gew', blocked: 'Gesperrt', blockReason: 'Grund', stockQuantity: 'Bestand', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }
   const file = join(dir, 'legacy.json')
@@ -164,11 +164,14 @@ t.test('check-config checks the mapping against the database when it can reach i
   t.notMatch(fixed.stdout.join('\n'), /Note:/)
   // times another program stored as numbers: the check passes, and says what filters will not see
   const raw = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await raw.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert) VALUES ('A-1', 'a', 'A', 20240102), ('A-2', 'b', 'A', 1712052000), ('A-3', 'c', 'A', '2024-01-02 10:00:00')", params: [] })
+  await raw.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert) VALUES ('A-1', 'a', 'A', 20240102), ('A-2', 'b', 'A', 1712052000), ('A-3', 'c', 'A', '2024-01-02 10:00:00'), ('A-4', 'd', 'A', '20240103'), ('A-5', 'e', 'A', 2460001.5)", params: [] })
+  // a TEXT column keeps date digits as text, which reads as a date but strftime does not read; a Julian day it does
+  await raw.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Angelegt) VALUES ('A-6', 'f', 'A', '20240104'), ('A-7', 'g', 'A', '2024-01-04 10:00:00'), ('A-8', 'h', 'A', 2460001.5)", params: [] })
   await raw.close()
   const noted = io({})
   t.equal(await main(['check-config', file], noted), 0)
-  t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 2 rows hold their time as a number \(Unix time or YYYYMMDD\): the API shows it, but modifiedSince/)
+  t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows hold their time as a number or as digits \(Unix time, YYYYMMDD\): the API shows it, but modifiedSince/)
+  t.match(noted.stdout.join('\n'), /Note: materials\.createdAt: 1 row holds its time as a number or as digits/)
   t.notMatch(noted.stdout.join('\n'), /materials\.id:/)
   // ids JSON does not hold exactly: said before a walk by id meets them
   const big = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
