@@ -208,7 +208,7 @@ export class SqlBuilder {
       case 'rank': {
         // API order, not the order of the codes: CASE gives each API value its rank; unknown codes sort last
         const map = s.map!
-        const { expr, code: asCompared } = this.codeOperand(s, c)
+        const { expr, code: asCompared } = this.codeOperand(s, this.comparable(field))
         const whens = map.order.map((value, i) => {
           const codes = map.codes.get(String(value))!.map((code) => this.param(params, s, asCompared(this.storage.codeValue(s, code))))
           return `WHEN ${expr} ${codes.length === 1 ? `= ${codes[0]}` : `IN (${codes.join(', ')})`} THEN ${i + 1}`
@@ -545,7 +545,8 @@ export class SqlBuilder {
    * The order operators compare the API order (the rank sorting uses).
    */
   private mappedCondition (f: Filter, s: FieldStorage, params: Params): string {
-    const c = this.col(f.field)
+    // a legacy text or ntext column compares through (n)varchar(max): = on it is error 402
+    const c = this.comparable(f.field)
     const { expr, code: asCompared } = this.codeOperand(s, c)
     const map = s.map!
     const numeric = s.category === 'integer' || s.category === 'decimal' || s.category === 'float' || s.category === 'bit'

@@ -365,6 +365,17 @@ t.test('value maps: filters compare stored codes, sorting follows the API values
   t.same(types(k.params).slice(5, 7), [['p6', 2, 'int'], ['p7', 5, 'int']])
 })
 
+t.test('value maps on a legacy text or ntext column compare and sort through (n)varchar(max): = on text is error 402', async (t) => {
+  for (const [type, cast] of [['text', 'varchar(max)'], ['ntext', 'nvarchar(max)']]) {
+    const legacy = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', stations, stMapping, stColumns.map((c) => c.name === 'WpType' ? col('WpType', type, { maxLength: -1, nullable: false }) : c)))
+    const typeCol = `CAST([WpType] AS ${cast})`
+    t.equal(where(list(legacy, { type: '[or]vlm;manual' }, stations).text), `${typeCol} IN (@p1, @p2, @p3)`, `${type}: a filter`)
+    t.equal(where(list(legacy, { type: '[not]vlm' }, stations).text), `(${typeCol} NOT IN (@p1) OR ${typeCol} IS NULL)`)
+    t.match(list(legacy, { type: '[gte]ptl' }, stations).text, `CASE WHEN ${typeCol} = @p1 THEN 1`, `${type}: the rank of an order operator`)
+    t.match(list(legacy, { sort: 'type' }, stations).text, `CASE WHEN ${typeCol} = @p1 THEN 1`, `${type}: the rank sorting uses`)
+  }
+})
+
 t.test('value maps: each stored code once, and never more parameters than SQL Server takes (error 8003)', async (t) => {
   const s = list(msSt, { type: '[or]manual;manual;vlm;manual' }, stations)
   t.equal(where(s.text), '[WpType] IN (@p1, @p2, @p3)', 'before: 7 parameters, M and H three times')
