@@ -616,30 +616,35 @@ export class SqlBuilder {
         ? params.add('string', date.toISOString())
         : params.add('datetime', date, s.paramType)
     const plain = format === undefined && s.timeZone === undefined && (sqlite || s.resolutionMs === 1)
-    const first = (t: number): Date => this.storage.firstStoredAtOrAfter(s, t)
-    const window = (v: SqlValue): { lo: Date, hi: Date } => {
+    // the first value the column holds shown at t or later; undefined: none, t is past the column's last value
+    const first = (t: number): Date | undefined => this.storage.firstStoredAtOrAfter(s, t)
+    const window = (v: SqlValue): { lo: Date | undefined, hi: Date | undefined } => {
       const t = (v as Date).getTime()
       return { lo: first(t), hi: first(t + 1) }
     }
+    const atOrAfter = (d: Date | undefined): string => d === undefined ? '1 = 0' : `${c} >= ${bound(d)}`
+    const before = (d: Date | undefined): string => d === undefined ? `${c} IS NOT NULL` : `${c} < ${bound(d)}`
     const eq = (v: SqlValue): string => {
       if (plain) return `${c} = ${bound(v as Date)}`
-      const w = window(v)
-      return w.lo.getTime() === w.hi.getTime() ? '1 = 0' : `(${c} >= ${bound(w.lo)} AND ${c} < ${bound(w.hi)})`
+      const { lo, hi } = window(v)
+      if (lo === undefined || lo.getTime() === hi?.getTime()) return '1 = 0'
+      return hi === undefined ? atOrAfter(lo) : `(${c} >= ${bound(lo)} AND ${c} < ${bound(hi)})`
     }
     const ne = (v: SqlValue): string => {
       if (plain) return `(${c} <> ${bound(v as Date)} OR ${c} IS NULL)`
-      const w = window(v)
-      return w.lo.getTime() === w.hi.getTime() ? '1 = 1' : `(${c} < ${bound(w.lo)} OR ${c} >= ${bound(w.hi)} OR ${c} IS NULL)`
+      const { lo, hi } = window(v)
+      if (lo === undefined || lo.getTime() === hi?.getTime()) return '1 = 1'
+      return hi === undefined ? `(${c} < ${bound(lo)} OR ${c} IS NULL)` : `(${c} < ${bound(lo)} OR ${c} >= ${bound(hi)} OR ${c} IS NULL)`
     }
     const v = f.values[0]
     const at = (): Date => v as Date
     switch (f.op) {
       case 'eq': return v === null ? `${this.col(f.field)} IS NULL` : eq(v)
       case 'not': return ne(v)
-      case 'gt': return plain ? `${c} > ${bound(at())}` : `${c} >= ${bound(window(v).hi)}`
-      case 'gte': return plain ? `${c} >= ${bound(at())}` : `${c} >= ${bound(window(v).lo)}`
-      case 'lt': return plain ? `${c} < ${bound(at())}` : `${c} < ${bound(window(v).lo)}`
-      case 'lte': return plain ? `${c} <= ${bound(at())}` : `${c} < ${bound(window(v).hi)}`
+      case 'gt': return plain ? `${c} > ${bound(at())}` : atOrAfter(window(v).hi)
+      case 'gte': return plain ? `${c} >= ${bound(at())}` : atOrAfter(window(v).lo)
+      case 'lt': return plain ? `${c} < ${bound(at())}` : before(window(v).lo)
+      case 'lte': return plain ? `${c} <= ${bound(at())}` : before(window(v).hi)
       case 'or': return `(${f.values.map(eq).join(' OR ')})`
       case 'nor': return `(${f.values.map(ne).join(' AND ')})`
       case 'null': return `${this.col(f.field)} IS NULL`

@@ -748,9 +748,10 @@ export class ResourceStorage {
   /**
    * The first value the column can hold (as the driver gives it: a Date, wall-clock for local
    * columns) that the API shows as UTC time `t` or later. Exact for every time type: datetime's
-   * 1/300 s ticks, coarse types rounded up, and local times after DST changes.
+   * 1/300 s ticks, coarse types rounded up, and local times after DST changes. Undefined when the
+   * column holds none: `t` lies past its last value (9999-12-31 23:59:59.997 in a datetime).
    */
-  firstStoredAtOrAfter (s: FieldStorage, t: number): Date {
+  firstStoredAtOrAfter (s: FieldStorage, t: number): Date | undefined {
     let wall = t
     if (s.timeZone !== undefined) {
       wall = utcToWall(new Date(t), s.timeZone).getTime()
@@ -775,9 +776,10 @@ export class ResourceStorage {
       }
     }
     // before the column's first value (DateTime.MinValue against a datetime column): that first value;
-    // past its last, the last (a parameter out of the type's range is an error on SQL Server)
+    // past its last, none (a legacy table's 9999-12-31 or 2079-06-06 "no date" sentinel is its last value)
     const range = this.dialect === 'mssql' ? MSSQL_TIME_RANGES[s.info?.type.toLowerCase() ?? ''] : undefined
-    if (range !== undefined && (wall < range[0] || wall > range[1])) return new Date(wall < range[0] ? range[0] : range[1])
+    if (range !== undefined && wall < range[0]) return new Date(range[0])
+    if (range !== undefined && wall > range[1]) return undefined
     const r = s.resolutionMs
     if (r > 1) return new Date(Math.ceil(wall / r) * r)
     if (r === -1) {
