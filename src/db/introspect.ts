@@ -367,10 +367,15 @@ export function guessTimeFormat (category: Category, values: unknown[]): TimeFor
 
 // ---- value maps ---------------------------------------------------------------------------
 
-/** A column's distinct values, most frequent first, at most MAX_CODES + 1 of them. */
-export function distinctValuesStatement (dialect: DialectName, table: TableInfo, column: string): Statement {
+/**
+ * A column's distinct values, most frequent first, at most MAX_CODES + 1 of them. SQL Server cannot
+ * GROUP BY text or ntext (error 306): those through (n)varchar(max), as the gateway's filters compare them.
+ */
+export function distinctValuesStatement (dialect: DialectName, table: TableInfo, column: string, type?: string): Statement {
   const d = dialectFor(dialect)
-  const col = d.ident(column)
+  const ident = d.ident(column)
+  const legacy = dialect === 'mssql' ? type?.toLowerCase() : undefined
+  const col = legacy === 'text' ? `CAST(${ident} AS varchar(max))` : legacy === 'ntext' ? `CAST(${ident} AS nvarchar(max))` : ident
   const from = d.table(tableMapping(table))
   return dialect === 'mssql'
     ? { text: `SELECT TOP (${MAX_CODES + 1}) ${col} AS [v], COUNT(*) AS [n] FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC`, params: [] }
@@ -595,7 +600,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     // a time kept as a number, or as digits in SQLite text ('20240101'): the format its values show
     const fit = proposal.fits[m.field]
     if (fit === 'format' || (db.dialect === 'sqlite' && f.kind === 'datetime' && category === 'text')) {
-      const format = guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => r.v))
+      const format = guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => r.v))
       if (format !== undefined) {
         fields.push({ ...m, format, notes: [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`] })
         continue
@@ -607,7 +612,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
       }
     }
     if (wantsCodes && groupable(db.dialect, m.column, category)) {
-      const rows = (await db.query(distinctValuesStatement(db.dialect, table, m.column.name))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
+      const rows = (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
       const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, category, rows) : proposeStationTypeMap(category, rows)
       if (!map.usable) {
         unmatched.push(m.field)

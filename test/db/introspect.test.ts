@@ -87,6 +87,13 @@ t.test('the SQL Server statements, by their exact text', async (t) => {
     text: 'SELECT TOP (21) [WpType] AS [v], COUNT(*) AS [n] FROM [wms].[Arbeits]]platz] GROUP BY [WpType] ORDER BY COUNT(*) DESC',
     params: []
   })
+  // a time kept as digits in a legacy text column: grouped through varchar(max) (GROUP BY text is error 306 and stopped introspect)
+  t.equal(distinctValuesStatement('mssql', { schema: 'wms', name: 'Artikel', view: false }, 'Geaendert', 'text').text,
+    'SELECT TOP (21) CAST([Geaendert] AS varchar(max)) AS [v], COUNT(*) AS [n] FROM [wms].[Artikel] GROUP BY CAST([Geaendert] AS varchar(max)) ORDER BY COUNT(*) DESC')
+  t.equal(distinctValuesStatement('mssql', { schema: 'wms', name: 'Artikel', view: false }, 'Geaendert', 'ntext').text,
+    'SELECT TOP (21) CAST([Geaendert] AS nvarchar(max)) AS [v], COUNT(*) AS [n] FROM [wms].[Artikel] GROUP BY CAST([Geaendert] AS nvarchar(max)) ORDER BY COUNT(*) DESC')
+  t.equal(distinctValuesStatement('sqlite', { name: 'Arbeitsplatz', view: false }, 'WpType', 'text').text,
+    'SELECT "WpType" AS "v", COUNT(*) AS "n" FROM "Arbeitsplatz" GROUP BY "WpType" ORDER BY COUNT(*) DESC LIMIT 21', 'SQLite groups any column')
   t.same(distinctValuesStatement('sqlite', { name: 'Arbeitsplatz', view: false }, 'WpType').text,
     'SELECT "WpType" AS "v", COUNT(*) AS "n" FROM "Arbeitsplatz" GROUP BY "WpType" ORDER BY COUNT(*) DESC LIMIT 21')
 })
@@ -484,17 +491,19 @@ t.test('SQL Server: columns a field cannot use after all, and an id the gateway 
   const db = fakeMssql(
     [{ schema: 'dbo', name: 'Item', type: 'BASE TABLE', rows: '2' }, { schema: 'dbo', name: 'Station', type: 'BASE TABLE', rows: '2' }],
     {
-      'dbo.Item': [c('ItemID', 'int', { identity: true, hasDefault: true, nullable: false }), c('ItemNo', 'varchar', { maxLength: 20, nullable: false }), c('Description1', 'nvarchar', { maxLength: 80 }), c('Blocked', 'varchar', { maxLength: 1, nullable: false })],
+      'dbo.Item': [c('ItemID', 'int', { identity: true, hasDefault: true, nullable: false }), c('ItemNo', 'varchar', { maxLength: 20, nullable: false }), c('Description1', 'nvarchar', { maxLength: 80 }), c('Blocked', 'varchar', { maxLength: 1, nullable: false }), c('LastChange', 'text')],
       'dbo.Station': [c('StationID', 'int', { nullable: false }), c('StationName', 'nvarchar', { maxLength: 50, nullable: false }), c('Active', 'varchar', { maxLength: -1 }), c('Typ', 'int'), c('Controller', 'int')]
     },
     {
       [distinctValuesStatement('mssql', item, 'Blocked').text]: [{ v: 'A', n: 1 }, { v: 'I', n: 1 }],
+      [distinctValuesStatement('mssql', item, 'LastChange', 'text').text]: [{ v: '20240101', n: 1 }, { v: '20240315', n: 1 }],
       [distinctValuesStatement('mssql', station, 'Typ').text]: [{ v: 1, n: 1 }, { v: 2, n: 1 }]
     }
   )
   const result = await introspect(db)
   const m = result.resources.materials
-  t.same(mapped(m.mapping)?.columns, { id: 'ItemID', materialNumber: 'ItemNo', name: 'Description1' })
+  t.same(mapped(m.mapping)?.columns, { id: 'ItemID', materialNumber: 'ItemNo', name: 'Description1', modifiedAt: { column: 'LastChange', format: 'yyyymmdd' } })
+  t.same(m.fields.find((f) => f.field === 'modifiedAt')?.format, 'yyyymmdd', 'dates as digits in a legacy text column, read through varchar(max)')
   t.match(m.notes.join('\n'), /blocked: column 'Blocked' holds "A", "I", which do not read as true\/false/)
   t.same(m.unmappedRequired.map((col) => col.name), ['Blocked'], 'left unmapped, so an insert would miss it')
   const s = result.resources.stations
