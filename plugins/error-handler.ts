@@ -90,7 +90,8 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
   fastify.setErrorHandler(function (err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const api = toApiError(err, fastify.errorTranslators)
     if (api) {
-      if (api.statusCode >= 500) request.log.warn(api.expected ? { code: api.code } : { err, code: api.code }, api.message)
+      // an expected 503 without its stack, with the database's words (a permission denied names its object)
+      if (api.statusCode >= 500) request.log.warn(api.expected ? { code: api.code, database: err instanceof DbError ? databaseWords(err) : undefined } : { err, code: api.code }, api.message)
       else if (err instanceof DbError) {
         // the answer is in API words; the log keeps the database's (a CHECK's expression, the constraint a default broke)
         const words = databaseWords(err)

@@ -165,6 +165,8 @@ export type MssqlErrorClass =
   | 'unavailable'
   /** a column or table the statement names is not there (207, 208): the mapping no longer fits, 503 */
   | 'schema'
+  /** the gateway's login may not read or write an object (229, 230, 297), or the database is read-only (3906): 503 until an administrator changes it */
+  | 'refused'
   | 'other'
 
 // Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors.
@@ -184,6 +186,7 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
   if (number === 2627 || number === 2601) return 'conflict'
   if (number === 1205) return 'deadlock'
   if (number === 207 || number === 208) return 'schema'
+  if (number === 229 || number === 230 || number === 297 || number === 3906) return 'refused'
   if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
   const code = typeof e.code === 'string' ? e.code : undefined
   if (e.name === 'ConnectionError') return 'connection'
@@ -202,6 +205,11 @@ export function toDbError (err: unknown): DbError | unknown {
     case 'deadlock': return new DatabaseUnavailableError('The database is busy (deadlock)', { cause: err })
     case 'connection': return new DatabaseUnavailableError(undefined, { cause: err })
     case 'unavailable': return new DatabaseUnavailableError('The database did not answer in time', { cause: err })
+    // a grant revoked or a database set read-only (a backup, a failover's secondary): a fault of the
+    // installation, not of the request; the log has the server's words, which name the object
+    case 'refused': return new DatabaseUnavailableError((err as { number?: unknown }).number === 3906 || (err as { originalError?: { number?: unknown } }).originalError?.number === 3906
+      ? 'The database is read-only: it takes no changes until it is writable again'
+      : 'The database does not let the gateway\'s login do this (permission denied); the log names what it refused', { cause: err })
     case 'schema': {
       // the server's own words, from inside a transaction's abort too
       const e = err as { name?: unknown, message?: unknown, originalError?: { message?: unknown } }

@@ -60,6 +60,9 @@ export function mapSqliteError (err: unknown): unknown {
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new DatabaseUnavailableError('The database is busy', { cause: err })
   }
+  // the file, its directory or the file system became read-only (a full disk remounted, a backup's
+  // lock): a fault of the installation, which the next write after it is fixed no longer meets
+  if (code.startsWith('SQLITE_READONLY')) return new DatabaseUnavailableError('The database is read-only: it takes no changes until it is writable again', { cause: err })
   // a table or column renamed or dropped under the running gateway; SQLite's hint about quotes is no help here
   const message = String((err as { message?: unknown }).message).replace(/ - should this be a string literal in single-quotes\?$/, '')
   if (code === 'SQLITE_ERROR' && /^(?:no such (?:column|table): |table \S+ has no column named )/.test(message)) return new MappingGoneError(message, { cause: err })

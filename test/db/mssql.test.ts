@@ -110,6 +110,16 @@ t.test('classifyMssqlError and toDbError', async (t) => {
   t.match(toDbError(table), { statusCode: 503, detail: "Invalid object name 'dbo.Artikel'" })
   t.match(toDbError(Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: column })), { statusCode: 503, detail: "Invalid column name 'Bez'" })
 
+  // a grant revoked or the database set read-only: 503 saying which, the object only in the log (before: 500)
+  const denied = new sql.RequestError(tedious(229, "The SELECT permission was denied on the object 'Artikel', database 'WMS', schema 'dbo'."), 'EREQUEST')
+  t.equal(classifyMssqlError(denied), 'refused')
+  t.equal(classifyMssqlError(new sql.RequestError(tedious(230, "The UPDATE permission was denied on the column 'Bestand' of the object 'Artikel'."), 'EREQUEST')), 'refused')
+  t.match(toDbError(denied), { name: 'DatabaseUnavailableError', statusCode: 503, code: 'DATABASE_UNAVAILABLE', message: /permission denied/ })
+  t.notMatch((toDbError(denied) as Error).message, /Artikel|WMS/, 'the answer names no object')
+  const readOnly = new sql.RequestError(tedious(3906, 'Failed to update database "WMS" because the database is read-only.'), 'EREQUEST')
+  t.match(toDbError(readOnly), { statusCode: 503, message: 'The database is read-only: it takes no changes until it is writable again' })
+  t.match(toDbError(Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: readOnly })), { statusCode: 503, message: /read-only/ }, 'inside an aborted transaction too')
+
   const syntax = new sql.RequestError(tedious(102, "Incorrect syntax near 'x'."), 'EREQUEST')
   t.equal(classifyMssqlError(syntax), 'other')
   t.equal(toDbError(syntax), syntax, 'other errors pass through unchanged (the error handler hides them)')
