@@ -20,10 +20,10 @@ export interface DataFault {
   message?: string
   /**
    * for 'check': the columns the constraint reads, when known (SQL Server names one; SQLite gives the
-   * expression or the name); for 'foreignKey' on SQLite: the columns that reference other tables (Repository)
+   * expression or the name); for 'foreignKey': the constraint's columns (Repository.foreignKeyColumns)
    */
   columns?: string[]
-  /** for 'check' on SQLite: what the message names, the constraint's expression or its name */
+  /** for 'check' on SQLite: what the message names, the constraint's expression or its name; for 'foreignKey' on SQL Server: its name */
   constraint?: string
 }
 
@@ -37,6 +37,8 @@ export interface FaultContext {
   fieldOf (column: string): string | undefined
   /** what typically references this resource, for the 'referenced' message: 'bins or stock' */
   referencedBy?: string
+  /** a create: the fields the request left out, which got the API's default, with that value */
+  defaulted?: Record<string, unknown>
 }
 
 const OVERFLOW = new Set([8115, 220, 232, 517, 8134])
@@ -80,6 +82,9 @@ function mssqlOne (e: { number?: unknown, message?: unknown }): { fault: DataFau
     const kind = constraintKind(message)
     // "… CHECK constraint "CK_x". The conflict occurred in database "D", table "dbo.T", column 'Gewicht'.": only a one-column constraint names it
     const column = kind === 'check' ? quoted(message, 0) : undefined
+    // "… FOREIGN KEY constraint "FK_Artikel_Einheit". …": the constraint's name, whose columns the catalog knows
+    const constraint = kind === 'foreignKey' ? /"([^"]+)"/.exec(message)?.[1] : undefined
+    if (constraint !== undefined) return { fault: { kind, constraint }, rank: 2 }
     return { fault: column === undefined || column === '' ? { kind } : { kind, columns: [column] }, rank: 2 }
   }
   if (number === 515) return { fault: withColumn('notNull', quoted(message, 0)), rank: 2 }
@@ -238,7 +243,10 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
       // SQLite names no column: the fields whose columns reference another table (Repository.foreignKeyColumns)
       const fields = faultFields(fault, ctx)
       const which = fields.length === 0 ? 'A value' : fields.length === 1 ? `'${fields[0]}'` : `One of ${fields.map((f) => `'${f}'`).join(', ')}`
-      return new ConstraintViolationError(`${which} refers to a record that does not exist in the picking system`, options)
+      // a value the client never sent: the API's default (unit 'pcs') that the picking system's table does not know
+      const own = fields.filter((f) => ctx.defaulted !== undefined && Object.hasOwn(ctx.defaulted, f))
+      const hint = own.length === 0 ? '' : `; the request gave no ${own.join(' or ')}, so the API's default was written (${own.map((f) => `${f} ${JSON.stringify(ctx.defaulted![f])}`).join(', ')}): send a value the picking system knows`
+      return new ConstraintViolationError(`${which} refers to a record that does not exist in the picking system${hint}`, options)
     }
     case 'notNull':
       return field === undefined

@@ -435,7 +435,9 @@ export class Repository {
       if (row === undefined) throw this.notKept()
       return row
     } catch (err) {
-      throw await this.explainConflict(await this.explainFault(err, 'create', undefined, vals), vals)
+      // the API's defaults the request left to the gateway, for a message about a value the client never sent
+      const defaulted = Object.fromEntries(this.createDefaults.filter(([field]) => values[field] === undefined))
+      throw await this.explainConflict(await this.explainFault(err, 'create', undefined, vals, defaulted), vals)
     }
   }
 
@@ -529,14 +531,14 @@ export class Repository {
   }
 
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
-  private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id, written?: Row): Promise<unknown> {
+  private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id, written?: Row, defaulted?: Row): Promise<unknown> {
     if (!(err instanceof DataFaultError)) return err
     const fault = err.fault.kind === 'check' && err.fault.columns === undefined && err.fault.constraint !== undefined
       ? { ...err.fault, columns: await this.checkColumns(err.fault.constraint) }
-      : err.fault.kind === 'foreignKey' && operation !== 'delete' && err.fault.columns === undefined && this.db.dialect === 'sqlite'
-        ? { ...err.fault, columns: await this.foreignKeyColumns(written, operation === 'create') }
+      : err.fault.kind === 'foreignKey' && operation !== 'delete' && err.fault.columns === undefined
+        ? { ...err.fault, columns: await this.foreignKeyColumns(err.fault.constraint, written, operation === 'create') }
         : err.fault
-    return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column) }, { cause: err })
+    return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column), defaulted }, { cause: err })
   }
 
   /**
@@ -560,13 +562,27 @@ export class Repository {
   }
 
   /**
-   * SQLite: the table's columns that reference other tables (its message names no column): the
-   * fields among them are what a refused foreign key can be about. Best effort: [] when unknown.
+   * The columns of the foreign key a write broke (the messages name none). SQL Server: those of the
+   * constraint its message names. SQLite: those whose written values no parent row holds, else the
+   * table's columns that reference other tables, as the fields among them are what it can be about.
+   * Best effort: [] when unknown.
    */
-  private async foreignKeyColumns (written?: Row, create = false): Promise<string[]> {
+  private async foreignKeyColumns (constraint: string | undefined, written?: Row, create = false): Promise<string[]> {
     try {
-      const rows = await this.db.query({ text: 'SELECT "from" AS c FROM pragma_foreign_key_list(@table)', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })
-      const columns = rows.map((r) => String(r.c))
+      if (this.db.dialect === 'mssql') {
+        if (constraint === undefined) return []
+        const rows = await this.db.query({
+          text: 'SELECT COL_NAME([k].[parent_object_id], [k].[parent_column_id]) AS [c] FROM sys.foreign_key_columns AS [k] ' +
+            'JOIN sys.foreign_keys AS [f] ON [f].[object_id] = [k].[constraint_object_id] ' +
+            'WHERE [f].[name] = @name AND [f].[parent_object_id] = OBJECT_ID(@table) ORDER BY [k].[constraint_column_id]',
+          params: [{ name: 'name', kind: 'string', value: constraint, type: 'nvarchar(128)' }, { name: 'table', kind: 'string', value: dialectFor('mssql').table(this.mapping), type: 'nvarchar(600)' }]
+        })
+        return rows.map((r) => String(r.c))
+      }
+      const keys = await this.db.query({ text: 'SELECT "id" AS id, "table" AS parent, "from" AS c, "to" AS t FROM pragma_foreign_key_list(@table) ORDER BY "id", "seq"', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })
+      const unmatched = await this.unmatchedForeignKeys(keys, written, create)
+      if (unmatched.length > 0) return unmatched
+      const columns = keys.map((r) => String(r.c))
       // a create also writes mapping.defaults' columns, which no field names: then it cannot tell which (none named)
       const filled = new Set(this.storage.insertDefaults.map((d) => d.storage.column.toLowerCase()))
       if (create && columns.some((c) => filled.has(c.toLowerCase()))) return []
@@ -576,6 +592,37 @@ export class Repository {
     } catch {
       return []
     }
+  }
+
+  /**
+   * SQLite: the child columns of the foreign keys (pragma_foreign_key_list rows) whose written values
+   * no row of the parent table holds. A create writes mapping.defaults' columns too. A key whose
+   * columns the write left alone or set to NULL refers to nothing, and is not looked up.
+   */
+  private async unmatchedForeignKeys (keys: Row[], written: Row | undefined, create: boolean): Promise<string[]> {
+    const value = (column: string): SqlValue | undefined => {
+      const field = this.storage.fieldOf(column)
+      if (field !== undefined && written?.[field] !== undefined) return written[field] as SqlValue
+      return create ? this.storage.insertDefaults.find((d) => d.storage.column.toLowerCase() === column.toLowerCase())?.stored : undefined
+    }
+    const d = dialectFor('sqlite')
+    const out: string[] = []
+    for (const id of new Set(keys.map((k) => k.id))) {
+      const key = keys.filter((k) => k.id === id)
+      const values = key.map((k) => value(String(k.c)))
+      if (values.some((v) => v === undefined || v === null)) continue
+      const parent = String(key[0].parent)
+      // no "to": the parent's primary key
+      let to = key.map((k) => k.t === null ? undefined : String(k.t))
+      if (to.some((t) => t === undefined)) {
+        to = (await this.db.query({ text: 'SELECT name AS n FROM pragma_table_info(@parent) WHERE pk > 0 ORDER BY pk', params: [{ name: 'parent', kind: 'string', value: parent }] })).map((r) => String(r.n))
+        if (to.length !== key.length) continue
+      }
+      const where = to.map((t, i) => `${d.ident(t!)} = @v${i}`).join(' AND ')
+      const found = await this.db.query({ text: `SELECT 1 AS x FROM ${d.ident(parent)} WHERE ${where} LIMIT 1`, params: values.map((v, i) => ({ name: `v${i}`, kind: 'string', value: v as SqlValue })) })
+      if (found.length === 0) out.push(...key.map((k) => String(k.c)))
+    }
+    return out
   }
 
   /** the field exists and the table has a column for it */

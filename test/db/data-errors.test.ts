@@ -34,15 +34,16 @@ t.test('mssqlDataFault: constraint 547 in its three kinds', async (t) => {
     [FK_DELETE, { kind: 'referenced' }],
     ['The UPDATE statement conflicted with the REFERENCE constraint "FK_Bin_Material". The conflict occurred in database "Picking", table "dbo.Bin", column \'MatID\'.', { kind: 'referenced' }],
     ['The DELETE statement conflicted with the SAME TABLE REFERENCE constraint "FK_Lager_Parent". The conflict occurred in database "Picking", table "wms.Lager", column \'ParentID\'.', { kind: 'referenced' }],
-    [FK_INSERT, { kind: 'foreignKey' }],
-    ['The UPDATE statement conflicted with the FOREIGN KEY constraint "FK_Artikel_Lager". The conflict occurred in database "Picking", table "wms.Lager", column \'LagerID\'.', { kind: 'foreignKey' }],
-    ['The INSERT statement conflicted with the FOREIGN KEY SAME TABLE constraint "FK_Lager_Parent". The conflict occurred in database "Picking", table "wms.Lager", column \'LagerID\'.', { kind: 'foreignKey' }],
+    // a foreign key's message names the parent's column, not the child's: the constraint's name, whose columns the catalog gives
+    [FK_INSERT, { kind: 'foreignKey', constraint: 'FK_Artikel_Lager' }],
+    ['The UPDATE statement conflicted with the FOREIGN KEY constraint "FK_Artikel_Lager". The conflict occurred in database "Picking", table "wms.Lager", column \'LagerID\'.', { kind: 'foreignKey', constraint: 'FK_Artikel_Lager' }],
+    ['The INSERT statement conflicted with the FOREIGN KEY SAME TABLE constraint "FK_Lager_Parent". The conflict occurred in database "Picking", table "wms.Lager", column \'LagerID\'.', { kind: 'foreignKey', constraint: 'FK_Lager_Parent' }],
     ['The INSERT statement conflicted with the CHECK constraint "CK_Artikel_Gewicht". The conflict occurred in database "Picking", table "wms.Artikel", column \'Gewicht\'.', { kind: 'check', columns: ['Gewicht'] }],
     // a constraint over several columns names none
     ['The UPDATE statement conflicted with the CHECK constraint "CK_Artikel_MaxBestand". The conflict occurred in database "Picking", table "wms.Artikel".', { kind: 'check' }],
     // a German server: the constraint keywords stay English
     ['Die DELETE-Anweisung steht in Konflikt mit der REFERENCE-Einschränkung "FK_Bin_Material". Der Konflikt trat in der Picking-Datenbank, Tabelle "dbo.Bin", column \'MatID\' auf.', { kind: 'referenced' }],
-    ['Die INSERT-Anweisung steht in Konflikt mit der FOREIGN KEY-Einschränkung "FK_Artikel_Lager". Der Konflikt trat in der Picking-Datenbank, Tabelle "wms.Lager", column \'LagerID\' auf.', { kind: 'foreignKey' }],
+    ['Die INSERT-Anweisung steht in Konflikt mit der FOREIGN KEY-Einschränkung "FK_Artikel_Lager". Der Konflikt trat in der Picking-Datenbank, Tabelle "wms.Lager", column \'LagerID\' auf.', { kind: 'foreignKey', constraint: 'FK_Artikel_Lager' }],
     ['Die UPDATE-Anweisung steht in Konflikt mit der CHECK-Einschränkung "CK_Artikel_Gewicht".', { kind: 'check' }],
     // unrecognisable text: a DELETE can only have hit a reference
     ['DELETE x', { kind: 'referenced' }],

@@ -13,6 +13,9 @@ import {
 } from '../../src/db/mssql.js'
 import { readUNumeric128LE } from 'tedious/lib/token/helpers.js'
 
+/** an error as tedious raises it for SQL Server error `number` */
+const tedious = (number: number, message = 'x'): Error => Object.assign(new Error(message), { info: { number, message } })
+
 interface LogLine { level: string, obj: object, msg?: string }
 function recorder (): { lines: LogLine[], logger: { info: (o: object, m?: string) => void, warn: (o: object, m?: string) => void, error: (o: object, m?: string) => void } } {
   const lines: LogLine[] = []
@@ -74,7 +77,6 @@ t.test('mssqlType: explicit SQL types per kind', async (t) => {
 })
 
 t.test('classifyMssqlError and toDbError', async (t) => {
-  const tedious = (number: number, message = 'x'): Error => Object.assign(new Error(message), { info: { number, message } })
   const unique = new sql.RequestError(tedious(2627, "Violation of UNIQUE KEY constraint 'UQ_materials_material_number'. Cannot insert duplicate key in object 'dbo.materials'."), 'EREQUEST')
   t.equal(classifyMssqlError(unique), 'conflict')
   t.equal(classifyMssqlError(new sql.RequestError(tedious(2601), 'EREQUEST')), 'conflict')
@@ -236,6 +238,28 @@ t.test('SQL Server: a unique value no index guards is locked by name, then looke
   t.same(seen, ['lock picking-gateway:dbo.materials:materialNumber:ab-1', 'SELECT [id] AS [id],', 'DECLARE @inserted TA'], 'the lock first, as the value compares (any case)')
   rc = -1
   await t.rejects(repo.create({ materialNumber: 'Ab-2', name: 'x' }), { name: 'DatabaseUnavailableError', message: "Another write of materialNumber 'Ab-2' is still running; try again" })
+})
+
+t.test('SQL Server: a foreign key a write breaks names its field, from the constraint the message names (547 names the parent\'s column)', async (t) => {
+  const fk = new sql.RequestError(tedious(547, 'The INSERT statement conflicted with the FOREIGN KEY constraint "FK_Artikel_Einheit". The conflict occurred in database "WMS", table "dbo.Einheit", column \'ME\'.'), 'EREQUEST')
+  const seen: Statement[] = []
+  const db = {
+    dialect: 'mssql',
+    query: async (stmt: Statement) => { seen.push(stmt); return stmt.text.includes('sys.foreign_key_columns') ? [{ c: 'unit' }] : [] },
+    execute: async () => 0,
+    queryValues: undefined,
+    transaction: async () => { throw toDbError(fk) }
+  } as unknown as Database
+  const columns = Object.values(referenceMappings.materials.columns).map((c): ColumnInfo => ({ name: c as string, type: c === 'id' ? 'int' : 'nvarchar', nullable: c !== 'id', hasDefault: c === 'id', identity: c === 'id', computed: false, unique: c === 'id' || c === 'material_number' }))
+  const repo = new Repository(db, materials, referenceMappings.materials, { columns })
+  await t.rejects(repo.create({ materialNumber: 'M-1', name: 'x', unit: 'XX' }), { name: 'ConstraintViolationError', message: "'unit' refers to a record that does not exist in the picking system" }, 'before: "A value …"')
+  t.same(seen.map((st) => [st.text, st.params.map((p) => [p.name, p.value, p.type])]), [[
+    'SELECT COL_NAME([k].[parent_object_id], [k].[parent_column_id]) AS [c] FROM sys.foreign_key_columns AS [k] ' +
+      'JOIN sys.foreign_keys AS [f] ON [f].[object_id] = [k].[constraint_object_id] ' +
+      'WHERE [f].[name] = @name AND [f].[parent_object_id] = OBJECT_ID(@table) ORDER BY [k].[constraint_column_id]',
+    [['name', 'FK_Artikel_Einheit', 'nvarchar(128)'], ['table', '[dbo].[materials]', 'nvarchar(600)']]
+  ]])
+  await t.rejects(repo.create({ materialNumber: 'M-1', name: 'x' }), { message: "'unit' refers to a record that does not exist in the picking system; the request gave no unit, so the API's default was written (unit \"pcs\"): send a value the picking system knows" })
 })
 
 t.test('columnsStatement', async (t) => {

@@ -250,7 +250,7 @@ t.test('SQLite: a foreign key a write breaks is a 400 naming the field (SQLite\'
   t.match(both.json(), { statusCode: 400, message: "One of 'blockReason', 'unit' refers to a record that does not exist in the picking system" })
 })
 
-t.test('SQLite: a foreign key a mapping.defaults column breaks names no field it cannot tell', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
+t.test('SQLite: the foreign key a write breaks is found by its values: a mapping.defaults column names no field, a field is named beside one, the API\'s default says so', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
   const ctx = await build(t, {
     mapping: { materials: { ...narrowMaterials('ArtLo', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }), defaults: { Lager: 7 } } }
   }, tablesFor({
@@ -262,6 +262,17 @@ t.test('SQLite: a foreign key a mapping.defaults column breaks names no field it
       'CREATE TABLE "ArtLo" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(3) REFERENCES "Einh" ("ME"), "Lager" INTEGER NOT NULL REFERENCES "Lagerort" ("LoID"))'
     ]
   }))
-  const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'F-1', name: 'x', unit: 'ST' } })
+  const headers = ctx.auth(ctx.adminToken)
+  const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-1', name: 'x', unit: 'ST' } })
   t.match(res.json(), { statusCode: 400, message: 'A value refers to a record that does not exist in the picking system' }, 'not \'unit\', which exists')
+  await ctx.db.execute({ text: 'INSERT INTO "Lagerort" VALUES (7)', params: [] })
+  const unit = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-2', name: 'x', unit: 'XX' } })
+  t.match(unit.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" },
+    'before: "A value", since a defaults column references a table too')
+  const none = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-3', name: 'x' } })
+  t.match(none.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system; the request gave no unit, so the API's default was written (unit \"pcs\"): send a value the picking system knows" },
+    'a value the client never sent is named as the gateway\'s')
+  const [count] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtLo"', params: [] })
+  t.equal(Number(count.n), 0, 'nothing written')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-4', name: 'x', unit: 'ST' } })).statusCode, 201)
 })
