@@ -312,7 +312,14 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   }
 
   async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser> {
-    const user = await loadUser(id)
+    let user = await loadUser(id)
+    // A well-signed token newer than the cached copy (issued after a password change, or after the
+    // user was enabled again, by a login on another instance) proves the copy stale: read the row
+    // again rather than refuse the new tokens for the cache time. Older tokens are judged by the copy.
+    if (user !== undefined && (Number(user.tokenVersion ?? 0) < tokenVersion || (user.enabled !== true && Number(user.tokenVersion ?? 0) === tokenVersion))) {
+      cache.delete(id)
+      user = await loadUser(id)
+    }
     if (!user || user.enabled !== true || user.tokenVersion !== tokenVersion) throw tokenInvalid()
     if (tokenType === 'application' && user.type !== 'application') throw tokenInvalid()
     return { id, username: user.username as string, type: user.type as UserType, tokenType, tokenVersion }
