@@ -42,6 +42,11 @@ export class DatabaseUnavailableError extends DbError {
   constructor (message = 'The database is unavailable', options?: ErrorOptions) { super(503, 'DATABASE_UNAVAILABLE', message, options) }
 }
 
+/** SQLite: another connection (another process) holds the write lock; the statement did not run. */
+export class DatabaseBusyError extends DatabaseUnavailableError {
+  constructor (options?: ErrorOptions) { super('The database is busy', options) }
+}
+
 /** The configured tables do not match the database (start-up error). */
 export class SchemaMismatchError extends DbError {
   constructor (message: string) { super(500, 'SCHEMA_MISMATCH', message) }

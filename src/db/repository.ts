@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto'
 import { dialectFor } from './dialect.js'
 import { checkExpression, faultToError, namesIn } from './data-errors.js'
-import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
+import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField, isPathId } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
@@ -379,6 +379,28 @@ export class Repository {
     return Math.max(max, 0) + 1
   }
 
+  /** SQLite: the INSERT run once; undefined when another process held the write lock (nothing ran). */
+  private async insertOnce (vals: Record<string, SqlValue>): Promise<Row | undefined> {
+    const stmt = this.sql.insert(vals)
+    stmt.once = true
+    try {
+      const row = await this.first(this.db, stmt)
+      if (row === undefined) throw this.notKept()
+      return row
+    } catch (err) {
+      if (err instanceof DatabaseBusyError) return undefined
+      throw err
+    }
+  }
+
+  /** The given stamp fields at this moment. */
+  private stampsNow (fields: string[]): Row {
+    const now = new Date()
+    const out: Row = {}
+    for (const field of fields) out[field] = now
+    return out
+  }
+
   /** The field's column has a default of its own (DEFAULT 'ST' on a legacy unit column): the customer's column decides, not the API's default. */
   private ownDefault (field: string): boolean {
     const s = this.storage.fields[field]
@@ -397,8 +419,12 @@ export class Repository {
       if (given[field] === undefined) given[field] = value
     }
     const now = new Date()
+    // the times the gateway stamps (not given): stamped anew once the write lock is held, if it had to wait
+    let stamped: string[] | undefined
     for (const field of this.stamps) {
-      if (given[field] === undefined) given[field] = now
+      if (given[field] !== undefined) continue
+      given[field] = now
+      ;(stamped ??= []).push(field)
     }
     this.assertNullKept(values)
     this.assertTrimmed(given)
@@ -414,25 +440,30 @@ export class Repository {
       // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
       // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
       // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
-      const row = guard === undefined && !numbered && !checked && !this.readBack && this.db.dialect === 'sqlite'
-        ? await this.first(this.db, this.sql.insert(vals))
-        : await this.db.transaction(async (tx) => {
-          await guard?.(tx)
-          if (checked) await this.assertUnique(tx, given)
-          if (numbered) vals[this.id] = await this.nextId(tx)
-          let row = await this.first(tx, this.sql.insert(vals))
-          // the id the batch captured is not the row's (0, NULL, or a dummy row's): the unique value finds it
-          if (this.insteadOf) row = undefined
-          // SQLite's RETURNING shows the row before an AFTER INSERT trigger changed it: read it again
-          // (behind an INSTEAD OF trigger, a view, it has no id at all: found by its unique value below)
-          const id = row?.[this.id]
-          if (this.readBack) row = id === null || id === undefined ? undefined : await this.first(tx, this.sql.selectById(id as Id))
-          // not found: a trigger skipped the insert or changed the value that finds it; undone, not half done
-          const found = row ?? await this.byUniqueValue(tx, given)
-          if (found === undefined) throw this.notKept()
-          return found
-        })
-      if (row === undefined) throw this.notKept()
+      // SQLite, the usual create: one INSERT, run once. Had it waited for another process's lock, it
+      // would commit seconds after its stamp, and an incremental sync that began meanwhile (its
+      // serverTime later than the stamp) would never see the row: met by a lock, it runs in the
+      // transaction below instead, stamped once BEGIN IMMEDIATE holds the lock.
+      let row = guard === undefined && !numbered && !checked && !this.readBack && this.db.dialect === 'sqlite'
+        ? await this.insertOnce(vals)
+        : undefined
+      row ??= await this.db.transaction(async (tx) => {
+        if (stamped !== undefined) Object.assign(vals, this.input(this.stampsNow(stamped)))
+        await guard?.(tx)
+        if (checked) await this.assertUnique(tx, given)
+        if (numbered) vals[this.id] = await this.nextId(tx)
+        let row = await this.first(tx, this.sql.insert(vals))
+        // the id the batch captured is not the row's (0, NULL, or a dummy row's): the unique value finds it
+        if (this.insteadOf) row = undefined
+        // SQLite's RETURNING shows the row before an AFTER INSERT trigger changed it: read it again
+        // (behind an INSTEAD OF trigger, a view, it has no id at all: found by its unique value below)
+        const id = row?.[this.id]
+        if (this.readBack) row = id === null || id === undefined ? undefined : await this.first(tx, this.sql.selectById(id as Id))
+        // not found: a trigger skipped the insert or changed the value that finds it; undone, not half done
+        const found = row ?? await this.byUniqueValue(tx, given)
+        if (found === undefined) throw this.notKept()
+        return found
+      })
       return row
     } catch (err) {
       // the API's defaults the request left to the gateway, for a message about a value the client never sent

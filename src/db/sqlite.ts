@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -57,9 +57,8 @@ export function mapSqliteError (err: unknown): unknown {
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     return new ConflictError('A row with the same unique key already exists', { cause: err }, uniqueColumns(String((err as { message?: unknown }).message)))
   }
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-    return new DatabaseUnavailableError('The database is busy', { cause: err })
-  }
+  if (code.startsWith('SQLITE_BUSY')) return new DatabaseBusyError({ cause: err })
+  if (code.startsWith('SQLITE_LOCKED')) return new DatabaseUnavailableError('The database is busy', { cause: err })
   // the file, its directory or the file system became read-only (a full disk remounted, a backup's
   // lock): a fault of the installation, which the next write after it is fixed no longer meets
   if (code.startsWith('SQLITE_READONLY')) return new DatabaseUnavailableError('The database is read-only: it takes no changes until it is writable again', { cause: err })
@@ -305,12 +304,12 @@ class SqliteDatabase implements Database {
    * One statement: at once when nothing is queued or running (the usual case: every statement is
    * synchronous, so the connection is only ever held by a transaction), else through `later`.
    */
-  private now<T> (fn: () => T): Promise<T> {
-    if (this.held || this.refused !== undefined) return this.later(fn)
+  private now<T> (fn: () => T, once = false): Promise<T> {
+    if (this.held || this.refused !== undefined) return this.later(fn, undefined, once)
     try {
       return Promise.resolve(fn())
     } catch (err) {
-      return this.later(fn, err)
+      return this.later(fn, err, once)
     }
   }
 
@@ -318,10 +317,12 @@ class SqliteDatabase implements Database {
    * Runs `attempt` at its turn in the queue, and after a BUSY (another process holds the lock) again
    * after a pause, until the deadline; returns holding the turn. It holds the turn only while
    * `attempt` runs, never while it pauses: other calls are not held up behind a write waiting for a lock.
+   * `once` (Statement.once): its failure, BUSY too, is thrown at once.
    */
-  private async atTurn<T> (attempt: () => T, failure?: unknown): Promise<T> {
+  private async atTurn<T> (attempt: () => T, failure?: unknown, once = false): Promise<T> {
     let backoff: Backoff | undefined
     for (;;) {
+      if (failure !== undefined && once) throw failure
       if (failure !== undefined) await this.pause(failure, backoff ??= { deadline: 0, step: 0 })
       await this.turn()
       try {
@@ -334,23 +335,23 @@ class SqliteDatabase implements Database {
   }
 
   /** A statement that could not run at once: through atTurn, then the turn goes to the next call. */
-  private async later<T> (fn: () => T, failure?: unknown): Promise<T> {
-    const result = await this.atTurn(fn, failure)
+  private async later<T> (fn: () => T, failure?: unknown, once = false): Promise<T> {
+    const result = await this.atTurn(fn, failure, once)
     this.release()
     return result
   }
 
 
   query (stmt: Statement): Promise<Row[]> {
-    return this.now(() => this.runQuery(stmt) as Row[])
+    return this.now(() => this.runQuery(stmt) as Row[], stmt.once === true)
   }
 
   queryValues (stmt: Statement): Promise<unknown[][]> {
-    return this.now(() => this.runQuery(stmt, true) as unknown[][])
+    return this.now(() => this.runQuery(stmt, true) as unknown[][], stmt.once === true)
   }
 
   execute (stmt: Statement): Promise<number> {
-    return this.now(() => this.runExecute(stmt))
+    return this.now(() => this.runExecute(stmt), stmt.once === true)
   }
 
   /**

@@ -108,6 +108,11 @@ export interface Statement {
   params: Param[]
   /** SQLite: integers come back exactly, as BigInt (ColumnInfo.wideValues) */
   exactIntegers?: boolean
+  /**
+   * SQLite: run once: another connection's lock fails it at once with DatabaseBusyError instead of
+   * a wait of up to busyTimeoutMs (its caller runs it again its own way: a create stamps its row anew)
+   */
+  once?: boolean
 }
 
 export type Row = Record<string, unknown>

@@ -456,8 +456,8 @@ t.test('a locked database answers DatabaseUnavailableError, not a hang', async (
   const other = new BetterSqlite3(file)
   other.exec('BEGIN IMMEDIATE')
   const started = Date.now()
-  await t.rejects(repo.create({ name: 'S', type: 'ptl' }), { name: 'DatabaseUnavailableError', statusCode: 503 })
-  await t.rejects(repo.update(1, { name: 'S' }), { name: 'DatabaseUnavailableError' }, 'BEGIN IMMEDIATE too')
+  await t.rejects(repo.create({ name: 'S', type: 'ptl' }), { name: 'DatabaseBusyError', code: 'DATABASE_UNAVAILABLE', statusCode: 503 })
+  await t.rejects(repo.update(1, { name: 'S' }), { name: 'DatabaseBusyError' }, 'BEGIN IMMEDIATE too')
   t.ok(Date.now() - started < 2000, 'within the busy timeout')
   other.exec('ROLLBACK')
   other.close()
@@ -508,10 +508,10 @@ t.test('a write waiting for another process\'s lock waits on timers, outside the
 t.test('a lock held past the deadline: DatabaseUnavailableError after it, the row unchanged', async (t) => {
   const { file, repo, row, other } = await lockedStation(t, 'lock-deadline.db', { busyTimeoutMs: 200 }, 'BEGIN IMMEDIATE', 'held')
   const started = performance.now()
-  await t.rejects(repo.update(row.id as number, { address: 7 }), { name: 'DatabaseUnavailableError', statusCode: 503, code: 'DATABASE_UNAVAILABLE', message: 'The database is busy' }, 'a transaction')
+  await t.rejects(repo.update(row.id as number, { address: 7 }), { name: 'DatabaseBusyError', statusCode: 503, code: 'DATABASE_UNAVAILABLE', message: 'The database is busy' }, 'a transaction')
   const waited = performance.now() - started
   t.ok(waited >= 190 && waited < 1500, `after the deadline (${Math.round(waited)} ms)`)
-  await t.rejects(repo.create({ name: 'S-2', type: 'ptl' }), { name: 'DatabaseUnavailableError', message: 'The database is busy' }, 'a single INSERT … RETURNING')
+  await t.rejects(repo.create({ name: 'S-2', type: 'ptl' }), { name: 'DatabaseBusyError', message: 'The database is busy' }, 'a create: its INSERT met the lock, then its transaction waited for it')
   other.exec('ROLLBACK')
   other.close()
   t.equal((await repo.get(row.id as number))?.address, null, 'unchanged')

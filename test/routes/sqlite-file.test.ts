@@ -84,6 +84,29 @@ t.test('a write lock held by another process: writes wait on timers, reads and /
   t.equal(again.json().description, 'while locked', 'the update is stored')
 })
 
+t.test('a create that waited for another process\'s lock is stamped when it got the lock, so a sync that began meanwhile finds it', { skip: !onSqlite }, async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const { other } = await lockedWithMaterial(t, ctx)
+  const create = track(ctx, { method: 'POST', url: '/api/materials', payload: { materialNumber: 'M-LATE', name: 'waited' } })
+  // past serverTime's margin (a second, commitLagMs, rounded down to the second)
+  await sleep(2500)
+  // an ERP's sync run while the create waits: the next run asks for what changed since its serverTime
+  const run = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers })
+  const serverTime = run.json().meta.serverTime as string
+  await sleep(200)
+  t.notOk(create.done, 'still waiting for the lock')
+  other.exec('COMMIT')
+  other.close()
+  const created = await create.res
+  t.equal(created.statusCode, 201)
+  // before: stamped when the request came, 2.7 s before its commit and before serverTime: never synced
+  t.ok(Date.parse(created.json().modifiedAt) >= Date.parse(serverTime), `modifiedAt ${created.json().modifiedAt} is not before the run's serverTime ${serverTime}`)
+  t.equal(created.json().createdAt, created.json().modifiedAt)
+  const next = await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${encodeURIComponent(serverTime)}`, headers })
+  t.same(next.json().data.map((m: { materialNumber: string }) => m.materialNumber).filter((n: string) => n === 'M-LATE'), ['M-LATE'], 'the next run finds it')
+})
+
 t.test('a lock held past the deadline: 503 DATABASE_UNAVAILABLE, nothing changed', { skip: !onSqlite }, async (t) => {
   const ctx = await build(t, {}, undefined, { busyTimeoutMs: 300 })
   const { a, other } = await lockedWithMaterial(t, ctx)
