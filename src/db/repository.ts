@@ -436,7 +436,8 @@ export class Repository {
     try {
       const guard = opts.guard
       const numbered = this.storage.mapping.newIds === 'max+1'
-      const checked = this.selfChecked.some((f) => given[f] !== undefined && given[f] !== null)
+      const unique = this.checkedUnique(guard !== undefined)
+      const checked = unique.some((f) => given[f] !== undefined && given[f] !== null)
       // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
       // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
       // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
@@ -449,8 +450,9 @@ export class Repository {
         : undefined
       row ??= await this.db.transaction(async (tx) => {
         if (stamped !== undefined) Object.assign(vals, this.input(this.stampsNow(stamped)))
+        // a taken value is told before the guard's refusal: a name in use is a 409 whether or not the licence is full
+        if (checked) await this.assertUnique(tx, given, undefined, unique)
         await guard?.(tx)
-        if (checked) await this.assertUnique(tx, given)
         if (numbered) vals[this.id] = await this.nextId(tx)
         let row = await this.first(tx, this.sql.insert(vals))
         // the id the batch captured is not the row's (0, NULL, or a dummy row's): the unique value finds it
@@ -491,15 +493,18 @@ export class Repository {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
         own = row[this.id]
-        if (opts.guard !== undefined) await opts.guard(row, tx)
         this.assertNullKept(values, row)
         const write = changedOnly(vals, values, row)
         written = write
-        // every field already shows the value sent: nothing is written, modifiedAt stays
-        if (Object.keys(write).length === 0) return row
+        // these pass a value the row already shows: nothing to check when nothing is written
         this.assertTrimmed(values, row)
         this.assertKey(values, row)
-        if (this.selfChecked.length > 0) await this.assertUnique(tx, values, row)
+        // before the guard, as in create: renaming onto a taken name is a 409 whether or not enabling it would pass the licence
+        const unique = this.checkedUnique(opts.guard !== undefined)
+        if (unique.length > 0 && Object.keys(write).length > 0) await this.assertUnique(tx, values, row, unique)
+        if (opts.guard !== undefined) await opts.guard(row, tx)
+        // every field already shows the value sent: nothing is written, modifiedAt stays
+        if (Object.keys(write).length === 0) return row
         if (opts.touch !== false && this.has('modifiedAt') && write.modifiedAt === undefined) {
           const s = this.storage.field('modifiedAt')
           write.modifiedAt = this.storage.toDb(s, this.storage.nextTime(s, row.modifiedAt as string | null, Date.now()))
@@ -668,18 +673,28 @@ export class Repository {
    * value its row already shows claims nothing new: rows a legacy table already holds twice stay
    * editable (a form sends every field).
    */
-  private async assertUnique (tx: Executor, given: Row, current?: Row): Promise<void> {
-    for (const f of this.selfChecked) {
+  private async assertUnique (tx: Executor, given: Row, current: Row | undefined, fields: string[]): Promise<void> {
+    for (const f of fields) {
       const value = given[f]
       if (value === undefined || value === null || (current !== undefined && this.sameShown(f, current[f], value))) continue
-      // SQL Server: a second write of the value waits until this one commits (SQLite's writers take turns anyway)
-      if (this.db.dialect === 'mssql') await this.lockValue(tx, f, value)
+      // SQL Server: a second write of the value waits until this one commits (SQLite's writers take turns anyway);
+      // a value the table's index keeps unique needs no lock: the index refuses the second write
+      if (this.db.dialect === 'mssql' && this.selfChecked.includes(f)) await this.lockValue(tx, f, value)
       const other = await this.findOne(f, value, tx)
       // the row itself as read, not the id as the path spelled it ('abc' finds 'ABC' under a caseless collation)
       if (other !== undefined && (current === undefined || String(other[this.id]) !== String(current[this.id]))) {
         throw new ConflictError(`${f} '${String(value)}' already exists`)
       }
     }
+  }
+
+  /**
+   * The unique fields a write looks up itself: those the table's index misses (selfChecked); with a
+   * guard (the licence) every one the table has, since the index would only refuse the write after
+   * the guard had refused it for another reason.
+   */
+  private checkedUnique (guarded: boolean): string[] {
+    return guarded ? this.uniqueFields.filter((f) => this.has(f)) : this.selfChecked
   }
 
   /**

@@ -117,6 +117,26 @@ t.test('licence caps enabled user and application accounts', async (t) => {
   t.equal(demote.json().code, 'LICENCE_LIMIT', 'turning an admin into a user needs a licence too')
 })
 
+t.test('a taken username is a 409 before the licence: creating, renaming while enabling, demoting an admin', async (t) => {
+  const ctx = await build(t, { licence: { logins: 1 } })
+  const admin = ctx.auth(ctx.adminToken)
+  const post = (url: string, payload: object) => ctx.app.inject({ method: 'POST', url, headers: admin, payload })
+  t.equal((await post('/api/users', { username: 'mmüller', password: 'long-enough', type: 'user' })).statusCode, 201, 'the one login is used')
+  const conflict = { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: "username 'mmüller' already exists" }
+
+  const dup = await post('/api/users', { username: 'MMÜLLER', password: 'long-enough', type: 'user' })
+  t.same(dup.json(), conflict, 'the name, not the full licence')
+  t.equal((await post('/api/users', { username: 'other', password: 'long-enough', type: 'user' })).json().code, 'LICENCE_LIMIT', 'a free name still meets the licence')
+
+  const disabled = (await post('/api/users', { username: 'idle', password: 'long-enough', type: 'user', enabled: false })).json()
+  t.same((await post(`/api/users/${disabled.id as number}`, { username: 'MMüller', enabled: true })).json(), conflict, 'renaming onto a taken name while enabling')
+  t.equal((await post(`/api/users/${disabled.id as number}`, { enabled: true })).json().code, 'LICENCE_LIMIT', 'enabling alone meets the licence')
+  const boss = (await post('/api/users', { username: 'boss', password: 'long-enough', type: 'admin' })).json()
+  t.same((await post(`/api/users/${boss.id as number}`, { username: 'mmüller', type: 'user' })).json(), conflict, 'renaming an admin onto a taken name while making it a user')
+  const stored = await ctx.app.repos.users.get(disabled.id)
+  t.same([stored!.username, stored!.enabled], ['idle', false], 'nothing was written')
+})
+
 t.test('the licence check is atomic with the write: concurrent creates and enables for the last free login', async (t) => {
   const ctx = await build(t, { licence: { logins: 2 } })
   const admin = ctx.auth(ctx.adminToken)
