@@ -79,12 +79,10 @@ function single (query: QueryString, key: string): string | undefined {
   return v
 }
 
-function parseCount (name: string, raw: string, min: number, max?: number): number {
-  if (!/^\d+$/.test(raw)) throw new BadQueryError(`Query parameter '${name}' must be an integer, got '${raw}'`)
+/** A whole number from min to max in decimal digits; whatever is wrong with it, the message states the whole rule (-1 is an integer too). */
+function parseCount (name: string, raw: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(raw)
-  if (n < min) throw new BadQueryError(`Query parameter '${name}' must be at least ${min}`)
-  if (max !== undefined && n > max) throw new BadQueryError(`Query parameter '${name}' must be at most ${max}`)
-  if (!Number.isSafeInteger(n)) throw new BadQueryError(`Query parameter '${name}' is too large`)
+  if (!/^\d+$/.test(raw) || n < min || n > max) throw new BadQueryError(`Query parameter '${name}' must be an integer from ${min} to ${max}, got '${raw}'`)
   return n
 }
 
@@ -171,7 +169,9 @@ function operand (field: string, def: FieldDef, raw: string, codes: boolean): Sq
   if (v !== undefined) return v
   if (codes && raw !== 'null') return raw
   const hint = codes ? ', or a stored code (for rows without a value: [null])' : ''
-  throw new BadQueryError(`Invalid value for '${field}': expected ${KIND_NAMES[def.kind]}${hint}, got '${raw}'`)
+  // digits beyond 2^53 are an integer too: then the message names the range that was broken
+  const kind = def.kind === 'integer' && /^-?\d+$/.test(raw) ? `an integer from ${-Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}` : KIND_NAMES[def.kind]
+  throw new BadQueryError(`Invalid value for '${field}': expected ${kind}${hint}, got '${raw}'`)
 }
 
 /**

@@ -70,9 +70,10 @@ t.test('sorting, filters and offset paging through the API', async (t) => {
   t.same((await names(`modifiedSince=${new Date(Date.now() - 60000).toISOString()}`)).length, 4)
 
   const bad: Array<[string, RegExp]> = [
-    ['limit=1001', /limit/],
-    ['limit=0', /limit/],
-    ['offset=-1', /offset/],
+    ['limit=1001', /^Query parameter 'limit' must be an integer from 1 to 1000, got '1001'$/],
+    ['limit=0', /^Query parameter 'limit' must be an integer from 1 to 1000, got '0'$/],
+    ['limit=-1', /^Query parameter 'limit' must be an integer from 1 to 1000, got '-1'$/],
+    ['offset=-3', /^Query parameter 'offset' must be an integer from 0 to 9007199254740991, got '-3'$/],
     ['sort=colour', /colour/],
     ['colour=red', /Unknown query parameter 'colour'/],
     ['weight=[gt]heavy', /weight/],
