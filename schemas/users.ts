@@ -13,7 +13,9 @@ export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: USER
 
 /** The username's pattern in words (COMMON_PATTERN_RULES) */
 export const USER_PATTERN_RULES: Record<string, string> = { [USERNAME_PATTERN]: USERNAME_RULE }
-const Password = Type.String({ minLength: 8, maxLength: 1024, description: 'Write-only; stored as an argon2id hash' })
+/** a password's length in characters (code points, as the API's validator counts them); the command line checks the same */
+export const PASSWORD_LENGTH = { min: 8, max: 1024 } as const
+const Password = Type.String({ minLength: PASSWORD_LENGTH.min, maxLength: PASSWORD_LENGTH.max, description: 'Write-only; stored as an argon2id hash' })
 
 export const User = Type.Object({
   id: Type.Integer(),

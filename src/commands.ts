@@ -17,7 +17,7 @@ import { Repository } from './db/repository.js'
 import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
 import { toUser, UserService } from './users.js'
-import { Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
+import { PASSWORD_LENGTH, Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
 import { Value } from '@sinclair/typebox/value'
 
 export const EXIT_OK = 0
@@ -460,7 +460,12 @@ async function readPassword (io: Io, fromStdin: boolean, command: string): Promi
   if (!fromStdin) throw new UsageError(`give the password on standard input with --password-stdin (for example: read -rs PW; printf %s "$PW" | picking-gateway ${command} --password-stdin)`)
   const password = (await io.readStdin()).replace(/\r?\n$/, '')
   if (password === '') throw new UsageError(`no password was read from standard input (it was empty or closed); pipe the password in, for example: printf %s "$PW" | picking-gateway ${command} --password-stdin`)
-  if (password.length < 8) throw new UsageError('the password must be at least 8 characters')
+  // a value the rules refuse is bad input, not bad usage: exit 1, as a taken name or a full licence
+  // (64 is for the command line itself; an empty input above is a pipe that was never set up)
+  const length = [...password].length
+  if (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max) {
+    throw new Error(`the password must be ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters long, got ${length}; nothing was changed`)
+  }
   return password
 }
 
