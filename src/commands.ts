@@ -106,7 +106,8 @@ proposes a mapping for materials, stations and users: the table whose name and c
 fit best, a column per field by name and type, value maps for code columns (J/N,
 V/K/P/M). It reports the fields it could not match and the NOT NULL columns without a
 default an insert would miss, then prints {"mapping": ...} to paste into the
-configuration file. --json prints only that JSON. It reads, never changes, the database.`,
+configuration file. --json prints only that JSON. It reads, never changes, the database,
+and needs no JWT secret (DATABASE_URL alone will do; a secret given is still checked).`,
   user: `Usage: picking-gateway user <add|passwd|disable|enable|list> [name] [options]
 
   user add <name> [--type admin|user|application] [--display-name TEXT] --password-stdin
@@ -383,9 +384,10 @@ function consoleLogger (io: Io): DbLogger {
 /**
  * Runs fn on the configured database. 'existing': a SQLite file that is not there is an error
  * saying how to make it, not a new empty database (user commands need db init's table).
+ * `secretNeeded` false: the configuration may lack a JWT secret (LoadOptions.secretNeeded).
  */
-async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'existing' | 'readonly' = 'create'): Promise<T> {
-  const loaded = loadConfig({ env: io.env })
+async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'existing' | 'readonly' = 'create', secretNeeded = true): Promise<T> {
+  const loaded = loadConfig({ env: io.env, secretNeeded })
   const { config } = loaded
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)
@@ -424,7 +426,8 @@ async function dbCommand (argv: string[], io: Io): Promise<number> {
 
 async function dbIntrospect (json: boolean, io: Io): Promise<number> {
   // read-only: a mistyped SQLite path must fail, not come back as an empty database, and
-  // introspecting changes nothing (not the journal mode either) and needs no write permission
+  // introspecting changes nothing (not the journal mode either) and needs no write permission;
+  // it signs no token, so a first look at a database needs no JWT secret yet (one given is still checked)
   return await withDatabase(io, async (db, _loaded, mappings) => {
     const result = await introspect(db, mappings)
     const config = JSON.stringify(mappingConfig(result), null, 2)
@@ -437,7 +440,7 @@ async function dbIntrospect (json: boolean, io: Io): Promise<number> {
     io.out('Proposed mapping (paste into the configuration file; check every line above first):')
     io.out(config)
     return EXIT_OK
-  }, 'readonly')
+  }, 'readonly', false)
 }
 
 async function dbInit (values: Parsed['values'], io: Io): Promise<number> {

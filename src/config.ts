@@ -55,6 +55,11 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv
   /** where the demo keeps its database and generated secret */
   dataDir?: string
+  /**
+   * false for a command that signs and verifies no token (db introspect): a missing secret is no
+   * problem then, and the demo generates none; a secret given is still checked, as every other key
+   */
+  secretNeeded?: boolean
 }
 
 export function loadConfig (options: LoadOptions = {}): LoadedConfig {
@@ -77,15 +82,15 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
   if (demo) {
     raw.database = { ...raw.database, url: `sqlite:${join(dataDir, 'picking-gateway.db')}` }
     raw.licence = { logins: 5, ...raw.licence }
-    if (!raw.auth?.jwtSecret && !raw.auth?.keys) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
+    if (!raw.auth?.jwtSecret && !raw.auth?.keys && options.secretNeeded !== false) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
   }
 
-  const config = validateConfig(raw, problems, secretSource)
+  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false)
   return { config, demo, source: file ? resolve(file) : demo ? 'embedded demo' : 'environment' }
 }
 
 /** Validates a raw object (defaults applied); throws ConfigError listing every problem. */
-export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret'): Config {
+export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false): Config {
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   for (const error of Value.Errors(Config, withDefaults)) {
     // a column given as an object: what is wrong inside it (an unknown key, a misspelt format), not "expected union value"
@@ -103,7 +108,7 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
   }
   // The checks beyond the schema run on whatever parts have the right shape, so every problem is listed at once.
   const config = withDefaults as Config
-  if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource)
+  if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource, secretOptional)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
   if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
@@ -234,7 +239,7 @@ function applyCredentials (raw: Record<string, any>, env: NodeJS.ProcessEnv, pro
   if (dbPassword !== undefined && dbPassword !== '') raw.database = { ...raw.database, password: dbPassword }
 }
 
-function checkSecrets (config: Config, problems: string[], secretSource: string): void {
+function checkSecrets (config: Config, problems: string[], secretSource: string, optional: boolean): void {
   const { keys, jwtSecret } = config.auth ?? {}
   if (keys !== undefined) {
     const kids = new Set<string>()
@@ -248,6 +253,7 @@ function checkSecrets (config: Config, problems: string[], secretSource: string)
   }
   if (typeof jwtSecret !== 'string' || jwtSecret === '') {
     if (jwtSecret !== undefined && jwtSecret !== '') return // wrong type: the schema already said so
+    if (optional) return
     problems.push('auth.jwtSecret: missing; set PICKING_GATEWAY_JWT_SECRET, auth.jwtSecret (or auth.keys) in the configuration file, or the systemd credential jwt-secret')
     return
   }

@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { referenceMappings } from '../src/db/resources.js'
@@ -30,6 +30,17 @@ t.test('the embedded demo when nothing is configured', async (t) => {
   t.equal(readFileSync(secretFile, 'utf8').trim(), config.auth.jwtSecret, 'generated secret kept under data/')
   t.equal(statSync(secretFile).mode & 0o777, 0o600)
   t.equal(loadConfig({ env: {}, dataDir }).config.auth.jwtSecret, config.auth.jwtSecret, 'and reused on the next start')
+})
+
+t.test('a command that signs no token (db introspect) loads the configuration without a secret', async (t) => {
+  const dataDir = tempDir(t, 'pg-config-')
+  const demo = loadConfig({ env: {}, dataDir, secretNeeded: false })
+  t.equal(demo.config.auth.jwtSecret, undefined)
+  t.notOk(existsSync(join(dataDir, 'jwt-secret')), 'the demo generates no secret for it')
+  t.equal(loadConfig({ env: { DATABASE_URL: 'sqlite:/tmp/x.db' }, secretNeeded: false }).config.database.url, 'sqlite:/tmp/x.db')
+  t.same(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'sqlite:/tmp/x.db', PICKING_GATEWAY_JWT_SECRET: 'secret' }, secretNeeded: false })),
+    ['PICKING_GATEWAY_JWT_SECRET: expected at least 32 bytes, got 6 (generate one with: openssl rand -base64 48)'], 'a secret given is still checked')
+  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'sqlite:/tmp/x.db' } })), [/^auth\.jwtSecret: missing/], 'everything else still needs one')
 })
 
 t.test('environment overrides the file', async (t) => {
