@@ -207,6 +207,9 @@ const CANONICAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 /** The stored code as the map compares it: text without the padding of fixed-width columns. */
 const normalizeCode = (code: unknown): string => String(code).trimEnd()
 
+/** How many different odd stored values (unknown codes, values shown as null) are logged per field and process; README, "Column types". */
+export const ODD_VALUES_LOGGED = 1000
+
 function compareApi (a: unknown, b: unknown): number {
   if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b)
   if (typeof a === 'number' && typeof b === 'number') return a - b
@@ -291,7 +294,10 @@ export class ResourceStorage {
    * reports it, and the gateway does not start)
    */
   readonly insertDefaults: Array<{ storage: FieldStorage, value: string | number | boolean, stored: SqlValue, problem?: string }>
-  private readonly warned = new Set<string>()
+  /** per field, the stored values already logged (unknown codes, values shown as null); each field's own budget, ODD_VALUES_LOGGED */
+  private readonly warned = new Map<string, Set<string>>()
+  /** per field, the notices logged once for the field (field + kind), whatever its values' budget holds */
+  private readonly noticed = new Set<string>()
   private readonly warn: (obj: object, msg: string) => void
 
   constructor (dialect: DialectName, baseDef: ResourceDef, mapping: TableMapping, columns: ColumnInfo[] | undefined, opts: StorageOptions = {}) {
@@ -460,7 +466,7 @@ export class ResourceStorage {
     // float column's large numbers are doubles already, shown exactly
     else if ((s.category === 'integer' || typeof raw === 'bigint') && Math.abs(n) > Number.MAX_SAFE_INTEGER && Number.isFinite(n)) {
       // once per field, not per value: a table whose ids all lie there would fill the log
-      this.once(s, '\u0000beyond 2^53', { resource: this.def.name, field: s.field, value: String(raw) }, 'a stored whole number beyond 2^53 is shown rounded (JSON clients read whole numbers exactly only up to 2^53; SQLite\'s driver has rounded the value logged here already)')
+      this.oncePerField(s, 'beyond 2^53', { resource: this.def.name, field: s.field, value: String(raw) }, 'a stored whole number beyond 2^53 is shown rounded (JSON clients read whole numbers exactly only up to 2^53; SQLite\'s driver has rounded the value logged here already)')
     }
     return n
   }
@@ -499,7 +505,7 @@ export class ResourceStorage {
       // SQLite text: with Z or an offset it is an instant, whatever the column's zone
       if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(text)) {
         // SQLite's filters and sorting see only the text: they compare it as the column's local time
-        if (wall && this.dialect === 'sqlite') this.once(s, '\u0001offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
+        if (wall && this.dialect === 'sqlite') this.oncePerField(s, 'offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
         wall = false
       }
       const compact = compactTime(text)
@@ -517,7 +523,7 @@ export class ResourceStorage {
         date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
         wall = false
         // SQLite's strftime, which filters and sorting compare, reads a number as a Julian day
-        if (this.dialect === 'sqlite') this.once(s, '\u0001unix', { resource: this.def.name, field: s.field, value: n }, `stored times that are numbers are read as Unix time; filters and sorting do not see them as times (README, "Column types and what the API makes of them")`)
+        if (this.dialect === 'sqlite') this.oncePerField(s, 'unix', { resource: this.def.name, field: s.field, value: n }, `stored times that are numbers are read as Unix time; filters and sorting do not see them as times (README, "Column types and what the API makes of them")`)
       }
     }
     if (date === undefined || Number.isNaN(date.getTime())) {
@@ -576,7 +582,7 @@ export class ResourceStorage {
   }
 
   private compactNote (s: FieldStorage, value: unknown): void {
-    this.once(s, '\u0001compact', { resource: this.def.name, field: s.field, value }, 'stored times written as digits (YYYYMMDD or YYYYMMDDhhmmss) are read as dates in the column\'s time zone; filters and sorting do not see them as times (README, "Column types and what the API makes of them")')
+    this.oncePerField(s, 'compact', { resource: this.def.name, field: s.field, value }, 'stored times written as digits (YYYYMMDD or YYYYMMDDhhmmss) are read as dates in the column\'s time zone; filters and sorting do not see them as times (README, "Column types and what the API makes of them")')
   }
 
   /**
@@ -610,11 +616,27 @@ export class ResourceStorage {
     this.once(s, value, { resource: this.def.name, field: s.field, value }, `a stored value that is ${what} is returned as null`)
   }
 
-  /** Logs once per field and key (at most about 1000 keys in all: a column full of odd values does not flood the log). */
-  private once (s: FieldStorage, key: string, obj: object, msg: string): void {
-    const k = `${s.field}\u0000${key}`
-    if (this.warned.has(k) || this.warned.size > 1000) return
-    this.warned.add(k)
+  /**
+   * Logs once per field and value, up to ODD_VALUES_LOGGED values per field: a column full of odd
+   * values does not flood the log (or fill memory), and does not silence another field's. The one
+   * that fills the budget says so.
+   */
+  private once (s: FieldStorage, value: string, obj: object, msg: string): void {
+    let values = this.warned.get(s.field)
+    if (values === undefined) this.warned.set(s.field, values = new Set())
+    if (values.has(value) || values.size >= ODD_VALUES_LOGGED) return
+    values.add(value)
+    this.warn(obj, msg)
+    if (values.size === ODD_VALUES_LOGGED) {
+      this.warn({ resource: this.def.name, field: s.field }, `${ODD_VALUES_LOGGED} different stored values of this field were logged as above: further ones are not, until the gateway restarts`)
+    }
+  }
+
+  /** Logs once per field and kind: a notice about the field, not one of its values; never crowded out by values (once). */
+  private oncePerField (s: FieldStorage, kind: string, obj: object, msg: string): void {
+    const k = `${s.field}\u0000${kind}`
+    if (this.noticed.has(k)) return
+    this.noticed.add(k)
     this.warn(obj, msg)
   }
 

@@ -6,7 +6,7 @@ import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
 import { mssqlType, sqlTypeOf } from '../../src/db/mssql.js'
 import { materials, stations } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
-import { plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
+import { ODD_VALUES_LOGGED, plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
 import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
@@ -485,6 +485,27 @@ t.test('stored values the field cannot show read as null', async (t) => {
   t.ok(flags.field('enabled').showsNull, 'a NOT NULL SQLite column may still show null')
   t.notOk(msSt.storage.field('enabled').showsNull, 'a mapped NOT NULL SQL Server column does not')
   t.notOk(new ResourceStorage('mssql', stations, { ...stMapping, values: {} }, [col('Aktiv', 'bit', { nullable: false })]).field('enabled').showsNull, 'nor a bit NOT NULL')
+})
+
+t.test('odd stored values are logged once each, up to ODD_VALUES_LOGGED per field; the notices of a field and other fields are not crowded out', async (t) => {
+  const warned: Array<{ obj: Record<string, unknown>, msg: string }> = []
+  const lite = new ResourceStorage('sqlite', stations, stMapping, [
+    col('WpID', 'integer', { identity: true, nullable: false }), col('WpType', 'char', { maxLength: 1 }), col('Adr', 'smallint'), col('Angelegt', 'datetime', { nullable: false })
+  ], { warn: (obj, msg) => warned.push({ obj: obj as Record<string, unknown>, msg }) })
+  const read = (field: string, raw: unknown): unknown => lite.reader(lite.field(field))(raw)
+  for (let i = 0; i < ODD_VALUES_LOGGED + 500; i++) read('address', `x${i}`)
+  read('address', 'x0')
+  const address = warned.filter((w) => w.obj.field === 'address')
+  t.equal(address.length, ODD_VALUES_LOGGED + 1, 'each value once, up to the budget, then one line saying so')
+  t.same(address.at(-1), { obj: { resource: 'stations', field: 'address' }, msg: `${ODD_VALUES_LOGGED} different stored values of this field were logged as above: further ones are not, until the gateway restarts` })
+  // before: one set of about 1000 keys for the whole table, full now, and these were dropped
+  read('type', 'S')
+  t.same(warned.at(-1)?.obj, { resource: 'stations', field: 'type', value: 'S' }, "another field's unknown code has its own budget")
+  t.equal(read('createdAt', 1712052000), '2024-04-02T10:00:00.000Z')
+  t.same(warned.at(-1)?.obj, { resource: 'stations', field: 'createdAt', value: 1712052000 }, 'a once-per-field notice is no value: never crowded out')
+  read('address', 'y')
+  read('createdAt', 1712052001)
+  t.equal(warned.length, ODD_VALUES_LOGGED + 3, 'nothing more: the address budget is spent, the notice given')
 })
 
 t.test('values checked against the column before any SQL runs', async (t) => {
