@@ -255,6 +255,43 @@ t.test('abbreviated German, Dutch and Access names', async (t) => {
   t.notOk('description' in (mapped(access.resources.materials.mapping)?.columns ?? {}))
 })
 
+t.test('German names with a unit or a qualifier after the word, and a station table numbered by Nr', async (t) => {
+  const path = join(dir, 'german-units.db')
+  const raw = new BetterSqlite3(path)
+  // a legacy program's SQLite file: columns without declared types (what the name says must carry them), and a
+  // station table keyed by its number, not by an …ID
+  raw.exec(`
+    CREATE TABLE Artikel (ArtikelID INTEGER PRIMARY KEY, Artikelnummer VARCHAR(30) NOT NULL UNIQUE, Kurztext VARCHAR(60) NOT NULL, Langtext,
+      "Gewicht (kg)", "Menge_Stück", Mindestmenge, Höchstmenge);
+    CREATE TABLE Arbeitsplatz (Nr INTEGER NOT NULL UNIQUE, Bezeichnung VARCHAR(40) NOT NULL, Typ CHAR(1), Steuerung VARCHAR(20), Adresse INTEGER, Aktiv BIT);
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.same(mapped(found.resources.materials.mapping)?.columns, {
+    id: 'ArtikelID', materialNumber: 'Artikelnummer', name: 'Kurztext', description: 'Langtext', weight: 'Gewicht (kg)', stockQuantity: 'Menge_Stück', minStock: 'Mindestmenge', maxStock: 'Höchstmenge'
+  }, 'before: weight, stockQuantity, minStock and maxStock went unmatched')
+  t.match(formatReport(found).join('\n'), /weight +Gewicht \(kg\) \(no declared type; by name\)/)
+  t.same(mapped(found.resources.stations.mapping)?.columns, { id: 'Nr', name: 'Bezeichnung', type: 'Typ', controllerId: 'Steuerung', address: 'Adresse', enabled: 'Aktiv' },
+    "the table's unique number column Nr is the id (before: no id)")
+  t.match(formatReport(found).join('\n'), /id +Nr \(integer, not null; by the table's unique key, named …Nr\)/)
+
+  // a Nr that is not unique is no key; a material table's unique Nr is still its number, and the id shares it
+  const other = join(dir, 'german-nr.db')
+  const raw2 = new BetterSqlite3(other)
+  raw2.exec(`
+    CREATE TABLE Artikel (Nr INTEGER NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Bestand REAL);
+    CREATE TABLE Arbeitsplatz (Nr INTEGER, Bezeichnung VARCHAR(40) NOT NULL);
+  `)
+  raw2.close()
+  const db2 = openDatabase(`sqlite:${other}`, { logger: silent })
+  t.teardown(() => db2.close())
+  const second = await introspect(db2, {})
+  t.match(mapped(second.resources.materials.mapping)?.columns, { id: 'Nr', materialNumber: 'Nr' })
+  t.notOk('id' in (mapped(second.resources.stations.mapping)?.columns ?? {}), 'a Nr without a unique index is not proposed as the id')
+})
+
 t.test('French, Italian and Swedish names, accents and all', async (t) => {
   const path = join(dir, 'romance.db')
   const raw = new BetterSqlite3(path)
