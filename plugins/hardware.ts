@@ -60,6 +60,8 @@ export interface CommandAck {
 }
 
 export interface Hardware {
+  /** hardware.enabled: this instance drives the controllers (with several instances, exactly one does) */
+  readonly enabled: boolean
   /** the live fields of a station, from its controller's link */
   stationState (station: Row): LiveState
   controllerStates (): ControllerHealth[]
@@ -241,6 +243,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   })
 
   const service: Hardware = {
+    enabled: opts.enabled,
+
     stationState (station) {
       // not only false: a flag the gateway could not read (null) does not enable a station either
       if (station.enabled !== true) return { connected: false, status: 'disabled', lastSeenAt: null }

@@ -105,13 +105,20 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
   const recheckEvery = Math.max(1, Math.floor(opts.recheckMs / tickMs))
   // app.close() waits for open connections: end the streams first.
   fastify.addHook('preClose', async () => { for (const end of [...open]) end() })
+  // An instance without the controllers has no events to send: a stream there would stay silent for
+  // ever behind a load balancer's round robin. Told as station commands tell it (after authentication).
+  if (!fastify.hardware.enabled) {
+    fastify.addHook('preHandler', async () => {
+      throw new ApiError(409, 'HARDWARE_DISABLED', 'This gateway drives no controllers (hardware.enabled is false), so it has no station events: open the stream on the instance that has hardware enabled')
+    })
+  }
 
   fastify.post('/ticket', {
     schema: {
       operationId: 'createEventTicket',
       summary: `A single-use ticket that opens one event stream within ${ttlSeconds} s (for EventSource, which cannot send an Authorization header)`,
       tags: ['events'],
-      response: { 200: EventTicket, ...errorResponses(401, 503) }
+      response: { 200: EventTicket, ...errorResponses(401, 409, 503) }
     }
   }, async (request, reply) => {
     const { id, tokenVersion, tokenType } = request.identity!
@@ -164,7 +171,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       querystring: EventsQuery,
       headers: EventsHeaders,
       produces: ['text/event-stream'],
-      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 429: ErrorResponse }
+      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse }
     }
   }, async (request, reply) => {
     const station = request.query.station

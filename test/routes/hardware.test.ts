@@ -230,6 +230,21 @@ t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a ret
   t.equal(res.headers['retry-after'], undefined)
 })
 
+t.test('hardware.enabled false: the event stream and its ticket answer 409 HARDWARE_DISABLED instead of a stream that never sends an event', async (t) => {
+  const ctx = await build(t, { hardware: { enabled: false, controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 1 }] } })
+  const headers = ctx.auth(ctx.adminToken)
+  // before: 200 and a stream of heartbeats only, so behind a round-robin balancer half the listeners heard nothing
+  const stream = await ctx.app.inject({ method: 'GET', url: '/api/events', headers })
+  t.equal(stream.statusCode, 409)
+  t.match(stream.json(), { code: 'HARDWARE_DISABLED', message: /hardware\.enabled is false.*open the stream on the instance that has hardware enabled/ })
+  t.equal(stream.headers['retry-after'], undefined, 'configuration: a retry here cannot help')
+  const ticket = await ctx.app.inject({ method: 'POST', url: '/api/events/ticket', headers })
+  t.equal(ticket.statusCode, 409, 'a ticket here would open nothing either')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/events' })).statusCode, 401, 'authentication first')
+  const doc = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  t.ok(doc.paths['/api/events'].get.responses['409'], 'the OpenAPI document lists the 409')
+})
+
 t.test('shutdown: commands still queued are answered 503 SHUTTING_DOWN at once and never sent', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
