@@ -1,5 +1,6 @@
 // Creates the reference tables, the demo data and the first admin: used by `db init` and by the embedded demo's first start.
 import { randomBytes } from 'node:crypto'
+import { PASSWORD_LENGTH } from '../schemas/users.js'
 import { createPasswords, type Argon2Params } from './auth/passwords.js'
 import { seedDemoData } from './db/demo-data.js'
 import { createReferenceTables } from './db/init.js'
@@ -41,7 +42,11 @@ export async function initDatabase (db: Database, opts: InitOptions): Promise<In
 async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boolean> {
   if (await users.count([]) > 0) return false
   const given = opts.adminPassword
-  if (given !== undefined && given.length < 8) throw new Error('PICKING_GATEWAY_ADMIN_PASSWORD must be at least 8 characters')
+  // the API's rule, counted as it counts: a longer password would be stored, but no login could send it
+  const length = given === undefined ? 0 : [...given].length
+  if (given !== undefined && (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max)) {
+    throw new Error(`PICKING_GATEWAY_ADMIN_PASSWORD must be ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters long, got ${length}`)
+  }
   const password = given ?? randomBytes(15).toString('base64url')
   const passwords = await createPasswords(opts.argon2)
   await users.create({

@@ -8,6 +8,7 @@ import { parseListQuery } from '../../src/db/list-query.js'
 import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, resources, stations, users, type ResourceName } from '../../src/db/resources.js'
 import { openSqlite } from '../../src/db/sqlite.js'
+import { initDatabase } from '../../src/bootstrap.js'
 import { tempDir } from '../helpers/temp.js'
 
 const dir = tempDir(t, 'pg-init-')
@@ -131,4 +132,17 @@ t.test('the users table keeps internal fields', async (t) => {
   t.same(await repo.findOne('username', 'admin'), after)
   await t.rejects(repo.create({ username: 'admin', passwordHash: 'x' }), { name: 'ConflictError', message: "username 'admin' already exists" })
   await t.rejects(async () => repo.list(parseListQuery({ passwordHash: 'x' }, users)), { message: "Unknown query parameter 'passwordHash'" })
+})
+
+t.test('PICKING_GATEWAY_ADMIN_PASSWORD follows the API\'s password rule: 8 to 1024 characters as it counts them', async (t) => {
+  const init = async (name: string, adminPassword: string) => {
+    const db = openSqlite(join(dir, name), { create: true })
+    t.teardown(() => db.close())
+    return await initDatabase(db, { demo: false, mappings: referenceMappings, argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, adminPassword, print: () => {} })
+  }
+  await t.rejects(init('short.db', 'seven77'), { message: 'PICKING_GATEWAY_ADMIN_PASSWORD must be 8 to 1024 characters long, got 7' })
+  // before: stored, and no login could ever send it (the API takes at most 1024)
+  await t.rejects(init('long.db', 'x'.repeat(1025)), { message: 'PICKING_GATEWAY_ADMIN_PASSWORD must be 8 to 1024 characters long, got 1025' })
+  await t.rejects(init('emoji.db', '🔑🔑🔑🔑'), { message: /got 4$/ }, 'four emoji are four characters, as the API counts')
+  await init('ok.db', '🔑'.repeat(8))
 })
