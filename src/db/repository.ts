@@ -50,9 +50,14 @@ function showsValue (row: Row, field: string, value: unknown): boolean {
  * by the form's copy of it while another field changes. Always a copy: a transaction that runs
  * again (a deadlock victim) compares afresh with the row as it is then.
  */
-function changedOnly (vals: Record<string, SqlValue>, values: Row, row: Row): Record<string, SqlValue> {
+function changedOnly (vals: Record<string, SqlValue>, values: Row, row: Row, storedAs?: (field: string, shown: unknown) => SqlValue | undefined): Record<string, SqlValue> {
   const out: Record<string, SqlValue> = {}
-  for (const field in vals) if (!showsValue(row, field, values[field])) out[field] = vals[field]
+  for (const field in vals) {
+    if (showsValue(row, field, values[field])) continue
+    // a code kept as a number: '007' and '3.50' are stored as the row's 7 and 3.5, which it shows as '7' and '3.5'
+    if (storedAs !== undefined && vals[field] !== null && storedAs(field, row[field]) === vals[field]) continue
+    out[field] = vals[field]
+  }
   return out
 }
 
@@ -102,6 +107,8 @@ export class Repository {
   /** what a create fills in: [field, default] of writable stored fields with one (and read-only ones whose column must be given), and the time stamps kept */
   private createDefaults: Array<[string, unknown]> = []
   private stamps: Array<'createdAt' | 'modifiedAt'> = []
+  /** text fields kept in number columns (a warehouse code as an int): an update compares them as stored (changedOnly) */
+  private numericText = new Set<string>()
   /** fields an insert must give: the column has no default */
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
@@ -161,6 +168,8 @@ export class Repository {
       .filter(([field, def]) => def.default !== undefined && (def.readOnly !== true || this.storage.fields[field]?.required === true) && this.has(field) && !this.ownDefault(field))
       .map(([field, def]) => [field, def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
+    this.numericText = new Set(Object.values(this.storage.fields)
+      .filter((s) => !s.absent && s.def.kind === 'string' && ['integer', 'decimal', 'float'].includes(s.category)).map((s) => s.field))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.insteadOf = !sqlite && this.storage.columns?.some((c) => c.insteadOf === true) === true
@@ -379,6 +388,16 @@ export class Repository {
     return Math.max(max, 0) + 1
   }
 
+  /** A value the row shows, as the column would store it; undefined when it is no such field or cannot be. */
+  private readonly storedAs = (field: string, shown: unknown): SqlValue | undefined => {
+    if (!this.numericText.has(field) || typeof shown !== 'string') return undefined
+    try {
+      return this.storage.toDb(this.storage.field(field), shown)
+    } catch {
+      return undefined
+    }
+  }
+
   /** SQLite: the INSERT run once; undefined when another process held the write lock (nothing ran). */
   private async insertOnce (vals: Record<string, SqlValue>): Promise<Row | undefined> {
     const stmt = this.sql.insert(vals)
@@ -494,7 +513,7 @@ export class Repository {
         const row = await this.lockRow(tx, id, opts)
         own = row[this.id]
         this.assertNullKept(values, row)
-        const write = changedOnly(vals, values, row)
+        const write = changedOnly(vals, values, row, this.numericText.size === 0 ? undefined : this.storedAs)
         written = write
         // these pass a value the row already shows: nothing to check when nothing is written
         this.assertTrimmed(values, row)

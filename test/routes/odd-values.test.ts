@@ -341,3 +341,25 @@ t.test('an edit form round trip: a NULL the API shows as null can be sent back; 
   const body = doc.paths['/api/materials/{id}'].post.requestBody.content['application/json'].schema
   t.same(body.properties.unit.type, ['string', 'null'], 'the body schema says what the answer shows')
 })
+
+t.test('a code kept in a number column: an update sending it as the ERP spells it (\'007\', \'3.50\') changes nothing when the column holds that number', { skip: MSSQL && 'SQLite DDL' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: {
+      stations: { table: 'Platz', columns: { id: 'PlatzID', name: 'Name', description: null, type: null, warehouse: 'Lager', controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: 'Geaendert' } }
+    }
+  }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Platz" ("PlatzID" INTEGER PRIMARY KEY, "Name" VARCHAR(40) NOT NULL UNIQUE, "Lager" DECIMAL(6,2), "Geaendert" DATETIME)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Platz" VALUES (1, \'P-1\', 7, \'2024-01-01T00:00:00.000Z\'), (2, \'P-2\', 3.5, \'2024-01-01T00:00:00.000Z\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/stations/1', headers })).json().warehouse, '7')
+  // before: '007' is not '7', so every sync of the ERP's master data wrote the row again and moved its modifiedAt
+  for (const [id, spelled] of [[1, '007'], [2, '3.50']] as const) {
+    const res = await ctx.app.inject({ method: 'POST', url: `/api/stations/${id}`, headers, payload: { name: `P-${id}`, warehouse: spelled } })
+    t.equal(res.statusCode, 200, res.body)
+    t.equal(res.json().modifiedAt, '2024-01-01T00:00:00.000Z', `'${spelled}': nothing written, modifiedAt stays`)
+  }
+  const moved = await ctx.app.inject({ method: 'POST', url: '/api/stations/1', headers, payload: { warehouse: '008' } })
+  t.equal(moved.json().warehouse, '8', 'another number is a change')
+  t.not(moved.json().modifiedAt, '2024-01-01T00:00:00.000Z')
+})
