@@ -393,8 +393,10 @@ export function shortReal (n: number): number {
 function readAsStored (rows: Row[], columns: unknown): Row[] {
   if (rows.length === 0 || typeof columns !== 'object' || columns === null) return rows
   const fixes: Array<[string, (n: number) => number]> = []
-  for (const [name, c] of Object.entries(columns as Record<string, { type?: unknown, precision?: unknown }>)) {
-    if ((c.type === sql.Decimal || c.type === sql.Numeric) && typeof c.precision === 'number' && c.precision > 15) fixes.push([name, wideDecimal])
+  for (const [name, c] of Object.entries(columns as Record<string, { type?: unknown, precision?: unknown, scale?: unknown }>)) {
+    // scale 0: the driver's word sum is not divided, so it reads every whole number up to 2^53 exactly
+    // (a decimal(18,0) key of 16 digits must not lose its last one)
+    if ((c.type === sql.Decimal || c.type === sql.Numeric) && typeof c.precision === 'number' && c.precision > 15 && c.scale !== 0) fixes.push([name, wideDecimal])
     else if (c.type === sql.Real) fixes.push([name, shortReal])
   }
   if (fixes.length === 0) return rows

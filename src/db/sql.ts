@@ -147,13 +147,17 @@ export class SqlBuilder {
     }
   }
 
-  private param (params: Params, s: FieldStorage, value: SqlValue): string {
+  /**
+   * `compared` false: a value written (INSERT, UPDATE … SET), whose statement text is kept per shape
+   * (text()), so it may not depend on the value; the column converts it with its own code page anyway.
+   */
+  private param (params: Params, s: FieldStorage, value: SqlValue, compared = true): string {
     const type = this.paramType(s, value)
     const money = type === 'money' || type === 'smallmoney'
     // tedious writes a money parameter as value * 10000 truncated (19.99 arrives as 19.9899): it goes
     // as a decimal, which tedious rounds, cast back to the column's type so the column is not converted
     const p = params.add(this.storedKind(s, value), value, money ? (type === 'money' ? 'decimal(19,4)' : 'decimal(10,4)') : type)
-    return money ? `CAST(${p} AS ${type})` : this.inColumnCodePage(s, value, type, p)
+    return money ? `CAST(${p} AS ${type})` : compared ? this.inColumnCodePage(s, value, type, p) : p
   }
 
   /**
@@ -346,9 +350,9 @@ export class SqlBuilder {
   insert (values: Record<string, SqlValue>): Statement {
     const params = new Params()
     const fields = Object.keys(values)
-    const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
+    const placeholders = fields.map((f) => this.param(params, this.s(f), values[f], false))
     // mapping.defaults: unmapped columns every create fills
-    const extra = this.storage.insertDefaults.map((d) => this.param(params, d.storage, d.stored))
+    const extra = this.storage.insertDefaults.map((d) => this.param(params, d.storage, d.stored, false))
     return { text: this.text(`insert ${fields.join(',')}`, () => this.insertText(fields, placeholders, extra)), params: params.list }
   }
 
@@ -379,7 +383,7 @@ export class SqlBuilder {
   insertMany (fields: string[], rows: Array<Record<string, SqlValue>>): Statement {
     const params = new Params()
     const cols = fields.map((f) => this.col(f)).join(', ')
-    const tuples = rows.map((row) => `(${fields.map((f) => this.param(params, this.s(f), row[f] ?? null)).join(', ')})`)
+    const tuples = rows.map((row) => `(${fields.map((f) => this.param(params, this.s(f), row[f] ?? null, false)).join(', ')})`)
     return { text: `INSERT INTO ${this.table} (${cols}) VALUES ${tuples.join(', ')}`, params: params.list }
   }
 
@@ -388,7 +392,7 @@ export class SqlBuilder {
     const fields = Object.keys(values)
     if (fields.length === 0) throw new Error('update without fields')
     const params = new Params()
-    const placeholders = fields.map((f) => this.param(params, this.s(f), values[f]))
+    const placeholders = fields.map((f) => this.param(params, this.s(f), values[f], false))
     const where = this.idWhere(params, id)
     const set = () => fields.map((f, i) => `${this.col(f)} = ${placeholders[i]}`).join(', ')
     return { text: this.text(`update ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${where}`), params: params.list }

@@ -193,6 +193,16 @@ t.test('statementRows: a decimal of 16 digits or more and a real read as stored,
   t.equal(shortReal(Math.fround(16777217)), 16777216, 'beyond 2^24 a real holds the nearest even number')
 })
 
+t.test('statementRows: a whole number in a decimal of scale 0 stays as read, all 16 digits of it', async (t) => {
+  // the driver reads a decimal(18,0) exactly up to 2^53; 15 significant digits would move a key to another row's
+  const raw = [{ id: 2024010112000011, big: 9007199254740991 }]
+  Object.defineProperty(raw, 'columns', {
+    value: { id: { type: sql.Decimal, precision: 18, scale: 0 }, big: { type: sql.Numeric, precision: 19, scale: 0 } },
+    enumerable: false
+  })
+  t.same(statementRows({ recordset: raw, recordsets: [raw] }), [{ id: 2024010112000011, big: 9007199254740991 }])
+})
+
 t.test('a create on SQL Server runs in a transaction, so that a trigger\'s RAISERROR without ROLLBACK leaves no row behind a refusal', async (t) => {
   const seen: string[] = []
   const row = { id: 1, materialNumber: 'M-1', name: 'x', createdAt: new Date(), modifiedAt: new Date() }

@@ -82,6 +82,13 @@ t.test('non-ASCII text for a varchar column compares in the column\'s collation,
   t.equal(where(list(utf8, { materialNumber: 'Ω🔑' }).text), '[ArtNr] = CAST(@p1 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(8000))', 'a UTF-8 column holds every character')
   t.equal(where(list(utf8, { materialNumber: 'ü'.repeat(4001) }).text), '[ArtNr] = CAST(@p1 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(max))', 'beyond 8000 bytes: max')
   t.equal(where(list(named({ collation: undefined }), { materialNumber: 'Größe' }).text), '[ArtNr] = @p1', 'a collation not known: nvarchar as before')
+  // a write's text is kept per shape (the fields written): the value may not change it. The cast of a first,
+  // short value kept for a later one of more than 8000 bytes would cut that one off at 8000, without an error
+  const writes = named({ maxLength: -1 })
+  t.equal(writes.update(1, { materialNumber: 'Müller' }).text, 'UPDATE [wms].[Artikel] SET [ArtNr] = @p1 WHERE [ArtID] = @id', 'an update sets the parameter itself: the column converts it')
+  const long = 'ü' + 'a'.repeat(9000)
+  t.equal(writes.update(1, { materialNumber: long }).text, 'UPDATE [wms].[Artikel] SET [ArtNr] = @p1 WHERE [ArtID] = @id', 'a longer value after it: no varchar(8000) kept from the first')
+  t.notMatch(writes.insert({ materialNumber: 'Müller', name: 'x' }).text, /CAST\(@p1/, 'an insert too')
 })
 
 t.test('a value the column type cannot hold is compared with a wider type, never a driver error', async (t) => {
