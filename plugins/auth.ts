@@ -122,7 +122,8 @@ const IAT_BACKDATE_MS = 6 * 60 * 1000
 
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=+/]+) *$/i
 
-interface CachedUser { row: Row | undefined, expires: number }
+/** A user row as read (undefined: none), when it was read, and until when it stands for the row. */
+interface CachedUser { row: Row | undefined, readAt: number, expires: number }
 
 async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise<void> {
   const [signing] = opts.keys
@@ -184,10 +185,11 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   async function loadUser (id: number): Promise<Row | undefined> {
     const hit = cache.get(id)
     if (hit && hit.expires > Date.now()) return hit.row
+    const readAt = Date.now()
     const row = await users.get(id)
     if (opts.revocationCacheMs > 0) {
       if (cache.size > 10000) cache.clear()
-      cache.set(id, { row, expires: Date.now() + opts.revocationCacheMs })
+      cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs })
     }
     return row
   }
@@ -293,7 +295,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number')) {
       throw tokenInvalid()
     }
-    return identifyUser(Number(claims.sub), claims.ver, claims.typ)
+    return identifyUser(Number(claims.sub), claims.ver, claims.typ, claims.iat * 1000)
   }
 
   /** The claims of one of the gateway's own tokens, its signature checked: else TOKEN_EXPIRED or TOKEN_INVALID. */
@@ -311,12 +313,16 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
   }
 
-  async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser> {
+  async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType, issuedAt?: number): Promise<AuthUser> {
     let user = await loadUser(id)
-    // A well-signed token newer than the cached copy (issued after a password change, or after the
-    // user was enabled again, by a login on another instance) proves the copy stale: read the row
-    // again rather than refuse the new tokens for the cache time. Older tokens are judged by the copy.
-    if (user !== undefined && (Number(user.tokenVersion ?? 0) < tokenVersion || (user.enabled !== true && Number(user.tokenVersion ?? 0) === tokenVersion))) {
+    // A well-signed token that the cached copy refuses, issued after the copy was read (a login on
+    // another instance after a password change, or after the user was enabled again), may prove the
+    // copy stale: the row is read again rather than the new tokens refused for the cache time. Only
+    // then (iat has whole seconds: a second of slack): a token older than the copy is judged by it,
+    // so a disabled user's tokens, or a table restored to older versions, cost no read per request.
+    const readAt = cache.get(id)?.readAt
+    if (user !== undefined && issuedAt !== undefined && readAt !== undefined && issuedAt >= readAt - 1000 &&
+        (Number(user.tokenVersion ?? 0) < tokenVersion || (user.enabled !== true && Number(user.tokenVersion ?? 0) === tokenVersion))) {
       cache.delete(id)
       user = await loadUser(id)
     }

@@ -442,6 +442,27 @@ t.test('tokens another instance issued after a password change or a re-enable wo
   t.equal((await get(during)).statusCode, 200, 'an older token still rides on the cached copy until it expires (the documented revocation delay)')
 })
 
+t.test('a token the cached copy refuses reads the row again only when it was issued after the copy was read: a disabled user\'s polling costs no read per request', async (t) => {
+  // the copy read at the token's issue has expired by the first request below, which reads the disabled row
+  const ctx = await build(t, { auth: { revocationCacheMs: 1500 } })
+  const user = await ctx.createUser('application')
+  const app = (await ctx.app.inject({ method: 'POST', url: '/api/users/application-token', headers: ctx.auth(user.refreshToken) })).json().token as string
+  // iat has whole seconds: past the second of slack, the token is older than any copy read from now on
+  await sleep(2100)
+  // the picking system's own screen disables the account without the gateway (no new token version)
+  const users = ctx.app.repos.users
+  await ctx.db.execute({ text: 'UPDATE gateway_users SET enabled = 0 WHERE id = @id', params: [{ name: 'id', kind: 'integer', value: user.id }] })
+  const get = users.get.bind(users)
+  let reads = 0
+  users.get = async (id) => { reads++; return await get(id) }
+  t.teardown(() => { users.get = get })
+  const codes = new Set<number>()
+  for (let i = 0; i < 50; i++) codes.add((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(app) })).statusCode)
+  t.same([...codes], [401], 'refused')
+  // before: every request read the row again (51 reads for 50 requests), for as long as the integration polled
+  t.equal(reads, 1, 'one read, then the cached copy judges it')
+})
+
 t.test('key rotation: the newest key signs, older keys verify until removed', async (t) => {
   const k1 = { kid: 'k1', secret: 'first-secret-0123456789abcdefghijklmn' }
   const k2 = { kid: 'k2', secret: 'second-secret-0123456789abcdefghijklm' }
