@@ -313,6 +313,9 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
    */
   stopSending (): void {
     this.draining = true
+    // a reconnect already scheduled does not happen either
+    clearTimeout(this.reconnectTimer)
+    this.reconnectTimer = undefined
     const queued = this.session?.queue.splice(0) ?? []
     for (const p of queued) p.reject(this.notSent())
   }
@@ -589,7 +592,9 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       const level = this.closing ? 'debug' : ++this.failuresInRow === 1 ? 'warn' : 'debug'
       this.log[level]({ reason, host: this.host, port: this.port }, 'cannot connect to controller')
     }
-    if (!this.closing) this.scheduleReconnect()
+    // A link that drops while the gateway shuts down (stopSending() was called) stays down: a new connection
+    // would send STATUS to the controller after the shutdown began, and close() would then wait for its answer.
+    if (!this.closing && !this.draining) this.scheduleReconnect()
   }
 
   private scheduleReconnect (): void {
@@ -597,7 +602,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.log.debug({ delay, attempt: this.attempt }, 'reconnecting')
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined
-      if (!this.closing) this.connect()
+      if (!this.closing && !this.draining) this.connect()
     }, delay).unref()
   }
 

@@ -502,6 +502,19 @@ t.test('stopSending(): queued commands fail with SHUTTING_DOWN and are never sen
   t.equal(conn.all.filter(f => f.kind === 'REQ' && f.cmd !== 'STATUS').length, 1, 'only the first was sent')
 })
 
+t.test('stopSending(): a link that drops during the shutdown is not reconnected, so no STATUS goes out after it', async t => {
+  const { ctl, link, conn } = await connected(t)
+  const light = link.send('LIGHT', { addr: 1, qty: 1 })
+  await conn.cmd('LIGHT')
+  link.stopSending()
+  conn.socket.destroy()
+  t.match(await rejection<HardwareError>(light), { code: 'LINK_DROPPED' }, 'the command on the wire fails as on any drop')
+  await sleep(300) // backoff is 10 to 50 ms here: a reconnect would have come
+  t.equal(ctl.conns.length, 1, 'no new connection while shutting down')
+  t.equal(link.connected, false)
+  await link.close()
+})
+
 t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => {
   const { link, conn } = await connected(t, {}, { maxQueue: 3, maxInFlight: 1 })
   const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
