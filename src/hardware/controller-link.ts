@@ -133,6 +133,14 @@ export function eventProblem (cmd: string, args: FrameArgs): string | undefined 
   return undefined
 }
 
+/**
+ * Frames acted on in one turn of the event loop. A controller that sends thousands at once (its
+ * buffered events after a stall) is worked off in batches, its socket paused in between (TCP
+ * back-pressure): event-stream clients get written to between batches instead of finding a
+ * whole burst queued for them at once (and being cut off as too slow), and requests go on.
+ */
+const FRAMES_PER_TURN = 256
+
 const noop = (): void => {}
 const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
 
@@ -179,6 +187,11 @@ class Session {
   connectTimer: NodeJS.Timeout | undefined
   idleTimer: NodeJS.Timeout | undefined
   deadTimer: NodeJS.Timeout | undefined
+  /** frames received and not yet acted on (a burst beyond FRAMES_PER_TURN), from `next` on */
+  backlog: Frame[] = []
+  next = 0
+  /** a turn to work off the backlog is scheduled */
+  working = false
 
   constructor (readonly socket: net.Socket, readonly decoder: FrameDecoder) {}
 
@@ -438,10 +451,39 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       this.endSession(session, 'frame too long')
       return
     }
-    for (const frame of frames) {
-      if (session.ended) return
-      this.onFrame(session, frame)
+    // the usual case: a few frames, acted on at once
+    if (!session.working && frames.length <= FRAMES_PER_TURN) {
+      for (const frame of frames) {
+        if (session.ended) return
+        this.onFrame(session, frame)
+      }
+      return
     }
+    for (const frame of frames) session.backlog.push(frame)
+    this.workOff(session)
+  }
+
+  /** Acts on FRAMES_PER_TURN frames of the backlog, then on the rest in later turns, the socket paused meanwhile. */
+  private workOff (session: Session): void {
+    if (session.working) return
+    const { backlog } = session
+    for (let n = 0; n < FRAMES_PER_TURN && session.next < backlog.length; n++) {
+      // frames left when the session ends were never ACKed: the controller sends them again
+      if (session.ended) return
+      this.onFrame(session, backlog[session.next++])
+    }
+    if (session.next < backlog.length) {
+      session.working = true
+      session.socket.pause()
+      setImmediate(() => {
+        session.working = false
+        if (!session.ended) this.workOff(session)
+      })
+      return
+    }
+    session.backlog = []
+    session.next = 0
+    session.socket.resume()
   }
 
   private onFrame (session: Session, frame: Frame): void {

@@ -424,6 +424,26 @@ t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again 
   t.same(events.at(-1), { seq: 8, cmd: 'TRAYREADY', args: { addr: '2', tray: 'T-5' } })
 })
 
+t.test('a burst of thousands of events in one write is worked off in batches: the event loop turns between them, every event is ACKed and emitted once, in order', async t => {
+  const { conn, link } = await connected(t)
+  const events: ControllerEvent[] = []
+  let atFirstTurn: number | undefined
+  link.on('event', e => {
+    // before: the whole burst was emitted in one turn, so event-stream clients found it all queued for them at once
+    if (events.length === 0) setImmediate(() => { atFirstTurn = events.length })
+    events.push(e)
+  })
+  const burst = Array.from({ length: 3000 }, (_, i) => encodeFrame({ seq: i + 1, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: 1, ref: `r${i + 1}` } }))
+  conn.socket.write(Buffer.concat(burst))
+  await until(() => events.length === 3000, '3000 events')
+  t.ok(atFirstTurn !== undefined && atFirstTurn < 3000, `the loop turned after ${String(atFirstTurn)} of 3000 events`)
+  t.same(events.map(e => e.seq), Array.from({ length: 3000 }, (_, i) => i + 1), 'each once, in order')
+  await until(() => conn.all.filter(f => f.kind === 'ACK' && f.cmd === 'CONFIRM').length === 3000, '3000 ACKs')
+  // the socket reads again afterwards: the next event comes through as usual
+  conn.send({ seq: 3001, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 2, qty: 0 } })
+  await until(() => events.length === 3001, 'the event after the burst')
+})
+
 t.test('events with missing or invalid arguments, and unknown events: NAKed with a code, one warning each, never emitted', async t => {
   const { lines, logger } = captureLogger()
   const { link, conn } = await connected(t, {}, { logger })
