@@ -18,6 +18,12 @@ export interface Frame {
   kind: FrameKind
   cmd: string
   args: FrameArgs
+  /**
+   * set when SEQ, KIND and CMD read but the ARGS do not (a duplicate key, a bad %-escape): why. The
+   * frame's bytes count as dropped; the receiver answers a REQ or EVT with a NAK saying so (DESIGN §8:
+   * every one is answered), so the sender learns why instead of sending it again unanswered.
+   */
+  invalid?: string
 }
 
 export interface FrameInput {
@@ -41,6 +47,8 @@ export function nextSeq (seq: number): number {
 
 /** A frame that breaks the protocol; the decoder counts and drops it. */
 export class FrameFormatError extends Error {
+  /** the frame's SEQ, KIND and CMD when they read and only its ARGS did not */
+  header?: { seq: number, kind: FrameKind, cmd: string }
   constructor (message: string) {
     super(message)
     this.name = 'FrameFormatError'
@@ -142,17 +150,29 @@ export function encodeFrame (frame: FrameInput, maxFrameBytes = DEFAULT_MAX_FRAM
 
 /** Parses the bytes between STX and ETX. Throws FrameFormatError. */
 export function decodePayload (payload: Buffer): Frame {
+  let bad: string | undefined
   for (const byte of payload) {
-    if (byte < 0x20 || byte >= 0x7f) throw new FrameFormatError(`byte 0x${byte.toString(16).padStart(2, '0')} in payload`)
+    if (byte < 0x20 || byte >= 0x7f) {
+      bad = `byte 0x${byte.toString(16).padStart(2, '0')} in payload`
+      break
+    }
   }
   const text = payload.toString('latin1')
   const parts = text.split('|')
-  if (parts.length !== 4) throw new FrameFormatError(`expected 4 fields, got ${parts.length}`)
+  if (parts.length !== 4) throw new FrameFormatError(bad ?? `expected 4 fields, got ${parts.length}`)
   const [seqText, kind, cmd, argsText] = parts as [string, string, string, string]
-  if (!SEQ.test(seqText) || seqText === '0000') throw new FrameFormatError(`invalid SEQ ${JSON.stringify(seqText)}`)
-  if (!(FRAME_KINDS as readonly string[]).includes(kind)) throw new FrameFormatError(`invalid KIND ${JSON.stringify(kind)}`)
-  if (!NAME.test(cmd)) throw new FrameFormatError(`invalid CMD ${JSON.stringify(cmd)}`)
-  return { seq: Number(seqText), kind: kind as FrameKind, cmd, args: decodeArgs(argsText) }
+  if (!SEQ.test(seqText) || seqText === '0000') throw new FrameFormatError(bad ?? `invalid SEQ ${JSON.stringify(seqText)}`)
+  if (!(FRAME_KINDS as readonly string[]).includes(kind)) throw new FrameFormatError(bad ?? `invalid KIND ${JSON.stringify(kind)}`)
+  if (!NAME.test(cmd)) throw new FrameFormatError(bad ?? `invalid CMD ${JSON.stringify(cmd)}`)
+  // the header reads: a fault in the ARGS (a raw byte, a bad %-escape, a duplicate key) keeps it for the NAK
+  const header = { seq: Number(seqText), kind: kind as FrameKind, cmd }
+  try {
+    if (bad !== undefined) throw new FrameFormatError(bad)
+    return { ...header, args: decodeArgs(argsText) }
+  } catch (err) {
+    if (err instanceof FrameFormatError) err.header = header
+    throw err
+  }
 }
 
 export type DiscardReason = 'garbage' | 'malformed'
@@ -233,6 +253,8 @@ export class FrameDecoder {
         } catch (err) {
           this.malformed++
           this.discard('malformed', size, (err as Error).message)
+          const header = err instanceof FrameFormatError ? err.header : undefined
+          if (header !== undefined) frames.push({ ...header, args: {}, invalid: err instanceof Error ? err.message : String(err) })
         }
       }
       i = j + 1

@@ -492,6 +492,12 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.deadTimer?.refresh()
     session.idleTimer?.refresh()
     if (!this.identify(session, frame)) return
+    if (frame.invalid !== undefined) {
+      // SEQ, KIND and CMD read, the ARGS did not (counted as dropped): a REQ or EVT gets a NAK saying
+      // why, as every one is answered, instead of being sent again and again unanswered
+      if (frame.kind === 'REQ' || frame.kind === 'EVT') this.write(session, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code: 'INVALID_FRAME', msg: frame.invalid } })
+      return
+    }
     switch (frame.kind) {
       case 'HBT':
         if (frame.cmd === 'PING') this.write(session, { seq: frame.seq, kind: 'HBT', cmd: 'PONG' })

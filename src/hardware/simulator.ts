@@ -269,6 +269,11 @@ export class SimController extends EventEmitter<SimControllerEvents> {
 
   private onFrame (conn: SimConnection, frame: Frame): void {
     if (this.mode === 'silent') return
+    if (frame.invalid !== undefined) {
+      // its ARGS did not read: a NAK saying why, for a REQ or EVT (every one is answered)
+      if (frame.kind === 'REQ' || frame.kind === 'EVT') this.write(conn, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code: 'E97', msg: frame.invalid } })
+      return
+    }
     switch (frame.kind) {
       case 'HBT':
         if (frame.cmd === 'PING') this.write(conn, { seq: frame.seq, kind: 'HBT', cmd: 'PONG' })

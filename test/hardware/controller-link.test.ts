@@ -483,6 +483,25 @@ t.test('events with missing or invalid arguments, and unknown events: NAKed with
   t.same(events.map(e => e.cmd), ['FAULT', 'CONFIRM', 'TRAYREADY', 'HELLO'], 'only the valid ones are emitted')
 })
 
+t.test('a REQ or EVT whose ARGS do not read gets a NAK INVALID_FRAME saying why, and is counted as dropped; nothing is emitted', async t => {
+  const { conn, link } = await connected(t)
+  const events: ControllerEvent[] = []
+  link.on('event', e => events.push(e))
+  const raw = (payload: string): Buffer => Buffer.concat([Buffer.from([0x02]), Buffer.from(payload, 'utf8'), Buffer.from([0x03])])
+  // before: dropped without an answer, so the controller sent the pick again and again, and never learned why
+  conn.socket.write(Buffer.concat([raw('0041|EVT|CONFIRM|addr=3;qty=1;qty=2'), raw('0042|EVT|CONFIRM|addr=3;qty=1;ref=é'), raw('0043|REQ|STATUS|x=%4')]))
+  const naks = [await conn.next(f => f.kind === 'NAK' && f.seq === 41, 'NAK 41'), await conn.next(f => f.kind === 'NAK' && f.seq === 42, 'NAK 42'), await conn.next(f => f.kind === 'NAK' && f.seq === 43, 'NAK 43')]
+  t.same(naks.map(f => [f.seq, f.cmd, f.args.code]), [[41, 'CONFIRM', 'INVALID_FRAME'], [42, 'CONFIRM', 'INVALID_FRAME'], [43, 'STATUS', 'INVALID_FRAME']])
+  t.same(naks.map(f => f.args.msg), ['duplicate argument key qty', 'byte 0xc3 in payload', 'bad escape at 0'])
+  t.equal(link.stats.droppedBytes > 0, true, 'counted as dropped')
+  // a frame whose header does not read has no SEQ to answer: dropped, as before
+  conn.socket.write(raw('12|EVT|CONFIRM|addr=3;qty=1'))
+  conn.send({ seq: 44, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 3, qty: 0 } })
+  await until(() => events.length === 1, 'the next good event')
+  t.same(events.map(e => e.seq), [44])
+  t.notOk(conn.all.some(f => f.seq === 12 && f.kind !== 'REQ'), 'no answer to a SEQ that is not 4 digits')
+})
+
 t.test('the connection drops with commands in flight and queued: all fail with LINK_DROPPED, none is re-sent', async t => {
   const { ctl, link, conn } = await connected(t, {}, { maxInFlight: 2 })
   const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
