@@ -338,7 +338,13 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
 
   // the service's own logger: its request lines go straight to its sink, the same bytes for less CPU
   const requestLine = requestLineWriter(options.logger)
+  // While closing, a keep-alive connection whose request was in flight when the close began is ended
+  // after its answer: forceCloseConnections closes the connections idle at that moment only, and this
+  // one would otherwise hold the shutdown until keepAliveTimeoutMs (new requests get 503 and close).
+  let closing = false
+  app.addHook('preClose', async () => { closing = true })
   app.addHook('onResponse', async (request, reply) => {
+    if (closing) request.raw.socket?.end()
     // routeOptions is a getter that builds a new object of the route's options on every read
     const { config, url: route } = request.routeOptions
     const method = request.method

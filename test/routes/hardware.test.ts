@@ -1,12 +1,12 @@
 // The hardware side through the HTTP API, against simulated controllers on real sockets.
 import { once } from 'node:events'
-import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { createServer, type Socket } from 'node:net'
 import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { build, type TestContext } from '../helpers/build.js'
-import { until } from '../helpers/wait.js'
+import { sleep, until } from '../helpers/wait.js'
 
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
 
@@ -243,6 +243,33 @@ t.test('hardware.enabled false: the event stream and its ticket answer 409 HARDW
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/events' })).statusCode, 401, 'authentication first')
   const doc = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
   t.ok(doc.paths['/api/events'].get.responses['409'], 'the OpenAPI document lists the 409')
+})
+
+t.test('shutdown: a keep-alive connection whose command was in flight is closed after its answer, not held until keepAliveTimeoutMs', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  // an ACK within ackTimeout (150 ms here): the command is answered 200 while the close runs
+  sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 120 })
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(() => agent.destroy())
+  const body = JSON.stringify({ command: 'light', quantity: 1 })
+  const req = httpRequest({ agent, host: '127.0.0.1', port, method: 'POST', path: `/api/stations/${stationId}/commands`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } })
+  req.end(body)
+  const socket = (await once(req, 'socket'))[0] as Socket
+  const socketClosed = once(socket, 'close')
+  await sleep(40)
+  const started = Date.now()
+  const closing = ctx.app.close()
+  const [res] = await once(req, 'response') as [IncomingMessage]
+  res.resume()
+  t.equal(res.statusCode, 200, 'the command in flight is answered')
+  await closing
+  const ms = Date.now() - started
+  // before: the connection stayed open, idle, until keepAliveTimeoutMs (5 s), and the close waited for it
+  t.ok(ms < 2000, `closed ${ms} ms after the close began`)
+  await socketClosed
 })
 
 t.test('shutdown: commands still queued are answered 503 SHUTTING_DOWN at once and never sent', async (t) => {
