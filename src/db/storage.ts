@@ -1,4 +1,5 @@
 // How each API field is stored: the column's declared type, value maps and time zone, compiled once per resource.
+import { createHash } from 'node:crypto'
 import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } from './code-pages.js'
 import { InvalidValueError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
@@ -209,6 +210,11 @@ const normalizeCode = (code: unknown): string => String(code).trimEnd()
 
 /** How many different odd stored values (unknown codes, values shown as null) are logged per field and process; README, "Column types". */
 export const ODD_VALUES_LOGGED = 1000
+
+/** An odd stored value as logged: its first 200 characters, and how long it was beyond them. */
+function loggedValue (value: string): string {
+  return value.length <= 200 ? value : `${value.slice(0, 200)}… (${value.length} characters)`
+}
 
 function compareApi (a: unknown, b: unknown): number {
   if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b)
@@ -607,13 +613,13 @@ export class ResourceStorage {
   }
 
   private unknown (s: FieldStorage, raw: unknown): void {
-    this.once(s, String(raw), { resource: this.def.name, field: s.field, value: raw }, `a stored value that no value map or list of values knows is returned as it is; add it to mapping.${this.def.name}.columns.${s.field}.values`)
+    this.once(s, String(raw), { resource: this.def.name, field: s.field, value: typeof raw === 'string' ? loggedValue(raw) : raw }, `a stored value that no value map or list of values knows is returned as it is; add it to mapping.${this.def.name}.columns.${s.field}.values`)
   }
 
   /** A stored value the field's kind cannot show: returned as null, logged once per field and value. */
   private odd (s: FieldStorage, raw: unknown, what: string): void {
     const value = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? `<${raw.length} bytes>` : String(raw)
-    this.once(s, value, { resource: this.def.name, field: s.field, value }, `a stored value that is ${what} is returned as null`)
+    this.once(s, value, { resource: this.def.name, field: s.field, value: loggedValue(value) }, `a stored value that is ${what} is returned as null`)
   }
 
   /**
@@ -624,8 +630,10 @@ export class ResourceStorage {
   private once (s: FieldStorage, value: string, obj: object, msg: string): void {
     let values = this.warned.get(s.field)
     if (values === undefined) this.warned.set(s.field, values = new Set())
-    if (values.has(value) || values.size >= ODD_VALUES_LOGGED) return
-    values.add(value)
+    // remembered by a digest, not the value: a varchar(max) full of odd text must not fill memory
+    const key = value.length <= 64 ? value : createHash('sha256').update(value).digest('base64')
+    if (values.has(key) || values.size >= ODD_VALUES_LOGGED) return
+    values.add(key)
     this.warn(obj, msg)
     if (values.size === ODD_VALUES_LOGGED) {
       this.warn({ resource: this.def.name, field: s.field }, `${ODD_VALUES_LOGGED} different stored values of this field were logged as above: further ones are not, until the gateway restarts`)

@@ -515,6 +515,19 @@ t.test('odd stored values are logged once each, up to ODD_VALUES_LOGGED per fiel
   t.equal(warned.length, ODD_VALUES_LOGGED + 3, 'nothing more: the address budget is spent, the notice given')
 })
 
+t.test('a long odd stored value is logged by its first 200 characters, and remembered by a digest', async (t) => {
+  const warned: Array<Record<string, unknown>> = []
+  const lite = new ResourceStorage('sqlite', stations, stMapping, [col('WpID', 'integer', { identity: true, nullable: false }), col('Adr', 'smallint')], { warn: (obj) => warned.push(obj as Record<string, unknown>) })
+  const read = (raw: unknown): unknown => lite.reader(lite.field('address'))(raw)
+  const long = 'n/a '.repeat(250_000)
+  read(long)
+  read(long)
+  t.equal(warned.length, 1, 'once')
+  t.equal(warned[0].value, `${long.slice(0, 200)}… (1000000 characters)`, 'not a megabyte in the log line')
+  read(`${long}!`)
+  t.equal(warned.length, 2, 'another long value is another value')
+})
+
 t.test('values checked against the column before any SQL runs', async (t) => {
   const st = msMat.storage
   const bad = (field: string, value: SqlValue, re: RegExp): void => { t.throws(() => st.toDb(st.field(field), value), { name: 'InvalidValueError', message: re }) }
