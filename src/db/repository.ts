@@ -588,12 +588,17 @@ export class Repository {
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
   private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id, written?: Row, defaulted?: Row): Promise<unknown> {
     if (!(err instanceof DataFaultError)) return err
-    const fault = err.fault.kind === 'check' && err.fault.columns === undefined && err.fault.constraint !== undefined
-      ? { ...err.fault, columns: await this.checkColumns(err.fault.constraint) }
-      : err.fault.kind === 'foreignKey' && operation !== 'delete' && err.fault.columns === undefined
-        ? { ...err.fault, columns: await this.foreignKeyColumns(err.fault.constraint, written, operation === 'create') }
-        : err.fault
-    return faultToError(fault, { noun: this.noun, operation, id, fieldOf: (column) => this.storage.fieldOf(column), defaulted }, { cause: err })
+    const fault = err.fault
+    const ctx = { noun: this.noun, operation, id, fieldOf: (column: string) => this.storage.fieldOf(column) }
+    if (fault.kind === 'check' && fault.columns === undefined && fault.constraint !== undefined) {
+      return faultToError({ ...fault, columns: await this.checkColumns(fault.constraint) }, ctx, { cause: err })
+    }
+    if (fault.kind === 'foreignKey' && operation !== 'delete' && fault.columns === undefined) {
+      const key = await this.foreignKeyColumns(fault.constraint, written, operation === 'create')
+      // the API's defaults are named as the cause only where the broken key's own columns are known
+      return faultToError({ ...fault, columns: key.columns }, { ...ctx, defaulted: key.exact ? defaulted : undefined }, { cause: err })
+    }
+    return faultToError(fault, ctx, { cause: err })
   }
 
   /**
@@ -620,32 +625,33 @@ export class Repository {
    * The columns of the foreign key a write broke (the messages name none). SQL Server: those of the
    * constraint its message names. SQLite: those whose written values no parent row holds, else the
    * table's columns that reference other tables, as the fields among them are what it can be about.
-   * Best effort: [] when unknown.
+   * Best effort: [] when unknown. `exact`: the columns are the broken key's own (not a guess).
    */
-  private async foreignKeyColumns (constraint: string | undefined, written?: Row, create = false): Promise<string[]> {
+  private async foreignKeyColumns (constraint: string | undefined, written?: Row, create = false): Promise<{ columns: string[], exact: boolean }> {
+    const guess = (columns: string[]): { columns: string[], exact: boolean } => ({ columns, exact: false })
     try {
       if (this.db.dialect === 'mssql') {
-        if (constraint === undefined) return []
+        if (constraint === undefined) return guess([])
         const rows = await this.db.query({
           text: 'SELECT COL_NAME([k].[parent_object_id], [k].[parent_column_id]) AS [c] FROM sys.foreign_key_columns AS [k] ' +
             'JOIN sys.foreign_keys AS [f] ON [f].[object_id] = [k].[constraint_object_id] ' +
             'WHERE [f].[name] = @name AND [f].[parent_object_id] = OBJECT_ID(@table) ORDER BY [k].[constraint_column_id]',
           params: [{ name: 'name', kind: 'string', value: constraint, type: 'nvarchar(128)' }, { name: 'table', kind: 'string', value: dialectFor('mssql').table(this.mapping), type: 'nvarchar(600)' }]
         })
-        return rows.map((r) => String(r.c))
+        return { columns: rows.map((r) => String(r.c)), exact: rows.length > 0 }
       }
       const keys = await this.db.query({ text: 'SELECT "id" AS id, "table" AS parent, "from" AS c, "to" AS t FROM pragma_foreign_key_list(@table) ORDER BY "id", "seq"', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })
       const unmatched = await this.unmatchedForeignKeys(keys, written, create)
-      if (unmatched.length > 0) return unmatched
+      if (unmatched.length > 0) return { columns: unmatched, exact: true }
       const columns = keys.map((r) => String(r.c))
       // a create also writes mapping.defaults' columns, which no field names: then it cannot tell which (none named)
       const filled = new Set(this.storage.insertDefaults.map((d) => d.storage.column.toLowerCase()))
-      if (create && columns.some((c) => filled.has(c.toLowerCase()))) return []
+      if (create && columns.some((c) => filled.has(c.toLowerCase()))) return guess([])
       // the ones the write set (an update of unit names unit, not the warehouse it left alone), when it set any
       const set = written === undefined ? [] : columns.filter((c) => { const f = this.storage.fieldOf(c); return f !== undefined && written[f] !== undefined })
-      return set.length > 0 ? set : columns
+      return guess(set.length > 0 ? set : columns)
     } catch {
-      return []
+      return guess([])
     }
   }
 

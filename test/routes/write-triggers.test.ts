@@ -275,4 +275,11 @@ t.test('SQLite: the foreign key a write breaks is found by its values: a mapping
   const [count] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtLo"', params: [] })
   t.equal(Number(count.n), 0, 'nothing written')
   t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-4', name: 'x', unit: 'ST' } })).statusCode, 201)
+  // a key no written value breaks (a trigger's insert elsewhere): the API's default is not blamed
+  await ctx.db.execute({ text: 'INSERT INTO "Einh" VALUES (\'pcs\')', params: [] })
+  await ctx.db.execute({ text: 'CREATE TABLE "Log" ("Lager" INTEGER REFERENCES "Lagerort" ("LoID"))', params: [] })
+  await ctx.db.execute({ text: 'CREATE TRIGGER "ArtLo_log" AFTER INSERT ON "ArtLo" BEGIN INSERT INTO "Log" VALUES (99); END', params: [] })
+  const elsewhere = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-5', name: 'x' } })
+  t.equal(elsewhere.statusCode, 400)
+  t.notMatch(elsewhere.json().message, /default/, 'no hint about a default the picking system knows')
 })
