@@ -275,11 +275,23 @@ t.test('SQLite: the foreign key a write breaks is found by its values: a mapping
   const [count] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtLo"', params: [] })
   t.equal(Number(count.n), 0, 'nothing written')
   t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-4', name: 'x', unit: 'ST' } })).statusCode, 201)
-  // a key no written value breaks (a trigger's insert elsewhere): the API's default is not blamed
-  await ctx.db.execute({ text: 'INSERT INTO "Einh" VALUES (\'pcs\')', params: [] })
-  await ctx.db.execute({ text: 'CREATE TABLE "Log" ("Lager" INTEGER REFERENCES "Lagerort" ("LoID"))', params: [] })
-  await ctx.db.execute({ text: 'CREATE TRIGGER "ArtLo_log" AFTER INSERT ON "ArtLo" BEGIN INSERT INTO "Log" VALUES (99); END', params: [] })
-  const elsewhere = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-5', name: 'x' } })
-  t.equal(elsewhere.statusCode, 400)
-  t.notMatch(elsewhere.json().message, /default/, 'no hint about a default the picking system knows')
+})
+
+t.test('SQLite: a foreign key broken elsewhere (a trigger\'s insert) does not blame the API\'s default, which the picking system has', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtTr', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "Einh2" ("ME" VARCHAR(3) PRIMARY KEY)',
+      "INSERT INTO \"Einh2\" VALUES ('pcs')",
+      'CREATE TABLE "Lager2" ("LoID" INTEGER PRIMARY KEY)',
+      'CREATE TABLE "Log2" ("Lager" INTEGER REFERENCES "Lager2" ("LoID"))',
+      'CREATE TABLE "ArtTr" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(3) REFERENCES "Einh2" ("ME"))',
+      'CREATE TRIGGER "ArtTr_log" AFTER INSERT ON "ArtTr" BEGIN INSERT INTO "Log2" VALUES (99); END'
+    ]
+  }))
+  const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'F-1', name: 'x' } })
+  t.equal(res.statusCode, 400)
+  t.notMatch(res.json().message, /default/, `no hint about a default the picking system knows: ${String(res.json().message)}`)
 })
