@@ -165,12 +165,18 @@ export type MssqlErrorClass =
   | 'unavailable'
   /** a column or table the statement names is not there (207, 208): the mapping no longer fits, 503 */
   | 'schema'
-  /** the gateway's login may not read or write an object (229, 230, 297), or the database is read-only (3906): 503 until an administrator changes it */
+  /**
+   * the gateway's login may not do it: read or write an object (229, 230), create one (262), this
+   * action (297), server state (300), use the database at all (916); or the database is read-only
+   * (3906): 503 until an administrator changes it
+   */
   | 'refused'
   | 'other'
 
 // Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors.
 const CONNECTION_NUMBERS = new Set([4060, 18456, 18401, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929, 233, 64, 121, 10053, 10054, 10060])
+/** Permission denied, and the database read-only: the installation's fault, not the request's (MssqlErrorClass 'refused'). */
+const REFUSED_NUMBERS = new Set([229, 230, 262, 297, 300, 916, 3906])
 const CONNECTION_CODES = new Set(['ELOGIN', 'ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'ENOTOPEN', 'EINSTLOOKUP', 'ENOCONN'])
 
 /**
@@ -186,7 +192,7 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
   if (number === 2627 || number === 2601) return 'conflict'
   if (number === 1205) return 'deadlock'
   if (number === 207 || number === 208) return 'schema'
-  if (number === 229 || number === 230 || number === 297 || number === 3906) return 'refused'
+  if (number !== undefined && REFUSED_NUMBERS.has(number)) return 'refused'
   if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
   const code = typeof e.code === 'string' ? e.code : undefined
   if (e.name === 'ConnectionError') return 'connection'
@@ -389,17 +395,24 @@ export function shortReal (n: number): number {
   return n
 }
 
+/** the driver's type constructors readAsStored compares with, looked up once */
+let types: { decimal: unknown, numeric: unknown, real: unknown } | undefined
+
 /** The rows with wide decimals and reals read as stored (wideDecimal, shortReal), by the result's column types. */
 function readAsStored (rows: Row[], columns: unknown): Row[] {
   if (rows.length === 0 || typeof columns !== 'object' || columns === null) return rows
-  const fixes: Array<[string, (n: number) => number]> = []
-  for (const [name, c] of Object.entries(columns as Record<string, { type?: unknown, precision?: unknown, scale?: unknown }>)) {
+  // every statement's result passes here: nothing allocated for one that needs no fix (the usual case)
+  types ??= { decimal: sql.Decimal, numeric: sql.Numeric, real: sql.Real }
+  const cols = columns as Record<string, { type?: unknown, precision?: unknown, scale?: unknown }>
+  let fixes: Array<[string, (n: number) => number]> | undefined
+  for (const name in cols) {
+    const c = cols[name]
     // scale 0: the driver's word sum is not divided, so it reads every whole number up to 2^53 exactly
     // (a decimal(18,0) key of 16 digits must not lose its last one)
-    if ((c.type === sql.Decimal || c.type === sql.Numeric) && typeof c.precision === 'number' && c.precision > 15 && c.scale !== 0) fixes.push([name, wideDecimal])
-    else if (c.type === sql.Real) fixes.push([name, shortReal])
+    if ((c.type === types.decimal || c.type === types.numeric) && typeof c.precision === 'number' && c.precision > 15 && c.scale !== 0) (fixes ??= []).push([name, wideDecimal])
+    else if (c.type === types.real) (fixes ??= []).push([name, shortReal])
   }
-  if (fixes.length === 0) return rows
+  if (fixes === undefined) return rows
   for (const row of rows) {
     for (const [name, fix] of fixes) {
       const v = row[name]
