@@ -344,7 +344,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   let closing = false
   app.addHook('preClose', async () => { closing = true })
   app.addHook('onResponse', async (request, reply) => {
-    if (closing) request.raw.socket?.end()
+    // (an injected request's socket is a stand-in without end())
+    if (closing && typeof request.raw.socket?.end === 'function') request.raw.socket.end()
     // routeOptions is a getter that builds a new object of the route's options on every read
     const { config, url: route } = request.routeOptions
     const method = request.method
