@@ -491,13 +491,14 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.lastSeenAt = new Date()
     session.deadTimer?.refresh()
     session.idleTimer?.refresh()
-    if (!this.identify(session, frame)) return
     if (frame.invalid !== undefined) {
       // SEQ, KIND and CMD read, the ARGS did not (counted as dropped): a REQ or EVT gets a NAK saying
-      // why, as every one is answered, instead of being sent again and again unanswered
-      if (frame.kind === 'REQ' || frame.kind === 'EVT') this.write(session, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code: 'INVALID_FRAME', msg: frame.invalid } })
+      // why, as every one is answered, instead of being sent again and again unanswered. Before
+      // identify(): a HELLO whose id did not read says nothing about who the controller is.
+      if (frame.kind === 'REQ' || frame.kind === 'EVT') this.nak(session, frame, 'INVALID_FRAME', frame.invalid)
       return
     }
+    if (!this.identify(session, frame)) return
     switch (frame.kind) {
       case 'HBT':
         if (frame.cmd === 'PING') this.write(session, { seq: frame.seq, kind: 'HBT', cmd: 'PONG' })
@@ -510,7 +511,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
         this.onEvent(session, frame)
         return
       case 'REQ':
-        this.write(session, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code: 'UNSUPPORTED', msg: 'the gateway takes no requests' } })
+        this.nak(session, frame, 'UNSUPPORTED', 'the gateway takes no requests')
     }
   }
 
@@ -542,7 +543,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       // not acted on, so not remembered: the same SEQ sent again is refused again
       const code = EVENT_REQUIRED_ARGS[frame.cmd] === undefined ? 'UNKNOWN_EVENT' : 'INVALID_EVENT'
       this.log.warn({ seq: frame.seq, cmd: frame.cmd, args: frame.args, code }, `event refused: ${problem}`)
-      this.write(session, { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: { code, msg: problem } })
+      this.nak(session, frame, code, problem)
       return
     }
     this.write(session, { seq: frame.seq, kind: 'ACK', cmd: frame.cmd })
@@ -600,6 +601,30 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       return
     }
     this.pump(session)
+  }
+
+  /**
+   * Answers a frame of the controller's with a NAK. Its msg may echo the frame (a long CMD, a value, a
+   * key) and the CMD is echoed anyway: msg is cut until the NAK fits maxFrameBytes, since encodeFrame's
+   * RangeError would otherwise escape the socket's data handler and end the process.
+   */
+  private nak (session: Session, frame: Frame, code: string, msg: string): void {
+    let text = msg.length > 200 ? msg.slice(0, 200) : msg
+    for (;;) {
+      const nak: FrameInput = { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: text === '' ? { code } : { code, msg: text } }
+      try {
+        encodeFrame(nak, this.maxFrameBytes)
+      } catch {
+        if (text !== '') {
+          text = text.slice(0, text.length >> 1)
+          continue
+        }
+        this.log.warn({ seq: frame.seq, cmd: frame.cmd, code }, 'the NAK for this frame does not fit maxFrameBytes: not sent')
+        return
+      }
+      this.write(session, nak)
+      return
+    }
   }
 
   private write (session: Session, frame: FrameInput): void {

@@ -502,6 +502,33 @@ t.test('a REQ or EVT whose ARGS do not read gets a NAK INVALID_FRAME saying why,
   t.notOk(conn.all.some(f => f.seq === 12 && f.kind !== 'REQ'), 'no answer to a SEQ that is not 4 digits')
 })
 
+t.test('a NAK that echoes a long frame (its CMD, a value, a bad key) is cut to fit maxFrameBytes instead of throwing out of the data handler', async t => {
+  const { conn, link } = await connected(t)
+  const raw = (payload: string): Buffer => Buffer.concat([Buffer.from([0x02]), Buffer.from(payload, 'latin1'), Buffer.from([0x03])])
+  // each is within 4096 bytes; before, each NAK was longer (the % escaped three times, the CMD twice) and encodeFrame's RangeError ended the process
+  conn.socket.write(raw('0051|EVT|CONFIRM|' + '%'.repeat(1500)))
+  conn.socket.write(raw('0052|EVT|' + 'X'.repeat(2100) + '|'))
+  conn.socket.write(raw('0053|EVT|CONFIRM|addr=1;qty=' + '9'.repeat(4050)))
+  conn.socket.write(raw('0054|REQ|' + 'Y'.repeat(4050) + '|'))
+  const naks = [51, 52, 53, 54].map(seq => conn.next(f => f.kind === 'NAK' && f.seq === seq, `NAK ${seq}`))
+  t.same((await Promise.all(naks)).map(f => f.args.code), ['INVALID_FRAME', 'UNKNOWN_EVENT', 'INVALID_EVENT', 'UNSUPPORTED'])
+  t.equal(link.connected, true, 'the link is still up')
+})
+
+t.test('a first HELLO whose ARGS do not read is NAKed and does not identify the controller', async t => {
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port)
+  link.start()
+  const conn = await ctl.nextConnection()
+  conn.socket.write(Buffer.from('\x020001|EVT|HELLO|id=ctl-2;fw=1%ZZ\x03', 'latin1'))
+  t.match(await conn.next(f => f.kind === 'NAK' && f.seq === 1 && f.cmd === 'HELLO', 'NAK'), { args: { code: 'INVALID_FRAME' } })
+  // before: the empty ARGS of the invalid frame passed the id check, and a controller answering as ctl-2 was driven
+  t.equal(link.connected, false, 'not identified by a HELLO that said no readable id')
+  conn.send({ seq: 2, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-2' } })
+  await until(() => link.problem !== null, 'refused')
+  t.equal(link.connected, false)
+})
+
 t.test('the connection drops with commands in flight and queued: all fail with LINK_DROPPED, none is re-sent', async t => {
   const { ctl, link, conn } = await connected(t, {}, { maxInFlight: 2 })
   const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
