@@ -341,11 +341,24 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   // While closing, a keep-alive connection whose request was in flight when the close began is ended
   // after its answer: forceCloseConnections closes the connections idle at that moment only, and this
   // one would otherwise hold the shutdown until keepAliveTimeoutMs (new requests get 503 and close).
+  // Only after the last request the connection carries: a pipelined request already in flight behind
+  // this one would lose its answer (a light sent, the client never told).
   let closing = false
+  const inFlight = new WeakMap<object, number>()
   app.addHook('preClose', async () => { closing = true })
+  app.addHook('onRequest', async (request) => {
+    const socket = request.raw.socket
+    if (socket != null) inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1)
+  })
   app.addHook('onResponse', async (request, reply) => {
-    // (an injected request's socket is a stand-in without end())
-    if (closing && typeof request.raw.socket?.end === 'function') request.raw.socket.end()
+    const socket = request.raw.socket
+    if (socket != null) {
+      const left = (inFlight.get(socket) ?? 1) - 1
+      if (left > 0) inFlight.set(socket, left)
+      else inFlight.delete(socket)
+      // (an injected request's socket is a stand-in without end())
+      if (closing && left <= 0 && typeof socket.end === 'function') socket.end()
+    }
     // routeOptions is a getter that builds a new object of the route's options on every read
     const { config, url: route } = request.routeOptions
     const method = request.method

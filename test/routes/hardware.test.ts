@@ -272,6 +272,31 @@ t.test('shutdown: a keep-alive connection whose command was in flight is closed 
   await socketClosed
 })
 
+t.test('shutdown: pipelined requests in flight on one keep-alive connection are all answered before it is ended', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 120 })
+  const body = JSON.stringify({ command: 'light', quantity: 1 })
+  const one = `POST /api/stations/${stationId}/commands HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+  const socket = connect(port, '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  await once(socket, 'connect')
+  let received = ''
+  socket.setEncoding('latin1')
+  socket.on('data', (chunk: string) => { received += chunk })
+  const closed = once(socket, 'close')
+  socket.write(one + one + one)
+  await sleep(40)
+  const started = Date.now()
+  await ctx.app.close()
+  await closed
+  // before: the first answer ended the connection, and the two lights sent behind it were never answered
+  t.same(received.match(/HTTP\/1\.1 \d+/g), ['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 200'], 'each request the gateway acted on is answered')
+  t.ok(Date.now() - started < 2000, 'and the connection is ended after the last, not held until keepAliveTimeoutMs')
+})
+
 t.test('shutdown: commands still queued are answered 503 SHUTTING_DOWN at once and never sent', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
