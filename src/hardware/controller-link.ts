@@ -455,7 +455,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     if (!session.working && frames.length <= FRAMES_PER_TURN) {
       for (const frame of frames) {
         if (session.ended) return
-        this.onFrame(session, frame)
+        this.act(session, frame)
       }
       return
     }
@@ -470,7 +470,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     for (let n = 0; n < FRAMES_PER_TURN && session.next < backlog.length; n++) {
       // frames left when the session ends were never ACKed: the controller sends them again
       if (session.ended) return
-      this.onFrame(session, backlog[session.next++])
+      this.act(session, backlog[session.next++])
     }
     if (session.next < backlog.length) {
       session.working = true
@@ -484,6 +484,19 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.backlog = []
     session.next = 0
     session.socket.resume()
+  }
+
+  /**
+   * onFrame, and what it may throw ends this connection (logged, reconnected as after any drop), not
+   * the process: whatever a controller sends, the gateway and its other links go on.
+   */
+  private act (session: Session, frame: Frame): void {
+    try {
+      this.onFrame(session, frame)
+    } catch (err) {
+      this.log.error({ err, seq: frame.seq, kind: frame.kind, cmd: frame.cmd.slice(0, 64) }, 'a frame from the controller could not be handled; the connection is reset')
+      this.endSession(session, 'frame could not be handled')
+    }
   }
 
   private onFrame (session: Session, frame: Frame): void {

@@ -433,7 +433,18 @@ export class SimController extends EventEmitter<SimControllerEvents> {
   }
 
   private write (conn: SimConnection, frame: FrameInput): void {
-    if (conn.open) conn.socket.write(encodeFrame(frame, this.maxFrameBytes))
+    if (!conn.open) return
+    let bytes: Buffer
+    try {
+      bytes = encodeFrame(frame, this.maxFrameBytes)
+    } catch (err) {
+      // a NAK whose msg echoes a long frame (an unknown command's name) goes without its msg: a throw
+      // here would leave the data handler, and the demo runs the simulator in the gateway's process
+      if (frame.args?.msg !== undefined && frame.args.msg !== null) return this.write(conn, { ...frame, args: { ...frame.args, msg: undefined } })
+      this.log.warn({ controller: this.id, err }, 'a frame the simulator could not encode was not sent')
+      return
+    }
+    conn.socket.write(bytes)
   }
 }
 

@@ -652,6 +652,20 @@ t.test('dropped bytes: counted, logged at once and then at most once per interva
   t.equal(dropped().length, 4)
 })
 
+t.test('a frame whose handling throws resets that connection, logged, and the link reconnects: the process goes on', async t => {
+  const { logger, lines } = captureLogger()
+  const { ctl, link, conn } = await connected(t, {}, { logger })
+  const handle = (link as unknown as { onFrame: (...args: unknown[]) => void }).onFrame
+  ;(link as unknown as { onFrame: (...args: unknown[]) => void }).onFrame = () => { throw new Error('boom') }
+  conn.send({ seq: 5, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: 1 } })
+  await once(conn.socket, 'close')
+  ;(link as unknown as { onFrame: (...args: unknown[]) => void }).onFrame = handle
+  t.match(lines.find(l => l.level === 'error'), { obj: { seq: 5, kind: 'EVT', cmd: 'CONFIRM' }, msg: /could not be handled; the connection is reset/ })
+  const again = await ctl.nextConnection()
+  again.ack(await again.cmd('STATUS'))
+  await until(() => link.connected, 'connected again')
+})
+
 t.test('a throwing listener does not break the link', async t => {
   const { lines, logger } = captureLogger()
   const { link, conn } = await connected(t, {}, { logger })

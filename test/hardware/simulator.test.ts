@@ -103,6 +103,20 @@ t.test('bad requests are NAKed', async t => {
   t.match(await rejection<HardwareError>(l.send('DANCE')), { code: 'NAK', controllerCode: 'E99' })
 })
 
+t.test('a NAK that would echo a frame too long to send goes without its msg; the simulator serves on', async t => {
+  const s = await sim(t)
+  const c = s.controllers.get('ctl-1')!
+  const client = await rawClient(t, c)
+  await until(() => client.frames.some(f => f.cmd === 'HELLO'), 'HELLO')
+  // before: "unknown command <cmd>" made a NAK longer than maxFrameBytes, and encodeFrame threw out of the data handler
+  const cmd = 'X'.repeat(3000)
+  client.send({ seq: 1, kind: 'REQ', cmd })
+  await until(() => client.frames.some(f => f.kind === 'NAK' && f.seq === 1), 'the NAK')
+  t.same(client.frames.find(f => f.kind === 'NAK' && f.seq === 1)?.args, { code: 'E99' }, 'the code, without the msg')
+  client.send({ seq: 2, kind: 'REQ', cmd: 'STATUS' })
+  await until(() => client.frames.some(f => f.kind === 'ACK' && f.seq === 2), 'STATUS answered after it')
+})
+
 t.test('nak mode: every request gets NAK E42', async t => {
   const s = await sim(t)
   const c = s.controllers.get('ctl-1')!
