@@ -158,6 +158,8 @@ interface Pending {
   args: FrameArgsInput
   seq: number
   attempts: number
+  /** how often this attempt's wait was extended for frames received and not yet read (a burst's backlog) */
+  extended: number
   timer: NodeJS.Timeout | undefined
   resolve: (result: CommandResult) => void
   reject: (err: HardwareError) => void
@@ -315,7 +317,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       return Promise.reject(new HardwareError('QUEUE_FULL', `controller ${this.id} has ${this.maxQueue} commands pending`, { controllerId: this.id }))
     }
     return new Promise((resolve, reject) => {
-      session.queue.push({ cmd, args, seq: 0, attempts: 0, timer: undefined, resolve, reject })
+      session.queue.push({ cmd, args, seq: 0, attempts: 0, extended: 0, timer: undefined, resolve, reject })
       this.pump(session)
     })
   }
@@ -594,12 +596,20 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
 
   private transmit (session: Session, p: Pending): void {
     p.attempts++
+    p.extended = 0
     this.write(session, { seq: p.seq, kind: 'REQ', cmd: p.cmd, args: p.args })
     p.timer = setTimeout(() => this.onAckTimeout(session, p), this.timings.ackTimeout).unref()
   }
 
   private onAckTimeout (session: Session, p: Pending): void {
     if (session.ended || session.inFlight.get(p.seq) !== p) return
+    // its ACK may be among a burst's frames not yet worked off (workOff): waited for, up to ten times as
+    // long, before it counts (a controller that floods without ever answering still gets its TIMEOUT)
+    if (session.working && p.extended < 10) {
+      p.extended++
+      p.timer = setTimeout(() => this.onAckTimeout(session, p), this.timings.ackTimeout).unref()
+      return
+    }
     if (p.attempts < 2) {
       this.log.debug({ seq: p.seq, cmd: p.cmd }, 'no acknowledgement, sending once more')
       this.transmit(session, p)

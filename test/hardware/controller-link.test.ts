@@ -483,6 +483,20 @@ t.test('events with missing or invalid arguments, and unknown events: NAKed with
   t.same(events.map(e => e.cmd), ['FAULT', 'CONFIRM', 'TRAYREADY', 'HELLO'], 'only the valid ones are emitted')
 })
 
+t.test('a command whose ACK comes behind a burst of events is answered once the burst is worked off, not timed out meanwhile', async t => {
+  const { conn, link } = await connected(t, { ackTimeout: 25 })
+  let emitted = 0
+  link.on('event', () => { emitted++ })
+  const sent = link.send('LIGHT', { addr: 1, qty: 1 })
+  const req = await conn.cmd('LIGHT')
+  const burst = Array.from({ length: 8000 }, (_, i) => encodeFrame({ seq: i + 1, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 2, qty: 0 } }))
+  conn.socket.write(Buffer.concat([...burst, encodeFrame({ seq: req.seq, kind: 'ACK', cmd: 'LIGHT' })]))
+  const started = Date.now()
+  // before: its timer ran out between the burst's batches (25 ms, twice), and the command failed with TIMEOUT
+  t.match(await sent, { seq: req.seq }, `answered after ${Date.now() - started} ms`)
+  t.ok(emitted > 0, 'the burst was worked off first')
+})
+
 t.test('a REQ or EVT whose ARGS do not read gets a NAK INVALID_FRAME saying why, and is counted as dropped; nothing is emitted', async t => {
   const { conn, link } = await connected(t)
   const events: ControllerEvent[] = []
