@@ -159,8 +159,11 @@ export function decodePayload (payload: Buffer): Frame {
   }
   const text = payload.toString('latin1')
   const parts = text.split('|')
-  if (parts.length !== 4) throw new FrameFormatError(bad ?? `expected 4 fields, got ${parts.length}`)
-  const [seqText, kind, cmd, argsText] = parts as [string, string, string, string]
+  if (parts.length < 4) throw new FrameFormatError(bad ?? `expected 4 fields, got ${parts.length}`)
+  const [seqText, kind, cmd] = parts as [string, string, string]
+  // more than 4: a "|" the sender did not encode in a value (text=A|B); the header still reads, for the NAK
+  if (parts.length > 4) bad ??= `expected 4 fields, got ${parts.length} (a "|" in ARGS must be sent as %7C)`
+  const argsText = parts[3]!
   if (!SEQ.test(seqText) || seqText === '0000') throw new FrameFormatError(bad ?? `invalid SEQ ${JSON.stringify(seqText)}`)
   if (!(FRAME_KINDS as readonly string[]).includes(kind)) throw new FrameFormatError(bad ?? `invalid KIND ${JSON.stringify(kind)}`)
   if (!NAME.test(cmd)) throw new FrameFormatError(bad ?? `invalid CMD ${JSON.stringify(cmd)}`)

@@ -508,6 +508,10 @@ t.test('a REQ or EVT whose ARGS do not read gets a NAK INVALID_FRAME saying why,
   t.same(naks.map(f => [f.seq, f.cmd, f.args.code]), [[41, 'CONFIRM', 'INVALID_FRAME'], [42, 'CONFIRM', 'INVALID_FRAME'], [43, 'STATUS', 'INVALID_FRAME']])
   t.same(naks.map(f => f.args.msg), ['duplicate argument key qty', 'byte 0xc3 in payload', 'bad escape at 0'])
   t.equal(link.stats.droppedBytes > 0, true, 'counted as dropped')
+  // a "|" the controller did not encode in a value: the header still reads
+  conn.socket.write(raw('0045|EVT|CONFIRM|addr=3;qty=1;ref=A|B'))
+  const pipe = await conn.next(f => f.kind === 'NAK' && f.seq === 45, 'NAK 45')
+  t.same(pipe.args, { code: 'INVALID_FRAME', msg: 'expected 4 fields, got 5 (a "|" in ARGS must be sent as %7C)' })
   // a frame whose header does not read has no SEQ to answer: dropped, as before
   conn.socket.write(raw('12|EVT|CONFIRM|addr=3;qty=1'))
   conn.send({ seq: 44, kind: 'EVT', cmd: 'SHORTAGE', args: { addr: 3, qty: 0 } })
