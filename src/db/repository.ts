@@ -294,6 +294,15 @@ export class Repository {
       : this.db.query(stmt).then((raw) => this.page(q, raw, this.mapRow))
     const [result, total] = await Promise.all([page, q.count ? this.count(q.filters) : undefined])
     if (total !== undefined) result.total = total
+    // SQLite: an id beyond 2^53 that another program stored after the start (wideValues were learned then):
+    // this cursor would keep it rounded, so the page is read again with exact integers, and so are all from now on
+    if (!this.exactIntegers && result.next !== undefined && this.db.dialect === 'sqlite') {
+      const last = result.rows[result.rows.length - 1]?.[this.id]
+      if (typeof last === 'number' && Number.isInteger(last) && !Number.isSafeInteger(last)) {
+        this.exactIntegers = true
+        return await this.list(q)
+      }
+    }
     return result
   }
 
@@ -384,7 +393,11 @@ export class Repository {
   private async nextId (tx: Executor): Promise<number> {
     const [row] = await tx.query(this.sql.maxId())
     const max = row?.max === null || row?.max === undefined ? 0 : Number(row.max)
-    if (!Number.isSafeInteger(max)) throw new Error(`${this.def.name}: the largest id is ${String(row?.max)}, not a whole number the gateway can count on from`)
+    // the table's data, not the request: creates are refused until the row is fixed (the log has the value)
+    if (!Number.isSafeInteger(max)) {
+      throw new DatabaseUnavailableError(`New ${this.def.name} cannot be numbered (mapping.${this.def.name}.newIds is max+1): the largest id stored is no whole number below 2^53 to count on from; the log has it`,
+        { cause: new Error(`${this.def.name}: the largest id is ${String(row?.max)}`) })
+    }
     return Math.max(max, 0) + 1
   }
 

@@ -149,6 +149,27 @@ t.test('SQLite: a walk sorted by an id beyond 2^53 gets past it, each row once (
   t.same(page.map((m: { id: number }) => m.id), [-9007199254740996, 1, 2, 9007199254740992, 9007199254740996], 'ids beyond 2^53 are shown as the nearest JSON number')
 })
 
+t.test('SQLite: ids beyond 2^53 that another program stores after the start: the walk still gets past them, each row once', { skip: SQL_SERVER && 'SQLite\'s 64-bit rowid' }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtLate', { id: 'ID', materialNumber: 'Nr', name: 'Bez' }) } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "ArtLate" ("ID" INTEGER PRIMARY KEY, "Nr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL)', params: [] })
+    await db.execute({ text: "INSERT INTO \"ArtLate\" VALUES (1, 'A-1', 'a'), (2, 'A-2', 'b')", params: [] })
+  })
+  // after the start, which found no id beyond 2^53
+  await ctx.db.execute({ text: "INSERT INTO \"ArtLate\" VALUES (9007199254740993, 'BIG-1', 'c'), (9007199254740995, 'BIG-2', 'd')", params: [] })
+  const headers = ctx.auth(ctx.adminToken)
+  const seen: string[] = []
+  let url: string | undefined = '/api/materials?id=[gte]2&limit=1'
+  for (let pages = 0; url !== undefined && pages < 10; pages++) {
+    const res = await ctx.app.inject({ method: 'GET', url: url as string, headers })
+    // before: the cursor kept 9007199254740992, which the gateway then refused as no cursor of its own
+    t.equal(res.statusCode, 200, res.body)
+    const body: { data: Array<{ materialNumber: string }>, meta: { next?: string | null } } = res.json()
+    seen.push(...body.data.map((m) => m.materialNumber))
+    url = body.meta.next ?? undefined
+  }
+  t.same(seen, ['A-2', 'BIG-1', 'BIG-2'], 'every row once, and the walk ends')
+})
+
 t.test('SQL Server, an INSTEAD OF trigger: a create finds its row by the unique value, not by the id its batch captured', async (t) => {
   const statements: string[] = []
   // the trigger made the insert: the batch's OUTPUT saw 0, and a legacy dummy row 0 is there

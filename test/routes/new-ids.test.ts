@@ -98,6 +98,19 @@ t.test('newIds "max+1" on an empty table starts at 1', async (t) => {
   t.equal(created.json().id, 1)
 })
 
+t.test('newIds "max+1" when the largest id stored is no whole number below 2^53: creates answer 503 saying so, nothing is written', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') ? 'SQLite stores any value' : false }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: mapping(true) } }, async (db) => {
+    await createTable(db)
+    await db.execute({ text: 'INSERT INTO "ArtOhneId" ("Nr", "ArtNr", "Bez") VALUES (9007199254740993, \'BIG\', \'x\')', params: [] })
+  })
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'N-1', name: 'Neu' } })
+  // before: 500 INTERNAL_ERROR
+  t.equal(created.statusCode, 503, created.body)
+  t.match(created.json(), { code: 'DATABASE_UNAVAILABLE', message: /New materials cannot be numbered \(mapping\.materials\.newIds is max\+1\): the largest id stored is no whole number below 2\^53/ })
+  const [row] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtOhneId"', params: [] })
+  t.equal(Number(row.n), 4, 'nothing written')
+})
+
 t.test('newIds accepts only "max+1"', async (t) => {
   t.throws(() => validateConfig({ mapping: { materials: { ...mapping(false), newIds: 'sequence' } } } as never), /newIds/)
 })
