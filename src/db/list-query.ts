@@ -313,9 +313,11 @@ interface CursorBody {
   s: string
   /**
    * the last row's stored value of every sort key; times as ISO 8601 with up to 7 fractional
-   * digits; ±Infinity (SQLite keeps it, JSON has no literal for it) as `{"n": "Infinity"}`
+   * digits; ±Infinity (SQLite keeps it, JSON has no literal for it) as `{"n": "Infinity"}`; a BLOB
+   * (SQLite keeps one in any column, and sorts it after all text) as `{"b": "<base64>"}`, so the
+   * keyset compares a BLOB, as ORDER BY does, and not its bytes read as text
    */
-  v: Array<string | number | boolean | null | { n: string }>
+  v: Array<string | number | boolean | null | { n: string } | { b: string }>
 }
 
 /**
@@ -354,6 +356,7 @@ export function encodeCursor (sort: SortKey[], values: unknown[]): string {
     if (typeof value === 'string' || typeof value === 'boolean') return value
     // beyond 2^53 as text, so that the keyset compares the exact value
     if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : String(value)
+    if (value instanceof Uint8Array) return { b: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64') }
     return String(value)
   })
   const body: CursorBody = { s: sortSpec(sort), v }
@@ -383,6 +386,14 @@ function cursorNumber (raw: unknown): number | undefined {
   return n.n === 'Infinity' ? Infinity : n.n === '-Infinity' ? -Infinity : undefined
 }
 
+/** A BLOB a cursor keeps (`{"b": "<base64>"}`), bound as a BLOB (better-sqlite3 binds a Buffer so). */
+function cursorBlob (raw: unknown): SqlValue | undefined {
+  const b = (typeof raw === 'object' && raw !== null ? raw : {}) as { b?: unknown }
+  if (typeof b.b !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(b.b)) return undefined
+  // a Buffer where SqlValue names none: only SQLite's scalar keys ever carry one, and its driver takes it
+  return Buffer.from(b.b, 'base64') as unknown as SqlValue
+}
+
 const integerText = (raw: string): number | string => Number.isSafeInteger(Number(raw)) ? Number(raw) : raw
 
 /**
@@ -407,7 +418,7 @@ export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValu
       case 'integer': value = Number.isSafeInteger(raw) ? raw as number : typeof raw === 'string' && /^-?\d{1,19}$/.test(raw) ? integerText(raw) : undefined; break
       case 'number': value = cursorNumber(raw); break
       case 'time': value = typeof raw === 'string' ? timeFromText(raw) : undefined; break
-      case 'scalar': value = typeof raw === 'string' || typeof raw === 'boolean' ? raw : cursorNumber(raw); break
+      case 'scalar': value = typeof raw === 'string' || typeof raw === 'boolean' ? raw : cursorBlob(raw) ?? cursorNumber(raw); break
     }
     if (value === undefined) throw invalidCursor()
     return value
