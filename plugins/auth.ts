@@ -189,7 +189,9 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     const row = await users.get(id)
     if (opts.revocationCacheMs > 0) {
       if (cache.size > 10000) cache.clear()
-      cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs })
+      // two reads in flight at once: the later one's copy stays, not the one that finished last
+      const current = cache.get(id)
+      if (current === undefined || current.readAt <= readAt) cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs })
     }
     return row
   }

@@ -630,9 +630,11 @@ export class ResourceStorage {
   private once (s: FieldStorage, value: string, obj: object, msg: string): void {
     let values = this.warned.get(s.field)
     if (values === undefined) this.warned.set(s.field, values = new Set())
-    // remembered by a digest, not the value: a varchar(max) full of odd text must not fill memory
-    const key = value.length <= 64 ? value : createHash('sha256').update(value).digest('base64')
-    if (values.has(key) || values.size >= ODD_VALUES_LOGGED) return
+    if (values.size >= ODD_VALUES_LOGGED) return
+    // remembered by a digest, not the value: a varchar(max) full of odd text must not fill memory (the
+    // prefix keeps a short stored value from ever being taken for a long one's digest)
+    const key = value.length <= 64 ? value : `sha256:${createHash('sha256').update(value).digest('base64')}`
+    if (values.has(key)) return
     values.add(key)
     this.warn(obj, msg)
     if (values.size === ODD_VALUES_LOGGED) {

@@ -443,8 +443,8 @@ t.test('tokens another instance issued after a password change or a re-enable wo
 })
 
 t.test('a token the cached copy refuses reads the row again only when it was issued after the copy was read: a disabled user\'s polling costs no read per request', async (t) => {
-  // the copy read at the token's issue has expired by the first request below, which reads the disabled row
-  const ctx = await build(t, { auth: { revocationCacheMs: 1500 } })
+  // a cache time no test waits out: the requests below are judged by one copy
+  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
   const user = await ctx.createUser('application')
   const app = (await ctx.app.inject({ method: 'POST', url: '/api/users/application-token', headers: ctx.auth(user.refreshToken) })).json().token as string
   // iat has whole seconds: past the second of slack, the token is older than any copy read from now on
@@ -452,6 +452,8 @@ t.test('a token the cached copy refuses reads the row again only when it was iss
   // the picking system's own screen disables the account without the gateway (no new token version)
   const users = ctx.app.repos.users
   await ctx.db.execute({ text: 'UPDATE gateway_users SET enabled = 0 WHERE id = @id', params: [{ name: 'id', kind: 'integer', value: user.id }] })
+  // the copy read at the token's issue is dropped: the first request below reads the disabled row
+  ctx.app.auth.forget(user.id)
   const get = users.get.bind(users)
   let reads = 0
   users.get = async (id) => { reads++; return await get(id) }
@@ -461,6 +463,29 @@ t.test('a token the cached copy refuses reads the row again only when it was iss
   t.same([...codes], [401], 'refused')
   // before: every request read the row again (51 reads for 50 requests), for as long as the integration polled
   t.equal(reads, 1, 'one read, then the cached copy judges it')
+})
+
+t.test('two reads of a user in flight at once: the later read\'s copy is kept, not the one that finished last', async (t) => {
+  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
+  const user = await ctx.createUser('user')
+  const users = ctx.app.repos.users
+  const get = users.get.bind(users)
+  const stale = await get(user.id)
+  let release!: () => void
+  const held = new Promise<void>((resolve) => { release = resolve })
+  let calls = 0
+  // the first read started before the password change and answers after the second: it holds the old row
+  users.get = async (id) => { if (++calls === 1) { await held; return stale } return await get(id) }
+  t.teardown(() => { users.get = get })
+  ctx.app.auth.forget(user.id)
+  const first = ctx.app.auth.identifyUser(user.id, 0, 'access').catch(() => undefined)
+  await users.update(user.id, { tokenVersion: 1 })
+  await sleep(5)
+  t.match(await ctx.app.auth.identifyUser(user.id, 1, 'access'), { id: user.id, tokenVersion: 1 }, 'the later read: version 1')
+  release()
+  await first
+  // before: the earlier read overwrote the cache with version 0, so the revoked token passed for the cache time
+  await t.rejects(ctx.app.auth.identifyUser(user.id, 0, 'access'), { code: 'TOKEN_INVALID' }, 'a token of version 0 stays refused')
 })
 
 t.test('key rotation: the newest key signs, older keys verify until removed', async (t) => {
