@@ -403,6 +403,11 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private onConnect (session: Session): void {
     clearTimeout(session.connectTimer)
     if (session.ended) return
+    // a connect under way when the shutdown began: nothing goes to the controller after it, STATUS neither
+    if (this.draining) {
+      this.endSession(session, 'link closed')
+      return
+    }
     session.socket.setNoDelay(true)
     session.socket.setKeepAlive(true, this.keepAliveDelay)
     session.connected = true

@@ -599,6 +599,19 @@ t.test('stopSending(): a link that drops during the shutdown is not reconnected,
   await link.close()
 })
 
+t.test('stopSending() while a connect is under way: the connection is closed when it opens, and no STATUS goes out', async t => {
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port)
+  link.start()
+  // the TCP connect has begun, not finished
+  link.stopSending()
+  const conn = await ctl.nextConnection()
+  await Promise.race([once(conn.socket, 'close'), sleep(2000)])
+  t.ok(conn.socket.destroyed || conn.socket.readableEnded, 'closed by the link')
+  t.same(conn.all, [], 'not a frame: before, the new connection sent its STATUS after the shutdown began')
+  t.equal(link.connected, false)
+})
+
 t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => {
   const { link, conn } = await connected(t, {}, { maxQueue: 3, maxInFlight: 1 })
   const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))
