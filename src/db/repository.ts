@@ -196,7 +196,7 @@ export class Repository {
   }
 
   /** Checks and converts values from a caller (API-shaped or JS-typed) into stored values. */
-  private input (values: Row): Record<string, SqlValue> {
+  private input (values: Row, refused?: Map<string, InvalidValueError>): Record<string, SqlValue> {
     const out: Record<string, SqlValue> = {}
     for (const [field, value] of Object.entries(values)) {
       if (value === undefined) continue
@@ -204,7 +204,15 @@ export class Repository {
       if (def === undefined) throw new BadQueryError(`Unknown field '${field}'`)
       if (def.id === true) throw new BadQueryError(`Field '${field}' cannot be set`)
       const s = this.storage.field(field)
-      const stored = this.storage.toDb(s, this.convert(field, def, value))
+      let stored: SqlValue
+      try {
+        stored = this.storage.toDb(s, this.convert(field, def, value))
+      } catch (err) {
+        // an update decides once it has read the row (the value may be the one the row shows)
+        if (refused === undefined || !(err instanceof InvalidValueError)) throw err
+        refused.set(field, err)
+        continue
+      }
       // a field without a column takes null (and only null) and is left out of the statement
       if (!s.absent) out[field] = stored
     }
@@ -516,7 +524,10 @@ export class Repository {
    */
   async update (id: Id, values: Row, opts: UpdateOptions = {}): Promise<Row> {
     this.writable()
-    const vals = this.input(values)
+    // a value the column could not take as a write (2.5 a legacy program left in an INT column) is
+    // refused only if it would change the row: an edit form sends back what a read showed
+    const refused = new Map<string, InvalidValueError>()
+    const vals = this.input(values, refused)
     // what the last run of the transaction wrote (a deadlock victim runs again, from the row as it is then)
     let written = vals
     // the row's own id as read (a caseless text key: the path's 'abc' is the row's 'ABC'), for the 409 below
@@ -525,6 +536,7 @@ export class Repository {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
         own = row[this.id]
+        for (const [field, err] of refused) if (!showsValue(row, field, values[field])) throw err
         this.assertNullKept(values, row)
         const write = changedOnly(vals, values, row, this.numericText.size === 0 ? undefined : this.storedAs)
         written = write

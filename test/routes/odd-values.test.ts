@@ -387,3 +387,25 @@ t.test('a walk sorted by a text column holding BLOBs gets every row once: the cu
     t.same(seen, sort === 'barcode' ? ['B-1', 'B-4', 'B-2', 'B-3'] : ['B-3', 'B-2', 'B-4', 'B-1'], `sort=${sort}: every row once, and the walk ends`)
   }
 })
+
+t.test('an edit form sending back a value the column could not take as a write (2.5 left in an INT column) changes nothing of it; another such value is a 400', { skip: MSSQL && 'SQLite stores any value in any column' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: {
+      materials: { table: 'TeileInt', columns: { id: 'TeilID', materialNumber: 'Nr', name: 'Name', description: null, unit: null, barcode: null, minStock: null, maxStock: 'MaxBestand', weight: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: null } }
+    }
+  }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "TeileInt" ("TeilID" INTEGER PRIMARY KEY, "Nr" VARCHAR(20) NOT NULL UNIQUE, "Name" VARCHAR(40) NOT NULL, "MaxBestand" INT)', params: [] })
+    await db.execute({ text: 'INSERT INTO "TeileInt" VALUES (1, \'T-1\', \'Teil\', 2.5)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const shown = (await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json()
+  t.equal(shown.maxStock, 2.5)
+  // before: 400 "'maxStock' must be a whole number", though the form only sent back what it was shown
+  const back = await ctx.app.inject({ method: 'POST', url: '/api/materials/1', headers, payload: { materialNumber: shown.materialNumber, name: 'Teil (neu)', maxStock: shown.maxStock } })
+  t.equal(back.statusCode, 200, back.body)
+  t.match(back.json(), { name: 'Teil (neu)', maxStock: 2.5 })
+  const other = await ctx.app.inject({ method: 'POST', url: '/api/materials/1', headers, payload: { name: 'Teil (zwei)', maxStock: 3.5 } })
+  t.equal(other.statusCode, 400)
+  t.match(other.json().message, /'maxStock' must be a whole number/)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json().name, 'Teil (neu)', 'nothing of the refused update written')
+})
