@@ -403,6 +403,11 @@ export class ResourceStorage {
   fromDb (s: FieldStorage, raw: unknown): unknown {
     if (raw === null || raw === undefined || s.absent) return null
     if (s.map !== undefined) {
+      // a BLOB is no code: its bytes as text would be an unknown code with a NUL in it
+      if (raw instanceof Uint8Array) {
+        this.odd(s, raw, 'bytes, not a code')
+        return null
+      }
       const code = normalizeCode(raw)
       const value = s.map.api.get(code) ?? (s.map.caseExact ? undefined : s.map.apiFolded.get(code.toLowerCase()))
       if (value !== undefined) return value
