@@ -322,11 +322,14 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     // copy stale: the row is read again rather than the new tokens refused for the cache time. Only
     // then (iat has whole seconds: a second of slack): a token older than the copy is judged by it,
     // so a disabled user's tokens, or a table restored to older versions, cost no read per request.
-    const readAt = cache.get(id)?.readAt
-    if (user !== undefined && issuedAt !== undefined && readAt !== undefined && issuedAt >= readAt - 1000 &&
+    if (user !== undefined && issuedAt !== undefined &&
         (Number(user.tokenVersion ?? 0) < tokenVersion || (user.enabled !== true && Number(user.tokenVersion ?? 0) === tokenVersion))) {
-      cache.delete(id)
-      user = await loadUser(id)
+      // only for a token the copy refuses: the usual request looks up nothing more
+      const readAt = cache.get(id)?.readAt
+      if (readAt !== undefined && issuedAt >= readAt - 1000) {
+        cache.delete(id)
+        user = await loadUser(id)
+      }
     }
     if (!user || user.enabled !== true || user.tokenVersion !== tokenVersion) throw tokenInvalid()
     if (tokenType === 'application' && user.type !== 'application') throw tokenInvalid()
