@@ -92,13 +92,19 @@ function bodyProperty (schema: Json, s: FieldStorage, reference: boolean): Json 
   return info.nullable && s.def.id !== true ? nullable(out) : out
 }
 
-/** A response property's schema widened to what the column may hold: NULL, and codes no map knows. */
+/**
+ * What the API's schemas ask of a value a client writes. A read shows what is stored, which another
+ * program may have written past them (a NOT NULL name of '' or bytes, shown as "", a negative weight,
+ * an address beyond 65535): these belong to the body schemas, and a generated client that checks
+ * responses would refuse real rows.
+ */
+const WRITE_LIMITS = ['minLength', 'maxLength', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'] as const
+
+/** A response property's schema widened to what the column may hold: NULL, codes no map knows, values past the write limits. */
 function responseProperty (schema: Json, s: FieldStorage): Json {
-  // a response shows what is stored, however long: a length limit belongs to what is written (the
-  // column's, on the body schemas), and a generated client that checks responses would refuse real rows
   let out = mapBranches(schema, (branch) => {
     const b = { ...branch }
-    delete b.maxLength
+    for (const keyword of WRITE_LIMITS) delete b[keyword]
     return b
   })
   if (s.map !== undefined || s.def.enum !== undefined) {
