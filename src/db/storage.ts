@@ -337,7 +337,8 @@ export class ResourceStorage {
       this.fields[field] = Object.assign(columnStorage(dialect, field, f, column, info), {
         absent,
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
-        showsNull: f.id !== true && (info === undefined || info.nullable || (dialect === 'sqlite' && values === undefined && f.kind !== 'string')),
+        showsNull: f.id !== true && (info === undefined || info.nullable || (dialect === 'sqlite' && values === undefined && f.kind !== 'string') ||
+          (f.kind === 'datetime' && values === undefined && timeMayReadNull(format, isOffset ? undefined : zone))),
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
         timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
@@ -541,7 +542,19 @@ export class ResourceStorage {
       this.odd(s, raw, 'not a time the gateway can read')
       return null
     }
-    return (wall ? this.wallInstant(date, s.timeZone!) : date).toISOString()
+    return this.shownTime(s, raw, wall ? this.wallInstant(date, s.timeZone!) : date)
+  }
+
+  /**
+   * A time as the API shows it: RFC 3339 text, whose year has four digits. An instant past the year
+   * 9999 (Unix time from 253402300800 on, or 9999-12-31 23:00 in a zone west of UTC) or before the
+   * year 0 would be '+010000-01-01T…' from toISOString, which no date-time parser takes: null, logged once.
+   */
+  private shownTime (s: FieldStorage, raw: unknown, date: Date): string | null {
+    const year = date.getUTCFullYear()
+    if (year >= 0 && year <= 9999) return date.toISOString()
+    this.odd(s, raw, 'a time outside the years 0000 to 9999, which an RFC 3339 date-time cannot show,')
+    return null
   }
 
   /**
@@ -563,7 +576,7 @@ export class ResourceStorage {
       this.odd(s, raw, `not a time in the format ${format}`)
       return null
     }
-    return (s.timeZone !== undefined ? this.wallInstant(date, s.timeZone) : date).toISOString()
+    return this.shownTime(s, raw, s.timeZone !== undefined ? this.wallInstant(date, s.timeZone) : date)
   }
 
   /**
@@ -839,6 +852,16 @@ export class ResourceStorage {
     if (step >= 86400000) return new Date(now)
     return new Date(Number.isNaN(previous) || previous + step <= now ? now : previous + step)
   }
+}
+
+/**
+ * Whether a time field of a NOT NULL column may still read as null: a format's value that is not of
+ * the format, or past the year 9999 (Unix time); a local zone west of UTC, where the column's last
+ * day (9999-12-31, a "no date" sentinel of legacy tables) lies in the year 10000 in UTC.
+ */
+function timeMayReadNull (format: TimeFormat | undefined, zone: string | undefined): boolean {
+  if (format !== undefined) return true
+  return zone !== undefined && !isUtcZone(zone) && isTimeZone(zone) && wallToUtc(new Date(TIME_RANGE[1]), zone).getUTCFullYear() > 9999
 }
 
 /** The first and last value (ms) of SQL Server's other time types (datetime2, date, datetimeoffset): the years 0001 to 9999. */

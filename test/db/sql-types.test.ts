@@ -698,3 +698,37 @@ t.test('numbers written to a SQLite text column are plain decimals, never in exp
   const lite = new ResourceStorage('sqlite', materials, matMapping, matColumns.map((c) => c.name === 'MaxB' ? col('MaxB', 'text') : c))
   t.equal(lite.toDb(lite.field('maxStock'), 1e-7), '0.0000001', "before: '1e-7'")
 })
+
+t.test('a stored time outside the years 0000 to 9999 reads as null, logged once: RFC 3339 has no other way to write it', async (t) => {
+  const warned: Array<{ obj: Record<string, unknown>, msg: string }> = []
+  const warn = (obj: object, msg: string): void => { warned.push({ obj: obj as Record<string, unknown>, msg }) }
+  const storage = (change: ColumnInfo, formats: TableMapping['timeFormats'], zone?: string, dialect: 'mssql' | 'sqlite' = 'mssql') =>
+    new ResourceStorage(dialect, materials, { ...matMapping, ...(zone === undefined ? {} : { timeZone: zone }), timeFormats: formats },
+      matColumns.map((c) => c.name === 'LastChange' ? change : c), { warn })
+  const unix = storage(col('LastChange', 'bigint', { nullable: false, precision: 19, scale: 0 }), { modifiedAt: 'unix' })
+  const read = (st: ResourceStorage, raw: unknown): unknown => st.fromDb(st.field('modifiedAt'), raw)
+  t.equal(read(unix, 253402300799), '9999-12-31T23:59:59.000Z', 'the last second of 9999')
+  t.equal(read(unix, 253402300800), null, 'not +010000-01-01T00:00:00.000Z')
+  t.equal(read(unix, 253402300800), null)
+  t.equal(read(unix, -62167219200), '0000-01-01T00:00:00.000Z', 'the year 0 has four digits')
+  t.equal(read(unix, -62167219201), null, 'not -000001-12-31T23:59:59.000Z')
+  const beyond = warned.filter((w) => /outside the years 0000 to 9999/.test(w.msg))
+  t.same(beyond.map((w) => w.obj), [{ resource: 'materials', field: 'modifiedAt', value: '253402300800' }, { resource: 'materials', field: 'modifiedAt', value: '-62167219201' }], 'once per value, as every odd value')
+  t.match(beyond[0].msg, /returned as null/)
+  t.ok(unix.field('modifiedAt').showsNull, 'so the response schema of a NOT NULL column with a format allows null')
+
+  // 9999-12-31 23:00 (a legacy "no date") on a clock west of UTC is an instant of the year 10000
+  const local = (zone: string) => storage(col('LastChange', 'datetime', { nullable: false, hasDefault: true }), {}, zone)
+  const newYork = local('America/New_York')
+  t.equal(read(newYork, new Date(Date.UTC(9999, 11, 31, 18, 0))), '9999-12-31T23:00:00.000Z')
+  t.equal(read(newYork, new Date(Date.UTC(9999, 11, 31, 23, 0))), null)
+  t.ok(newYork.field('modifiedAt').showsNull, 'NOT NULL, but may read as null')
+  t.notOk(local('Europe/Berlin').field('modifiedAt').showsNull, 'east of UTC the last day stays in 9999')
+  t.notOk(local('UTC').field('modifiedAt').showsNull)
+  t.notOk(new ResourceStorage('mssql', materials, matMapping, matColumns).field('modifiedAt').showsNull, 'nor a UTC datetime column')
+
+  // SQLite: milliseconds past 9999 (|n| >= 1e11)
+  const lite = storage(col('LastChange', 'integer'), {}, undefined, 'sqlite')
+  t.equal(read(lite, 253402300800000), null)
+  t.equal(read(lite, 253402300799999), '9999-12-31T23:59:59.999Z')
+})

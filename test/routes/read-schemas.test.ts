@@ -90,3 +90,25 @@ t.test('rows past the write limits validate against the documented response sche
   t.equal(refused.statusCode, 400, refused.body)
   t.equal((await ctx.app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'P-9', address: 70000 } })).statusCode, 400)
 })
+
+t.test('a stored time past the year 9999 is shown as null, logged once, and the answer validates as a date-time', { skip: sqliteOnly }, async (t) => {
+  const lines: Array<Record<string, unknown>> = []
+  const mapping: TableMappingConfig = { ...MATERIALS, columns: { ...MATERIALS.columns, modifiedAt: { column: 'Geaendert', format: 'unix' } } as TableMappingConfig['columns'] }
+  const ctx = await build(t, { mapping: { materials: mapping }, logging: { level: 'warn' } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "MinB" DECIMAL(10,3), "MaxB" DECIMAL(10,3), "Gewicht" DECIMAL(10,3), "Bestand" INT NOT NULL DEFAULT 0, "Geaendert" INTEGER NOT NULL)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Artikel" VALUES (1, \'A-1\', \'a\', NULL, NULL, NULL, 0, 253402300799), (2, \'A-2\', \'b\', NULL, NULL, NULL, 0, 253402300800), (3, \'A-3\', \'c\', NULL, NULL, NULL, 0, 253402300800)', params: [] })
+  }, { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  const headers = ctx.auth(ctx.adminToken)
+  const doc = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as { paths: Record<string, Record<string, Json>> }
+  const ajv = addFormats.default(new Ajv.default({ strict: false, allErrors: true }))
+  const validate = ajv.compile(doc.paths['/api/materials'].get.responses['200'].content['application/json'].schema)
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json().data.map((m: Json) => m.modifiedAt), ['9999-12-31T23:59:59.000Z', null, null], 'not +010000-01-01T00:00:00.000Z')
+  t.ok(validate(res.json()), ajv.errorsText(validate.errors))
+  t.match(doc.paths['/api/materials/{id}'].get.responses['200'].content['application/json'].schema.properties.modifiedAt, { type: ['string', 'null'], format: 'date-time' })
+  await ctx.app.inject({ method: 'GET', url: '/api/materials/2', headers })
+  const warnings = lines.filter((l) => typeof l.msg === 'string' && /outside the years 0000 to 9999/.test(l.msg))
+  t.match(warnings, [{ resource: 'materials', field: 'modifiedAt', value: '253402300800' }], 'one warning for the value, however often it is read')
+  t.equal(warnings.length, 1)
+})
