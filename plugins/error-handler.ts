@@ -1,6 +1,7 @@
 // The one error handler: Fastify's body shape everywhere, token failures as 401, no internals in 5xx bodies.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { ErrorResponseFor, FRAMEWORK_ERRORS } from '../schemas/common.js'
 import { DbError } from '../src/db/errors.js'
 import { ApiError, statusText, tokenExpired, tokenInvalid } from '../src/errors.js'
 import { redactText, replaceTokens } from '../src/logger.js'
@@ -12,6 +13,9 @@ const FRAMEWORK_CODES: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST'
 }
+
+/** The methods whose requests Fastify reads a body of (and refuses with 413 or 415) */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /** A status code an error may set itself; anything else becomes 500. */
 const PASS_THROUGH = (status: number): boolean => status >= 400 && status < 500
@@ -124,6 +128,20 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
     // Never send err.message of a 5xx: it may carry SQL, table names or a stack (DESIGN §10).
     request.log.error({ err }, 'request failed')
     return reply.code(500).send(buildErrorBody(500, 'INTERNAL_ERROR', `Internal error; the log has details under request id ${request.id}`))
+  })
+
+  // The errors any route may answer with, whatever its handler does, in its documented responses (and
+  // so in a generated client's error type): every route 431 and 500, a route with a path parameter 414,
+  // one that takes a body 413 and 415 (Fastify parses a DELETE's body too). A route's own entry stays.
+  fastify.addHook('onRoute', (route) => {
+    if (route.schema === undefined || route.schema.hide === true) return
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map((m) => m.toUpperCase())
+    const codes: Array<keyof typeof FRAMEWORK_ERRORS> = [431, 500]
+    if (/[:*]/.test(route.url ?? route.path)) codes.push(414)
+    if (methods.some((m) => BODY_METHODS.has(m))) codes.push(413, 415)
+    const response = { ...(route.schema.response as Record<string, unknown> | undefined) }
+    for (const code of codes) if (response[code] === undefined) response[code] = ErrorResponseFor(FRAMEWORK_ERRORS[code])
+    route.schema = { ...route.schema, response }
   })
 
   const routes = new RouteTable()

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { ErrorResponse, FRAMEWORK_ERRORS } from '../schemas/common.js'
 import { packageRoot } from '../src/config.js'
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../src/db/list-query.js'
 
@@ -39,6 +40,33 @@ function documentedQuery (querystring: Json | undefined, filters: Record<string,
   const { additionalProperties: _, ...rest } = querystring
   return { ...rest, properties: documented }
 }
+
+/**
+ * The answers a request may get at a path no operation describes (no route there, or not with this
+ * method), and a path that does not decode: no operation lists them, since no operation was reached;
+ * here once, with the error body, as components a client can name (openapi-typescript's
+ * components['responses']). Every operation lists the rest (413, 414, 415, 431, 500) itself.
+ */
+function unroutedResponses (): Json {
+  const { $id: _, ...body } = JSON.parse(JSON.stringify(ErrorResponse)) as Json
+  const content = { 'application/json': { schema: body } }
+  return {
+    RouteNotFound: { description: `404 ${FRAMEWORK_ERRORS[404]}`, content },
+    MethodNotAllowed: {
+      description: `405 ${FRAMEWORK_ERRORS[405]}`,
+      headers: { Allow: { description: 'the methods the path takes, e.g. GET, HEAD, POST', schema: { type: 'string' } } },
+      content
+    },
+    BadUrl: { description: `400 ${FRAMEWORK_ERRORS[400]}`, content }
+  }
+}
+
+const DESCRIPTION = 'REST gateway over a warehouse picking system: materials, stations, users, controller commands and events.\n\n' +
+  'Every error has one body: {statusCode, code, error, message}. Besides the answers each ' +
+  'operation lists (431 HEADERS_TOO_LARGE and 500 INTERNAL_ERROR on all of them, 414 URI_TOO_LONG where the path has a parameter, 413 ' +
+  'BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE where the method takes a body), any request may get one that no operation lists, ' +
+  'because it reached none: 404 ROUTE_NOT_FOUND for a path no route has, 405 METHOD_NOT_ALLOWED with an Allow header for a method ' +
+  'the path does not take, 400 BAD_URL for a path that does not decode (components.responses RouteNotFound, MethodNotAllowed, BadUrl).'
 
 const word = (text: string): string => text.split('-').map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('')
 
@@ -78,9 +106,10 @@ async function openapi (fastify: FastifyInstance): Promise<void> {
       info: {
         title: 'picking-gateway',
         version,
-        description: 'REST gateway over a warehouse picking system: materials, stations, users, controller commands and events.'
+        description: DESCRIPTION
       },
       components: {
+        responses: unroutedResponses(),
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'the gateway\'s own token: from POST /api/users/login (or a browser login at an identity provider), /api/users/refresh or /api/users/application-token' },
           identityProvider: {

@@ -71,6 +71,24 @@ export const ListEnvelope = <T extends TSchema>(item: T) => Type.Object({
   meta: ListMeta
 })
 
+/** The error body, described for one status: the document's entry for it says when it comes. */
+export const ErrorResponseFor = (description: string) => Type.Object(ErrorResponse.properties, { description })
+
+/**
+ * The errors a request may get before or beside what its route does (Node's HTTP parser, Fastify's
+ * router and body parser, the error handler), by status: README, "Every error has Fastify's shape".
+ */
+export const FRAMEWORK_ERRORS = {
+  400: 'BAD_URL: a path that does not decode (a % not followed by two hex digits); VALIDATION_ERROR, BAD_QUERY and the route\'s own 400s otherwise',
+  404: 'ROUTE_NOT_FOUND: no route has this path',
+  405: 'METHOD_NOT_ALLOWED: the path is a route, the method is not one it takes; Allow lists those it does',
+  413: 'BODY_TOO_LARGE: the body is larger than server.bodyLimit (1 MiB by default)',
+  414: 'URI_TOO_LONG: a path parameter longer than 100 characters',
+  415: 'UNSUPPORTED_MEDIA_TYPE: a body that is not application/json, declares a charset other than UTF-8, or has a Content-Encoding',
+  431: 'HEADERS_TOO_LARGE: the request\'s header block is larger than Node\'s limit (16 KB unless --max-http-header-size says otherwise)',
+  500: 'INTERNAL_ERROR: a bug; the body carries only the request id, the log has the details'
+} as const
+
 /** `{ 400: ErrorResponse, 404: ErrorResponse, … }` for a route's response schema. */
 export const errorResponses = (...codes: number[]): Record<number, typeof ErrorResponse> =>
   Object.fromEntries(codes.map((code) => [code, ErrorResponse]))

@@ -58,10 +58,12 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     config: { auth: 'none', rateLimit, logQuery: false, anyQuery: true },
     schema: {
       summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
+      description: '400 for an id longer than 32 characters (VALIDATION_ERROR) or a path that does not decode (BAD_URL). ' +
+        'An id holding ? or # must be percent-encoded: sent as it is, the path ends before it, at /api/users/sso, which is a user\'s record and answers 401 TOKEN_MISSING.',
       tags: ['auth'],
       security: [],
       params: Params,
-      response: { 302: Type.Null({ description: 'Location: the provider\'s authorization endpoint' }), ...errorResponses(404, 429, 503) }
+      response: { 302: Type.Null({ description: 'Location: the provider\'s authorization endpoint' }), ...errorResponses(400, 401, 404, 429, 503) }
     }
   }, async (request, reply) => {
     const provider = browserProvider(request.params.id)
