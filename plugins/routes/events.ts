@@ -70,6 +70,12 @@ export class StreamTickets {
     return ticket
   }
 
+  /** The holder of a valid ticket, which stays held; undefined for an unknown, used or expired one. */
+  peek (ticket: string): TicketHolder | undefined {
+    const entry = this.held.get(ticket)
+    return entry !== undefined && entry.expires > Date.now() ? entry : undefined
+  }
+
   /** The holder of a valid ticket; undefined for an unknown, used or expired one. The ticket is gone either way. */
   take (ticket: string): TicketHolder | undefined {
     const entry = this.held.get(ticket)
@@ -97,8 +103,8 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
   const maxStreams = opts.maxStreamsPerUser ?? 100
   /** open streams by user id */
   const streamsOf = new Map<number, number>()
-  /** the ticket that opened a stream request, for its expiry */
-  const ticketOf = new WeakMap<object, TicketHolder>()
+  /** the ticket a stream request authenticated with: used up when its stream opens, and the expiry of its token */
+  const ticketOf = new WeakMap<object, { ticket: string, holder: TicketHolder }>()
   // One timer a stream: it sends the heartbeat and checks the credential, each at its own multiple of the tick.
   const tickMs = Math.min(opts.heartbeatMs, opts.recheckMs)
   const heartbeatEvery = Math.max(1, Math.floor(opts.heartbeatMs / tickMs))
@@ -145,13 +151,15 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
 
   fastify.get('/', {
     config: {
-      // `?ticket=` stands in for the Bearer token; the user's revocation state is checked again on use
+      // `?ticket=` stands in for the Bearer token; the user's revocation state is checked again on use.
+      // Only looked at here: a request refused after authentication (400, 404, 409, 429) leaves the
+      // ticket for the retry. The handler uses it up as the stream opens.
       credential: async (request) => {
         const { ticket } = request.query as { ticket?: unknown }
         if (ticket === undefined) return undefined
-        const holder = typeof ticket === 'string' ? tickets.take(ticket) : undefined
+        const holder = typeof ticket === 'string' ? tickets.peek(ticket) : undefined
         if (holder === undefined) throw tokenInvalid()
-        ticketOf.set(request, holder)
+        ticketOf.set(request, { ticket: ticket as string, holder })
         return fastify.auth.identifyUser(holder.id, holder.tokenVersion, holder.tokenType)
       }
     },
@@ -192,7 +200,10 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       throw tooManyRequests(10, `This user already has ${held} event streams open, the most one user may (events.maxStreamsPerUser); close one, or filter one stream by station in the client`)
     }
     const ticket = ticketOf.get(request)
-    const expiresAt = ticket !== undefined ? ticket.expiresAt : fastify.auth.expiryOf(request)
+    // In the same step as the count: of two requests with one ticket, the first here opens a stream
+    // and the other finds it used (or expired meanwhile, during the lookups).
+    if (ticket !== undefined && tickets.take(ticket.ticket) === undefined) throw tokenInvalid()
+    const expiresAt = ticket !== undefined ? ticket.holder.expiresAt : fastify.auth.expiryOf(request)
     streamsOf.set(id, held + 1)
     reply.hijack()
     raw.writeHead(200, {

@@ -146,6 +146,56 @@ t.test('a ticket opens one stream, for its user, without an Authorization header
   appStream.close()
 })
 
+t.test('a request refused after authentication leaves its ticket: it still opens one stream, and of two at once one opens', async (t) => {
+  const { ctx, stationId, token } = await setup(t, { maxStreamsPerUser: 2 })
+  const { ticket } = await ticketFor(ctx, token)
+  const refusals: Array<[string, number, string]> = [
+    ['?station=99999', 404, 'NOT_FOUND'],
+    ['?station=abc', 400, 'VALIDATION_ERROR'],
+    ['?colour=red', 400, 'VALIDATION_ERROR'],
+    ['?lastEventId=x', 400, 'VALIDATION_ERROR']
+  ]
+  for (const [query, status, code] of refusals) {
+    const refused = await open(ctx, `${query}&ticket=${ticket}`)
+    t.equal(refused.res.statusCode, status, query)
+    t.match(JSON.parse(await refused.body()), { statusCode: status, code }, query)
+  }
+  // the user's two streams are open: a 429, and the ticket is still there once one closes
+  const bearer = [await open(ctx, '', ctx.auth(token)), await open(ctx, '', ctx.auth(token))]
+  t.same(bearer.map((s) => s.res.statusCode), [200, 200])
+  const full = await open(ctx, `?ticket=${ticket}`)
+  t.equal(full.res.statusCode, 429)
+  t.equal(JSON.parse(await full.body()).code, 'TOO_MANY_REQUESTS')
+  for (const s of bearer) s.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'the Bearer streams closed')
+
+  const stream = await open(ctx, `?station=${stationId}&ticket=${ticket}`)
+  t.equal(stream.res.statusCode, 200, 'the ticket opens its stream after the refusals')
+  const reused = await open(ctx, `?ticket=${ticket}`)
+  t.equal(reused.res.statusCode, 401, 'and is used up by it')
+  t.equal(JSON.parse(await reused.body()).code, 'TOKEN_INVALID')
+  stream.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'the ticket stream closed')
+
+  // Two requests with one ticket, both past authentication and waiting on the station lookup: one stream.
+  const stations = ctx.app.repos.stations
+  const get = stations.get.bind(stations)
+  let waiting = 0
+  let release!: () => void
+  const released = new Promise<void>((resolve) => { release = resolve })
+  stations.get = async (...args: Parameters<typeof get>) => { waiting++; await released; return await get(...args) }
+  t.teardown(() => { stations.get = get })
+  const shared = (await ticketFor(ctx, token)).ticket
+  const racing = [open(ctx, `?station=${stationId}&ticket=${shared}`), open(ctx, `?station=${stationId}&ticket=${shared}`)]
+  await until(() => waiting === 2, 'both requests at the station lookup')
+  release()
+  const both = await Promise.all(racing)
+  t.same(both.map((s) => s.res.statusCode).sort(), [200, 401], 'one opens, the other finds the ticket used')
+  const loser = both.find((s) => s.res.statusCode === 401)!
+  t.equal(JSON.parse(await loser.body()).code, 'TOKEN_INVALID')
+  for (const s of both) s.close()
+})
+
 t.test('tickets need an access token, expire after 30 s and follow the user\'s revocation', async (t) => {
   const { ctx, token, user } = await setup(t)
   const plain = await ctx.app.inject({ method: 'POST', url: '/api/events/ticket' })
@@ -335,7 +385,7 @@ t.test('a ticket never reaches the log', async (t) => {
   stream.close()
   const reused = await open(ctx, `?ticket=${ticket}`)
   await reused.body()
-  // a valid ticket in a request that fails validation: used up, and still not logged
+  // a valid ticket in a request that fails validation: not logged either
   const second = (await app.inject({ method: 'POST', url: '/api/events/ticket', headers: { authorization: `Bearer ${accessToken}` } })).json().ticket
   const invalid = await open(ctx, `?station=abc&tick%65t=${second}`)
   t.equal(invalid.res.statusCode, 400)
