@@ -33,6 +33,7 @@ import type { Database } from './db/types.js'
 import { PATH_ID } from './db/resources.js'
 import { ApiError, badRequest, statusText } from './errors.js'
 import { loggerOptions, redactUrl, requestLineWriter } from './logger.js'
+import { MALFORMED_QUERY, malformedQueryMessage, parseQuery, type ParsedQuery } from './query-string.js'
 
 export interface BuildOptions {
   db: Database
@@ -311,7 +312,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     // While closing, answer with Connection: close so keep-alive clients do not hold shutdown (DESIGN §10).
     return503OnClosing: true,
     // /api/materials/17/ is /api/materials/17, as /api/materials/ is /api/materials
-    routerOptions: { ignoreTrailingSlash: true },
+    // the default parser (fast-querystring) keeps a malformed value as sent: this one also marks it (see onRequest)
+    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery },
     forceCloseConnections: 'idle',
     pluginTimeout: Math.max(10000, config.database.connectTimeoutMs * 2),
     schemaErrorFormatter: describeValidation,
@@ -349,6 +351,10 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   app.addHook('onRequest', async (request) => {
     const socket = request.raw.socket
     if (socket != null) inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1)
+    // A query that does not decode is refused as a path that does not is (BAD_URL), on every route,
+    // before authentication: kept as sent, '%FF' would be searched for, or taken for a ticket.
+    const malformed = (request.query as ParsedQuery)[MALFORMED_QUERY]
+    if (malformed !== undefined) throw badRequest(malformedQueryMessage(malformed), 'BAD_QUERY')
   })
   app.addHook('onResponse', async (request, reply) => {
     const socket = request.raw.socket

@@ -222,6 +222,49 @@ t.test('a route that takes no query parameters refuses them: the write does not 
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=Q-1', headers })).statusCode, 200, 'lists take their parameters')
 })
 
+t.test('a query that is not valid percent-encoded UTF-8 is a BAD_QUERY naming the parameter, on every route, before authentication', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const m = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'E-1', name: 'a+b 50% écrou' } })
+  t.equal(m.statusCode, 201)
+  const value = (name: string) => `The value of query parameter '${name}' is not valid percent-encoded UTF-8: write a literal '%' as %25, and percent-encode text as UTF-8 (é is %C3%A9)`
+  for (const query of ['name=%FF', 'name=%ED%A0%80', 'name=%zz', 'name=%', 'name=[like]50%', 'limit=10&name=%C3', 'name=%F0%9F%98']) {
+    const res = await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })
+    t.equal(res.statusCode, 400, query)
+    t.same(res.json(), { statusCode: 400, code: 'BAD_QUERY', error: 'Bad Request', message: value('name') }, query)
+  }
+  const badName = await ctx.app.inject({ method: 'GET', url: '/api/materials?na%FFme=1', headers })
+  t.same(badName.json(), { statusCode: 400, code: 'BAD_QUERY', error: 'Bad Request', message: "The query parameter name 'na%FFme' is not valid percent-encoded UTF-8: write a literal '%' as %25, and percent-encode text as UTF-8 (é is %C3%A9)" })
+
+  // what decodes works as before: '+' is a space, %2B a plus, %25 a percent sign
+  const found = async (query: string) => (await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })).json().data.map((row: { materialNumber: string }) => row.materialNumber)
+  t.same(await found('name=a%2Bb+50%25+%C3%A9crou'), ['E-1'])
+  t.same(await found('name=[like]a%2Bb'), ['E-1'])
+  t.same(await found('name=[like]50\\%25'), ['E-1'], 'a LIKE pattern for a literal %')
+  t.same(await found('name=a+b+50%25+%C3%A9crou'), [], "'+' is a space")
+
+  // before authentication, as a path that does not decode is; every route, including those that take any query
+  const cases: Array<[string, string]> = [
+    ['GET', '/api/materials?name=%FF'], // no token: 400, not 401
+    ['GET', '/api/events?ticket=%FF'],
+    ['POST', '/api/stations?dryRun=%FF'],
+    ['GET', '/api/users/sso/nope/login?next=%FF'],
+    ['GET', '/api/openapi.json?v=%FF'],
+    ['GET', '/health?x=%']
+  ]
+  for (const [method, url] of cases) {
+    const res = await ctx.app.inject({ method: method as 'GET', url })
+    t.equal(res.statusCode, 400, `${method} ${url}`)
+    t.equal(res.json().code, 'BAD_QUERY', `${method} ${url}`)
+  }
+  // and what they answered to a query that decodes, they still answer
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/openapi.json?v=%C3%A9' })).statusCode, 200, 'the OpenAPI document takes any query')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/docs/?x=1' })).statusCode, 200, 'so does the docs page')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/sso/nope/login?next=%C3%A9' })).statusCode, 404, 'the browser login start takes any query')
+  const noQuery = await ctx.app.inject({ method: 'POST', url: '/api/stations?dryRun=1', headers, payload: { name: 'Q' } })
+  t.match(noQuery.json(), { statusCode: 400, code: 'VALIDATION_ERROR', message: "querystring has unknown field 'dryRun'" }, 'a route without query parameters still refuses them')
+})
+
 t.test('a string with half of a surrogate pair or a NUL is a 400 naming it; a whole pair and a written-out backslash are fine', async (t) => {
   const ctx = await build(t)
   const headers = { ...ctx.auth(ctx.adminToken), 'content-type': 'application/json' }
