@@ -2,7 +2,7 @@
 
 /**
  * Set on a parsed query whose name or value is not valid percent-encoded UTF-8 (a byte that is no
- * UTF-8, half of a surrogate pair, a '%' without two hex digits): the first such parameter's name,
+ * UTF-8, half of a surrogate pair; a '%' without two hex digits is a literal one): the first such parameter's name,
  * for the 400 the onRequest hook answers. The parser itself must not throw: it runs inside the
  * router's lookup, outside any request's error handling.
  */
@@ -23,10 +23,17 @@ Empty.prototype = Object.create(null)
 
 const PLUS = /\+/g
 
-/** decodeURIComponent, or undefined for a malformed sequence (the only case in which it throws) */
+/** a '%' that starts no escape (no two hex digits after it) */
+const LONE_PERCENT = /%(?![0-9A-Fa-f]{2})/g
+
+/**
+ * decodeURIComponent, or undefined for escapes that are no UTF-8 (%FF, half of a surrogate pair).
+ * A '%' that starts no escape is a literal percent, as URL parsers read it: `name=[like]%valve%`
+ * typed into curl or a browser's address bar finds what it says.
+ */
 function decode (text: string): string | undefined {
   try {
-    return decodeURIComponent(text)
+    return decodeURIComponent(text.replace(LONE_PERCENT, '%25'))
   } catch {
     return undefined
   }
@@ -101,5 +108,5 @@ export function parseQuery (input: string): ParsedQuery {
 export function malformedQueryMessage ({ name, part }: MalformedPart): string {
   const shown = name.length > 100 ? `${name.slice(0, 100)}…` : name
   return `${part === 'name' ? `The query parameter name '${shown}' is` : `The value of query parameter '${shown}' is`} not valid percent-encoded UTF-8: ` +
-    "write a literal '%' as %25, and percent-encode text as UTF-8 (é is %C3%A9)"
+    "percent-encode text as UTF-8 (é is %C3%A9, a literal '%' before two hex digits %25)"
 }
