@@ -116,3 +116,21 @@ export async function build (t: Test, overrides: DeepPartial<Config> & { mapping
     }
   }
 }
+
+/**
+ * Follows `meta.next` from `url` (at most `maxPages` pages, so a walk that never ends fails instead of
+ * hanging), asserting each page is a 200; the materialNumber (or `key`) of every row, in order.
+ */
+export async function walkPages (t: Test, ctx: TestContext, url: string, maxPages = 10, key = 'materialNumber'): Promise<string[]> {
+  const seen: string[] = []
+  let next: string | undefined = url
+  for (let pages = 0; next !== undefined && pages < maxPages; pages++) {
+    const page: string = next
+    const res = await ctx.app.inject({ method: 'GET', url: page, headers: ctx.auth(ctx.adminToken) })
+    t.equal(res.statusCode, 200, res.body)
+    const body: { data: Array<Record<string, string>>, meta: { next?: string | null } } = res.json()
+    seen.push(...body.data.map((row) => row[key]))
+    next = body.meta.next ?? undefined
+  }
+  return seen
+}

@@ -6,7 +6,7 @@ import { sqlitePath } from '../../src/db/index.js'
 import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
 import type { ColumnInfo, Database, Executor, Row, Statement } from '../../src/db/types.js'
-import { build, testDatabaseUrl } from '../helpers/build.js'
+import { build, testDatabaseUrl, walkPages } from '../helpers/build.js'
 
 const SQL_SERVER = testDatabaseUrl('/tmp').startsWith('mssql:')
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
@@ -134,15 +134,7 @@ t.test('SQLite: a walk sorted by an id beyond 2^53 gets past it, each row once (
   })
   const headers = ctx.auth(ctx.adminToken)
   for (const sort of ['id', '-id']) {
-    const seen: string[] = []
-    let url: string | undefined = `/api/materials?sort=${sort}&limit=1`
-    for (let pages = 0; url !== undefined && pages < 10; pages++) {
-      const res = await ctx.app.inject({ method: 'GET', url: url as string, headers })
-      t.equal(res.statusCode, 200)
-      const body: { data: Array<{ materialNumber: string }>, meta: { next?: string | null } } = res.json()
-      seen.push(...body.data.map((m) => m.materialNumber))
-      url = body.meta.next ?? undefined
-    }
+    const seen = await walkPages(t, ctx, `/api/materials?sort=${sort}&limit=1`)
     t.same(seen, sort === 'id' ? ['NEG', 'A-1', 'A-2', 'BIG-1', 'BIG-2'] : ['BIG-2', 'BIG-1', 'A-2', 'A-1', 'NEG'], `sort=${sort}: every row once, and the walk ends`)
   }
   const page = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data
@@ -156,18 +148,8 @@ t.test('SQLite: ids beyond 2^53 that another program stores after the start: the
   })
   // after the start, which found no id beyond 2^53
   await ctx.db.execute({ text: "INSERT INTO \"ArtLate\" VALUES (9007199254740993, 'BIG-1', 'c'), (9007199254740995, 'BIG-2', 'd')", params: [] })
-  const headers = ctx.auth(ctx.adminToken)
-  const seen: string[] = []
-  let url: string | undefined = '/api/materials?id=[gte]2&limit=1'
-  for (let pages = 0; url !== undefined && pages < 10; pages++) {
-    const res = await ctx.app.inject({ method: 'GET', url: url as string, headers })
-    // before: the cursor kept 9007199254740992, which the gateway then refused as no cursor of its own
-    t.equal(res.statusCode, 200, res.body)
-    const body: { data: Array<{ materialNumber: string }>, meta: { next?: string | null } } = res.json()
-    seen.push(...body.data.map((m) => m.materialNumber))
-    url = body.meta.next ?? undefined
-  }
-  t.same(seen, ['A-2', 'BIG-1', 'BIG-2'], 'every row once, and the walk ends')
+  // before: the cursor kept 9007199254740992, which the gateway then refused as no cursor of its own
+  t.same(await walkPages(t, ctx, '/api/materials?id=[gte]2&limit=1'), ['A-2', 'BIG-1', 'BIG-2'], 'every row once, and the walk ends')
 })
 
 t.test('SQL Server, an INSTEAD OF trigger: a create finds its row by the unique value, not by the id its batch captured', async (t) => {
