@@ -1,4 +1,5 @@
 // buildApp: the one Fastify instance, used by the server and by every test.
+import type { Socket } from 'node:net'
 import { readFileSync } from 'node:fs'
 import { maxHeaderSize } from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -87,6 +88,9 @@ function validatorCompiler () {
 }
 
 const NO_QUERY = Type.Object({}, { additionalProperties: false })
+
+/** on a connection's socket: its requests whose answer has not gone yet (pipelined ones too) */
+const IN_FLIGHT = Symbol('requests in flight')
 
 /**
  * A preValidation hook naming every field a body may not carry at once: an edit form that posts a
@@ -345,23 +349,23 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   // one would otherwise hold the shutdown until keepAliveTimeoutMs (new requests get 503 and close).
   // Only after the last request the connection carries: a pipelined request already in flight behind
   // this one would lose its answer (a light sent, the client never told).
+  // (a count kept on the socket itself, and a callback hook: this runs on every request, and a
+  // WeakMap lookup or a promise per request costs more than the field)
   let closing = false
-  const inFlight = new WeakMap<object, number>()
   app.addHook('preClose', async () => { closing = true })
-  app.addHook('onRequest', async (request) => {
-    const socket = request.raw.socket
-    if (socket != null) inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1)
+  app.addHook('onRequest', (request, _reply, done) => {
+    const socket = request.raw.socket as (Socket & { [IN_FLIGHT]?: number }) | null
+    if (socket != null) socket[IN_FLIGHT] = (socket[IN_FLIGHT] ?? 0) + 1
     // A query that does not decode is refused as a path that does not is (BAD_URL), on every route,
     // before authentication: kept as sent, '%FF' would be searched for, or taken for a ticket.
     const malformed = (request.query as ParsedQuery)[MALFORMED_QUERY]
-    if (malformed !== undefined) throw badRequest(malformedQueryMessage(malformed), 'BAD_QUERY')
+    done(malformed === undefined ? undefined : badRequest(malformedQueryMessage(malformed), 'BAD_QUERY'))
   })
   app.addHook('onResponse', async (request, reply) => {
-    const socket = request.raw.socket
+    const socket = request.raw.socket as (Socket & { [IN_FLIGHT]?: number }) | null
     if (socket != null) {
-      const left = (inFlight.get(socket) ?? 1) - 1
-      if (left > 0) inFlight.set(socket, left)
-      else inFlight.delete(socket)
+      const left = (socket[IN_FLIGHT] ?? 1) - 1
+      socket[IN_FLIGHT] = left
       // (an injected request's socket is a stand-in without end())
       if (closing && left <= 0 && typeof socket.end === 'function') socket.end()
     }

@@ -536,7 +536,7 @@ export class Repository {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
         own = row[this.id]
-        for (const [field, err] of refused) if (!showsValue(row, field, values[field])) throw err
+        if (refused.size > 0) for (const [field, err] of refused) if (!showsValue(row, field, values[field])) throw err
         this.assertNullKept(values, row)
         const write = changedOnly(vals, values, row, this.numericText.size === 0 ? undefined : this.storedAs)
         written = write
