@@ -639,9 +639,9 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private nak (session: Session, frame: Frame, code: string, msg: string): void {
     let text = msg.length > 200 ? msg.slice(0, 200) : msg
     for (;;) {
-      const nak: FrameInput = { seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: text === '' ? { code } : { code, msg: text } }
+      let bytes: Buffer
       try {
-        encodeFrame(nak, this.maxFrameBytes)
+        bytes = encodeFrame({ seq: frame.seq, kind: 'NAK', cmd: frame.cmd, args: text === '' ? { code } : { code, msg: text } }, this.maxFrameBytes)
       } catch {
         if (text !== '') {
           text = text.slice(0, text.length >> 1)
@@ -650,14 +650,19 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
         this.log.warn({ seq: frame.seq, cmd: frame.cmd, code }, 'the NAK for this frame does not fit maxFrameBytes: not sent')
         return
       }
-      this.write(session, nak)
+      this.writeBytes(session, bytes)
       return
     }
   }
 
   private write (session: Session, frame: FrameInput): void {
+    if (!session.ended) this.writeBytes(session, encodeFrame(frame, this.maxFrameBytes))
+  }
+
+  /** A frame already encoded (nak() encodes to find what fits). */
+  private writeBytes (session: Session, bytes: Buffer): void {
     if (session.ended) return
-    session.socket.write(encodeFrame(frame, this.maxFrameBytes))
+    session.socket.write(bytes)
     this.stats.framesOut++
     session.idleTimer?.refresh()
   }
