@@ -42,6 +42,9 @@ export class DatabaseUnavailableError extends DbError {
   constructor (message = 'The database is unavailable', options?: ErrorOptions) { super(503, 'DATABASE_UNAVAILABLE', message, options) }
 }
 
+/** The 503's message for a database that takes no writes (SQLite's file, SQL Server's 3906): either driver's. */
+export const READ_ONLY = 'The database is read-only: it takes no changes until it is writable again'
+
 /** SQLite: another connection (another process) holds the write lock; the statement did not run. */
 export class DatabaseBusyError extends DatabaseUnavailableError {
   constructor (options?: ErrorOptions) { super('The database is busy', options) }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import type Mssql from 'mssql'
 import { knownCodePage } from './code-pages.js'
 import { mssqlDataFault } from './data-errors.js'
-import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError, type DbError } from './errors.js'
+import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, type DbError } from './errors.js'
 import type { ColumnInfo, Database, Executor, Param, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 type Driver = typeof Mssql
@@ -167,16 +167,17 @@ export type MssqlErrorClass =
   | 'schema'
   /**
    * the gateway's login may not do it: read or write an object (229, 230), create one (262), this
-   * action (297), server state (300), use the database at all (916); or the database is read-only
-   * (3906): 503 until an administrator changes it
+   * action (297), server state (300), use the database at all (916): 503 until an administrator changes it
    */
   | 'refused'
+  /** the database is read-only (3906: a backup, a failover's secondary): 503 until it is writable */
+  | 'readOnly'
   | 'other'
 
 // Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors.
 const CONNECTION_NUMBERS = new Set([4060, 18456, 18401, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929, 233, 64, 121, 10053, 10054, 10060])
-/** Permission denied, and the database read-only: the installation's fault, not the request's (MssqlErrorClass 'refused'). */
-const REFUSED_NUMBERS = new Set([229, 230, 262, 297, 300, 916, 3906])
+/** Permission denied: the installation's fault, not the request's (MssqlErrorClass 'refused'). */
+const REFUSED_NUMBERS = new Set([229, 230, 262, 297, 300, 916])
 const CONNECTION_CODES = new Set(['ELOGIN', 'ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'ENOTOPEN', 'EINSTLOOKUP', 'ENOCONN'])
 
 /**
@@ -193,6 +194,7 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
   if (number === 1205) return 'deadlock'
   if (number === 207 || number === 208) return 'schema'
   if (number !== undefined && REFUSED_NUMBERS.has(number)) return 'refused'
+  if (number === 3906) return 'readOnly'
   if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
   const code = typeof e.code === 'string' ? e.code : undefined
   if (e.name === 'ConnectionError') return 'connection'
@@ -213,9 +215,8 @@ export function toDbError (err: unknown): DbError | unknown {
     case 'unavailable': return new DatabaseUnavailableError('The database did not answer in time', { cause: err })
     // a grant revoked or a database set read-only (a backup, a failover's secondary): a fault of the
     // installation, not of the request; the log has the server's words, which name the object
-    case 'refused': return new DatabaseUnavailableError((err as { number?: unknown }).number === 3906 || (err as { originalError?: { number?: unknown } }).originalError?.number === 3906
-      ? 'The database is read-only: it takes no changes until it is writable again'
-      : 'The database does not let the gateway\'s login do this (permission denied); the log names what it refused', { cause: err })
+    case 'refused': return new DatabaseUnavailableError('The database does not let the gateway\'s login do this (permission denied); the log names what it refused', { cause: err })
+    case 'readOnly': return new DatabaseUnavailableError(READ_ONLY, { cause: err })
     case 'schema': {
       // the server's own words, from inside a transaction's abort too
       const e = err as { name?: unknown, message?: unknown, originalError?: { message?: unknown } }

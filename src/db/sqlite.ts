@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -61,7 +61,7 @@ export function mapSqliteError (err: unknown): unknown {
   if (code.startsWith('SQLITE_LOCKED')) return new DatabaseUnavailableError('The database is busy', { cause: err })
   // the file, its directory or the file system became read-only (a full disk remounted, a backup's
   // lock): a fault of the installation, which the next write after it is fixed no longer meets
-  if (code.startsWith('SQLITE_READONLY')) return new DatabaseUnavailableError('The database is read-only: it takes no changes until it is writable again', { cause: err })
+  if (code.startsWith('SQLITE_READONLY')) return new DatabaseUnavailableError(READ_ONLY, { cause: err })
   // a table or column renamed or dropped under the running gateway; SQLite's hint about quotes is no help here
   const message = String((err as { message?: unknown }).message).replace(/ - should this be a string literal in single-quotes\?$/, '')
   if (code === 'SQLITE_ERROR' && /^(?:no such (?:column|table): |table \S+ has no column named )/.test(message)) return new MappingGoneError(message, { cause: err })
