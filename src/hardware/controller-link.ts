@@ -139,7 +139,7 @@ export function eventProblem (cmd: string, args: FrameArgs): string | undefined 
  * back-pressure): event-stream clients get written to between batches instead of finding a
  * whole burst queued for them at once (and being cut off as too slow), and requests go on.
  */
-const FRAMES_PER_TURN = 256
+export const FRAMES_PER_TURN = 256
 
 const noop = (): void => {}
 const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }

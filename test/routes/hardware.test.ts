@@ -6,7 +6,7 @@ import t from 'tap'
 import { createServer, type Socket } from 'node:net'
 import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { build, type TestContext } from '../helpers/build.js'
-import { sleep, until } from '../helpers/wait.js'
+import { until } from '../helpers/wait.js'
 
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
 
@@ -20,6 +20,16 @@ async function setup (t: Parameters<typeof build>[0], simTimings: Record<string,
   const station = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
   const user = await ctx.createUser('user')
   return { ctx, sim, stationId: station.json().id, token: user.accessToken }
+}
+
+/** Resolves once the simulated ctl-1 has received `n` LIGHT requests: commands on the wire, their ACKs delayed. */
+function lightsOnTheWire (sim: Simulator, n: number): Promise<void> {
+  let seen = 0
+  return new Promise((resolve) => {
+    sim.controllers.get('ctl-1')!.on('frame', (frame: { kind: string, cmd: string }) => {
+      if (frame.kind === 'REQ' && frame.cmd === 'LIGHT' && ++seen === n) resolve()
+    })
+  })
 }
 
 const command = (ctx: TestContext, token: string, id: number, payload: object) =>
@@ -256,10 +266,11 @@ t.test('shutdown: a keep-alive connection whose command was in flight is closed 
   t.teardown(() => agent.destroy())
   const body = JSON.stringify({ command: 'light', quantity: 1 })
   const req = httpRequest({ agent, host: '127.0.0.1', port, method: 'POST', path: `/api/stations/${stationId}/commands`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } })
+  const onWire = lightsOnTheWire(sim, 1)
   req.end(body)
   const socket = (await once(req, 'socket'))[0] as Socket
   const socketClosed = once(socket, 'close')
-  await sleep(40)
+  await onWire
   const started = Date.now()
   const closing = ctx.app.close()
   const [res] = await once(req, 'response') as [IncomingMessage]
@@ -287,8 +298,9 @@ t.test('shutdown: pipelined requests in flight on one keep-alive connection are 
   socket.setEncoding('latin1')
   socket.on('data', (chunk: string) => { received += chunk })
   const closed = once(socket, 'close')
+  const onWire = lightsOnTheWire(sim, 3)
   socket.write(one + one + one)
-  await sleep(40)
+  await onWire
   const started = Date.now()
   await ctx.app.close()
   await closed

@@ -85,7 +85,8 @@ t.test('a write lock held by another process: writes wait on timers, reads and /
 })
 
 t.test('a create that waited for another process\'s lock is stamped when it got the lock, so a sync that began meanwhile finds it', { skip: !onSqlite }, async (t) => {
-  const ctx = await build(t)
+  // a busy timeout far beyond the 2.7 s the lock is held here: the create waits, it does not give up
+  const ctx = await build(t, {}, undefined, { busyTimeoutMs: 20000 })
   const headers = ctx.auth(ctx.adminToken)
   const { other } = await lockedWithMaterial(t, ctx)
   const create = track(ctx, { method: 'POST', url: '/api/materials', payload: { materialNumber: 'M-LATE', name: 'waited' } })
