@@ -245,7 +245,9 @@ t.test('db init and user management on a database', async (t) => {
   const huge = io(env, 'p'.repeat(1025))
   t.equal(await main(['user', 'add', 'bob', '--password-stdin'], huge), 1, 'a password longer than a login accepts')
   t.match(huge.stderr.join(), 'got 1025')
-  t.equal(await main(['user', 'passwd', 'alice', '--password-stdin'], io(env, 'kurz\n')), 1, 'user passwd the same')
+  const passwd = io(env, 'kurz\n')
+  t.equal(await main(['user', 'passwd', 'alice', '--password-stdin'], passwd), 1, 'user passwd the same')
+  t.match(passwd.stderr.join(), 'got 4', 'for the same reason')
   // characters as the API counts them (code points): four keys are 8 UTF-16 units but 4 characters
   const keys = io(env, '🔑'.repeat(4))
   t.equal(await main(['user', 'add', 'bob', '--password-stdin'], keys), 1)

@@ -45,6 +45,7 @@ t.test('filters on a CHAR(n) column find the rows whose shown value matches', { 
   t.same(await ids('unit=[nor]ST;KG'), [5])
   t.same(await ids('unit=[like]%25T'), [1, 2, 4], 'a pattern anchored at the end')
   t.same(await ids('unit=[notlike]%25T'), [3, 5])
+  t.same(await ids('unit=[like]%T'), [1, 2, 4], 'typed with a raw %, which starts no escape')
   t.same(await ids('unit=[gt]L'), [1, 2, 4], "'ST' sorts after 'L' with or without its padding")
   t.same(await ids('unit=[lte]KG'), [3])
   // a walk sorted by the column: every row once

@@ -5,6 +5,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { sqlitePath } from '../../src/db/index.js'
 import { ADMIN_PASSWORD, build, type TestContext } from '../helpers/build.js'
+import { jsonLines } from '../helpers/process.js'
 import { sleep, until } from '../helpers/wait.js'
 
 // SQLite's file and locks only: on SQL Server (GATEWAY_TEST_DB=mssql) there is nothing to test here
@@ -299,7 +300,7 @@ t.test('a database that became read-only: writes answer 503 saying so and change
   t.equal(refused.statusCode, 503, refused.body)
   t.match(refused.json(), { code: 'DATABASE_UNAVAILABLE', message: 'The database is read-only: it takes no changes until it is writable again' })
   t.ok(refused.headers['retry-after'], 'with Retry-After')
-  const logged = lines.map((l) => JSON.parse(l) as { msg?: string, database?: string, stack?: unknown, err?: unknown }).filter((l) => l.msg === refused.json().message)
+  const logged = jsonLines(lines.join('')).filter((l) => l.msg === refused.json().message)
   t.match(logged, [{ database: 'attempt to write a readonly database' }], 'the log has the database\'s words, without a stack')
   t.notOk(logged[0]?.err)
   const create = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'RO-2', name: 'x' } })
