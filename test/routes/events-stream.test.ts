@@ -528,7 +528,9 @@ t.test('streams per user stay capped while a station is looked up, and a client 
   const looking = new Promise<void>((resolve) => { entered = resolve })
   let release!: () => void
   const released = new Promise<void>((resolve) => { release = resolve })
-  stations.get = async (id) => { entered(); await released; return await get(id) }
+  let lookedUp!: () => void
+  const answered = new Promise<void>((resolve) => { lookedUp = resolve })
+  stations.get = async (id) => { entered(); await released; const row = await get(id); lookedUp(); return row }
   const accepted: Socket[] = []
   const onConnection = (socket: Socket): void => { accepted.push(socket) }
   ctx.app.server.on('connection', onConnection)
@@ -542,7 +544,9 @@ t.test('streams per user stay capped while a station is looked up, and a client 
   gone.destroy()
   await until(() => accepted[0].destroyed, 'the server to see the client gone')
   release()
-  await sleep(50)
+  // the route goes on right after the lookup's answer: one turn of the event loop later it has decided
+  await answered
+  await new Promise((resolve) => setImmediate(resolve))
   t.equal(ctx.app.hardware.subscribers, 0, 'nothing subscribed for it')
   const after = await open(ctx, `?station=${stationId}`, ctx.auth(token))
   t.equal(after.res.statusCode, 200, 'its place is free: the next stream opens')
