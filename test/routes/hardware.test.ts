@@ -255,13 +255,20 @@ t.test('hardware.enabled false: the event stream and its ticket answer 409 HARDW
   t.ok(doc.paths['/api/events'].get.responses['409'], 'the OpenAPI document lists the 409')
 })
 
+/**
+ * setup() over real HTTP, its controller connected and acknowledging after 120 ms, within ackTimeout
+ * (150 ms here): a command on the wire when a close begins is answered 200 while the close runs.
+ */
+async function slowAcksOverHttp (t: Parameters<typeof build>[0]): Promise<Awaited<ReturnType<typeof setup>> & { port: number }> {
+  const s = await setup(t)
+  await until(() => s.ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  await s.ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  s.sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 120 })
+  return { ...s, port: (s.ctx.app.server.address() as AddressInfo).port }
+}
+
 t.test('shutdown: a keep-alive connection whose command was in flight is closed after its answer, not held until keepAliveTimeoutMs', async (t) => {
-  const { ctx, sim, stationId, token } = await setup(t)
-  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
-  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = ctx.app.server.address() as AddressInfo
-  // an ACK within ackTimeout (150 ms here): the command is answered 200 while the close runs
-  sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 120 })
+  const { ctx, sim, stationId, token, port } = await slowAcksOverHttp(t)
   const agent = new Agent({ keepAlive: true })
   t.teardown(() => agent.destroy())
   const body = JSON.stringify({ command: 'light', quantity: 1 })
@@ -284,11 +291,7 @@ t.test('shutdown: a keep-alive connection whose command was in flight is closed 
 })
 
 t.test('shutdown: pipelined requests in flight on one keep-alive connection are all answered before it is ended', async (t) => {
-  const { ctx, sim, stationId, token } = await setup(t)
-  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
-  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = ctx.app.server.address() as AddressInfo
-  sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 120 })
+  const { ctx, sim, stationId, token, port } = await slowAcksOverHttp(t)
   const body = JSON.stringify({ command: 'light', quantity: 1 })
   const one = `POST /api/stations/${stationId}/commands HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
   const socket = connect(port, '127.0.0.1')
