@@ -178,8 +178,8 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       security: [{ bearer: [] }, { identityProvider: [] }, { eventTicket: [] }],
       querystring: EventsQuery,
       headers: EventsHeaders,
-      produces: ['text/event-stream'],
-      response: { 200: Type.String({ description: 'an endless text/event-stream' }), 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse }
+      // the stream's media type on its 200 alone: the errors before it are JSON, as everywhere
+      response: { 200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } }, 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse }
     }
   }, async (request, reply) => {
     const station = request.query.station

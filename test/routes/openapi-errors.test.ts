@@ -107,10 +107,15 @@ t.test('every status the gateway answers is in the document, with a schema its b
       const codes = Object.keys(op.responses as Json)
       const expected = ['431', '500', ...(path.includes('{') ? ['414'] : []), ...(['post', 'put', 'patch', 'delete'].includes(method) ? ['413', '415'] : [])]
       t.same(expected.filter((code) => !codes.includes(code)), [], `${method.toUpperCase()} ${path} lists ${expected.join(', ')}`)
-      // (GET /api/events says produces text/event-stream, so the document gives its errors that media type)
-      for (const code of expected) t.match(Object.values(op.responses[code].content as Json)[0].schema, { required: ['statusCode', 'code', 'error', 'message'] })
+      // every error is JSON, on the event stream's operation too (only its 200 is text/event-stream)
+      for (const code of Object.keys(op.responses as Json).filter((code) => code >= '400')) {
+        t.same(Object.keys(op.responses[code].content as Json), ['application/json'], `${method.toUpperCase()} ${path} ${code} is JSON`)
+      }
+      for (const code of expected) t.match(op.responses[code].content['application/json'].schema, { required: ['statusCode', 'code', 'error', 'message'] })
     }
   }
+
+  t.same(Object.keys(doc.paths['/api/events'].get.responses['200'].content as Json), ['text/event-stream'], 'the stream itself is text/event-stream')
 
   // no operation was reached: the answers are components, named in the document's description
   const unrouted: Array<[string, string, Answer]> = [
