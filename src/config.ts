@@ -1,5 +1,7 @@
 // Loads the configuration (file, then environment, then systemd credentials), validates it, and explains what is wrong.
 import { randomBytes } from 'node:crypto'
+import { isIP } from 'node:net'
+import { createSecureContext } from 'node:tls'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -111,6 +113,7 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource, secretOptional)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
+  if (config.server !== null && typeof config.server === 'object') checkServer(config.server, problems)
   if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
   for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
     const mapping = config.mapping[name]
@@ -399,6 +402,61 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
       }
     }
   })
+}
+
+/**
+ * What the schema cannot see of server.tls and server.trustProxy, which Fastify would otherwise refuse
+ * only when the server is built: with an exit code of 1 and words (ENOENT, "invalid IP address")
+ * that name no key, after check-config had said the file was fine.
+ */
+function checkServer (server: Config['server'], problems: string[]): void {
+  const tls = server.tls
+  if (tls !== null && typeof tls === 'object' && typeof tls.cert === 'string' && typeof tls.key === 'string' && tls.cert !== '' && tls.key !== '') {
+    const pem: { cert?: Buffer, key?: Buffer } = {}
+    for (const name of ['cert', 'key'] as const) {
+      try {
+        pem[name] = readFileSync(tls[name])
+      } catch (err) {
+        problems.push(`server.tls.${name}: cannot read ${JSON.stringify(tls[name])} (${(err as NodeJS.ErrnoException).code ?? 'error'}); the gateway's user must be able to read it`)
+      }
+    }
+    if (pem.cert !== undefined && pem.key !== undefined) {
+      try {
+        createSecureContext({ cert: pem.cert, key: pem.key })
+      } catch (err) {
+        // OpenSSL's words ("key values mismatch", "no start line") quote nothing of the key
+        problems.push(`server.tls: ${JSON.stringify(tls.cert)} and ${JSON.stringify(tls.key)} are not a PEM certificate and its private key (${(err as Error).message})`)
+      }
+    }
+  }
+  const trustProxy: unknown = server.trustProxy
+  if (typeof trustProxy === 'number' && Number.isInteger(trustProxy) && trustProxy > 0) {
+    // Fastify 5 trusts no proxy for a hop count (it cannot tell the nearest peer is the proxy), so X-Forwarded-For would be ignored
+    problems.push(`server.trustProxy: a hop count (${trustProxy}) makes the gateway trust no proxy at all; give the proxy's address instead, e.g. "127.0.0.1"`)
+  } else if (typeof trustProxy === 'string') {
+    const bad = trustProxy.split(',').map((entry) => entry.trim()).filter((entry) => !isProxyAddress(entry))
+    if (bad.length > 0) {
+      problems.push(`server.trustProxy: ${bad.map((entry) => JSON.stringify(entry)).join(', ')} ${bad.length === 1 ? 'is' : 'are'} not an IP address, address/prefix or address/netmask, nor loopback, linklocal or uniquelocal; expected for example "127.0.0.1" or "10.0.0.0/8, ::1"`)
+    }
+  }
+}
+
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/** One entry of a trustProxy list as Fastify's proxy-addr takes it (an IPv4 netmask must be contiguous, a prefix not 0). */
+function isProxyAddress (entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true
+  const slash = entry.lastIndexOf('/')
+  const address = slash === -1 ? entry : entry.slice(0, slash)
+  const family = isIP(address)
+  if (family === 0) return false
+  if (slash === -1) return true
+  const range = entry.slice(slash + 1)
+  if (/^\d+$/.test(range)) return Number(range) >= 1 && Number(range) <= (family === 4 ? 32 : 128)
+  if (family !== 4 || isIP(range) !== 4) return false
+  const mask = range.split('.').reduce((bits, octet) => bits * 256 + Number(octet), 0)
+  const inverted = 0xffffffff - mask
+  return mask !== 0 && (inverted & (inverted + 1)) === 0
 }
 
 function checkHardware (hardware: Config['hardware'], problems: string[]): void {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
@@ -220,4 +221,35 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   const fromEnv = loadConfig({ env: { PICKING_GATEWAY_CONFIG: file, CREDENTIALS_DIRECTORY: creds, PICKING_GATEWAY_SSO_KEY_CLOAK_CLIENT_SECRET: 'from-env' } }).config.auth.sso
   t.equal(fromEnv[1].clientSecret, 'from-env', 'the environment wins, as for the JWT secret')
   t.equal(fromEnv[0].clientSecret, 'from-credential')
+})
+
+t.test('server.tls and server.trustProxy are checked at load, naming the key, not only when Fastify builds the server', async (t) => {
+  const dir = tempDir(t, 'pg-config-tls-')
+  const pair = (name: string): { cert: string, key: string } => {
+    const cert = join(dir, `${name}.crt`)
+    const key = join(dir, `${name}.key`)
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
+    return { cert, key }
+  }
+  const a = pair('a')
+  const b = pair('b')
+  const tls = (value: unknown): string[] => problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, server: { tls: value } }))
+  t.same(tls(a), [], 'a certificate with its key')
+  const missing = tls({ cert: join(dir, 'none.crt'), key: join(dir, 'none.key') })
+  t.same(missing.map((p) => p.split(':')[0]), ['server.tls.cert', 'server.tls.key'], 'each file that cannot be read is named by its key')
+  t.match(missing[0], /cannot read ".*none\.crt" \(ENOENT\)/)
+  const mismatch = tls({ cert: a.cert, key: b.key })
+  t.equal(mismatch.length, 1)
+  t.match(mismatch[0], /^server\.tls: ".*a\.crt" and ".*b\.key" are not a PEM certificate and its private key/, 'a key of another certificate')
+  const swapped = tls({ cert: a.key, key: a.cert })
+  t.match(swapped, [/^server\.tls: /], 'the two files swapped')
+  t.notMatch(swapped.join(), /PRIVATE KEY|BEGIN/, 'no piece of a file is quoted')
+
+  const proxy = (value: unknown): string[] => problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, server: { trustProxy: value } }))
+  for (const ok of [false, true, 0, '127.0.0.1', '10.0.0.0/8, ::1', '192.168.0.0/255.255.0.0', 'loopback,uniquelocal', 'fd00::/8']) {
+    t.same(proxy(ok), [], `${JSON.stringify(ok)} is taken`)
+  }
+  t.same(proxy('nginx.local'), ['server.trustProxy: "nginx.local" is not an IP address, address/prefix or address/netmask, nor loopback, linklocal or uniquelocal; expected for example "127.0.0.1" or "10.0.0.0/8, ::1"'])
+  t.match(proxy('127.0.0.1, 10.0.0.0/33, 10.0.0.0/255.0.255.0, ::1/0'), [/^server\.trustProxy: "10\.0\.0\.0\/33", "10\.0\.0\.0\/255\.0\.255\.0", "::1\/0" are not /], 'every bad entry is named')
+  t.match(proxy(1), [/^server\.trustProxy: a hop count \(1\) makes the gateway trust no proxy at all; give the proxy's address instead/])
 })
