@@ -122,7 +122,9 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
       // Fastify's own 4xx (validation, 413, 415, bad JSON) and @fastify/sensible's httpErrors.
       const code = err.validation ? 'VALIDATION_ERROR' : (FRAMEWORK_CODES[err.code] ?? err.code ?? codeFromStatus(status))
       if (status === 429 && !reply.hasHeader('retry-after')) reply.header('retry-after', '60')
-      return reply.code(status).send(buildErrorBody(status, code, err.message))
+      // Fastify's "Request body is too large" says neither how large a body may be nor which setting says so
+      const message = code === 'BODY_TOO_LARGE' ? `The request body is larger than ${fastify.initialConfig.bodyLimit ?? 0} bytes, the most this gateway takes (server.bodyLimit)` : err.message
+      return reply.code(status).send(buildErrorBody(status, code, message))
     }
 
     // Never send err.message of a 5xx: it may carry SQL, table names or a stack (DESIGN §10).
