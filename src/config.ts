@@ -119,7 +119,8 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
     const mapping = config.mapping[name]
     if (mapping && typeof mapping.columns === 'object' && mapping.columns !== null) {
       const normalized = normalizeMapping(mapping)
-      problems.push(...mappingProblems(resources[name], normalized).map((p) => `mapping.${p}`))
+      // a field's problem under the key the file has for it: mapping.materials.columns.name, not mapping.materials.name
+      problems.push(...mappingProblems(resources[name], normalized).map((p) => `mapping.${p.replace(/^(\w+)\.(\w+):/, '$1.columns.$2:')}`))
       problems.push(...valueProblems(name, normalized))
       if (name === 'users' && mapping.readOnly === true) problems.push('mapping.users.readOnly: the gateway writes its user table (logins, passwords); it cannot be read-only')
     }

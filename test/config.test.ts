@@ -87,8 +87,8 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   const url = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, database: { url: 42 } }))
   t.match(url, [/database.url: .*<hidden>/], 'the database URL may hold a password')
   const mapping = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'MaterialBase', columns: { id: 'MatID' } } } }))
-  t.match(mapping.join('\n'), /mapping.materials.name: no column configured/)
-  t.match(mapping.join('\n'), /mapping.materials.barcode: no column configured \(map it to null if the table has none\)/)
+  t.match(mapping.join('\n'), /mapping\.materials\.columns\.name: no column configured/)
+  t.match(mapping.join('\n'), /mapping\.materials\.columns\.barcode: no column configured \(map it to null if the table has none\)/)
   const pattern = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'Line A!', host: 'h', port: 1 }] } }))
   t.same(pattern, [`hardware.controllers.0.id: expected string to match '^[A-Za-z0-9_.-]+$', got "Line A!"`], 'the pattern keeps its case')
   const twice = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: 'a', port: 1 }, { id: 'ctl-2', host: 'b', port: 1 }, { id: 'ctl-1', host: 'c', port: 1 }] } }))
@@ -137,7 +137,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
       users: { table: 'U', readOnly: true, columns: { ...referenceMappings.users.columns, type: { column: 'Typ', values: { admin: 'A', robot: 'R', Scanner: 'S' } } } }
     }
   })).join('\n')
-  t.match(problems, /mapping.materials.name: cannot be null; the gateway needs a column for it/)
+  t.match(problems, /mapping\.materials\.columns\.name: cannot be null; the gateway needs a column for it/)
   t.match(problems, /mapping.materials.columns.blocked.values: a boolean's value map needs both 'true' and 'false'/)
   t.match(problems, /mapping.materials.columns.weight.values: 'heavy' is not a valid number/)
   t.match(problems, /mapping.materials.columns.createdAt.values: a date-time field cannot have a value map/)

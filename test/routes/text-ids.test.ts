@@ -28,7 +28,7 @@ const mapping = narrowMaterials('ArtStamm', { id: 'ArtikelNr', materialNumber: '
 t.test('the configuration may map id and materialNumber to one column (and only those two)', async (t) => {
   const auth = { jwtSecret: randomBytes(32).toString('hex') }
   t.doesNotThrow(() => validateConfig({ auth, mapping: { materials: mapping } }))
-  t.throws(() => validateConfig({ auth, mapping: { materials: { ...mapping, columns: { ...mapping.columns, name: 'ArtikelNr' } } } }), /materials\.name: column 'ArtikelNr' is already id's/)
+  t.throws(() => validateConfig({ auth, mapping: { materials: { ...mapping, columns: { ...mapping.columns, name: 'ArtikelNr' } } } }), /mapping\.materials\.columns\.name: column 'ArtikelNr' is already id's/)
 })
 
 t.test('materials keyed by a text article number: read, list, page, create, update and delete by it', async (t) => {
