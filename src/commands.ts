@@ -275,7 +275,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings)]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, config.hardware))]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -288,6 +288,37 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   } finally {
     await database.close()
   }
+}
+
+/**
+ * Stations wired to a controller id that hardware.controllers does not list (a typing error, a
+ * controller not added yet): they stay offline and every command to them answers 409
+ * CONTROLLER_NOT_CONFIGURED, which nothing says before the first command. Not for an instance with
+ * hardware.enabled false, which drives no controllers by design, nor for the demo, which adds its own.
+ */
+async function controllerNotes (db: Database, mappings: Record<ResourceName, TableMapping>, hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
+  const mapping = mappings.stations
+  const column = mapping.columns.controllerId
+  if (!hardware.enabled || column === undefined) return []
+  const d = dialectFor(db.dialect)
+  let rows: Row[]
+  try {
+    rows = await db.query({ text: `SELECT ${d.ident(column)} AS ${d.ident('controller')}, COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(column)} IS NOT NULL GROUP BY ${d.ident(column)}`, params: [] })
+  } catch {
+    // best effort, as the other notes: a legacy text column SQL Server does not group
+    return []
+  }
+  const configured = new Set(hardware.controllers.map((c) => c.id))
+  const unknown = new Map<string, number>()
+  for (const row of rows) {
+    // as the API reads it: CHAR padding gone; the link is found by that exact id
+    const id = String(row.controller).trimEnd()
+    if (id !== '' && !configured.has(id)) unknown.set(id, (unknown.get(id) ?? 0) + Number(row.n))
+  }
+  if (unknown.size === 0) return []
+  const stations = [...unknown.values()].reduce((sum, n) => sum + n, 0)
+  const names = [...unknown].slice(0, 5).map(([id, n]) => `'${id}' (${n} station${n === 1 ? '' : 's'})`).join(', ')
+  return [`stations.controllerId: ${stations} station${stations === 1 ? ' names a controller' : 's name controllers'} that hardware.controllers does not list (${names}${unknown.size > 5 ? ', …' : ''}): they stay offline and their commands answer 409 CONTROLLER_NOT_CONFIGURED; add the controller to hardware.controllers or correct the station's controllerId`]
 }
 
 /**

@@ -348,3 +348,26 @@ t.test('db introspect and check-config open SQLite read-only: the journal mode s
   t.match(missing.stderr.join('\n'), /does not exist/)
   t.notOk(existsSync(join(dir, 'typo.db')), 'a mistyped path is not created')
 })
+
+t.test('check-config notes stations wired to a controller that hardware.controllers does not list', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'g.db')}`
+  t.equal(await main(['db', 'init', '--demo'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET })), 0)
+  const raw = new BetterSqlite3(join(dir, 'g.db'))
+  // a CHAR-padded id reads as the API shows it; an empty one is no controller
+  raw.prepare("UPDATE stations SET controller_id = 'ctl-1  ' WHERE id = 1").run()
+  raw.prepare("UPDATE stations SET controller_id = '' WHERE id = 2").run()
+  raw.close()
+  const file = join(dir, 'config.json')
+  const check = async (hardware: Record<string, unknown>): Promise<string> => {
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, hardware }))
+    const res = io({})
+    t.equal(await main(['check-config', file], res), 0, 'a note, not a problem')
+    return res.stdout.join('\n')
+  }
+  const one = await check({ controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 9100 }] })
+  t.match(one, /Note: stations\.controllerId: 3 stations name controllers that hardware\.controllers does not list \('ctl-2' \(3 stations\)\): they stay offline and their commands answer 409 CONTROLLER_NOT_CONFIGURED; add the controller to hardware\.controllers or correct the station's controllerId/)
+  t.notMatch(one, /'ctl-1'|''/, 'the padded id is ctl-1, the empty one no controller')
+  t.notMatch(await check({ controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 9100 }, { id: 'ctl-2', host: '127.0.0.1', port: 9101 }] }), /Note:/, 'every controller listed')
+  t.notMatch(await check({ enabled: false }), /Note:/, 'an instance that drives no controllers by design')
+})
