@@ -415,10 +415,11 @@ function consoleLogger (io: Io): DbLogger {
 /**
  * Runs fn on the configured database. 'existing': a SQLite file that is not there is an error
  * saying how to make it, not a new empty database (user commands need db init's table).
- * `secretNeeded` false: the configuration may lack a JWT secret (LoadOptions.secretNeeded).
+ * `secretNeeded` false: the configuration may lack a JWT secret (LoadOptions.secretNeeded). server.tls's files
+ * are not read: a one-shot command serves no HTTP (LoadOptions.tlsNeeded).
  */
 async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'existing' | 'readonly' = 'create', secretNeeded = true): Promise<T> {
-  const loaded = loadConfig({ env: io.env, secretNeeded })
+  const loaded = loadConfig({ env: io.env, secretNeeded, tlsNeeded: false })
   const { config } = loaded
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)

@@ -62,6 +62,11 @@ export interface LoadOptions {
    * problem then, and the demo generates none; a secret given is still checked, as every other key
    */
   secretNeeded?: boolean
+  /**
+   * false for a command that serves no HTTP (db init, user add): server.tls's files are not read, as
+   * the admin running it need not be able to read the service's private key; check-config and serve read them
+   */
+  tlsNeeded?: boolean
 }
 
 export function loadConfig (options: LoadOptions = {}): LoadedConfig {
@@ -87,12 +92,12 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
     if (!raw.auth?.jwtSecret && !raw.auth?.keys && options.secretNeeded !== false) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
   }
 
-  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false)
+  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false, options.tlsNeeded !== false)
   return { config, demo, source: file ? resolve(file) : demo ? 'embedded demo' : 'environment' }
 }
 
 /** Validates a raw object (defaults applied); throws ConfigError listing every problem. */
-export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false): Config {
+export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false, readTlsFiles = true): Config {
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   for (const error of Value.Errors(Config, withDefaults)) {
     // a column given as an object: what is wrong inside it (an unknown key, a misspelt format), not "expected union value"
@@ -113,7 +118,7 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource, secretOptional)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
-  if (config.server !== null && typeof config.server === 'object') checkServer(config.server, problems)
+  if (config.server !== null && typeof config.server === 'object') checkServer(config.server, problems, readTlsFiles)
   if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
   for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
     const mapping = config.mapping[name]
@@ -410,9 +415,9 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
  * only when the server is built: with an exit code of 1 and words (ENOENT, "invalid IP address")
  * that name no key, after check-config had said the file was fine.
  */
-function checkServer (server: Config['server'], problems: string[]): void {
+function checkServer (server: Config['server'], problems: string[], readTlsFiles: boolean): void {
   const tls = server.tls
-  if (tls !== null && typeof tls === 'object' && typeof tls.cert === 'string' && typeof tls.key === 'string' && tls.cert !== '' && tls.key !== '') {
+  if (readTlsFiles && tls !== null && typeof tls === 'object' && typeof tls.cert === 'string' && typeof tls.key === 'string' && tls.cert !== '' && tls.key !== '') {
     const pem: { cert?: Buffer, key?: Buffer } = {}
     for (const name of ['cert', 'key'] as const) {
       try {

@@ -371,3 +371,17 @@ t.test('check-config notes stations wired to a controller that hardware.controll
   t.notMatch(await check({ controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 9100 }, { id: 'ctl-2', host: '127.0.0.1', port: 9101 }] }), /Note:/, 'every controller listed')
   t.notMatch(await check({ enabled: false }), /Note:/, 'an instance that drives no controllers by design')
 })
+
+t.test('server.tls files are read by serve and check-config, not by one-shot commands an admin may run without the key', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const file = join(dir, 'config.json')
+  writeFileSync(file, JSON.stringify({ database: { url: `sqlite:${join(dir, 'g.db')}` }, auth: { jwtSecret: SECRET }, server: { tls: { cert: join(dir, 'none.crt'), key: join(dir, 'none.key') } } }))
+  const env = { PICKING_GATEWAY_CONFIG: file, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
+  const init = io(env)
+  t.equal(await main(['db', 'init'], init), 0, `db init: ${init.stderr.join(' ')}`)
+  const add = io(env, 'a-password-1\n')
+  t.equal(await main(['user', 'add', 'picker', '--type', 'user', '--password-stdin'], add), 0, `user add: ${add.stderr.join(' ')}`)
+  const check = io(env)
+  t.equal(await main(['check-config'], check), 78)
+  t.match(check.stderr.join('\n'), /server\.tls\.cert: cannot read ".*none\.crt" \(ENOENT\)/)
+})
