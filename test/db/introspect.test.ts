@@ -601,3 +601,19 @@ t.test('picking-gateway db introspect', async (t) => {
   t.equal(await main(['db', 'introspect'], missing), 1, 'a mistyped path is not an empty database')
   t.match(missing.stderr.join(), /typo\.db' does not exist/)
 })
+
+t.test('German parts and pick-place tables: Teile, Kommissionierplätze', async (t) => {
+  const path = join(dir, 'teile.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE Teile (TeilID INTEGER PRIMARY KEY, TeileNr VARCHAR(20) NOT NULL, Bezeichnung VARCHAR(60) NOT NULL);
+    CREATE TABLE Lagerplaetze (LpID INTEGER PRIMARY KEY, LpName VARCHAR(20) NOT NULL);
+    CREATE TABLE "Kommissionierplätze" (PlatzID INTEGER PRIMARY KEY, Bezeichnung VARCHAR(20) NOT NULL, Typ CHAR(1));
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.equal(found.resources.materials.table?.name, 'Teile')
+  t.equal(found.resources.stations.table?.name, 'Kommissionierplätze', 'the pick places, not the storage places')
+})
