@@ -12,6 +12,12 @@ export type StopReason = { signal: NodeJS.Signals } | { output: string } | { err
 
 export const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
 
+/**
+ * A repeat of the signal that asked for the stop within this many ms is that request again, not a
+ * second one that ends the process at once (npm start, Ctrl-C: one SIGINT from the terminal, one from npm).
+ */
+export const REPEAT_MS = 1000
+
 /** A stop that was asked for ends with 0; one forced by a lost output with 74 (a restart under systemd). */
 export function stopExitCode (reason: StopReason): number {
   return 'signal' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
@@ -77,8 +83,16 @@ export interface WatchOptions {
  */
 export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   const exit = opts.exit ?? ((code: number) => process.exit(code))
+  let first: { signal: NodeJS.Signals, at: number } | undefined
   const onSignal = (signal: NodeJS.Signals): void => {
-    if (stop.reason === undefined) return stop.request({ signal })
+    const at = performance.now()
+    if (stop.reason === undefined) {
+      first = { signal, at }
+      return stop.request({ signal })
+    }
+    // The same signal again at once is the same request arriving twice, not an impatient sender: a
+    // terminal's Ctrl-C goes to npm and the gateway alike, and npm passes its copy on to the gateway.
+    if (first !== undefined && signal === first.signal && at - first.at < REPEAT_MS) return
     // a second signal: the one who sent it does not want to wait for the grace period
     opts.warn?.(`second ${signal} while stopping: exiting now`)
     exit(stopExitCode(stop.reason))

@@ -1,0 +1,97 @@
+// How the gateway process takes signals that arrive twice: a terminal's Ctrl-C on npm start reaches npm and
+// the gateway, and npm passes its copy on; a second signal sent on purpose still ends the process at once.
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { existsSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { REPEAT_MS } from '../src/lifecycle.js'
+import { CLI, GRACE_MS, HUNG_MS, gatewaySetup, jsonLines, listening, start, type Exit, type Run } from './helpers/process.js'
+import { sleep, until } from './helpers/wait.js'
+
+const ROOT = join(import.meta.dirname, '..')
+const BUILT = existsSync(join(ROOT, 'dist', 'src', 'cli.js'))
+
+/** A login whose body never comes whole: a request in flight that only the grace period ends. */
+async function slowUpload (t: Test, run: Run, port: number): Promise<void> {
+  const client = connect(port, '127.0.0.1')
+  client.on('error', () => {})
+  t.teardown(() => { client.destroy() })
+  await once(client, 'connect')
+  client.write('POST /api/users/login HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"username":')
+  await sleep(300)
+  t.equal(run.child.exitCode, null, 'serving, the upload in flight')
+}
+
+t.test('the same signal twice at once (Ctrl-C through npm): one stop with its grace period; a second one later ends it at once', async (t) => {
+  const { env } = await gatewaySetup(t)
+
+  t.test('SIGINT, and SIGINT again 5 ms later: the upload has the grace period, exit 0', async (t) => {
+    const run = start(t, [CLI, 'serve'], env)
+    const port = await listening(run)
+    await slowUpload(t, run, port)
+    const sent = Date.now()
+    run.child.kill('SIGINT')
+    await sleep(5)
+    run.child.kill('SIGINT')
+    const exit = await run.exitWithin(HUNG_MS)
+    t.ok(exit, 'exited')
+    if (!exit) return
+    t.equal(exit.code, 0)
+    t.ok(exit.at - sent >= GRACE_MS - 100, `the upload had the grace period (${exit.at - sent} ms; before: the repeat ended the process at once)`)
+    t.notMatch(run.err(), 'second SIGINT', 'the repeat is not taken for a second request')
+    t.ok(jsonLines(run.out()).some((l) => /^grace period over/.test(l.msg)), 'the upload was cut when the grace period was over')
+  })
+
+  t.test('SIGTERM, then SIGTERM again after the repeat window: exits at once, saying so', async (t) => {
+    const run = start(t, [CLI, 'serve'], env)
+    const port = await listening(run)
+    await slowUpload(t, run, port)
+    const sent = Date.now()
+    run.child.kill('SIGTERM')
+    await sleep(REPEAT_MS + 200)
+    run.child.kill('SIGTERM')
+    const exit = await run.exitWithin(HUNG_MS)
+    t.ok(exit, 'exited')
+    if (!exit) return
+    t.equal(exit.code, 0)
+    t.ok(exit.at - sent < GRACE_MS, `before the grace period was over (${exit.at - sent} ms)`)
+    t.match(run.err(), 'second SIGTERM while stopping: exiting now')
+  })
+})
+
+t.test('Ctrl-C on npm start (SIGINT to npm and the gateway, one process group): the gateway stops as for one SIGINT', { skip: BUILT ? false : 'dist/ is not built (npm run build)' }, async (t) => {
+  const { env } = await gatewaySetup(t)
+  // its own process group, as a terminal's foreground job; --ignore-scripts skips only prestart's build.
+  // The kernel merges the two SIGINTs when both are pending before the gateway takes one, so this test
+  // caught the fault only most of the time; the test above, with the repeat 5 ms later, always does.
+  const child = spawn(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['start', '--ignore-scripts', '--silent'], {
+    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c })
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c })
+  const exited = new Promise<Exit>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() })))
+  const group = child.pid!
+  t.teardown(() => { try { process.kill(-group, 'SIGKILL') } catch {} })
+  const run: Run = {
+    child,
+    exited,
+    exitWithin: async (ms) => await Promise.race([exited, sleep(ms).then(() => undefined)]),
+    out: () => stdout,
+    err: () => stderr
+  }
+  const port = await listening(run)
+  await slowUpload(t, run, port)
+  const sent = Date.now()
+  process.kill(-group, 'SIGINT')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'npm ended')
+  if (!exit) return
+  t.ok(exit.at - sent >= GRACE_MS - 100, `the gateway drained for the grace period (${exit.at - sent} ms; before: at once)`)
+  t.notMatch(stderr, 'second SIGINT', "npm's copy of the SIGINT is not a second request")
+  t.match(stdout, /"signal":"SIGINT"/, 'the gateway said why it stopped')
+  await until(() => { try { process.kill(-group, 0); return false } catch { return true } }, 'every process of the group to end', HUNG_MS)
+})
