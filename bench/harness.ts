@@ -16,7 +16,9 @@ export function installCleanup (): void {
     for (const child of children) child.kill('SIGKILL')
     for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
   })
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  // SIGHUP too: a terminal closed under the bench would otherwise kill it by the signal, which runs
+  // no exit handler, and leave its servers running
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
     process.once(signal, () => {
       process.stderr.write(`\n${signal}: stopping the servers\n`)
       process.exit(code) // the exit handler above does the rest

@@ -1,6 +1,8 @@
 // npm run bench's helper processes end: when ready and told to stop, and when they never get ready.
+import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { startHelper } from '../bench/harness.js'
 import { tempDir } from './helpers/temp.js'
@@ -40,4 +42,44 @@ t.test('a helper that ends before it is ready fails the start with its exit code
   const script = join(dir, 'fails.mjs')
   writeFileSync(script, 'process.exit(3)\n')
   await t.rejects(startHelper('fails', script, {}), { message: 'fails ended while starting (3)' })
+})
+
+t.test('the bench ends by SIGTERM, SIGINT or SIGHUP and takes its servers with it', async (t) => {
+  const harness = pathToFileURL(join(import.meta.dirname, '..', 'bench', 'harness.ts')).href
+  for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130], ['SIGHUP', 129]] as const) {
+    const dir = tempDir(t, 'pg-bench-signal-')
+    // a server that answers /health and would run forever
+    const server = join(dir, 'server.mjs')
+    writeFileSync(server, `import { createServer } from 'node:http'\ncreateServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
+    const bench = join(dir, 'bench.mjs')
+    writeFileSync(bench, `import { installCleanup, startServer } from ${JSON.stringify(harness)}
+installCleanup()
+const s = await startServer('stub', ${JSON.stringify(server)}, [], {}, ${JSON.stringify(join(dir, 'stub.log'))})
+process.stdout.write(s.pid + '\\n')
+setInterval(() => {}, 1000)
+`)
+    const child = spawn(process.execPath, [...process.execArgv, bench], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])))
+    let serverPid = 0
+    t.teardown(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      if (serverPid > 0 && alive(serverPid)) process.kill(serverPid, 'SIGKILL')
+    })
+    const ready = Date.now() + 30000
+    while (!out.includes('\n') && child.exitCode === null && Date.now() < ready) await new Promise((resolve) => setTimeout(resolve, 50))
+    serverPid = Number(out.trim())
+    t.ok(serverPid > 0 && alive(serverPid), `${signal}: the bench's server runs (pid ${serverPid})`)
+    child.kill(signal)
+    t.same(await exited, [code, null], `${signal}: the bench exits ${code}, by its handler, not killed by the signal`)
+    const gone = Date.now() + 5000
+    while (alive(serverPid) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50))
+    t.notOk(alive(serverPid), `${signal}: its server is gone too (before, SIGHUP left it running)`)
+  }
+})
+
+t.test('npm run bench runs the bench through exec: a SIGTERM npm passes on reaches it, not a shell that dies alone', async (t) => {
+  const scripts = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+  t.match(scripts.bench, /&& exec node dist\/bench\/run\.js$/)
 })
