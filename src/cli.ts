@@ -17,7 +17,10 @@ const argv = process.argv.slice(2)
 let stop: Stop | undefined
 if (argv[0] === 'serve' || argv[0] === 'simulate') {
   stop = createStop()
-  watchProcess(stop, { stdout: process.stdout, warn: (line) => process.stderr.write(`picking-gateway: ${line}\n`) })
+  // Run by npm (npm start, npx picking-gateway): npm going away, killed or having killed only the shell
+  // between it and this process, leaves this process an orphan that nobody would stop.
+  const parent = process.env.npm_lifecycle_event !== undefined ? process.ppid : undefined
+  watchProcess(stop, { stdout: process.stdout, parent, warn: (line) => process.stderr.write(`picking-gateway: ${line}\n`) })
 }
 const { KEEP_RUNNING, main, processIo } = await import('./commands.js')
 

@@ -5,10 +5,11 @@
 export const EXIT_IOERR = 74
 
 /**
- * Why a process stops: a signal asked it to (exit 0), its standard output's reader went away
- * (exit 74), or an error nothing caught (exit 1).
+ * Why a process stops: a signal asked it to (exit 0), the process that ran it for someone went away
+ * without passing a signal on (exit 0, see WatchOptions.parent), its standard output's reader went
+ * away (exit 74), or an error nothing caught (exit 1).
  */
-export type StopReason = { signal: NodeJS.Signals } | { output: string } | { error: unknown }
+export type StopReason = { signal: NodeJS.Signals } | { parent: number } | { output: string } | { error: unknown }
 
 export const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
 
@@ -20,11 +21,13 @@ export const REPEAT_MS = 1000
 
 /** A stop that was asked for ends with 0; one forced by a lost output with 74 (a restart under systemd). */
 export function stopExitCode (reason: StopReason): number {
-  return 'signal' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
+  return 'signal' in reason || 'parent' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
 }
 
 export function describeStop (reason: StopReason): string {
-  return 'signal' in reason ? reason.signal : 'output' in reason ? `standard output is gone (${reason.output})` : 'a fatal error'
+  if ('signal' in reason) return reason.signal
+  if ('parent' in reason) return `the process that started it (pid ${reason.parent}) is gone`
+  return 'output' in reason ? `standard output is gone (${reason.output})` : 'a fatal error'
 }
 
 /** One process's stop request: the first reason wins, later ones are ignored. */
@@ -74,7 +77,16 @@ export interface WatchOptions {
   exit?: (code: number) => void
   /** where the second signal is reported */
   warn?: (line: string) => void
+  /**
+   * The pid of the parent process whose end is a stop request (checked every PARENT_CHECK_MS). For a
+   * command npm runs (npm start, npx): npm passes a SIGTERM on to its child, and under npx that child is
+   * a shell that dies of it without passing it on; npm killed (SIGKILL) passes nothing on at all.
+   */
+  parent?: number
 }
+
+/** How often a watched parent process is looked for. */
+export const PARENT_CHECK_MS = 500
 
 /**
  * Makes SIGTERM, SIGINT and SIGHUP and the loss of standard output (EPIPE, EIO, the stream closed)
@@ -105,7 +117,13 @@ export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
   opts.stdout?.on('error', onError)
   opts.stdout?.on('close', onClose)
+  const { parent } = opts
+  // an orphan is given to init (or a subreaper): its parent pid changes
+  const orphaned = parent === undefined
+    ? undefined
+    : setInterval(() => { if (process.ppid !== parent) stop.request({ parent }) }, PARENT_CHECK_MS).unref()
   return () => {
+    clearInterval(orphaned)
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal)
     opts.stdout?.off('error', onError)
     opts.stdout?.off('close', onClose)

@@ -136,6 +136,7 @@ function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceM
   const run = (): void => {
     const reason = stop.reason!
     if ('signal' in reason) app.log.info({ signal: reason.signal }, 'closing: no new connections, finishing requests in flight')
+    else if ('parent' in reason) app.log.warn({ parent: reason.parent }, `${describeStop(reason)} (npm stopped or killed): closing, as on SIGTERM`)
     else if ('output' in reason) app.log.error({ reason: describeStop(reason) }, `${describeStop(reason)}: its reader went away; stopping, exit 74 (systemd restarts the service)`)
     else app.log.error({ err: reason.error }, 'fatal error, closing')
     shutdown(reason, {

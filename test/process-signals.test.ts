@@ -1,13 +1,14 @@
-// How the gateway process takes signals that arrive twice: a terminal's Ctrl-C on npm start reaches npm and
-// the gateway, and npm passes its copy on; a second signal sent on purpose still ends the process at once.
+// How the gateway process takes signals that arrive twice (a terminal's Ctrl-C on npm start reaches npm and
+// the gateway, and npm passes its copy on; a second signal sent on purpose still ends the process at once),
+// and a signal that never arrives (npx: npm's SIGTERM kills only the shell between npm and the gateway).
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { REPEAT_MS } from '../src/lifecycle.js'
-import { CLI, GRACE_MS, HUNG_MS, gatewaySetup, jsonLines, listening, start, type Exit, type Run } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
 import { sleep, until } from './helpers/wait.js'
 
 const ROOT = join(import.meta.dirname, '..')
@@ -94,4 +95,41 @@ t.test('Ctrl-C on npm start (SIGINT to npm and the gateway, one process group): 
   t.notMatch(stderr, 'second SIGINT', "npm's copy of the SIGINT is not a second request")
   t.match(stdout, /"signal":"SIGINT"/, 'the gateway said why it stopped')
   await until(() => { try { process.kill(-group, 0); return false } catch { return true } }, 'every process of the group to end', HUNG_MS)
+})
+
+/** Gone, or a zombie that init has yet to reap: an orphan's exit code goes to init, not to the test. */
+function ended (pid: number): boolean {
+  try {
+    return / Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\)/, ''))
+  } catch {
+    return true
+  }
+}
+
+t.test('run by npm (npx: npm, a shell, the gateway), the shell killed by the SIGTERM npm passes on: the gateway stops by itself', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
+  const { env } = await gatewaySetup(t)
+  const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
+  // as npm exec runs a bin: sh -c '<bin> serve', a shell that does not exec its last command
+  const command = `${[process.execPath, ...process.execArgv, CLI, 'serve'].map(quote).join(' ')}; exit $?`
+
+  for (const [by, npm] of [['npm (npm_lifecycle_event set)', 'npx'], ['no npm', undefined]] as const) {
+    const run = startCommand(t, '/bin/sh', ['-c', command], { ...env, npm_lifecycle_event: npm })
+    await listening(run)
+    const gateway = jsonLines(run.out()).find((l) => LISTENING.test(l.msg))?.pid as number
+    t.ok(gateway !== undefined && gateway !== run.child.pid, `${by}: the gateway (pid ${gateway}) is the shell's child`)
+    t.teardown(() => { if (!ended(gateway)) process.kill(gateway, 'SIGKILL') })
+    run.child.kill('SIGTERM')
+    t.equal((await run.exitWithin(HUNG_MS))?.signal, 'SIGTERM', `${by}: the shell died of the SIGTERM, passing nothing on`)
+    if (npm === undefined) {
+      // not run by npm (systemd, nohup … &): a parent that goes is no reason to stop
+      await sleep(2000)
+      t.notOk(ended(gateway), 'no npm: the gateway runs on')
+      process.kill(gateway, 'SIGTERM')
+      await until(() => ended(gateway), 'the gateway to end on its SIGTERM', HUNG_MS)
+      continue
+    }
+    await until(() => ended(gateway), `${by}: the orphaned gateway to end (before: it ran on, serving)`, HUNG_MS)
+    t.match(run.out(), /"msg":"the process that started it \(pid \d+\) is gone \(npm stopped or killed\): closing, as on SIGTERM"/, `${by}: its log says why`)
+    t.match(run.out(), /"controller disconnected"/, `${by}: a graceful stop: the links were closed`)
+  }
 })
