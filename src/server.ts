@@ -3,7 +3,7 @@ import { buildApp, type App } from './app.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, loadConfig, mappingsOf, type LoadOptions } from './config.js'
 import { openDatabase, sqlitePath } from './db/index.js'
-import { sqliteFileError } from './db/sqlite.js'
+import { sqliteFileError, sqliteReadOnlyError } from './db/sqlite.js'
 import { createStop, describeStop, shutdown, StoppedError, watchProcess, type Stop } from './lifecycle.js'
 import { serviceLogger } from './logger.js'
 import { startSimulator, type Simulator } from './hardware/index.js'
@@ -46,13 +46,13 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   const fileError = file === undefined ? undefined : sqliteFileError(file, demo)
   if (fileError !== undefined) throw new ConfigError([fileError])
   const logger = await untilStopped(serviceLogger(config.logging.level))
-  const db = openDatabase(config.database.url, {
+  const db = openService(config.database.url, {
     logger: logger.child({ component: 'database' }),
     create: demo,
     password: config.database.password,
     connectTimeoutMs: config.database.connectTimeoutMs,
     requestTimeoutMs: config.database.requestTimeoutMs
-  })
+  }, file)
   let app: App
   let simulator: Simulator | undefined
   let building: Promise<App> | undefined
@@ -152,6 +152,16 @@ function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceM
   }
   if (stop.signal.aborted) run()
   else stop.signal.addEventListener('abort', run, { once: true })
+}
+
+/** openDatabase; a SQLite file the gateway may not write is a configuration error (exit 78), not a failure systemd restarts. */
+function openService (url: string, options: Parameters<typeof openDatabase>[1], file: string | undefined): ReturnType<typeof openDatabase> {
+  try {
+    return openDatabase(url, options)
+  } catch (err) {
+    const readOnly = file === undefined ? undefined : sqliteReadOnlyError(file, err)
+    throw readOnly === undefined ? err : new ConfigError([readOnly])
+  }
 }
 
 async function within (work: Promise<void>, ms: number): Promise<void> {

@@ -647,6 +647,17 @@ export function sqliteFileError (path: string, create: boolean): string | undefi
   return `database.url: ${problem}; correct DATABASE_URL or database.url${existsSync(path) ? '' : ', or create it with: picking-gateway db init'}`
 }
 
+/**
+ * The configuration problem `serve` reports for a SQLite file it may not write (it switches the file
+ * to WAL and creates the -wal and -shm files beside it): a restart would find it read-only again.
+ * Undefined for any other error.
+ */
+export function sqliteReadOnlyError (path: string, err: unknown): string | undefined {
+  if (!(err instanceof DatabaseUnavailableError) || err.message !== READ_ONLY) return undefined
+  const user = process.getuid === undefined ? 'the user the gateway runs as' : `the user the gateway runs as (uid ${process.getuid()})`
+  return `database.url: the SQLite database file '${path}' cannot be written: the gateway writes to it and creates '${path}-wal' and '${path}-shm' beside it, so the file and its directory must be writable for ${user}; correct the permissions, or DATABASE_URL or database.url`
+}
+
 export function openSqlite (path: string, opts: SqliteOptions): Database {
   const readonly = opts.readonly === true
   const options: ConnectOptions = {
