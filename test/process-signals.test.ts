@@ -129,6 +129,8 @@ t.test('run by npm (npx: npm, a shell, the gateway), the shell killed by the SIG
       continue
     }
     await until(() => ended(gateway), `${by}: the orphaned gateway to end (before: it ran on, serving)`, HUNG_MS)
+    // its last lines may still be in the pipe it shared with the shell
+    await until(() => run.child.stdout!.readableEnded, `${by}: the gateway's output to end`, HUNG_MS)
     t.match(run.out(), /"msg":"the process that started it \(pid \d+\) is gone \(npm stopped or killed\): closing, as on SIGTERM"/, `${by}: its log says why`)
     t.match(run.out(), /"controller disconnected"/, `${by}: a graceful stop: the links were closed`)
   }

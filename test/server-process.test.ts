@@ -1,7 +1,7 @@
 // picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change), the
 // controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
 import { once } from 'node:events'
-import { chmodSync, existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
@@ -171,29 +171,6 @@ t.test('a SQLite file that is not there, or a directory: a configuration error (
     t.equal(exit?.code, 78, `${text}: exit 78, systemd does not restart`)
     t.match(run.err(), `database.url: SQLite database ${path === dir ? '' : 'file '}'${path}' ${text}`)
   }
-})
-
-// root writes anyway: the gateway runs as nobody then (setpriv), without tap's coverage hook, which would write as nobody too
-const ROOT_USER = process.getuid?.() === 0
-const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
-
-t.test('a SQLite file the gateway may not write: a configuration error (78) naming the path and what to make writable', { skip: ROOT_USER && SETPRIV === undefined ? 'running as root without setpriv' : false }, async (t) => {
-  const { env, dir } = await gatewaySetup(t)
-  const file = join(dir, 'g.db')
-  const root = ROOT_USER
-  const setpriv = SETPRIV
-  chmodSync(join(dir, 'config.json'), 0o644)
-  chmodSync(file, 0o444)
-  chmodSync(dir, 0o555)
-  t.teardown(() => chmodSync(dir, 0o700))
-  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'serve']
-  const run = root
-    ? startCommand(t, setpriv!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
-    : startCommand(t, node[0]!, node.slice(1), env)
-  const exit = await run.exitWithin(30000)
-  t.equal(exit?.code, 78, 'exit 78, systemd does not restart (before: exit 1, "it takes no changes until it is writable again")')
-  t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written: the gateway writes to it and creates '${file}-wal' and '${file}-shm' beside it, so the file and its directory must be writable for the user the gateway runs as (uid ${root ? 65534 : process.getuid!()})`)
-  t.notMatch(run.out(), LISTENING)
 })
 
 const ROOT = join(import.meta.dirname, '..')

@@ -1,0 +1,60 @@
+// picking-gateway serve refusing to start on a fault of the installation that a restart would meet again:
+// a TLS certificate or key it cannot read or use, a SQLite file it may not write. Exit 78 (systemd does
+// not restart), naming the key or the path.
+import { execFileSync } from 'node:child_process'
+import { chmodSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { main } from '../src/commands.js'
+import { CLI, HUNG_MS, LISTENING, gatewaySetup, start, startCommand } from './helpers/process.js'
+import { tempDir } from './helpers/temp.js'
+
+// root writes anyway: the gateway runs as nobody then (setpriv), without tap's coverage hook, which would write as nobody too
+const ROOT_USER = process.getuid?.() === 0
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
+
+t.test('a SQLite file the gateway may not write: a configuration error (78) naming the path and what to make writable', { skip: ROOT_USER && SETPRIV === undefined ? 'running as root without setpriv' : false }, async (t) => {
+  const { env, dir } = await gatewaySetup(t)
+  const file = join(dir, 'g.db')
+  const root = ROOT_USER
+  const setpriv = SETPRIV
+  chmodSync(join(dir, 'config.json'), 0o644)
+  chmodSync(file, 0o444)
+  chmodSync(dir, 0o555)
+  t.teardown(() => chmodSync(dir, 0o700))
+  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'serve']
+  const run = root
+    ? startCommand(t, setpriv!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
+    : startCommand(t, node[0]!, node.slice(1), env)
+  const exit = await run.exitWithin(30000)
+  t.equal(exit?.code, 78, 'exit 78, systemd does not restart (before: exit 1, "it takes no changes until it is writable again")')
+  t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written: the gateway writes to it and creates '${file}-wal' and '${file}-shm' beside it, so the file and its directory must be writable for the user the gateway runs as (uid ${root ? 65534 : process.getuid!()})`)
+  t.notMatch(run.out(), LISTENING)
+})
+
+t.test('server.tls with a file it cannot read or a key that is not the certificate\'s: exit 78 naming the key, as check-config says', async (t) => {
+  const dir = tempDir(t, 'pg-tls-')
+  const pem = (name: string) => join(dir, name)
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', pem('key.pem'), '-out', pem('cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
+  execFileSync('openssl', ['genrsa', '-out', pem('other-key.pem'), '2048'], { stdio: 'ignore' })
+  const cases: Array<[string, { cert: string, key: string }, RegExp[]]> = [
+    ['missing files', { cert: pem('missing-cert.pem'), key: pem('missing-key.pem') }, [/server\.tls\.cert: cannot read ".*missing-cert\.pem" \(ENOENT\)/, /server\.tls\.key: cannot read ".*missing-key\.pem" \(ENOENT\)/]],
+    ['a directory as the key', { cert: pem('cert.pem'), key: dir }, [/server\.tls\.key: cannot read ".*" \(EISDIR\)/]],
+    ['the key of another certificate', { cert: pem('cert.pem'), key: pem('other-key.pem') }, [/server\.tls: ".*cert\.pem" and ".*other-key\.pem" are not a PEM certificate and its private key \(.*key values mismatch\)/]]
+  ]
+  for (const [what, tls, messages] of cases) {
+    const { env } = await gatewaySetup(t, { tls })
+    const run = start(t, [CLI, 'serve'], env)
+    const exit = await run.exitWithin(HUNG_MS)
+    t.ok(exit, `${what}: exited`)
+    t.equal(exit?.code, 78, `${what}: a configuration error, which systemd does not restart (before: exit 1)`)
+    for (const message of messages) t.match(run.err(), message, `${what}: names the key and the file`)
+    t.notMatch(run.out(), LISTENING, `${what}: never listened`)
+    const err: string[] = []
+    const code = await main(['check-config'], { out: () => {}, err: (line) => { err.push(line) }, readStdin: async () => '', env })
+    t.equal(code, 78, `${what}: check-config refuses it too (before: "Configuration file OK")`)
+    for (const message of messages) t.match(err.join('\n'), message)
+  }
+  const { env } = await gatewaySetup(t, { tls: { cert: pem('cert.pem'), key: pem('key.pem') } })
+  t.equal(await main(['check-config'], { out: () => {}, err: () => {}, readStdin: async () => '', env }), 0, 'a certificate with its key passes')
+})
