@@ -200,7 +200,7 @@ export class SsoProvider {
 
   /**
    * Verifies an access token of this provider: signature by kid (asymmetric algorithms only), iss,
-   * aud, exp (required, no skew), nbf (at most 60 s skew), sub. Throws SsoError.
+   * aud, exp (required, no skew), nbf (at most 60 s skew), sub, and that it is no ID token. Throws SsoError.
    */
   async verify (token: string): Promise<SsoClaims> {
     const hit = this.checked.get(token, Date.now())
@@ -227,6 +227,7 @@ export class SsoProvider {
     if ((payload.exp as number) <= Math.floor(Date.now() / 1000)) throw new SsoError('the token has expired', { expired: true })
     if (typeof payload.sub !== 'string' || payload.sub === '') throw new SsoError('the token has no sub')
     if (typeof payload.iat === 'number' && payload.iat > Math.floor(Date.now() / 1000) + NBF_SKEW_SECONDS) throw new SsoError('the token was issued in the future (iat)')
+    if (isIdToken(payload)) throw new SsoError('the token is an ID token, not an access token')
     const claims = payload as SsoClaims
     this.checked.set(token, claims, Math.min((claims.exp as number) * 1000, Date.now() + this.maxAgeMs))
     return claims
@@ -332,6 +333,22 @@ export class SsoProviders {
       return undefined
     }
   }
+}
+
+/**
+ * An ID token says who signed in at a client; it grants nothing. Its aud is the client's id, which
+ * audience lists too where access tokens carry the same aud (Entra ID v2, Keycloak with the
+ * gateway's client as audience), so aud alone cannot tell them apart. Keycloak marks ID tokens
+ * with typ "ID" (and access tokens with "Bearer", which may carry a nonce in its older versions);
+ * elsewhere an ID token has the nonce of its login (the browser login always sends one) and does
+ * not name the client its holder is: access tokens do (azp: Entra ID v2, Keycloak, Authentik,
+ * whose access tokens otherwise copy the ID token; client_id: RFC 9068; appid: Entra ID v1 and
+ * ADFS; cid: Okta).
+ */
+function isIdToken (payload: JWTPayload): boolean {
+  if (payload.typ === 'ID') return true
+  if (payload.typ === 'Bearer' || payload.nonce === undefined) return false
+  return !['azp', 'client_id', 'appid', 'cid'].some((claim) => Object.hasOwn(payload, claim))
 }
 
 function describe (err: unknown): string {

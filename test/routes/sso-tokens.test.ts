@@ -122,6 +122,33 @@ t.test('tokens that are not right are refused with 401', async (t) => {
   t.notMatch(logs.join('\n'), /eyJ[\w-]+\.eyJ/, 'no token in the log')
 })
 
+t.test('an ID token is not an access token, even where audience lists the client it was issued to', async (t) => {
+  // audience names the gateway's client, as the README's Entra ID example does (and Keycloak's, where the client is the audience)
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { audience: [AUDIENCE, 'gateway-web'] } })
+  const now = Math.floor(Date.now() / 1000)
+  const person = { iss: idp.issuer, sub: 'alice', iat: now, exp: now + 300, roles: ['gateway-user'], preferred_username: 'alice' }
+  const call = async (token: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  const refused: Record<string, Record<string, unknown>> = {
+    'the ID token of a browser login (its nonce, aud the client)': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj' },
+    'an ID token with at_hash and auth_time as well': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj', at_hash: 'HK6E_P6Dh8Y93mRNtsDB1Q', auth_time: now - 5 },
+    'Keycloak\'s ID token (typ "ID", with azp)': { ...person, aud: 'gateway-web', typ: 'ID', azp: 'gateway-web' },
+    'an ID token whose aud is the API': { ...person, aud: AUDIENCE, nonce: 'n-0S6_WzA2Mj' }
+  }
+  for (const [name, payload] of Object.entries(refused)) {
+    const res = await call(await idp.sign(payload))
+    t.equal(res.statusCode, 401, name)
+    t.same(res.json(), INVALID, `${name}: the same body as every invalid token`)
+  }
+  t.match(logs.join('\n'), /the token is an ID token, not an access token/, 'the log says why')
+  const accepted: Record<string, Record<string, unknown>> = {
+    'an access token with aud the client (Entra ID v2: azp)': { ...person, aud: 'gateway-web', azp: 'erp-client', scp: 'access' },
+    'an older Keycloak\'s access token with the login\'s nonce (typ "Bearer")': { ...person, aud: AUDIENCE, typ: 'Bearer', azp: 'spa', nonce: 'n-0S6_WzA2Mj' },
+    'Authentik\'s access token: the ID token\'s claims and azp': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj', azp: 'gateway-web' },
+    'an RFC 9068 access token (client_id)': { ...person, aud: AUDIENCE, client_id: 'spa' }
+  }
+  for (const [name, payload] of Object.entries(accepted)) t.equal((await call(await idp.sign(payload))).statusCode, 200, name)
+})
+
 t.test('gateway tokens and provider tokens stay apart', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t)
   const handedToProvider = () => logs.filter((line) => line.includes('identity provider token refused')).length
