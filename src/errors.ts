@@ -44,6 +44,10 @@ export const badRequest = (message: string, code = 'BAD_REQUEST'): ApiError => n
 export const ssoUnavailable = (id: string): ApiError =>
   new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' cannot be reached; try again shortly`, { headers: { 'retry-after': '10' } })
 
+/** The provider refused the gateway's own client at its token endpoint: a fault of the installation, not of the person signing in. */
+export const clientRefused = (id: string): ApiError =>
+  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' refused the gateway's client; the administrator must check its client id and client secret`, { headers: { 'retry-after': '10' } })
+
 export function statusText (statusCode: number): string {
   return STATUS_CODES[statusCode] ?? 'Error'
 }

@@ -6,7 +6,7 @@ import { errorResponses } from '../../schemas/common.js'
 import { LoginResponse } from '../../schemas/users.js'
 import { SsoError, type SsoProvider } from '../../src/auth/sso.js'
 import { NotFoundError } from '../../src/db/errors.js'
-import { badRequest, invalidCredentials, ssoUnavailable } from '../../src/errors.js'
+import { badRequest, clientRefused, invalidCredentials, ssoUnavailable } from '../../src/errors.js'
 
 export interface SsoRoutesOptions {
   loginAttemptsPerAddress: number
@@ -17,6 +17,9 @@ export interface SsoRoutesOptions {
 
 /** What the login remembers for its callback; the key is the state, used once. */
 interface Pending { provider: string, codeVerifier: string, nonce: string, expires: number }
+
+/** Token-endpoint errors (RFC 6749 5.2) that blame the gateway's client, not the person signing in. */
+const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client'])
 
 /** Pending logins kept at most; beyond it the oldest are dropped (each is a browser that never came back). */
 const MAX_PENDING = 10000
@@ -122,6 +125,12 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       })
       claims = tokens.claims()
     } catch (err) {
+      if (err instanceof client.ResponseBodyError && CLIENT_REFUSED.has(err.error)) {
+        // The gateway's own client was refused (a wrong or expired client secret, a client id the
+        // provider does not know): no browser login works until the administrator fixes it.
+        request.log.warn({ provider: provider.id, error: err.error }, 'the identity provider refused the gateway\'s client at its token endpoint: check auth.sso clientId and the client secret')
+        throw clientRefused(provider.id)
+      }
       if (err instanceof client.AuthorizationResponseError || err instanceof client.ResponseBodyError) {
         request.log.info({ provider: provider.id, error: err.error }, 'browser login refused by the identity provider')
         throw badRequest(`The identity provider refused the login (${err.error}); start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')

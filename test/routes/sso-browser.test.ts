@@ -7,14 +7,14 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { licence?: number, stateTtlMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, clientSecret?: string } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
   const idp = await startProvider({ redirectUri: REDIRECT })
   t.teardown(() => idp.close())
   const logs: string[] = []
   const ctx = await build(t, {
     auth: {
       sso: [
-        { id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: CLIENT_SECRET, redirectUri: REDIRECT },
+        { id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri: REDIRECT },
         { id: 'tokens-only', issuer: `${idp.issuer}-other`, audience: AUDIENCE, typeMap: TYPE_MAP }
       ],
       revocationCacheMs: 0
@@ -168,6 +168,21 @@ t.test('unknown providers, providers without browser login, an unreachable provi
   t.equal(down.json().code, 'SSO_UNAVAILABLE')
   t.ok(down.headers['retry-after'])
   t.match(logs.join('\n'), /identity provider unreachable for a browser login/)
+})
+
+t.test('a client secret the provider refuses (wrong, expired) is a fault of the installation: 503 and a warning, not the person\'s 400', async (t) => {
+  const wrong = 'an-expired-client-secret-0123456789'
+  const { idp, ctx, logs } = await setup(t, { clientSecret: wrong })
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const { callback } = await start(ctx, idp)
+  const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  t.equal(res.statusCode, 503, res.body)
+  t.same(res.json(), { statusCode: 503, code: 'SSO_UNAVAILABLE', error: 'Service Unavailable', message: "The identity provider 'warehouse' refused the gateway's client; the administrator must check its client id and client secret" })
+  t.equal(res.headers['retry-after'], '10')
+  const warning = logs.map((line) => JSON.parse(line)).find((line) => line.msg?.includes('refused the gateway\'s client'))
+  t.match(warning, { level: 40, provider: 'warehouse', error: 'invalid_client' }, 'a warning names the provider and the error')
+  t.notMatch(logs.join('\n'), new RegExp(`${wrong}|code=`), 'neither the secret nor the code in the log')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?username=alice', headers: ctx.auth(ctx.adminToken) })).json().data.length, 0, 'no user row')
 })
 
 t.test('the provider goes away between login and callback', async (t) => {
