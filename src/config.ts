@@ -398,6 +398,10 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
     const browser = [provider.clientId, provider.redirectUri].filter((v) => v !== undefined).length
     if (browser === 1) problems.push(`${key}: browser login needs both clientId and redirectUri (or neither, for access tokens only)`)
     if (provider.clientSecret !== undefined && provider.clientId === undefined) problems.push(`${key}: a client secret without clientId is of no use`)
+    // without it the provider sends no ID token (or refuses the request): every browser login would fail
+    if (typeof provider.scope === 'string' && provider.clientId !== undefined && !provider.scope.split(' ').includes('openid')) {
+      problems.push(`${key}.scope: the browser login needs the scope 'openid' (it reads the ID token), got ${JSON.stringify(provider.scope)}`)
+    }
     if (typeof provider.redirectUri === 'string') {
       const url = parseUrl(provider.redirectUri)
       const path = `/api/users/sso/${provider.id}/callback`

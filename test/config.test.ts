@@ -182,7 +182,8 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
         { ...provider, issuer: 'http://idp.example.com/realms/w', jwksUri: 'ftp://idp/keys', algorithms: ['HS256'] },
         { ...provider, issuer: 'not a url', typeMap: { x: 'root' }, clientId: 'web' },
         { ...provider, id: 'Bad Id', issuer: 'https://kc.example.com/realms/w?x=1', redirectUri: 'https://gw.example.com/wrong', clientId: 'web', clientSecret: 'hunter2-hunter2' },
-        { ...provider, clientSecret: 'never-shown-secret' }
+        { ...provider, clientSecret: 'never-shown-secret' },
+        { ...provider, id: 'no-openid', issuer: 'https://idp.example.com/4', clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/no-openid/callback', scope: 'profile email openid-like' }
       ]
     }
   }))
@@ -198,6 +199,8 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   t.match(text, /auth\.sso\.2\.redirectUri: must be the gateway's \/api\/users\/sso\/Bad Id\/callback/)
   t.match(text, /auth\.sso\.3\.id: 'entra' appears twice/)
   t.match(text, /auth\.sso\.3: a client secret without clientId/)
+  t.match(text, /auth\.sso\.4\.scope: the browser login needs the scope 'openid' \(it reads the ID token\), got "profile email openid-like"/)
+  t.notMatch(text, /auth\.sso\.[0-3]\.scope/, 'the default scope, and a provider without browser login, need no change')
   t.notMatch(text, /hunter2|never-shown-secret/, 'no secret value in any message')
   const typed = problemsOf(() => validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, clientSecret: 42, clientPassword: 'pw-value' }] } })).join('\n')
   t.match(typed, /auth\.sso\.0\.clientSecret: .*got <hidden>/, 'a wrongly typed secret is not shown either')
