@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import * as client from 'openid-client'
 import { errorResponses } from '../../schemas/common.js'
 import { LoginResponse } from '../../schemas/users.js'
-import { SsoError, type SsoProvider } from '../../src/auth/sso.js'
+import { describeError, SsoError, type SsoProvider } from '../../src/auth/sso.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { badRequest, clientRefused, invalidCredentials, ssoUnavailable } from '../../src/errors.js'
 
@@ -135,7 +135,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
         request.log.info({ provider: provider.id, error: err.error }, 'browser login refused by the identity provider')
         throw badRequest(`The identity provider refused the login (${err.error}); start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')
       }
-      const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+      const reason = describeError(err)
       const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError' || (err as { code?: string }).code === 'OAUTH_TIMEOUT')
       if (timeout || (err instanceof TypeError && /fetch failed/.test(err.message))) {
         request.log.warn({ provider: provider.id, reason }, 'identity provider unreachable for a browser login')

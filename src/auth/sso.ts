@@ -181,7 +181,7 @@ export class SsoProvider {
           execute: [...(insecure ? [client.allowInsecureRequests] : []), ...(clientId === undefined ? [] : [client.enableNonRepudiationChecks])]
         })
     } catch (err) {
-      throw new SsoError(`discovery at ${issuer}/.well-known/openid-configuration failed: ${describe(err)}`, { unavailable: true, cause: err })
+      throw new SsoError(`discovery at ${issuer}/.well-known/openid-configuration failed: ${describeError(err)}`, { unavailable: true, cause: err })
     }
   }
 
@@ -221,7 +221,7 @@ export class SsoProvider {
       if (err instanceof SsoError) throw err
       if (err instanceof errors.JWTExpired) throw new SsoError('the token has expired', { expired: true })
       if (err instanceof errors.JWKSNoMatchingKey) throw new SsoError(`no key in the provider's key set matches the token's kid (keys fetched ${this.keysAt === 0 ? 'never' : new Date(this.keysAt).toISOString()})`)
-      throw new SsoError(`the token was refused: ${describe(err)}`)
+      throw new SsoError(`the token was refused: ${describeError(err)}`)
     }
     // jose's clockTolerance also stretches exp: the skew is for nbf only.
     if ((payload.exp as number) <= Math.floor(Date.now() / 1000)) throw new SsoError('the token has expired', { expired: true })
@@ -272,7 +272,7 @@ export class SsoProvider {
         this.keys = createLocalJWKSet(await response.json() as Parameters<typeof createLocalJWKSet>[0])
         this.keysAt = Date.now()
       } catch (err) {
-        throw new SsoError(`fetching the key set ${url.href} failed: ${describe(err)}`, { unavailable: true, cause: err })
+        throw new SsoError(`fetching the key set ${url.href} failed: ${describeError(err)}`, { unavailable: true, cause: err })
       } finally {
         this.keysPending = undefined
       }
@@ -351,7 +351,8 @@ function isIdToken (payload: JWTPayload): boolean {
   return !['azp', 'client_id', 'appid', 'cid'].some((claim) => Object.hasOwn(payload, claim))
 }
 
-function describe (err: unknown): string {
+/** An error for the log: its name, code, message and the message of its cause (openid-client puts the failed check there). */
+export function describeError (err: unknown): string {
   if (!(err instanceof Error)) return String(err)
   const code = (err as { code?: unknown }).code
   const cause = err.cause instanceof Error ? ` (${err.cause.message})` : ''

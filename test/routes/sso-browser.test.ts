@@ -170,6 +170,20 @@ t.test('unknown providers, providers without browser login, an unreachable provi
   t.match(logs.join('\n'), /identity provider unreachable for a browser login/)
 })
 
+t.test('a callback that fails the checks: the log says which check, for the administrator', async (t) => {
+  const { idp, ctx, logs } = await setup(t)
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const { callback } = await start(ctx, idp)
+  const mixedUp = new URL(callback)
+  mixedUp.searchParams.set('iss', 'https://another-provider.example.com')
+  const res = await ctx.app.inject({ method: 'GET', url: callbackOf(mixedUp) })
+  t.equal(res.statusCode, 400)
+  t.equal(res.json().code, 'SSO_LOGIN_FAILED')
+  const line = logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'browser login response refused')
+  t.match(line?.reason, /OAUTH_INVALID_RESPONSE.*"iss"/, 'the reason names the failed check, not only "invalid response encountered"')
+  t.notMatch(logs.join('\n'), /code=|another-provider.example.com\/.*state/, 'no code or state in the log')
+})
+
 t.test('a client secret the provider refuses (wrong, expired) is a fault of the installation: 503 and a warning, not the person\'s 400', async (t) => {
   const wrong = 'an-expired-client-secret-0123456789'
   const { idp, ctx, logs } = await setup(t, { clientSecret: wrong })
