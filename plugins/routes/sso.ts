@@ -103,7 +103,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     }
   }, async (request, reply) => {
     const provider = browserProvider(request.params.id)
-    // Used once, whatever happens next: a replayed or forged callback finds nothing.
+    // Used once, whatever happens next (but a provider that cannot be asked): a replayed or forged callback finds nothing.
     const { state } = request.query
     const entry = state === undefined ? undefined : pending.get(state)
     if (state !== undefined) pending.delete(state)
@@ -111,7 +111,13 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       request.log.info({ provider: provider.id }, 'browser login callback with an unknown, used or expired state')
       throw badRequest(`The login state is unknown, used or expired; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')
     }
-    const config = await configuration(provider, request.log)
+    // The provider could not be asked: the login was not completed, so the browser may come back with
+    // the same callback (the 503's Retry-After) instead of starting again.
+    const unavailable = (err: unknown): never => {
+      if (state !== undefined && !pending.has(state)) pending.set(state, entry)
+      throw err
+    }
+    const config = await configuration(provider, request.log).catch(unavailable)
     // The URL the provider redirected to, as registered (not the Host header, which a proxy may change).
     const current = new URL(provider.config.redirectUri!)
     current.search = request.url.slice(request.url.indexOf('?'))
@@ -139,7 +145,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError' || (err as { code?: string }).code === 'OAUTH_TIMEOUT')
       if (timeout || (err instanceof TypeError && /fetch failed/.test(err.message))) {
         request.log.warn({ provider: provider.id, reason }, 'identity provider unreachable for a browser login')
-        throw ssoUnavailable(provider.id)
+        unavailable(ssoUnavailable(provider.id))
       }
       request.log.warn({ provider: provider.id, reason }, 'browser login response refused')
       throw badRequest(`The identity provider's answer did not pass the checks; start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')

@@ -208,4 +208,12 @@ t.test('the provider goes away between login and callback', async (t) => {
   const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
   t.equal(res.statusCode, 503, 'the token endpoint does not answer')
   t.ok(Date.now() - started < 2500, `within the timeout (${Date.now() - started} ms)`)
+  idp.mode = 'up'
+  await idp.stop()
+  const refused = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  t.equal(refused.statusCode, 503, 'the provider stopped: the same callback again is still a 503, not a used state')
+  await idp.start()
+  const again = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  t.equal(again.statusCode, 200, `the provider back: the same callback completes the login, as the 503's Retry-After promised (${again.body})`)
+  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })).json().code, 'SSO_STATE_INVALID', 'and only once')
 })
