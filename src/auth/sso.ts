@@ -62,8 +62,10 @@ export function proxyFetch (): { fetch: ProviderFetch, close: () => Promise<void
       const { agent, fetch } = await loading
       return await (fetch(url, { ...init as Parameters<typeof fetch>[1], dispatcher: agent }) as unknown as Promise<Response>)
     },
+    // destroy, not close: close waits for requests under way, and one to a hanging provider would hold
+    // the shutdown until its timeoutMs. At onClose the HTTP server is closed: no client waits for it.
     close: async () => {
-      if (loading !== undefined) await (await loading).agent.close()
+      if (loading !== undefined) await (await loading).agent.destroy()
     }
   }
 }

@@ -401,6 +401,21 @@ t.test('key rotation at the provider: a new kid is accepted without a restart', 
   t.equal(idp.jwksRequests, 2)
 })
 
+t.test('closing does not wait for a provider request that hangs (a long timeoutMs would outlast the shutdown\'s grace)', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { sso: { timeoutMs: 30000 } })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  idp.mode = 'hang'
+  const inFlight = ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  await new Promise((resolve) => setTimeout(resolve, 200)) // the discovery request is out, unanswered
+  const started = Date.now()
+  await ctx.app.close()
+  t.ok(Date.now() - started < 2000, `closed in ${Date.now() - started} ms, not after the 30 s timeout`)
+  const res = await inFlight
+  t.equal(res.statusCode, 503, 'the request that waited gets the usual 503')
+  t.equal(res.json().code, 'SSO_UNAVAILABLE')
+})
+
 t.test('the provider stopped or hanging', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { sso: { timeoutMs: 500 }, timing: { jwksCooldownMs: 1000 } })
   // counted by the gateway: the provider's own counter misses requests it never answers
