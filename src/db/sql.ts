@@ -698,6 +698,9 @@ export class SqlBuilder {
         disjuncts.push(equal.length === 0 ? beyond : `(${[...equal, beyond].join(' AND ')})`)
       }
     }
+    // every key NULL and descending (NULLs sort last): nothing follows. Only a cursor that holds a NULL
+    // for each key ORDER BY keeps can say so (a nullable text key that is also the id); `()` is no condition
+    if (disjuncts.length === 0) return '1 = 0'
     const keyset = disjuncts.length === 1 ? disjuncts[0] : `(${disjuncts.join(' OR ')})`
     // The same bound on the first key alone is redundant, but it is the part an index can seek
     // on: each page then starts where the last one ended instead of filtering from the top.
