@@ -273,7 +273,8 @@ export class SqlBuilder {
     const params = new Params()
     const hint = opts.forUpdate === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, ROWLOCK)' : ''
     const where = this.idWhere(params, id)
-    return { text: this.text(`select${hint}`, () => `SELECT ${this.selectList} FROM ${this.table}${hint} WHERE ${where}`), params: params.list }
+    // the shape includes the condition: a non-ASCII text key compares through a cast (idWhere)
+    return { text: this.text(`select${hint} ${where}`, () => `SELECT ${this.selectList} FROM ${this.table}${hint} WHERE ${where}`), params: params.list }
   }
 
   /**
@@ -395,13 +396,13 @@ export class SqlBuilder {
     const placeholders = fields.map((f) => this.param(params, this.s(f), values[f], false))
     const where = this.idWhere(params, id)
     const set = () => fields.map((f, i) => `${this.col(f)} = ${placeholders[i]}`).join(', ')
-    return { text: this.text(`update ${fields.join(',')}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${where}`), params: params.list }
+    return { text: this.text(`update ${fields.join(',')} ${where}`, () => `UPDATE ${this.table} SET ${set()} WHERE ${where}`), params: params.list }
   }
 
   delete (id: SqlValue): Statement {
     const params = new Params()
     const where = this.idWhere(params, id)
-    return { text: this.text('delete', () => `DELETE FROM ${this.table} WHERE ${where}`), params: params.list }
+    return { text: this.text(`delete ${where}`, () => `DELETE FROM ${this.table} WHERE ${where}`), params: params.list }
   }
 
   /** The row with this id: a text key in a padded CHAR column compared as reads show it (SQLite; SQL Server ignores the padding itself). */
@@ -410,8 +411,11 @@ export class SqlBuilder {
     const padded = s.padded && s.def.kind === 'string' && this.dialect.name === 'sqlite'
     // a legacy text/ntext key compares through (n)varchar(max): = on it is error 402
     const { expr, value } = this.shownText(s, this.comparable(this.id), padded, false)
-    const p = params.named('id', s.def.kind, value(id), this.paramType(s, id))
-    if (!padded) return `${expr} = ${p}`
+    const type = this.paramType(s, id)
+    const p = params.named('id', s.def.kind, value(id), type)
+    // a non-ASCII key of a varchar column travels as nvarchar: cast back to the column's code page, as
+    // filters are, or the column is converted and its index scanned (under UPDLOCK too, by every write)
+    if (!padded) return `${expr} = ${this.inColumnCodePage(s, value(id), type, p)}`
     // the value with any padding lies between the value and the value padded to the column's width:
     // a range the key's index can seek, before RTRIM (which no index covers) decides
     const to = params.named('idTo', 'string', `${String(value(id))}${' '.repeat(s.info?.maxLength !== undefined && s.info.maxLength > 0 ? s.info.maxLength : 255)}`)

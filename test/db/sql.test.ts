@@ -346,6 +346,26 @@ t.test('T-SQL insert into a table keyed by text: the captured key has the column
   t.equal(ms.insert({ name: 'x' }).text.split('; ')[0], 'DECLARE @inserted TABLE ([id] int)', 'a number key needs none')
 })
 
+t.test('T-SQL reads, updates and deletes by a non-ASCII text key cast it to the varchar column\'s code page, so the key\'s index is sought', async (t) => {
+  const mapping: TableMapping = { ...referenceMappings.materials, columns: { ...referenceMappings.materials.columns, id: 'material_number' } }
+  const columns = referenceColumns(mssqlDialect, materials, referenceMappings.materials)
+    .filter((c) => c.name !== 'id')
+    .map((c) => c.name === 'material_number' ? { ...c, type: 'varchar', collation: 'SQL_Latin1_General_CP1_CI_AS', codePage: 1252 } : c)
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, mapping, columns))
+  const cast = '[material_number] = CAST(@id COLLATE SQL_Latin1_General_CP1_CI_AS AS varchar(8000))'
+  const where = (s: { text: string }): string => s.text.slice(s.text.indexOf(' WHERE ') + 7)
+  // before: [material_number] = @id with @id nvarchar(4000), which converts the column (CONVERT_IMPLICIT) and scans
+  t.equal(where(b.selectById('Ventil-Müller')), cast)
+  t.equal(where(b.selectById('Ventil-Müller', { forUpdate: true })), cast, 'the write\'s locking read too')
+  t.equal(b.update('Ventil-Müller', { name: 'x' }).text, `UPDATE [dbo].[materials] SET [name] = @p1 WHERE ${cast}`)
+  t.equal(b.delete('Ventil-Müller').text, `DELETE FROM [dbo].[materials] WHERE ${cast}`)
+  t.same(b.delete('Ventil-Müller').params, [{ name: 'id', kind: 'string', value: 'Ventil-Müller', type: 'nvarchar(4000)' }])
+  // texts are kept per shape: an ASCII key after it compares plainly again, a key the code page cannot hold stays nvarchar
+  t.equal(where(b.selectById('M-1')), '[material_number] = @id')
+  t.equal(b.delete('M-1').text, 'DELETE FROM [dbo].[materials] WHERE [material_number] = @id')
+  t.equal(where(b.selectById('Ω-1')), '[material_number] = @id', 'no varchar holds it: it equals no stored key')
+})
+
 t.test('a table keyed by its material number: a sort key on the column an earlier one sorts is left out (T-SQL error 169)', async (t) => {
   const mapping: TableMapping = { ...referenceMappings.materials, columns: { ...referenceMappings.materials.columns, id: 'material_number' } }
   const keyed = (dialect: Dialect): SqlBuilder => new SqlBuilder(dialect, new ResourceStorage(dialect.name, materials, mapping,
