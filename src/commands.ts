@@ -42,7 +42,56 @@ export interface Io {
   err (line: string): void
   /** reads the whole of standard input (for --password-stdin) */
   readStdin (): Promise<string>
+  /** standard input is a terminal: --password-stdin reads a line from it without echo (readHidden) */
+  terminal?: { readHidden (prompt: string): Promise<string> }
   env: NodeJS.ProcessEnv
+}
+
+/** What readHidden needs of standard input: a terminal's stream (process.stdin). */
+export interface HiddenInput {
+  setRawMode (mode: boolean): unknown
+  setEncoding (encoding: BufferEncoding): unknown
+  on (event: 'data', listener: (chunk: string) => void): unknown
+  off (event: 'data', listener: (chunk: string) => void): unknown
+  resume (): unknown
+  pause (): unknown
+}
+
+/**
+ * One line typed at a terminal, not echoed (a password typed after --password-stdin used to show on
+ * the screen, and needed Ctrl-D after it). Enter or Ctrl-D ends it, Backspace takes back a character,
+ * Ctrl-C restores the terminal and raises SIGINT as the terminal would have (exit 130).
+ */
+export async function readHidden (input: HiddenInput, output: { write (text: string): unknown }, prompt: string, interrupt = () => { process.kill(process.pid, 'SIGINT') }): Promise<string> {
+  // echo off before the prompt shows: what is typed once it shows is never echoed
+  input.setEncoding('utf8')
+  input.setRawMode(true)
+  output.write(prompt)
+  return await new Promise((resolve) => {
+    let text = ''
+    const end = (): void => {
+      input.off('data', onData)
+      input.setRawMode(false)
+      input.pause()
+      output.write('\n')
+    }
+    const onData = (chunk: string): void => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+          end()
+          return resolve(text)
+        }
+        if (ch === '\u0003') {
+          end()
+          return interrupt()
+        }
+        if (ch === '\u007f' || ch === '\b') text = [...text].slice(0, -1).join('')
+        else text += ch
+      }
+    }
+    input.on('data', onData)
+    input.resume()
+  })
 }
 
 export const processIo: Io = {
@@ -53,6 +102,7 @@ export const processIo: Io = {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
     return Buffer.concat(chunks).toString('utf8')
   },
+  terminal: process.stdin.isTTY ? { readHidden: async (prompt) => await readHidden(process.stdin, process.stderr, prompt) } : undefined,
   env: process.env
 }
 
@@ -491,9 +541,18 @@ async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
   })
 }
 
+/** A password typed at the terminal, without echo, and again to catch a typing error. */
+async function typedTwice (terminal: NonNullable<Io['terminal']>, command: string): Promise<string> {
+  const password = await terminal.readHidden(`Password (${command}): `)
+  if (password === '') return password
+  if (await terminal.readHidden('The same password again: ') !== password) throw new Error('the two passwords typed differ; nothing was changed')
+  return password
+}
+
 async function readPassword (io: Io, fromStdin: boolean, command: string): Promise<string> {
   if (!fromStdin) throw new UsageError(`give the password on standard input with --password-stdin (for example: read -rs PW; printf %s "$PW" | picking-gateway ${command} --password-stdin)`)
-  const password = (await io.readStdin()).replace(/\r?\n$/, '')
+  const password = io.terminal === undefined ? (await io.readStdin()).replace(/\r?\n$/, '') : await typedTwice(io.terminal, command)
+  if (password === '' && io.terminal !== undefined) throw new UsageError('no password was typed; nothing was changed')
   if (password === '') throw new UsageError(`no password was read from standard input (it was empty or closed); pipe the password in, for example: printf %s "$PW" | picking-gateway ${command} --password-stdin`)
   // a value the rules refuse is bad input, not bad usage: exit 1, as a taken name or a full licence
   // (64 is for the command line itself; an empty input above is a pipe that was never set up)

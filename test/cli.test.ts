@@ -1,10 +1,13 @@
+import { spawn } from 'node:child_process'
+import { EventEmitter } from 'node:events'
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
-import { main, serveV8Flags, type Io } from '../src/commands.js'
+import { main, readHidden, serveV8Flags, type Io } from '../src/commands.js'
 import { openDatabase } from '../src/db/index.js'
 import { tempDir } from './helpers/temp.js'
+import { until } from './helpers/wait.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 
@@ -384,4 +387,70 @@ t.test('server.tls files are read by serve and check-config, not by one-shot com
   const check = io(env)
   t.equal(await main(['check-config'], check), 78)
   t.match(check.stderr.join('\n'), /server\.tls\.cert: cannot read ".*none\.crt" \(ENOENT\)/)
+})
+
+t.test('--password-stdin at a terminal: read without echo, twice; Backspace, Ctrl-D and Ctrl-C as a terminal has them', async (t) => {
+  const fake = () => {
+    const input = Object.assign(new EventEmitter(), { raw: [] as boolean[], setRawMode (mode: boolean) { this.raw.push(mode) }, setEncoding () {}, resume () {}, pause () {} })
+    let shown = ''
+    return { input, output: { write: (text: string) => { shown += text } }, shown: () => shown }
+  }
+  const typed = fake()
+  const line = readHidden(typed.input, typed.output, 'Password: ')
+  typed.input.emit('data', 'secrex')
+  typed.input.emit('data', '\u007ft-1\r')
+  t.equal(await line, 'secret-1', 'Backspace takes back one character; Enter ends the line')
+  t.same(typed.input.raw, [true, false], 'the terminal is back in its mode')
+  t.equal(typed.shown(), 'Password: \n', 'nothing typed is shown')
+  const eof = fake()
+  const ended = readHidden(eof.input, eof.output, 'p: ')
+  eof.input.emit('data', 'abc\u0004')
+  t.equal(await ended, 'abc', 'Ctrl-D ends it too')
+  const interrupted = fake()
+  let raised = false
+  void readHidden(interrupted.input, interrupted.output, 'p: ', () => { raised = true })
+  interrupted.input.emit('data', 'ab\u0003')
+  t.ok(raised, 'Ctrl-C raises SIGINT')
+  t.same(interrupted.input.raw, [true, false], 'after restoring the terminal')
+
+  const dir = tempDir(t, 'pg-cli-')
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
+  t.equal(await main(['db', 'init'], io(env)), 0)
+  const at = (...answers: string[]) => {
+    const res = io(env)
+    const prompts: string[] = []
+    return Object.assign(res, { prompts, terminal: { readHidden: async (prompt: string) => { prompts.push(prompt); return answers.shift() ?? '' } } })
+  }
+  const differ = at('picker-pass-1', 'picker-pass-2')
+  t.equal(await main(['user', 'add', 'picker', '--password-stdin'], differ), 1)
+  t.match(differ.stderr.join('\n'), /the two passwords typed differ; nothing was changed/)
+  t.same(differ.prompts, ['Password (user add picker): ', 'The same password again: '])
+  const same = at('picker-pass-1', 'picker-pass-1')
+  t.equal(await main(['user', 'add', 'picker', '--password-stdin'], same), 0, same.stderr.join('\n'))
+  const list = io(env)
+  t.equal(await main(['user', 'list'], list), 0)
+  t.match(list.stdout.join('\n'), /picker/, 'created only when both agree')
+  const none = at('')
+  t.equal(await main(['user', 'passwd', 'picker', '--password-stdin'], none), 64)
+  t.match(none.stderr.join('\n'), /no password was typed; nothing was changed/)
+})
+
+t.test('user add at a real terminal (script(1) gives it one): the password is not echoed', { skip: existsSync('/usr/bin/script') ? false : 'no script(1)' }, async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
+  t.equal(await main(['db', 'init'], io(env)), 0)
+  const cli = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts'), 'user', 'add', 'tty-user', '--password-stdin']
+  const child = spawn('/usr/bin/script', ['-qec', cli.map((a) => `'${a}'`).join(' '), '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] })
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let shown = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { shown += c })
+  // its whole output: 'close' comes after the last data
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
+  await until(() => shown.includes('Password (user add tty-user): '), 'the first prompt', 20000)
+  child.stdin.write('tty-secret-42\r')
+  await until(() => shown.includes('The same password again: '), 'the second prompt', 20000)
+  child.stdin.write('tty-secret-42\r')
+  t.equal(await exited, 0, shown)
+  t.notMatch(shown, 'tty-secret-42', 'the password never shows')
+  t.match(shown, /Created user 'tty-user'/)
 })
