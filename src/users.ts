@@ -162,7 +162,7 @@ export class UserService {
     const username = identity.username.name
     if (username.length > 64) throw forbidden('The username from the identity provider is longer than 64 characters; no user was created')
     // the rest of the rule of the API's own usernames (schemas/users.ts), not a second copy of it
-    if (!Value.Check(Username, username)) throw forbidden('The username from the identity provider holds control characters; no user was created')
+    if (!Value.Check(Username, username)) throw forbidden('The username from the identity provider holds control or invisible characters; no user was created')
     const taken = await this.opts.repo.findOne('username', username)
     if (taken !== undefined) throw usernameTaken(username, taken)
     try {

@@ -52,11 +52,11 @@ t.test('login', async (t) => {
 
   // a name no account can have: SQL Server's collations give NCHAR(0) no weight, so 'admin\u0000' could find admin's row
   // under a throttle count of its own (five more guesses per variant)
-  for (const username of ['admin\u0000', 'admin\u0000\u0000', '\u0007admin', '   ', 'admin\u0085', 'admin\u0080', '\u009fadmin']) {
+  for (const username of ['admin\u0000', 'admin\u0000\u0000', '\u0007admin', '   ', 'admin\u0085', 'admin\u0080', '\u009fadmin', 'ad\u200bmin']) {
     const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: ADMIN_PASSWORD } })
     t.equal(res.statusCode, 400, JSON.stringify(username))
     // a NUL is refused in any string of a body, before the username's own rule
-    t.equal(res.json().message, username.includes('\u0000') ? 'body/username holds a NUL character (\\u0000), which the database does not keep as sent' : 'body/username must hold a character other than spaces, and no control characters')
+    t.equal(res.json().message, username.includes('\u0000') ? 'body/username holds a NUL character (\\u0000), which the database does not keep as sent' : 'body/username must hold a character other than spaces, and no control or invisible characters (zero-width spaces, direction marks)')
   }
   const missing = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin' } })
   t.equal(missing.statusCode, 400)
@@ -513,4 +513,13 @@ t.test('key rotation: the newest key signs, older keys verify until removed', as
   t.equal(refused.statusCode, 401, 'a token signed with a removed key is refused')
   t.equal(refused.json().code, 'TOKEN_INVALID')
   t.equal((await call(removed, freshToken)).statusCode, 200)
+})
+
+t.test('usernames with invisible characters (shown as another name; ignored by SQL Server collations) are refused at a login', async (t) => {
+  const { app } = await build(t)
+  for (const username of ['admin\ufeff', '\u202eadmin', 'ad\u00admin', '\u2060']) {
+    const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: ADMIN_PASSWORD } })
+    t.equal(res.statusCode, 400, JSON.stringify(username))
+    t.match(res.json().message, /^body\/username must hold a character other than spaces, and no control or invisible characters/)
+  }
 })

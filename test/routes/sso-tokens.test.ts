@@ -255,8 +255,12 @@ t.test('claims: type mapping, missing claim, username fallbacks, a local account
   idp.claims.set('erp-7', { roles: ['gateway-user'], preferred_username: 'bell\u0007name' })
   const control = await call('erp-7')
   t.equal(control.statusCode, 403, 'a name the API itself would refuse is refused here too')
-  t.match(control.json().message, /holds control characters/)
+  t.match(control.json().message, /holds control or invisible characters/)
   t.notOk((await users()).some((u) => u.username.startsWith('bell')), 'and no row was made')
+  idp.claims.set('erp-8', { roles: ['gateway-user'], preferred_username: 'ad\u200bmin' })
+  const invisible = await call('erp-8')
+  t.equal(invisible.statusCode, 403, 'a name that shows as admin')
+  t.match(invisible.json().message, /holds control or invisible characters/)
 })
 
 t.test('a configured username claim and a nested type claim (Keycloak\'s realm_access.roles)', async (t) => {

@@ -80,9 +80,12 @@ t.test('create', async (t) => {
     [{ username: 'x', password: 'long-enough', enabled: 'true' }, /enabled/],
     [{ password: 'long-enough' }, /username/],
     // stored trimmed, a name of spaces would be '': an account no login can reach, holding a licence login
-    [{ username: '   ', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control characters$/],
+    [{ username: '   ', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
     [{ username: '\u3000\u00a0', password: 'long-enough' }, /^body\/username must hold a character other than spaces/],
-    [{ username: 'a\u0007b', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control characters$/]
+    [{ username: 'a\u0007b', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
+    // shows as admin in a list
+    [{ username: 'ad\u200bmin', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters/],
+    [{ username: '\u202enimda', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters/]
   ]
   for (const [payload, message] of bad) {
     const r = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload })
