@@ -1,4 +1,5 @@
 // `db init`: DDL for the reference tables in either dialect. Never run implicitly except for the embedded demo.
+import { createHash } from 'node:crypto'
 import { SchemaMismatchError } from './errors.js'
 import { dialectFor, stringLiteral, type Dialect } from './dialect.js'
 import { isMissingTable, resources, type ResourceName } from './resources.js'
@@ -55,8 +56,14 @@ function defaultExpression (d: Dialect, f: FieldDef): string | undefined {
 }
 
 /** `T_col`-style constraint and index names; quoted by the caller. */
+/** SQL Server's longest name (sysname): a longer constraint or index name fails CREATE TABLE */
+const MAX_NAME = 128
+
+/** PK_table, UQ_table_column: a name past MAX_NAME keeps its start and ends with a hash of the whole, so two stay apart. */
 function objectName (prefix: string, mapping: TableMapping, column?: string): string {
-  return [prefix, mapping.table, ...(column === undefined ? [] : [column])].join('_')
+  const name = [prefix, mapping.table, ...(column === undefined ? [] : [column])].join('_')
+  if (name.length <= MAX_NAME) return name
+  return `${name.slice(0, MAX_NAME - 9)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`
 }
 
 /**

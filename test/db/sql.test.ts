@@ -312,6 +312,15 @@ t.test('T-SQL DDL', async (t) => {
   t.match(usersDdl[1], /\n {2}\[last_login_at\] datetime2\(3\),\n/)
   t.match(usersDdl[1], /\n {2}\[token_version\] int NOT NULL CONSTRAINT \[DF_gateway_users_token_version\] DEFAULT 0,\n/)
   t.match(usersDdl[1], /\n {2}\[enabled\] bit NOT NULL CONSTRAINT \[DF_gateway_users_enabled\] DEFAULT 1,\n/)
+
+  // SQL Server takes names of at most 128 characters: a long table and column name still make valid constraint names
+  const long = { ...referenceMappings.materials, table: `Materialstammdaten_${'x'.repeat(100)}`, columns: { ...referenceMappings.materials.columns, materialNumber: `Materialnummer_${'y'.repeat(100)}` } }
+  const ddl = createTableStatements('mssql', materials, long).join('\n')
+  const names = [...ddl.matchAll(/CONSTRAINT \[([^\]]+)\]|CREATE INDEX \[([^\]]+)\]|\[name\] = N'([^']+)'/g)].map((m) => m[1] ?? m[2] ?? m[3])
+  t.ok(names.length >= 4, names.join(', '))
+  for (const name of names) t.ok(name.length <= 128, `${name.length} characters: ${name}`)
+  t.equal(new Set(names).size, names.filter((n) => !n.startsWith('IX_')).length + 1, 'each constraint its own name (the index is named twice: checked, then made)')
+  t.match(ddl, /CONSTRAINT \[UQ_Materialstammdaten_x{97}_[0-9a-f]{8}\] UNIQUE/, 'the start kept, a hash of the whole name at the end')
 })
 
 t.test('SQLite DDL', async (t) => {
