@@ -6,7 +6,7 @@ import { errorResponses } from '../../schemas/common.js'
 import { LoginResponse } from '../../schemas/users.js'
 import { describeError, SsoError, type SsoProvider } from '../../src/auth/sso.js'
 import { NotFoundError } from '../../src/db/errors.js'
-import { badRequest, clientRefused, invalidCredentials, ssoUnavailable } from '../../src/errors.js'
+import { badRequest, clientRefused, forbidden, ssoUnavailable } from '../../src/errors.js'
 
 export interface SsoRoutesOptions {
   loginAttemptsPerAddress: number
@@ -152,7 +152,8 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     }
     if (claims === undefined) throw badRequest('The identity provider sent no ID token', 'SSO_LOGIN_FAILED')
     const user = await fastify.auth.ssoUser(provider, claims, request.log)
-    if (user.enabled !== true) throw invalidCredentials()
+    // the person proved who they are at the provider: no password to keep secret, so say what stops them
+    if (user.enabled !== true) throw forbidden(`The gateway account '${String(user.username)}' is disabled; an administrator can enable it again`)
     await fastify.auth.recordLogin(user.id as number, { lastLoginAt: new Date() })
     reply.header('cache-control', 'no-store')
     return {

@@ -151,8 +151,8 @@ t.test('browser login: claims, licence and disabled users as for tokens', async 
   const bob = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=bob', headers: admin })).json().data[0]
   await ctx.app.inject({ method: 'PATCH', url: `/api/users/${bob.id}`, headers: admin, payload: { enabled: false } })
   const disabled = await login('bob')
-  t.equal(disabled.statusCode, 401)
-  t.match(disabled.json(), { code: 'INVALID_CREDENTIALS', login: false })
+  t.equal(disabled.statusCode, 403, 'not "Invalid username or password": the person typed none')
+  t.same(disabled.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The gateway account 'bob' is disabled; an administrator can enable it again" })
 })
 
 t.test('unknown providers, providers without browser login, an unreachable provider', async (t) => {
