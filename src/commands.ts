@@ -325,7 +325,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, config.hardware))]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, config.hardware))]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -450,6 +450,27 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5)) OR ${digits}`, params: [] })
       const n = Number(row?.n)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
+    }
+  }
+  return notes
+}
+
+/**
+ * Rows whose modified-time column holds no time (NULL): many picking systems leave it empty until a
+ * row is first changed. No time filter finds them, not even modifiedSince=1970-01-01, so an
+ * incremental sync that starts there never sees them. `columns`: as inspectStorage read them.
+ */
+async function emptyModifiedNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
+  const notes: string[] = []
+  const d = dialectFor(db.dialect)
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    const column = mapping.columns.modifiedAt
+    const info = columns[name].find((c) => c.name.toLowerCase() === column?.toLowerCase())
+    if (column === undefined || info === undefined || !info.nullable) continue
+    const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(info.name)} IS NULL`, params: [] })
+    const n = Number(row?.n ?? 0)
+    if (n > 0) {
+      notes.push(`${name}.modifiedAt: ${n} row${n === 1 ? ' has' : 's have'} no time in column '${info.name}' (NULL): modifiedSince and the other time filters never find ${n === 1 ? 'it' : 'them'}, not even modifiedSince=1970-01-01T00:00:00Z, so an incremental sync started that way misses ${n === 1 ? 'it' : 'them'}; make a sync's first run a walk without modifiedSince, or have the picking system fill the column (README, "Incremental sync")`)
     }
   }
   return notes

@@ -176,6 +176,9 @@ t.test('check-config checks the mapping against the database when it can reach i
   t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows hold their time as a number or as digits \(Unix time, YYYYMMDD\): the API shows it, but modifiedSince/)
   t.match(noted.stdout.join('\n'), /Note: materials\.createdAt: 1 row holds its time as a number or as digits/)
   t.notMatch(noted.stdout.join('\n'), /materials\.id:/)
+  // A-6 to A-8 have no modified time: no modifiedSince finds them, which a first sync from 1970 would not know
+  t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows have no time in column 'Geaendert' \(NULL\): modifiedSince and the other time filters never find them, not even modifiedSince=1970-01-01T00:00:00Z/)
+  t.notMatch(noted.stdout.join('\n'), /(stations|users)\.modifiedAt: \d+ rows? ha(s|ve) no time/)
   // ids JSON does not hold exactly: said before a walk by id meets them
   const big = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
   await big.execute({ text: "INSERT INTO Artikel (ArtID, ArtNr, Bez, Lagerzone) VALUES (9007199254740993, 'BIG', 'b', 'A')", params: [] })
