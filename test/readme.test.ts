@@ -59,7 +59,7 @@ interface RequestLine { time: number, method: string, url: string, responseTimeM
 function keptFirstServerTime (log: string, since: string | undefined, after: number): boolean {
   if (!since || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(since)) return false
   const first = log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as RequestLine & { msg: string })
-    .find((l) => l.msg === 'request' && l.time >= after && l.method === 'GET' && /^\/api\/materials\?(.*&)?modifiedSince=/.test(l.url) && !l.url.includes('cursor='))
+    .find((l) => l.msg === 'request' && l.time >= after && l.method === 'GET' && /^\/api\/materials\?(.*&)?sort=modifiedAt/.test(l.url) && !l.url.includes('cursor='))
   if (!first) return false
   // serverTime is syncPoint of the moment the page's query began, between receiving and answering
   const ms = Date.parse(since)
