@@ -137,7 +137,8 @@ simulate: systemd restarts), 78 configuration error.`
 const COMMAND_HELP: Record<string, string> = {
   serve: `Usage: picking-gateway serve
 
-Runs the gateway until SIGTERM, SIGINT or SIGHUP (exit 0), or until its standard
+Runs the gateway until SIGTERM or SIGINT (exit 0) or SIGHUP (exit 129: under
+systemd a restart, as there is no reload), or until its standard
 output's reader is gone (exit 74). It takes no options: configuration comes from the file named by
 PICKING_GATEWAY_CONFIG, then the environment (HOST, PORT, DATABASE_URL,
 PICKING_GATEWAY_JWT_SECRET, LOG_LEVEL), then systemd credentials (jwt-secret,

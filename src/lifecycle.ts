@@ -19,9 +19,17 @@ export const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
  */
 export const REPEAT_MS = 1000
 
-/** A stop that was asked for ends with 0; one forced by a lost output with 74 (a restart under systemd). */
+/** 128 + SIGHUP's number, as a shell reports a process it hung up */
+export const EXIT_HANGUP = 129
+
+/**
+ * A stop that was asked for ends with 0; SIGHUP with 129, so that systemd's Restart=on-failure starts
+ * the service again (a `kill -HUP` meant as "reload" must not leave it down; there is no reload); one
+ * forced by a lost output with 74 (a restart under systemd).
+ */
 export function stopExitCode (reason: StopReason): number {
-  return 'signal' in reason || 'parent' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
+  if ('signal' in reason) return reason.signal === 'SIGHUP' ? EXIT_HANGUP : 0
+  return 'parent' in reason ? 0 : 'output' in reason ? EXIT_IOERR : 1
 }
 
 export function describeStop (reason: StopReason): string {

@@ -82,7 +82,7 @@ t.test('SIGTERM with a stalled stdout reader that goes away during shutdown: exi
   t.comment(`stalled then dead stdout: exit ${exit.at - sent} ms after SIGTERM`)
 })
 
-t.test('SIGHUP ends it like SIGTERM', async (t) => {
+t.test('SIGHUP ends it like SIGTERM, with exit 129 (systemd restarts it: no reload, and not left down)', async (t) => {
   const { env } = await gatewaySetup(t)
   const run = start(t, [CLI, 'serve'], env)
   await listening(run)
@@ -90,7 +90,7 @@ t.test('SIGHUP ends it like SIGTERM', async (t) => {
   const sent = Date.now()
   run.child.kill('SIGHUP')
   const exit = await run.exitWithin(HUNG_MS)
-  t.equal(exit?.code, 0)
+  t.equal(exit?.code, 129)
   t.ok(exit !== undefined && exit.at - sent < GRACE_MS, 'within the grace period')
   t.match(run.out(), /"signal":"SIGHUP","msg":"closing: no new connections/)
   // configured controllers: the plugin and the link each logged these before
@@ -140,7 +140,7 @@ print(json.dumps({
 
 const python = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0
 
-t.test('the terminal goes away: the gateway ends within the grace period, exit 0', { skip: python ? false : 'needs python3 (pty)' }, async (t) => {
+t.test('the terminal goes away: the gateway ends within the grace period, exit 129 (hung up)', { skip: python ? false : 'needs python3 (pty)' }, async (t) => {
   const { env } = await gatewaySetup(t)
   const argv = [process.execPath, ...process.execArgv, CLI, 'serve']
   const helper = spawn('python3', ['-c', PTY_RUN, JSON.stringify(argv), String(HUNG_MS / 1000)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -154,7 +154,7 @@ t.test('the terminal goes away: the gateway ends within the grace period, exit 0
   t.match(result.output, /Server listening at http/, 'the gateway ran on the terminal (pretty logs)')
   t.equal(result.hung, false, 'ended by itself (before: spinning at full CPU, deaf to SIGTERM)')
   t.equal(result.signal, null, 'not killed by a signal (before: SIGABRT from Node restoring the lost terminal)')
-  t.equal(result.code, 0)
+  t.equal(result.code, 129)
   t.ok(result.ms < GRACE_MS, `ended ${result.ms} ms after the hangup`)
   t.comment(`terminal hung up: exit ${result.ms} ms after the hangup`)
 })
