@@ -138,6 +138,39 @@ t.test('check-config', async (t) => {
   t.match(dup.stderr.join('\n'), /hardware.controllers.1.id: 'ctl-1' appears twice/)
 })
 
+t.test('a mapped view SQLite cannot compile (its table, column or function gone): exit 78 naming it, not exit 1', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'legacy.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const raw = new BetterSqlite3(join(dir, 'legacy.db'))
+  // SQLite checks a view when it is created, not when its table changes: each breaks afterwards
+  raw.function('legacy_code', (id: unknown) => id)
+  raw.exec(`CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL, Zone TEXT);
+    CREATE TABLE Alt (ID INTEGER PRIMARY KEY, Name TEXT); CREATE VIEW v_table AS SELECT * FROM Alt; DROP TABLE Alt;
+    CREATE VIEW v_column AS SELECT ID, Name, Zone FROM Platz;
+    CREATE VIEW v_function AS SELECT ID, legacy_code(Name) AS Name FROM Platz;
+    CREATE VIEW v_loop AS SELECT * FROM Platz; CREATE VIEW v_self AS SELECT * FROM v_loop; DROP VIEW v_loop; CREATE VIEW v_loop AS SELECT * FROM v_self;
+    DROP TABLE Platz; CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL)`)
+  raw.close()
+  const stations = (table: string): object => ({ table, readOnly: true, columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } })
+  const cases: Array<[string, RegExp]> = [
+    ['v_table', /stations: 'v_table' cannot be read \(no such table: main\.Alt\): repair it in the database \(a view whose table, column or function was renamed or dropped\), or map another table/],
+    ['v_column', /stations: 'v_column' cannot be read \(no such column: Zone\): repair it in the database/],
+    ['v_function', /stations: 'v_function' cannot be read \(no such function: legacy_code\)/],
+    ['v_loop', /stations: 'v_loop' cannot be read \(view v_loop is circularly defined\)/]
+  ]
+  for (const [view, message] of cases) {
+    const file = join(dir, `${view}.json`)
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: stations(view) } }))
+    const checked = io({})
+    t.equal(await main(['check-config', file], checked), 78, `check-config, ${view} (before: exit 1, an internal message or a stack)`)
+    t.match(checked.stderr.join('\n'), message)
+    const served = io({ PICKING_GATEWAY_CONFIG: file, LOG_LEVEL: 'silent', PORT: '0' })
+    t.equal(await main(['serve'], served), 78, `serve, ${view}`)
+    t.match(served.stderr.join('\n'), message)
+  }
+})
+
 t.test('check-config checks the mapping against the database when it can reach it', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'legacy.db')}`

@@ -56,6 +56,19 @@ export class SchemaMismatchError extends DbError {
 }
 
 /**
+ * The database cannot list the mapped object's columns although it exists: a SQLite view whose
+ * table, column or function is gone, or that names itself (SQLite compiles a view to list its
+ * columns). `detail` is the database's own words, for the mapping check that reports it.
+ */
+export class UnreadableTableError extends DbError {
+  readonly detail: string
+  constructor (detail: string, options?: ErrorOptions) {
+    super(500, 'SCHEMA_MISMATCH', `The mapped table cannot be read: ${detail}`, options)
+    this.detail = detail
+  }
+}
+
+/**
  * A table or column a statement names is missing from the database while the gateway runs (renamed
  * or dropped by an upgrade of the picking system, or named by one of its triggers): 503, as for a
  * database that is down, until it is back. `detail` is the database's own words (no such column:

@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -524,10 +524,19 @@ class SqliteDatabase implements Database {
   }
 
   async columns (mapping: TableMapping): Promise<ColumnInfo[]> {
-    const rows = await this.query({
-      text: 'SELECT name AS name, type AS type, "notnull" AS "required", dflt_value AS dflt, pk AS pk, hidden AS hidden FROM pragma_table_xinfo(@table)',
-      params: [{ name: 'table', kind: 'string', value: mapping.table }]
-    })
+    let rows: Row[]
+    try {
+      rows = await this.query({
+        text: 'SELECT name AS name, type AS type, "notnull" AS "required", dflt_value AS dflt, pk AS pk, hidden AS hidden FROM pragma_table_xinfo(@table)',
+        params: [{ name: 'table', kind: 'string', value: mapping.table }]
+      })
+    } catch (err) {
+      // SQLite compiles a view to list its columns: one whose table, column or function is gone (or
+      // that names itself) fails here, and is the mapping check's problem to name, not a crash
+      if (err instanceof MappingGoneError) throw new UnreadableTableError(err.detail, { cause: err })
+      if ((err as { code?: unknown } | null)?.code === 'SQLITE_ERROR') throw new UnreadableTableError(String((err as Error).message), { cause: err })
+      throw err
+    }
     // INTEGER PRIMARY KEY (alone) is the rowid: SQLite assigns it, as SQL Server does an identity;
     // not in a WITHOUT ROWID table, where it is a plain key the writer must give
     const [list] = await this.query({ text: 'SELECT wr AS wr, type AS type FROM pragma_table_list(@table)', params: [{ name: 'table', kind: 'string', value: mapping.table }] })

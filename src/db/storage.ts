@@ -1,7 +1,7 @@
 // How each API field is stored: the column's declared type, value maps and time zone, compiled once per resource.
 import { createHash } from 'node:crypto'
 import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } from './code-pages.js'
-import { InvalidValueError } from './errors.js'
+import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
@@ -1084,6 +1084,12 @@ export async function inspectStorage (db: Database, mappings: Record<ResourceNam
 export async function mappingFit (db: Database, def: ResourceDef, mapping: TableMapping): Promise<{ problems: string[], columns: ColumnInfo[] }> {
   const structural = mappingProblems(def, mapping)
   if (structural.length > 0) return { problems: structural, columns: [] }
-  const columns = await db.columns(mapping)
+  let columns: ColumnInfo[]
+  try {
+    columns = await db.columns(mapping)
+  } catch (err) {
+    if (!(err instanceof UnreadableTableError)) throw err
+    return { problems: [`${def.name}: '${tableLabel(db.dialect, mapping)}' cannot be read (${err.detail}): repair it in the database (a view whose table, column or function was renamed or dropped), or map another table`], columns: [] }
+  }
   return { problems: missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns.map((c) => c.name)), columns }
 }
