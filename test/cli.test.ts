@@ -171,6 +171,22 @@ t.test('a mapped view SQLite cannot compile (its table, column or function gone)
   }
 })
 
+t.test('a text field on a SQLite column of a declared type SQLite does not know says why it does not fit', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'legacy.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const raw = new BetterSqlite3(join(dir, 'legacy.db'))
+  raw.exec('CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name STRING NOT NULL, Lager VARCHAR(10))')
+  raw.close()
+  const file = join(dir, 'string.json')
+  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: { table: 'Platz', readOnly: true, columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: 'Lager', controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } } }))
+  const res = io({})
+  t.equal(await main(['check-config', file], res), 78)
+  const text = res.stderr.join('\n')
+  t.notMatch(text, /\(string\) cannot hold a string$/m, "before: column 'Name' (string) cannot hold a string, and nothing more")
+  t.match(text, "stations.name: column 'Name' (string) cannot hold a string: SQLite gives a column of the declared type 'STRING' NUMERIC affinity, which stores text that looks like a number ('0123', '1e3') as that number; only a type naming CHAR, CLOB or TEXT, or none, keeps text as written. Map the field to another column, or to null")
+})
+
 t.test('check-config checks the mapping against the database when it can reach it', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'legacy.db')}`

@@ -932,7 +932,10 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (!fits) {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
-        : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}` +
+        // a declared type SQLite does not know (STRING, JSON, VARBINARY): "(string) cannot hold a string" said nothing
+        : k === 'string' && c === 'other' && storage.dialect === 'sqlite'
+          ? `${where}.${s.field}: ${col} cannot hold a string: SQLite gives a column of the declared type '${s.info.type.toUpperCase()}' NUMERIC affinity, which stores text that looks like a number ('0123', '1e3') as that number; only a type naming CHAR, CLOB or TEXT, or none, keeps text as written. Map the field to another column, or to null`
+          : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}` +
           (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds Unix time or a date as digits, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).join(', ')})` : ''))
     }
     // a field of named values (stations.type, users.type) in a number column holds codes: without a map
