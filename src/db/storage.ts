@@ -935,7 +935,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
         // a declared type SQLite does not know (STRING, JSON, VARBINARY): "(string) cannot hold a string" said nothing
         : k === 'string' && c === 'other' && storage.dialect === 'sqlite'
           ? `${where}.${s.field}: ${col} cannot hold a string: SQLite gives a column of the declared type '${s.info.type.toUpperCase()}' NUMERIC affinity, which stores text that looks like a number ('0123', '1e3') as that number; only a type naming CHAR, CLOB or TEXT, or none, keeps text as written. Map the field to another column, or to null`
-          : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : ''}` +
+          : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${idHint(s.def) ?? (k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : '')}` +
           (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds Unix time or a date as digits, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).join(', ')})` : ''))
     }
     // a field of named values (stations.type, users.type) in a number column holds codes: without a map
@@ -1055,6 +1055,14 @@ export interface StorageReport {
   problems: string[]
   /** every resource's table columns as the database declares them */
   columns: Record<ResourceName, ColumnInfo[]>
+}
+
+/**
+ * What to do about an id in a column that cannot hold it: not a value map, which an id cannot have
+ * (the configuration check refuses one), but a number column.
+ */
+function idHint (field: FieldDef): string | undefined {
+  return field.id === true ? '; the id needs a number column' : undefined
 }
 
 /** The table's name as messages about it show it: schema-qualified on SQL Server. */

@@ -4,7 +4,8 @@ import t from 'tap'
 import { mssqlDialect, sqliteDialect } from '../../src/db/dialect.js'
 import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
 import { mssqlType, sqlTypeOf } from '../../src/db/mssql.js'
-import { materials, stations } from '../../src/db/resources.js'
+import { referenceColumns } from '../../src/db/init.js'
+import { materials, referenceMappings, stations, users } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
 import { ODD_VALUES_LOGGED, plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
@@ -231,6 +232,10 @@ t.test('a computed or identity column under a field the gateway writes stops the
   // a column that cannot hold the field's kind: a value map is offered only where one can help
   t.same(withCols((c) => c.name === 'LastChange' ? { ...c, type: 'int' } : c), ["materials.modifiedAt: column 'LastChange' (int) cannot hold a datetime; if it holds Unix time or a date as digits, map it as {\"column\": \"LastChange\", \"format\": \"unix\"} (or unix-ms, yyyymmdd, yyyymmddhhmmss)"], 'no value map for times, but a format')
   t.same(withCols((c) => c.name === 'MinB' ? { ...c, type: 'varchar', maxLength: 10 } : c), ["materials.minStock: column 'MinB' (varchar(10)) cannot hold a number; a value map may translate its codes"])
+  // the id cannot have a value map (the configuration check refuses one): before, the hint offered one
+  for (const def of [stations, users]) {
+    t.same(storageProblems(new ResourceStorage('sqlite', def, referenceMappings[def.name as 'stations' | 'users'], referenceColumns('sqlite', def, referenceMappings[def.name as 'stations' | 'users']).map((c) => c.name === 'id' ? { ...c, type: 'varchar', maxLength: 20 } : c))), [`${def.name}.id: column 'id' (varchar(20)) cannot hold an integer; the id needs a number column`])
+  }
 })
 
 t.test('keyset on a DATETIME column: the stored value with a datetime parameter, so ties compare equal', async (t) => {
