@@ -506,3 +506,22 @@ t.test('user add at a real terminal (script(1) gives it one): the password is no
   t.notMatch(shown, 'tty-secret-42', 'the password never shows')
   t.match(shown, /Created user 'tty-user'/)
 })
+
+t.test('a writable mapping onto a SQLite view without INSTEAD OF triggers: exit 78 naming it (before: it served, and every write was a 500)', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'legacy.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const raw = new BetterSqlite3(join(dir, 'legacy.db'))
+  raw.exec('CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL); CREATE VIEW v_Platz AS SELECT * FROM Platz')
+  raw.close()
+  const check = async (readOnly: boolean): Promise<ReturnType<typeof io> & { code: number }> => {
+    const file = join(dir, `${String(readOnly)}.json`)
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: { table: 'v_Platz', newIds: 'max+1', ...(readOnly && { readOnly }), columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } } }))
+    const res = io({})
+    return Object.assign(res, { code: await main(['check-config', file], res) })
+  }
+  const writable = await check(false)
+  t.equal(writable.code, 78)
+  t.match(writable.stderr.join('\n'), "stations: 'v_Platz' is a view without INSTEAD OF triggers, which SQLite cannot write: give it INSTEAD OF INSERT, UPDATE and DELETE triggers that write the table below, or set mapping.stations.readOnly to true")
+  t.equal((await check(true)).code, 0, 'read-only, it fits')
+})

@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, UnreadableTableError } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, ReadOnlyError, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -65,6 +65,9 @@ export function mapSqliteError (err: unknown): unknown {
   // a table or column renamed or dropped under the running gateway; SQLite's hint about quotes is no help here
   const message = String((err as { message?: unknown }).message).replace(/ - should this be a string literal in single-quotes\?$/, '')
   if (code === 'SQLITE_ERROR' && /^(?:no such (?:column|table): |table \S+ has no column named )/.test(message)) return new MappingGoneError(message, { cause: err })
+  // a view without the INSTEAD OF trigger for this write (one with some of them passed the start-up check)
+  const view = code === 'SQLITE_ERROR' ? /^cannot modify (.+) because it is a view$/.exec(message) : null
+  if (view !== null) return new ReadOnlyError(`'${view[1]}' is a view whose INSTEAD OF triggers do not take this write; the picking system's database has to give it one`)
   const fault = sqliteDataFault(err)
   if (fault !== undefined) return new DataFaultError(fault, { cause: err })
   return err
@@ -560,7 +563,13 @@ class SqliteDatabase implements Database {
     if (triggers.some((t) => changesRowAfterInsert(String(t.sql ?? ''), list?.type === 'view'))) {
       for (const c of columns) c.changedAfterInsert = true
     }
-    if (list?.type === 'view') for (const c of columns) c.inView = true
+    if (list?.type === 'view') {
+      const writes = (['insert', 'update', 'delete'] as const).filter((op) => triggers.some((t) => new RegExp(`\\bINSTEAD\\s+OF\\s+${op}\\b`, 'i').test(String(t.sql ?? ''))))
+      for (const c of columns) {
+        c.inView = true
+        c.viewWrites = writes
+      }
+    }
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)
     const key = columns.find((c) => c.name.toLowerCase() === mapping.columns.id?.toLowerCase())
     const keyRow = key === undefined ? undefined : rows.find((r) => String(r.name) === key.name)

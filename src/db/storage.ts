@@ -989,6 +989,11 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (other !== undefined) problems.push(`${where}.defaults: '${other}' and '${column}' name the same column (names are matched without regard to case)`)
     spelled.set(column.toLowerCase(), column)
   }
+  // SQLite writes a view only through its INSTEAD OF triggers: without any, every write would fail
+  const view = storage.columns[0]
+  if (mapping.readOnly !== true && view?.inView === true && view.viewWrites?.length === 0) {
+    problems.push(`${where}: '${mapping.table}' is a view without INSTEAD OF triggers, which SQLite cannot write: give it INSTEAD OF INSERT, UPDATE and DELETE triggers that write the table below, ${readOnlyHint}`)
+  }
   if (mapping.readOnly !== true) {
     for (const column of storage.columns) {
       if (mapped.has(column.name.toLowerCase()) || filled.has(column.name.toLowerCase()) || column.nullable || column.hasDefault) continue

@@ -205,6 +205,8 @@ export interface ColumnInfo {
   changedAfterInsert?: boolean
   /** SQLite: the mapped object is a view (written through INSTEAD OF triggers, which SQLite's change count does not see). Set on every column. */
   inView?: boolean
+  /** SQLite, a view: the writes its INSTEAD OF triggers take (none: SQLite writes no view by itself). Set on every column. */
+  viewWrites?: Array<'insert' | 'update' | 'delete'>
   /**
    * SQL Server: the table or view has an INSTEAD OF INSERT trigger, which makes the insert itself: the
    * statement's OUTPUT does not see the id the row got, so a create finds it by its unique value. Set on every column.
