@@ -342,6 +342,11 @@ function valueProblems (name: ResourceName, mapping: TableMapping): string[] {
     if (f.kind !== 'datetime') problems.push(`mapping.${name}.columns.${field}.format: only a date-time field has a format (${field} is ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`})`)
     else if (format.startsWith('unix') && mapping.timeZones?.[field] !== undefined) problems.push(`mapping.${name}.columns.${field}: Unix time is an instant, in no time zone; remove timeZone (or use the format yyyymmddhhmmss for a local time)`)
   }
+  for (const field of Object.keys(mapping.timeZones ?? {})) {
+    const f = def.fields[field]
+    // a zone on a field that holds no time would be ignored: most likely the wrong field
+    if (f !== undefined && f.kind !== 'datetime') problems.push(`mapping.${name}.columns.${field}.timeZone: only a date-time field has a time zone (${field} is ${f.kind === 'integer' ? 'an integer' : `a ${f.kind}`})`)
+  }
   const zones: Array<[string, string]> = [
     ...(mapping.timeZone === undefined ? [] : [[`mapping.${name}.timeZone`, mapping.timeZone] as [string, string]]),
     ...Object.entries(mapping.timeZones ?? {}).map(([field, zone]): [string, string] => [`mapping.${name}.columns.${field}.timeZone`, zone])

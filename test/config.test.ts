@@ -132,7 +132,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   const problems = problemsOf(() => validateConfig({
     auth: { jwtSecret: SECRET },
     mapping: {
-      materials: { table: 'Artikel', timeZone: 'Mars/Olympus', columns: { ...columns, name: null, blocked: { column: 'Gesperrt', values: { true: 'J' } }, weight: { column: 'Gew', values: { heavy: 'H' } }, createdAt: { column: 'Angelegt', values: { x: 1 } }, minStock: { column: 'MinB', format: 'unix' }, modifiedAt: { column: 'LastChange', format: 'unix', timeZone: 'Europe/Berlin' } } },
+      materials: { table: 'Artikel', timeZone: 'Mars/Olympus', columns: { ...columns, name: null, blocked: { column: 'Gesperrt', values: { true: 'J' } }, weight: { column: 'Gew', values: { heavy: 'H' } }, createdAt: { column: 'Angelegt', values: { x: 1 } }, minStock: { column: 'MinB', format: 'unix' }, barcode: { column: 'EAN', timeZone: 'Europe/Berlin' }, modifiedAt: { column: 'LastChange', format: 'unix', timeZone: 'Europe/Berlin' } } },
       stations: { table: 'Wp', columns: { ...referenceMappings.stations.columns, type: { column: 'T', values: { vlm: 'V', ptl: 'V' } } } },
       users: { table: 'U', readOnly: true, columns: { ...referenceMappings.users.columns, type: { column: 'Typ', values: { admin: 'A', robot: 'R', Scanner: 'S' } } } }
     }
@@ -143,6 +143,7 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   t.match(problems, /mapping.materials.columns.createdAt.values: a date-time field cannot have a value map/)
   t.match(problems, /mapping.materials.columns.minStock.format: only a date-time field has a format \(minStock is a number\)/)
   t.match(problems, /mapping.materials.columns.modifiedAt: Unix time is an instant, in no time zone; remove timeZone/)
+  t.match(problems, /mapping\.materials\.columns\.barcode\.timeZone: only a date-time field has a time zone \(barcode is a string\)/, 'not ignored in silence')
   const inside = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'A', columns: { ...columns, modifiedAt: { column: 'X', format: 'unix-s' }, createdAt: { column: 'Y', timezone: 'UTC' }, weight: 5 } } } }))
   t.ok(inside.includes('mapping.materials.columns.modifiedAt.format: expected one of unix, unix-ms, yyyymmdd, yyyymmddhhmmss, got "unix-s"'), 'what is wrong inside a column\'s object, not "expected union value"')
   t.ok(inside.includes('mapping.materials.columns.createdAt.timezone: unknown key'))
