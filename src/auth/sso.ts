@@ -340,18 +340,23 @@ export class SsoProviders {
 /**
  * An ID token says who signed in at a client; it grants nothing. Its aud is the client's id, which
  * audience lists too where access tokens carry the same aud (Entra ID v2, Keycloak with the
- * gateway's client as audience), so aud alone cannot tell them apart. Keycloak marks ID tokens
- * with typ "ID" (and access tokens with "Bearer", which may carry a nonce in its older versions);
- * elsewhere an ID token has the nonce of its login (the browser login always sends one) and does
- * not name the client its holder is: access tokens do (azp: Entra ID v2, Keycloak, Authentik,
- * whose access tokens otherwise copy the ID token; client_id: RFC 9068; appid: Entra ID v1 and
- * ADFS; cid: Okta).
+ * gateway's client as audience), so aud alone cannot tell them apart. Where a provider names the
+ * kind in the token, that decides: Keycloak's typ ("ID"; "Bearer" on access tokens, which carry
+ * the login's nonce in its older versions), OpenAM's and ForgeRock AM's tokenName ("id_token",
+ * with azp; "access_token", with token_type "Bearer" and, before AM 7, the login's nonce and no
+ * claim naming the client). Elsewhere an ID token has the nonce of its login (the browser login
+ * always sends one) and names neither the client its holder is nor a scope: access tokens do
+ * (azp: Entra ID v2, Keycloak, Authentik, whose access tokens otherwise copy the ID token;
+ * client_id: RFC 9068; appid: Entra ID v1 and ADFS; cid: Okta; scope or scp: what was granted).
  */
 function isIdToken (payload: JWTPayload): boolean {
-  if (payload.typ === 'ID') return true
-  if (payload.typ === 'Bearer' || payload.nonce === undefined) return false
-  return !['azp', 'client_id', 'appid', 'cid'].some((claim) => Object.hasOwn(payload, claim))
+  if (payload.typ === 'ID' || payload.tokenName === 'id_token') return true
+  if (payload.typ === 'Bearer' || payload.tokenName === 'access_token' || payload.token_type === 'Bearer' || payload.nonce === undefined) return false
+  return !ACCESS_TOKEN_CLAIMS.some((claim) => Object.hasOwn(payload, claim))
 }
+
+/** Claims an access token has and an ID token does not: the client it was issued to, the scope granted. */
+const ACCESS_TOKEN_CLAIMS = ['azp', 'client_id', 'appid', 'cid', 'scope', 'scp']
 
 /** An error for the log: its name, code, message and the message of its cause (openid-client puts the failed check there). */
 export function describeError (err: unknown): string {

@@ -132,7 +132,9 @@ t.test('an ID token is not an access token, even where audience lists the client
     'the ID token of a browser login (its nonce, aud the client)': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj' },
     'an ID token with at_hash and auth_time as well': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj', at_hash: 'HK6E_P6Dh8Y93mRNtsDB1Q', auth_time: now - 5 },
     'Keycloak\'s ID token (typ "ID", with azp)': { ...person, aud: 'gateway-web', typ: 'ID', azp: 'gateway-web' },
-    'an ID token whose aud is the API': { ...person, aud: AUDIENCE, nonce: 'n-0S6_WzA2Mj' }
+    'an ID token whose aud is the API': { ...person, aud: AUDIENCE, nonce: 'n-0S6_WzA2Mj' },
+    // OpenAM and ForgeRock AM (PingAM) name the kind in tokenName; their ID token carries azp
+    'OpenAM\'s ID token (tokenName "id_token", with azp)': { ...person, aud: 'gateway-web', azp: 'gateway-web', nonce: 'n-0S6_WzA2Mj', at_hash: 'zjr2ybLyWiruBaACZVL-dQ', tokenName: 'id_token', tokenType: 'JWTToken', realm: '/alpha' }
   }
   for (const [name, payload] of Object.entries(refused)) {
     const res = await call(await idp.sign(payload))
@@ -144,7 +146,11 @@ t.test('an ID token is not an access token, even where audience lists the client
     'an access token with aud the client (Entra ID v2: azp)': { ...person, aud: 'gateway-web', azp: 'erp-client', scp: 'access' },
     'an older Keycloak\'s access token with the login\'s nonce (typ "Bearer")': { ...person, aud: AUDIENCE, typ: 'Bearer', azp: 'spa', nonce: 'n-0S6_WzA2Mj' },
     'Authentik\'s access token: the ID token\'s claims and azp': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj', azp: 'gateway-web' },
-    'an RFC 9068 access token (client_id)': { ...person, aud: AUDIENCE, client_id: 'spa' }
+    'an RFC 9068 access token (client_id)': { ...person, aud: AUDIENCE, client_id: 'spa' },
+    // OpenAM and ForgeRock AM before client_id: the login's nonce, aud the client, no claim naming it
+    'OpenAM\'s stateless access token of a login with a nonce (tokenName "access_token", token_type "Bearer")': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj', tokenName: 'access_token', token_type: 'Bearer', grant_type: 'authorization_code', scope: ['openid', 'profile'], realm: '/alpha' },
+    'an access token with the login\'s nonce and its scope, but no claim naming the client': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj', scope: 'openid gateway' },
+    'the same with Entra ID\'s and Okta\'s scp': { ...person, aud: 'gateway-web', nonce: 'n-0S6_WzA2Mj', scp: ['gateway.access'] }
   }
   for (const [name, payload] of Object.entries(accepted)) t.equal((await call(await idp.sign(payload))).statusCode, 200, name)
 })
