@@ -9,7 +9,7 @@ import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type Loa
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { dialectFor } from './db/dialect.js'
-import { categoryOf, inspectStorage } from './db/storage.js'
+import { categoryOf, inspectStorage, ResourceStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, resources, type ResourceName } from './db/resources.js'
@@ -326,7 +326,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, config.hardware))]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -347,7 +347,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
  * CONTROLLER_NOT_CONFIGURED, which nothing says before the first command. Not for an instance with
  * hardware.enabled false, which drives no controllers by design, nor for the demo, which adds its own.
  */
-async function controllerNotes (db: Database, mappings: Record<ResourceName, TableMapping>, hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
+async function controllerNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[], hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
   const mapping = mappings.stations
   const column = mapping.columns.controllerId
   if (!hardware.enabled || column === undefined) return []
@@ -360,15 +360,19 @@ async function controllerNotes (db: Database, mappings: Record<ResourceName, Tab
     return []
   }
   const configured = new Set(hardware.controllers.map((c) => c.id))
+  // read as the API reads it (a value map's code as its id, a CHAR's padding gone, a varchar's
+  // trailing spaces kept): a station command looks for the link by that exact id
+  const storage = new ResourceStorage(db.dialect, resources.stations, mapping, columns)
+  const field = storage.field('controllerId')
   const unknown = new Map<string, number>()
   for (const row of rows) {
-    // as the API reads it: CHAR padding gone; the link is found by that exact id
-    const id = String(row.controller).trimEnd()
-    if (id !== '' && !configured.has(id)) unknown.set(id, (unknown.get(id) ?? 0) + Number(row.n))
+    const id = storage.fromDb(field, row.controller)
+    if (typeof id === 'string' && !configured.has(id)) unknown.set(id, (unknown.get(id) ?? 0) + Number(row.n))
   }
   if (unknown.size === 0) return []
   const stations = [...unknown.values()].reduce((sum, n) => sum + n, 0)
-  const names = [...unknown].slice(0, 5).map(([id, n]) => `'${id}' (${n} station${n === 1 ? '' : 's'})`).join(', ')
+  // the ids most stations name first: those the note can show are the ones that matter most
+  const names = [...unknown].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1)).slice(0, 5).map(([id, n]) => `'${id}' (${n} station${n === 1 ? '' : 's'})`).join(', ')
   return [`stations.controllerId: ${stations} station${stations === 1 ? ' names a controller' : 's name controllers'} that hardware.controllers does not list (${names}${unknown.size > 5 ? ', …' : ''}): they stay offline and their commands answer 409 CONTROLLER_NOT_CONFIGURED; add the controller to hardware.controllers or correct the station's controllerId`]
 }
 

@@ -404,27 +404,38 @@ t.test('db introspect and check-config open SQLite read-only: the journal mode s
   t.notOk(existsSync(join(dir, 'typo.db')), 'a mistyped path is not created')
 })
 
-t.test('check-config notes stations wired to a controller that hardware.controllers does not list', async (t) => {
+t.test('check-config notes stations wired to a controller that hardware.controllers does not list, as the API reads their controllerId', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'g.db')}`
   t.equal(await main(['db', 'init', '--demo'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET })), 0)
   const raw = new BetterSqlite3(join(dir, 'g.db'))
-  // a CHAR-padded id reads as the API shows it; an empty one is no controller
+  // a varchar keeps trailing spaces, and so does the API: 'ctl-1  ' is no configured controller (409
+  // CONTROLLER_NOT_CONFIGURED), and neither is '' (only NULL is no controller)
   raw.prepare("UPDATE stations SET controller_id = 'ctl-1  ' WHERE id = 1").run()
   raw.prepare("UPDATE stations SET controller_id = '' WHERE id = 2").run()
   raw.close()
   const file = join(dir, 'config.json')
-  const check = async (hardware: Record<string, unknown>): Promise<string> => {
-    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, hardware }))
+  const check = async (hardware: Record<string, unknown>, stations?: Record<string, unknown>): Promise<string> => {
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, hardware, ...(stations === undefined ? {} : { mapping: { stations } }) }))
     const res = io({})
     t.equal(await main(['check-config', file], res), 0, 'a note, not a problem')
     return res.stdout.join('\n')
   }
-  const one = await check({ controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 9100 }] })
-  t.match(one, /Note: stations\.controllerId: 3 stations name controllers that hardware\.controllers does not list \('ctl-2' \(3 stations\)\): they stay offline and their commands answer 409 CONTROLLER_NOT_CONFIGURED; add the controller to hardware\.controllers or correct the station's controllerId/)
-  t.notMatch(one, /'ctl-1'|''/, 'the padded id is ctl-1, the empty one no controller')
-  t.notMatch(await check({ controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 9100 }, { id: 'ctl-2', host: '127.0.0.1', port: 9101 }] }), /Note:/, 'every controller listed')
+  const ctl1 = { id: 'ctl-1', host: '127.0.0.1', port: 9100 }
+  const ctl2 = { id: 'ctl-2', host: '127.0.0.1', port: 9101 }
+  const one = await check({ controllers: [ctl1] })
+  t.match(one, /Note: stations\.controllerId: 5 stations name controllers that hardware\.controllers does not list \('ctl-2' \(3 stations\), '' \(1 station\), 'ctl-1  ' \(1 station\)\): they stay offline and their commands answer 409 CONTROLLER_NOT_CONFIGURED; add the controller to hardware\.controllers or correct the station's controllerId/)
+  t.match(await check({ controllers: [ctl1, ctl2] }), /Note: stations\.controllerId: 2 stations name controllers that hardware\.controllers does not list \('' \(1 station\), 'ctl-1  ' \(1 station\)\)/, 'before: nothing, while both answer 409')
   t.notMatch(await check({ enabled: false }), /Note:/, 'an instance that drives no controllers by design')
+
+  // a value map: the stored codes are not the ids the API shows and the links are found by
+  const coded = new BetterSqlite3(join(dir, 'g.db'))
+  coded.prepare("UPDATE stations SET controller_id = CASE WHEN controller_id LIKE 'ctl-1%' THEN 'L1' WHEN controller_id = 'ctl-2' THEN 'L2' ELSE controller_id END").run()
+  coded.close()
+  const columns = { id: 'id', name: 'name', description: 'description', type: 'type', warehouse: 'warehouse', controllerId: { column: 'controller_id', values: { 'ctl-1': 'L1', 'ctl-2': 'L2' } }, address: 'address', enabled: 'enabled', createdAt: 'created_at', modifiedAt: 'modified_at' }
+  const mapped = await check({ controllers: [ctl1, ctl2] }, { table: 'stations', columns })
+  t.match(mapped, /Note: stations\.controllerId: 1 station names a controller that hardware\.controllers does not list \('' \(1 station\)\)/, "before: 'L1' and 'L2', the codes of ctl-1 and ctl-2")
+  t.notMatch(mapped, /'L1'|'L2'/)
 })
 
 t.test('server.tls files are read by serve and check-config, not by one-shot commands an admin may run without the key', async (t) => {
