@@ -21,6 +21,18 @@ interface Pending { provider: string, codeVerifier: string, nonce: string, expir
 /** Token-endpoint errors (RFC 6749 5.2) that blame the gateway's client, not the person signing in. */
 const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client'])
 
+/**
+ * The token endpoint's error when it refused the gateway's own client, else undefined. RFC 6749 5.2
+ * keeps 401 for a client that failed to authenticate, whatever the error says: Auth0 answers a wrong
+ * client secret with 401 access_denied, and a 401 with WWW-Authenticate (which the RFC requires where
+ * the client sent Basic credentials, and some servers always add) is a challenge to openid-client.
+ */
+function clientRefusal (err: unknown): string | undefined {
+  if (err instanceof client.ResponseBodyError && (CLIENT_REFUSED.has(err.error) || err.status === 401)) return err.error
+  if (err instanceof client.WWWAuthenticateChallengeError && err.status === 401) return 'a 401 with a WWW-Authenticate challenge'
+  return undefined
+}
+
 /** Pending logins kept at most; beyond it the oldest are dropped (each is a browser that never came back). */
 const MAX_PENDING = 10000
 
@@ -131,10 +143,11 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       })
       claims = tokens.claims()
     } catch (err) {
-      if (err instanceof client.ResponseBodyError && CLIENT_REFUSED.has(err.error)) {
+      const refusal = clientRefusal(err)
+      if (refusal !== undefined) {
         // The gateway's own client was refused (a wrong or expired client secret, a client id the
         // provider does not know): no browser login works until the administrator fixes it.
-        request.log.warn({ provider: provider.id, error: err.error }, 'the identity provider refused the gateway\'s client at its token endpoint: check auth.sso clientId and the client secret')
+        request.log.warn({ provider: provider.id, error: refusal }, 'the identity provider refused the gateway\'s client at its token endpoint: check auth.sso clientId and the client secret')
         throw clientRefused(provider.id)
       }
       if (err instanceof client.AuthorizationResponseError || err instanceof client.ResponseBodyError) {

@@ -30,6 +30,8 @@ export interface TestProvider {
   discoveryRequests: number
   /** 'up' answers, 'hang' accepts requests and never answers */
   mode: 'up' | 'hang'
+  /** when set, the token endpoint gives this answer instead of its own (another provider's words) */
+  tokenAnswer?: { status: number, body: Record<string, unknown>, headers?: Record<string, string> }
   /** a client-credentials access token, minted by the provider */
   clientCredentials (clientId: string): Promise<string>
   /** signs any payload with one of the provider's private keys (default: the current one) */
@@ -64,6 +66,10 @@ export async function startProvider (options: { redirectUri?: string } = {}): Pr
     const url = req.url ?? '/'
     if (state.mode === 'hang') {
       hanging.add(res)
+      return
+    }
+    if (state.tokenAnswer !== undefined && req.method === 'POST' && url === `${REALM_PATH}/token`) {
+      res.writeHead(state.tokenAnswer.status, { 'content-type': 'application/json', ...state.tokenAnswer.headers }).end(JSON.stringify(state.tokenAnswer.body))
       return
     }
     if (url.startsWith(`${REALM_PATH}/jwks`)) state.jwksRequests++

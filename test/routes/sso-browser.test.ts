@@ -199,6 +199,28 @@ t.test('a client secret the provider refuses (wrong, expired) is a fault of the 
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?username=alice', headers: ctx.auth(ctx.adminToken) })).json().data.length, 0, 'no user row')
 })
 
+t.test('a client refused in other words: Auth0\'s 401 access_denied, a 401 with a WWW-Authenticate challenge; a 400 invalid_grant stays the person\'s', async (t) => {
+  const { idp, ctx, logs } = await setup(t)
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const cases: Array<[string, NonNullable<typeof idp.tokenAnswer>, number, string]> = [
+    // Auth0 answers a wrong client secret at /oauth/token so
+    ['Auth0: 401 access_denied "Unauthorized"', { status: 401, body: { error: 'access_denied', error_description: 'Unauthorized' } }, 503, 'SSO_UNAVAILABLE'],
+    // RFC 6749 5.2: a server that takes Basic must add WWW-Authenticate to its 401; some always do
+    ['401 invalid_client with WWW-Authenticate: Basic', { status: 401, body: { error: 'invalid_client' }, headers: { 'www-authenticate': 'Basic realm="warehouse"' } }, 503, 'SSO_UNAVAILABLE'],
+    ['400 invalid_grant: the code, not the client', { status: 400, body: { error: 'invalid_grant', error_description: 'grant request is invalid' } }, 400, 'SSO_LOGIN_FAILED']
+  ]
+  for (const [what, answer, status, code] of cases) {
+    idp.tokenAnswer = undefined
+    const { callback } = await start(ctx, idp)
+    idp.tokenAnswer = answer
+    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    t.equal(res.statusCode, status, `${what}: ${res.body}`)
+    t.equal(res.json().code, code, what)
+    if (status === 503) t.match(res.json().message, /refused the gateway's client/, what)
+  }
+  t.equal(logs.filter((line) => line.includes('refused the gateway\'s client at its token endpoint')).length, 2, 'a warning for each client refusal')
+})
+
 t.test('the provider goes away between login and callback', async (t) => {
   const { idp, ctx } = await setup(t)
   idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
