@@ -25,13 +25,18 @@ async function slowUpload (t: Test, run: Run, port: number): Promise<void> {
   t.equal(run.child.exitCode, null, 'serving, the upload in flight')
 }
 
+/** A gateway serving, with a login upload in flight that only the grace period ends. */
+async function servingAnUpload (t: Test, env: Record<string, string>): Promise<Run> {
+  const run = start(t, [CLI, 'serve'], env)
+  await slowUpload(t, run, await listening(run))
+  return run
+}
+
 t.test('the same signal twice at once (Ctrl-C through npm): one stop with its grace period; a second one later ends it at once', async (t) => {
   const { env } = await gatewaySetup(t)
 
   t.test('SIGINT, and SIGINT again 5 ms later: the upload has the grace period, exit 0', async (t) => {
-    const run = start(t, [CLI, 'serve'], env)
-    const port = await listening(run)
-    await slowUpload(t, run, port)
+    const run = await servingAnUpload(t, env)
     const sent = Date.now()
     run.child.kill('SIGINT')
     await sleep(5)
@@ -46,9 +51,7 @@ t.test('the same signal twice at once (Ctrl-C through npm): one stop with its gr
   })
 
   t.test('SIGTERM, then SIGTERM again after the repeat window: exits at once, saying so', async (t) => {
-    const run = start(t, [CLI, 'serve'], env)
-    const port = await listening(run)
-    await slowUpload(t, run, port)
+    const run = await servingAnUpload(t, env)
     const sent = Date.now()
     // The window runs from when the gateway takes the first signal, which a loaded machine may delay:
     // here it is not scheduled for 400 ms. Timing the repeat from the sending, 200 ms beyond the
