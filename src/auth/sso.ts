@@ -211,14 +211,28 @@ export class SsoProvider {
     const { jwksUri, algorithms } = this.params ??= await this.keyParams()
     this.signatureChecks++
     let payload: JWTPayload
+    const check = async (): Promise<JWTPayload> => (await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws), {
+      issuer: this.config.issuer,
+      audience: this.config.audience,
+      algorithms,
+      clockTolerance: NBF_SKEW_SECONDS,
+      requiredClaims: ['exp', 'sub']
+    })).payload
     try {
-      ({ payload } = await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws), {
-        issuer: this.config.issuer,
-        audience: this.config.audience,
-        algorithms,
-        clockTolerance: NBF_SKEW_SECONDS,
-        requiredClaims: ['exp', 'sub']
-      }))
+      try {
+        payload = await check()
+      } catch (err) {
+        // New key material under a kid the cached set has (a provider that generated its keys anew and
+        // numbers them as before): fetched again, at most once per cooldown, as for an unknown kid. A
+        // provider that cannot be asked then leaves the refusal as it was (a forged token stays a 401).
+        if (!(err instanceof errors.JWSSignatureVerificationFailed) || (this.keysPending === undefined && Date.now() - this.keysAttemptedAt < this.cooldownMs)) throw err
+        const fetched = await this.refreshKeys(jwksUri).then(() => true, (fetchErr: Error) => {
+          this.warn({ provider: this.id }, `${fetchErr.message}; the keys fetched ${new Date(this.keysAt).toISOString()} stay in use`)
+          return false
+        })
+        if (!fetched) throw err
+        payload = await check()
+      }
     } catch (err) {
       if (err instanceof SsoError) throw err
       if (err instanceof errors.JWTExpired) throw new SsoError('the token has expired', { expired: true })

@@ -38,6 +38,8 @@ export interface TestProvider {
   sign (payload: JWTPayload, options?: { key?: TestKey, alg?: string, header?: Record<string, unknown> }): Promise<string>
   /** a new signing key in front (the old one stays published), without restarting the server */
   rotate (): Promise<TestKey>
+  /** new key material under the current key's kid (a provider restarted with generated keys), the old key no longer published */
+  rekey (): Promise<TestKey>
   /** stops listening (connections refused) */
   stop (): Promise<void>
   /** listens again on the same port */
@@ -45,9 +47,8 @@ export interface TestProvider {
   close (): Promise<void>
 }
 
-async function newKey (n: number): Promise<TestKey> {
+async function newKey (n: number, kid = `test-key-${n}-${Date.now().toString(36)}`): Promise<TestKey> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
-  const kid = `test-key-${n}-${Date.now().toString(36)}`
   return {
     kid,
     privateKey,
@@ -189,6 +190,12 @@ export async function startProvider (options: { redirectUri?: string } = {}): Pr
     async rotate () {
       const key = await newKey(state.keys.length + 1)
       state.keys = [key, ...state.keys]
+      build()
+      return key
+    },
+    async rekey () {
+      const key = await newKey(0, state.keys[0].kid)
+      state.keys = [key, ...state.keys.slice(1)]
       build()
       return key
     },

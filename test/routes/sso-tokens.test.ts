@@ -1,5 +1,6 @@
 // Identity-provider access tokens as Bearer tokens, against a real OpenID provider (oidc-provider) on loopback.
 import { createHmac } from 'node:crypto'
+import { generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import { build, type TestContext } from '../helpers/build.js'
@@ -409,6 +410,28 @@ t.test('key rotation at the provider: a new kid is accepted without a restart', 
   t.equal(idp.jwksRequests, 2, 'one refetch for the new kid')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200, 'the old key is still published')
   t.equal(idp.jwksRequests, 2)
+})
+
+t.test('new key material under the same kid (a provider restarted with generated keys): fetched again once the cooldown allows, not refused for the keys\' whole age', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { timing: { jwksCooldownMs: 200 } })
+  const provider = ctx.app.auth.sso.byId.get('warehouse')!
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const before = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200)
+  t.equal(provider.jwksFetches, 1)
+  const key = await idp.rekey()
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  const after = await idp.clientCredentials('erp')
+  t.equal(header(after).kid, key.kid, 'the same kid, another key')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(after) })).statusCode, 200, 'accepted (before: 401 until the cached keys were jwksMaxAgeMs old)')
+  t.equal(provider.jwksFetches, 2, 'one refetch')
+  // a token the keys do not verify, within the cooldown: refused at once, without another fetch
+  const forged = await idp.sign(decode(after), { key: { ...key, privateKey: (await generateKeyPair('RS256')).privateKey } })
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(forged) })).json(), INVALID)
+  t.equal(provider.jwksFetches, 2, 'no fetch within the cooldown')
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(forged) })).json(), INVALID, 'past it: fetched again, still refused')
+  t.equal(provider.jwksFetches, 3)
 })
 
 t.test('closing does not wait for a provider request that hangs (a long timeoutMs would outlast the shutdown\'s grace)', async (t) => {
