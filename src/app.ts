@@ -1,6 +1,5 @@
 // buildApp: the one Fastify instance, used by the server and by every test.
 import type { Socket } from 'node:net'
-import { readFileSync } from 'node:fs'
 import { maxHeaderSize } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { getHeapStatistics } from 'node:v8'
@@ -17,7 +16,7 @@ import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
 import { COMMON_PATTERN_RULES, errorResponses } from '../schemas/common.js'
 import { User, UserCreate, USER_PATTERN_RULES } from '../schemas/users.js'
-import { mappingsOf, signingKeys } from './config.js'
+import { mappingsOf, readTls, signingKeys } from './config.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
 import errorHandler, { buildErrorBody } from '../plugins/error-handler.js'
@@ -333,7 +332,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     frameworkErrors
   }
   if (server.tls) {
-    fastifyOptions.https = { cert: readFileSync(server.tls.cert), key: readFileSync(server.tls.key) }
+    fastifyOptions.https = readTls(server.tls)
   }
   if (options.logger && typeof (options.logger as { info?: unknown }).info === 'function') {
     fastifyOptions.loggerInstance = options.logger as FastifyServerOptions['loggerInstance']

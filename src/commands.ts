@@ -5,7 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import { createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
-import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, type LoadedConfig } from './config.js'
+import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { dialectFor } from './db/dialect.js'
@@ -283,6 +283,8 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   if (positionals.length > 1) throw new UsageError('check-config takes at most one file')
   const env = positionals[0] ? { ...io.env, PICKING_GATEWAY_CONFIG: positionals[0] } : io.env
   const { config, source, demo }: LoadedConfig = loadConfig({ env })
+  // what serve refuses when it builds the server: a certificate or key it cannot read or use
+  if (config.server.tls !== undefined) readTls(config.server.tls)
   const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
   // the embedded demo runs its simulated controllers (one per two stations) when none are configured
   const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0
@@ -491,11 +493,10 @@ function consoleLogger (io: Io): DbLogger {
 /**
  * Runs fn on the configured database. 'existing': a SQLite file that is not there is an error
  * saying how to make it, not a new empty database (user commands need db init's table).
- * `secretNeeded` false: the configuration may lack a JWT secret (LoadOptions.secretNeeded). server.tls's files
- * are not read: a one-shot command serves no HTTP (LoadOptions.tlsNeeded).
+ * `secretNeeded` false: the configuration may lack a JWT secret (LoadOptions.secretNeeded).
  */
 async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'existing' | 'readonly' = 'create', secretNeeded = true): Promise<T> {
-  const loaded = loadConfig({ env: io.env, secretNeeded, tlsNeeded: false })
+  const loaded = loadConfig({ env: io.env, secretNeeded })
   const { config } = loaded
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)

@@ -1,10 +1,10 @@
 // Loads the configuration (file, then environment, then systemd credentials), validates it, and explains what is wrong.
 import { randomBytes } from 'node:crypto'
-import { isIP } from 'node:net'
 import { createSecureContext } from 'node:tls'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import proxyAddr from '@fastify/proxy-addr'
 import { Value } from '@sinclair/typebox/value'
 import { ColumnMappingConfig, Config, type TableMappingConfig } from '../schemas/config.js'
 import { mappingProblems, referenceMappings, resources, type ResourceName } from './db/resources.js'
@@ -62,11 +62,6 @@ export interface LoadOptions {
    * problem then, and the demo generates none; a secret given is still checked, as every other key
    */
   secretNeeded?: boolean
-  /**
-   * false for a command that serves no HTTP (db init, user add): server.tls's files are not read, as
-   * the admin running it need not be able to read the service's private key; check-config and serve read them
-   */
-  tlsNeeded?: boolean
 }
 
 export function loadConfig (options: LoadOptions = {}): LoadedConfig {
@@ -92,12 +87,12 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
     if (!raw.auth?.jwtSecret && !raw.auth?.keys && options.secretNeeded !== false) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
   }
 
-  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false, options.tlsNeeded !== false)
+  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false)
   return { config, demo, source: file ? resolve(file) : demo ? 'embedded demo' : 'environment' }
 }
 
 /** Validates a raw object (defaults applied); throws ConfigError listing every problem. */
-export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false, readTlsFiles = true): Config {
+export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false): Config {
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   for (const error of Value.Errors(Config, withDefaults)) {
     // a column given as an object: what is wrong inside it (an unknown key, a misspelt format), not "expected union value"
@@ -118,7 +113,7 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource, secretOptional)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
-  if (config.server !== null && typeof config.server === 'object') checkServer(config.server, problems, readTlsFiles)
+  if (config.server !== null && typeof config.server === 'object') checkTrustProxy(config.server.trustProxy, problems)
   if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
   for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
     const mapping = config.mapping[name]
@@ -420,58 +415,57 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
 }
 
 /**
- * What the schema cannot see of server.tls and server.trustProxy, which Fastify would otherwise refuse
- * only when the server is built: with an exit code of 1 and words (ENOENT, "invalid IP address")
- * that name no key, after check-config had said the file was fine.
+ * server.trustProxy as Fastify will take it, checked at load: a list entry Fastify's own parser
+ * (@fastify/proxy-addr) refuses would otherwise stop the server when it is built, with words that
+ * name no key, after check-config had said the file was fine.
  */
-function checkServer (server: Config['server'], problems: string[], readTlsFiles: boolean): void {
-  const tls = server.tls
-  if (readTlsFiles && tls !== null && typeof tls === 'object' && typeof tls.cert === 'string' && typeof tls.key === 'string' && tls.cert !== '' && tls.key !== '') {
-    const pem: { cert?: Buffer, key?: Buffer } = {}
-    for (const name of ['cert', 'key'] as const) {
-      try {
-        pem[name] = readFileSync(tls[name])
-      } catch (err) {
-        problems.push(`server.tls.${name}: cannot read ${JSON.stringify(tls[name])} (${(err as NodeJS.ErrnoException).code ?? 'error'}); the gateway's user must be able to read it`)
-      }
-    }
-    if (pem.cert !== undefined && pem.key !== undefined) {
-      try {
-        createSecureContext({ cert: pem.cert, key: pem.key })
-      } catch (err) {
-        // OpenSSL's words ("key values mismatch", "no start line") quote nothing of the key
-        problems.push(`server.tls: ${JSON.stringify(tls.cert)} and ${JSON.stringify(tls.key)} are not a PEM certificate and its private key (${(err as Error).message})`)
-      }
-    }
-  }
-  const trustProxy: unknown = server.trustProxy
+function checkTrustProxy (trustProxy: unknown, problems: string[]): void {
   if (typeof trustProxy === 'number' && Number.isInteger(trustProxy) && trustProxy > 0) {
     // Fastify 5 trusts no proxy for a hop count (it cannot tell the nearest peer is the proxy), so X-Forwarded-For would be ignored
     problems.push(`server.trustProxy: a hop count (${trustProxy}) makes the gateway trust no proxy at all; give the proxy's address instead, e.g. "127.0.0.1"`)
   } else if (typeof trustProxy === 'string') {
-    const bad = trustProxy.split(',').map((entry) => entry.trim()).filter((entry) => !isProxyAddress(entry))
+    const bad = trustProxy.split(',').map((entry) => entry.trim()).filter((entry) => {
+      try {
+        proxyAddr.compile(entry)
+        return false
+      } catch {
+        return true
+      }
+    })
     if (bad.length > 0) {
       problems.push(`server.trustProxy: ${bad.map((entry) => JSON.stringify(entry)).join(', ')} ${bad.length === 1 ? 'is' : 'are'} not an IP address, address/prefix or address/netmask, nor loopback, linklocal or uniquelocal; expected for example "127.0.0.1" or "10.0.0.0/8, ::1"`)
     }
   }
 }
 
-const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
-
-/** One entry of a trustProxy list as Fastify's proxy-addr takes it (an IPv4 netmask must be contiguous, a prefix not 0). */
-function isProxyAddress (entry: string): boolean {
-  if (PROXY_RANGE_NAMES.has(entry)) return true
-  const slash = entry.lastIndexOf('/')
-  const address = slash === -1 ? entry : entry.slice(0, slash)
-  const family = isIP(address)
-  if (family === 0) return false
-  if (slash === -1) return true
-  const range = entry.slice(slash + 1)
-  if (/^\d+$/.test(range)) return Number(range) >= 1 && Number(range) <= (family === 4 ? 32 : 128)
-  if (family !== 4 || isIP(range) !== 4) return false
-  const mask = range.split('.').reduce((bits, octet) => bits * 256 + Number(octet), 0)
-  const inverted = 0xffffffff - mask
-  return mask !== 0 && (inverted & (inverted + 1)) === 0
+/**
+ * server.tls's certificate and key, read and tried as TLS will use them, by serve (buildApp) and
+ * check-config alone: the one-shot commands serve no HTTP, and the admin running them need not be able
+ * to read the service's key. A file that cannot be read, or a key that is not the certificate's, is a
+ * configuration error naming the key (exit 78; before: exit 1 with Node's ENOENT or OpenSSL's words).
+ */
+export function readTls (tls: { cert: string, key: string }): { cert: Buffer, key: Buffer } {
+  const problems: string[] = []
+  const read = (name: 'cert' | 'key'): Buffer | undefined => {
+    try {
+      return readFileSync(tls[name])
+    } catch (err) {
+      problems.push(`server.tls.${name}: cannot read ${JSON.stringify(tls[name])} (${(err as NodeJS.ErrnoException).code ?? 'error'}); the gateway's user must be able to read it`)
+      return undefined
+    }
+  }
+  const cert = read('cert')
+  const key = read('key')
+  if (cert !== undefined && key !== undefined) {
+    try {
+      createSecureContext({ cert, key })
+    } catch (err) {
+      // OpenSSL's words ("key values mismatch", "no start line") quote nothing of the key
+      problems.push(`server.tls: ${JSON.stringify(tls.cert)} and ${JSON.stringify(tls.key)} are not a PEM certificate and its private key (${(err as Error).message})`)
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return { cert: cert!, key: key! }
 }
 
 function checkHardware (hardware: Config['hardware'], problems: string[]): void {
