@@ -55,11 +55,13 @@ function defaultExpression (d: Dialect, f: FieldDef): string | undefined {
   return stringLiteral(d, f.default)
 }
 
-/** `T_col`-style constraint and index names; quoted by the caller. */
 /** SQL Server's longest name (sysname): a longer constraint or index name fails CREATE TABLE */
 const MAX_NAME = 128
 
-/** PK_table, UQ_table_column: a name past MAX_NAME keeps its start and ends with a hash of the whole, so two stay apart. */
+/**
+ * `PK_table`, `UQ_table_column`-style constraint and index names; quoted by the caller. A name past
+ * MAX_NAME keeps its start and ends with a hash of the whole, so two stay apart.
+ */
 function objectName (prefix: string, mapping: TableMapping, column?: string): string {
   const name = [prefix, mapping.table, ...(column === undefined ? [] : [column])].join('_')
   if (name.length <= MAX_NAME) return name

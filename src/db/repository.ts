@@ -173,7 +173,7 @@ export class Repository {
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.insteadOf = !sqlite && this.storage.columns?.some((c) => c.insteadOf === true) === true
-    this.countsChanges = sqlite && this.storage.columns?.some((c) => c.inView === true) !== true
+    this.countsChanges = sqlite && this.storage.columns?.some((c) => c.viewWrites !== undefined) !== true
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
     this.exactIntegers = this.storage.field(this.id).info?.wideValues === true
     // SQLite's integers are 64 bits whatever the declared type

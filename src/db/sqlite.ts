@@ -565,10 +565,7 @@ class SqliteDatabase implements Database {
     }
     if (list?.type === 'view') {
       const writes = (['insert', 'update', 'delete'] as const).filter((op) => triggers.some((t) => new RegExp(`\\bINSTEAD\\s+OF\\s+${op}\\b`, 'i').test(String(t.sql ?? ''))))
-      for (const c of columns) {
-        c.inView = true
-        c.viewWrites = writes
-      }
+      for (const c of columns) c.viewWrites = writes
     }
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)
     const key = columns.find((c) => c.name.toLowerCase() === mapping.columns.id?.toLowerCase())

@@ -990,8 +990,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
     spelled.set(column.toLowerCase(), column)
   }
   // SQLite writes a view only through its INSTEAD OF triggers: without any, every write would fail
-  const view = storage.columns[0]
-  if (mapping.readOnly !== true && view?.inView === true && view.viewWrites?.length === 0) {
+  if (mapping.readOnly !== true && storage.columns[0]?.viewWrites?.length === 0) {
     problems.push(`${where}: '${mapping.table}' is a view without INSTEAD OF triggers, which SQLite cannot write: give it INSTEAD OF INSERT, UPDATE and DELETE triggers that write the table below, ${readOnlyHint}`)
   }
   if (mapping.readOnly !== true) {

@@ -203,9 +203,10 @@ export interface ColumnInfo {
    * ran, so a create reads the row back. Set on every column of the table.
    */
   changedAfterInsert?: boolean
-  /** SQLite: the mapped object is a view (written through INSTEAD OF triggers, which SQLite's change count does not see). Set on every column. */
-  inView?: boolean
-  /** SQLite, a view: the writes its INSTEAD OF triggers take (none: SQLite writes no view by itself). Set on every column. */
+  /**
+   * SQLite: set when the mapped object is a view, to the writes its INSTEAD OF triggers take (none:
+   * SQLite writes no view by itself; those it takes SQLite's change count does not see). Set on every column.
+   */
   viewWrites?: Array<'insert' | 'update' | 'delete'>
   /**
    * SQL Server: the table or view has an INSTEAD OF INSERT trigger, which makes the insert itself: the
