@@ -225,7 +225,7 @@ export class SsoProvider {
         // New key material under a kid the cached set has (a provider that generated its keys anew and
         // numbers them as before): fetched again, at most once per cooldown, as for an unknown kid. A
         // provider that cannot be asked then leaves the refusal as it was (a forged token stays a 401).
-        if (!(err instanceof errors.JWSSignatureVerificationFailed) || (this.keysPending === undefined && Date.now() - this.keysAttemptedAt < this.cooldownMs)) throw err
+        if (!(err instanceof errors.JWSSignatureVerificationFailed) || !this.mayRefetch()) throw err
         const fetched = await this.refreshKeys(jwksUri).then(() => true, (fetchErr: Error) => {
           this.warn({ provider: this.id }, `${fetchErr.message}; the keys fetched ${new Date(this.keysAt).toISOString()} stay in use`)
           return false
@@ -266,11 +266,19 @@ export class SsoProvider {
       return await this.keys!(header, jws)
     } catch (err) {
       if (!(err instanceof errors.JWKSNoMatchingKey)) throw err
-      // a fetch under way (another token's unknown kid) may bring this kid too: its outcome is this one's
-      if (this.keysPending === undefined && Date.now() - this.keysAttemptedAt < this.cooldownMs) throw err
+      if (!this.mayRefetch()) throw err
       await this.refreshKeys(url)
       return await this.keys!(header, jws)
     }
+  }
+
+  /**
+   * Whether a token the cached keys cannot verify (an unknown kid, a signature its kid's key refuses)
+   * may have the keys fetched again: once per cooldown, or by sharing a fetch under way (another
+   * token's), whose outcome is this one's too.
+   */
+  private mayRefetch (): boolean {
+    return this.keysPending !== undefined || Date.now() - this.keysAttemptedAt >= this.cooldownMs
   }
 
   /** One fetch at a time: concurrent callers share it. */
