@@ -3,13 +3,29 @@ import { EventEmitter } from 'node:events'
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { main, readHidden, serveV8Flags, type Io } from '../src/commands.js'
 import { openDatabase } from '../src/db/index.js'
 import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
+
+/** A database `db init` made, with the test's own legacy tables beside the reference ones (SQL, or a function given the file). */
+async function legacyDatabase (t: Test, legacy: string | ((raw: BetterSqlite3.Database) => void)): Promise<{ dir: string, url: string }> {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'legacy.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const raw = new BetterSqlite3(join(dir, 'legacy.db'))
+  if (typeof legacy === 'string') raw.exec(legacy)
+  else legacy(raw)
+  raw.close()
+  return { dir, url }
+}
+
+/** A stations mapping of id and name alone, onto `table`. */
+const stationsOn = (table: string, columns: Record<string, string | null> = {}, extra: object = {}): object =>
+  ({ table, ...extra, columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null, ...columns } })
 
 function io (env: NodeJS.ProcessEnv, stdin = ''): Io & { stdout: string[], stderr: string[] } {
   const stdout: string[] = []
@@ -139,20 +155,17 @@ t.test('check-config', async (t) => {
 })
 
 t.test('a mapped view SQLite cannot compile (its table, column or function gone): exit 78 naming it, not exit 1', async (t) => {
-  const dir = tempDir(t, 'pg-cli-')
-  const url = `sqlite:${join(dir, 'legacy.db')}`
-  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
-  const raw = new BetterSqlite3(join(dir, 'legacy.db'))
   // SQLite checks a view when it is created, not when its table changes: each breaks afterwards
-  raw.function('legacy_code', (id: unknown) => id)
-  raw.exec(`CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL, Zone TEXT);
+  const { dir, url } = await legacyDatabase(t, (raw) => {
+    raw.function('legacy_code', (id: unknown) => id)
+    raw.exec(`CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL, Zone TEXT);
     CREATE TABLE Alt (ID INTEGER PRIMARY KEY, Name TEXT); CREATE VIEW v_table AS SELECT * FROM Alt; DROP TABLE Alt;
     CREATE VIEW v_column AS SELECT ID, Name, Zone FROM Platz;
     CREATE VIEW v_function AS SELECT ID, legacy_code(Name) AS Name FROM Platz;
     CREATE VIEW v_loop AS SELECT * FROM Platz; CREATE VIEW v_self AS SELECT * FROM v_loop; DROP VIEW v_loop; CREATE VIEW v_loop AS SELECT * FROM v_self;
     DROP TABLE Platz; CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL)`)
-  raw.close()
-  const stations = (table: string): object => ({ table, readOnly: true, columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } })
+  })
+  const stations = (table: string): object => stationsOn(table, {}, { readOnly: true })
   const cases: Array<[string, RegExp]> = [
     ['v_table', /stations: 'v_table' cannot be read \(no such table: main\.Alt\): repair it in the database \(a view whose table, column or function was renamed or dropped\), or map another table/],
     ['v_column', /stations: 'v_column' cannot be read \(no such column: Zone\): repair it in the database/],
@@ -172,14 +185,9 @@ t.test('a mapped view SQLite cannot compile (its table, column or function gone)
 })
 
 t.test('a text field on a SQLite column of a declared type SQLite does not know says why it does not fit', async (t) => {
-  const dir = tempDir(t, 'pg-cli-')
-  const url = `sqlite:${join(dir, 'legacy.db')}`
-  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
-  const raw = new BetterSqlite3(join(dir, 'legacy.db'))
-  raw.exec('CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name STRING NOT NULL, Lager VARCHAR(10))')
-  raw.close()
+  const { dir, url } = await legacyDatabase(t, 'CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name STRING NOT NULL, Lager VARCHAR(10))')
   const file = join(dir, 'string.json')
-  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: { table: 'Platz', readOnly: true, columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: 'Lager', controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } } }))
+  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: stationsOn('Platz', { warehouse: 'Lager' }, { readOnly: true }) } }))
   const res = io({})
   t.equal(await main(['check-config', file], res), 78)
   const text = res.stderr.join('\n')
@@ -519,15 +527,10 @@ t.test('user add at a real terminal (script(1) gives it one): the password is no
 })
 
 t.test('a writable mapping onto a SQLite view without INSTEAD OF triggers: exit 78 naming it (before: it served, and every write was a 500)', async (t) => {
-  const dir = tempDir(t, 'pg-cli-')
-  const url = `sqlite:${join(dir, 'legacy.db')}`
-  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
-  const raw = new BetterSqlite3(join(dir, 'legacy.db'))
-  raw.exec('CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL); CREATE VIEW v_Platz AS SELECT * FROM Platz')
-  raw.close()
+  const { dir, url } = await legacyDatabase(t, 'CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL); CREATE VIEW v_Platz AS SELECT * FROM Platz')
   const check = async (readOnly: boolean): Promise<ReturnType<typeof io> & { code: number }> => {
     const file = join(dir, `${String(readOnly)}.json`)
-    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: { table: 'v_Platz', newIds: 'max+1', ...(readOnly && { readOnly }), columns: { id: 'ID', name: 'Name', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } } }))
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: stationsOn('v_Platz', {}, { newIds: 'max+1', ...(readOnly && { readOnly }) }) } }))
     const res = io({})
     return Object.assign(res, { code: await main(['check-config', file], res) })
   }
