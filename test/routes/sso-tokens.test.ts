@@ -4,7 +4,7 @@ import { generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import { build, type TestContext } from '../helpers/build.js'
-import { AUDIENCE, REALM_PATH, startProvider, type TestProvider } from '../helpers/oidc.js'
+import { AUDIENCE, REALM_PATH, startProvider, type TestKey, type TestProvider } from '../helpers/oidc.js'
 import type { Config } from '../../src/config.js'
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
@@ -396,35 +396,36 @@ t.test('licence: a new SSO user past the licence, and a type change into it', as
   t.equal(enable.json().code, 'LICENCE_LIMIT')
 })
 
-t.test('key rotation at the provider: a new kid is accepted without a restart', async (t) => {
-  const { idp, ctx, bearer } = await setup(t, { timing: { jwksCooldownMs: 200 } })
-  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
-  const before = await idp.clientCredentials('erp')
-  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200)
-  t.equal(idp.jwksRequests, 1)
-  const key = await idp.rotate()
-  await new Promise((resolve) => setTimeout(resolve, 250))
-  const after = await idp.clientCredentials('erp')
-  t.equal(header(after).kid, key.kid, 'the provider signs with the new key')
-  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(after) })).statusCode, 200, 'accepted')
-  t.equal(idp.jwksRequests, 2, 'one refetch for the new kid')
-  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200, 'the old key is still published')
-  t.equal(idp.jwksRequests, 2)
-})
-
-t.test('new key material under the same kid (a provider restarted with generated keys): fetched again once the cooldown allows, not refused for the keys\' whole age', async (t) => {
-  const { idp, ctx, bearer } = await setup(t, { timing: { jwksCooldownMs: 1000 } })
+/**
+ * A token the gateway accepted, then the provider's keys changed by `change` and, past the cooldown, a
+ * token the provider signs after it: the start of the key-rotation tests.
+ */
+async function keysChanged (t: Test, cooldownMs: number, change: (idp: TestProvider) => Promise<TestKey>) {
+  const { idp, ctx, bearer } = await setup(t, { timing: { jwksCooldownMs: cooldownMs } })
   const provider = ctx.app.auth.sso.byId.get('warehouse')!
-  // made first: an RSA key takes a while, and the checks below must fall inside one cooldown
-  const stranger = (await generateKeyPair('RS256')).privateKey
   idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
   const before = await idp.clientCredentials('erp')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200)
   t.equal(provider.jwksFetches, 1)
-  const key = await idp.rekey()
-  await new Promise((resolve) => setTimeout(resolve, 1050))
+  const key = await change(idp)
+  await new Promise((resolve) => setTimeout(resolve, cooldownMs + 50))
   const after = await idp.clientCredentials('erp')
-  t.equal(header(after).kid, key.kid, 'the same kid, another key')
+  t.equal(header(after).kid, key.kid, 'the provider signs with the changed key')
+  return { idp, ctx, bearer, provider, before, after, key }
+}
+
+t.test('key rotation at the provider: a new kid is accepted without a restart', async (t) => {
+  const { ctx, bearer, provider, before, after } = await keysChanged(t, 200, async (idp) => await idp.rotate())
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(after) })).statusCode, 200, 'accepted')
+  t.equal(provider.jwksFetches, 2, 'one refetch for the new kid')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).statusCode, 200, 'the old key is still published')
+  t.equal(provider.jwksFetches, 2)
+})
+
+t.test('new key material under the same kid (a provider restarted with generated keys): fetched again once the cooldown allows, not refused for the keys\' whole age', async (t) => {
+  // made first: an RSA key takes a while, and the checks below must fall inside one cooldown
+  const stranger = (await generateKeyPair('RS256')).privateKey
+  const { idp, ctx, bearer, provider, after, key } = await keysChanged(t, 1000, async (idp) => await idp.rekey())
   // a token the provider's keys do not verify
   const forged = await idp.sign(decode(after), { key: { ...key, privateKey: stranger } })
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(after) })).statusCode, 200, 'accepted (before: 401 until the cached keys were jwksMaxAgeMs old)')
