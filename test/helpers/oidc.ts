@@ -28,6 +28,8 @@ export interface TestProvider {
   jwksRequests: number
   /** requests for the discovery document since start */
   discoveryRequests: number
+  /** requests held unanswered now (mode 'hang') */
+  readonly hung: number
   /** 'up' answers, 'hang' accepts requests and never answers */
   mode: 'up' | 'hang'
   /** when set, the token endpoint gives this answer instead of its own (another provider's words) */
@@ -172,6 +174,7 @@ export async function startProvider (options: { redirectUri?: string } = {}): Pr
     keys: [await newKey(1)],
     jwksRequests: 0,
     discoveryRequests: 0,
+    get hung () { return hanging.size },
     mode: 'up',
     async clientCredentials (clientId) {
       const res = await fetch(`${issuer}/token`, {

@@ -4,6 +4,7 @@ import { generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import { build, type TestContext } from '../helpers/build.js'
+import { until } from '../helpers/wait.js'
 import { AUDIENCE, REALM_PATH, startProvider, type TestKey, type TestProvider } from '../helpers/oidc.js'
 import type { Config } from '../../src/config.js'
 
@@ -444,7 +445,7 @@ t.test('closing does not wait for a provider request that hangs (a long timeoutM
   const token = await idp.clientCredentials('erp')
   idp.mode = 'hang'
   const inFlight = ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
-  await new Promise((resolve) => setTimeout(resolve, 200)) // the discovery request is out, unanswered
+  await until(() => idp.hung > 0, 'the discovery request held by the provider')
   const started = Date.now()
   await ctx.app.close()
   t.ok(Date.now() - started < 2000, `closed in ${Date.now() - started} ms, not after the 30 s timeout`)
