@@ -1,25 +1,15 @@
 // Event stream for browsers: single-use tickets instead of an Authorization header, and Last-Event-ID replay.
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
 import t from 'tap'
 import { EVENT_RING } from '../../plugins/hardware.js'
 import { CLOSED_EVENT, StreamTickets } from '../../plugins/routes/events.js'
 import { redactUrl as redactTicket } from '../../src/logger.js'
-import { buildApp } from '../../src/app.js'
-import { initDatabase } from '../../src/bootstrap.js'
-import { mappingsOf, validateConfig } from '../../src/config.js'
 import { DatabaseUnavailableError } from '../../src/db/errors.js'
-import { openDatabase } from '../../src/db/index.js'
-import { loggerOptions } from '../../src/logger.js'
 import { startSimulator, type Simulator } from '../../src/hardware/index.js'
-import { ADMIN_PASSWORD, build, TEST_ARGON2, type TestContext } from '../helpers/build.js'
+import { build, type TestContext } from '../helpers/build.js'
 import { sleep, until } from '../helpers/wait.js'
 
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
@@ -364,19 +354,12 @@ t.test('a ticket never reaches the log', async (t) => {
   t.equal(redactTicket('/api/events'), '/api/events')
   t.equal(redactTicket('/api/events?%E0%A4%A=1&ticket=x'), '/api/events?%E0%A4%A=1&ticket=[redacted]', 'a malformed name does not stop it')
 
-  // The app as production builds it, with its logger writing into this test.
+  // The app with the production logger (its redaction) writing into this test.
   const lines: string[] = []
-  const sink = new Writable({ write (chunk, _enc, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done() } })
-  const dir = mkdtempSync(join(tmpdir(), 'pg-log-'))
-  const url = `sqlite:${join(dir, 'test.db')}`
-  const config = validateConfig({ database: { url }, auth: { jwtSecret: randomBytes(32).toString('hex'), argon2: TEST_ARGON2 }, licence: { logins: 10 }, logging: { level: 'info' }, events: { heartbeatMs: 60000 }, server: { maxEventLoopDelayMs: 0 } })
-  const db = openDatabase(url, { create: true, connectTimeoutMs: 5000, requestTimeoutMs: 15000, logger: { info () {}, warn () {}, error () {} } })
-  await initDatabase(db, { demo: false, mappings: mappingsOf(config), argon2: TEST_ARGON2, adminPassword: ADMIN_PASSWORD, print: () => {} })
-  const app = await buildApp(config, { db, logger: pino(loggerOptions('info'), sink) })
-  t.teardown(async () => { await app.close(); rmSync(dir, { recursive: true, force: true }) })
+  const ctx = await build(t, { logging: { level: 'info' }, events: { heartbeatMs: 60000 } }, undefined, { logStream: { write: (line) => { lines.push(...line.split('\n').filter(Boolean)) } } })
+  const { app } = ctx
   await app.listen({ port: 0, host: '127.0.0.1' })
-  const { accessToken } = (await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })).json()
-  const ctx = { app } as TestContext
+  const accessToken = ctx.adminToken
   const { ticket } = (await app.inject({ method: 'POST', url: '/api/events/ticket', headers: { authorization: `Bearer ${accessToken}` } })).json()
   // a ticket beside a station filter (the station must exist)
   const station = (await app.inject({ method: 'POST', url: '/api/stations', headers: { authorization: `Bearer ${accessToken}` }, payload: { name: 'S-1' } })).json()
