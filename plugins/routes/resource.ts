@@ -144,7 +144,21 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       return
     }
 
+    // A SQLite view takes only the writes its INSTEAD OF triggers do (Repository.writes, known once its
+    // columns are read, which may be after the routes are made): any other is refused before its body
+    // is looked at, with the methods the path does take (RFC 9110: a 405 has Allow).
+    const VIEW_WRITE = { insert: 'a create', update: 'an update', delete: 'a delete' } as const
+    // A table known as such gets no hook: nothing on its writes' path.
+    const table = repo.storage.columns !== undefined && repo.storage.columns[0]?.viewWrites === undefined
+    const viewTakes = (op: keyof typeof VIEW_WRITE) => table ? [] : (_request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
+      const writes = repo.writes
+      if (writes.includes(op)) return done()
+      const allow = ['GET', 'HEAD', ...(op === 'insert' ? (writes.includes('insert') ? ['POST'] : []) : [...(writes.includes('update') ? ['PATCH', 'POST'] : []), ...(writes.includes('delete') ? ['DELETE'] : [])])].sort()
+      done(new ApiError(405, 'METHOD_NOT_ALLOWED', `'${repo.storage.mapping.table}' is a view whose INSTEAD OF triggers do not take ${VIEW_WRITE[op]}; the picking system's database has to give it one`, { headers: { allow: allow.join(', ') } }))
+    }
+
     fastify.post('/', {
+      preValidation: viewTakes('insert'),
       preHandler: writers,
       schema: {
         operationId: `create${Noun}`,
@@ -166,6 +180,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       fastify.route({
         method,
         url: '/:id',
+        preValidation: viewTakes('update'),
         preHandler: writers,
         schema: {
           operationId: operationId[method],
@@ -196,6 +211,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     }
 
     fastify.delete('/:id', {
+      preValidation: viewTakes('delete'),
       preHandler: writers,
       schema: {
         operationId: operationId.DELETE,

@@ -918,6 +918,8 @@ export function storageProblems (storage: ResourceStorage): string[] {
   const where = `${def.name}`
   // the user table cannot be read-only (the gateway writes logins and passwords)
   const readOnlyHint = def.name === 'users' ? 'or map another table' : `or set mapping.${def.name}.readOnly to true`
+  // what only a create needs is not asked of a SQLite view that takes no inserts (no INSTEAD OF INSERT): its creates answer 405
+  const creates = mapping.readOnly !== true && storage.columns[0]?.viewWrites?.includes('insert') !== false
   for (const s of Object.values(storage.fields)) {
     if (s.info === undefined) continue
     const col = `column '${s.column}' (${describeType(s.info)})`
@@ -948,10 +950,10 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (s.def.id === true && storage.mapping.readOnly !== true) {
       // the column of the materialNumber too: a create gives it
       const own = s.info.identity || s.info.hasDefault || storage.sharedKey !== undefined
-      if (!own && mapping.newIds === undefined && k === 'string') {
+      if (!own && mapping.newIds === undefined && k === 'string' && creates) {
         problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
           `map ${def.naturalKey!} to the same column if it holds the ${def.naturalKey!} (a table keyed by it), ${readOnlyHint}`)
-      } else if (!own && mapping.newIds === undefined) {
+      } else if (!own && mapping.newIds === undefined && creates) {
         problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
           `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`)
       }
@@ -993,7 +995,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
   if (mapping.readOnly !== true && storage.columns[0]?.viewWrites?.length === 0) {
     problems.push(`${where}: '${mapping.table}' is a view without INSTEAD OF triggers, which SQLite cannot write: give it INSTEAD OF INSERT, UPDATE and DELETE triggers that write the table below, ${readOnlyHint}`)
   }
-  if (mapping.readOnly !== true) {
+  if (creates) {
     for (const column of storage.columns) {
       if (mapped.has(column.name.toLowerCase()) || filled.has(column.name.toLowerCase()) || column.nullable || column.hasDefault) continue
       problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a value every create writes (mapping.${def.name}.defaults: {"${column.name}": …}), give it a default in the database, ${readOnlyHint}`)

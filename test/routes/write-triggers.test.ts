@@ -222,12 +222,44 @@ t.test('SQLite: a soft delete through a view (its INSTEAD OF DELETE sets a flag 
   // the view has no INSTEAD OF UPDATE: an update is refused by name (before: a 500)
   const patched = await ctx.app.inject({ method: 'PATCH', url: created.headers.location as string, headers, payload: { name: 'anders' } })
   t.equal(patched.statusCode, 405, patched.body)
-  t.same(patched.json(), { statusCode: 405, code: 'METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: "'v_Aktiv' is a view whose INSTEAD OF triggers do not take this write; the picking system's database has to give it one" })
+  t.same(patched.json(), { statusCode: 405, code: 'METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: "'v_Aktiv' is a view whose INSTEAD OF triggers do not take an update; the picking system's database has to give it one" })
+  t.equal(patched.headers.allow, 'DELETE, GET, HEAD', 'the methods the item takes (RFC 9110)')
+  // refused before the body is looked at: the method is what is wrong, not the field
+  const posted = await ctx.app.inject({ method: 'POST', url: created.headers.location as string, headers, payload: { name: 42 } })
+  t.equal(posted.statusCode, 405, posted.body)
+  t.equal(posted.headers.allow, 'DELETE, GET, HEAD')
   t.equal((await ctx.app.inject({ method: 'GET', url: created.headers.location as string, headers })).json().name, 'weich', 'unchanged')
   t.equal((await ctx.app.inject({ method: 'DELETE', url: created.headers.location as string, headers })).statusCode, 204)
   t.equal((await ctx.app.inject({ method: 'GET', url: created.headers.location as string, headers })).statusCode, 404, 'gone from the view')
   const [row] = await ctx.db.query({ text: 'SELECT "Geloescht" AS g FROM "ArtAlle" WHERE "ArtNr" = \'S-1\'', params: [] })
   t.equal(Number(row.g), 1, 'kept, flagged')
+})
+
+t.test('SQLite: a view that takes updates only refuses a create and a delete with 405 and the methods its paths take, before looking at the body', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite views' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('v_Pflege', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "ArtPflege" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL)',
+      'INSERT INTO "ArtPflege" VALUES (1, \'P-1\', \'alt\')',
+      'CREATE VIEW "v_Pflege" AS SELECT "ArtID", "ArtNr", "Bez" FROM "ArtPflege"',
+      'CREATE TRIGGER "v_Pflege_U" INSTEAD OF UPDATE ON "v_Pflege" BEGIN UPDATE "ArtPflege" SET "ArtNr" = NEW."ArtNr", "Bez" = NEW."Bez" WHERE "ArtID" = OLD."ArtID"; END'
+    ]
+  }))
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 42 } })
+  t.equal(created.statusCode, 405, created.body)
+  t.equal(created.headers.allow, 'GET, HEAD', 'the list takes reads only')
+  t.equal(created.json().message, "'v_Pflege' is a view whose INSTEAD OF triggers do not take a create; the picking system's database has to give it one")
+  const deleted = await ctx.app.inject({ method: 'DELETE', url: '/api/materials/1', headers })
+  t.equal(deleted.statusCode, 405, deleted.body)
+  t.equal(deleted.headers.allow, 'GET, HEAD, PATCH, POST', 'the item takes updates')
+  t.match(deleted.json().message, /do not take a delete/)
+  const patched = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { name: 'neu' } })
+  t.equal(patched.statusCode, 200, patched.body)
+  t.equal(patched.json().name, 'neu')
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers })).json().data.map((m: { id: number }) => m.id), [1], 'nothing created or deleted')
 })
 
 t.test('SQLite: a foreign key a write breaks is a 400 naming the field (SQLite\'s message names no column)', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
