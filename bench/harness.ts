@@ -26,6 +26,21 @@ export function installCleanup (): void {
   }
 }
 
+/**
+ * The variables a systemd unit's Environment= lines set, in systemd's forms: NAME=value, and
+ * "NAME=value with spaces"; several on one line; a later one wins.
+ */
+export function unitFileEnvironment (unit: string): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [, line] of unit.matchAll(/^Environment=(.*)$/gm)) {
+    for (const [, quoted, bare] of line.matchAll(/"([^"]*)"|(\S+)/g)) {
+      const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(quoted ?? bare)
+      if (m !== null) env[m[1]] = m[2]
+    }
+  }
+  return env
+}
+
 export function trackTempDir (dir: string): void {
   tempDirs.add(dir)
 }

@@ -11,7 +11,7 @@ import { openDatabase, referenceMappings, seedDemoData } from '../src/db/index.j
 import type { Database } from '../src/db/types.js'
 import {
   installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startHelper, startServer, table, timeIt, trackTempDir,
-  type Request, type Round, type Server
+  unitFileEnvironment, type Request, type Round, type Server
 } from './harness.js'
 import type { LoginLoadResult } from './login-load.js'
 
@@ -219,11 +219,8 @@ interface Context {
 
 /** The Environment= settings of systemd/picking-gateway.service, but the configuration file's path. */
 function unitEnvironment (): Record<string, string> {
-  const unit = readFileSync(join(here, '..', '..', 'systemd', 'picking-gateway.service'), 'utf8')
-  const env: Record<string, string> = {}
-  for (const m of unit.matchAll(/^Environment=([A-Z_][A-Z0-9_]*)=(\S*)$/gm)) {
-    if (m[1] !== 'PICKING_GATEWAY_CONFIG') env[m[1]] = m[2]
-  }
+  const env = unitFileEnvironment(readFileSync(join(here, '..', '..', 'systemd', 'picking-gateway.service'), 'utf8'))
+  delete env.PICKING_GATEWAY_CONFIG
   return env
 }
 

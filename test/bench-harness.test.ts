@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { startHelper } from '../bench/harness.js'
+import { startHelper, unitFileEnvironment } from '../bench/harness.js'
 import { tempDir } from './helpers/temp.js'
 
 const alive = (pid: number): boolean => {
@@ -82,4 +82,18 @@ setInterval(() => {}, 1000)
 t.test('npm run bench runs the bench through exec: a SIGTERM npm passes on reaches it, not a shell that dies alone', async (t) => {
   const scripts = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
   t.match(scripts.bench, /&& exec node dist\/bench\/run\.js$/)
+})
+
+t.test('the bench gives the gateway the systemd unit\'s environment, in each of systemd\'s forms', async (t) => {
+  t.same(unitFileEnvironment([
+    '[Service]',
+    'Environment=NODE_ENV=production',
+    'Environment="NODE_OPTIONS=--max-old-space-size=1024 --max-semi-space-size=8"',
+    'Environment=A=1 "B=two words" C=3',
+    '# Environment=COMMENTED=1',
+    'Environment=A=4'
+  ].join('\n')), { NODE_ENV: 'production', NODE_OPTIONS: '--max-old-space-size=1024 --max-semi-space-size=8', A: '4', B: 'two words', C: '3' })
+  const unit = unitFileEnvironment(readFileSync(new URL('../systemd/picking-gateway.service', import.meta.url), 'utf8'))
+  t.match(unit.NODE_OPTIONS, /--max-old-space-size=\d+/, 'the unit\'s heap limit reaches the bench')
+  t.match(unit.NODE_OPTIONS, /--max-semi-space-size=\d+/, 'and its young-generation size')
 })
