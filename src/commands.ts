@@ -431,7 +431,7 @@ async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableM
     const n = Number(row?.wide ?? 0)
     if (n > 0) notes.push(`${name}.id: ${rows(n, 'beyond 9007199254740991 in magnitude')}, which JSON numbers do not hold exactly: the API shows ${them(n)} rounded (a walk by meta.next still returns ${them(n)} once), and a path cannot name ${them(n)} (README, "Tokens and errors")`)
     const m = Number(row?.odd ?? 0)
-    if (m > 0) notes.push(`${name}.id: ${rows(m, 'that is not a whole number (2.5, text)')}: the API's ids are whole numbers, so ${m === 1 ? 'it is' : 'they are'} shown as a whole number ${m === 1 ? 'it does' : 'they do'} not have (0 for text, 2 for 2.5) and no path names ${them(m)}; give ${m === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
+    if (m > 0) notes.push(`${name}.id: ${rows(m, 'that is not a whole number (2.5, text)')}: the API's ids are whole numbers, so ${m === 1 ? 'it is' : 'they are'} shown with the id 0, which ${m === 1 ? 'it does' : 'they do'} not have, and no path names ${them(m)}; give ${m === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
   }
   return notes
 }
