@@ -91,8 +91,21 @@ export function buildErrorBody (statusCode: number, code: string, message: strin
 async function errorHandler (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('errorTranslators', [])
 
+  /** A fixed path (/api/users/login) asked with a method it does not take: answers the 405 and says so. */
+  function wrongMethodOnFixedPath (request: FastifyRequest, reply: FastifyReply): boolean {
+    const path = request.url.split('?')[0]
+    if (!routes.isFixed(path)) return false
+    const methods = routes.methodsOf(path)
+    if (methods.includes(request.method)) return false
+    notAllowed(reply, request.method, path, methods)
+    return true
+  }
+
   fastify.setErrorHandler(function (err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const api = toApiError(err, fastify.errorTranslators)
+    // DELETE /api/users/login reaches the route of /api/users/:id, whose token check comes first: the
+    // method is what is wrong, with a token or without (with one, the id's pattern says so, below)
+    if (api?.statusCode === 401 && wrongMethodOnFixedPath(request, reply)) return reply
     if (api) {
       // an expected 503 without its stack, with the database's words (a permission denied names its object)
       if (api.statusCode >= 500) request.log.warn(api.expected ? { code: api.code, database: err instanceof DbError ? databaseWords(err) : undefined } : { err, code: api.code }, api.message)
@@ -111,11 +124,7 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
       return reply.code(415).send(buildErrorBody(415, 'UNSUPPORTED_MEDIA_TYPE', message))
     }
     // /api/users/login is a path of its own, not a user id that fails its pattern: a wrong method there is a 405
-    if (err.validationContext === 'params') {
-      const path = request.url.split('?')[0]
-      const fixed = routes.methodsOf(path)
-      if (routes.isFixed(path) && !fixed.includes(request.method)) return notAllowed(reply, request.method, path, fixed)
-    }
+    if (err.validationContext === 'params' && wrongMethodOnFixedPath(request, reply)) return reply
     const repeated = repeatedParameter(err, request)
     if (repeated !== undefined) return reply.code(400).send(buildErrorBody(400, 'BAD_QUERY', `Query parameter '${repeated}' must be given only once`))
     if (PASS_THROUGH(status)) {

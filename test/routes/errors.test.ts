@@ -178,6 +178,16 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
     t.equal(res.headers.allow, allow, `${method} ${url}: Allow`)
     t.same(res.json(), { statusCode: 405, code: 'METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: `${method} is not allowed on ${url.split('?')[0]}; allowed: ${allow}` })
   }
+  // without a token, or with a wrong one, too: DELETE /api/users/login reaches /api/users/:id's token check first (before: 401 TOKEN_MISSING)
+  for (const [method, url, allow] of cases) {
+    for (const [what, sent] of [['no token', {}], ['a wrong token', { authorization: 'Bearer not.a.token' }]] as const) {
+      const res = await ctx.app.inject({ method: method as 'PUT', url, headers: sent })
+      t.equal(res.statusCode, 405, `${method} ${url} with ${what}`)
+      t.equal(res.headers.allow, allow, `${method} ${url} with ${what}: Allow`)
+    }
+  }
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: `/api/materials/${id}` })).statusCode, 401, 'a method the path takes still needs the token')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: {} })).statusCode, 400, 'and the login route still answers')
   const none = await ctx.app.inject({ method: 'GET', url: '/api/nothing/here', headers })
   t.equal(none.statusCode, 404)
   t.same(none.json(), { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET /api/nothing/here not found' })
