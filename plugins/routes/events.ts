@@ -85,6 +85,13 @@ export class StreamTickets {
   }
 }
 
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no'
+}
+
 const frame = (event: StationEvent): string => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`
 
 /**
@@ -199,6 +206,15 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     if (held >= maxStreams) {
       throw tooManyRequests(10, `This user already has ${held} event streams open, the most one user may (events.maxStreamsPerUser); close one, or filter one stream by station in the client`)
     }
+    // A HEAD gets the stream's headers and no stream: Node sends a HEAD answer's headers only when it
+    // ends, so a stream would leave the client waiting for them, and hold a place, for ever. It opens
+    // nothing, so a ticket stays for the GET.
+    if (request.method === 'HEAD') {
+      reply.hijack()
+      raw.writeHead(200, STREAM_HEADERS)
+      raw.end()
+      return
+    }
     const ticket = ticketOf.get(request)
     // In the same step as the count: of two requests with one ticket, the first here opens a stream
     // and the other finds it used (or expired meanwhile, during the lookups).
@@ -206,12 +222,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     const expiresAt = ticket !== undefined ? ticket.holder.expiresAt : fastify.auth.expiryOf(request)
     streamsOf.set(id, held + 1)
     reply.hijack()
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no'
-    })
+    raw.writeHead(200, STREAM_HEADERS)
 
     let ended = false
     const send = (chunk: string): void => {

@@ -346,6 +346,37 @@ t.test('streams per user are capped: one more is a 429, others and freed places 
   for (const s of [b, admin, again]) s.close()
 })
 
+t.test('HEAD answers the stream\'s headers at once and opens no stream: no place held, no ticket used', async (t) => {
+  const { ctx, token } = await setup(t, { maxStreamsPerUser: 1 })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const head = async (query: string, headers: OutgoingHttpHeaders): Promise<IncomingMessage> => {
+    const req = httpRequest({ method: 'HEAD', host: '127.0.0.1', port, path: `/api/events${query}`, headers })
+    t.teardown(() => req.destroy())
+    req.end()
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('no answer to HEAD within 3 s')), 3000) })
+    try {
+      const [res] = await Promise.race([once(req, 'response'), late]) as [IncomingMessage]
+      res.resume()
+      if (!res.readableEnded) await Promise.race([once(res, 'end'), late])
+      return res
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+  const bearer = { authorization: `Bearer ${token}` }
+  for (let i = 0; i < 2; i++) {
+    const res = await head('', bearer)
+    t.equal(res.statusCode, 200)
+    t.equal(res.headers['content-type'], 'text/event-stream; charset=utf-8')
+  }
+  const { ticket } = await ticketFor(ctx, token)
+  t.equal((await head(`?ticket=${ticket}`, {})).statusCode, 200)
+  const stream = await open(ctx, `?ticket=${ticket}`)
+  t.equal(stream.res.statusCode, 200, 'the HEADs held no place, and the ticket is still good')
+  stream.close()
+})
+
 t.test('a ticket never reaches the log', async (t) => {
   t.equal(redactTicket('/api/events?station=1&ticket=abc&x=1'), '/api/events?station=1&ticket=[redacted]&x=1')
   t.equal(redactTicket('/api/events?tick%65t=abc'), '/api/events?tick%65t=[redacted]')
