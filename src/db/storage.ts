@@ -413,7 +413,9 @@ export class ResourceStorage {
       const value = s.map.api.get(code) ?? (s.map.caseExact ? undefined : s.map.apiFolded.get(code.toLowerCase()))
       if (value !== undefined) return value
       this.unknown(s, raw)
-      return typeof raw === 'string' ? code : typeof raw === 'bigint' ? Number(raw) : raw
+      // a text field (a station's or user's type) shows a number code as text, as it shows any stored
+      // number: its response schema is text, and a number there failed the whole list
+      return typeof raw === 'string' || s.def.kind === 'string' ? code : typeof raw === 'bigint' ? Number(raw) : raw
     }
     switch (s.def.kind) {
       case 'string': {

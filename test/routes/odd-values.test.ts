@@ -364,6 +364,27 @@ t.test('a code kept in a number column: an update sending it as the ERP spells i
   t.not(moved.json().modifiedAt, '2024-01-01T00:00:00.000Z')
 })
 
+t.test('a station type code no value map knows, kept in a number column, is shown as text: the list, a read and a filter answer', { skip: MSSQL && 'SQLite DDL' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: {
+      stations: { table: 'Platz', columns: { id: 'PlatzID', name: 'Name', description: null, type: { column: 'Art', values: { vlm: 1, carousel: 2, ptl: 3, manual: 4 } }, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } }
+    }
+  }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Platz" ("PlatzID" INTEGER PRIMARY KEY, "Name" VARCHAR(40) NOT NULL UNIQUE, "Art" INT)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Platz" VALUES (1, \'P-1\', 1), (2, \'P-2\', 9), (3, \'P-3\', 2.5)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const list = await ctx.app.inject({ method: 'GET', url: '/api/stations?sort=id', headers })
+  t.equal(list.statusCode, 200, list.body)
+  t.same((list.json().data as Array<{ type: unknown }>).map((s) => s.type), ['vlm', '9', '2.5'])
+  const one = await ctx.app.inject({ method: 'GET', url: '/api/stations/2', headers })
+  t.equal(one.statusCode, 200, one.body)
+  t.equal(one.json().type, '9')
+  const found = await ctx.app.inject({ method: 'GET', url: '/api/stations?type=9', headers })
+  t.same((found.json().data as Array<{ id: number }>).map((s) => s.id), [2], 'found as it is shown')
+  t.same(await walkPages(t, ctx, '/api/stations?limit=1&sort=type', 10, 'name'), ['P-1', 'P-2', 'P-3'], 'a walk by type returns each once, the unknown codes last (ties by id)')
+})
+
 t.test('a walk sorted by a text column holding BLOBs gets every row once: the cursor keeps a BLOB as a BLOB, which SQLite sorts after all text', { skip: MSSQL && 'SQLite stores any value in any column' }, async (t) => {
   const ctx = await build(t, {}, undefined)
   const headers = ctx.auth(ctx.adminToken)
