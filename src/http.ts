@@ -96,7 +96,9 @@ export function notModified (request: FastifyRequest, etag: string): boolean {
  */
 export function ifMatchCheck<T> (request: FastifyRequest, toPublic: (row: Row) => T, serialize?: Serialize): ((current: Row) => boolean) | undefined {
   const header = request.headers['if-match']
-  if (!header) return undefined
+  // an empty If-Match (a script whose ETag came out empty) names no tag, so nothing matches it
+  // (RFC 9110 13.1.1): taken as absent, it overwrote whatever the row held
+  if (header === undefined) return undefined
   if (header.trim() === '*') return () => true
   const tags = listTags(header).map(storedPart)
   // the ETag sendOne and sendItem give the same item, its stored part (a station's status may have moved on)

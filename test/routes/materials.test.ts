@@ -69,6 +69,12 @@ t.test('create, read, update, delete', async (t) => {
   t.equal(delStale.statusCode, 412)
   // a tag in weak form (as nginx's gzip hands it on) counts by its value (README, Conditional requests)
   t.equal((await app.inject({ method: 'DELETE', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': `W/${etag}` } })).statusCode, 412, 'a stale tag in weak form is refused too')
+  // an empty If-Match names no tag: it is no way around the check
+  for (const method of ['PATCH', 'DELETE'] as const) {
+    const empty = await app.inject({ method, url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': '' }, ...(method === 'PATCH' && { payload: { name: 'overwritten' } }) })
+    t.equal(empty.statusCode, 412, `${method} with an empty If-Match`)
+  }
+  t.equal((await app.inject({ method: 'GET', url: `/api/materials/${m.id}`, headers })).json().name, 'Hex bolt M8x40', 'and changed nothing')
   const weak = await app.inject({ method: 'PATCH', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': `W/${updated.headers.etag as string}` }, payload: { minStock: 5 } })
   t.equal(weak.statusCode, 200, 'the current tag in weak form matches')
   const del = await app.inject({ method: 'DELETE', url: `/api/materials/${m.id}`, headers: { ...headers, 'if-match': weak.headers.etag as string } })
