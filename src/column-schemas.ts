@@ -149,6 +149,20 @@ function filterExample (s: FieldStorage): string {
   }
 }
 
+/**
+ * The query parameter of a filter on a field the gateway computes rather than reads from a column (a
+ * station's live state): the same operators but [like] and [notlike]; `values` lists what it takes.
+ */
+export function computedFilterParameter (field: string, kind: string, values?: readonly string[]): Json {
+  const example = values !== undefined ? `[or]${values.slice(0, 2).join(';')}` : kind === 'boolean' ? 'true' : kind === 'datetime' ? '[gte]2026-01-01T00:00:00Z' : 'x'
+  return {
+    type: 'string',
+    description: `Filter on ${field} (${values !== undefined ? `one of ${values.join(', ')}` : KIND_TEXT[kind] ?? kind}): \`value\` for equality, or \`[op]value\` with op one of ` +
+      `${OPERATORS.replace(' [like] [notlike]', '')}. [or] and [nor] take a list a;b;c, [null] and [notnull] no value. Repeat the parameter to AND two conditions.`,
+    examples: [example]
+  }
+}
+
 /** One optional text query parameter per field the list can filter on: stored and visible, in API order. */
 export function filterParameters (storage: ResourceStorage, item: TObject | Json): Record<string, Json> {
   const out: Record<string, Json> = {}

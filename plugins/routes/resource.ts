@@ -34,6 +34,8 @@ export interface ResourceRoutesOptions {
   uniqueTogether?: string[]
   /** [low, high] pairs of number fields: when both are set, low may not be above high (minStock, maxStock) */
   ordered?: Array<[string, string]>
+  /** the query parameters of filters on fields no column holds (stations' live fields), for the OpenAPI document */
+  filters?: Record<string, unknown>
   /** answers GET / instead of the plain list (stations: filters and sorts on live fields) */
   list?: (fastify: FastifyInstance, repo: Repository, toPublic: (row: Row) => Record<string, unknown>) => ListHandler
 }
@@ -111,7 +113,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `List ${opts.tag}`,
         tags: [opts.tag],
         querystring: ListQuery,
-        queryFilters: schemas.filters,
+        queryFilters: { ...schemas.filters, ...opts.filters },
         response: { 200: ListEnvelope(item), 304: Type.Null(), ...errorResponses(400, 401, 503) }
       }
     }, async (request, reply) => await list(request, reply))

@@ -5,6 +5,7 @@ import type { QueryString } from '../../src/db/list-query.js'
 import type { Repository } from '../../src/db/repository.js'
 import type { FieldDef, FieldKind, Row } from '../../src/db/types.js'
 import { listMeta, sendList, sendListBody, syncPoint } from '../../src/http.js'
+import { computedFilterParameter } from '../../src/column-schemas.js'
 import { livePage, parseLiveListQuery, storedQuery, tooManyRows, withLiveFields } from '../../src/live-list.js'
 import type { Hardware } from '../hardware.js'
 import { resourceRoutes, type ListHandler } from './resource.js'
@@ -56,5 +57,6 @@ export default resourceRoutes({
   writers: ['admin'],
   // two stations on one address would each report every pick there: an ERP would book it twice
   uniqueTogether: ['controllerId', 'address'],
+  filters: Object.fromEntries(Object.entries(LIVE).map(([field, def]) => [field, computedFilterParameter(field, def.kind, def.enum)])),
   list: stationList
 })

@@ -88,7 +88,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       summary: 'List users (admin)',
       tags: ['users'],
       querystring: ListQuery,
-      queryFilters: schemas.filters,
+      queryFilters: { ...schemas.filters, source: { type: 'string', enum: ['sso', 'local'], description: 'Only the users a single sign-on created (sso), or the others (local)' } },
       response: { 200: ListEnvelope(item), 304: Type.Null(), ...errorResponses(400, 401, 403, 503) }
     }
   }, async (request, reply) => sendList(request, reply, fastify.repos.users, toUser, { derived: userFilters }))

@@ -99,6 +99,12 @@ t.test('the document describes a client: no trailing slashes, typed list paramet
   t.same(list.parameters.filter((p: any) => p.description?.startsWith('Filter on')).map((p: any) => p.name), fields, 'exactly the stored fields')
   t.ok(spec.paths['/api/stations'].get.parameters.some((p: any) => p.name === 'controllerId'), 'stations: their own fields')
   t.match(spec.paths['/api/stations'].get.parameters.find((p: any) => p.name === 'type'), { example: '[or]vlm;carousel' })
+  // the filters the lists take on fields no column holds: a generated client offers them too
+  const stationParam = (name: string) => spec.paths['/api/stations'].get.parameters.find((p: any) => p.name === name && p.in === 'query')
+  for (const field of ['connected', 'status', 'lastSeenAt']) t.ok(stationParam(field)?.description?.startsWith(`Filter on ${field}`), `stations: live filter ${field} documented`)
+  t.match(stationParam('status'), { example: '[or]offline;idle', description: /offline, idle, busy, error, disabled/ })
+  t.notOk(stationParam('status').description.includes('[like]'), 'live fields take no [like]')
+  t.match(spec.paths['/api/users'].get.parameters.find((p: any) => p.name === 'source' && p.in === 'query'), { schema: { enum: ['sso', 'local'] } }, 'users: source documented')
   t.ok(list.responses['304'] && spec.paths['/api/materials/{id}'].get.responses['304'], '304 documented')
   t.ok(['400', '401', '503'].every((code) => list.responses[code]), '4xx and 503 documented')
 })
