@@ -121,6 +121,8 @@ const AUDIENCE: Record<TokenType, string> = {
 const IAT_BACKDATE_MS = 6 * 60 * 1000
 
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=+/]+) *$/i
+/** A Bearer header with something after the scheme: when that is no token (quoted, two tokens), it is a malformed one, not a missing one. */
+const BEARER_SCHEME = /^Bearer +\S/i
 
 /** A user row as read (undefined: none), when it was read, and until when it stands for the row. */
 interface CachedUser { row: Row | undefined, readAt: number, expires: number }
@@ -273,7 +275,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     let claims = verified.recall(connection, header, now)
     if (claims === undefined) {
       const match = BEARER.exec(header)
-      if (!match) throw tokenMissing()
+      if (!match) throw BEARER_SCHEME.test(header) ? tokenInvalid() : tokenMissing()
       const token = match[1]
       // Only the gateway's own tokens are kept here: a hit needs no look at the issuer at all.
       claims = verified.get(token, now)

@@ -207,6 +207,12 @@ t.test('token attacks all end in 401 with a fixed message', async (t) => {
   t.equal(none.json().code, 'TOKEN_MISSING')
   t.equal(none.headers['www-authenticate'], 'Bearer')
   t.equal((await call({ authorization: 'Basic YWRtaW46YWRtaW4=' })).json().code, 'TOKEN_MISSING')
+  t.equal((await call({ authorization: 'Bearer ' })).json().code, 'TOKEN_MISSING', 'the scheme without a token')
+  // a token is there but malformed (quoted by a script, sent twice, cut by a line break): not "send one"
+  for (const sent of [`"${ctx.adminToken}"`, `${ctx.adminToken}, Bearer ${ctx.adminToken}`, `${ctx.adminToken.slice(0, 20)} ${ctx.adminToken.slice(20)}`]) {
+    const res = await call({ authorization: `Bearer ${sent}` })
+    t.same([res.statusCode, res.json(), res.headers['www-authenticate']], [401, invalid, 'Bearer error="invalid_token"'], `Bearer ${sent.slice(0, 24)}…`)
+  }
 
   const [h, p] = ctx.adminToken.split('.')
   const cases: Record<string, string> = {
