@@ -30,7 +30,7 @@ import eventRoutes from '../plugins/routes/events.js'
 import userRoutes from '../plugins/routes/users.js'
 import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
-import { PATH_ID } from './db/resources.js'
+import { MAX_PATH_PARAM_LENGTH, PATH_ID } from './db/resources.js'
 import { ApiError, badRequest, statusText } from './errors.js'
 import { loggerOptions, redactUrl, requestLineWriter } from './logger.js'
 import { MALFORMED_QUERY, malformedQueryMessage, parseQuery, type ParsedQuery } from './query-string.js'
@@ -271,8 +271,8 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
   socket.destroy(err)
 }
 
-/** The longest path parameter (Fastify's default, named here so that the 414's message can say it) */
-const MAX_PARAM_LENGTH = 100
+/** The longest path parameter (Fastify's default, named so that the 414's message can say it, and a create refuse a text id longer) */
+const MAX_PARAM_LENGTH = MAX_PATH_PARAM_LENGTH
 
 /** Errors Fastify raises before routing (a URL that does not decode, a parameter too long): the documented shape and codes. */
 function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {

@@ -4,7 +4,7 @@ import { dialectFor } from './dialect.js'
 import { checkExpression, faultToError, namesIn } from './data-errors.js'
 import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
-import { idField, isPathId } from './resources.js'
+import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
 import { INTEGER_RANGES, ResourceStorage, type StorageOptions } from './storage.js'
 import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
@@ -787,6 +787,11 @@ export class Repository {
     const text = String(value)
     if (this.def.fields[this.id].kind !== 'string' && !isPathId(text)) {
       throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by a number): it must be a whole number up to ${Number.MAX_SAFE_INTEGER} in magnitude, without plus sign or leading zero, got '${text}'`)
+    }
+    // a row created under an id no path can name could be listed but never read, changed or deleted:
+    // the router answers a longer one 414, and clients resolve '.' and '..' (also as %2E) as path steps
+    if (text.length > MAX_PATH_PARAM_LENGTH || text === '.' || text === '..') {
+      throw new InvalidValueError(`'${key}' is this installation's id of the ${this.noun} (its table is keyed by it), so a URL must name it: at most ${MAX_PATH_PARAM_LENGTH} characters, and not '.' or '..', got ${text.length > MAX_PATH_PARAM_LENGTH ? `${text.length} characters` : `'${text}'`}`)
     }
   }
 

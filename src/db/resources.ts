@@ -117,6 +117,9 @@ export function idField (def: ResourceDef): string {
   throw new Error(`resource '${def.name}' has no id field`)
 }
 
+/** The longest path parameter the router takes, in characters as decoded (UTF-16 code units): an id longer than this is a 414. */
+export const MAX_PATH_PARAM_LENGTH = 100
+
 /** A numeric id as a path writes it: decimal digits (a minus sign before a negative one), without plus sign, spaces or leading zero. */
 export const PATH_ID = /^(?:0|-?[1-9][0-9]*)$/
 

@@ -85,6 +85,24 @@ t.test('materials keyed by a text article number: read, list, page, create, upda
   t.match(openapi.paths['/api/materials/{id}'].get.parameters.find((p: { name: string }) => p.name === 'id').schema, { type: 'string', maxLength: 20 })
 })
 
+t.test('a create under a text id no URL can name (longer than a path parameter may be, \'.\' or \'..\') is a 400 and writes nothing', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite DDL' }, async (t) => {
+  const wide = narrowMaterials('Lang', { id: 'Nr', materialNumber: 'Nr', name: 'Bez', modifiedAt: 'Geaendert' })
+  const ctx = await build(t, { mapping: { materials: wide } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Lang" ("Nr" VARCHAR(200) NOT NULL PRIMARY KEY, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)', params: [] })
+  })
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  for (const nr of ['x'.repeat(101), 'ü'.repeat(150), '.', '..']) {
+    const res = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: nr, name: 'n' } })
+    t.equal(res.statusCode, 400, `${nr.slice(0, 12)} (${nr.length}): ${res.body}`)
+    t.match(res.json(), { code: 'VALIDATION_ERROR', message: /'materialNumber' is this installation's id .* at most 100 characters, and not '\.' or '\.\.'/ })
+  }
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials?count=true', headers })).json().meta.total, 0, 'nothing was written')
+  const longest = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'x'.repeat(100), name: 'n' } })
+  t.equal(longest.statusCode, 201, longest.body)
+  t.equal((await app.inject({ method: 'GET', url: longest.headers.location as string, headers })).statusCode, 200, '100 characters: its Location answers')
+})
+
 t.test('SQLite: a padded CHAR key is read, updated and deleted by its value as shown', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQL Server ignores the padding itself' }, async (t) => {
   const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtC', { id: 'Nr', materialNumber: 'Nr', name: 'Bez' }) } }, async (db) => {
     await db.execute({ text: 'CREATE TABLE "ArtC" ("Nr" CHAR(10) NOT NULL PRIMARY KEY, "Bez" VARCHAR(40) NOT NULL)', params: [] })
