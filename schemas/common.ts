@@ -1,5 +1,6 @@
 // Schemas shared by every resource: ids, errors, the list envelope and list query.
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
+import { MAX_PATH_PARAM_LENGTH } from '../src/db/resources.js'
 
 export const ErrorResponse = Type.Object({
   statusCode: Type.Integer(),
@@ -23,8 +24,10 @@ export type IdParams = Static<typeof IdParams>
 
 /** The path id of a resource whose table is keyed by text (materials keyed by their article number). */
 export function textIdParams (maxLength: number | undefined): TObject {
+  // the router takes no longer path parameter (a 414): a wider column's longer keys no path names
+  const most = Math.min(maxLength ?? MAX_PATH_PARAM_LENGTH, MAX_PATH_PARAM_LENGTH)
   return Type.Object({
-    id: Type.String({ minLength: 1, ...(maxLength === undefined ? {} : { maxLength }), description: "Resource id: this installation's table is keyed by text (the material number); percent-encode it in the path" })
+    id: Type.String({ minLength: 1, maxLength: most, description: "Resource id: this installation's table is keyed by text (the material number); percent-encode it in the path" })
   })
 }
 
