@@ -194,6 +194,8 @@ class Session {
   next = 0
   /** a turn to work off the backlog is scheduled */
   working = false
+  /** the controller does not read what it is sent: its frames are not read either until it does ('drain') */
+  writeBlocked = false
 
   constructor (readonly socket: net.Socket, readonly decoder: FrameDecoder) {}
 
@@ -490,7 +492,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     }
     session.backlog = []
     session.next = 0
-    session.socket.resume()
+    if (!session.writeBlocked) session.socket.resume()
   }
 
   /**
@@ -662,7 +664,17 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   /** A frame already encoded (nak() encodes to find what fits). */
   private writeBytes (session: Session, bytes: Buffer): void {
     if (session.ended) return
-    session.socket.write(bytes)
+    if (!session.socket.write(bytes) && !session.writeBlocked) {
+      // The controller does not read: every frame of its answered (ACK, NAK, PONG) would queue one more in this
+      // process's memory, without bound. Its frames are read again once it has taken ours; if it never does, no
+      // frame arrives for deadAfter and the connection is dropped.
+      session.writeBlocked = true
+      session.socket.pause()
+      session.socket.once('drain', () => {
+        session.writeBlocked = false
+        if (!session.working && !session.ended) session.socket.resume()
+      })
+    }
     this.stats.framesOut++
     session.idleTimer?.refresh()
   }

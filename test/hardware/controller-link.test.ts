@@ -664,6 +664,35 @@ t.test('hostile controller input: garbage is counted, an oversize frame resets t
   await ctl.nextConnection()
 })
 
+t.test('a controller that sends but does not read: its frames are not read on while the answers to them cannot be sent, so they do not pile up in memory', async t => {
+  const { link, conn } = await connected(t)
+  const socket = (): net.Socket => (link as unknown as { session: { socket: net.Socket } }).session.socket
+  conn.socket.pause()
+  // each 12-byte REQ is answered by a NAK five times its size: 2 MB of them ask for 10 MB of answers
+  const frames = 170000
+  const one = (i: number): string => `\x02${String((i % 9999) + 1).padStart(4, '0')}|REQ|X|\x03`
+  for (let i = 0; i < frames; i += 1000) conn.socket.write(Buffer.from(Array.from({ length: 1000 }, (_, k) => one(i + k)).join(''), 'latin1'))
+  const before = link.stats.framesIn
+  let seen = -1
+  // until the link stops taking frames (or took them all)
+  await until(async () => {
+    const now = link.stats.framesIn
+    if (now - before >= frames) return true
+    if (now === seen) return true
+    seen = now
+    await sleep(300)
+    return false
+  }, 'the link to stop reading', 60000)
+  t.ok(link.stats.framesIn - before < frames, `the link stopped reading (${link.stats.framesIn - before} of ${frames} frames read)`)
+  t.ok(socket().writableLength < 1024 * 1024, `answers held in memory: ${socket().writableLength} bytes`)
+
+  // the controller reads again: every frame is read and answered
+  conn.socket.resume()
+  await until(() => link.stats.framesIn - before === frames, 'every frame read', 60000)
+  await until(() => conn.all.filter(f => f.kind === 'NAK').length === frames, 'every frame answered', 60000)
+  t.ok(link.connected)
+})
+
 t.test('dropped bytes: counted, logged at once and then at most once per interval with the count; CR LF after frames is no garbage', async t => {
   const { lines, logger } = captureLogger()
   const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
