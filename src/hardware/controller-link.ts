@@ -63,7 +63,7 @@ export interface ControllerLinkOptions {
   maxInFlight?: number
   /** TCP keep-alive initial delay. Default 10000. */
   keepAliveDelay?: number
-  /** Dropped bytes are logged at once, then at most once per this many ms (a summary with the count). Default 60000. */
+  /** Dropped bytes and refused events are each logged at once, then at most once per this many ms (a summary with the count). Default 60000. */
   dropLogInterval?: number
   logger?: Logger
   /** For tests of the backoff: a source of numbers in [0, 1). */
@@ -246,6 +246,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private readonly dropLogInterval: number
   /** when dropped bytes were last logged, the bytes dropped since, and the timer of the summary that will say so */
   private dropLog: { at: number, bytes: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, bytes: 0, timer: undefined }
+  /** the same for refused events: a controller repeating a bad event thousands of times a second must not flood the log either */
+  private refusedLog: { at: number, count: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, count: 0, timer: undefined }
   private readonly random: () => number
   private session: Session | undefined
   private started = false
@@ -351,6 +353,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       clearTimeout(this.dropLog.timer)
       this.logDroppedSummary()
     }
+    if (this.refusedLog.timer !== undefined) {
+      clearTimeout(this.refusedLog.timer)
+      this.logRefusedSummary()
+    }
     const session = this.session
     if (session === undefined) {
       this.closed = Promise.resolve()
@@ -400,6 +406,25 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     const { bytes } = this.dropLog
     this.dropLog = { at: Date.now(), bytes: 0, timer: undefined }
     this.log.warn({ bytes, droppedBytes: this.stats.droppedBytes, intervalMs: this.dropLogInterval }, `dropped bytes from the controller: ${bytes} more since the last warning`)
+  }
+
+  /** A refused event: the first at once as a warning, the others of the next dropLogInterval at debug, then one summary with their count. */
+  private logRefused (obj: object, msg: string): void {
+    const now = Date.now()
+    if (this.refusedLog.timer === undefined && now - this.refusedLog.at >= this.dropLogInterval) {
+      this.refusedLog.at = now
+      this.log.warn(obj, msg)
+      return
+    }
+    this.log.debug(obj, msg)
+    this.refusedLog.count++
+    this.refusedLog.timer ??= setTimeout(() => this.logRefusedSummary(), this.refusedLog.at + this.dropLogInterval - now).unref()
+  }
+
+  private logRefusedSummary (): void {
+    const { count } = this.refusedLog
+    this.refusedLog = { at: Date.now(), count: 0, timer: undefined }
+    this.log.warn({ count, intervalMs: this.dropLogInterval }, `events refused: ${count} more since the last warning`)
   }
 
   private onConnect (session: Session): void {
@@ -564,7 +589,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     if (problem !== undefined) {
       // not acted on, so not remembered: the same SEQ sent again is refused again
       const code = EVENT_REQUIRED_ARGS[frame.cmd] === undefined ? 'UNKNOWN_EVENT' : 'INVALID_EVENT'
-      this.log.warn({ seq: frame.seq, cmd: frame.cmd, args: frame.args, code }, `event refused: ${problem}`)
+      this.logRefused({ seq: frame.seq, cmd: frame.cmd, args: frame.args, code }, `event refused: ${problem}`)
       this.nak(session, frame, code, problem)
       return
     }

@@ -444,9 +444,9 @@ t.test('a burst of thousands of events in one write is worked off in batches: th
   await until(() => events.length === 3001, 'the event after the burst')
 })
 
-t.test('events with missing or invalid arguments, and unknown events: NAKed with a code, one warning each, never emitted', async t => {
+t.test('events with missing or invalid arguments, and unknown events: NAKed with a code, one warning each (no rate limit here), never emitted', async t => {
   const { lines, logger } = captureLogger()
-  const { link, conn } = await connected(t, {}, { logger })
+  const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 0 })
   const events: ControllerEvent[] = []
   link.on('event', e => events.push(e))
   const bad: Array<[string, FrameArgsInput, string, RegExp]> = [
@@ -481,6 +481,29 @@ t.test('events with missing or invalid arguments, and unknown events: NAKed with
     t.match(await conn.next(f => f.seq === seq && f.kind !== 'EVT'), { kind: 'ACK', cmd })
   }
   t.same(events.map(e => e.cmd), ['FAULT', 'CONFIRM', 'TRAYREADY', 'HELLO'], 'only the valid ones are emitted')
+})
+
+t.test('a flood of refused events: each NAKed, but one warning at once and then one summary per interval with the count, not one each', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
+  const refused = () => lines.filter(l => l.level === 'warn' && /^events? refused/.test(l.msg ?? ''))
+  const started = Date.now()
+  const flood = 500
+  conn.socket.write(Buffer.concat(Array.from({ length: flood }, (_, i) => encodeFrame({ seq: i + 1, kind: 'EVT', cmd: 'DANCE', args: { addr: 1 } }))))
+  await until(() => conn.all.filter(f => f.kind === 'NAK').length === flood, 'a NAK for each')
+  if (Date.now() - started < 250) t.equal(refused().length, 1, 'one warning so far, not 500')
+  t.match(refused()[0], { obj: { seq: 1, cmd: 'DANCE', code: 'UNKNOWN_EVENT' }, msg: 'event refused: unknown event DANCE' })
+  t.equal(lines.filter(l => l.level === 'debug' && l.msg === 'event refused: unknown event DANCE').length, flood - 1, 'the others at debug')
+  await until(() => refused().length === 2, 'the summary line')
+  t.match(refused()[1], { obj: { count: flood - 1, intervalMs: 300 }, msg: `events refused: ${flood - 1} more since the last warning` })
+  // one pending at close() is summed up then
+  await sleep(400)
+  conn.send({ seq: 9000, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1 } })
+  conn.send({ seq: 9001, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1 } })
+  await until(() => conn.all.some(f => f.seq === 9001 && f.kind === 'NAK'), 'the second NAK')
+  t.equal(refused().length, 3, 'the first after the interval is a warning at once')
+  await link.close()
+  t.match(refused().at(-1), { obj: { count: 1 }, msg: 'events refused: 1 more since the last warning' })
 })
 
 t.test('a command whose ACK comes behind a burst of events is answered once the burst is worked off, not timed out meanwhile', async t => {
