@@ -446,8 +446,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     // STATUS goes first so it always carries SEQ 0001 of the new connection; it changes nothing on the controller,
     // so it may go before the controller has said who it is.
     this.enqueue(session, 'STATUS', {}).catch((err: HardwareError) => {
-      // a link closed right after it connected, or refused, drops its STATUS: no fault of the controller
-      this.log[this.closing || session.refused ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
+      // a link closed right after it connected, or refused, drops its STATUS: no fault of the controller. Nor is
+      // it news when the controller never spoke (closed at once, silent): the one 'cannot connect' warning per
+      // outage says so, and a warning for each retry would be one more line every backoff for as long as it lasts.
+      this.log[this.closing || session.refused || !session.identified ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
     })
   }
 

@@ -257,6 +257,18 @@ t.test('the controller restarts: the link reconnects, SEQ starts at 0001 again, 
   t.equal(lines.filter(l => l.level === 'warn' && l.msg === 'cannot connect to controller').length, 1, 'one warning per outage')
 })
 
+t.test('a controller that closes every connection at once: one warning for the outage, not one per retry', async t => {
+  const ctl = await RawController.start(t)
+  ctl.server.on('connection', socket => socket.destroy())
+  const { lines, logger } = captureLogger()
+  const link = makeLink(t, ctl.port, {}, { logger })
+  link.start()
+  await until(() => link.stats.connectFailures >= 5, 'five connections closed at once')
+  t.equal(link.connected, false)
+  const warnings = lines.filter(l => l.level === 'warn' || l.level === 'error')
+  t.same(warnings.map(l => l.msg), ['cannot connect to controller'], 'one warning per outage')
+})
+
 t.test('HELLO with another id: refused and never connected, retried with backoff, accepted once the id fits', async t => {
   const { lines, logger } = captureLogger()
   const ctl = await RawController.start(t)
