@@ -466,6 +466,13 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       return false
     }
     if (session.identified) return true
+    if (this.problem !== null && !(frame.kind === 'EVT' && frame.cmd === 'HELLO')) {
+      // It answered as another controller before: only its HELLO tells whether it still does. Taking another frame
+      // for it would publish that controller's events as this one's, and flap the stations connected, at every retry.
+      // Not answered, so a controller that is the right one now sends it again after its HELLO.
+      this.log.debug({ seq: frame.seq, kind: frame.kind, cmd: frame.cmd }, 'frame before the HELLO of a controller refused before: not acted on')
+      return false
+    }
     session.identified = true
     this.problem = null
     this.failuresInRow = 0

@@ -307,6 +307,40 @@ t.test('HELLO with another id: refused and never connected, retried with backoff
   t.equal(lines.filter(l => l.level === 'error').length, 1)
 })
 
+t.test('a controller refused for another id that sends an event before its HELLO: the event is neither ACKed nor emitted, the stations do not flap, one error', async t => {
+  const { lines, logger } = captureLogger()
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port, {}, { logger })
+  const seen: string[] = []
+  link.on('connected', () => seen.push('connected'))
+  link.on('disconnected', () => seen.push('disconnected'))
+  link.on('event', (e) => seen.push(e.cmd))
+  link.start()
+  const first = await ctl.nextConnection()
+  first.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-2' } })
+  await once(first.socket, 'close')
+  for (let i = 0; i < 2; i++) {
+    const conn = await ctl.nextConnection()
+    const closed = once(conn.socket, 'close')
+    conn.send({ seq: 1, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: 2, ref: 'not-ours' } })
+    conn.send({ seq: 2, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-2' } })
+    await closed
+    t.notOk(conn.all.some(f => f.kind === 'ACK' || f.kind === 'NAK'), 'the event before the HELLO is not answered')
+  }
+  t.same(seen, [], 'no event emitted, never connected')
+  t.equal(lines.filter(l => l.level === 'error').length, 1, 'one error while the same mismatch goes on')
+
+  // the right controller now, sending its event before its HELLO: the event is taken once it is sent again after it
+  const conn = await ctl.nextConnection()
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: 2 } })
+  conn.send({ seq: 2, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } })
+  await once(link, 'connected')
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: 2 } })
+  t.match(await conn.next(f => f.kind === 'ACK' && f.cmd === 'CONFIRM'), { seq: 1 })
+  t.same(seen, ['connected', 'HELLO', 'CONFIRM'])
+  t.equal(link.problem, null)
+})
+
 t.test('an offline controller: start() does not wait, commands fail at once with OFFLINE', async t => {
   const port = await freePort()
   const link = makeLink(t, port)
