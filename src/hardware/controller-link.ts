@@ -441,7 +441,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.connectedAt = Date.now()
     session.idleTimer = setTimeout(() => this.onIdle(session), this.timings.heartbeatIdle).unref()
     session.deadTimer = setTimeout(() => {
-      this.endSession(session, `no frame for ${this.timings.deadAfter} ms`)
+      // not reading its frames is the gateway's doing then (writeBytes): the log says what the controller did
+      this.endSession(session, session.writeBlocked
+        ? `the controller did not read what it was sent, so none of its frames was read for ${this.timings.deadAfter} ms`
+        : `no frame for ${this.timings.deadAfter} ms`)
     }, this.timings.deadAfter).unref()
     // STATUS goes first so it always carries SEQ 0001 of the new connection; it changes nothing on the controller,
     // so it may go before the controller has said who it is.

@@ -762,6 +762,15 @@ t.test('a controller that sends but does not read: its frames are not read on wh
   t.ok(link.connected)
 })
 
+t.test('a controller that never reads again is dropped after deadAfter, and the reason says it did not read', async t => {
+  const { link, conn } = await connected(t, { deadAfter: 500, heartbeatIdle: 400 })
+  conn.socket.pause()
+  const one = (i: number): string => `\x02${String((i % 9999) + 1).padStart(4, '0')}|REQ|X|\x03`
+  for (let i = 0; i < 170000; i += 1000) conn.socket.write(Buffer.from(Array.from({ length: 1000 }, (_, k) => one(i + k)).join(''), 'latin1'))
+  const [reason] = await once(link, 'disconnected')
+  t.match(reason, /^the controller did not read what it was sent, so none of its frames was read for 500 ms$/)
+})
+
 t.test('dropped bytes: counted, logged at once and then at most once per interval with the count; CR LF after frames is no garbage', async t => {
   const { lines, logger } = captureLogger()
   const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
