@@ -246,7 +246,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private readonly dropLogInterval: number
   /** when dropped bytes were last logged, the bytes dropped since, and the timer of the summary that will say so */
   private dropLog: { at: number, bytes: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, bytes: 0, timer: undefined }
-  /** the same for refused events: a controller repeating a bad event thousands of times a second must not flood the log either */
+  /** the same for refused frames (events refused, NAKs too long to send): a controller repeating a bad frame thousands of times a second must not flood the log either */
   private refusedLog: { at: number, count: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, count: 0, timer: undefined }
   private readonly random: () => number
   private session: Session | undefined
@@ -408,7 +408,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.log.warn({ bytes, droppedBytes: this.stats.droppedBytes, intervalMs: this.dropLogInterval }, `dropped bytes from the controller: ${bytes} more since the last warning`)
   }
 
-  /** A refused event: the first at once as a warning, the others of the next dropLogInterval at debug, then one summary with their count. */
+  /** A refused frame: the first at once as a warning, the others of the next dropLogInterval at debug, then one summary with their count. */
   private logRefused (obj: object, msg: string): void {
     const now = Date.now()
     if (this.refusedLog.timer === undefined && now - this.refusedLog.at >= this.dropLogInterval) {
@@ -424,7 +424,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private logRefusedSummary (): void {
     const { count } = this.refusedLog
     this.refusedLog = { at: Date.now(), count: 0, timer: undefined }
-    this.log.warn({ count, intervalMs: this.dropLogInterval }, `events refused: ${count} more since the last warning`)
+    this.log.warn({ count, intervalMs: this.dropLogInterval }, `refused frames: ${count} more since the last warning`)
   }
 
   private onConnect (session: Session): void {
@@ -686,7 +686,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
           text = text.slice(0, text.length >> 1)
           continue
         }
-        this.log.warn({ seq: frame.seq, cmd: frame.cmd, code }, 'the NAK for this frame does not fit maxFrameBytes: not sent')
+        this.logRefused({ seq: frame.seq, cmd: frame.cmd.slice(0, 64), code }, 'the NAK for this frame does not fit maxFrameBytes: not sent')
         return
       }
       this.writeBytes(session, bytes)

@@ -532,7 +532,7 @@ t.test('events with missing or invalid arguments, and unknown events: NAKed with
 t.test('a flood of refused events: each NAKed, but one warning at once and then one summary per interval with the count, not one each', async t => {
   const { lines, logger } = captureLogger()
   const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
-  const refused = () => lines.filter(l => l.level === 'warn' && /^events? refused/.test(l.msg ?? ''))
+  const refused = () => lines.filter(l => l.level === 'warn' && /^(event refused|refused frames)/.test(l.msg ?? ''))
   const started = Date.now()
   const flood = 500
   conn.socket.write(Buffer.concat(Array.from({ length: flood }, (_, i) => encodeFrame({ seq: i + 1, kind: 'EVT', cmd: 'DANCE', args: { addr: 1 } }))))
@@ -541,7 +541,7 @@ t.test('a flood of refused events: each NAKed, but one warning at once and then 
   t.match(refused()[0], { obj: { seq: 1, cmd: 'DANCE', code: 'UNKNOWN_EVENT' }, msg: 'event refused: unknown event DANCE' })
   t.equal(lines.filter(l => l.level === 'debug' && l.msg === 'event refused: unknown event DANCE').length, flood - 1, 'the others at debug')
   await until(() => refused().length === 2, 'the summary line')
-  t.match(refused()[1], { obj: { count: flood - 1, intervalMs: 300 }, msg: `events refused: ${flood - 1} more since the last warning` })
+  t.match(refused()[1], { obj: { count: flood - 1, intervalMs: 300 }, msg: `refused frames: ${flood - 1} more since the last warning` })
   // one pending at close() is summed up then
   await sleep(400)
   conn.send({ seq: 9000, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1 } })
@@ -549,7 +549,7 @@ t.test('a flood of refused events: each NAKed, but one warning at once and then 
   await until(() => conn.all.some(f => f.seq === 9001 && f.kind === 'NAK'), 'the second NAK')
   t.equal(refused().length, 3, 'the first after the interval is a warning at once')
   await link.close()
-  t.match(refused().at(-1), { obj: { count: 1 }, msg: 'events refused: 1 more since the last warning' })
+  t.match(refused().at(-1), { obj: { count: 1 }, msg: 'refused frames: 1 more since the last warning' })
 })
 
 t.test('a command whose ACK comes behind a burst of events is answered once the burst is worked off, not timed out meanwhile', async t => {
@@ -609,6 +609,23 @@ t.test('a NAK that echoes a long frame (its CMD, a value, a bad key) is cut to f
   const naks = [51, 52, 53, 54].map(seq => conn.next(f => f.kind === 'NAK' && f.seq === seq, `NAK ${seq}`))
   t.same((await Promise.all(naks)).map(f => f.args.code), ['INVALID_FRAME', 'UNKNOWN_EVENT', 'INVALID_EVENT', 'UNSUPPORTED'])
   t.equal(link.connected, true, 'the link is still up')
+})
+
+t.test('frames whose NAK does not fit maxFrameBytes: one warning with the CMD cut short, then one summary per interval, not one each', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
+  const warnings = () => lines.filter(l => l.level === 'warn')
+  const started = Date.now()
+  const frames = 200
+  for (let i = 1; i <= frames; i++) conn.socket.write(Buffer.from(`\x02${String(i).padStart(4, '0')}|REQ|${'Z'.repeat(4080)}|\x03`, 'latin1'))
+  conn.send({ seq: 9999, kind: 'HBT', cmd: 'PING' })
+  await conn.cmd('PONG', 'HBT')
+  t.notOk(conn.all.some(f => f.kind === 'NAK'), 'none could be answered')
+  if (Date.now() - started < 250) t.equal(warnings().length, 1, 'one warning so far, not 200')
+  t.match(warnings()[0], { obj: { seq: 1, cmd: 'Z'.repeat(64), code: 'UNSUPPORTED' }, msg: 'the NAK for this frame does not fit maxFrameBytes: not sent' })
+  await until(() => warnings().length === 2, 'the summary line')
+  t.match(warnings()[1], { obj: { count: frames - 1 }, msg: `refused frames: ${frames - 1} more since the last warning` })
+  t.equal(link.connected, true)
 })
 
 t.test('a first HELLO whose ARGS do not read is NAKed and does not identify the controller', async t => {
