@@ -132,6 +132,23 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   let nextEventId = 1
   /** the latest EVENT_RING events: `ring[(id - 1) % EVENT_RING]` holds event `id` */
   const ring: StationEvent[] = []
+  /**
+   * Per controller, publications wait here in the order its frames arrived. Each looks its stations up in the
+   * database first, and those lookups run side by side: one answered sooner (SQL Server) must not put a
+   * controller's events out of order (a pick.confirmed before the pick.confirmed it follows, a station.connected
+   * before the station.disconnected of a quick reconnect, leaving a stream's client with the wrong state).
+   */
+  const published = new Map<string, Promise<void>>()
+  function inOrder (controllerId: string, lookup: Promise<Row[]>, publishAll: (stations: Row[]) => void): Promise<void> {
+    // a failure must not stop the chain: every later publication waits on it. A lookup failing before its turn
+    // is handled at its turn, not an unhandled rejection meanwhile.
+    lookup.catch(() => {})
+    const next = (published.get(controllerId) ?? Promise.resolve())
+      .then(async () => { publishAll(await lookup) })
+      .catch((err) => { log.warn({ err, controllerId }, 'station events not published') })
+    published.set(controllerId, next)
+    return next
+  }
 
   fastify.errorTranslators.push(toApiError)
 
@@ -181,7 +198,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     if (type === 'station.fault') setStatus(link.id, address, 'error')
     else if (type === 'tray.ready') setStatus(link.id, address, 'busy')
     else setStatus(link.id, address, 'idle')
-    const stations = address === undefined ? [] : await stationsOf(link.id, address)
+    const lookup = address === undefined ? Promise.resolve([]) : stationsOf(link.id, address)
     const data = {
       controllerId: link.id,
       address: address ?? null,
@@ -191,17 +208,21 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       ...(event.args.code !== undefined ? { code: event.args.code } : {}),
       ...(event.args.msg !== undefined ? { message: event.args.msg } : {})
     }
-    if (stations.length === 0) publish(type, { stationId: null, ...data })
-    for (const station of stations) publish(type, { stationId: station.id as number, ...data })
+    await inOrder(link.id, lookup, (stations) => {
+      if (stations.length === 0) publish(type, { stationId: null, ...data })
+      for (const station of stations) publish(type, { stationId: station.id as number, ...data })
+    })
   }
 
   async function onConnection (link: ControllerLink, type: 'station.connected' | 'station.disconnected'): Promise<void> {
     if (type === 'station.disconnected') addressStatus.delete(link.id)
-    for (const station of await stationsOf(link.id)) {
-      // a station without an address stays disconnected (stationState)
-      if (station.address === null || station.address === undefined) continue
-      publish(type, { stationId: station.id as number, controllerId: link.id, address: (station.address as number | null) ?? null })
-    }
+    await inOrder(link.id, stationsOf(link.id), (stations) => {
+      for (const station of stations) {
+        // a station without an address stays disconnected (stationState)
+        if (station.address === null || station.address === undefined) continue
+        publish(type, { stationId: station.id as number, controllerId: link.id, address: (station.address as number | null) ?? null })
+      }
+    })
   }
 
   if (opts.enabled) {

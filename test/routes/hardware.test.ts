@@ -356,6 +356,33 @@ t.test('events need a token, filter by station, follow reconnects and leave no l
   t.equal(ctx.app.hardware.subscribers, 0)
 })
 
+t.test('events are published in the order the controller sent them, also when a station lookup answers late', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  // the database (SQL Server) answers one lookup late: the first one after this
+  const stations = ctx.app.repos.stations
+  const list = stations.list.bind(stations)
+  let slow = 1
+  stations.list = async (...args: Parameters<typeof list>) => {
+    if (slow-- > 0) await new Promise((resolve) => setTimeout(resolve, 300))
+    return await list(...args)
+  }
+  sim.controllers.get('ctl-1')!.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'first' })
+  sim.controllers.get('ctl-1')!.emitEvent('CONFIRM', { addr: 3, qty: 2, ref: 'second' })
+  await until(() => stream.events.length === 2, 'both events')
+  t.same(stream.events.map((e) => e.data.ref), ['first', 'second'])
+
+  // a quick reconnect whose disconnect lookup is the late one: the stream ends with the station connected
+  slow = 1
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => stream.events.filter((e) => e.type === 'station.connected').length === 1, 'station.connected after reconnect')
+  await until(() => stream.events.length === 4, 'the disconnect too')
+  t.same(stream.events.slice(2).map((e) => [e.type, e.data.stationId]), [['station.disconnected', stationId], ['station.connected', stationId]])
+  stream.close()
+})
+
 t.test('a client that stops reading is cut off; the others keep receiving', async (t) => {
   const ctx = await build(t, { events: { maxBufferedBytes: 1048576, heartbeatMs: 60000 } })
   const token = ctx.adminToken
