@@ -577,7 +577,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private onReply (session: Session, frame: Frame): void {
     const p = session.inFlight.get(frame.seq)
     if (p === undefined || p.cmd !== frame.cmd) {
-      this.log.debug({ seq: frame.seq, kind: frame.kind, cmd: frame.cmd }, 'reply matches no pending command')
+      // a warning (rate-limited): a controller that answers with another SEQ or CMD otherwise showed only as 504s
+      this.logRefused({ seq: frame.seq, kind: frame.kind, cmd: frame.cmd.slice(0, 64) }, `${frame.kind} ${frame.seq} ${frame.cmd.slice(0, 64)} matches no command in flight (an answer after its command's timeout, or one with another SEQ or CMD): ignored`)
       return
     }
     session.inFlight.delete(frame.seq)

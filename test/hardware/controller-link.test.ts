@@ -552,6 +552,21 @@ t.test('a flood of refused events: each NAKed, but one warning at once and then 
   t.match(refused().at(-1), { obj: { count: 1 }, msg: 'refused frames: 1 more since the last warning' })
 })
 
+t.test('a controller that answers with another SEQ: the command times out, and a warning says the answer matched nothing (rate-limited)', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, { ackTimeout: 60 }, { logger, dropLogInterval: 60000 })
+  const sent = link.send('LIGHT', { addr: 3, qty: 1 })
+  const frame = await conn.cmd('LIGHT')
+  conn.send({ seq: frame.seq + 100, kind: 'ACK', cmd: 'LIGHT' })
+  conn.send({ seq: frame.seq, kind: 'ACK', cmd: 'CLEAR' })
+  t.match(await rejection<HardwareError>(sent), { code: 'TIMEOUT' })
+  const warnings = lines.filter(l => l.level === 'warn' && /matches no command in flight/.test(l.msg ?? ''))
+  t.equal(warnings.length, 1, 'one warning, the other at debug until the summary')
+  t.match(warnings[0], { obj: { seq: frame.seq + 100, kind: 'ACK', cmd: 'LIGHT' }, msg: `ACK ${frame.seq + 100} LIGHT matches no command in flight (an answer after its command's timeout, or one with another SEQ or CMD): ignored` })
+  t.equal(lines.filter(l => l.level === 'debug' && /^ACK \d+ CLEAR matches no command in flight/.test(l.msg ?? '')).length, 1, 'the one with another CMD too')
+  t.equal(link.connected, true)
+})
+
 t.test('a command whose ACK comes behind a burst of events is answered once the burst is worked off, not timed out meanwhile', async t => {
   const { conn, link } = await connected(t, { ackTimeout: 60 })
   let emitted = 0
