@@ -9,10 +9,13 @@ import { InvalidValueError, NotFoundError } from '../../src/db/errors.js'
 import type { Filter } from '../../src/db/list-query.js'
 import { idField, isPathId } from '../../src/db/resources.js'
 import type { Id, Repository } from '../../src/db/repository.js'
-import type { Executor, Row, SqlValue } from '../../src/db/types.js'
+import type { Executor, Row, SqlValue, Write } from '../../src/db/types.js'
 import { resourceSchemas } from '../../src/column-schemas.js'
 import { ApiError } from '../../src/errors.js'
 import { ifMatchCheck, ListPageCache, sendItem, sendList, sendOne, type ListBody, type SendListOptions, type Serialize } from '../../src/http.js'
+
+/** How a 405 names a write a view does not take. */
+const VIEW_WRITE: Record<Write, string> = { insert: 'a create', update: 'an update', delete: 'a delete' }
 
 export interface ResourceRoutesOptions {
   /** singular noun for messages and summaries */
@@ -146,16 +149,16 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       return
     }
 
-    // A SQLite view takes only the writes its INSTEAD OF triggers do (Repository.writes, known once its
-    // columns are read, which may be after the routes are made): any other is refused before its body
-    // is looked at, with the methods the path does take (RFC 9110: a 405 has Allow).
-    const VIEW_WRITE = { insert: 'a create', update: 'an update', delete: 'a delete' } as const
-    // A table known as such gets no hook: nothing on its writes' path.
-    const table = repo.storage.columns !== undefined && repo.storage.columns[0]?.viewWrites === undefined
-    const viewTakes = (op: keyof typeof VIEW_WRITE) => table ? [] : (_request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
-      const writes = repo.writes
+    // A SQLite view takes only the writes its INSTEAD OF triggers do (ResourceStorage.writes, known once
+    // its columns are read, which may be after the routes are made): any other is refused before its
+    // body is looked at, with the methods the path does take (RFC 9110: a 405 has Allow). A table known
+    // as such gets no hook: nothing on its writes' path.
+    const viewTakes = (op: Write) => repo.storage.isTable ? [] : (_request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
+      const { writes } = repo.storage
       if (writes.includes(op)) return done()
-      const allow = ['GET', 'HEAD', ...(op === 'insert' ? (writes.includes('insert') ? ['POST'] : []) : [...(writes.includes('update') ? ['PATCH', 'POST'] : []), ...(writes.includes('delete') ? ['DELETE'] : [])])].sort()
+      // the collection takes creates; an item updates (PATCH, POST) and deletes
+      const path: Array<[Write, string[]]> = op === 'insert' ? [['insert', ['POST']]] : [['update', ['PATCH', 'POST']], ['delete', ['DELETE']]]
+      const allow = ['GET', 'HEAD', ...path.flatMap(([write, methods]) => writes.includes(write) ? methods : [])].sort()
       done(new ApiError(405, 'METHOD_NOT_ALLOWED', `'${repo.storage.mapping.table}' is a view whose INSTEAD OF triggers do not take ${VIEW_WRITE[op]}; the picking system's database has to give it one`, { headers: { allow: allow.join(', ') } }))
     }
 

@@ -85,8 +85,6 @@ export function compileMapper<R extends Row | unknown[]> (readers: Array<[field:
   return make(...readers.map(([, read]) => read)) as (raw: R) => Row
 }
 
-const ALL_WRITES = ['insert', 'update', 'delete'] as const
-
 export class Repository {
   /** the resource as defined; `def` is it as this table has it (text ids where the key column holds text) */
   private readonly baseDef: ResourceDef
@@ -195,15 +193,6 @@ export class Repository {
 
   get readOnly (): boolean {
     return this.storage.readOnly
-  }
-
-  /**
-   * The writes the table takes, as far as is known now: none when mapped readOnly; for a SQLite
-   * view, those its INSTEAD OF triggers take (known once its columns have been read); else all.
-   */
-  get writes (): ReadonlyArray<'insert' | 'update' | 'delete'> {
-    if (this.readOnly) return []
-    return this.storage.columns?.[0]?.viewWrites ?? ALL_WRITES
   }
 
   /** Checks and converts values from a caller (API-shaped or JS-typed) into stored values. */

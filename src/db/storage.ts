@@ -5,7 +5,7 @@ import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
-import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat } from './types.js'
+import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type Write } from './types.js'
 
 /** What the gateway makes of a column's declared type. */
 export type Category = 'text' | 'ntext' | 'integer' | 'decimal' | 'float' | 'bit' | 'time' | 'other'
@@ -276,6 +276,8 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
 }
 
 /** The whole resource: one FieldStorage per field, and the conversions between API and stored values. */
+const ALL_WRITES: readonly Write[] = ['insert', 'update', 'delete']
+
 export class ResourceStorage {
   readonly def: ResourceDef
   readonly mapping: TableMapping
@@ -377,6 +379,20 @@ export class ResourceStorage {
 
   get readOnly (): boolean {
     return this.mapping.readOnly === true
+  }
+
+  /**
+   * The writes the table takes, as far as is known now: none when mapped readOnly; for a SQLite
+   * view, those its INSTEAD OF triggers take (known once its columns have been read); else all.
+   */
+  get writes (): ReadonlyArray<Write> {
+    if (this.readOnly) return []
+    return this.columns?.[0]?.viewWrites ?? ALL_WRITES
+  }
+
+  /** A table (not a SQLite view) as its columns, read, say: its writes need no check of their own. */
+  get isTable (): boolean {
+    return this.columns !== undefined && this.columns[0]?.viewWrites === undefined
   }
 
   field (name: string): FieldStorage {
@@ -921,7 +937,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
   // the user table cannot be read-only (the gateway writes logins and passwords)
   const readOnlyHint = def.name === 'users' ? 'or map another table' : `or set mapping.${def.name}.readOnly to true`
   // what only a create needs is not asked of a SQLite view that takes no inserts (no INSTEAD OF INSERT): its creates answer 405
-  const creates = mapping.readOnly !== true && storage.columns[0]?.viewWrites?.includes('insert') !== false
+  const creates = storage.writes.includes('insert')
   for (const s of Object.values(storage.fields)) {
     if (s.info === undefined) continue
     const col = `column '${s.column}' (${describeType(s.info)})`
@@ -952,12 +968,10 @@ export function storageProblems (storage: ResourceStorage): string[] {
     if (s.def.id === true && storage.mapping.readOnly !== true) {
       // the column of the materialNumber too: a create gives it
       const own = s.info.identity || s.info.hasDefault || storage.sharedKey !== undefined
-      if (!own && mapping.newIds === undefined && k === 'string' && creates) {
-        problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
-          `map ${def.naturalKey!} to the same column if it holds the ${def.naturalKey!} (a table keyed by it), ${readOnlyHint}`)
-      } else if (!own && mapping.newIds === undefined && creates) {
-        problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` +
-          `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`)
+      if (!own && mapping.newIds === undefined && creates) {
+        problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` + (k === 'string'
+          ? `map ${def.naturalKey!} to the same column if it holds the ${def.naturalKey!} (a table keyed by it), ${readOnlyHint}`
+          : `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`))
       }
       if (storage.sharedKey !== undefined && mapping.newIds !== undefined) {
         problems.push(`${where}.newIds: the id is the ${storage.sharedKey} (both are mapped to ${col}), which a create gives; remove newIds`)
@@ -994,7 +1008,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
     spelled.set(column.toLowerCase(), column)
   }
   // SQLite writes a view only through its INSTEAD OF triggers: without any, every write would fail
-  if (mapping.readOnly !== true && storage.columns[0]?.viewWrites?.length === 0) {
+  if (!storage.readOnly && storage.writes.length === 0) {
     problems.push(`${where}: '${mapping.table}' is a view without INSTEAD OF triggers, which SQLite cannot write: give it INSTEAD OF INSERT, UPDATE and DELETE triggers that write the table below, ${readOnlyHint}`)
   }
   if (creates) {

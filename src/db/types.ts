@@ -160,6 +160,9 @@ export interface Database extends Executor {
 }
 
 /** A column as the database declares it (INFORMATION_SCHEMA.COLUMNS / sys.columns, PRAGMA table_xinfo). */
+/** A kind of write a table may take (a SQLite view only those its INSTEAD OF triggers do). */
+export type Write = 'insert' | 'update' | 'delete'
+
 export interface ColumnInfo {
   name: string
   /**
@@ -207,7 +210,7 @@ export interface ColumnInfo {
    * SQLite: set when the mapped object is a view, to the writes its INSTEAD OF triggers take (none:
    * SQLite writes no view by itself; those it takes SQLite's change count does not see). Set on every column.
    */
-  viewWrites?: Array<'insert' | 'update' | 'delete'>
+  viewWrites?: Write[]
   /**
    * SQL Server: the table or view has an INSTEAD OF INSERT trigger, which makes the insert itself: the
    * statement's OUTPUT does not see the id the row got, so a create finds it by its unique value. Set on every column.
