@@ -165,6 +165,45 @@ interface Pending {
   reject: (err: HardwareError) => void
 }
 
+/**
+ * A warning that may come thousands of times a second: the first is logged at once; what comes in
+ * the next interval is counted, and then said in one summary (with the amount counted).
+ */
+class WarningLimit {
+  private at = Number.NEGATIVE_INFINITY
+  private amount = 0
+  private timer: NodeJS.Timeout | undefined
+
+  constructor (private readonly intervalMs: number, private readonly summary: (amount: number) => void) {}
+
+  /** true: log this one now; false: it is counted (by `amount`) for the summary, which is then due */
+  first (amount: number): boolean {
+    const now = Date.now()
+    if (this.timer === undefined && now - this.at >= this.intervalMs) {
+      this.at = now
+      return true
+    }
+    this.amount += amount
+    this.timer ??= setTimeout(() => this.flush(), this.at + this.intervalMs - now).unref()
+    return false
+  }
+
+  /** At the end: the summary of what is counted, if a summary is due. */
+  end (): void {
+    if (this.timer === undefined) return
+    clearTimeout(this.timer)
+    this.flush()
+  }
+
+  private flush (): void {
+    const { amount } = this
+    this.at = Date.now()
+    this.amount = 0
+    this.timer = undefined
+    this.summary(amount)
+  }
+}
+
 /** State that lives exactly as long as one TCP connection. */
 class Session {
   /** the TCP connection is up */
@@ -244,10 +283,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private readonly log: Logger
   private readonly keepAliveDelay: number
   private readonly dropLogInterval: number
-  /** when dropped bytes were last logged, the bytes dropped since, and the timer of the summary that will say so */
-  private dropLog: { at: number, bytes: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, bytes: 0, timer: undefined }
-  /** the same for refused frames (events refused, NAKs too long to send): a controller repeating a bad frame thousands of times a second must not flood the log either */
-  private refusedLog: { at: number, count: number, timer: NodeJS.Timeout | undefined } = { at: -Infinity, count: 0, timer: undefined }
+  /** bytes dropped from the stream: a noisy line must not flood the log */
+  private readonly dropped: WarningLimit
+  /** frames not acted on (events refused, NAKs too long to send, answers to no command): a controller repeating one thousands of times a second must not either */
+  private readonly refused: WarningLimit
   private readonly random: () => number
   private session: Session | undefined
   private started = false
@@ -277,6 +316,12 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.keepAliveDelay = options.keepAliveDelay ?? 10000
     this.dropLogInterval = options.dropLogInterval ?? 60000
     this.log = options.logger ?? silentLogger
+    this.dropped = new WarningLimit(this.dropLogInterval, (bytes) => {
+      this.log.warn({ bytes, droppedBytes: this.stats.droppedBytes, intervalMs: this.dropLogInterval }, `dropped bytes from the controller: ${bytes} more since the last warning`)
+    })
+    this.refused = new WarningLimit(this.dropLogInterval, (count) => {
+      this.log.warn({ count, intervalMs: this.dropLogInterval }, `refused frames: ${count} more since the last warning`)
+    })
     this.random = options.random ?? Math.random
   }
 
@@ -349,14 +394,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.closing = true
     clearTimeout(this.reconnectTimer)
     this.reconnectTimer = undefined
-    if (this.dropLog.timer !== undefined) {
-      clearTimeout(this.dropLog.timer)
-      this.logDroppedSummary()
-    }
-    if (this.refusedLog.timer !== undefined) {
-      clearTimeout(this.refusedLog.timer)
-      this.logRefusedSummary()
-    }
+    this.dropped.end()
+    this.refused.end()
     const session = this.session
     if (session === undefined) {
       this.closed = Promise.resolve()
@@ -390,41 +429,14 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     socket.connect({ host: this.host, port: this.port })
   }
 
-  /** The first drop at once, then at most one summary per dropLogInterval: a noisy line must not flood the log. */
+  /** The first drop at once, then at most one summary per dropLogInterval. */
   private logDropped (reason: string, bytes: number, detail: string): void {
-    const now = Date.now()
-    if (this.dropLog.timer === undefined && now - this.dropLog.at >= this.dropLogInterval) {
-      this.dropLog.at = now
-      this.log.warn({ reason, bytes, detail, droppedBytes: this.stats.droppedBytes }, 'dropped bytes from the controller')
-      return
-    }
-    this.dropLog.bytes += bytes
-    this.dropLog.timer ??= setTimeout(() => this.logDroppedSummary(), this.dropLog.at + this.dropLogInterval - now).unref()
-  }
-
-  private logDroppedSummary (): void {
-    const { bytes } = this.dropLog
-    this.dropLog = { at: Date.now(), bytes: 0, timer: undefined }
-    this.log.warn({ bytes, droppedBytes: this.stats.droppedBytes, intervalMs: this.dropLogInterval }, `dropped bytes from the controller: ${bytes} more since the last warning`)
+    if (this.dropped.first(bytes)) this.log.warn({ reason, bytes, detail, droppedBytes: this.stats.droppedBytes }, 'dropped bytes from the controller')
   }
 
   /** A refused frame: the first at once as a warning, the others of the next dropLogInterval at debug, then one summary with their count. */
   private logRefused (obj: object, msg: string): void {
-    const now = Date.now()
-    if (this.refusedLog.timer === undefined && now - this.refusedLog.at >= this.dropLogInterval) {
-      this.refusedLog.at = now
-      this.log.warn(obj, msg)
-      return
-    }
-    this.log.debug(obj, msg)
-    this.refusedLog.count++
-    this.refusedLog.timer ??= setTimeout(() => this.logRefusedSummary(), this.refusedLog.at + this.dropLogInterval - now).unref()
-  }
-
-  private logRefusedSummary (): void {
-    const { count } = this.refusedLog
-    this.refusedLog = { at: Date.now(), count: 0, timer: undefined }
-    this.log.warn({ count, intervalMs: this.dropLogInterval }, `refused frames: ${count} more since the last warning`)
+    this.log[this.refused.first(1) ? 'warn' : 'debug'](obj, msg)
   }
 
   private onConnect (session: Session): void {
