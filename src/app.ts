@@ -271,9 +271,6 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
   socket.destroy(err)
 }
 
-/** The longest path parameter (Fastify's default, named so that the 414's message can say it, and a create refuse a text id longer) */
-const MAX_PARAM_LENGTH = MAX_PATH_PARAM_LENGTH
-
 /** Errors Fastify raises before routing (a URL that does not decode, a parameter too long): the documented shape and codes. */
 function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = err.statusCode ?? 500
@@ -284,7 +281,7 @@ function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: Fas
   }
   const code = err.code === 'FST_ERR_BAD_URL' ? 'BAD_URL' : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'URI_TOO_LONG' : statusText(status).toUpperCase().replace(/[^A-Z]+/g, '_')
   // Fastify's "… is exceeding the max param length" names no limit; the path itself is in the log line below
-  const message = code === 'URI_TOO_LONG' ? `A path parameter is longer than ${MAX_PARAM_LENGTH} characters, the most an id may have` : err.message
+  const message = code === 'URI_TOO_LONG' ? `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters, the most an id may have` : err.message
   void reply.code(status).send(buildErrorBody(status, code, message))
   // answered before routing, so without the onResponse hook's line: one here, the URL cut to 2 KB
   // (the logger's formatter scrubs tokens in it, as in every line)
@@ -321,7 +318,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     return503OnClosing: true,
     // /api/materials/17/ is /api/materials/17, as /api/materials/ is /api/materials
     // the default parser (fast-querystring) keeps a malformed value as sent: this one also marks it (see onRequest)
-    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery, maxParamLength: MAX_PARAM_LENGTH },
+    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery, maxParamLength: MAX_PATH_PARAM_LENGTH },
     forceCloseConnections: 'idle',
     pluginTimeout: Math.max(10000, config.database.connectTimeoutMs * 2),
     schemaErrorFormatter: describeValidation,

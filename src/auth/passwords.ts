@@ -1,6 +1,7 @@
 // argon2id hashing with one set of parameters, and a decoy hash so unknown users cost the same time as known ones.
 import argon2 from 'argon2'
 import { availableParallelism } from 'node:os'
+import { spelledCaseless } from '../db/resources.js'
 import { ApiError } from '../errors.js'
 
 export interface Argon2Params {
@@ -99,5 +100,5 @@ export function normalizeUsername (username: string): string {
 
 /** A username as given, in its case: what picks one of a legacy table's spellings of it (Repository.findSpelled). */
 export function spelledUsername (username: string): string {
-  return username.normalize('NFKC').trim()
+  return spelledCaseless(username)
 }

@@ -117,6 +117,14 @@ export function idField (def: ResourceDef): string {
   throw new Error(`resource '${def.name}' has no id field`)
 }
 
+/**
+ * A caseless field's value (a username) as given, in its case: Unicode NFKC, without the spaces
+ * around it. Creates, logins and list filters all spell it so (normalizeUsername lower-cases it too).
+ */
+export function spelledCaseless (text: string): string {
+  return text.normalize('NFKC').trim()
+}
+
 /** The longest path parameter the router takes, in characters as decoded (UTF-16 code units): an id longer than this is a 414. */
 export const MAX_PATH_PARAM_LENGTH = 100
 

@@ -3,6 +3,7 @@ import type { Dialect } from './dialect.js'
 import { unstorableCharacter } from './code-pages.js'
 import { BadQueryError } from './errors.js'
 import type { Filter, ListQuery, SortKey } from './list-query.js'
+import { spelledCaseless } from './resources.js'
 import { INTEGER_RANGES, MONEY_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
 import type { FieldKind, Param, ResourceDef, SqlValue, Statement, TableMapping } from './types.js'
 
@@ -435,9 +436,8 @@ export class SqlBuilder {
     const { expr: c, value } = this.numberInText(s)
       ? { expr: SQLITE_NUMBER(this.col(f.field)), value: (v: SqlValue) => v }
       : this.shownText(s, this.comparable(f.field), s.padded, fold)
-    // a caseless field's value as a create or login spells it (normalizeUsername): NFKC, without the
-    // spaces around it, so that ?username=Admin%20 or a full-width ａdmin finds what the login finds
-    const spelled = fold ? (v: SqlValue): SqlValue => typeof v === 'string' ? v.normalize('NFKC').trim() : v : (v: SqlValue): SqlValue => v
+    // a caseless field's value as a create or login spells it: ?username=Admin%20 or a full-width ａdmin finds what the login finds
+    const spelled = fold ? (v: SqlValue): SqlValue => typeof v === 'string' ? spelledCaseless(v) : v : (v: SqlValue): SqlValue => v
     const operand = (v: SqlValue): SqlValue => value(this.operand(s, spelled(v)))
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
     const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')
