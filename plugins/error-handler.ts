@@ -157,7 +157,7 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
 
   const routes = new RouteTable()
   // a route that only answers 405 (a read-only resource's writes) is no method the path allows
-  fastify.addHook('onRoute', (route) => { if ((route.config as { refuses?: boolean } | undefined)?.refuses !== true) routes.add(route.url ?? route.path, route.method) })
+  fastify.addHook('onRoute', (route) => { if (route.config?.refuses !== true) routes.add(route.url ?? route.path, route.method) })
   fastify.setNotFoundHandler(function (request, reply) {
     const path = request.url.split('?')[0]
     const allowed = routes.methodsOf(path)

@@ -294,6 +294,8 @@ declare module 'fastify' {
     logQuery?: false
     /** true: a route without a query schema takes any query (a browser login's start, whose URL browsers and portals add to) */
     anyQuery?: true
+    /** true: a route that only refuses its method (a read-only resource's writes): not one of the path's methods in a 405's Allow */
+    refuses?: true
   }
 }
 

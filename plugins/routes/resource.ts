@@ -138,14 +138,17 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
 
     if (repo.readOnly) {
       // a view, or a table the picking system owns alone: say so, and which methods work
-      const refuse = async (): Promise<never> => {
-        throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${opts.tag[0].toUpperCase()}${opts.tag.slice(1)} are read-only in this installation`, { headers: { allow: 'GET, HEAD' } })
-      }
-      const readOnly = { summary: `Not available: ${opts.tag} are read-only in this installation`, tags: [opts.tag], response: errorResponses(401, 405) }
+      const refusal = (): ApiError => new ApiError(405, 'METHOD_NOT_ALLOWED', `${opts.tag[0].toUpperCase()}${opts.tag.slice(1)} are read-only in this installation`, { headers: { allow: 'GET, HEAD' } })
+      // refused before the body or the query is read, and without a token as with one (there is nothing
+      // to protect): the method is what is wrong, not a form post's content type, a stray parameter or
+      // a missing token (the 405 a fixed path's wrong method gets too)
+      const onRequest = (_request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => done(refusal())
+      const refuse = async (): Promise<never> => { throw refusal() }
+      const readOnly = { summary: `Not available: ${opts.tag} are read-only in this installation`, tags: [opts.tag], response: errorResponses(405) }
       // config.refuses: the 405 of a method no route has (PUT) says Allow: GET, HEAD too
-      const config = { refuses: true }
-      fastify.post('/', { schema: { ...readOnly, operationId: `create${Noun}` }, config }, refuse)
-      for (const method of ['POST', 'PATCH', 'DELETE'] as const) fastify.route({ method, url: '/:id', schema: { ...readOnly, operationId: operationId[method] }, config, handler: refuse })
+      const config = { refuses: true as const, auth: 'none' as const }
+      fastify.post('/', { schema: { ...readOnly, operationId: `create${Noun}` }, config, onRequest }, refuse)
+      for (const method of ['POST', 'PATCH', 'DELETE'] as const) fastify.route({ method, url: '/:id', schema: { ...readOnly, operationId: operationId[method] }, config, onRequest, handler: refuse })
       return
     }
 

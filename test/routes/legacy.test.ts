@@ -595,6 +595,27 @@ t.test('a read-only mapping: reads work, writes answer 405 with Allow', async (t
     t.equal(res.headers.allow, 'GET, HEAD', `${method} ${url}: Allow`)
     t.match(res.json(), { statusCode: 405, code: 'METHOD_NOT_ALLOWED', message: /read-only/ }, `${method} ${url}`)
   }
+  // the method is what is wrong, whatever the body or query: curl -d sends a form, a script plain text or bad JSON
+  const odd: Array<[string, Record<string, string>, string]> = [
+    ['/api/materials', { 'content-type': 'application/x-www-form-urlencoded' }, 'name=x'],
+    ['/api/materials', { 'content-type': 'text/plain' }, 'x'],
+    ['/api/materials', { 'content-type': 'application/json' }, '{"name":'],
+    ['/api/materials', { 'content-type': 'application/json; charset=latin1' }, '{}'],
+    ['/api/materials', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, '{}'],
+    ['/api/materials?dryRun=1', { 'content-type': 'application/json' }, '{}'],
+    [`/api/materials/${id}`, { 'content-type': 'text/plain' }, 'x']
+  ]
+  for (const [url, more, payload] of odd) {
+    const res = await inject({ method: 'POST', url, headers: { ...headers, ...more }, payload })
+    t.equal(res.statusCode, 405, `POST ${url} ${JSON.stringify(more)}`)
+    t.equal(res.headers.allow, 'GET, HEAD')
+    t.match(res.json(), { code: 'METHOD_NOT_ALLOWED', message: /read-only/ })
+  }
+  for (const url of ['/api/materials', `/api/materials/${id}`]) {
+    const anonymous = await inject({ method: 'POST', url, headers: { 'content-type': 'text/plain' }, payload: 'x' })
+    t.equal(anonymous.statusCode, 405, `POST ${url} without a token: the same 405, nothing to protect`)
+    t.match(anonymous.json(), { code: 'METHOD_NOT_ALLOWED', message: /read-only/ })
+  }
   t.equal(await ctx.rawCount('Artikel'), count)
   t.equal((await ctx.get(`/api/materials/${id}`)).statusCode, 200, 'and nothing was deleted')
   for (const url of ['/api/materials', `/api/materials/${id}`]) {
