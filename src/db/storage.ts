@@ -204,6 +204,13 @@ export function storedNumber (raw: unknown): number | null {
 }
 
 const CANONICAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+/**
+ * The text SQLite's date functions read as a time (its date.c): a date, then a time after spaces or
+ * a T (an upper-case one only), a zone of Z or an offset with its colon (`+01:00`, up to 14 hours).
+ * strftime, which filters and sorting compare, reads anything else as NULL: `+0100` (Java's and
+ * Python's `%z`) or a lower-case `t`, which parseIsoDateTime takes.
+ */
+const SQLITE_TIME_TEXT = /^\d{4}-\d{2}-\d{2}(?:[\sT]+\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:[Zz]|[+-](?:0\d|1[0-4]):[0-5]\d)?)?$/
 
 /** The stored code as the map compares it: text without the padding of fixed-width columns. */
 const normalizeCode = (code: unknown): string => String(code).trimEnd()
@@ -538,9 +545,11 @@ export class ResourceStorage {
         if (wall && this.dialect === 'sqlite') this.oncePerField(s, 'offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
         wall = false
       }
-      const compact = compactTime(text)
-      if (compact !== undefined) this.compactNote(s, text)
-      date = compact ?? parseIsoDateTime(text)
+      date = compactTime(text)
+      if (date !== undefined) this.compactNote(s, text)
+      // SQLite: a text its strftime does not read is no time to filters and sorting, so it is not one to reads either
+      // (shown as a time, a row modifiedSince never finds would look synced)
+      else if (this.dialect !== 'sqlite' || SQLITE_TIME_TEXT.test(text)) date = parseIsoDateTime(text)
     } else if (typeof raw === 'number' || typeof raw === 'bigint') {
       const n = Number(raw)
       date = compactTime(String(raw))

@@ -66,3 +66,34 @@ t.test('a change stored to the second right after a page is found by modifiedSin
     t.ok(ids(changed.json()).includes(created[round - 1]), `round ${round}: the change made after the page (stamped ${String(other.prepare('SELECT modified_at FROM materials WHERE id = ?').pluck().get(created[round - 1]))}) comes with modifiedSince=${since}`)
   }
 })
+
+t.test('a stored time the API shows is one modifiedSince finds: text SQLite cannot read is shown as null', async (t) => {
+  const ctx = await build(t)
+  const file = sqlitePath(ctx.config.database.url)
+  if (file === null || file === undefined) return t.pass('the writer behind the back is a SQLite connection')
+  const headers = ctx.auth(ctx.adminToken)
+  const id = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'FMT-1', name: 'Formats' } })).json().id as number
+  const other = new BetterSqlite3(file)
+  t.teardown(() => other.close())
+  const read = async (): Promise<string | null> => (await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).json().modifiedAt
+  const found = async (since: string): Promise<boolean> =>
+    (await ctx.app.inject({ method: 'GET', url: `/api/materials?id=${id}&modifiedSince=${encodeURIComponent(since)}`, headers })).json().data.length === 1
+  // what other programs write: CURRENT_TIMESTAMP, ISO 8601 with and without an offset, and
+  // the offsets without a colon that Java's and Python's %z write, which SQLite's strftime does not read
+  const stored: Array<[string, string | null]> = [
+    ['2026-11-20 10:00:00', '2026-11-20T10:00:00.000Z'],
+    ['2026-11-20T11:00:00+01:00', '2026-11-20T10:00:00.000Z'],
+    ['2026-11-20 10:00:00.123456', '2026-11-20T10:00:00.123Z'],
+    ['2026-11-20T10:00:00.000z', '2026-11-20T10:00:00.000Z'],
+    ['2026-11-20 10:00:00+0100', null],
+    ['2026-11-20 10:00:00-0130', null],
+    ['2026-11-20t10:00:00Z', null],
+    ['2026-11-20T10:00:00 0100', null]
+  ]
+  for (const [text, shown] of stored) {
+    other.prepare('UPDATE materials SET modified_at = ? WHERE id = ?').run(text, id)
+    const time = await read()
+    t.equal(time, shown, `'${text}' is shown as ${String(shown)}`)
+    if (time !== null) t.ok(await found(time), `'${text}': modifiedSince=${time} finds the row`)
+  }
+})
