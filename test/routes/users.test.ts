@@ -241,3 +241,17 @@ t.test('delete', async (t) => {
   t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })).statusCode, 404)
   t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${user.id}`, headers: admin })).statusCode, 404)
 })
+
+t.test('a login moves lastLoginAt and the ETag, not modifiedAt (README: user fields)', async (t) => {
+  const ctx = await build(t)
+  const admin = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'erp-sync', password: 'long-enough', type: 'user' } })
+  const before = await ctx.app.inject({ method: 'GET', url: `/api/users/${created.json().id}`, headers: admin })
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  const login = await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'erp-sync', password: 'long-enough' } })
+  t.equal(login.statusCode, 200)
+  const after = await ctx.app.inject({ method: 'GET', url: `/api/users/${created.json().id}`, headers: { ...admin, 'if-none-match': before.headers.etag as string } })
+  t.equal(after.statusCode, 200, 'not a 304: lastLoginAt is part of the user')
+  t.type(after.json().lastLoginAt, 'string')
+  t.equal(after.json().modifiedAt, before.json().modifiedAt, 'modifiedAt stays: an incremental sync of users does not bring the user again')
+})
