@@ -559,7 +559,8 @@ export class Repository {
         // SQL Server's count includes its triggers' statements and says nothing here
         if (changed === 0 && this.countsChanges) throw this.skipped(id, 'update')
         const after = await this.first(tx, this.sql.selectById(id))
-        if (after === undefined) throw new Error(`${this.def.name} ${id}: the row was gone after its update`)
+        // a trigger deleted the row or changed its id, or a view no longer shows it: undone, as a create the table did not keep
+        if (after === undefined) throw this.notKeptUpdate(id)
         return after
       })
     } catch (err) {
@@ -603,6 +604,11 @@ export class Repository {
       if (values[field] !== null || this.def.fields[field]?.notNull !== true || (row !== undefined && row[field] === null)) continue
       throw new InvalidValueError(`'${field}' may not be null${row === undefined ? ': leave it out for its default' : ' (it is only taken as the value the row already shows)'}`)
     }
+  }
+
+  /** An update after which no row has the id (a trigger deleted the row or changed its key, a view's WHERE no longer shows it): rolled back. */
+  private notKeptUpdate (id: Id): ConstraintViolationError {
+    return new ConstraintViolationError(`The picking system's database did not keep the ${this.noun} ${id} as changed: after the update no row has that id (a trigger deleted the row or changed its ${this.storage.sharedKey ?? 'id'}, or the view the gateway reads no longer shows it); nothing was changed`)
   }
 
   /** A write a trigger of the picking system skipped without an error: it changed nothing, and says so. */

@@ -140,6 +140,39 @@ t.test('SQLite: a trigger that skips an update or delete without an error (RAISE
   t.equal((await ctx.app.inject({ method: 'GET', url: current, headers })).statusCode, 404)
 })
 
+t.test('SQLite: an update after which no row has the id (its AFTER UPDATE trigger moves the row away): a 400 that says so, and nothing changed', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite triggers' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtAktiv', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "ArtAktiv" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL)',
+      'CREATE TABLE "ArtAlt" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL, "Bez" VARCHAR(80) NOT NULL)',
+      // the picking system's archive: a material renamed to ARCHIV moves to another table
+      `CREATE TRIGGER "trg_ArtAktiv_U" AFTER UPDATE OF "Bez" ON "ArtAktiv" WHEN NEW."Bez" = 'ARCHIV' BEGIN
+  INSERT INTO "ArtAlt" ("ArtID", "ArtNr", "Bez") VALUES (NEW."ArtID", NEW."ArtNr", NEW."Bez");
+  DELETE FROM "ArtAktiv" WHERE "ArtID" = NEW."ArtID";
+END`
+    ]
+  }))
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-1', name: 'Alt' } })
+  t.equal(created.statusCode, 201, created.body)
+  const url = created.headers.location as string
+  const moved = await ctx.app.inject({ method: 'PATCH', url, headers, payload: { name: 'ARCHIV' } })
+  t.equal(moved.statusCode, 400, 'not a 500')
+  t.same(moved.json(), {
+    statusCode: 400,
+    code: 'CONSTRAINT_VIOLATION',
+    error: 'Bad Request',
+    message: `The picking system's database did not keep the material ${created.json().id} as changed: after the update no row has that id (a trigger deleted the row or changed its id, or the view the gateway reads no longer shows it); nothing was changed`
+  })
+  t.equal((await ctx.app.inject({ method: 'GET', url, headers })).json().name, 'Alt', 'the update was undone')
+  const archived = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtAlt"', params: [] })
+  t.equal(Number(archived[0].n), 0, "the trigger's own writes were undone with it")
+  t.equal((await ctx.app.inject({ method: 'PATCH', url, headers, payload: { name: 'Neu' } })).json().name, 'Neu', 'other updates go through')
+})
+
 t.test('which SQLite triggers may change a row after its insert', async (t) => {
   t.ok(changesRowAfterInsert('CREATE TRIGGER x AFTER INSERT ON t BEGIN UPDATE t SET a = 1 WHERE id = NEW.id; END'))
   t.ok(changesRowAfterInsert('create trigger "x" after insert on "t" for each row begin replace into t (id) values (new.id); end'))
