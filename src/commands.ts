@@ -440,7 +440,8 @@ async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableM
  * SQLite: time columns where other programs stored numbers (Unix time, 20240101). The API shows
  * their time, but SQLite's strftime, which filters and sorting compare, does not read them: an
  * incremental sync by modifiedSince would miss those rows. Julian days (julianday(), storage.ts
- * isJulianDay) are left out: strftime reads them as the API shows them.
+ * isJulianDay) are left out: strftime reads them as the API shows them. Text strftime does not read
+ * ('02.04.2024 10:00', ''), which the API shows as null, is counted apart: no filter finds it either.
  */
 async function numericTimeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
   if (db.dialect !== 'sqlite') return []
@@ -454,8 +455,16 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const c = d.ident(column)
       // text of date digits ('20240101', '20240402120530') reads as that date too, and strftime does not read it either
       const digits = `(typeof(${c}) = 'text' AND (rtrim(${c}) GLOB '${'[0-9]'.repeat(8)}' OR rtrim(${c}) GLOB '${'[0-9]'.repeat(14)}'))`
-      const [row] = await db.query({ text: `SELECT COUNT(*) AS n FROM ${d.table(mapping)} WHERE (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5)) OR ${digits}`, params: [] })
-      const n = Number(row?.n)
+      // text strftime does not read at all ('02.04.2024 10:00', ''): shown as null, and no filter finds it either
+      const unreadable = `(typeof(${c}) = 'text' AND strftime('%Y-%m-%dT%H:%M:%fZ', ${c}) IS NULL AND NOT ${digits})`
+      const [row] = await db.query({
+        text: `SELECT SUM(CASE WHEN (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5)) OR ${digits} THEN 1 ELSE 0 END) AS n, ` +
+          `SUM(CASE WHEN ${unreadable} THEN 1 ELSE 0 END) AS u, MAX(CASE WHEN ${unreadable} THEN ${c} END) AS example FROM ${d.table(mapping)}`,
+        params: []
+      })
+      const u = Number(row?.u ?? 0)
+      if (u > 0) notes.push(`${name}.${field}: ${u} row${u === 1 ? ' holds' : 's hold'} text that is no time SQLite reads (such as ${JSON.stringify(String(row?.example).slice(0, 40))}): the API shows null, and ${field === 'modifiedAt' ? 'modifiedSince and ' : ''}the time filters on ${field} never find ${u === 1 ? 'it' : 'them'} (sorting puts ${u === 1 ? 'it' : 'them'} with the rows without a time)${field === 'modifiedAt' ? `, so an incremental sync misses ${u === 1 ? 'it' : 'them'}` : ''}; have the picking system write ISO 8601 text, and correct or clear these values (README, "Values the declared type does not bind")`)
+      const n = Number(row?.n ?? 0)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
     }
   }

@@ -227,11 +227,15 @@ t.test('check-config checks the mapping against the database when it can reach i
   await raw.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert) VALUES ('A-1', 'a', 'A', 20240102), ('A-2', 'b', 'A', 1712052000), ('A-3', 'c', 'A', '2024-01-02 10:00:00'), ('A-4', 'd', 'A', '20240103'), ('A-5', 'e', 'A', 2460001.5)", params: [] })
   // a TEXT column keeps date digits as text, which reads as a date but strftime does not read; a Julian day it does
   await raw.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Angelegt) VALUES ('A-6', 'f', 'A', '20240104'), ('A-7', 'g', 'A', '2024-01-04 10:00:00'), ('A-8', 'h', 'A', 2460001.5)", params: [] })
+  // text that is no time at all (a German date, an empty string): shown as null, and found by no filter either
+  await raw.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert) VALUES ('A-9', 'i', 'A', '02.04.2024 10:00'), ('A-10', 'j', 'A', '')", params: [] })
   await raw.close()
   const noted = io({})
   t.equal(await main(['check-config', file], noted), 0)
   t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows hold their time as a number or as digits \(Unix time, YYYYMMDD\): the API shows it, but modifiedSince/)
   t.match(noted.stdout.join('\n'), /Note: materials\.createdAt: 1 row holds its time as a number or as digits/)
+  t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 2 rows hold text that is no time SQLite reads \(such as "02\.04\.2024 10:00"\): the API shows null, and modifiedSince and the time filters on modifiedAt never find them \(sorting puts them with the rows without a time\), so an incremental sync misses them/)
+  t.notMatch(noted.stdout.join('\n'), /createdAt: \d+ rows? holds? text/, "the ISO text and Julian day beside the digits are times SQLite reads")
   t.notMatch(noted.stdout.join('\n'), /materials\.id:/)
   // A-6 to A-8 have no modified time: no modifiedSince finds them, which a first sync from 1970 would not know
   t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows have no time in column 'Geaendert' \(NULL\): modifiedSince and the other time filters never find them, not even modifiedSince=1970-01-01T00:00:00Z/)
