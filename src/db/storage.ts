@@ -542,7 +542,8 @@ export class ResourceStorage {
       // SQLite text: with Z or an offset it is an instant, whatever the column's zone
       if (/(?:z|[+-]\d{2}:?\d{2})$/i.test(text)) {
         // SQLite's filters and sorting see only the text: they compare it as the column's local time
-        if (wall && this.dialect === 'sqlite') this.oncePerField(s, 'offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
+        // (only a text strftime reads: any other is shown as null, below, and the odd-value log names it)
+        if (wall && this.dialect === 'sqlite' && SQLITE_TIME_TEXT.test(text)) this.oncePerField(s, 'offset', { resource: this.def.name, field: s.field, value: text, timeZone: s.timeZone }, 'a stored time with an offset of its own, in a column mapped to a local time zone, is shown as that instant, but filters and sorting compare it as local time and may miss it (README, "Column types and what the API makes of them")')
         wall = false
       }
       date = compactTime(text)

@@ -422,3 +422,19 @@ t.test('an edit form sending back a value the column could not take as a write (
   t.match(other.json().message, /'maxStock' must be a whole number/)
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json().name, 'Teil (neu)', 'nothing of the refused update written')
 })
+
+t.test('a stored offset in a column mapped to a local time zone: noted only for a text SQLite reads (+02:00), not for one shown as null (+0200)', { skip: MSSQL && 'SQLite stores any value in any column' }, async (t) => {
+  const ctx = await oddApp(t)
+  const insert = async (id: number, changed: string) => await ctx.db.execute({
+    text: 'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bezeichnung", "LastChange") VALUES (@id, @nr, \'x\', @m)',
+    params: [{ name: 'id', kind: 'integer', value: id }, { name: 'nr', kind: 'string', value: `Z-${id}` }, { name: 'm', kind: 'string', value: changed }]
+  })
+  const offsetNotes = () => ctx.lines.filter((l) => /offset of its own/.test(String(l.msg)))
+  await insert(20, '2024-04-02 12:00:00+0200')
+  t.match((await ctx.get('/api/materials/20')).json(), { modifiedAt: null }, 'strftime does not read +0200: shown as null')
+  t.equal(offsetNotes().length, 0, 'no note that it is shown as that instant: it is not shown')
+  t.ok(ctx.lines.some((l) => l.field === 'modifiedAt' && l.value === '2024-04-02 12:00:00+0200' && /not a time the gateway can read/.test(String(l.msg))), 'the odd-value warning names it instead')
+  await insert(21, '2024-04-02 12:00:00+02:00')
+  t.match((await ctx.get('/api/materials/21')).json(), { modifiedAt: TEN })
+  t.match(offsetNotes(), [{ field: 'modifiedAt', value: '2024-04-02 12:00:00+02:00' }], 'a readable offset: the note, once')
+})
