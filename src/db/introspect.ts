@@ -3,7 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
 import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
-import { categoryOf, compactTime, describeType, kindFit, type Category, type Fit } from './storage.js'
+import { categoryOf, compactTime, describeType, isJulianDay, kindFit, type Category, type Fit } from './storage.js'
 import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, TimeFormat, ValueMap } from './types.js'
 
 export interface TableInfo {
@@ -342,7 +342,8 @@ const FORMAT_NAMES: Record<TimeFormat, string> = {
   unix: 'Unix time in seconds',
   'unix-ms': 'Unix time in milliseconds',
   yyyymmdd: 'dates as YYYYMMDD',
-  yyyymmddhhmmss: 'times as YYYYMMDDhhmmss'
+  yyyymmddhhmmss: 'times as YYYYMMDDhhmmss',
+  julianday: 'Julian days, as SQLite\'s julianday() returns them'
 }
 
 /**
@@ -350,7 +351,7 @@ const FORMAT_NAMES: Record<TimeFormat, string> = {
  * blanks, a legacy "no date") of one kind, Unix seconds from 1973 to 2286, milliseconds from 1973,
  * or calendar dates as digits; undefined when they show none or are mixed. Text columns hold digits only.
  */
-export function guessTimeFormat (category: Category, values: unknown[]): TimeFormat | undefined {
+export function guessTimeFormat (category: Category, values: unknown[], julian = false): TimeFormat | undefined {
   const text = category === 'text' || category === 'ntext'
   const kinds = new Set<TimeFormat | 'other'>()
   for (const raw of values) {
@@ -364,6 +365,8 @@ export function guessTimeFormat (category: Category, values: unknown[]): TimeFor
     if ((s.length === 8 || s.length === 14) && compactTime(s) !== undefined) kinds.add(s.length === 8 ? 'yyyymmdd' : 'yyyymmddhhmmss')
     else if (!text && n >= 1e8 && n < 1e10) kinds.add('unix')
     else if (!text && n >= 1e11 && n < 1e13) kinds.add('unix-ms')
+    // SQLite's own numeric time (julianday('now'): 2460400.5 and its fraction), which no legacy program writes as Unix time
+    else if (julian && !text && isJulianDay(n)) kinds.add('julianday')
     else kinds.add('other')
   }
   const [only] = kinds
@@ -605,7 +608,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     // a time kept as a number, or as digits in SQLite text ('20240101'): the format its values show
     const fit = proposal.fits[m.field]
     if (fit === 'format' || (db.dialect === 'sqlite' && f.kind === 'datetime' && category === 'text')) {
-      const format = guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => r.v))
+      const format = guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => r.v), db.dialect === 'sqlite')
       if (format !== undefined) {
         fields.push({ ...m, format, notes: [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`] })
         continue

@@ -181,7 +181,7 @@ export class SqlBuilder {
 
   /** The kind of a stored value: the field's, except a time kept as a number or digits (TimeFormat). */
   private storedKind (s: FieldStorage, value: SqlValue): FieldKind {
-    if (s.timeFormat === undefined) return s.def.kind
+    if (s.timeFormat === undefined && !s.julianDays) return s.def.kind
     return typeof value === 'string' ? 'string' : Number.isInteger(value) ? 'integer' : 'number'
   }
 

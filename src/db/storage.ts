@@ -57,9 +57,15 @@ export interface FieldStorage {
   readonly resolutionMs: number
   /**
    * a date-time field kept in a number or text column (mapping's `format`): how it is written there;
-   * undefined for a column of a time type (and SQLite's ISO 8601 text)
+   * undefined for a column of a time type (and SQLite's ISO 8601 text), and for julianday (below)
    */
   readonly timeFormat: TimeFormat | undefined
+  /**
+   * SQLite: a date-time field kept as Julian days in a number column (format julianday, what its
+   * julianday() returns). SQLite's strftime reads those as it reads ISO text, so reads, filters and
+   * sorting take the way of SQLite's text times (timeFormat stays undefined); only a write differs
+   */
+  readonly julianDays: boolean
   /** T-SQL type text of parameters compared with or written to this column (SQL Server only) */
   readonly paramType: string | undefined
 }
@@ -156,7 +162,7 @@ function mssqlParamType (info: ColumnInfo | undefined, category: Category): stri
 }
 
 /** How finely each time format keeps time, in ms (as resolutionMs). */
-const FORMAT_RESOLUTION: Record<TimeFormat, number> = { unix: 1000, 'unix-ms': 1, yyyymmdd: 86400000, yyyymmddhhmmss: 1000 }
+const FORMAT_RESOLUTION: Record<TimeFormat, number> = { unix: 1000, 'unix-ms': 1, yyyymmdd: 86400000, yyyymmddhhmmss: 1000, julianday: 1 }
 
 function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, format: TimeFormat | undefined): number {
   if (format !== undefined) return FORMAT_RESOLUTION[format]
@@ -177,8 +183,8 @@ function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, forma
 /** a number written as text: what numberFromDb reads (the filter parser's syntax; no decimal commas, no hex) */
 const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i
 
-/** The Julian day of 1970-01-01T00:00:00Z. */
-const UNIX_EPOCH_JULIAN_DAY = 2440587.5
+/** The Julian day of 1970-01-01T00:00:00Z (2440587.5) in milliseconds. */
+const UNIX_EPOCH_JULIAN_MS = 210_866_760_000_000
 
 /**
  * SQLite: a number its strftime reads as a Julian day of the years 1 to 9999 (julianday('now')
@@ -186,6 +192,16 @@ const UNIX_EPOCH_JULIAN_DAY = 2440587.5
  */
 export function isJulianDay (n: number): boolean {
   return n >= 1721425.5 && n < 5373484.5
+}
+
+/** A Julian day as the Unix time in ms SQLite's strftime reads in it: its date.c takes (sqlite3_int64)(r * 86400000.0 + 0.5). */
+export function julianDayTime (n: number): number {
+  return Math.floor(n * 86_400_000 + 0.5) - UNIX_EPOCH_JULIAN_MS
+}
+
+/** Unix time in ms as the Julian day SQLite's strftime reads as that very millisecond (julianDayTime gives it back). */
+export function julianDayOf (t: number): number {
+  return (t + UNIX_EPOCH_JULIAN_MS) / 86_400_000
 }
 
 /**
@@ -278,6 +294,7 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     timeZone: undefined,
     resolutionMs: 1,
     timeFormat: undefined,
+    julianDays: false,
     paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
   }
 }
@@ -352,7 +369,8 @@ export class ResourceStorage {
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
         timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
         resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info, format) : 1,
-        timeFormat: format
+        timeFormat: format === 'julianday' ? undefined : format,
+        julianDays: format === 'julianday'
       })
     }
     this.coded = new Set(Object.values(this.fields).filter((s) => s.map !== undefined).map((s) => s.field))
@@ -558,7 +576,10 @@ export class ResourceStorage {
       else if (this.dialect === 'sqlite' && isJulianDay(n)) {
         // SQLite's own numeric time (julianday('now')): a day and its fraction, read as strftime
         // reads it, so filters and sorting see the time the API shows (in the column's zone, as text)
-        date = new Date(Math.round((n - UNIX_EPOCH_JULIAN_DAY) * 86_400_000))
+        date = new Date(julianDayTime(n))
+      } else if (s.julianDays) {
+        // format julianday: any other number is no time (not Unix time), as strftime reads none in it
+        date = undefined
       } else {
         date = new Date(Math.abs(n) < 1e11 ? n * 1000 : n)
         wall = false
@@ -816,6 +837,8 @@ export class ResourceStorage {
       if (t < min || t > max) throw new InvalidValueError(`'${s.field}' must be between ${new Date(min).toISOString()} and ${new Date(max).toISOString()} (its database column's range)`)
     }
     const stored = s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
+    // format julianday: the number SQLite's julianday() would give, in the column's zone
+    if (s.julianDays) return this.checkNumber(s, julianDayOf(stored.getTime()))
     // SQLite keeps text: local time and a picking system's UTC columns as its CURRENT_TIMESTAMP and
     // other programs write them, '2026-11-26 04:30:01.111'; the gateway's reference tables ISO 8601
     // with Z, as their defaults write (the driver's text for a Date). Filters compare either through strftime.
@@ -953,12 +976,12 @@ export function storageProblems (storage: ResourceStorage): string[] {
     const col = `column '${s.column}' (${describeType(s.info)})`
     const k = s.def.kind
     const c = s.category
-    if (s.timeFormat !== undefined) {
-      const problem = formatProblem(storage.dialect, s, s.timeFormat)
+    if (s.timeFormat !== undefined || s.julianDays) {
+      const problem = s.julianDays ? julianDaysProblem(storage.dialect, c) : formatProblem(storage.dialect, s, s.timeFormat!)
       if (problem !== undefined) problems.push(`${where}.${s.field}: ${col} ${problem}`)
     }
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
-    const fits = s.timeFormat !== undefined || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
+    const fits = s.timeFormat !== undefined || s.julianDays || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
     if (!fits) {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
@@ -966,7 +989,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
         : k === 'string' && c === 'other' && storage.dialect === 'sqlite'
           ? `${where}.${s.field}: ${col} cannot hold a string: SQLite gives a column of the declared type '${s.info.type.toUpperCase()}' NUMERIC affinity, which stores text that looks like a number ('0123', '1e3') as that number; only a type naming CHAR, CLOB or TEXT, or none, keeps text as written. Map the field to another column, or to null`
           : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${idHint(s.def) ?? (k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : '')}` +
-          (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds Unix time or a date as digits, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).join(', ')})` : ''))
+          (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds ${storage.dialect === 'sqlite' ? 'Unix time, a date as digits or Julian days' : 'Unix time or a date as digits'}, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).filter((f) => storage.dialect === 'sqlite' || f !== 'julianday').join(', ')})` : ''))
     }
     // a field of named values (stations.type, users.type) in a number column holds codes: without a map
     // no value it takes could be written, not even the API's default, so every create would be a 400.
@@ -1031,7 +1054,18 @@ export function storageProblems (storage: ResourceStorage): string[] {
 }
 
 /** Digits each format writes at most (Unix time until the year 2286 in seconds, 5138 in milliseconds). */
-const FORMAT_DIGITS: Record<TimeFormat, number> = { unix: 10, 'unix-ms': 13, yyyymmdd: 8, yyyymmddhhmmss: 14 }
+const FORMAT_DIGITS: Record<TimeFormat, number> = { unix: 10, 'unix-ms': 13, yyyymmdd: 8, yyyymmddhhmmss: 14, julianday: 0 }
+
+/**
+ * Why a column cannot keep a date-time field as Julian days (format julianday); undefined when it
+ * can: on SQLite a REAL (FLOAT, DOUBLE) column, or one declared as a time whose legacy program
+ * writes julianday() numbers there (a DECIMAL(p,s) would round them to its scale).
+ */
+function julianDaysProblem (dialect: DialectName, c: Category): string | undefined {
+  if (dialect === 'mssql') return 'cannot take the format julianday, which is SQLite\'s julianday() number; on SQL Server map a time column without a format, or Unix time with "format": "unix"'
+  if (c === 'float' || c === 'time') return undefined
+  return 'cannot hold Julian days (format julianday): they are numbers with a fraction (the time of day), which need a REAL column'
+}
 
 /** Why a column cannot keep a date-time field in the given format; undefined when it can. */
 function formatProblem (dialect: DialectName, s: FieldStorage, format: TimeFormat): string | undefined {

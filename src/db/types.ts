@@ -41,9 +41,9 @@ export interface ResourceDef {
  * milliseconds (an instant), or the digits of a wall-clock date (YYYYMMDD) or date and time
  * (YYYYMMDDhhmmss) in the column's zone.
  */
-export type TimeFormat = 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss'
+export type TimeFormat = 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss' | 'julianday'
 
-export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd', 'yyyymmddhhmmss']
+export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd', 'yyyymmddhhmmss', 'julianday']
 
 /** A code as the customer's table stores it. */
 export type StoredCode = string | number

@@ -406,6 +406,12 @@ t.test('guessTimeFormat', async (t) => {
   t.equal(guessTimeFormat('integer', [20240101, 1712052000]), undefined, 'mixed')
   t.equal(guessTimeFormat('integer', [20241301]), undefined, 'no calendar date')
   t.equal(guessTimeFormat('integer', []), undefined, 'nothing to go by')
+  // SQLite's julianday(): only where SQLite reads it (the third argument), never on SQL Server
+  t.equal(guessTimeFormat('float', [2460403.25, 2460404.5123456, null, 2460403], true), 'julianday')
+  t.equal(guessTimeFormat('float', [2460403.25], false), undefined, 'SQL Server: no Julian days')
+  t.equal(guessTimeFormat('float', [2460403.25, 1712052000], true), undefined, 'mixed with Unix time')
+  t.equal(guessTimeFormat('float', [1712052000.5], true), 'unix', 'Unix time in a REAL column is still Unix time')
+  t.equal(guessTimeFormat('text', ['2460403.25'], true), undefined, 'text is no Julian day')
 })
 
 t.test('boolean value maps', async (t) => {

@@ -232,6 +232,9 @@ t.test('a computed or identity column under a field the gateway writes stops the
   // a column that cannot hold the field's kind: a value map is offered only where one can help
   t.same(withCols((c) => c.name === 'LastChange' ? { ...c, type: 'int' } : c), ["materials.modifiedAt: column 'LastChange' (int) cannot hold a datetime; if it holds Unix time or a date as digits, map it as {\"column\": \"LastChange\", \"format\": \"unix\"} (or unix-ms, yyyymmdd, yyyymmddhhmmss)"], 'no value map for times, but a format')
   t.same(withCols((c) => c.name === 'MinB' ? { ...c, type: 'varchar', maxLength: 10 } : c), ["materials.minStock: column 'MinB' (varchar(10)) cannot hold a number; a value map may translate its codes"])
+  // SQLite's julianday() numbers are no SQL Server format: the float column is refused, naming what to do
+  const julian = storageProblems(new ResourceStorage('mssql', materials, { ...matMapping, timeFormats: { modifiedAt: 'julianday' } }, matColumns.map((c) => c.name === 'LastChange' ? { ...c, type: 'float' } : c)))
+  t.same(julian, ["materials.modifiedAt: column 'LastChange' (float) cannot take the format julianday, which is SQLite's julianday() number; on SQL Server map a time column without a format, or Unix time with \"format\": \"unix\""])
   // the id cannot have a value map (the configuration check refuses one): before, the hint offered one
   for (const def of [stations, users]) {
     t.same(storageProblems(new ResourceStorage('sqlite', def, referenceMappings[def.name as 'stations' | 'users'], referenceColumns('sqlite', def, referenceMappings[def.name as 'stations' | 'users']).map((c) => c.name === 'id' ? { ...c, type: 'varchar', maxLength: 20 } : c))), [`${def.name}.id: column 'id' (varchar(20)) cannot hold an integer; the id needs a number column`])

@@ -139,14 +139,19 @@ t.test('SQLite: Unix time with a fraction (a REAL column) reads as its whole sec
 })
 
 t.test('a format the column cannot keep is a start-up problem naming field, column and why', { skip: sqliteOnly }, async (t) => {
-  const cases: Array<[string, object, RegExp]> = [
+  const cases: Array<[string, object | string, RegExp]> = [
     ['DATETIME', { column: 'T', format: 'unix' }, /materials\.modifiedAt: column 'T' \(datetime\) holds times itself; remove "format": "unix"/],
     ['VARCHAR(20)', { column: 'T', format: 'unix' }, /is a text column, whose order is not that of Unix times; format unix needs a number column/],
     ['CHAR(8)', { column: 'T', format: 'yyyymmddhhmmss' }, /is too short for 14 digits \(yyyymmddhhmmss\)/],
     ['DECIMAL(10,2)', { column: 'T', format: 'yyyymmdd' }, /holds fractions; yyyymmdd needs whole numbers/],
     ['BLOB', { column: 'T', format: 'yyyymmdd' }, /cannot hold a time in the format yyyymmdd/],
     ['DECIMAL(8,0)', { column: 'T', format: 'yyyymmddhhmmss' }, /is too small for yyyymmddhhmmss \(14 digits\)/],
-    ['DECIMAL(10,0)', { column: 'T', format: 'unix-ms' }, /is too small for unix-ms \(13 digits\)/]
+    ['DECIMAL(10,0)', { column: 'T', format: 'unix-ms' }, /is too small for unix-ms \(13 digits\)/],
+    ['VARCHAR(20)', { column: 'T', format: 'julianday' }, /column 'T' \(varchar\(20\)\) cannot hold Julian days \(format julianday\): they are numbers with a fraction \(the time of day\), which need a REAL column/],
+    ['INTEGER', { column: 'T', format: 'julianday' }, /cannot hold Julian days/],
+    ['DECIMAL(12,2)', { column: 'T', format: 'julianday' }, /cannot hold Julian days/],
+    // without a format a REAL column is refused, and the message names the format that fits it
+    ['REAL', 'T', /materials\.modifiedAt: column 'T' \(real\) cannot hold a datetime; if it holds Unix time, a date as digits or Julian days, map it as \{"column": "T", "format": "unix"\} \(or unix-ms, yyyymmdd, yyyymmddhhmmss, julianday\)/]
   ]
   for (const [type, modified, message] of cases) {
     const narrow = narrowMaterials('ArtBad', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })
@@ -157,4 +162,80 @@ t.test('a format the column cannot keep is a start-up problem naming field, colu
     }).then(() => undefined, (e: Error) => e)
     t.match(err?.message, message, type)
   }
+})
+
+// SQLite's own numeric time: julianday('now') in a REAL column. 2460403.0 is 2024-04-02T12:00:00Z.
+t.test('SQLite: Julian days (format julianday) read, filter, sort, page and are written as SQLite\'s strftime reads them', { skip: sqliteOnly }, async (t) => {
+  const seedJulian = async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtJul" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" TEXT NOT NULL UNIQUE, "Bez" TEXT NOT NULL, "Angelegt" REAL, "Geaendert" REAL NOT NULL DEFAULT (julianday(\'now\'))) STRICT', params: [] })
+    // A-3 a fraction SQLite rounds to the millisecond; A-4 Unix seconds another program left, which is no Julian day
+    await db.execute({ text: 'INSERT INTO "ArtJul" VALUES (1, \'A-1\', \'a\', 2460402.5, 2460403.0), (2, \'A-2\', \'b\', NULL, 2460404.25), (3, \'A-3\', \'c\', 2460402.5, 2460403.0000000116), (4, \'A-4\', \'d\', 2460402.5, 1712052000)', params: [] })
+  }
+  const narrow = narrowMaterials('ArtJul', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })
+  const mapping = (zone?: string): TableMappingConfig => ({ ...narrow, ...(zone === undefined ? {} : { timeZone: zone }), columns: { ...narrow.columns, createdAt: { column: 'Angelegt', format: 'julianday' }, modifiedAt: { column: 'Geaendert', format: 'julianday' } } as TableMappingConfig['columns'] })
+  const ctx = await build(t, { mapping: { materials: mapping() } }, seedJulian)
+  const headers = ctx.auth(ctx.adminToken)
+  const get = async (query: string) => {
+    const res = await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })
+    t.equal(res.statusCode, 200, query)
+    return res.json()
+  }
+  const strftime = async (id: number) => (await ctx.db.query({ text: 'SELECT strftime(\'%Y-%m-%dT%H:%M:%fZ\', "Geaendert") AS t, typeof("Geaendert") AS k, "Geaendert" AS v FROM "ArtJul" WHERE "ArtID" = @id', params: [{ name: 'id', kind: 'integer', value: id }] }))[0] as { t: string | null, k: string, v: number }
+  const rows = (await get('sort=id')).data
+  t.match(rows[0], { createdAt: '2024-04-02T00:00:00.000Z', modifiedAt: '2024-04-02T12:00:00.000Z' }, 'a Julian day begins at noon: .5 is midnight')
+  t.equal(rows[1].modifiedAt, '2024-04-03T18:00:00.000Z')
+  t.equal(rows[2].modifiedAt, '2024-04-02T12:00:00.001Z', 'a fraction of a millisecond: the millisecond strftime reads')
+  t.equal((await strftime(3)).t, rows[2].modifiedAt)
+  t.equal(rows[3].modifiedAt, null, 'Unix seconds in a Julian-day column: no time (strftime reads none either)')
+  const numbers = (body: { data: Array<{ materialNumber: string }> }) => body.data.map((m) => m.materialNumber)
+  t.same(numbers(await get('modifiedSince=2024-04-02T12:00:00.000Z&sort=id')), ['A-1', 'A-2', 'A-3'])
+  t.same(numbers(await get('modifiedSince=2024-04-02T12:00:00.001Z&sort=id')), ['A-2', 'A-3'])
+  t.same(numbers(await get(`modifiedAt=${encodeURIComponent('2024-04-02T12:00:00.001Z')}`)), ['A-3'])
+  t.same(numbers(await get(`modifiedAt=${encodeURIComponent('2024-04-03T18:00:00Z')}`)), ['A-2'])
+  t.same(numbers(await get('createdAt=[null]')), ['A-2'])
+
+  const seen: string[] = []
+  let next: string | null = 'sort=modifiedAt,id&limit=1'
+  while (next !== null) {
+    const body: { data: Array<{ materialNumber: string }>, meta: { next?: string | null } } = await get(next)
+    seen.push(...numbers(body))
+    next = typeof body.meta.next === 'string' ? body.meta.next.slice(body.meta.next.indexOf('?') + 1) : null
+  }
+  t.same(seen, ['A-4', 'A-1', 'A-3', 'A-2'], 'every row once, the one without a time first, as SQLite sorts NULL')
+
+  // writes: Julian days, which the picking system's julianday() comparisons and SQLite's strftime read back as shown
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEW', name: 'neu' } })
+  t.equal(created.statusCode, 201, created.body)
+  const id = created.json().id as number
+  const stored = await strftime(id)
+  t.equal(stored.k, 'real', 'a number in the REAL column of the STRICT table, as julianday() writes it')
+  t.equal(created.json().modifiedAt, stored.t, 'the answer shows what strftime reads in the stored number')
+  const patched = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { name: 'geändert' } })
+  t.equal(patched.statusCode, 200)
+  const after = await strftime(1)
+  t.equal(patched.json().modifiedAt, after.t)
+  t.ok(after.v > 2460403.0, 'modifiedAt moved on')
+  // (the create and the update may fall in the same millisecond: each is among the rows its time finds)
+  t.ok(numbers(await get(`modifiedAt=${encodeURIComponent(patched.json().modifiedAt as string)}`)).includes('A-1'), 'found by the time it shows')
+  t.ok(numbers(await get(`modifiedAt=${encodeURIComponent(created.json().modifiedAt as string)}`)).includes('NEW'))
+})
+
+t.test('SQLite: Julian days of local time (julianday(\'now\', \'localtime\')) in the table\'s time zone', { skip: sqliteOnly }, async (t) => {
+  const narrow = narrowMaterials('ArtJulLocal', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrow, timeZone: 'Europe/Berlin', columns: { ...narrow.columns, modifiedAt: { column: 'Geaendert', format: 'julianday' } } as TableMappingConfig['columns'] } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtJulLocal" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" TEXT NOT NULL UNIQUE, "Bez" TEXT NOT NULL, "Geaendert" REAL)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtJulLocal" VALUES (1, \'A-1\', \'a\', 2460403.0)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })
+  t.equal(res.json().modifiedAt, '2024-04-02T10:00:00.000Z', '12:00 in Berlin (summer time) is 10:00 UTC')
+  const found = await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedAt=${encodeURIComponent('2024-04-02T10:00:00Z')}`, headers })
+  t.same(found.json().data.map((m: { id: number }) => m.id), [1])
+  const patched = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { name: 'b' } })
+  const [row] = await ctx.db.query({ text: 'SELECT strftime(\'%Y-%m-%dT%H:%M:%fZ\', "Geaendert") AS t FROM "ArtJulLocal"', params: [] }) as Array<{ t: string }>
+  const shown = new Date(patched.json().modifiedAt as string)
+  const berlin = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', fractionalSecondDigits: 3 }).format(shown).replace(' ', 'T').replace(',', '.') + 'Z'
+  t.equal(row.t, berlin, 'stored as the wall-clock time in Berlin')
 })
