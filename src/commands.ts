@@ -399,7 +399,7 @@ async function usernameNotes (db: Database, mappings: Record<ResourceName, Table
   }
   if (rows.length === 0) return []
   const names = rows.slice(0, 5).map((r) => `'${String(r.name)}' (${Number(r.n)} rows)`).join(', ')
-  return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case, so a login and user passwd reach the row spelled exactly as given, and any other spelling the row with the lower id; rename the others in the picking system`]
+  return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case or with trailing blanks (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case or trailing blanks, so a login and user passwd reach the row spelled exactly as given, and any other spelling the row with the lower id; rename the others in the picking system`]
 }
 
 /**

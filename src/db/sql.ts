@@ -431,11 +431,12 @@ export class SqlBuilder {
     // a flag in a number column reads true for any value but 0 (storage), and filters the same way
     if (this.numericFlag(s)) return this.numericFlagCondition(f)
     // a CHAR(n) value without its padding ('ST ' is the 'ST' the API shows; the sort keeps the stored
-    // value, as the cursor does), a caseless field (usernames) regardless of case ([like] as it is)
+    // value, as the cursor does), a caseless field (usernames) regardless of case and of trailing blanks,
+    // as SQL Server compares them (a username never ends in one; a legacy program's 'Schulz ' is Schulz) ([like] as it is)
     const fold = s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike'
     const { expr: c, value } = this.numberInText(s)
       ? { expr: SQLITE_NUMBER(this.col(f.field)), value: (v: SqlValue) => v }
-      : this.shownText(s, this.comparable(f.field), s.padded, fold)
+      : this.shownText(s, this.comparable(f.field), s.padded || fold, fold)
     // a caseless field's value as a create or login spells it: ?username=Admin%20 or a full-width ａdmin finds what the login finds
     const spelled = fold ? (v: SqlValue): SqlValue => typeof v === 'string' ? spelledCaseless(v) : v : (v: SqlValue): SqlValue => v
     const operand = (v: SqlValue): SqlValue => value(this.operand(s, spelled(v)))

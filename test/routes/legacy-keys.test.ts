@@ -43,7 +43,9 @@ async function legacyTables (db: Database): Promise<void> {
     // (the table has users, so db init adds no admin: the tests log in as 'admin', which is the stored 'Admin')
     'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash", "Rolle", "Name") VALUES (49, \'Admin\', @admin, \'A\', NULL), (50, \'JSmith\', @hash, \'B\', \'John Smith\'), (51, \'Lager\', @hash, \'L\', NULL), ' +
       // two rows the picking system's own (case-sensitive) index let in
-      '(52, \'Twin\', @hash, \'B\', NULL), (53, \'TWIN\', @twin, \'B\', NULL), (54, \'ÖZTÜRK\', @hash, \'B\', NULL)',
+      '(52, \'Twin\', @hash, \'B\', NULL), (53, \'TWIN\', @twin, \'B\', NULL), (54, \'ÖZTÜRK\', @hash, \'B\', NULL), ' +
+      // a name its program stored with a trailing blank, in a VARCHAR column (no padding SQLite would know of)
+      '(55, \'Schulz \', @hash, \'B\', NULL)',
     'CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" CHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
     'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bez") VALUES (1, \'A-10003             \', \'padded by the picking system\')'
   ]) await db.execute({ text, params: text.includes('@hash') ? [{ name: 'hash', kind: 'string', value: hash }, { name: 'admin', kind: 'string', value: adminHash }, { name: 'twin', kind: 'string', value: twinHash }] : [] })
@@ -85,7 +87,14 @@ t.test('legacy users: mixed-case names reached, unknown roles and NULL times sho
     t.same(found.json().data.map((u: { id: number }) => u.id), ids, `?username=${JSON.stringify(username)}`)
   }
   t.same((await app.inject({ method: 'GET', url: `/api/users?username=${encodeURIComponent('[or]jsmith ;\uFF2Cager')}`, headers: admin })).json().data.map((u: { id: number }) => u.id).sort(), [50, 51], 'each value of [or] too')
-  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 6, 'nothing was written')
+  // a stored trailing blank counts no more than case, as SQL Server compares: the login finds it, a create of the name is a 409
+  for (const username of ['schulz', 'Schulz', 'SCHULZ ']) {
+    t.equal((await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: PASSWORD } })).statusCode, 200, `login as '${username}' reaches 'Schulz '`)
+  }
+  const twin = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'schulz', password: 'another-password' } })
+  t.equal(twin.statusCode, 409, 'no look-alike schulz beside the stored Schulz + blank')
+  t.same((await app.inject({ method: 'GET', url: '/api/users?username=schulz', headers: admin })).json().data.map((u: { id: number }) => u.id), [55], 'a filter finds it too')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total, 7, 'nothing was written')
   // a name held twice: a login spelled as one of the rows is that row's, any other spelling the lower id's
   const subOf = (token: string): unknown => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).sub
   for (const [username, password, id] of [['TWIN', TWIN_PASSWORD, 53], ['Twin', PASSWORD, 52], ['twin', PASSWORD, 52], [' TWIN ', TWIN_PASSWORD, 53]] as const) {
