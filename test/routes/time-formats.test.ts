@@ -3,7 +3,7 @@
 import t from 'tap'
 import type { TableMappingConfig } from '../../schemas/config.js'
 import type { Database } from '../../src/db/types.js'
-import { build, testDatabaseUrl } from '../helpers/build.js'
+import { build, testDatabaseUrl, walkPages } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const sqliteOnly = testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite tables'
@@ -46,14 +46,7 @@ t.test('SQLite: Unix seconds and YYYYMMDD read, filter, sort and page as times',
   t.same(numbers(await get(`modifiedSince=${encodeURIComponent('1800-01-01T00:00:00Z')}&sort=id`)), ['A-1', 'A-2', 'A-3', 'A-4'], 'a bound before the column can hold anything')
 
   // sorted by time, a page at a time: every row once, in time order
-  const seen: string[] = []
-  let next: string | null = 'sort=-modifiedAt&limit=1'
-  while (next !== null) {
-    const body: { data: Array<{ materialNumber: string }>, meta: { next?: string | null } } = await get(next)
-    seen.push(...numbers(body))
-    next = typeof body.meta.next === 'string' ? body.meta.next.slice(body.meta.next.indexOf('?') + 1) : null
-  }
-  t.same(seen, ['A-2', 'A-3', 'A-1', 'A-4'])
+  t.same(await walkPages(t, ctx, '/api/materials?sort=-modifiedAt&limit=1'), ['A-2', 'A-3', 'A-1', 'A-4'])
 })
 
 t.test('SQLite: creates and updates write Unix seconds and the date\'s digits; modifiedAt moves on every update', { skip: sqliteOnly }, async (t) => {
@@ -194,14 +187,7 @@ t.test('SQLite: Julian days (format julianday) read, filter, sort, page and are 
   t.same(numbers(await get(`modifiedAt=${encodeURIComponent('2024-04-03T18:00:00Z')}`)), ['A-2'])
   t.same(numbers(await get('createdAt=[null]')), ['A-2'])
 
-  const seen: string[] = []
-  let next: string | null = 'sort=modifiedAt,id&limit=1'
-  while (next !== null) {
-    const body: { data: Array<{ materialNumber: string }>, meta: { next?: string | null } } = await get(next)
-    seen.push(...numbers(body))
-    next = typeof body.meta.next === 'string' ? body.meta.next.slice(body.meta.next.indexOf('?') + 1) : null
-  }
-  t.same(seen, ['A-4', 'A-1', 'A-3', 'A-2'], 'every row once, the one without a time first, as SQLite sorts NULL')
+  t.same(await walkPages(t, ctx, '/api/materials?sort=modifiedAt,id&limit=1'), ['A-4', 'A-1', 'A-3', 'A-2'], 'every row once, the one without a time first, as SQLite sorts NULL')
 
   // writes: Julian days, which the picking system's julianday() comparisons and SQLite's strftime read back as shown
   const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEW', name: 'neu' } })
