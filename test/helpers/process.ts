@@ -20,6 +20,8 @@ const SERVER = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'serve
 export const GRACE_MS = 3000
 /** A process still there this long after it should have ended is hung: killed, and the test fails. */
 export const HUNG_MS = GRACE_MS + 7000
+/** How long a process started under the tests' loaders (TypeScript, coverage) may take to start, or to refuse to, on a busy machine. */
+export const START_MS = 30_000
 
 export interface Exit { code: number | null, signal: NodeJS.Signals | null, at: number }
 
@@ -100,7 +102,7 @@ export async function occupiedPort (t: Test): Promise<number> {
 export const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/
 
 export async function listening (run: Run): Promise<number> {
-  await until(() => LISTENING.test(run.out()) || run.child.exitCode !== null, 'the gateway to listen', 30000)
+  await until(() => LISTENING.test(run.out()) || run.child.exitCode !== null, 'the gateway to listen', START_MS)
   const match = LISTENING.exec(run.out())
   if (!match) throw new Error(`the gateway did not start: ${run.err()}`)
   return Number(match[1])
