@@ -262,6 +262,9 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
     code = 'REQUEST_TIMEOUT'
     message = 'The request was not received in time'
   }
+  // Node's parser error carries the bytes it had read (rawPacket): the request's headers, Authorization
+  // and Cookie included, and any body, as a byte array that no scrubbing of text finds
+  delete (err as { rawPacket?: unknown }).rawPacket
   this.log.debug({ err }, 'client error')
   if (socket.writable) {
     const body = JSON.stringify(buildErrorBody(status, code, message))

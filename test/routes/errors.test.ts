@@ -344,3 +344,22 @@ t.test('a body with several fields it may not carry names them all in one 400', 
   const user = await ctx.app.inject({ method: 'POST', url: '/api/users/1', headers, payload: { displayName: 'x', source: 'local', lastLoginAt: null } })
   t.match(user.json(), { statusCode: 400, message: 'body/source, body/lastLoginAt are read-only; leave both out' })
 })
+
+t.test("a request the HTTP parser refuses leaves no credential in the debug log: not the raw bytes it had read", async (t) => {
+  const logs: string[] = []
+  const ctx = await build(t, { logging: { level: 'debug' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const body = '{"username":"admin","password":"Raw-Packet-Pass-1"}'
+  // a well-formed login, then bytes that are not HTTP on the same connection: the parser's error holds both
+  const bad = await raw(ctx, `POST /api/users/login HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer raw-packet-token\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+    'GET /health HTTP/1.1\r\nX-Bad\u0001Header: x\r\n\r\n')
+  t.equal(bad.status, 400)
+  const lines = logs.map((l) => JSON.parse(l) as { msg?: string, err?: { code?: string } })
+  t.ok(lines.some((l) => l.msg === 'client error' && l.err?.code !== undefined), 'the parser error is logged, with its code')
+  const text = logs.join('\n')
+  // before: {"rawPacket":{"type":"Buffer","data":[80,79,83,84,…]}}, the credentials as byte values
+  t.notMatch(text, /rawPacket/)
+  for (const secret of ['Raw-Packet-Pass-1', 'raw-packet-token']) {
+    const bytes = [...Buffer.from(secret)].join(',')
+    t.notOk(text.includes(secret) || text.includes(bytes), `${secret} is not in the log, as text or as bytes`)
+  }
+})
