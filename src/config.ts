@@ -39,6 +39,8 @@ export class ConfigError extends Error {
 const SECRET_KEYS = new Set(['auth.jwtSecret', 'database.password', 'database.url'])
 /** Any key whose name contains one of these words (auth.sso.0.clientSecret, database.password). */
 const SECRET_KEY_PATTERN = /secret|password/i
+/** Keys whose value holds secrets when it has the wrong shape: `"keys": ["<secret>"]`, `"database": "mssql://user:password@…"`. */
+const SECRET_HOLDERS = /^(?:\(root\)|auth|auth\.keys(?:\.\d+)?|auth\.sso(?:\.\d+)?|database)$/
 
 /** Publicly known or trivially guessable secrets that are refused even if long enough. */
 const KNOWN_WEAK_SECRETS = ['secret', 'changeme', 'change-me', 'password', 'jwt-secret', 'supersecret', 'default', 'test', 'example', 'your-256-bit-secret', 'picking-gateway']
@@ -136,7 +138,7 @@ function dedupe (list: string[]): string[] {
 function describeError (path: string, message: string, value: unknown, schema?: { anyOf?: Array<{ const?: unknown }> }): string {
   const key = path.replace(/^\//, '').replace(/\//g, '.') || '(root)'
   if (message.startsWith('Unexpected property')) return `${key}: unknown key`
-  const shown = SECRET_KEYS.has(key) || SECRET_KEY_PATTERN.test(key) ? '<hidden>' : JSON.stringify(value)
+  const shown = SECRET_KEYS.has(key) || SECRET_KEY_PATTERN.test(key) || SECRET_HOLDERS.test(key) ? '<hidden>' : JSON.stringify(value)
   // a choice of fixed values (logging.level): name them instead of "expected union value"
   const choices = schema?.anyOf?.every((s) => typeof s.const === 'string') === true ? schema.anyOf.map((s) => s.const as string) : undefined
   if (choices !== undefined) return `${key}: expected one of ${choices.join(', ')}, got ${shown === undefined ? 'nothing' : shown}`

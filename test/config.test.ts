@@ -86,6 +86,20 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   t.ok(many.some((p) => /^extra: unknown key/.test(p)))
   const url = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, database: { url: 42 } }))
   t.match(url, [/database.url: .*<hidden>/], 'the database URL may hold a password')
+  // a secret one level too high: where an object was expected (before: 'auth.keys.0: expected object, got "<the secret>"')
+  const keyText = 'a-signing-key-written-as-a-plain-string-0123456789'
+  for (const [raw, key] of [
+    [{ auth: { keys: [keyText] } }, 'auth.keys.0'],
+    [{ auth: { keys: keyText } }, 'auth.keys'],
+    [{ auth: keyText }, 'auth'],
+    [{ auth: { jwtSecret: SECRET, sso: [keyText] } }, 'auth.sso.0'],
+    [{ auth: { jwtSecret: SECRET }, database: `mssql://gw:${keyText}@db/Picking` }, 'database'],
+    [keyText, '(root)']
+  ] as Array<[unknown, string]>) {
+    const problems = problemsOf(() => validateConfig(raw))
+    t.ok(problems.some((p) => p.startsWith(`${key}: expected`) && p.endsWith('<hidden>')), `${key}: the problem is named, the value hidden`)
+    t.notMatch(problems.join('\n'), keyText, `${key}: the value is not shown`)
+  }
   const mapping = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'MaterialBase', columns: { id: 'MatID' } } } }))
   t.match(mapping.join('\n'), /mapping\.materials\.columns\.name: no column configured/)
   t.match(mapping.join('\n'), /mapping\.materials\.columns\.barcode: no column configured \(map it to null if the table has none\)/)
