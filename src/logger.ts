@@ -53,7 +53,12 @@ const MAX_DEPTH = 8
 export const REDACTED = '[redacted]'
 
 /** query parameters that carry credentials, by name without case, '_' or '-': their values never reach a log */
-const SECRET_PARAMS = new Set(['ticket', 'password', 'newpassword', 'token', 'accesstoken', 'refreshtoken', 'idtoken', 'secret', 'clientsecret', 'apikey', 'credentials', 'authorization'])
+const SECRET_PARAMS = new Set(['ticket', 'password', 'newpassword', 'pass', 'passwd', 'pwd', 'token', 'accesstoken', 'refreshtoken', 'idtoken', 'secret', 'clientsecret', 'apikey', 'credentials', 'authorization'])
+
+/** A query parameter's name names a credential, also as part of a bracketed name (`password[]`, `user[password]`). */
+function namesSecret (name: string): boolean {
+  return name.toLowerCase().split(/[[\]]+/).some((part) => SECRET_PARAMS.has(part.trim().replace(/[-_]/g, '')))
+}
 
 /**
  * A URL for the log: the value of every query parameter that names a credential (an event stream's
@@ -67,7 +72,7 @@ export function redactUrl (url: string): string {
   return url.slice(0, query) + url.slice(query).replace(/([?&])([^=&#]*)=([^&#]*)/g, (all, sep: string, name: string) => {
     let decoded = name
     try { decoded = decodeURIComponent(name.replaceAll('+', ' ')) } catch {}
-    return SECRET_PARAMS.has(decoded.trim().toLowerCase().replace(/[-_]/g, '')) ? `${sep}${name}=${REDACTED}` : all
+    return namesSecret(decoded) ? `${sep}${name}=${REDACTED}` : all
   })
 }
 

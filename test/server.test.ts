@@ -254,6 +254,9 @@ t.test('no secret reaches the log at any depth', async (t) => {
   t.match(log, /\[redacted\]/)
   t.match(log, /"url":"\/api\/users\/login\?password=\[redacted\]"/, 'the parameter stays, its value goes')
   t.same(redactUrl('/api/events?station=1&ticket=abc&x=1&api_key=k&secret=s&q=password'), '/api/events?station=1&ticket=[redacted]&x=1&api_key=[redacted]&secret=[redacted]&q=password')
+  // other spellings of a password, and bracketed names (before: their values were logged)
+  t.same(redactUrl('/api/users/login?username=a&pwd=1&Passwd=2&pass=3&password[]=4&user%5Bpassword%5D=5&passport=6&name[0]=7'),
+    '/api/users/login?username=a&pwd=[redacted]&Passwd=[redacted]&pass=[redacted]&password[]=[redacted]&user%5Bpassword%5D=[redacted]&passport=6&name[0]=7')
   t.same(scrub({ Authorization: 'Bearer abc', nested: [{ refreshToken: 'x' }], ok: 1 }), { Authorization: '[redacted]', nested: [{ refreshToken: '[redacted]' }], ok: 1 })
   const given = { url: '/api/x?q=Bearer abc', list: ['a', 'eyJa.bcd.efg'], deep: { password: 'p', n: 1 }, fine: 'text' }
   const before = JSON.stringify(given)
