@@ -505,7 +505,9 @@ function checkDatabaseUrl (url: string, problems: string[]): void {
 function demoSecret (dataDir: string): string {
   const path = join(dataDir, 'jwt-secret')
   if (existsSync(path)) return readFileSync(path, 'utf8').trim()
-  mkdirSync(dataDir, { recursive: true })
+  // its own user's alone: the database beside the secret keeps the users' password hashes, and SQLite
+  // creates it (and its -wal and -shm files) as the umask says, readable by everyone with the usual 022
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const secret = randomBytes(48).toString('base64url')
   writeFileSync(path, secret + '\n', { mode: 0o600 })
   chmodSync(path, 0o600)

@@ -33,6 +33,13 @@ t.test('the embedded demo when nothing is configured', async (t) => {
   t.equal(loadConfig({ env: {}, dataDir }).config.auth.jwtSecret, config.auth.jwtSecret, 'and reused on the next start')
 })
 
+t.test('the demo creates its data directory for its own user alone: the database there keeps password hashes', async (t) => {
+  const dataDir = join(tempDir(t, 'pg-config-'), 'data')
+  loadConfig({ env: {}, dataDir })
+  // before: 0755 with the usual umask, and picking-gateway.db (with the admin's argon2 hash) 0644 inside
+  t.equal(statSync(dataDir).mode & 0o777, 0o700)
+})
+
 t.test('a command that signs no token (db introspect) loads the configuration without a secret', async (t) => {
   const dataDir = tempDir(t, 'pg-config-')
   const demo = loadConfig({ env: {}, dataDir, secretNeeded: false })
