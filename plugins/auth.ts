@@ -27,6 +27,12 @@ export interface TokenClaims {
   aud: string
   /** the user's token version when issued; bumping it revokes every token of the user */
   ver: number
+  /**
+   * the user's name when issued: a token names its user by id and name, so that a row that takes a
+   * deleted user's id (a legacy table numbered max+1, SQLite's rowid) is not that user's to its
+   * tokens. Absent from tokens issued before it was added.
+   */
+  usr?: string
   jti: string
   iat: number
   exp?: number
@@ -67,15 +73,16 @@ export interface Auth {
   passwords: Passwords
   login (username: string, password: string): Promise<LoginResult>
   /** signs a token for a user row or a verified identity */
-  issue (user: { id?: unknown, tokenVersion?: unknown }, typ: TokenType): string
+  issue (user: { id?: unknown, tokenVersion?: unknown, username?: unknown }, typ: TokenType): string
   accessTokenTtlSeconds: number
   /** Forget a user's cached token version so revocation takes effect at once in this process. */
   forget (userId: number): void
   /**
    * The identity of a user as a credential issued at `tokenVersion` gives it: TOKEN_INVALID when the
-   * user is gone, disabled or its tokens were revoked since. For credentials that are not JWTs (stream tickets).
+   * user is gone, disabled or its tokens were revoked since, or its row has another user's name
+   * (`username`: another row took the id). For credentials that are not JWTs (stream tickets).
    */
-  identifyUser (id: number, tokenVersion: number, tokenType: TokenType): Promise<AuthUser>
+  identifyUser (id: number, tokenVersion: number, tokenType: TokenType, username?: string): Promise<AuthUser>
   /**
    * When the Bearer token of a request that passed authentication expires (ms since the epoch), or
    * undefined when it never does (application tokens) or the request carries none. For what outlives
@@ -198,8 +205,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     return row
   }
 
-  function issue (user: { id?: unknown, tokenVersion?: unknown }, typ: TokenType): string {
-    const claims = { sub: String(user.id), typ, aud: AUDIENCE[typ], ver: Number(user.tokenVersion ?? 0), jti: randomUUID() }
+  function issue (user: { id?: unknown, tokenVersion?: unknown, username?: unknown }, typ: TokenType): string {
+    const claims = { sub: String(user.id), typ, aud: AUDIENCE[typ], ver: Number(user.tokenVersion ?? 0), ...(typeof user.username === 'string' && { usr: user.username }), jti: randomUUID() }
     const ttl = typ === 'access' ? opts.accessTokenTtlSeconds : typ === 'refresh' ? opts.refreshTokenTtlSeconds : undefined
     // Application tokens do not expire (spec); they are revoked through the token version.
     return ttl === undefined ? fastify.jwt.sign(claims) : fastify.jwt.sign(claims, { expiresIn: ttl })
@@ -296,10 +303,10 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
     if (claims === 'expired') throw tokenExpired()
     if (!accepted.includes(claims.typ) || claims.aud !== AUDIENCE[claims.typ] || !isPathId(String(claims.sub)) ||
-        !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number')) {
+        !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number') || (claims.usr !== undefined && typeof claims.usr !== 'string')) {
       throw tokenInvalid()
     }
-    return identifyUser(Number(claims.sub), claims.ver, claims.typ, claims.iat * 1000)
+    return identifyUser(Number(claims.sub), claims.ver, claims.typ, claims.usr, claims.iat * 1000)
   }
 
   /** The claims of one of the gateway's own tokens, its signature checked: else TOKEN_EXPIRED or TOKEN_INVALID. */
@@ -317,7 +324,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
   }
 
-  async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType, issuedAt?: number): Promise<AuthUser> {
+  async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType, username?: string, issuedAt?: number): Promise<AuthUser> {
     let user = await loadUser(id)
     // A well-signed token that the cached copy refuses, issued after the copy was read (a login on
     // another instance after a password change, or after the user was enabled again), may prove the
@@ -334,6 +341,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       }
     }
     if (!user || user.enabled !== true || user.tokenVersion !== tokenVersion) throw tokenInvalid()
+    // the row that has the id now is another user's: the token's user was deleted and its id taken again
+    if (username !== undefined && normalizeUsername(String(user.username)) !== normalizeUsername(username)) throw tokenInvalid()
     if (tokenType === 'application' && user.type !== 'application') throw tokenInvalid()
     return { id, username: user.username as string, type: user.type as UserType, tokenType, tokenVersion }
   }

@@ -104,8 +104,11 @@ export class UserService {
     if (patch.type !== undefined) changes.type = patch.type
     if (patch.enabled !== undefined) changes.enabled = patch.enabled
     if (patch.password !== undefined) changes.passwordHash = await this.opts.passwords.hash(patch.password)
+    // a rename too: a token names its user by id and name (another user's row may take a deleted one's
+    // id), and a new version makes every instance read the renamed row again rather than refuse new tokens
     const revoked = patch.password !== undefined || (patch.enabled === false && current.enabled === true) ||
-      (patch.type !== undefined && patch.type !== current.type)
+      (patch.type !== undefined && patch.type !== current.type) ||
+      (changes.username !== undefined && changes.username !== normalizeUsername(String(current.username)))
     if (revoked) changes.tokenVersion = Number(current.tokenVersion ?? 0) + 1
     // The version read above must still be current, or a concurrent revocation could be undone.
     // The licence is checked inside the update's transaction, on the locked row, so that two

@@ -29,6 +29,7 @@ const TICKETS_PER_USER = 20
 
 interface TicketHolder {
   id: number
+  username: string
   tokenVersion: number
   tokenType: TokenType
   /** when the token the ticket was bought with expires (ms since the epoch): the stream ends then too */
@@ -134,9 +135,9 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       response: { 200: EventTicket, ...errorResponses(401, 409, 503) }
     }
   }, async (request, reply) => {
-    const { id, tokenVersion, tokenType } = request.identity!
+    const { id, username, tokenVersion, tokenType } = request.identity!
     reply.header('cache-control', 'no-store')
-    return { ticket: tickets.issue({ id, tokenVersion, tokenType, expiresAt: fastify.auth.expiryOf(request) }), expiresIn: ttlSeconds }
+    return { ticket: tickets.issue({ id, username, tokenVersion, tokenType, expiresAt: fastify.auth.expiryOf(request) }), expiresIn: ttlSeconds }
   })
 
   /**
@@ -167,7 +168,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
         const holder = typeof ticket === 'string' ? tickets.peek(ticket) : undefined
         if (holder === undefined) throw tokenInvalid()
         ticketOf.set(request, { ticket: ticket as string, holder })
-        return fastify.auth.identifyUser(holder.id, holder.tokenVersion, holder.tokenType)
+        return fastify.auth.identifyUser(holder.id, holder.tokenVersion, holder.tokenType, holder.username)
       }
     },
     schema: {
@@ -193,7 +194,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     const lastEventId = request.headers['last-event-id'] ?? request.query.lastEventId
     const matches = (event: StationEvent): boolean => station === undefined || event.data.stationId === station
     const raw = reply.raw
-    const { id, tokenVersion, tokenType } = request.identity!
+    const { id, username, tokenVersion, tokenType } = request.identity!
     if (station !== undefined) await assertStation(station, request.log)
     // From here on nothing awaits: the count is read and taken, and the listeners that give it back
     // attached, in one step. A client gone during the lookups (the station, the credential) gets
@@ -256,7 +257,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       let failure: ApiError
       try {
         if (expiresAt !== undefined && Date.now() > expiresAt) throw tokenExpired()
-        await fastify.auth.identifyUser(id, tokenVersion, tokenType)
+        await fastify.auth.identifyUser(id, tokenVersion, tokenType, username)
         return
       } catch (err) {
         if (!(err instanceof ApiError)) {

@@ -291,7 +291,7 @@ t.test('Last-Event-ID older than the ring: what the ring holds, after a comment 
 })
 
 t.test('the ticket store is bounded: expired tickets are swept, and at the cap the oldest go', async (t) => {
-  const holder = { id: 1, tokenVersion: 0, tokenType: 'access' as const }
+  const holder = { id: 1, username: 'admin', tokenVersion: 0, tokenType: 'access' as const }
   const realNow = Date.now
   t.teardown(() => { Date.now = realNow })
   let now = 1_000_000
@@ -313,8 +313,8 @@ t.test('the ticket store is bounded: expired tickets are swept, and at the cap t
 
 t.test('one account cannot push other users\' tickets out: beyond 20 unused, its own oldest goes', async (t) => {
   const store = new StreamTickets(60000, 10000)
-  const mine = { id: 1, tokenVersion: 0, tokenType: 'access' as const }
-  const theirs = { id: 2, tokenVersion: 0, tokenType: 'access' as const }
+  const mine = { id: 1, username: 'ich', tokenVersion: 0, tokenType: 'access' as const }
+  const theirs = { id: 2, username: 'du', tokenVersion: 0, tokenType: 'access' as const }
   const first = Array.from({ length: 20 }, () => store.issue(mine))
   const other = store.issue(theirs)
   const more = Array.from({ length: 5 }, () => store.issue(mine))

@@ -186,3 +186,39 @@ t.test('findSpelled: a spelling the database finds but the API tells apart is pa
   t.equal((await repo.findSpelled('username', 'OZTURK', normalizeUsername))?.id, 1)
   await t.rejects(repo.findSpelled('nope', 'x', normalizeUsername), /Unknown field 'nope'/)
 })
+
+t.test('a deleted user\'s tokens do not pass for the user that takes its id (SQLite gives a new row the highest id + 1 again); a rename revokes a user\'s tokens', { skip: MSSQL && 'SQLite only: rowid reuse' }, async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, legacyTables)
+  const { app } = ctx
+  const admin = ctx.auth(ctx.adminToken)
+  const create = async (username: string, type: string) => {
+    const res = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username, password: 'temporary-pass-1', type } })
+    t.equal(res.statusCode, 201, res.body)
+    return res.json().id as number
+  }
+  const login = async (username: string) => {
+    const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: 'temporary-pass-1' } })
+    t.equal(res.statusCode, 200, res.body)
+    return res.json() as { accessToken: string, refreshToken: string }
+  }
+  const temp = await create('temp', 'user')
+  const tokens = await login('temp')
+  const ticket = await app.inject({ method: 'POST', url: '/api/events/ticket', headers: ctx.auth(tokens.accessToken) })
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${temp}`, headers: admin })).statusCode, 204)
+  const boss = await create('boss', 'admin')
+  t.equal(boss, temp, 'the new row took the deleted user\'s id (the premise of this test)')
+  const asOld = await app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(tokens.accessToken) })
+  t.equal(asOld.statusCode, 401, 'the deleted user\'s access token is not the new admin\'s')
+  t.match(asOld.json(), { code: 'TOKEN_INVALID' })
+  t.equal((await app.inject({ method: 'POST', url: '/api/users/refresh', headers: ctx.auth(tokens.refreshToken) })).statusCode, 401, 'nor its refresh token')
+  t.equal(ticket.statusCode, 200, ticket.body)
+  t.equal((await app.inject({ method: 'GET', url: `/api/events?ticket=${encodeURIComponent(ticket.json().ticket as string)}` })).statusCode, 401, 'nor its stream ticket')
+  // the new user's own tokens work; renaming it revokes them, and its new name logs in
+  const own = await login('boss')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(own.accessToken) })).statusCode, 200)
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${boss}`, headers: admin, payload: { username: 'Boss' } })).statusCode, 200, 'a change of case only')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(own.accessToken) })).statusCode, 200, 'is no rename: the tokens stay')
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${boss}`, headers: admin, payload: { username: 'chief' } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(own.accessToken) })).statusCode, 401, 'renamed: its tokens are revoked')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth((await login('chief')).accessToken) })).statusCode, 200)
+})
