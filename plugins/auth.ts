@@ -342,7 +342,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
     if (!user || user.enabled !== true || user.tokenVersion !== tokenVersion) throw tokenInvalid()
     // the row that has the id now is another user's: the token's user was deleted and its id taken again
-    if (username !== undefined && normalizeUsername(String(user.username)) !== normalizeUsername(username)) throw tokenInvalid()
+    // (the name as issued is the row's as it is, but for a change of case: compared as text first, normalized only then)
+    if (username !== undefined && user.username !== username && normalizeUsername(String(user.username)) !== normalizeUsername(username)) throw tokenInvalid()
     if (tokenType === 'application' && user.type !== 'application') throw tokenInvalid()
     return { id, username: user.username as string, type: user.type as UserType, tokenType, tokenVersion }
   }
