@@ -268,7 +268,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       // refuses the stamp (or the rehash) must not turn the login into an error that tells a right
       // password from a wrong one; another program's write lock held past the wait (SQLite) must
       // not keep every user out for as long as it lasts. The row was read; the tokens need nothing written.
-      if (err instanceof DatabaseUnavailableError) fastify.log.warn({ err: err.message, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the database is busy; the tokens are issued')
+      if (err instanceof DatabaseUnavailableError) fastify.log.warn({ err: err.message, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the database takes no writes now (err says why: busy, read-only, full); the tokens are issued')
       else if (err instanceof ConstraintViolationError || err instanceof InvalidValueError) fastify.log.warn({ err, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
       else throw err
     }

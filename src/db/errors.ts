@@ -45,6 +45,9 @@ export class DatabaseUnavailableError extends DbError {
 /** The 503's message for a database that takes no writes (SQLite's file, SQL Server's 3906): either driver's. */
 export const READ_ONLY = 'The database is read-only: it takes no changes until it is writable again'
 
+/** The 503's message for a database whose disk, file group or transaction log is full (SQLite's SQLITE_FULL, SQL Server's 1101, 1105, 9002). */
+export const STORAGE_FULL = 'The database\'s storage is full: it takes no changes until space is freed (the log says what is full)'
+
 /** SQLite: another connection (another process) holds the write lock; the statement did not run. */
 export class DatabaseBusyError extends DatabaseUnavailableError {
   constructor (options?: ErrorOptions) { super('The database is busy', options) }

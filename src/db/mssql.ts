@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import type Mssql from 'mssql'
 import { knownCodePage } from './code-pages.js'
 import { mssqlDataFault } from './data-errors.js'
-import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, type DbError } from './errors.js'
+import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, STORAGE_FULL, type DbError } from './errors.js'
 import type { ColumnInfo, Database, Executor, Param, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 type Driver = typeof Mssql
@@ -172,12 +172,16 @@ export type MssqlErrorClass =
   | 'refused'
   /** the database is read-only (3906: a backup, a failover's secondary): 503 until it is writable */
   | 'readOnly'
+  /** its file group or transaction log is full (1101, 1105, 9002; Azure SQL's size quota 40544): 503 until space is freed */
+  | 'full'
   | 'other'
 
 // Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors.
 const CONNECTION_NUMBERS = new Set([4060, 18456, 18401, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929, 233, 64, 121, 10053, 10054, 10060])
 /** Permission denied: the installation's fault, not the request's (MssqlErrorClass 'refused'). */
 const REFUSED_NUMBERS = new Set([229, 230, 262, 297, 300, 916])
+/** A file group or the transaction log full, or Azure SQL's size quota reached (MssqlErrorClass 'full'). */
+const FULL_NUMBERS = new Set([1101, 1105, 9002, 40544])
 const CONNECTION_CODES = new Set(['ELOGIN', 'ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'ENOTOPEN', 'EINSTLOOKUP', 'ENOCONN'])
 
 /**
@@ -195,6 +199,7 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
   if (number === 207 || number === 208) return 'schema'
   if (number !== undefined && REFUSED_NUMBERS.has(number)) return 'refused'
   if (number === 3906) return 'readOnly'
+  if (number !== undefined && FULL_NUMBERS.has(number)) return 'full'
   if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
   const code = typeof e.code === 'string' ? e.code : undefined
   if (e.name === 'ConnectionError') return 'connection'
@@ -217,6 +222,7 @@ export function toDbError (err: unknown): DbError | unknown {
     // installation, not of the request; the log has the server's words, which name the object
     case 'refused': return new DatabaseUnavailableError('The database does not let the gateway\'s login do this (permission denied); the log names what it refused', { cause: err })
     case 'readOnly': return new DatabaseUnavailableError(READ_ONLY, { cause: err })
+    case 'full': return new DatabaseUnavailableError(STORAGE_FULL, { cause: err })
     case 'schema': {
       // the server's own words, from inside a transaction's abort too
       const e = err as { name?: unknown, message?: unknown, originalError?: { message?: unknown } }

@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, ReadOnlyError, UnreadableTableError } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -50,6 +50,9 @@ export function compileBinder (names: readonly string[]): (params: Param[]) => B
   }
 }
 
+/** What the answers say while the file at the database path is something else (SQLITE_NOTADB). */
+const NOT_A_DATABASE = 'The file at the database path is not a SQLite database'
+
 /** Maps a driver error to the layer's errors; anything else is passed through unchanged. */
 export function mapSqliteError (err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code
@@ -62,6 +65,14 @@ export function mapSqliteError (err: unknown): unknown {
   // the file, its directory or the file system became read-only (a full disk remounted, a backup's
   // lock): a fault of the installation, which the next write after it is fixed no longer meets
   if (code.startsWith('SQLITE_READONLY')) return new DatabaseUnavailableError(READ_ONLY, { cause: err })
+  // the disk is full: the statement changed nothing, and the next one after space is freed succeeds
+  if (code.startsWith('SQLITE_FULL')) return new DatabaseUnavailableError(STORAGE_FULL, { cause: err })
+  // the file could not be read or written (a disk fault, a network share gone), or memory ran out: a
+  // fault of the machine, not of the request
+  if (code.startsWith('SQLITE_IOERR') || code === 'SQLITE_NOMEM') return new DatabaseUnavailableError('The database file could not be read or written (an I/O error); the log has the details', { cause: err })
+  // a damaged file does not mend itself, but it is the installation's fault all the same: its administrator restores it
+  if (code.startsWith('SQLITE_CORRUPT')) return new DatabaseUnavailableError('The database file is damaged; its administrator has to restore it (the log has the details)', { cause: err })
+  if (code === 'SQLITE_NOTADB') return new DatabaseUnavailableError(NOT_A_DATABASE, { cause: err })
   // a table or column renamed or dropped under the running gateway; SQLite's hint about quotes is no help here
   const message = String((err as { message?: unknown }).message).replace(/ - should this be a string literal in single-quotes\?$/, '')
   if (code === 'SQLITE_ERROR' && /^(?:no such (?:column|table): |table \S+ has no column named )/.test(message)) return new MappingGoneError(message, { cause: err })
@@ -482,8 +493,8 @@ class SqliteDatabase implements Database {
         this.db = connect(this.path, { ...this.options, create: false, busyTimeoutMs: 0 })
       } catch (err) {
         // what the answers say until the next recheck opens a file: a client learns what is wrong, as the log does
-        const code = (err as { code?: unknown }).code
-        this.refused = new DatabaseUnavailableError(code === 'SQLITE_NOTADB' ? 'The file at the database path is not a SQLite database' : 'The database file could not be opened', { cause: err })
+        // (a fault connect() has words for: not a database, damaged, an I/O error)
+        this.refused = err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError('The database file could not be opened', { cause: err })
         throw err
       }
       this.prepareFixed()

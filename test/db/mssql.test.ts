@@ -472,3 +472,17 @@ t.test('missingName: the table or column a driver message names, without schema,
     ['something else', undefined]
   ] as const) t.equal(missingName(detail), name, detail)
 })
+
+t.test('a full file group or transaction log (1101, 1105, 9002; Azure SQL\'s quota 40544): 503 storage full, not a 500', async (t) => {
+  for (const [number, message] of [
+    [1105, "Could not allocate space for object 'dbo.Artikel' in database 'WMS' because the 'PRIMARY' filegroup is full."],
+    [9002, "The transaction log for database 'WMS' is full due to 'LOG_BACKUP'."],
+    [1101, "Could not allocate a new page for database 'WMS' because of insufficient disk space in filegroup 'PRIMARY'."],
+    [40544, "The database 'WMS' has reached its size quota."]
+  ] as const) {
+    const err = new sql.RequestError(tedious(number, message), 'EREQUEST')
+    t.equal(classifyMssqlError(err), 'full', String(number))
+    t.match(toDbError(err), { name: 'DatabaseUnavailableError', statusCode: 503, message: "The database's storage is full: it takes no changes until space is freed (the log says what is full)" })
+    t.notMatch((toDbError(err) as Error).message, /WMS|Artikel/, 'the answer names no object')
+  }
+})

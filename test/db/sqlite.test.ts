@@ -621,6 +621,10 @@ t.test('driver plumbing', async (t) => {
   t.same(compileBinder([])([]), {})
   t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })), ConflictError)
   t.type(mapSqliteError(Object.assign(new Error('x'), { code: 'SQLITE_BUSY_SNAPSHOT' })), DatabaseUnavailableError)
+  // faults of the machine, not of the request: 503 with what it is, never a 500 (the log keeps SQLite's words)
+  for (const [code, message] of [['SQLITE_FULL', /storage is full/], ['SQLITE_IOERR_WRITE', /could not be read or written \(an I\/O error\)/], ['SQLITE_IOERR', /I\/O error/], ['SQLITE_NOMEM', /I\/O error/], ['SQLITE_CORRUPT', /damaged/], ['SQLITE_NOTADB', /not a SQLite database/]] as const) {
+    t.match(mapSqliteError(Object.assign(new Error('disk I/O error'), { code })), { name: 'DatabaseUnavailableError', statusCode: 503, message }, code)
+  }
   const other = Object.assign(new Error('x'), { code: 'SQLITE_ERROR' })
   t.equal(mapSqliteError(other), other)
   t.equal(mapSqliteError('str'), 'str')

@@ -313,3 +313,36 @@ t.test('a database that became read-only: writes answer 503 saying so and change
   t.equal(again.statusCode, 200, 'writable again: the next write goes through')
   t.equal(again.json().name, 'changed')
 })
+
+t.test('a full disk (SQLITE_FULL): writes answer 503 saying so and change nothing, reads and logins go on, writes work again once there is room', { skip: !onSqlite }, async (t) => {
+  const lines: string[] = []
+  const ctx = await build(t, { logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(line) } } })
+  const id = await material(ctx, 'FULL-1')
+  const headers = ctx.auth(ctx.adminToken)
+  const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/materials?count=true&limit=1', headers })).json().meta.total as number
+  const before = await count()
+  // as a disk without free space would, on the gateway's own connection: the file may grow no further (before: 500 INTERNAL_ERROR)
+  const [{ page_count: pages }] = await ctx.db.query({ text: 'PRAGMA page_count', params: [] }) as Array<{ page_count: number }>
+  await ctx.db.query({ text: `PRAGMA max_page_count = ${pages}`, params: [] })
+  const big = 'x'.repeat(1900)
+  let refused: Awaited<ReturnType<typeof ctx.app.inject>> | undefined
+  // the free pages left in the file take a few rows first
+  for (let i = 0; i < 500 && refused === undefined; i++) {
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: `FULL-N${i}`, name: 'x', description: big } })
+    if (res.statusCode !== 201) refused = res
+  }
+  t.equal(refused?.statusCode, 503, refused?.body ?? 'no create was refused')
+  t.match(refused?.json(), { code: 'DATABASE_UNAVAILABLE', message: "The database's storage is full: it takes no changes until space is freed (the log says what is full)" })
+  t.ok(refused?.headers['retry-after'], 'with Retry-After')
+  t.match(jsonLines(lines.join('')).filter((l) => l.msg === refused?.json().message), [{ database: /full/ }], 'the log has the database\'s words')
+  const written = await count()
+  t.ok(written >= before, 'the rows before it are there')
+  const read = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })
+  t.equal(read.statusCode, 200, 'reads go on')
+  const login = await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  t.equal(login.statusCode, 200, 'a login too: its last-login time is not recorded, its tokens are issued')
+  await ctx.db.query({ text: 'PRAGMA max_page_count = 1073741823', params: [] })
+  const again = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'FULL-AGAIN', name: 'x', description: big } })
+  t.equal(again.statusCode, 201, 'room again: the next write goes through')
+  t.equal(await count(), written + 1, 'the refused create left nothing behind')
+})
