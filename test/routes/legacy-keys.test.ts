@@ -64,6 +64,19 @@ t.test('legacy users: mixed-case names reached, unknown roles and NULL times sho
   t.equal((await app.inject({ method: 'GET', url: '/api/users/51', headers: admin })).statusCode, 200)
   t.same((await app.inject({ method: 'GET', url: '/api/users?type=L', headers: admin })).json().data.map((u: { id: number }) => u.id), [51], 'and can be filtered for')
 
+  // such a user logs in, but its type gives it no rights: also none of those every known type has
+  const lager = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'Lager', password: PASSWORD } })
+  t.equal(lager.statusCode, 200, lager.body)
+  const asLager = ctx.auth(lager.json().accessToken as string)
+  for (const [method, url, payload] of [
+    ['GET', '/api/materials'], ['GET', '/api/materials/1'], ['GET', '/api/stations'], ['GET', '/api/users/51'],
+    ['POST', '/api/events/ticket'], ['HEAD', '/api/events'], ['POST', '/api/stations/1/commands', { command: 'status' }]
+  ] as Array<['GET' | 'HEAD' | 'POST', string, object?]>) {
+    const res = await app.inject({ method, url, headers: asLager, payload })
+    t.equal(res.statusCode, 403, `${method} ${url} with the unknown role 'L'`)
+    if (method !== 'HEAD') t.match(res.json(), { code: 'FORBIDDEN' })
+  }
+
   // usernames are case-insensitive: the stored 'JSmith' is 'jsmith' to every lookup
   for (const username of ['jsmith', 'JSMITH', 'JSmith']) {
     const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password: PASSWORD } })
