@@ -132,7 +132,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       operationId: 'createEventTicket',
       summary: `A single-use ticket that opens one event stream within ${ttlSeconds} s (for EventSource, which cannot send an Authorization header)`,
       tags: ['events'],
-      response: { 200: EventTicket, ...errorResponses(401, 409, 503) }
+      response: { 200: EventTicket, ...errorResponses(401, 403, 409, 503) }
     }
   }, async (request, reply) => {
     const { id, username, tokenVersion, tokenType } = request.identity!
@@ -187,7 +187,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       querystring: EventsQuery,
       headers: EventsHeaders,
       // the stream's media type on its 200 alone: the errors before it are JSON, as everywhere
-      response: { 200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } }, 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse }
+      response: { 200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } }, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse }
     }
   }, async (request, reply) => {
     const station = request.query.station

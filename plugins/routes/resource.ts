@@ -117,7 +117,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         tags: [opts.tag],
         querystring: ListQuery,
         queryFilters: { ...schemas.filters, ...opts.filters },
-        response: { 200: ListEnvelope(item), 304: Type.Null(), ...errorResponses(400, 401, 503) }
+        response: { 200: ListEnvelope(item), 304: Type.Null(), ...errorResponses(400, 401, 403, 503) }
       }
     }, async (request, reply) => await list(request, reply))
 
@@ -127,7 +127,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `Read a ${opts.noun}`,
         tags: [opts.tag],
         params,
-        response: { 200: item, 304: Type.Null(), ...errorResponses(401, 404, 503) }
+        response: { 200: item, 304: Type.Null(), ...errorResponses(401, 403, 404, 503) }
       }
     }, async (request, reply) => {
       const id = idOf(request)

@@ -16,7 +16,7 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['stations'],
       params: IdParams,
       body: StationCommand,
-      response: { 200: CommandAck, ...errorResponses(400, 401, 404, 409, 502, 503, 504) }
+      response: { 200: CommandAck, ...errorResponses(400, 401, 403, 404, 409, 502, 503, 504) }
     }
   }, async (request) => {
     const { body } = request
