@@ -398,11 +398,21 @@ function groupable (dialect: DialectName, column: ColumnInfo, category: Category
   return dialect === 'sqlite' || ['char', 'varchar', 'nchar', 'nvarchar'].includes(column.type)
 }
 
-/** Stored codes as the map will name them: numbers stay numbers, fixed-width padding goes. */
+/**
+ * Stored codes as the map will name them: numbers stay numbers, fixed-width padding goes. Values
+ * that differ only in trailing spaces ('P' and 'P ' another program left) are one code: a map that
+ * named it twice would be refused at start ("the stored code is given for two values").
+ */
 function codesOf (rows: CodeCount[], numeric: boolean): Array<{ code: StoredCode, count: number }> {
-  return rows
-    .filter((r) => r.value !== null && r.value !== undefined)
-    .map((r) => ({ code: numeric ? Number(r.value) : String(r.value).trimEnd(), count: r.count }))
+  const codes = new Map<StoredCode, { code: StoredCode, count: number }>()
+  for (const r of rows) {
+    if (r.value === null || r.value === undefined) continue
+    const code = numeric ? Number(r.value) : String(r.value).trimEnd()
+    const seen = codes.get(code)
+    if (seen === undefined) codes.set(code, { code, count: r.count })
+    else seen.count += r.count
+  }
+  return [...codes.values()]
 }
 
 const show = (code: StoredCode): string => JSON.stringify(code)

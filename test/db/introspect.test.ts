@@ -11,7 +11,7 @@ import {
   guessTimeFormat, proposeStationTypeMap, tableNameScore, type CodeCount
 } from '../../src/db/introspect.js'
 import { referenceMappings, resources } from '../../src/db/resources.js'
-import { inspectStorage } from '../../src/db/storage.js'
+import { compileValueMap, inspectStorage } from '../../src/db/storage.js'
 import type { ColumnInfo, Database, Row, Statement } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
 
@@ -440,6 +440,12 @@ t.test('station type value maps', async (t) => {
     { vlm: ['Lift', 'VLM'], carousel: 'Karussell', ptl: 'PTL', manual: 'Manuell' })
   t.same(proposeStationTypeMap('integer', rows(1, 2)), { usable: true, notes: ['codes not placed (returned as stored until mapped): 1, 2', 'a number column needs a value map from these codes to vlm, carousel, ptl, manual before the gateway starts'] })
   t.same(proposeStationTypeMap('text', rows()).notes, ['no rows: no value map proposed'])
+  // 'P ' another program padded is the code 'P' once: a map naming it twice is refused at start
+  const padded = proposeStationTypeMap('text', rows('P', 'V', 'P ', 'X', 'X  '))
+  t.same(padded.values, { ptl: 'P', vlm: 'V' })
+  t.same(padded.notes, ['codes not placed (returned as stored until mapped): "X"'])
+  t.doesNotThrow(() => compileValueMap('string', padded.values ?? {}), 'the proposal compiles')
+  t.same(proposeBooleanMap({ name: 'Aktiv', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false }, 'text', rows('J', 'N', 'J ')).values, { true: 'J', false: 'N' })
   t.match(proposeStationTypeMap('text', rows(...Array.from({ length: 21 }, (_, i) => `c${i}`))).notes, [/more than 20/])
 })
 
