@@ -174,7 +174,10 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     if (address !== undefined) filters.push({ field: 'address', op: 'eq', values: [address] })
     try {
       const result = await fastify.repos.stations.list({ limit: 1000, sort: [{ field: 'id', desc: false }], filters, count: false })
-      return result.rows
+      // the database compares as the column's collation does ('CTL-1' and 'ctl-1 ' are ctl-1 under SQL Server's
+      // usual ones, or a SQLite column declared COLLATE NOCASE); a command finds its link by the id exactly as the
+      // API reads it, so an event goes to the stations a command to that controller and address would reach
+      return result.rows.filter((station) => station.controllerId === controllerId && (address === undefined || station.address === address))
     } catch (err) {
       log.warn({ err, controllerId }, 'station lookup failed; event sent without station id')
       return []

@@ -356,6 +356,36 @@ t.test('events need a token, filter by station, follow reconnects and leave no l
   t.equal(ctx.app.hardware.subscribers, 0)
 })
 
+t.test('an event goes to the stations a command reaches: the controller id as the API reads it, not as the column\'s collation compares', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50, trayDelay: 50 } })
+  t.teardown(() => sim.close())
+  const port = sim.controllers.get('ctl-1')!.port
+  // a picking system's table whose controller column ignores case (SQL Server's usual collations ignore trailing spaces too)
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST }, events: { heartbeatMs: 100 } }, async (db) => {
+    await db.execute({ text: `CREATE TABLE "stations" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "name" VARCHAR(100) NOT NULL UNIQUE, "description" VARCHAR(500),
+      "type" VARCHAR(16) NOT NULL DEFAULT 'manual', "warehouse" VARCHAR(64), "controller_id" VARCHAR(64) COLLATE NOCASE, "address" INTEGER,
+      "enabled" INTEGER NOT NULL DEFAULT 1, "created_at" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+      "modified_at" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`, params: [] })
+    await db.execute({ text: "INSERT INTO stations (id, name, type, controller_id, address) VALUES (1, 'PTL-1', 'ptl', 'ctl-1', 3), (2, 'PTL-2', 'ptl', 'CTL-1', 4)", params: [] })
+  })
+  const token = (await ctx.createUser('user')).accessToken
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const other = await ctx.app.inject({ method: 'POST', url: '/api/stations/2/commands', headers: ctx.auth(token), payload: { command: 'clear' } })
+  t.equal(other.json().code, 'CONTROLLER_NOT_CONFIGURED', "'CTL-1' is not the configured ctl-1 for a command")
+  t.match((await ctx.app.inject({ method: 'GET', url: '/api/stations/2', headers: ctx.auth(token) })).json(), { connected: false, status: 'offline' })
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 4, code: 'F4' })
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F3' })
+  await until(() => stream.events.length === 2, 'both events')
+  t.same(stream.events.map((e) => [e.data.code, e.data.stationId]), [['F4', null], ['F3', 1]], "no station wired to ctl-1's address 4 as a command sees it")
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => stream.events.some((e) => e.type === 'station.connected'), 'station.connected after reconnect')
+  t.same(stream.events.filter((e) => e.type.startsWith('station.') && e.type !== 'station.fault').map((e) => [e.type, e.data.stationId]),
+    [['station.disconnected', 1], ['station.connected', 1]], 'station 2 never shows connected')
+  stream.close()
+})
+
 t.test('events are published in the order the controller sent them, also when a station lookup answers late', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
