@@ -356,7 +356,8 @@ async function controllerNotes (db: Database, mappings: Record<ResourceName, Tab
   const d = dialectFor(db.dialect)
   let rows: Row[]
   try {
-    rows = await db.query({ text: `SELECT ${d.ident(column)} AS ${d.ident('controller')}, COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(column)} IS NOT NULL GROUP BY ${d.ident(column)}`, params: [] })
+    // not GROUP BY: the column's collation would fold 'CTL-1' (and on SQL Server 'ctl-1 ') into ctl-1
+    rows = await db.query({ text: `SELECT ${d.ident(column)} AS ${d.ident('controller')} FROM ${d.table(mapping)} WHERE ${d.ident(column)} IS NOT NULL`, params: [] })
   } catch {
     // best effort, as the other notes: a legacy text column SQL Server does not group
     return []
@@ -369,7 +370,7 @@ async function controllerNotes (db: Database, mappings: Record<ResourceName, Tab
   const unknown = new Map<string, number>()
   for (const row of rows) {
     const id = storage.fromDb(field, row.controller)
-    if (typeof id === 'string' && !configured.has(id)) unknown.set(id, (unknown.get(id) ?? 0) + Number(row.n))
+    if (typeof id === 'string' && !configured.has(id)) unknown.set(id, (unknown.get(id) ?? 0) + 1)
   }
   if (unknown.size === 0) return []
   const stations = [...unknown.values()].reduce((sum, n) => sum + n, 0)

@@ -448,6 +448,15 @@ t.test('check-config notes stations wired to a controller that hardware.controll
   const mapped = await check({ controllers: [ctl1, ctl2] }, { table: 'stations', columns })
   t.match(mapped, /Note: stations\.controllerId: 1 station names a controller that hardware\.controllers does not list \('' \(1 station\)\)/, "before: 'L1' and 'L2', the codes of ctl-1 and ctl-2")
   t.notMatch(mapped, /'L1'|'L2'/)
+
+  // a column that ignores case: its GROUP BY would fold 'CTL-2' into ctl-2, which a command does not
+  const folded = new BetterSqlite3(join(dir, 'g.db'))
+  const sql = (folded.prepare("SELECT sql FROM sqlite_schema WHERE name = 'stations'").get() as { sql: string }).sql
+  folded.exec(`ALTER TABLE stations RENAME TO stations_old; ${sql.replace('"controller_id" VARCHAR(64)', '"controller_id" VARCHAR(64) COLLATE NOCASE')};
+    INSERT INTO stations SELECT * FROM stations_old; DROP TABLE stations_old;
+    UPDATE stations SET controller_id = 'ctl-2' WHERE controller_id = 'L2'; UPDATE stations SET controller_id = 'CTL-2' WHERE id = 4`)
+  folded.close()
+  t.match(await check({ controllers: [ctl1, ctl2] }), /does not list \('L1' \(2 stations\), '' \(1 station\), 'CTL-2' \(1 station\)\)/, "'CTL-2' is no configured ctl-2")
 })
 
 t.test('server.tls files are read by serve and check-config, not by one-shot commands an admin may run without the key', async (t) => {
