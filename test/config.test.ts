@@ -172,7 +172,10 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   t.match(nothing.join('\n'), /mapping\.materials\.columns\.modifiedAt\.format: expected one of unix, unix-ms, yyyymmdd, yyyymmddhhmmss, julianday, got null/, 'a configuration error, not a crash')
   t.ok(inside.includes('mapping.materials.columns.weight: expected a column name, {"column": …} or null, got 5'))
   t.match(problems, /mapping.materials.timeZone: unknown time zone "Mars\/Olympus"/)
-  t.match(problems, /mapping.stations.columns.type.values: the stored code "V" is given for two values/)
+  t.match(problems, /mapping.stations.columns.type.values: the stored code "V" is given for two values, "vlm" and "ptl"/)
+  // one value listing a code twice (the same without trailing blanks): said so, not "two values"
+  const twice = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { stations: { table: 'Wp', columns: { ...referenceMappings.stations.columns, type: { column: 'T', values: { ptl: ['P', 'P '] } } } } } }))
+  t.match(twice.join('\n'), /mapping.stations.columns.type.values: the stored code "P " is listed twice for "ptl" \(codes compare without trailing blanks\): list it once/)
   t.match(problems, /mapping.users.readOnly: the gateway writes its user table/)
   t.match(problems, /mapping.users.columns.type.values: "robot", "Scanner" are not values of type; expected admin, user, application/)
   const dir = tempDir(t, 'pg-config-')

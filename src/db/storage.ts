@@ -254,7 +254,12 @@ export function compileValueMap (kind: FieldKind, values: Record<string, StoredC
     const codes = Array.isArray(raw) ? raw : [raw]
     for (const code of codes) {
       const norm = normalizeCode(code)
-      if (map.api.has(norm)) throw new Error(`the stored code ${JSON.stringify(code)} is given for two values`)
+      if (map.api.has(norm)) {
+        const other = map.api.get(norm)
+        // the same code twice for one value ('P' and 'P ', the same without trailing blanks): listed once is enough
+        if (other === value) throw new Error(`the stored code ${JSON.stringify(code)} is listed twice for ${JSON.stringify(key)} (codes compare without trailing blanks): list it once`)
+        throw new Error(`the stored code ${JSON.stringify(code)} is given for two values, ${JSON.stringify(String(other))} and ${JSON.stringify(key)}`)
+      }
       map.api.set(norm, value)
       const folded = norm.toLowerCase()
       if (!map.apiFolded.has(folded)) map.apiFolded.set(folded, value)
