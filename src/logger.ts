@@ -57,7 +57,10 @@ const SECRET_PARAMS = new Set(['ticket', 'password', 'newpassword', 'pass', 'pas
 
 /** A query parameter's name names a credential, also as part of a bracketed name (`password[]`, `user[password]`). */
 function namesSecret (name: string): boolean {
-  return name.toLowerCase().split(/[[\]]+/).some((part) => SECRET_PARAMS.has(part.trim().replace(/[-_]/g, '')))
+  const lower = name.toLowerCase()
+  // every request line of a list passes here: a plain name (limit, sort) is looked up without splitting it
+  if (!lower.includes('[') && !lower.includes(']')) return SECRET_PARAMS.has(lower.trim().replace(/[-_]/g, ''))
+  return lower.split(/[[\]]+/).some((part) => SECRET_PARAMS.has(part.trim().replace(/[-_]/g, '')))
 }
 
 /**
