@@ -5,7 +5,7 @@ import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
-import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type Write } from './types.js'
+import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
 
 /** What the gateway makes of a column's declared type. */
 export type Category = 'text' | 'ntext' | 'integer' | 'decimal' | 'float' | 'bit' | 'time' | 'other'
@@ -59,7 +59,7 @@ export interface FieldStorage {
    * a date-time field kept in a number or text column (mapping's `format`): how it is written there;
    * undefined for a column of a time type (and SQLite's ISO 8601 text), and for julianday (below)
    */
-  readonly timeFormat: TimeFormat | undefined
+  readonly timeFormat: ColumnTimeFormat | undefined
   /**
    * SQLite: a date-time field kept as Julian days in a number column (format julianday, what its
    * julianday() returns). SQLite's strftime reads those as it reads ISO text, so reads, filters and
@@ -616,7 +616,7 @@ export class ResourceStorage {
    * digits are a wall-clock time in the column's zone. Anything else (0 or 99999999 for "no date",
    * text that is no number) is null, logged once.
    */
-  private formattedTimeFromDb (s: FieldStorage, format: TimeFormat, raw: unknown): string | null {
+  private formattedTimeFromDb (s: FieldStorage, format: ColumnTimeFormat, raw: unknown): string | null {
     let date: Date | undefined
     const n = storedNumber(raw) ?? Number.NaN
     if (format === 'unix' || format === 'unix-ms') {
@@ -639,7 +639,7 @@ export class ResourceStorage {
    * write is checked against the column; a filter's bound (`write` false) is not: beyond the
    * column's range it still compares in time's order (SqlBuilder widens its parameter's type).
    */
-  formattedTime (s: FieldStorage, format: TimeFormat, wall: Date, write = true): SqlValue {
+  formattedTime (s: FieldStorage, format: ColumnTimeFormat, wall: Date, write = true): SqlValue {
     const t = wall.getTime()
     if (format === 'unix' || format === 'unix-ms') {
       const n = format === 'unix' ? Math.floor(t / 1000) : t
@@ -981,10 +981,8 @@ export function storageProblems (storage: ResourceStorage): string[] {
     const col = `column '${s.column}' (${describeType(s.info)})`
     const k = s.def.kind
     const c = s.category
-    if (s.timeFormat !== undefined || s.julianDays) {
-      const problem = s.julianDays ? julianDaysProblem(storage.dialect, c) : formatProblem(storage.dialect, s, s.timeFormat!)
-      if (problem !== undefined) problems.push(`${where}.${s.field}: ${col} ${problem}`)
-    }
+    const formatted = s.julianDays ? julianDaysProblem(storage.dialect, c) : s.timeFormat === undefined ? undefined : formatProblem(storage.dialect, s, s.timeFormat)
+    if (formatted !== undefined) problems.push(`${where}.${s.field}: ${col} ${formatted}`)
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
     const fits = s.timeFormat !== undefined || s.julianDays || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
     if (!fits) {
@@ -1059,7 +1057,7 @@ export function storageProblems (storage: ResourceStorage): string[] {
 }
 
 /** Digits each format writes at most (Unix time until the year 2286 in seconds, 5138 in milliseconds). */
-const FORMAT_DIGITS: Record<TimeFormat, number> = { unix: 10, 'unix-ms': 13, yyyymmdd: 8, yyyymmddhhmmss: 14, julianday: 0 }
+const FORMAT_DIGITS: Record<ColumnTimeFormat, number> = { unix: 10, 'unix-ms': 13, yyyymmdd: 8, yyyymmddhhmmss: 14 }
 
 /**
  * Why a column cannot keep a date-time field as Julian days (format julianday); undefined when it
@@ -1073,7 +1071,7 @@ function julianDaysProblem (dialect: DialectName, c: Category): string | undefin
 }
 
 /** Why a column cannot keep a date-time field in the given format; undefined when it can. */
-function formatProblem (dialect: DialectName, s: FieldStorage, format: TimeFormat): string | undefined {
+function formatProblem (dialect: DialectName, s: FieldStorage, format: ColumnTimeFormat): string | undefined {
   const info = s.info!
   const c = s.category
   if (c === 'time') return `holds times itself; remove "format": "${format}"`

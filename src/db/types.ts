@@ -44,6 +44,8 @@ export interface ResourceDef {
 export type TimeFormat = 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss' | 'julianday'
 
 export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd', 'yyyymmddhhmmss', 'julianday']
+/** The formats whose column keeps numbers or digits in time's order, compared as they are (julianday goes through SQLite's strftime instead). */
+export type ColumnTimeFormat = Exclude<TimeFormat, 'julianday'>
 
 /** A code as the customer's table stores it. */
 export type StoredCode = string | number
