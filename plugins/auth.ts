@@ -10,11 +10,15 @@ import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError } from '../src/db/errors.js'
-import { isPathId } from '../src/db/resources.js'
+import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
+import type { Id } from '../src/db/repository.js'
 import type { Row } from '../src/db/types.js'
 import { UserService } from '../src/users.js'
 import type { SsoProviderConfig } from '../schemas/config.js'
 import { UserType } from '../schemas/users.js'
+
+/** the user table's id field */
+const USER_ID = idField(usersDef)
 
 /** the types that have rights here; a stored code outside them has none */
 const USER_TYPES: ReadonlySet<string> = new Set(UserType.anyOf.map((literal) => literal.const))
@@ -42,7 +46,8 @@ export interface TokenClaims {
 }
 
 export interface AuthUser {
-  id: number
+  /** the user's id as its table keys it: a number, or the login name where the table is keyed by it */
+  id: Id
   username: string
   type: UserType
   tokenType: TokenType
@@ -79,13 +84,13 @@ export interface Auth {
   issue (user: { id?: unknown, tokenVersion?: unknown, username?: unknown }, typ: TokenType): string
   accessTokenTtlSeconds: number
   /** Forget a user's cached token version so revocation takes effect at once in this process. */
-  forget (userId: number): void
+  forget (userId: Id): void
   /**
    * The identity of a user as a credential issued at `tokenVersion` gives it: TOKEN_INVALID when the
    * user is gone, disabled or its tokens were revoked since, or its row has another user's name
    * (`username`: another row took the id). For credentials that are not JWTs (stream tickets).
    */
-  identifyUser (id: number, tokenVersion: number, tokenType: TokenType, username?: string): Promise<AuthUser>
+  identifyUser (id: Id, tokenVersion: number, tokenType: TokenType, username?: string): Promise<AuthUser>
   /**
    * When the Bearer token of a request that passed authentication expires (ms since the epoch), or
    * undefined when it never does (application tokens) or the request carries none. For what outlives
@@ -100,7 +105,7 @@ export interface Auth {
    */
   ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row>
   /** Stamps a login's lastLoginAt (and a rehash): a refusal or a busy database is logged, never the login's failure. */
-  recordLogin (userId: number, changes: Row): Promise<void>
+  recordLogin (userId: Id, changes: Row): Promise<void>
 }
 
 declare module 'fastify' {
@@ -157,7 +162,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const passwords = await createPasswords(opts.argon2)
   const throttle = new FailureThrottle(opts.loginThrottle.maxFailuresPerUser, opts.loginThrottle.userWindowMs)
   const users = fastify.repos.users
-  const cache = new Map<number, CachedUser>()
+  const cache = new Map<Id, CachedUser>()
   const providerFetch = proxyFetch()
   fastify.addHook('onClose', async () => { await providerFetch.close() })
   const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming, warn: (fields, message) => fastify.log.warn(fields, message) })
@@ -169,7 +174,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     audit: (fields, message) => fastify.log.warn(fields, message)
   })
   /** provider + subject -> user id, so that a known identity costs no lookup by marker */
-  const ssoIds = new Map<string, number>()
+  const ssoIds = new Map<string, Id>()
   /** one creation per identity at a time */
   const ssoPending = new Map<string, Promise<Row>>()
   /** provider + subject -> the newest iat (ms) among its tokens seen here */
@@ -194,7 +199,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     ssoNewest.set(identity.marker, identity.issuedAt)
   }
 
-  async function loadUser (id: number): Promise<Row | undefined> {
+  async function loadUser (id: Id): Promise<Row | undefined> {
     const hit = cache.get(id)
     if (hit && hit.expires > Date.now()) return hit.row
     const readAt = Date.now()
@@ -256,14 +261,14 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       }
       const changes: Row = { lastLoginAt: new Date() }
       if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)
-      await recordLogin(user.id as number, changes)
+      await recordLogin(user.id as Id, changes)
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
-      cache.delete(user.id as number)
+      cache.delete(user.id as Id)
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }
     }
   }
 
-  async function recordLogin (userId: number, changes: Row): Promise<void> {
+  async function recordLogin (userId: Id, changes: Row): Promise<void> {
     try {
       await users.update(userId, changes, { touch: false })
     } catch (err) {
@@ -305,11 +310,22 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       verified.remember(connection, header, token)
     }
     if (claims === 'expired') throw tokenExpired()
-    if (!accepted.includes(claims.typ) || claims.aud !== AUDIENCE[claims.typ] || !isPathId(String(claims.sub)) ||
+    const id = subjectId(claims.sub)
+    if (id === undefined || !accepted.includes(claims.typ) || claims.aud !== AUDIENCE[claims.typ] ||
         !Number.isInteger(claims.ver) || (claims.typ !== 'application' && typeof claims.exp !== 'number') || (claims.usr !== undefined && typeof claims.usr !== 'string')) {
       throw tokenInvalid()
     }
-    return identifyUser(Number(claims.sub), claims.ver, claims.typ, claims.usr, claims.iat * 1000)
+    return identifyUser(id, claims.ver, claims.typ, claims.usr, claims.iat * 1000)
+  }
+
+  /**
+   * The user id a token's sub names, as the user table keys it now: a number written as a path writes
+   * it, or, in a table keyed by the login name, that name as stored (text, '0042' too).
+   */
+  function subjectId (sub: unknown): Id | undefined {
+    if (typeof sub !== 'string') return undefined
+    if (users.def.fields[USER_ID].kind === 'string') return sub === '' ? undefined : sub
+    return isPathId(sub) ? Number(sub) : undefined
   }
 
   /** The claims of one of the gateway's own tokens, its signature checked: else TOKEN_EXPIRED or TOKEN_INVALID. */
@@ -327,7 +343,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
   }
 
-  async function identifyUser (id: number, tokenVersion: number, tokenType: TokenType, username?: string, issuedAt?: number): Promise<AuthUser> {
+  async function identifyUser (id: Id, tokenVersion: number, tokenType: TokenType, username?: string, issuedAt?: number): Promise<AuthUser> {
     let user = await loadUser(id)
     // A well-signed token that the cached copy refuses, issued after the copy was read (a login on
     // another instance after a password change, or after the user was enabled again), may prove the
@@ -365,7 +381,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
     const user = await ssoUser(provider, claims, request.log)
     if (user.enabled !== true) throw tokenInvalid()
-    return { id: user.id as number, username: user.username as string, type: user.type as UserType, tokenType: 'access', tokenVersion: Number(user.tokenVersion) }
+    return { id: user.id as Id, username: user.username as string, type: user.type as UserType, tokenType: 'access', tokenVersion: Number(user.tokenVersion) }
   }
 
   async function ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row> {
@@ -400,8 +416,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     const row = await pending
     noteIssued(identity)
     if (ssoIds.size > 10000) ssoIds.clear()
-    ssoIds.set(identity.marker, row.id as number)
-    cache.delete(row.id as number)
+    ssoIds.set(identity.marker, row.id as Id)
+    cache.delete(row.id as Id)
     return row
   }
 

@@ -5,6 +5,7 @@ import type { Config } from '../schemas/config.js'
 import { ApiError } from '../src/errors.js'
 import { ControllerLink, HardwareError, type ControllerEvent, type FrameArgsInput } from '../src/hardware/index.js'
 import type { Filter } from '../src/db/list-query.js'
+import type { Id } from '../src/db/repository.js'
 import type { Row } from '../src/db/types.js'
 
 export type StationStatus = 'offline' | 'idle' | 'busy' | 'error' | 'disabled'
@@ -32,7 +33,8 @@ export interface StationEvent {
   id: number
   type: EventType
   data: {
-    stationId: number | null
+    /** the station's id as its table keys it: a number, or its code where the table is keyed by it */
+    stationId: Id | null
     controllerId: string
     address: number | null
     quantity?: number
@@ -213,7 +215,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     }
     await inOrder(link.id, lookup, (stations) => {
       if (stations.length === 0) publish(type, { stationId: null, ...data })
-      for (const station of stations) publish(type, { stationId: station.id as number, ...data })
+      for (const station of stations) publish(type, { stationId: station.id as Id, ...data })
     })
   }
 
@@ -223,7 +225,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       for (const station of stations) {
         // a station without an address stays disconnected (stationState)
         if (station.address === null || station.address === undefined) continue
-        publish(type, { stationId: station.id as number, controllerId: link.id, address: (station.address as number | null) ?? null })
+        publish(type, { stationId: station.id as Id, controllerId: link.id, address: (station.address as number | null) ?? null })
       }
     })
   }

@@ -22,12 +22,15 @@ export const IdParams = Type.Object({
 }, { digitsOnly: ['id'] })
 export type IdParams = Static<typeof IdParams>
 
-/** The path id of a resource whose table is keyed by text (materials keyed by their article number). */
-export function textIdParams (maxLength: number | undefined): TObject {
+/**
+ * The path id of a resource whose table is keyed by text (materials by their article number, stations
+ * by their code, users by their login name): `key` is the field that shares the id's column, if one does.
+ */
+export function textIdParams (maxLength: number | undefined, key?: string): TObject {
   // the router takes no longer path parameter (a 414): a wider column's longer keys no path names
   const most = Math.min(maxLength ?? MAX_PATH_PARAM_LENGTH, MAX_PATH_PARAM_LENGTH)
   return Type.Object({
-    id: Type.String({ minLength: 1, maxLength: most, description: "Resource id: this installation's table is keyed by text (the material number); percent-encode it in the path" })
+    id: Type.String({ minLength: 1, maxLength: most, description: `Resource id: this installation's table is keyed by text${key === undefined ? '' : ` (the ${key})`}; percent-encode it in the path` })
   })
 }
 

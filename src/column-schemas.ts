@@ -191,8 +191,8 @@ export function resourceSchemas (storage: ResourceStorage, item: TObject, create
   for (const [field, schema] of Object.entries(out.item.properties as Record<string, Json>)) {
     const s = storage.fields[field]
     if (s !== undefined && s.def.id !== true) out.item.properties[field] = responseProperty(schema, s)
-    else if (s?.def.id === true && storage.idType === 'text') out.item.properties[field] = { type: 'string', description: "this installation's table is keyed by text (the material number)" }
-    else if (s?.def.id === true && storage.idType === 'either') out.item.properties[field] = { type: ['integer', 'string'], description: "this installation's table is keyed by the material number" }
+    else if (s?.def.id === true && storage.idType === 'text') out.item.properties[field] = { type: 'string', description: `this installation's table is keyed by text${storage.sharedKey === undefined ? '' : ` (the ${storage.sharedKey})`}` }
+    else if (s?.def.id === true && storage.idType === 'either') out.item.properties[field] = { type: ['integer', 'string'], description: `this installation's table is keyed by the ${storage.sharedKey ?? 'id'}` }
   }
   for (const body of [out.create, out.update]) {
     for (const [field, schema] of Object.entries(body.properties as Record<string, Json>)) {

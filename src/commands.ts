@@ -13,7 +13,7 @@ import { categoryOf, inspectStorage, ResourceStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, resources, type ResourceName } from './db/resources.js'
-import { Repository } from './db/repository.js'
+import { Repository, type Id } from './db/repository.js'
 import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
 import { toUser, UserService } from './users.js'
@@ -627,7 +627,8 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
     const repo = await new Repository(db, resources.users, mappings.users).learn()
     const service = new UserService({ repo, passwords: await createPasswords(config.auth.argon2), licenceLogins: config.licence.logins, onChange: () => {} })
     // The command line acts as the machine's administrator, not as any user account.
-    const operator = { id: 0, type: 'admin' as const }
+    // the shell's operator is no user row: no record is its own (a legacy login '0' included)
+    const operator = { id: null, type: 'admin' as const }
     if (action === 'list') {
       const { rows } = await repo.list({ limit: 1000, sort: [{ field: 'username', desc: false }, { field: 'id', desc: false }], filters: [], count: false })
       io.out(['ID', 'USERNAME', 'TYPE', 'ENABLED', 'LAST LOGIN'].join('\t'))
@@ -644,7 +645,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       io.err(`picking-gateway: no user '${normalizeUsername(name)}'`)
       return EXIT_FAILURE
     }
-    const id = row.id as number
+    const id = row.id as Id
     // the API keeps an admin from disabling itself; here, keep the last one: without it no one manages users but from this shell
     if (action === 'disable' && row.type === 'admin' && row.enabled === true) {
       const admins = await repo.list({ limit: 1, sort: [{ field: 'id', desc: false }], filters: [{ field: 'type', op: 'eq', values: ['admin'] }, { field: 'enabled', op: 'eq', values: [true] }], count: true })

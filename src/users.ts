@@ -4,12 +4,29 @@ import { BadQueryError, ConflictError, NotFoundError } from './db/errors.js'
 import { isSsoMarker, SSO_MARKER_PREFIX, type SsoIdentity } from './auth/sso.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseListQuery, type DerivedFilters } from './db/list-query.js'
-import type { Repository } from './db/repository.js'
+import type { Id, Repository } from './db/repository.js'
 import type { Executor, Row } from './db/types.js'
 import { Value } from '@sinclair/typebox/value'
 import { Username, type User, type UserCreate, type UserType, type UserUpdate } from '../schemas/users.js'
 
-export interface Actor { id: number, type: UserType }
+/**
+ * Who acts: the user a token names (its id as the user table keys it, a number or a login name), or
+ * the operator at the server's shell (`picking-gateway user`), who is no user row (id null).
+ */
+export interface Actor { id: Id | null, type: UserType }
+
+/** Whether the path's id names the actor, as written (the checks before the row is read). */
+function names (actor: Actor, id: Id): boolean {
+  return actor.id !== null && String(actor.id) === String(id)
+}
+
+/**
+ * Whether a row is the actor's own. Compared with the row read, not the path: a user table keyed by
+ * the login name is found under another case in a case-insensitive collation ('/api/users/ADMIN').
+ */
+function isOwn (actor: Actor, row: Row): boolean {
+  return actor.id !== null && String(row.id) === String(actor.id)
+}
 
 /** Account types that use a licence login (admins do not). */
 const LICENSED: UserType[] = ['user', 'application']
@@ -22,7 +39,7 @@ export interface UserServiceOptions {
    * called after a user row was changed or deleted: a copy kept for token checks is stale, whether
    * the change revoked tokens (disabled, deleted, version bumped) or gave access back (enabled)
    */
-  onChange: (userId: number) => void
+  onChange: (userId: Id) => void
   /** what single sign-on did to user rows (created, type changed): the log's audit trail */
   audit?: (fields: object, message: string) => void
 }
@@ -46,7 +63,7 @@ export const userFilters: DerivedFilters = {
 /** The public shape: never the hash or the token version, whatever the row holds. */
 export function toUser (row: Row): User {
   return {
-    id: row.id as number,
+    id: row.id as User['id'],
     username: row.username as string,
     type: row.type as UserType,
     displayName: (row.displayName as string | null) ?? null,
@@ -78,17 +95,17 @@ export class UserService {
   }
 
   /** Reading a user record: admins any, others only their own. */
-  async read (id: number, actor: Actor): Promise<Row | undefined> {
-    if (actor.type !== 'admin' && actor.id !== id) throw forbidden('You may only read your own user record')
+  async read (id: Id, actor: Actor): Promise<Row | undefined> {
+    if (actor.type !== 'admin' && !names(actor, id)) throw forbidden('You may only read your own user record')
     return await this.opts.repo.get(id)
   }
 
-  async update (id: number, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
+  async update (id: Id, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
     this.assertMayUpdate(id, actor)
     const current = await this.opts.repo.get(id)
     if (!current) throw new NotFoundError(`User ${id} not found`)
     this.assertOwnChanges(id, patch, actor, current)
-    if (actor.id === id && ((patch.type !== undefined && patch.type !== current.type) || (patch.enabled !== undefined && patch.enabled !== current.enabled))) {
+    if (isOwn(actor, current) && ((patch.type !== undefined && patch.type !== current.type) || (patch.enabled !== undefined && patch.enabled !== current.enabled))) {
       throw forbidden('You cannot change your own type or enabled state')
     }
     if (isSsoMarker(current.passwordHash)) {
@@ -121,16 +138,20 @@ export class UserService {
         if (willCount && !counted) await this.assertLicence(tx)
       }
     })
-    this.opts.onChange(id)
+    // the row's own id: the path may spell a login name in another case (isOwn)
+    this.opts.onChange(row.id as Id)
     return toUser(row)
   }
 
-  async delete (id: number, actor: Actor, check?: (current: Row) => boolean): Promise<void> {
-    if (actor.id === id) throw new ApiError(409, 'SELF_DELETE', 'You cannot delete your own account')
-    await this.opts.repo.delete(id, { check }).catch((err: unknown) => {
+  async delete (id: Id, actor: Actor, check?: (current: Row) => boolean): Promise<void> {
+    const selfDelete = (): ApiError => new ApiError(409, 'SELF_DELETE', 'You cannot delete your own account')
+    if (names(actor, id)) throw selfDelete()
+    // the row found may be the actor's under another spelling of its login name (isOwn)
+    const own = (row: Row): boolean => { if (isOwn(actor, row)) throw selfDelete(); return check === undefined || check(row) }
+    const row = await this.opts.repo.delete(id, { check: own }).catch((err: unknown) => {
       throw err instanceof NotFoundError ? new NotFoundError(`User ${id} not found`) : err
     })
-    this.opts.onChange(id)
+    this.opts.onChange(row.id as Id)
   }
 
   /**
@@ -148,14 +169,14 @@ export class UserService {
     }
     // a token older than the row's type (stale) authenticates, with the row's type: it cannot set it back
     if (row.enabled !== true || row.type === identity.type || stale?.(row) === true) return row
-    const updated = await this.opts.repo.update(row.id as number, { type: identity.type, tokenVersion: Number(row.tokenVersion ?? 0) + 1 }, {
+    const updated = await this.opts.repo.update(row.id as Id, { type: identity.type, tokenVersion: Number(row.tokenVersion ?? 0) + 1 }, {
       check: (locked) => locked.passwordHash === identity.marker,
       guard: async (locked, tx) => {
         const counted = locked.enabled === true && LICENSED.includes(locked.type as UserType)
         if (locked.enabled === true && LICENSED.includes(identity.type) && !counted) await this.assertLicence(tx)
       }
     })
-    this.opts.onChange(row.id as number)
+    this.opts.onChange(row.id as Id)
     this.opts.audit?.({ userId: row.id, username: row.username, from: row.type, to: updated.type }, "single sign-on: the provider's claim changed the user's type; its gateway tokens are revoked")
     return updated
   }
@@ -188,15 +209,15 @@ export class UserService {
     }
   }
 
-  private assertMayUpdate (id: number, actor: Actor): void {
+  private assertMayUpdate (id: Id, actor: Actor): void {
     // an admin may send its own type and enabled state unchanged (a form sends every field); update() refuses a change
     if (actor.type === 'admin') return
-    if (actor.id !== id) throw forbidden('You may only change your own user record')
+    if (!names(actor, id)) throw forbidden('You may only change your own user record')
     if (actor.type !== 'user') throw forbidden('Application accounts cannot change their user record; ask an admin')
   }
 
   /** A user (not an admin) changes its own password only; the other fields of its record it may send back unchanged, as a form does. */
-  private assertOwnChanges (id: number, patch: UserUpdate, actor: Actor, current: Row): void {
+  private assertOwnChanges (id: Id, patch: UserUpdate, actor: Actor, current: Row): void {
     if (actor.type === 'admin') return
     const shown = toUser(current) as unknown as Record<string, unknown>
     const same = (key: string, value: unknown): boolean => key === 'username' && typeof value === 'string' ? normalizeUsername(value) === shown.username : value === shown[key]

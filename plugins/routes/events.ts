@@ -2,14 +2,17 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger } from 'fastify'
+import type { Row } from '../../src/db/types.js'
 import { Type } from '@sinclair/typebox'
 import { ErrorResponse, errorResponses } from '../../schemas/common.js'
-import { EventsHeaders, EventsQuery, EventTicket } from '../../schemas/events.js'
+import { EventsHeaders, eventsQuery, EventTicket, type EventsQuery } from '../../schemas/events.js'
 import { ApiError, tokenExpired, tokenInvalid, tooManyRequests } from '../../src/errors.js'
 import type { TokenType } from '../auth.js'
 import { buildErrorBody } from '../error-handler.js'
 import type { StationEvent } from '../hardware.js'
 import { DatabaseUnavailableError, NotFoundError } from '../../src/db/errors.js'
+import type { Id } from '../../src/db/repository.js'
+import { idField, isPathId } from '../../src/db/resources.js'
 
 export interface EventRoutesOptions {
   heartbeatMs: number
@@ -28,7 +31,7 @@ export interface EventRoutesOptions {
 const TICKETS_PER_USER = 20
 
 interface TicketHolder {
-  id: number
+  id: Id
   username: string
   tokenVersion: number
   tokenType: TokenType
@@ -110,7 +113,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
   const open = new Set<() => void>()
   const maxStreams = opts.maxStreamsPerUser ?? 100
   /** open streams by user id */
-  const streamsOf = new Map<number, number>()
+  const streamsOf = new Map<Id, number>()
   /** the ticket a stream request authenticated with: used up when its stream opens, and the expiry of its token */
   const ticketOf = new WeakMap<object, { ticket: string, holder: TicketHolder }>()
   // One timer a stream: it sends the heartbeat and checks the credential, each at its own multiple of the tick.
@@ -140,21 +143,32 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     return { ticket: tickets.issue({ id, username, tokenVersion, tokenType, expiresAt: fastify.auth.expiryOf(request) }), expiresIn: ttlSeconds }
   })
 
+  const stations = fastify.repos.stations
+  const stationIdField = idField(stations.def)
   /**
    * A stream for one station needs that station: a 404 for one that does not exist (an EventSource
-   * gives up on it instead of listening for ever). The database being down does not keep a stream
-   * shut: the station's events come from its controller link, so it opens, as one for all stations does.
+   * gives up on it instead of listening for ever). Returns the id as the station's events carry it: a
+   * station table keyed by its code finds 'PTL-01' for `?station=ptl-01` in a case-insensitive
+   * collation. The database being down does not keep a stream shut: the station's events come from its
+   * controller link, so it opens, as one for all stations does, for the id as given.
    */
-  async function assertStation (id: number, log: FastifyBaseLogger): Promise<void> {
-    let found: unknown
+  async function stationOf (given: Id, log: FastifyBaseLogger): Promise<Id> {
+    // a table keyed by text: the query is text; else a number (the database was down when the routes were made)
+    let id = given
+    if (typeof given === 'string' && stations.def.fields[stationIdField].kind !== 'string') {
+      if (!isPathId(given)) throw new NotFoundError(`Station ${given} not found`)
+      id = Number(given)
+    }
+    let found: Row | undefined
     try {
-      found = await fastify.repos.stations.get(id)
+      found = await stations.get(id)
     } catch (err) {
       if (!(err instanceof DatabaseUnavailableError)) throw err
       log.warn({ err, stationId: id }, 'event stream: the station could not be looked up; the stream opens')
-      return
+      return id
     }
     if (found === undefined) throw new NotFoundError(`Station ${id} not found`)
+    return found[stationIdField] as Id
   }
 
   fastify.get('/', {
@@ -184,18 +198,18 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
         'when some after n are no longer held the stream starts with the comment `: missed events before <id>`.',
       tags: ['events'],
       security: [{ bearer: [] }, { identityProvider: [] }, { eventTicket: [] }],
-      querystring: EventsQuery,
+      querystring: eventsQuery(stations.storage.idType),
       headers: EventsHeaders,
       // the stream's media type on its 200 alone: the errors before it are JSON, as everywhere
       response: { 200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } }, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse }
     }
   }, async (request, reply) => {
-    const station = request.query.station
-    const lastEventId = request.headers['last-event-id'] ?? request.query.lastEventId
-    const matches = (event: StationEvent): boolean => station === undefined || event.data.stationId === station
+    const query = request.query as EventsQuery
+    const lastEventId = request.headers['last-event-id'] ?? query.lastEventId
     const raw = reply.raw
     const { id, username, tokenVersion, tokenType } = request.identity!
-    if (station !== undefined) await assertStation(station, request.log)
+    const station = query.station === undefined ? undefined : await stationOf(query.station, request.log)
+    const matches = (event: StationEvent): boolean => station === undefined || event.data.stationId === station
     // From here on nothing awaits: the count is read and taken, and the listeners that give it back
     // attached, in one step. A client gone during the lookups (the station, the credential) gets
     // nothing: its socket's close has fired already, and a stream opened now would never end.

@@ -46,6 +46,25 @@ export interface ResourceRoutesOptions {
 export type ListHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<ListBody<Record<string, unknown>> | FastifyReply>
 
 
+/**
+ * The `:id` of a resource's paths as its table keys it (ResourceStorage.idType): the params schema
+ * checks the path (decimal digits, or text a URL can name), and idOf gives the id to look up.
+ */
+export function pathIds (repo: Repository, notFound: (id: Id) => Error): { params: TObject, idOf: (request: FastifyRequest) => Id } {
+  const idName = idField(repo.def)
+  const info = repo.storage.field(idName).info
+  const params = repo.storage.idType !== 'integer' ? textIdParams(info?.maxLength !== undefined && info.maxLength > 0 ? info.maxLength : undefined, repo.storage.sharedKey) : IdParams
+  const idOf = (request: FastifyRequest): Id => {
+    const id = (request.params as { id: Id }).id
+    // the storage as it is now: the database may have been down when the routes were made
+    if (typeof id !== 'string' || repo.def.fields[idName].kind === 'string') return id
+    // numeric ids after all: a path that is no such number names no row
+    if (!isPathId(id)) throw notFound(id)
+    return Number(id)
+  }
+  return { params, idOf }
+}
+
 export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsyncTypebox {
   return async function (fastify) {
     const repo = opts.repo(fastify)
@@ -63,18 +82,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     const list: ListHandler = opts.list?.(fastify, repo, toPublic) ?? (async (request, reply) => await sendList(request, reply, repo, toPublic, listOptions))
     const notFound = (id: Id) => new NotFoundError(`${opts.noun[0].toUpperCase()}${opts.noun.slice(1)} ${id} not found`)
     const named = (id: Id) => (err: unknown) => { throw err instanceof NotFoundError ? notFound(id) : err }
-    // text ids (ResourceStorage.idType): the schema checks the path, the handlers take either
     const idName = idField(repo.def)
-    const idStorage = repo.storage.field(idName)
-    const params = repo.storage.idType !== 'integer' ? textIdParams(idStorage.info?.maxLength !== undefined && idStorage.info.maxLength > 0 ? idStorage.info.maxLength : undefined) : IdParams
-    const idOf = (request: FastifyRequest): Id => {
-      const id = (request.params as { id: Id }).id
-      // the storage as it is now: the database may have been down when the routes were made
-      if (typeof id !== 'string' || repo.def.fields[idName].kind === 'string') return id
-      // numeric ids after all: a path that is no such number names no row
-      if (!isPathId(id)) throw notFound(id)
-      return Number(id)
-    }
+    const { params, idOf } = pathIds(repo, notFound)
     // operationIds for generated clients: listMaterials, createMaterial, getMaterial, updateMaterial (patchMaterial), deleteMaterial
     const Noun = `${opts.noun[0].toUpperCase()}${opts.noun.slice(1)}`
     // where a created row is read: this plugin's prefix (/api/materials), whichever of its forms the create was sent to

@@ -5,6 +5,7 @@ import * as client from 'openid-client'
 import { errorResponses } from '../../schemas/common.js'
 import { LoginResponse } from '../../schemas/users.js'
 import { describeError, SsoError, type SsoProvider } from '../../src/auth/sso.js'
+import type { Id } from '../../src/db/repository.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { badRequest, clientRefused, forbidden, ssoUnavailable } from '../../src/errors.js'
 
@@ -167,7 +168,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     const user = await fastify.auth.ssoUser(provider, claims, request.log)
     // the person proved who they are at the provider: no password to keep secret, so say what stops them
     if (user.enabled !== true) throw forbidden(`The gateway account '${String(user.username)}' is disabled; an administrator can enable it again`)
-    await fastify.auth.recordLogin(user.id as number, { lastLoginAt: new Date() })
+    await fastify.auth.recordLogin(user.id as Id, { lastLoginAt: new Date() })
     reply.header('cache-control', 'no-store')
     return {
       login: true as const,

@@ -1,12 +1,15 @@
 // POST /api/stations/:id/commands: light a position, clear it, call a tray, or ask for the controller's status.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses, IdParams } from '../../schemas/common.js'
+import { errorResponses } from '../../schemas/common.js'
 import { CommandAck, StationCommand } from '../../schemas/events.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { badRequest } from '../../src/errors.js'
+import { pathIds } from './resource.js'
 
 
 const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
+  // a station table keyed by its code has text ids (ResourceStorage.idType)
+  const { params, idOf } = pathIds(fastify.repos.stations, (id) => new NotFoundError(`Station ${id} not found`))
   fastify.post('/:id/commands', {
     schema: {
       summary: 'Send a command to the station\'s controller and wait for its acknowledgement',
@@ -14,7 +17,7 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
         '504 when no ACK came (the frame was sent twice), 409 for a disabled or unwired station, a controller not configured ' +
         'on this gateway (CONTROLLER_NOT_CONFIGURED) or hardware.enabled false (HARDWARE_DISABLED).',
       tags: ['stations'],
-      params: IdParams,
+      params,
       body: StationCommand,
       response: { 200: CommandAck, ...errorResponses(400, 401, 403, 404, 409, 502, 503, 504) }
     }
@@ -23,8 +26,9 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
     if (body.command === 'callTray' && body.tray === undefined) throw badRequest("body/tray is required for command 'callTray'", 'VALIDATION_ERROR')
     const extra = Object.keys(body).filter((key) => key !== 'command' && !ALLOWED[body.command].includes(key))
     if (extra.length > 0) throw badRequest(`body/${extra[0]} does not apply to command '${body.command}'`, 'VALIDATION_ERROR')
-    const station = await fastify.repos.stations.get(request.params.id)
-    if (!station) throw new NotFoundError(`Station ${request.params.id} not found`)
+    const id = idOf(request)
+    const station = await fastify.repos.stations.get(id)
+    if (!station) throw new NotFoundError(`Station ${id} not found`)
     const ack = await fastify.hardware.command(station, body)
     request.log.info({ stationId: station.id, command: body.command, seq: ack.seq, ref: body.ref }, 'station command acknowledged')
     return ack

@@ -1,7 +1,7 @@
 // /api/users: login, token refresh, application tokens, and user management.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type TObject } from '@sinclair/typebox'
-import { errorResponses, IdParams, ListEnvelope, ListQuery } from '../../schemas/common.js'
+import { errorResponses, ListEnvelope, ListQuery } from '../../schemas/common.js'
 import {
   ApplicationTokenResponse, LoginBody, LoginResponse, RefreshResponse, User, UserCreate, UserUpdate
 } from '../../schemas/users.js'
@@ -10,6 +10,7 @@ import { NotFoundError } from '../../src/db/errors.js'
 import { forbidden } from '../../src/errors.js'
 import { ifMatchCheck, sendItem, sendList, sendOne } from '../../src/http.js'
 import { toUser, userFilters, UserService } from '../../src/users.js'
+import { pathIds } from './resource.js'
 
 export interface UserRoutesOptions {
   licenceLogins: number
@@ -30,6 +31,8 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
   // as the user table's columns are: NULL times as null, a type code no map knows as stored, the columns' limits
   const schemas = resourceSchemas(fastify.repos.users.storage, User, UserCreate, UserUpdate)
   const item = schemas.item as TObject
+  // a user table keyed by the login name has text ids (ResourceStorage.idType)
+  const { params, idOf } = pathIds(fastify.repos.users, (id) => new NotFoundError(`User ${id} not found`))
 
   fastify.post('/login', {
     config: {
@@ -103,19 +106,20 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     }
   }, async (request, reply) => {
     const user = await service.create(request.body)
-    return sendItem(reply.code(201).header('location', `/api/users/${user.id}`), user)
+    return sendItem(reply.code(201).header('location', `/api/users/${encodeURIComponent(String(user.id))}`), user)
   })
 
   fastify.get('/:id', {
     schema: {
       summary: 'Read a user (admin, or your own record)',
       tags: ['users'],
-      params: IdParams,
+      params,
       response: { 200: item, 304: Type.Null(), ...errorResponses(401, 403, 404, 503) }
     }
   }, async (request, reply) => {
-    const row = await service.read(request.params.id, request.identity!)
-    if (!row) throw new NotFoundError(`User ${request.params.id} not found`)
+    const id = idOf(request)
+    const row = await service.read(id, request.identity!)
+    if (!row) throw new NotFoundError(`User ${id} not found`)
     return sendOne(request, reply, toUser(row))
   })
 
@@ -126,12 +130,12 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       schema: {
         summary: 'Update a user: admins any field of others; a user its own password',
         tags: ['users'],
-        params: IdParams,
+        params,
         body: schemas.update as typeof UserUpdate,
         response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
       },
       handler: async (request, reply) => {
-        const user = await service.update(request.params.id, request.body, request.identity!, ifMatchCheck(request, toUser))
+        const user = await service.update(idOf(request), request.body as UserUpdate, request.identity!, ifMatchCheck(request, toUser))
         return sendItem(reply, user)
       }
     })
@@ -142,11 +146,11 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     schema: {
       summary: 'Delete a user (admin); revokes all its tokens',
       tags: ['users'],
-      params: IdParams,
+      params,
       response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 409, 412, 503) }
     }
   }, async (request, reply) => {
-    await service.delete(request.params.id, request.identity!, ifMatchCheck(request, toUser))
+    await service.delete(idOf(request), request.identity!, ifMatchCheck(request, toUser))
     return reply.code(204).send(null)
   })
 }

@@ -543,6 +543,9 @@ export class Repository {
         // these pass a value the row already shows: nothing to check when nothing is written
         this.assertTrimmed(values, row)
         this.assertKey(values, row)
+        // a key shared with the id passes only as the row shows it (a caseless username in another case):
+        // it is not written, which would move the row to another id (a SQLite key compared as written)
+        if (this.storage.sharedKey !== undefined) delete write[this.storage.sharedKey]
         // before the guard, as in create: renaming onto a taken name is a 409 whether or not enabling it would pass the licence
         const unique = this.checkedUnique(opts.guard !== undefined)
         if (unique.length > 0 && Object.keys(write).length > 0) await this.assertUnique(tx, values, row, unique)

@@ -24,6 +24,8 @@ export const materials: ResourceDef = {
 
 export const stations: ResourceDef = {
   name: 'stations',
+  // a station table keyed by its code ('PTL-01'): map id and name to that one column
+  naturalKey: 'name',
   fields: {
     id: { kind: 'integer', id: true },
     name: { kind: 'string', unique: true, notNull: true, maxLength: 100 },
@@ -41,6 +43,8 @@ export const stations: ResourceDef = {
 
 export const users: ResourceDef = {
   name: 'users',
+  // a user table keyed by the login name: map id and username to that one column
+  naturalKey: 'username',
   fields: {
     id: { kind: 'integer', id: true },
     username: { kind: 'string', unique: true, caseless: true, notNull: true, maxLength: 100 },
