@@ -131,6 +131,9 @@ function describeValidation (errors: ErrorObject[], dataVar: string): Error {
     message = `${path} ${PATTERN_RULES[params.pattern as string]}`
   } else if (first.keyword === 'required') {
     message = `${path} must have required field '${params.missingProperty as string}'`
+  } else if (first.keyword === 'minProperties' && params.limit === 1 && first.instancePath === '') {
+    // an update's empty body: "must NOT have fewer than 1 properties" said it in the schema's words
+    message = `${path} names no field to change; send at least one field to update`
   } else {
     // A union of literals (an enum written with TypeBox) reports one `const` error per branch.
     const allowed = errors.filter((e) => e.keyword === 'const' && e.instancePath === first.instancePath)

@@ -355,6 +355,21 @@ t.test('a body with several fields it may not carry names them all in one 400', 
   t.match(user.json(), { statusCode: 400, message: 'body/source, body/lastLoginAt are read-only; leave both out' })
 })
 
+t.test('an update that names no field is a 400 that says so, and changes nothing', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  const material = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'E-1', name: 'Empty' } })).json()
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'E-1' } })).json()
+  for (const [url, before] of [[`/api/materials/${material.id as number}`, material], [`/api/stations/${station.id as number}`, station], ['/api/users/1', undefined]] as const) {
+    for (const method of ['POST', 'PATCH'] as const) {
+      const res = await ctx.app.inject({ method, url, headers, payload: {} })
+      t.equal(res.statusCode, 400, `${method} ${url}`)
+      t.same(res.json(), { statusCode: 400, code: 'VALIDATION_ERROR', error: 'Bad Request', message: 'body names no field to change; send at least one field to update' })
+    }
+    if (before !== undefined) t.equal((await ctx.app.inject({ method: 'GET', url, headers })).json().modifiedAt, before.modifiedAt, 'nothing written')
+  }
+})
+
 t.test("a request the HTTP parser refuses leaves no credential in the debug log: not the raw bytes it had read", async (t) => {
   const logs: string[] = []
   const ctx = await build(t, { logging: { level: 'debug' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
