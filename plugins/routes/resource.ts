@@ -96,8 +96,14 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       const filters: Filter[] = together.map((field) => ({ field, op: 'eq', values: [row[field] as SqlValue] }))
       if (id !== undefined) filters.push({ field: idName, op: 'not', values: [id] })
       if (await repo.count(filters, { tx, lock: true }) > 0) {
+        // which one, so that the client can look at it: read in the transaction that holds the count's locks
+        const holder = await repo.findFirst(filters, tx)
+        const name = holder === undefined ? undefined : holder.name
+        const who = holder === undefined
+          ? `Another ${opts.noun}`
+          : `${Noun} ${String(holder[idName])}${typeof name === 'string' && String(name) !== String(holder[idName]) ? ` (${JSON.stringify(name)})` : ''}`
         // an ApiError, not the driver's ConflictError, which the repository would explain as a unique column's
-        throw new ApiError(409, 'CONFLICT', `Another ${opts.noun} already has ${together.map((field) => `${field} ${JSON.stringify(row[field])}`).join(' and ')}; nothing was written`)
+        throw new ApiError(409, 'CONFLICT', `${who} already has ${together.map((field) => `${field} ${JSON.stringify(row[field])}`).join(' and ')}; nothing was written`)
       }
     }
 

@@ -361,6 +361,11 @@ export class Repository {
     }))
   }
 
+  /** The first row (lowest id) the filters match, read through `ex` (a transaction's, to see what it holds locked). */
+  async findFirst (filters: Filter[], ex: Executor = this.db): Promise<Row | undefined> {
+    return await this.first(ex, this.sql.list({ filters, sort: [{ field: this.id, desc: false }], limit: 1 }))
+  }
+
   /**
    * The row a caseless field's value names (a login's username): when a legacy table holds it in
    * several spellings (JSmith and jsmith under a case-sensitive index), the one spelled as given,

@@ -205,7 +205,7 @@ t.test('stations: one controller address is one station (before: two stations on
   const before = await count()
   const taken = await post({ name: 'PTL-B', controllerId: 'ctl-1', address: 1 })
   t.equal(taken.statusCode, 409)
-  t.same(taken.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: 'Another station already has controllerId "ctl-1" and address 1; nothing was written' })
+  t.same(taken.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: `Station ${first.id as number} ("PTL-A") already has controllerId "ctl-1" and address 1; nothing was written` }, 'the station that holds them named')
   t.equal(await count(), before, 'nothing created')
   const other = await post({ name: 'PTL-B', controllerId: 'ctl-2', address: 1 })
   t.equal(other.statusCode, 201, 'the same address on another controller')

@@ -168,8 +168,9 @@ t.test('stations keyed by their code: paths, commands, events and the stream fil
   for (let page = 0; next !== undefined && page < 5; page++) {
     const res = await app.inject({ method: 'GET', url: next, headers: admin })
     t.equal(res.statusCode, 200, res.body)
-    live.push(...res.json().data.map((s: { id: unknown }) => s.id))
-    next = res.json().meta.next
+    const page: { data: Array<{ id: unknown }>, meta: { next?: string } } = res.json()
+    live.push(...page.data.map((s) => s.id))
+    next = page.meta.next
   }
   t.same(live, ['VLM-1', 'PTL-01'], 'every connected station once, by the live list')
 
