@@ -6,7 +6,7 @@ import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyErr
 import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
-import { INTEGER_RANGES, ResourceStorage, type StorageOptions } from './storage.js'
+import { INTEGER_RANGES, isGuid, ResourceStorage, type StorageOptions } from './storage.js'
 import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 export interface ListResult {
@@ -181,8 +181,9 @@ export class Repository {
     this.idRange = idType === undefined ? undefined : INTEGER_RANGES[idType]
   }
 
-  /** An id its column cannot hold names no row: a 404, not a driver's refusal of the parameter. */
+  /** An id its column cannot hold names no row: a 404, not a driver's refusal of the parameter (or SQL Server's of a GUID, error 8169). */
   private names (id: Id): boolean {
+    if (this.storage.field(this.id).guid) return typeof id === 'string' && isGuid(id)
     const range = this.idRange
     return range === undefined || (Number(id) >= range[0] && Number(id) <= range[1])
   }

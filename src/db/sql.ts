@@ -4,7 +4,7 @@ import { unstorableCharacter } from './code-pages.js'
 import { BadQueryError } from './errors.js'
 import type { Filter, ListQuery, SortKey } from './list-query.js'
 import { spelledCaseless } from './resources.js'
-import { INTEGER_RANGES, MONEY_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
+import { guidExpected, INTEGER_RANGES, isGuid, MONEY_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
 import type { FieldKind, Param, ResourceDef, SqlValue, Statement, TableMapping } from './types.js'
 
 /** Hands out @p1, @p2, … for one statement. */
@@ -426,6 +426,11 @@ export class SqlBuilder {
   private condition (f: Filter, params: Params): string {
     const s = this.s(f.field)
     if (s.absent) this.col(f.field)
+    // SQL Server converts the text compared with a uniqueidentifier to one: other text is error 8169 ([like] compares text)
+    if (s.guid && f.op !== 'like' && f.op !== 'notlike') {
+      const bad = f.values.find((v) => typeof v === 'string' && !isGuid(v))
+      if (bad !== undefined) throw new BadQueryError(`Invalid value for '${f.field}': ${guidExpected(f.field, String(bad)).replace(`'${f.field}' `, '')}`)
+    }
     if (s.map !== undefined) return this.mappedCondition(f, s, params)
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
     // a flag in a number column reads true for any value but 0 (storage), and filters the same way

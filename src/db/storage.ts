@@ -36,6 +36,11 @@ export interface FieldStorage {
   readonly category: Category
   /** a fixed-width text column (char, nchar): its values come padded with spaces */
   readonly padded: boolean
+  /**
+   * SQL Server's uniqueidentifier (a table keyed by GUIDs): read and compared as text, but only a GUID
+   * is written or compared with it (the server's conversion of other text is error 8169)
+   */
+  readonly guid: boolean
   /** the column may hold NULL (always true while unknown, except for the id) */
   readonly nullable: boolean
   /**
@@ -114,6 +119,8 @@ export const MONEY_RANGES: Record<string, { min: number, max: number, text: stri
 
 const MSSQL_CATEGORIES: Record<string, Category> = {
   varchar: 'text', char: 'text', text: 'text',
+  // a GUID: the driver reads it as text ('6F9619FF-8B86-D011-B42D-00C04FC964FF'), and text converts to it
+  uniqueidentifier: 'text',
   nvarchar: 'ntext', nchar: 'ntext', ntext: 'ntext', sysname: 'ntext',
   tinyint: 'integer', smallint: 'integer', int: 'integer', bigint: 'integer',
   decimal: 'decimal', numeric: 'decimal', money: 'decimal', smallmoney: 'decimal',
@@ -125,6 +132,18 @@ const MSSQL_CATEGORIES: Record<string, Category> = {
 /** The category a field's kind stands for when nothing declares the column's type; `text` is the string kind's. */
 function byKind (kind: FieldKind, text: Category): Category {
   return kind === 'string' ? text : kind === 'datetime' ? 'time' : kind === 'boolean' ? 'bit' : kind === 'integer' ? 'integer' : 'float'
+}
+
+/** A GUID as SQL Server converts text to uniqueidentifier: 32 hex digits in 8-4-4-4-12 groups, braces allowed. */
+const GUID = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\})$/i
+
+export function isGuid (text: string): boolean {
+  return GUID.test(text)
+}
+
+/** What a value for a uniqueidentifier column must be, said of `field`. */
+export function guidExpected (field: string, text: string): string {
+  return `'${field}' must be a GUID in this installation (32 hexadecimal digits as 8-4-4-4-12, such as 6F9619FF-8B86-D011-B42D-00C04FC964FF), got ${JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text)}`
 }
 
 /** A column's category; SQLite by its declared type's affinity words (https://sqlite.org/datatype3.html). */
@@ -292,6 +311,7 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     info,
     category,
     padded: info !== undefined && /^n?char$/.test(info.type),
+    guid: dialect === 'mssql' && info?.type.toLowerCase() === 'uniqueidentifier',
     nullable: info?.nullable ?? true,
     showsNull: true,
     required: false,
@@ -770,6 +790,7 @@ export class ResourceStorage {
   }
 
   private checkText (s: FieldStorage, text: string): SqlValue {
+    if (s.guid && !isGuid(text)) throw new InvalidValueError(guidExpected(s.field, text))
     const info = s.info
     const codePage = info?.codePage
     if (codePage !== undefined) {
@@ -1005,12 +1026,16 @@ export function storageProblems (storage: ResourceStorage): string[] {
       // the column of the materialNumber too: a create gives it
       const own = s.info.identity || s.info.hasDefault || storage.sharedKey !== undefined
       if (!own && mapping.newIds === undefined && creates) {
-        problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` + (k === 'string'
+        problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` + (s.guid
+          ? `give the column a default (ALTER TABLE … ADD DEFAULT NEWID() FOR ${s.column}), ${readOnlyHint}`
+          : k === 'string'
           ? `map ${def.naturalKey!} to the same column if it holds the ${def.naturalKey!} (a table keyed by it), ${readOnlyHint}`
           : `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`))
       }
       if (storage.sharedKey !== undefined && mapping.newIds !== undefined) {
         problems.push(`${where}.newIds: the id is the ${storage.sharedKey} (both are mapped to ${col}), which a create gives; remove newIds`)
+      } else if (k === 'string' && mapping.newIds !== undefined) {
+        problems.push(`${where}.newIds: ${col} holds text, which "max+1" cannot count on from; remove newIds`)
       } else if (own && mapping.newIds !== undefined) {
         problems.push(`${where}.newIds: ${col} is ${s.info.identity ? 'an identity column' : 'given a default'} by the database, which numbers new rows itself; remove newIds`)
       }

@@ -8,7 +8,8 @@ import { referenceColumns } from '../../src/db/init.js'
 import { materials, referenceMappings, stations, users } from '../../src/db/resources.js'
 import { SqlBuilder } from '../../src/db/sql.js'
 import { ODD_VALUES_LOGGED, plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
-import type { ColumnInfo, Param, SqlValue, TableMapping } from '../../src/db/types.js'
+import { Repository } from '../../src/db/repository.js'
+import type { ColumnInfo, Database, Param, SqlValue, TableMapping } from '../../src/db/types.js'
 import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
 const col = (name: string, type: string, o: Partial<ColumnInfo> = {}): ColumnInfo =>
@@ -235,9 +236,11 @@ t.test('a computed or identity column under a field the gateway writes stops the
   // SQLite's julianday() numbers are no SQL Server format: the float column is refused, naming what to do
   const julian = storageProblems(new ResourceStorage('mssql', materials, { ...matMapping, timeFormats: { modifiedAt: 'julianday' } }, matColumns.map((c) => c.name === 'LastChange' ? { ...c, type: 'float' } : c)))
   t.same(julian, ["materials.modifiedAt: column 'LastChange' (float) cannot take the format julianday, which is SQLite's julianday() number; on SQL Server map a time column without a format, or Unix time with \"format\": \"unix\""])
-  // the id cannot have a value map (the configuration check refuses one): before, the hint offered one
+  // a text id column that nothing fills: the hint is the table keyed by its code or login, never a value map
   for (const def of [stations, users]) {
-    t.same(storageProblems(new ResourceStorage('sqlite', def, referenceMappings[def.name as 'stations' | 'users'], referenceColumns('sqlite', def, referenceMappings[def.name as 'stations' | 'users']).map((c) => c.name === 'id' ? { ...c, type: 'varchar', maxLength: 20 } : c))), [`${def.name}.id: column 'id' (varchar(20)) cannot hold an integer; the id needs a number column`])
+    const key = def.naturalKey!
+    t.same(storageProblems(new ResourceStorage('sqlite', def, referenceMappings[def.name as 'stations' | 'users'], referenceColumns('sqlite', def, referenceMappings[def.name as 'stations' | 'users']).map((c) => c.name === 'id' ? { ...c, type: 'varchar', maxLength: 20, identity: false, hasDefault: false } : c))),
+      [`${def.name}.id: column 'id' (varchar(20)) is neither an identity column nor has a default, so the gateway cannot create rows; map ${key} to the same column if it holds the ${key} (a table keyed by it), ${def.name === 'users' ? 'or map another table' : 'or set mapping.stations.readOnly to true'}`])
   }
 })
 
@@ -739,4 +742,65 @@ t.test('a stored time outside the years 0000 to 9999 reads as null, logged once:
   const lite = storage(col('LastChange', 'integer'), {}, undefined, 'sqlite')
   t.equal(read(lite, 253402300800000), null)
   t.equal(read(lite, 253402300799999), '9999-12-31T23:59:59.999Z')
+})
+
+t.test('a station table keyed by GUIDs (uniqueidentifier DEFAULT NEWID()): text ids, only GUIDs compared with the key, never error 8169', async (t) => {
+  const guidMapping: TableMapping = {
+    table: 'Platz',
+    columns: { id: 'PlatzGuid', name: 'Name', description: 'Bez', type: 'Art', warehouse: 'Lager', controllerId: 'Ctl', address: 'Adr', enabled: 'Aktiv', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }
+  }
+  const guidColumns = (key: Partial<ColumnInfo>): ColumnInfo[] => [
+    col('PlatzGuid', 'uniqueidentifier', { nullable: false, ...key }),
+    col('Name', 'nvarchar', { maxLength: 40, nullable: false }),
+    col('Bez', 'nvarchar', { maxLength: 200 }),
+    col('Art', 'varchar', { maxLength: 16, nullable: false, hasDefault: true }),
+    col('Lager', 'varchar', { maxLength: 64 }),
+    col('Ctl', 'varchar', { maxLength: 64 }),
+    col('Adr', 'int'),
+    col('Aktiv', 'bit', { nullable: false, hasDefault: true }),
+    col('Angelegt', 'datetime2', { scale: 3 }),
+    col('Geaendert', 'datetime2', { scale: 3 })
+  ]
+  const storage = new ResourceStorage('mssql', stations, guidMapping, guidColumns({ hasDefault: true }))
+  t.equal(storage.idType, 'text', 'the ids are the GUIDs as text')
+  t.same(storageProblems(storage), [], 'a key the database fills (NEWID()) takes creates')
+  const b = new SqlBuilder(mssqlDialect, storage)
+  const GUID = '6F9619FF-8B86-D011-B42D-00C04FC964FF'
+
+  // a create: the GUID the default gave, captured and read back by it
+  const created = b.insert({ name: 'PTL-1' })
+  t.equal(created.text.split('; ')[0], 'DECLARE @inserted TABLE ([id] varchar(8000))')
+  t.equal(created.text.split('; ')[1], 'INSERT INTO [dbo].[Platz] ([Name]) OUTPUT INSERTED.[PlatzGuid] INTO @inserted VALUES (@p1)')
+  t.match(created.text.split('; ')[2], / WHERE \[PlatzGuid\] = \(SELECT TOP \(1\) \[id\] FROM @inserted\)$/)
+  // read by id: a varchar parameter, which the server converts to the key's type (the index is sought)
+  const read = b.selectById(GUID.toLowerCase())
+  t.match(read.text, / WHERE \[PlatzGuid\] = @id$/)
+  t.same(types(read.params), [['id', GUID.toLowerCase(), 'varchar(8000)']])
+  // filters: GUIDs as they are; [like] compares the text; anything else compared with the key is a 400 before any SQL runs
+  const byList = list(b, { id: `[or]${GUID};{${GUID}}` }, storage.def)
+  t.equal(where(byList.text), '[PlatzGuid] IN (@p1, @p2)')
+  t.equal(where(list(b, { id: '[like]6F96' }, storage.def).text), '[PlatzGuid] LIKE @p1 ESCAPE \'\\\'')
+  t.throws(() => list(b, { id: 'PTL-1' }, storage.def), { name: 'BadQueryError', message: /^Invalid value for 'id': must be a GUID in this installation \(32 hexadecimal digits as 8-4-4-4-12, such as 6F9619FF-8B86-D011-B42D-00C04FC964FF\), got "PTL-1"$/ })
+  t.throws(() => list(b, { id: `[gt]${GUID.slice(1)}` }, storage.def), { name: 'BadQueryError' })
+  t.doesNotThrow(() => list(b, { id: '[null]' }, storage.def))
+
+  // a key without a default cannot number creates; newIds cannot count GUIDs
+  t.same(storageProblems(new ResourceStorage('mssql', stations, guidMapping, guidColumns({}))), ["stations.id: column 'PlatzGuid' (uniqueidentifier) is neither an identity column nor has a default, so the gateway cannot create rows; give the column a default (ALTER TABLE … ADD DEFAULT NEWID() FOR PlatzGuid), or set mapping.stations.readOnly to true"])
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...guidMapping, newIds: 'max+1' }, guidColumns({}))), ["stations.newIds: column 'PlatzGuid' (uniqueidentifier) holds text, which \"max+1\" cannot count on from; remove newIds"])
+})
+
+t.test('a GUID column takes only GUIDs as writes, and a repository reads no row for a path id that is none (404, no query)', async (t) => {
+  const guidMapping: TableMapping = { ...matMapping, columns: { ...matMapping.columns, id: 'ArtGuid' } }
+  const columns = [col('ArtGuid', 'uniqueidentifier', { nullable: false, hasDefault: true }), ...matColumns.slice(1)]
+  const storage = new ResourceStorage('mssql', materials, guidMapping, columns)
+  const key = storage.field('id')
+  t.equal(storage.toDb(key, '{6f9619ff-8b86-d011-b42d-00c04fc964ff}'), '{6f9619ff-8b86-d011-b42d-00c04fc964ff}')
+  t.throws(() => storage.toDb(key, '6f9619ff8b86d011b42d00c04fc964ff'), { name: 'InvalidValueError', message: /^'id' must be a GUID in this installation/ })
+  const queries: string[] = []
+  const db = { dialect: 'mssql', query: async (stmt: { text: string }) => { queries.push(stmt.text); return [] } } as unknown as Database
+  const repo = new Repository(db, materials, guidMapping, { columns })
+  t.equal(await repo.get('M-100'), undefined)
+  t.same(queries, [], 'no statement for an id no GUID column holds: SQL Server would refuse its conversion (error 8169)')
+  t.equal(await repo.get('6F9619FF-8B86-D011-B42D-00C04FC964FF'), undefined)
+  t.equal(queries.length, 1, 'a GUID is looked up')
 })
