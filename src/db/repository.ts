@@ -113,6 +113,8 @@ export class Repository {
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
   private readBack = false
+  /** SQLite: a FAIL in the schema may keep a failed insert's row (ColumnInfo.failKeepsChanges): creates run in a transaction */
+  private atomicCreate = false
   /** SQL Server: an INSTEAD OF trigger makes the inserts (ColumnInfo.insteadOf): a create finds its row by its unique value */
   private insteadOf = false
   /** SQLite: ids beyond 2^53 (ColumnInfo.wideValues): list pages read integers exactly, so their cursors are exact */
@@ -172,6 +174,7 @@ export class Repository {
       .filter((s) => !s.absent && s.def.kind === 'string' && ['integer', 'decimal', 'float'].includes(s.category)).map((s) => s.field))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
+    this.atomicCreate = sqlite && this.storage.columns?.some((c) => c.failKeepsChanges === true) === true
     this.insteadOf = !sqlite && this.storage.columns?.some((c) => c.insteadOf === true) === true
     this.countsChanges = sqlite && this.storage.columns?.some((c) => c.viewWrites !== undefined) !== true
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
@@ -486,12 +489,13 @@ export class Repository {
       const checked = unique.some((f) => given[f] !== undefined && given[f] !== null)
       // On SQL Server always in a transaction, as updates and deletes are: a trigger's RAISERROR
       // without ROLLBACK ends neither statement nor batch, so a lone INSERT would stay committed
-      // while the API answers that it was refused. SQLite's triggers (RAISE) undo their statement.
+      // while the API answers that it was refused. SQLite's RAISE(ABORT) undoes its statement (RAISE(FAIL): below).
       // SQLite, the usual create: one INSERT, run once. Had it waited for another process's lock, it
       // would commit seconds after its stamp, and an incremental sync that began meanwhile (its
       // serverTime later than the stamp) would never see the row: met by a lock, it runs in the
-      // transaction below instead, stamped once BEGIN IMMEDIATE holds the lock.
-      let row = guard === undefined && !numbered && !checked && !this.readBack && this.db.dialect === 'sqlite'
+      // transaction below instead, stamped once BEGIN IMMEDIATE holds the lock. Not where the schema
+      // names FAIL: a RAISE(FAIL) ends the INSERT with an error but keeps the row it inserted.
+      let row = guard === undefined && !numbered && !checked && !this.readBack && !this.atomicCreate && this.db.dialect === 'sqlite'
         ? await this.insertOnce(vals)
         : undefined
       row ??= await this.db.transaction(async (tx) => {

@@ -574,6 +574,11 @@ class SqliteDatabase implements Database {
     if (triggers.some((t) => changesRowAfterInsert(String(t.sql ?? ''), list?.type === 'view'))) {
       for (const c of columns) c.changedAfterInsert = true
     }
+    // FAIL anywhere (a trigger on another table may be what this insert sets off): creates run in a transaction
+    const fails = await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type IN ('table', 'trigger') AND sql LIKE '%fail%'", params: [] })
+    if (fails.some((r) => /\bFAIL\b/i.test(String(r.sql ?? '')))) {
+      for (const c of columns) c.failKeepsChanges = true
+    }
     if (list?.type === 'view') {
       const writes = (['insert', 'update', 'delete'] as const).filter((op) => triggers.some((t) => new RegExp(`\\bINSTEAD\\s+OF\\s+${op}\\b`, 'i').test(String(t.sql ?? ''))))
       for (const c of columns) c.viewWrites = writes

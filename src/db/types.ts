@@ -209,6 +209,13 @@ export interface ColumnInfo {
    */
   changedAfterInsert?: boolean
   /**
+   * SQLite: the database's schema names FAIL (a trigger's RAISE(FAIL, …), INSERT OR FAIL, ON CONFLICT
+   * FAIL): such a failure ends its statement but keeps what the statement changed before it, the
+   * inserted row too when an AFTER INSERT trigger raises it. A create then runs in a transaction, which
+   * its failure rolls back, not as a lone INSERT that would stay committed. Set on every column.
+   */
+  failKeepsChanges?: boolean
+  /**
    * SQLite: set when the mapped object is a view, to the writes its INSTEAD OF triggers take (none:
    * SQLite writes no view by itself; those it takes SQLite's change count does not see). Set on every column.
    */

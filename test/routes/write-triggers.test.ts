@@ -140,6 +140,34 @@ t.test('SQLite: a trigger that skips an update or delete without an error (RAISE
   t.equal((await ctx.app.inject({ method: 'GET', url: current, headers })).statusCode, 404)
 })
 
+t.test('SQLite: a create whose AFTER INSERT trigger fails it with RAISE(FAIL), which keeps the statement\'s row: a 400 with the trigger\'s message, and nothing created', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite triggers' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtEan', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', barcode: 'EAN' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "ArtEanLog" ("ArtNr" VARCHAR(40))',
+      'CREATE TABLE "ArtEan" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "EAN" VARCHAR(13))',
+      // the picking system checks after the insert, and FAIL (unlike ABORT) keeps what the statement wrote
+      `CREATE TRIGGER "trg_ArtEan_I" AFTER INSERT ON "ArtEan" WHEN EXISTS (SELECT 1 FROM "ArtEan" WHERE "EAN" = NEW."EAN" AND "ArtID" <> NEW."ArtID")
+BEGIN SELECT RAISE(FAIL, 'EAN bereits vergeben'); END`,
+      // created last, so SQLite runs it first: its row is written before the check fails
+      'CREATE TRIGGER "trg_ArtEan_Log" AFTER INSERT ON "ArtEan" BEGIN INSERT INTO "ArtEanLog" VALUES (NEW."ArtNr"); END'
+    ]
+  }))
+  const headers = ctx.auth(ctx.adminToken)
+  const first = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'E-1', name: 'eins', barcode: '4006381333931' } })
+  t.equal(first.statusCode, 201, first.body)
+  const second = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'E-2', name: 'zwei', barcode: '4006381333931' } })
+  t.equal(second.statusCode, 400, second.body)
+  t.same(second.json(), { statusCode: 400, code: 'CONSTRAINT_VIOLATION', error: 'Bad Request', message: 'The picking system refused the change: EAN bereits vergeben' })
+  const rows = await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "ArtEan" ORDER BY "ArtID"', params: [] })
+  t.same(rows.map((r) => r.nr), ['E-1'], 'the refused material is not in the table')
+  const log = await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "ArtEanLog"', params: [] })
+  t.same(log.map((r) => r.nr), ['E-1'], "nor its trigger's audit row")
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'E-2', name: 'zwei', barcode: '4006381333948' } })).statusCode, 201, 'sent again with another EAN: created, no 409')
+})
+
 t.test('SQLite: an update after which no row has the id (its AFTER UPDATE trigger moves the row away): a 400 that says so, and nothing changed', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite triggers' }, async (t) => {
   const ctx = await build(t, {
     mapping: { materials: narrowMaterials('ArtAktiv', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' }) }
