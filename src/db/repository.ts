@@ -639,6 +639,9 @@ export class Repository {
     }
     if (fault.kind === 'foreignKey' && operation !== 'delete' && fault.columns === undefined) {
       const key = await this.foreignKeyColumns(fault.constraint, written, operation === 'create')
+      // SQLite's message has no direction: no value the update set is missing from a parent table, and it
+      // changed a column other tables' rows refer to (ON UPDATE RESTRICT or NO ACTION): they refuse it
+      if (operation === 'update' && !key.exact && await this.refersToWritten(written)) return faultToError({ kind: 'referenced' }, ctx, { cause: err })
       // the API's defaults are named as the cause only where the broken key's own columns are known
       return faultToError({ ...fault, columns: key.columns }, { ...ctx, defaulted: key.exact ? defaulted : undefined }, { cause: err })
     }
@@ -696,6 +699,29 @@ export class Repository {
       return guess(set.length > 0 ? set : columns)
     } catch {
       return guess([])
+    }
+  }
+
+  /**
+   * SQLite: a foreign key of another table (or of this one, to itself) refers to a column the update
+   * wrote. Best effort: false when it cannot be told.
+   */
+  private async refersToWritten (written: Row | undefined): Promise<boolean> {
+    if (this.db.dialect !== 'sqlite' || written === undefined) return false
+    const columns = new Set(Object.keys(written).filter((f) => this.has(f)).map((f) => this.storage.field(f).column.toLowerCase()))
+    try {
+      const keys = await this.db.query({
+        text: 'SELECT f."to" AS t FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f ' +
+          'WHERE m.type = \'table\' AND f."table" = @table COLLATE NOCASE',
+        params: [{ name: 'table', kind: 'string', value: this.mapping.table }]
+      })
+      // no "to": the table's primary key
+      const key = keys.some((k) => k.t === null)
+        ? (await this.db.query({ text: 'SELECT name AS n FROM pragma_table_info(@table) WHERE pk > 0', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })).map((r) => String(r.n))
+        : []
+      return [...keys.map((k) => k.t), ...key].some((c) => c !== null && columns.has(String(c).toLowerCase()))
+    } catch {
+      return false
     }
   }
 

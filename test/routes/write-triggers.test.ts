@@ -348,6 +348,43 @@ t.test('SQLite: a foreign key a write breaks is a 400 naming the field (SQLite\'
   t.match(both.json(), { statusCode: 400, message: "One of 'blockReason', 'unit' refers to a record that does not exist in the picking system" })
 })
 
+t.test('SQLite: an update of a value other rows refer to (ON UPDATE RESTRICT, NO ACTION) is a 409 REFERENCED, not a missing record of another field', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtRef', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "EinhRef" ("ME" VARCHAR(3) PRIMARY KEY)',
+      "INSERT INTO \"EinhRef\" VALUES ('ST')",
+      'CREATE TABLE "ArtRef" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" VARCHAR(3) REFERENCES "EinhRef" ("ME"))',
+      // order lines and bins name the article by its number, as many picking systems do
+      'CREATE TABLE "AuftragRef" ("PosID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) REFERENCES "ArtRef" ("ArtNr") ON UPDATE RESTRICT)',
+      'CREATE TABLE "PlatzRef" ("PlatzID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) REFERENCES "ArtRef" ("ArtNr"))',
+      'CREATE TABLE "EtikettRef" ("EtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) REFERENCES "ArtRef" ("ArtNr") ON UPDATE CASCADE)',
+      "INSERT INTO \"ArtRef\" VALUES (1, 'R-1', 'im Auftrag', 'ST'), (2, 'R-2', 'am Platz', 'ST'), (3, 'R-3', 'etikettiert', 'ST')",
+      "INSERT INTO \"AuftragRef\" VALUES (1, 'R-1')",
+      "INSERT INTO \"PlatzRef\" VALUES (1, 'R-2')",
+      "INSERT INTO \"EtikettRef\" VALUES (1, 'R-3')"
+    ]
+  }))
+  const headers = ctx.auth(ctx.adminToken)
+  for (const id of [1, 2]) {
+    const res = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { materialNumber: `R-${id}-neu` } })
+    t.equal(res.statusCode, 409, res.body)
+    t.same(res.json(), { statusCode: 409, code: 'REFERENCED', error: 'Conflict', message: `Material ${id} is still referenced by other records of the picking system and cannot be changed this way` },
+      "before: a 400 \"'unit' refers to a record that does not exist\", the other foreign key of the table")
+    t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).json().materialNumber, `R-${id}`, 'unchanged')
+  }
+  const missing = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { unit: 'XX' } })
+  t.match(missing.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" }, 'a missing parent is still one')
+  const both = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { materialNumber: 'R-1-neu', unit: 'XX' } })
+  t.match(both.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" }, 'the value no parent holds is named first')
+  const cascaded = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/3', headers, payload: { materialNumber: 'R-3-neu' } })
+  t.equal(cascaded.statusCode, 200, 'ON UPDATE CASCADE takes the change along')
+  const [label] = await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "EtikettRef"', params: [] })
+  t.equal(label.nr, 'R-3-neu')
+})
+
 t.test('SQLite: the foreign key a write breaks is found by its values: a mapping.defaults column names no field, a field is named beside one, the API\'s default says so', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
   const ctx = await build(t, {
     mapping: { materials: { ...narrowMaterials('ArtLo', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }), defaults: { Lager: 7 } } }
