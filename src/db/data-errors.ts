@@ -25,6 +25,8 @@ export interface DataFault {
   columns?: string[]
   /** for 'check' on SQLite: what the message names, the constraint's expression or its name; for 'foreignKey' on SQL Server: its name */
   constraint?: string
+  /** SQLite's 'notNull': the table of the column its message names (a trigger may have written another table) */
+  table?: string
 }
 
 export interface FaultContext {
@@ -143,6 +145,12 @@ export function uniqueColumns (message: string): string[] | undefined {
   return constraintText(message)?.split(', ').map(unqualified)
 }
 
+/** The table of "UNIQUE constraint failed: T.a, T.b" (or of a NOT NULL one): T. */
+export function constraintTable (message: string): string | undefined {
+  const named = constraintText(message)
+  return named?.includes('.') === true ? named.slice(0, named.indexOf('.')) : undefined
+}
+
 /**
  * The data fault in a better-sqlite3 error, or undefined when it is about something else (unique
  * keys and busy databases are mapSqliteError's). SQLite's foreign key error names neither the
@@ -156,7 +164,8 @@ export function sqliteDataFault (err: unknown): DataFault | undefined {
     case 'SQLITE_CONSTRAINT_FOREIGNKEY': return { kind: 'foreignKey' }
     case 'SQLITE_CONSTRAINT_NOTNULL': {
       const column = constraintText(message)
-      return withColumn('notNull', column === undefined ? undefined : unqualified(column))
+      const fault = withColumn('notNull', column === undefined ? undefined : unqualified(column))
+      return column?.includes('.') === true ? { ...fault, table: column.slice(0, column.indexOf('.')) } : fault
     }
     case 'SQLITE_CONSTRAINT_CHECK': {
       // "CHECK constraint failed: Gewicht <= 5000", or the constraint's name when it has one

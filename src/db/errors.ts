@@ -26,9 +26,12 @@ export class NotFoundError extends DbError {
 export class ConflictError extends DbError {
   /** the unique index's columns, when the driver names them (SQLite) */
   readonly columns?: string[]
-  constructor (message: string, options?: ErrorOptions, columns?: string[]) {
+  /** the unique index's table, when the driver names it (SQLite): a trigger may have written another table */
+  readonly table?: string
+  constructor (message: string, options?: ErrorOptions, columns?: string[], table?: string) {
     super(409, 'CONFLICT', message, options)
     if (columns !== undefined) this.columns = columns
+    if (table !== undefined) this.table = table
   }
 }
 

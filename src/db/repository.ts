@@ -629,10 +629,19 @@ export class Repository {
     return new ConstraintViolationError(`The picking system refused the change: a trigger on its table skipped the ${operation} of ${this.noun} ${id}, which is unchanged`)
   }
 
+  /** SQLite: a constraint's message names another table than the mapped one, a table (a view's INSTEAD OF triggers write others by design). */
+  private elsewhere (table: string | undefined): boolean {
+    return table !== undefined && this.countsChanges && table.toLowerCase() !== this.mapping.table.toLowerCase()
+  }
+
   /** A driver error about the data (foreign key, NOT NULL, CHECK, trigger) in API words. */
   private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id, written?: Row, defaulted?: Row): Promise<unknown> {
     if (!(err instanceof DataFaultError)) return err
     const fault = err.fault
+    // a column of another table, which a trigger wrote: not the field of the same name (views write other tables by design)
+    if (fault.kind === 'notNull' && this.elsewhere(fault.table)) {
+      return new ConstraintViolationError('The picking system refused the change: a trigger of its table left a required column of another table empty (a NOT NULL constraint there); nothing was changed', { cause: err })
+    }
     const ctx = { noun: this.noun, operation, id, fieldOf: (column: string) => this.storage.fieldOf(column) }
     if (fault.kind === 'check' && fault.columns === undefined && fault.constraint !== undefined) {
       return faultToError({ ...fault, columns: await this.checkColumns(fault.constraint) }, ctx, { cause: err })
@@ -851,6 +860,9 @@ export class Repository {
    */
   private async explainConflict (err: unknown, vals: Record<string, SqlValue>, exceptId?: Id): Promise<unknown> {
     if (!(err instanceof ConflictError)) return err
+    if (this.elsewhere(err.table)) {
+      return new ConflictError('The picking system refused the change: a trigger of its table wrote a row that another table already holds (a unique key there); nothing was changed', { cause: err })
+    }
     const message = (f: string): ConflictError => new ConflictError(`${f} '${String(vals[f])}' already exists`, { cause: err })
     if (err.columns !== undefined) {
       const fields = err.columns.map((c) => this.storage.fieldOf(c))

@@ -2,7 +2,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
-import { sqliteDataFault, uniqueColumns } from './data-errors.js'
+import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
 import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
@@ -58,7 +58,8 @@ export function mapSqliteError (err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code !== 'string') return err
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-    return new ConflictError('A row with the same unique key already exists', { cause: err }, uniqueColumns(String((err as { message?: unknown }).message)))
+    const message = String((err as { message?: unknown }).message)
+    return new ConflictError('A row with the same unique key already exists', { cause: err }, uniqueColumns(message), constraintTable(message))
   }
   if (code.startsWith('SQLITE_BUSY')) return new DatabaseBusyError({ cause: err })
   if (code.startsWith('SQLITE_LOCKED')) return new DatabaseUnavailableError('The database is busy', { cause: err })

@@ -156,7 +156,7 @@ t.test('sqliteDataFault from a real database', async (t) => {
     'a delete too: SQLite does not tell the direction')
   t.same(fault('DELETE FROM Lager WHERE LagerID = 3'), { code: 'SQLITE_CONSTRAINT_TRIGGER', fault: { kind: 'foreignKey' } },
     'ON DELETE RESTRICT reports through the trigger code, and is a foreign key all the same')
-  t.same(fault('INSERT INTO Artikel (ArtNr) VALUES (NULL)'), { code: 'SQLITE_CONSTRAINT_NOTNULL', fault: { kind: 'notNull', column: 'ArtNr' } })
+  t.same(fault('INSERT INTO Artikel (ArtNr) VALUES (NULL)'), { code: 'SQLITE_CONSTRAINT_NOTNULL', fault: { kind: 'notNull', column: 'ArtNr', table: 'Artikel' } })
   t.same(fault('INSERT INTO Artikel (ArtNr, Gewicht) VALUES (?, ?)', 'M-3', -1), { code: 'SQLITE_CONSTRAINT_CHECK', fault: { kind: 'check', constraint: 'Gewicht >= 0' } }, 'an unnamed CHECK: SQLite gives its expression')
   t.same(fault('UPDATE Artikel SET LagerID = 2 WHERE ArtID = 1'),
     { code: 'SQLITE_CONSTRAINT_TRIGGER', fault: { kind: 'rejected', message: 'Lagerplatz gesperrt' } })
@@ -291,7 +291,7 @@ t.test('from driver error to API error, no database name leaks', async (t) => {
     t.ok(err.statusCode >= 400 && err.statusCode < 500)
   }
   const sqliteNotNull = sqliteDataFault({ code: 'SQLITE_CONSTRAINT_NOTNULL', message: 'NOT NULL constraint failed: MaterialBase.MatNo' })
-  t.same(sqliteNotNull, { kind: 'notNull', column: 'MatNo' })
+  t.same(sqliteNotNull, { kind: 'notNull', column: 'MatNo', table: 'MaterialBase' }, 'the table too: a trigger may have written another one')
   t.equal(faultToError(sqliteNotNull as DataFault, ctx('create')).message, "Field 'materialNumber' must have a value: the database does not allow it to be empty")
 })
 

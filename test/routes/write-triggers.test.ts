@@ -201,6 +201,34 @@ END`
   t.equal((await ctx.app.inject({ method: 'PATCH', url, headers, payload: { name: 'Neu' } })).json().name, 'Neu', 'other updates go through')
 })
 
+t.test('SQLite: a trigger\'s write to another table that its NOT NULL or UNIQUE refuses names no field of the material, though the columns are named alike', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite triggers' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtHist', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: 'Text' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      'CREATE TABLE "ArtHist" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Text" VARCHAR(200))',
+      // the history keeps the former name and text, one row per article and day
+      'CREATE TABLE "ArtHistAlt" ("ArtNr" VARCHAR(40) NOT NULL, "Tag" DATE NOT NULL, "Bez" VARCHAR(80) NOT NULL, UNIQUE ("ArtNr", "Tag"))',
+      'CREATE TRIGGER "trg_ArtHist_U" AFTER UPDATE ON "ArtHist" BEGIN INSERT INTO "ArtHistAlt" VALUES (OLD."ArtNr", date(\'now\'), OLD."Text"); END',
+      "INSERT INTO \"ArtHist\" VALUES (1, 'H-1', 'ohne Text', NULL), (2, 'H-2', 'mit Text', 'alt')"
+    ]
+  }))
+  const headers = ctx.auth(ctx.adminToken)
+  const empty = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { name: 'neu' } })
+  t.equal(empty.statusCode, 400, empty.body)
+  t.same(empty.json(), { statusCode: 400, code: 'CONSTRAINT_VIOLATION', error: 'Bad Request', message: 'The picking system refused the change: a trigger of its table left a required column of another table empty (a NOT NULL constraint there); nothing was changed' },
+    "before: \"Field 'name' must have a value\", for the name the request gave")
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: '/api/materials/2', headers, payload: { name: 'neu' } })).statusCode, 200)
+  const again = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/2', headers, payload: { name: 'neuer' } })
+  t.equal(again.statusCode, 409, again.body)
+  t.same(again.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: 'The picking system refused the change: a trigger of its table wrote a row that another table already holds (a unique key there); nothing was changed' },
+    'before: another material holding materialNumber and a column the gateway does not map')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/2', headers })).json().name, 'neu', 'unchanged')
+  const own = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { materialNumber: 'H-2' } })
+  t.match(own.json(), { statusCode: 409, message: "materialNumber 'H-2' already exists" }, "the table's own unique key is named as before")
+})
+
 t.test('which SQLite triggers may change a row after its insert', async (t) => {
   t.ok(changesRowAfterInsert('CREATE TRIGGER x AFTER INSERT ON t BEGIN UPDATE t SET a = 1 WHERE id = NEW.id; END'))
   t.ok(changesRowAfterInsert('create trigger "x" after insert on "t" for each row begin replace into t (id) values (new.id); end'))
