@@ -328,7 +328,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -467,6 +467,45 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       if (u > 0) notes.push(`${name}.${field}: ${u} row${u === 1 ? ' holds' : 's hold'} text that is no time SQLite reads (such as ${JSON.stringify(String(row?.example).slice(0, 40))}): the API shows null, and ${field === 'modifiedAt' ? 'modifiedSince and ' : ''}the time filters on ${field} never find ${u === 1 ? 'it' : 'them'} (sorting puts ${u === 1 ? 'it' : 'them'} with the rows without a time)${field === 'modifiedAt' ? `, so an incremental sync misses ${u === 1 ? 'it' : 'them'}` : ''}; have the picking system write ISO 8601 text, and correct or clear these values (README, "Values the declared type does not bind")`)
       const n = Number(row?.n ?? 0)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
+    }
+  }
+  return notes
+}
+
+/**
+ * SQLite: foreign keys that refer to a mapped table's columns which no unique index covers (nor its
+ * primary key). The picking system may run without foreign keys and never meet them; the gateway
+ * runs with them on, and then every create, delete and key change of that table fails (503).
+ */
+async function foreignKeyNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+  if (db.dialect !== 'sqlite') return []
+  const notes: string[] = []
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    const table = { name: 'table', kind: 'string' as const, value: mapping.table }
+    const keys = await db.query({
+      text: 'SELECT m.name AS child, f.id AS id, f."to" AS col FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f ' +
+        'WHERE m.type = \'table\' AND f."table" = @table COLLATE NOCASE ORDER BY m.name, f.id, f.seq',
+      params: [table]
+    })
+    if (keys.length === 0) continue
+    const primary = (await db.query({ text: 'SELECT name AS col FROM pragma_table_info(@table) WHERE pk > 0 ORDER BY pk', params: [table] })).map((r) => String(r.col).toLowerCase())
+    const indexed = await db.query({
+      text: 'SELECT il.name AS ix, ii.name AS col FROM pragma_index_list(@table) AS il JOIN pragma_index_info(il.name) AS ii WHERE il."unique" = 1 AND il.partial = 0',
+      params: [table]
+    })
+    // Object.groupBy is Node 21's
+    const grouped = (rows: Row[], key: (row: Row) => string): Row[][] => {
+      const groups = new Map<string, Row[]>()
+      for (const row of rows) groups.set(key(row), [...groups.get(key(row)) ?? [], row])
+      return [...groups.values()]
+    }
+    const unique = [primary.slice().sort().join(','), ...grouped(indexed, (r) => String(r.ix)).map((rows) => rows.map((r) => String(r.col).toLowerCase()).sort().join(','))]
+    for (const rows of grouped(keys, (r) => `${String(r.child)}\u0000${String(r.id)}`)) {
+      // no "to": the parent's primary key
+      const named = rows.every((r) => r.col === null) ? primary : rows.map((r) => String(r.col))
+      const cols = named.map((c) => c.toLowerCase())
+      if (cols.length > 0 && unique.includes(cols.slice().sort().join(','))) continue
+      notes.push(`${name}: table '${String(rows[0].child)}' declares a foreign key to '${mapping.table}'${named.length > 0 ? ` (${named.join(', ')})` : ''} that SQLite cannot check, as no unique index covers those columns: the gateway runs with foreign keys on, and every create and delete of ${name}, and every change of those columns, answers 503 until the key is fixed (a unique index on the columns, or the key dropped)`)
     }
   }
   return notes

@@ -53,6 +53,9 @@ export function compileBinder (names: readonly string[]): (params: Param[]) => B
 /** What the answers say while the file at the database path is something else (SQLITE_NOTADB). */
 const NOT_A_DATABASE = 'The file at the database path is not a SQLite database'
 
+/** The 503's message for a write that meets a foreign key SQLite cannot check (the log names it). */
+export const FOREIGN_KEY_MISMATCH = 'The picking system\'s database declares a foreign key SQLite cannot check (the columns it refers to have no unique index), so this write cannot be done; its administrator has to fix that key (the log names it, and picking-gateway check-config lists it)'
+
 /** Maps a driver error to the layer's errors; anything else is passed through unchanged. */
 export function mapSqliteError (err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code
@@ -77,6 +80,9 @@ export function mapSqliteError (err: unknown): unknown {
   // a table or column renamed or dropped under the running gateway; SQLite's hint about quotes is no help here
   const message = String((err as { message?: unknown }).message).replace(/ - should this be a string literal in single-quotes\?$/, '')
   if (code === 'SQLITE_ERROR' && /^(?:no such (?:column|table): |table \S+ has no column named )/.test(message)) return new MappingGoneError(message, { cause: err })
+  // a foreign key SQLite cannot check (its parent columns have no unique index): the picking system runs
+  // without foreign keys and never meets it; with them on, every insert, delete and key change of the parent fails
+  if (code === 'SQLITE_ERROR' && /^foreign key mismatch - /.test(message)) return new DatabaseUnavailableError(FOREIGN_KEY_MISMATCH, { cause: err })
   // a view without the INSTEAD OF trigger for this write (one with some of them passed the start-up check)
   const view = code === 'SQLITE_ERROR' ? /^cannot modify (.+) because it is a view$/.exec(message) : null
   if (view !== null) return new ReadOnlyError(`'${view[1]}' is a view whose INSTEAD OF triggers do not take this write; the picking system's database has to give it one`)

@@ -458,3 +458,31 @@ t.test('SQLite: a foreign key broken elsewhere (a trigger\'s insert) does not bl
   t.equal(res.statusCode, 400)
   t.notMatch(res.json().message, /default/, `no hint about a default the picking system knows: ${String(res.json().message)}`)
 })
+
+t.test('SQLite: a foreign key the picking system declared but SQLite cannot check (no unique index on what it refers to): creates, deletes and number changes are a 503 that says so, nothing changes, and they work once it is fixed', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite foreign keys' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtFk', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' }) }
+  }, tablesFor({
+    mssql: [],
+    sqlite: [
+      // ArtNr is unique only per client (Mandant): a key to ArtNr alone is one SQLite cannot check ("foreign key mismatch")
+      'CREATE TABLE "ArtFk" ("ArtID" INTEGER PRIMARY KEY, "Mandant" INTEGER NOT NULL DEFAULT 1, "ArtNr" VARCHAR(40) NOT NULL, "Bez" VARCHAR(80) NOT NULL, UNIQUE ("Mandant", "ArtNr"))',
+      'CREATE TABLE "Etikett" ("ID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) REFERENCES "ArtFk" ("ArtNr"))',
+      // one row a statement, as the picking system writes them (SQLite checks the key, and fails, for a multi-row INSERT)
+      'INSERT INTO "ArtFk" ("ArtID", "ArtNr", "Bez") VALUES (1, \'A-1\', \'eins\')',
+      'INSERT INTO "ArtFk" ("ArtID", "ArtNr", "Bez") VALUES (2, \'A-2\', \'zwei\')'
+    ]
+  }))
+  const headers = ctx.auth(ctx.adminToken)
+  const del = await ctx.app.inject({ method: 'DELETE', url: '/api/materials/1', headers })
+  t.equal(del.statusCode, 503, del.body)
+  t.same(del.json(), { statusCode: 503, code: 'DATABASE_UNAVAILABLE', error: 'Service Unavailable', message: "The picking system's database declares a foreign key SQLite cannot check (the columns it refers to have no unique index), so this write cannot be done; its administrator has to fix that key (the log names it, and picking-gateway check-config lists it)" })
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials/2', headers, payload: { materialNumber: 'A-2b' } })).statusCode, 503, 'a change of the number it refers to')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-3', name: 'drei' } })).statusCode, 503, 'a create (INSERT … RETURNING checks the key)')
+  t.same((await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "ArtFk" ORDER BY "ArtID"', params: [] })).map((r) => r.nr), ['A-1', 'A-2'], 'nothing changed')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials/2', headers, payload: { name: 'zwei (neu)' } })).statusCode, 200, 'other fields change as ever')
+  // the administrator fixes the key: the running gateway deletes again
+  await ctx.db.execute({ text: 'CREATE UNIQUE INDEX "ux_ArtFk_ArtNr" ON "ArtFk" ("ArtNr")', params: [] })
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/1', headers })).statusCode, 204)
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-3', name: 'drei' } })).statusCode, 201)
+})
