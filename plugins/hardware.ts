@@ -220,7 +220,14 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   }
 
   async function onConnection (link: ControllerLink, type: 'station.connected' | 'station.disconnected'): Promise<void> {
-    if (type === 'station.disconnected') addressStatus.delete(link.id)
+    if (type === 'station.disconnected') {
+      // Lit positions and trays come back with the STATUS after the reconnect; a fault does not: STATUS names none per
+      // address, and its FAULT was acknowledged, so the controller does not send it again. It is kept, and that
+      // STATUS keeps it while the controller still says error (the status listener), as any STATUS does.
+      const faults = new Map([...addressStatus.get(link.id) ?? []].filter(([, status]) => status === 'error'))
+      if (faults.size > 0) addressStatus.set(link.id, faults)
+      else addressStatus.delete(link.id)
+    }
     await inOrder(link.id, stationsOf(link.id), (stations) => {
       for (const station of stations) {
         // a station without an address stays disconnected (stationState)

@@ -119,6 +119,42 @@ t.test('a station is busy only while its own address is: the controller\'s overa
   t.same([await status(stationId), await status(other), await status(zero)], ['error', 'idle', 'idle'])
 })
 
+t.test('a fault outlives a reconnect while the controller still reports error; the STATUS after a reconnect without it ends it', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  const admin = ctx.auth(ctx.adminToken)
+  const other = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-2', type: 'ptl', controllerId: 'ctl-1', address: 5 } })).json().id
+  const status = async (id: number): Promise<string> => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${id}`, headers: ctx.auth(token) })).json().status
+  const simulated = sim.controllers.get('ctl-1')!
+  /** drops the connection and resolves once the new one is up and its STATUS sent */
+  const reconnect = async (): Promise<void> => {
+    const sent = new Promise<void>((resolve) => {
+      simulated.once('connection', () => simulated.on('frame', function onFrame (frame: { kind: string, cmd: string }) {
+        if (frame.kind !== 'REQ' || frame.cmd !== 'STATUS') return
+        simulated.off('frame', onFrame)
+        resolve()
+      }))
+    })
+    simulated.drop()
+    await sent
+    await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected again')
+  }
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+
+  simulated.emitEvent('FAULT', { addr: 3, code: 'F7', msg: 'Door open' })
+  await until(async () => (await status(stationId)) === 'error', 'station in error')
+  await reconnect()
+  t.equal(simulated.state, 'error', 'the controller still reports the fault')
+  // before: idle after every reconnect, although the controller's STATUS said error and its FAULT is not sent again
+  await until(async () => (await status(stationId)) === 'error' && (await status(other)) === 'idle', 'the fault kept, on its station only', 2000)
+  t.same([await status(stationId), await status(other)], ['error', 'idle'])
+
+  // the fault is gone on the controller (a CLEAR at another address ends the simulator's): the next reconnect's STATUS ends it
+  t.equal((await command(ctx, token, other, { command: 'clear' })).statusCode, 200)
+  t.equal(await status(stationId), 'error', 'a CLEAR elsewhere leaves it until a STATUS says so')
+  await reconnect()
+  await until(async () => (await status(stationId)) === 'idle', 'the fault ended by a STATUS without error')
+})
+
 t.test('command errors', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
