@@ -230,8 +230,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     }
     await inOrder(link.id, stationsOf(link.id), (stations) => {
       for (const station of stations) {
-        // a station without an address stays disconnected (stationState)
-        if (station.address === null || station.address === undefined) continue
+        // a station without an address stays disconnected, a disabled one too (stationState): no event says otherwise
+        if (station.address === null || station.address === undefined || station.enabled !== true) continue
         publish(type, { stationId: station.id as Id, controllerId: link.id, address: (station.address as number | null) ?? null })
       }
     })

@@ -422,6 +422,24 @@ t.test('an event goes to the stations a command reaches: the controller id as th
   stream.close()
 })
 
+t.test('a disabled station gets no station.connected or station.disconnected: it stays connected false, status disabled, whatever the link does', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  const admin = ctx.auth(ctx.adminToken)
+  const disabled = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-9', type: 'ptl', controllerId: 'ctl-1', address: 4, enabled: false } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => ctx.app.hardware.controllerStates()[0].connected && stream.events.some((e) => e.type === 'station.connected'), 'reconnected')
+  // published after the connection events, in order: once it is here, they all are
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F1' })
+  await until(() => stream.events.some((e) => e.type === 'station.fault'), 'the fault after the reconnect')
+  t.same(stream.events.filter((e) => e.type === 'station.disconnected' || e.type === 'station.connected').map((e) => [e.type, e.data.stationId]),
+    [['station.disconnected', stationId], ['station.connected', stationId]], `nothing for disabled station ${disabled as number}`)
+  t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${disabled as number}`, headers: ctx.auth(token) })).json(), { connected: false, status: 'disabled' })
+  stream.close()
+})
+
 t.test('events are published in the order the controller sent them, also when a station lookup answers late', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
