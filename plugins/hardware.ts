@@ -249,6 +249,12 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       link.on('connected', () => { void onConnection(link, 'station.connected') })
       link.on('disconnected', () => { void onConnection(link, 'station.disconnected') })
       link.on('event', (event) => { void onEvent(link, event) })
+      link.on('acknowledged', ({ cmd, args }) => {
+        // At the ACK, not once send() resolves: a CONFIRM read right behind the ACK of its LIGHT (the same read) was
+        // acted on before that, and the LIGHT's busy then overwrote its idle, for good.
+        const status = cmd === 'LIGHT' || cmd === 'CALLTRAY' ? 'busy' : cmd === 'CLEAR' ? 'idle' : undefined
+        if (status !== undefined && typeof args.addr === 'number') setStatus(link.id, args.addr, status)
+      })
       link.on('status', (state) => {
         // STATUS resynchronizes: addresses listed are busy, all others idle. Its overall state is the
         // controller's, not a station's; it carries no fault per address, so a fault reported at an
@@ -338,9 +344,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           args = {}
           break
       }
+      // the station's status follows at the ACK itself (the link's 'acknowledged' listener)
       const result = await link.send(cmd, args)
-      if (command.command === 'light' || command.command === 'callTray') setStatus(link.id, addr, 'busy')
-      if (command.command === 'clear') setStatus(link.id, addr, 'idle')
       return command.command === 'status'
         ? { ack: true, seq: result.seq, state: result.args.state ?? 'unknown' }
         : { ack: true, seq: result.seq }

@@ -102,11 +102,23 @@ export interface LinkStats {
   timeouts: number
 }
 
+/** A command the controller acknowledged, as it was sent. */
+export interface AcknowledgedCommand {
+  cmd: string
+  args: FrameArgsInput
+  seq: number
+}
+
 export interface LinkEvents {
   connected: []
   disconnected: [reason: string]
   event: [event: ControllerEvent]
   status: [state: ControllerState]
+  /**
+   * Emitted as the ACK is read, before the frames behind it in the same read are acted on (send()'s promise
+   * resolves only after them): what the command changed is recorded before an event that followed it.
+   */
+  acknowledged: [command: AcknowledgedCommand]
 }
 
 /** The events a controller sends and the arguments each needs (DESIGN §8); the others (ref, msg, fw) are optional. */
@@ -598,6 +610,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.consecutiveTimeouts = 0
     if (frame.kind === 'ACK') {
       if (p.cmd === 'STATUS') this.applyStatus(frame.args)
+      this.safeEmit('acknowledged', { cmd: p.cmd, args: p.args, seq: frame.seq })
       p.resolve({ seq: frame.seq, args: frame.args })
     } else {
       const controllerCode = frame.args.code

@@ -35,6 +35,7 @@ export {
   type ControllerLinkOptions,
   type ControllerEvent,
   type ControllerState,
+  type AcknowledgedCommand,
   type CommandResult,
   type LinkEvents,
   type LinkStats,

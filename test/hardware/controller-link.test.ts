@@ -445,6 +445,22 @@ t.test('NAK: rejected with the controller code and message', async t => {
   t.match(err.message, /E42/)
 })
 
+t.test('acknowledged: emitted at the ACK, with the command as sent, before an event read behind it and before send() resolves', async t => {
+  const { link, conn } = await connected(t)
+  const seen: string[] = []
+  link.on('acknowledged', c => seen.push(`acknowledged ${c.cmd} ${c.seq} addr=${String(c.args.addr)}`))
+  link.on('event', e => seen.push(`event ${e.cmd}`))
+  const sent = link.send('LIGHT', { addr: 3, qty: 2 }).then(r => { seen.push(`resolved ${r.seq}`) })
+  const req = await conn.cmd('LIGHT')
+  conn.socket.write(Buffer.concat([encodeFrame({ seq: req.seq, kind: 'ACK', cmd: 'LIGHT' }), encodeFrame({ seq: 5, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 3, qty: 2 } })]))
+  await sent
+  t.same(seen, [`acknowledged LIGHT ${req.seq} addr=3`, 'event CONFIRM', `resolved ${req.seq}`])
+  const nak = link.send('CLEAR', { addr: 3 })
+  conn.send({ seq: (await conn.cmd('CLEAR')).seq, kind: 'NAK', cmd: 'CLEAR', args: { code: 'E1' } })
+  await rejection(nak)
+  t.equal(seen.length, 3, 'not for a NAK')
+})
+
 t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again but emitted once', async t => {
   const { ctl, link, conn } = await connected(t)
   const events: ControllerEvent[] = []

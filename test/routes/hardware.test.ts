@@ -267,6 +267,36 @@ t.test('a NAK without code: 502 with controllerCode null', async (t) => {
   t.equal(logged?.err, undefined, 'without a stack trace')
 })
 
+t.test('a CONFIRM read right behind the ACK of its LIGHT leaves the station idle, not busy', async (t) => {
+  // a controller whose operator confirms at once: the ACK and the CONFIRM go out in one write
+  const sockets = new Set<Socket>()
+  let confirmAcked = false
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    const decoder = new FrameDecoder()
+    socket.write(encodeFrame({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }))
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of decoder.push(chunk)) {
+        if (frame.kind === 'ACK' && frame.cmd === 'CONFIRM') confirmAcked = true
+        if (frame.kind !== 'REQ') continue
+        const ack = encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} })
+        socket.write(frame.cmd === 'LIGHT' ? Buffer.concat([ack, encodeFrame({ seq: 2, kind: 'EVT', cmd: 'CONFIRM', args: { addr: frame.args.addr, qty: frame.args.qty } })]) : ack)
+      }
+    })
+    socket.on('error', () => {})
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST } })
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  t.equal((await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 2 })).statusCode, 200)
+  await until(() => confirmAcked, 'the CONFIRM acknowledged')
+  // before: busy until the next STATUS, since the LIGHT's status was set once its answer reached the route, after the CONFIRM
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station as number}`, headers: ctx.auth(ctx.adminToken) })).json().status, 'idle')
+})
+
 t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a retryable 503', async (t) => {
   const ctx = await build(t, { hardware: { enabled: false, controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 1 }] } })
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
