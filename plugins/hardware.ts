@@ -67,8 +67,8 @@ export interface Hardware {
   /** the live fields of a station, from its controller's link */
   stationState (station: Row): LiveState
   controllerStates (): ControllerHealth[]
-  /** sends a command to the station's controller and waits for its ACK */
-  command (station: Row, command: StationCommand): Promise<CommandAck>
+  /** sends a command to the station's controller and waits for its ACK; `signal`: the caller gave up (not sent if still queued) */
+  command (station: Row, command: StationCommand, signal?: AbortSignal): Promise<CommandAck>
   /** subscribes to station events; returns the unsubscribe function */
   subscribe (listener: (event: StationEvent) => void): () => void
   /**
@@ -106,7 +106,8 @@ const ERROR_CODES: Record<string, string> = {
   QUEUE_FULL: 'CONTROLLER_BUSY',
   LINK_DROPPED: 'CONTROLLER_OFFLINE',
   INVALID_COMMAND: 'INVALID_COMMAND',
-  SHUTTING_DOWN: 'SHUTTING_DOWN'
+  SHUTTING_DOWN: 'SHUTTING_DOWN',
+  CANCELLED: 'COMMAND_CANCELLED'
 }
 
 function toApiError (err: Error): ApiError | undefined {
@@ -307,7 +308,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       }))
     },
 
-    async command (station, command) {
+    async command (station, command, signal) {
       if (station.enabled !== true) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
       const noController = typeof station.controllerId !== 'string'
       const noAddress = station.address === null || station.address === undefined
@@ -345,7 +346,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           break
       }
       // the station's status follows at the ACK itself (the link's 'acknowledged' listener)
-      const result = await link.send(cmd, args)
+      const result = await link.send(cmd, args, { signal })
       return command.command === 'status'
         ? { ack: true, seq: result.seq, state: result.args.state ?? 'unknown' }
         : { ack: true, seq: result.seq }

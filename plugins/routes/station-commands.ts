@@ -21,7 +21,7 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
       body: StationCommand,
       response: { 200: CommandAck, ...errorResponses(400, 401, 403, 404, 409, 502, 503, 504) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { body } = request
     if (body.command === 'callTray' && body.tray === undefined) throw badRequest("body/tray is required for command 'callTray'", 'VALIDATION_ERROR')
     const extra = Object.keys(body).filter((key) => key !== 'command' && !ALLOWED[body.command].includes(key))
@@ -29,7 +29,12 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
     const id = idOf(request)
     const station = await fastify.repos.stations.get(id)
     if (!station) throw new NotFoundError(`Station ${id} not found`)
-    const ack = await fastify.hardware.command(station, body)
+    // the client closed the connection before its answer (its own timeout): a command still queued is not sent
+    const gone = new AbortController()
+    const onClose = (): void => { if (!reply.raw.writableEnded) gone.abort() }
+    reply.raw.once('close', onClose)
+    if (request.raw.socket?.destroyed === true) gone.abort()
+    const ack = await fastify.hardware.command(station, body, gone.signal).finally(() => reply.raw.off('close', onClose))
     request.log.info({ stationId: station.id, command: body.command, seq: ack.seq, ref: body.ref }, 'station command acknowledged')
     return ack
   })

@@ -91,6 +91,14 @@ export interface CommandResult {
   args: FrameArgs
 }
 
+export interface SendOptions {
+  /**
+   * Aborted when the caller no longer waits for the answer (its HTTP client went away): a command still in the
+   * queue then fails with CANCELLED and is never sent; one already sent goes on, since the controller may act on it.
+   */
+  signal?: AbortSignal
+}
+
 export interface LinkStats {
   framesIn: number
   framesOut: number
@@ -357,30 +365,49 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   /**
    * Sends a REQ and resolves with its ACK. Rejects with a HardwareError:
    * NAK, TIMEOUT (after one resend with the same SEQ), OFFLINE, QUEUE_FULL,
-   * LINK_DROPPED (never re-sent), INVALID_COMMAND (cannot be encoded).
+   * LINK_DROPPED (never re-sent), INVALID_COMMAND (cannot be encoded), CANCELLED (options.signal, before it was sent).
    */
-  send (cmd: string, args: FrameArgsInput = {}): Promise<CommandResult> {
+  send (cmd: string, args: FrameArgsInput = {}, options: SendOptions = {}): Promise<CommandResult> {
     try {
       encodeFrame({ seq: 1, kind: 'REQ', cmd, args }, this.maxFrameBytes)
     } catch (err) {
       return Promise.reject(new HardwareError('INVALID_COMMAND', (err as Error).message, { controllerId: this.id }))
     }
+    if (options.signal?.aborted === true) return Promise.reject(this.cancelled(cmd))
     if (this.draining) return Promise.reject(this.notSent())
     const session = this.session
     if (this.closing || session === undefined || !session.identified || session.ended) {
       return Promise.reject(new HardwareError('OFFLINE', `controller ${this.id} is offline`, { controllerId: this.id }))
     }
-    return this.enqueue(session, cmd, args)
+    return this.enqueue(session, cmd, args, options.signal)
   }
 
-  private enqueue (session: Session, cmd: string, args: FrameArgsInput): Promise<CommandResult> {
+  private enqueue (session: Session, cmd: string, args: FrameArgsInput, signal?: AbortSignal): Promise<CommandResult> {
     if (session.inFlight.size + session.queue.length >= this.maxQueue) {
       return Promise.reject(new HardwareError('QUEUE_FULL', `controller ${this.id} has ${this.maxQueue} commands pending`, { controllerId: this.id }))
     }
     return new Promise((resolve, reject) => {
-      session.queue.push({ cmd, args, seq: 0, attempts: 0, extended: 0, timer: undefined, resolve, reject })
+      const p: Pending = { cmd, args, seq: 0, attempts: 0, extended: 0, timer: undefined, resolve, reject }
+      if (signal !== undefined) {
+        // Behind a slow controller a command can wait many seconds in the queue: a client that gave up meanwhile
+        // (and may send it again) must not have it sent after all. Once on the wire it goes on as any command.
+        const onAbort = (): void => {
+          const i = session.queue.indexOf(p)
+          if (i === -1) return
+          session.queue.splice(i, 1)
+          p.reject(this.cancelled(cmd))
+        }
+        signal.addEventListener('abort', onAbort, { once: true })
+        p.resolve = (result) => { signal.removeEventListener('abort', onAbort); resolve(result) }
+        p.reject = (err) => { signal.removeEventListener('abort', onAbort); reject(err) }
+      }
+      session.queue.push(p)
       this.pump(session)
     })
+  }
+
+  private cancelled (cmd: string): HardwareError {
+    return new HardwareError('CANCELLED', `the client went away before ${cmd} was sent to controller ${this.id}; it was not sent`, { controllerId: this.id })
   }
 
   /**

@@ -1,6 +1,6 @@
 // Errors a controller command can fail with; each code maps to one HTTP status (DESIGN §8).
 
-export type HardwareErrorCode = 'NAK' | 'TIMEOUT' | 'OFFLINE' | 'QUEUE_FULL' | 'LINK_DROPPED' | 'INVALID_COMMAND' | 'SHUTTING_DOWN'
+export type HardwareErrorCode = 'NAK' | 'TIMEOUT' | 'OFFLINE' | 'QUEUE_FULL' | 'LINK_DROPPED' | 'INVALID_COMMAND' | 'SHUTTING_DOWN' | 'CANCELLED'
 
 export const HARDWARE_ERROR_STATUS: Readonly<Record<HardwareErrorCode, number>> = {
   NAK: 502,
@@ -9,7 +9,9 @@ export const HARDWARE_ERROR_STATUS: Readonly<Record<HardwareErrorCode, number>> 
   QUEUE_FULL: 503,
   LINK_DROPPED: 503,
   INVALID_COMMAND: 400,
-  SHUTTING_DOWN: 503
+  SHUTTING_DOWN: 503,
+  /** its caller gave up while it waited in the queue: never sent (nobody reads the answer) */
+  CANCELLED: 503
 }
 
 export interface HardwareErrorDetails {

@@ -37,6 +37,7 @@ export {
   type ControllerState,
   type AcknowledgedCommand,
   type CommandResult,
+  type SendOptions,
   type LinkEvents,
   type LinkStats,
   type LinkTimings,

@@ -738,6 +738,28 @@ t.test('stopSending() while a connect is under way: the connection is closed whe
   t.equal(link.connected, false)
 })
 
+t.test('a signal aborted while its command waits in the queue: CANCELLED and never sent; one already on the wire goes on', async t => {
+  const { link, conn } = await connected(t, {}, { maxInFlight: 1 })
+  const callers = [1, 2, 3].map(() => new AbortController())
+  const sends = callers.map((caller, i) => link.send('LIGHT', { addr: i + 1, qty: 1 }, { signal: caller.signal }))
+  const first = await conn.cmd('LIGHT')
+  callers[0].abort()
+  callers[1].abort()
+  const second = await rejection<HardwareError>(sends[1])
+  t.match(second, { code: 'CANCELLED', statusCode: 503, seq: undefined, message: /the client went away before LIGHT was sent to controller ctl-1; it was not sent/ })
+  t.equal(link.pending, 2, 'the one on the wire and the third')
+  conn.ack(first)
+  t.equal((await sends[0]).seq, first.seq, 'on the wire when its caller went: answered as usual')
+  const third = await conn.cmd('LIGHT')
+  t.equal(third.args.addr, '3', 'the third is sent next, the second never')
+  conn.ack(third)
+  await sends[2]
+  callers[2].abort()
+  t.match(await rejection<HardwareError>(link.send('CLEAR', { addr: 1 }, { signal: callers[2].signal })), { code: 'CANCELLED' }, 'an aborted signal: not even queued')
+  await sleep(50)
+  t.same(conn.all.filter(f => f.kind === 'REQ' && f.cmd !== 'STATUS').map(f => f.args.addr), ['1', '3'])
+})
+
 t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => {
   const { link, conn } = await connected(t, {}, { maxQueue: 3, maxInFlight: 1 })
   const sends = [1, 2, 3].map(addr => link.send('LIGHT', { addr, qty: 1 }))

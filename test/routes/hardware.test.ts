@@ -391,6 +391,38 @@ t.test('shutdown: commands still queued are answered 503 SHUTTING_DOWN at once a
   t.equal(refused.length, 2, `four in flight (the link's limit), two queued: ${codes.join(', ')}`)
 })
 
+t.test('a client that goes away while its command waits in the queue: the command is never sent; those on the wire finish', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 60000 } })
+  t.teardown(() => sim.close())
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: { ...FAST, ackTimeout: 1000 } }, logging: { level: 'info' } },
+    undefined, { logStream: { write: (line: string) => { lines.push(JSON.parse(line)) } } })
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 3 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  let lights = 0
+  sim.controllers.get('ctl-1')!.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'REQ' && frame.cmd === 'LIGHT') lights++ })
+  sim.controllers.get('ctl-1')!.setMode('delay', { delayMs: 200 })
+  // six clients, each on its own connection: four commands go on the wire (the link's limit), two wait in the queue
+  const onWire = lightsOnTheWire(sim, 4)
+  const requests = Array.from({ length: 6 }, () => {
+    const req = httpRequest({ agent: false, host: '127.0.0.1', port, method: 'POST', path: `/api/stations/${station as number}/commands`, headers: { authorization: `Bearer ${ctx.adminToken}`, 'content-type': 'application/json' } })
+    req.on('error', () => {})
+    req.end(JSON.stringify({ command: 'light', quantity: 1 }))
+    return req
+  })
+  await onWire
+  // every client gives up (its own timeout) before the controller answers
+  for (const req of requests) req.destroy()
+  const fate = (): Array<Record<string, unknown>> => lines.filter((l) => l.msg === 'station command acknowledged' || l.code === 'COMMAND_CANCELLED')
+  await until(() => fate().length === 6, 'each command accounted for in the log')
+  // before: all six were sent, the last two after their clients had gone (and might send them again)
+  t.equal(lights, 4, 'only the commands on the wire reached the controller')
+  t.equal(fate().filter((l) => l.code === 'COMMAND_CANCELLED').length, 2, 'the two queued ones are logged as not sent')
+  t.match(fate().find((l) => l.code === 'COMMAND_CANCELLED'), { msg: /the client went away before LIGHT was sent to controller ctl-1; it was not sent/ })
+})
+
 t.test('events need a token, filter by station, follow reconnects and leave no listener', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/events' })).statusCode, 401)
