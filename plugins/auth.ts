@@ -5,7 +5,7 @@ import { createDecoder, createVerifier } from 'fast-jwt'
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { createPasswords, normalizeUsername, spelledUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
-import { FailureThrottle } from '../src/auth/throttle.js'
+import { LoginThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
@@ -62,7 +62,7 @@ export interface AuthPluginOptions {
   refreshTokenTtlSeconds: number
   revocationCacheMs: number
   argon2: Argon2Params
-  loginThrottle: { maxFailuresPerUser: number, userWindowMs: number }
+  loginThrottle: { maxFailuresPerUser: number, maxFailuresPerUserTotal: number, userWindowMs: number }
   /** OpenID Connect providers whose access tokens are accepted (auth.sso) */
   sso?: SsoProviderConfig[]
   /** for the user rows single sign-on creates */
@@ -79,7 +79,8 @@ export interface LoginResult {
 
 export interface Auth {
   passwords: Passwords
-  login (username: string, password: string): Promise<LoginResult>
+  /** `address`: the client's, as the request has it (request.ip): failures count per username and address */
+  login (username: string, password: string, address?: string): Promise<LoginResult>
   /** signs a token for a user row or a verified identity */
   issue (user: { id?: unknown, tokenVersion?: unknown, username?: unknown }, typ: TokenType): string
   accessTokenTtlSeconds: number
@@ -160,7 +161,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     verify: { algorithms: ['HS256'] }
   })
   const passwords = await createPasswords(opts.argon2)
-  const throttle = new FailureThrottle(opts.loginThrottle.maxFailuresPerUser, opts.loginThrottle.userWindowMs)
+  const throttle = new LoginThrottle(opts.loginThrottle.maxFailuresPerUser, opts.loginThrottle.maxFailuresPerUserTotal, opts.loginThrottle.userWindowMs)
   const users = fastify.repos.users
   const cache = new Map<Id, CachedUser>()
   const providerFetch = proxyFetch()
@@ -236,11 +237,11 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     },
     sso,
     ssoUser,
-    async login (username, password) {
+    async login (username, password, address) {
       const key = normalizeUsername(username)
       // Reserved before anything is awaited: checks queue behind the hasher, and a burst must not all pass a count read before any failed.
-      const wait = await throttle.reserve(key)
-      if (wait > 0) throw tooManyRequests(wait, 'Too many failed logins for this user; try again later')
+      const { wait, scope } = await throttle.reserve(key, address)
+      if (wait > 0) throw tooManyRequests(wait, scope === 'address' ? 'Too many failed logins for this user from this address; try again later' : 'Too many failed logins for this user; try again later')
       let settled = false
       let user: Row | undefined
       try {
@@ -251,13 +252,13 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         const ok = await passwords.verify(user?.passwordHash as string | undefined, password)
         settled = true
         if (!user || !ok || user.enabled !== true) {
-          throttle.fail(key)
+          throttle.fail(key, address)
           throw invalidCredentials()
         }
-        throttle.succeed(key)
+        throttle.succeed(key, address)
       } finally {
         // no verdict (database down, hasher queue full): the attempt counts for nothing
-        if (!settled) throttle.release(key)
+        if (!settled) throttle.release(key, address)
       }
       const changes: Row = { lastLoginAt: new Date() }
       if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)

@@ -142,7 +142,10 @@ export const Config = Type.Object({
       parallelism: Type.Integer({ minimum: 1, default: 1 })
     }, { additionalProperties: false, default: {} }),
     loginThrottle: Type.Object({
+      /** per username and client address */
       maxFailuresPerUser: Type.Integer({ minimum: 1, default: 5 }),
+      /** per username, over all addresses together */
+      maxFailuresPerUserTotal: Type.Integer({ minimum: 1, default: 50 }),
       userWindowMs: Ms(900000),
       maxAttemptsPerAddress: Type.Integer({ minimum: 1, default: 20 }),
       addressWindowMs: Ms(60000)

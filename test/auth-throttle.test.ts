@@ -1,5 +1,5 @@
 import t from 'tap'
-import { FailureThrottle } from '../src/auth/throttle.js'
+import { FailureThrottle, LoginThrottle } from '../src/auth/throttle.js'
 
 const entries = (throttle: FailureThrottle) => (throttle as unknown as { entries: Map<string, unknown> }).entries
 
@@ -66,4 +66,25 @@ t.test('memory stays bounded when many usernames are tried; attempts in flight a
   throttle.fail('user-24999')
   t.ok(await throttle.reserve('user-24999') > 0, 'and keep counting')
   t.ok(entries(throttle).has('target'), 'an attempt in flight is never pruned')
+})
+
+t.test('per username and address, under a cap per username: a refusal by either reserves nothing', async (t) => {
+  let now = 1_000_000
+  const throttle = new LoginThrottle(2, 3, 60_000, () => now)
+  const inner = (name: 'pairs' | 'users') => entries((throttle as unknown as Record<string, FailureThrottle>)[name])
+  for (let i = 0; i < 2; i++) {
+    t.same(await throttle.reserve('alice', '10.0.0.1'), { wait: 0 })
+    throttle.fail('alice', '10.0.0.1')
+  }
+  t.same(await throttle.reserve('alice', '10.0.0.1'), { wait: 60, scope: 'address' }, 'this address has used its tries')
+  t.same(await throttle.reserve('alice', '10.0.0.2'), { wait: 0 }, 'another address has its own')
+  throttle.fail('alice', '10.0.0.2')
+  now += 1000
+  t.same(await throttle.reserve('alice', '10.0.0.3'), { wait: 59, scope: 'user' }, "the account's cap: three failures in all")
+  // nothing was left reserved by the refusals: once the window passes, every count is empty again
+  now += 60_000
+  t.same(await throttle.reserve('alice', '10.0.0.1'), { wait: 0 })
+  throttle.succeed('alice', '10.0.0.1')
+  t.equal(inner('users').size, 0)
+  t.equal(inner('pairs').size, 1, "the other address's failure stays until its window passes")
 })

@@ -47,7 +47,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       response: { 200: LoginResponse, ...errorResponses(400, 401, 429, 503) }
     }
   }, async (request, reply) => {
-    const tokens = await fastify.auth.login(request.body.username, request.body.password)
+    const tokens = await fastify.auth.login(request.body.username, request.body.password, request.ip)
     reply.header('cache-control', NO_STORE)
     return { login: true as const, ...tokens }
   })

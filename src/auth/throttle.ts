@@ -108,3 +108,49 @@ export class FailureThrottle {
     }
   }
 }
+
+/**
+ * Login failures counted per username and client address (`perPair`), and per username over all
+ * addresses (`perUser`, a higher cap). Counted per username alone, five wrong passwords from one
+ * machine locked the account out for everyone, the admin included, for as long as they were sent
+ * again; now they lock out that machine, and only many addresses together reach the account's cap.
+ */
+export class LoginThrottle {
+  private readonly pairs: FailureThrottle
+  private readonly users: FailureThrottle
+  constructor (perPair: number, perUser: number, windowMs: number, now: () => number = Date.now) {
+    this.pairs = new FailureThrottle(perPair, windowMs, now)
+    this.users = new FailureThrottle(perUser, windowMs, now)
+  }
+
+  /**
+   * As FailureThrottle.reserve, for both counts: wait 0 once both are reserved, else the seconds to wait
+   * and which count refused (nothing reserved).
+   */
+  async reserve (user: string, address: string | undefined): Promise<{ wait: number, scope?: 'address' | 'user' }> {
+    const wait = await this.users.reserve(user)
+    if (wait > 0) return { wait, scope: 'user' }
+    const pairWait = await this.pairs.reserve(pairKey(user, address))
+    if (pairWait === 0) return { wait: 0 }
+    this.users.release(user)
+    return { wait: pairWait, scope: 'address' }
+  }
+
+  fail (user: string, address: string | undefined): void {
+    this.pairs.fail(pairKey(user, address))
+    this.users.fail(user)
+  }
+
+  /** The right password: this address's failures and the account's are forgotten (as FailureThrottle.succeed). */
+  succeed (user: string, address: string | undefined): void {
+    this.pairs.succeed(pairKey(user, address))
+    this.users.succeed(user)
+  }
+
+  release (user: string, address: string | undefined): void {
+    this.pairs.release(pairKey(user, address))
+    this.users.release(user)
+  }
+}
+
+const pairKey = (user: string, address: string | undefined): string => `${user}\u0000${address ?? ''}`

@@ -83,6 +83,22 @@ t.test('failed logins per username are throttled', async (t) => {
   t.ok(Number(blocked.headers['retry-after']) > 0 && Number(blocked.headers['retry-after']) <= 900)
 })
 
+t.test('failed logins lock out the address they come from, not the account: the admin logs in from elsewhere; many addresses together reach the account\'s cap', async (t) => {
+  const { app } = await build(t, { auth: { loginThrottle: { maxFailuresPerUserTotal: 8 } } })
+  const login = (password: string, remoteAddress: string) => app.inject({ method: 'POST', url: '/api/users/login', remoteAddress, payload: { username: 'admin', password } })
+  for (let i = 0; i < 5; i++) t.equal((await login('wrong-password', '10.0.0.66')).statusCode, 401)
+  const refused = await login(ADMIN_PASSWORD, '10.0.0.66')
+  t.equal(refused.statusCode, 429, 'the address that sent them waits, the right password too')
+  t.equal(refused.json().message, 'Too many failed logins for this user from this address; try again later')
+  t.equal((await login(ADMIN_PASSWORD, '10.0.0.5')).statusCode, 200, 'before: 429 for the admin everywhere for as long as someone sent wrong passwords')
+  // the success forgot the account's failures; now from several addresses, under each one's limit
+  for (let i = 0; i < 8; i++) t.equal((await login('wrong-password', `10.0.1.${i % 4}`)).statusCode, 401)
+  const capped = await login(ADMIN_PASSWORD, '10.0.2.1')
+  t.equal(capped.statusCode, 429, 'the account\'s cap holds over all addresses')
+  t.equal(capped.json().message, 'Too many failed logins for this user; try again later')
+  t.ok(Number(capped.headers['retry-after']) > 0)
+})
+
 t.test('concurrent logins for one username: at most the limit are checked, the rest wait their turn or get 429', async (t) => {
   // a short window, and an address limit the burst does not reach: the per-user count is under test
   const ctx = await build(t, { auth: { loginThrottle: { userWindowMs: 3000, maxAttemptsPerAddress: 1000 } } })
