@@ -115,7 +115,12 @@ export interface AcknowledgedCommand {
   cmd: string
   args: FrameArgsInput
   seq: number
+  /** the ACK came after the command's timeout (its client got the 504): the controller acted on it all the same */
+  late?: boolean
 }
+
+/** commands whose timeout passed that a late ACK is still matched to, per session (the newest) */
+const TIMED_OUT_KEPT = 64
 
 export interface LinkEvents {
   connected: []
@@ -242,6 +247,8 @@ class Session {
   seq = 0
   consecutiveTimeouts = 0
   readonly inFlight = new Map<number, Pending>()
+  /** the newest commands that timed out (TIMED_OUT_KEPT), by SEQ: a late ACK still tells what the controller did */
+  readonly timedOut = new Map<number, { cmd: string, args: FrameArgsInput }>()
   readonly queue: Pending[] = []
   private readonly seen = new Set<number>()
   private readonly seenOrder: number[] = []
@@ -627,6 +634,14 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
 
   private onReply (session: Session, frame: Frame): void {
     const p = session.inFlight.get(frame.seq)
+    const late = p === undefined && frame.kind === 'ACK' ? session.timedOut.get(frame.seq) : undefined
+    if (late !== undefined && late.cmd === frame.cmd) {
+      // its client got the 504, but the controller did it (a position lit, a tray called): the station's state says so
+      session.timedOut.delete(frame.seq)
+      this.log.info({ seq: frame.seq, cmd: frame.cmd }, `ACK ${frame.seq} ${frame.cmd} came after its command's timeout (its client was answered 504): the controller carried it out`)
+      this.safeEmit('acknowledged', { cmd: late.cmd, args: late.args, seq: frame.seq, late: true })
+      return
+    }
     if (p === undefined || p.cmd !== frame.cmd) {
       // a warning (rate-limited): a controller that answers with another SEQ or CMD otherwise showed only as 504s
       this.logRefused({ seq: frame.seq, kind: frame.kind, cmd: frame.cmd.slice(0, 64) }, `${frame.kind} ${frame.seq} ${frame.cmd.slice(0, 64)} matches no command in flight (an answer after its command's timeout, or one with another SEQ or CMD): ignored`)
@@ -713,6 +728,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       return
     }
     session.inFlight.delete(p.seq)
+    session.timedOut.set(p.seq, { cmd: p.cmd, args: p.args })
+    if (session.timedOut.size > TIMED_OUT_KEPT) session.timedOut.delete(session.timedOut.keys().next().value as number)
     this.stats.timeouts++
     p.reject(new HardwareError('TIMEOUT', `controller ${this.id} did not acknowledge ${p.cmd}`, { controllerId: this.id, seq: p.seq }))
     if (++session.consecutiveTimeouts >= 3) {

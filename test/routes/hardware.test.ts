@@ -297,6 +297,40 @@ t.test('a CONFIRM read right behind the ACK of its LIGHT leaves the station idle
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station as number}`, headers: ctx.auth(ctx.adminToken) })).json().status, 'idle')
 })
 
+t.test('a LIGHT whose ACK comes after its 504: the station shows busy, as the controller lit it', async (t) => {
+  // a controller that acknowledges a LIGHT only after the gateway gave up on it (both sends)
+  const sockets = new Set<Socket>()
+  let lightAcked = false
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    const decoder = new FrameDecoder()
+    socket.write(encodeFrame({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }))
+    let lights = 0
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of decoder.push(chunk)) {
+        if (frame.kind !== 'REQ') continue
+        const ack = encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} })
+        if (frame.cmd !== 'LIGHT') socket.write(ack)
+        else if (++lights === 2) setTimeout(() => { socket.write(ack); lightAcked = true }, FAST.ackTimeout + 100)
+      }
+    })
+    socket.on('error', () => {})
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST } })
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const status = async (): Promise<string> => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${station as number}`, headers: ctx.auth(ctx.adminToken) })).json().status
+  t.equal((await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 2 })).statusCode, 504)
+  t.equal(await status(), 'idle', 'unknown yet: no answer')
+  await until(() => lightAcked, 'the late ACK sent')
+  // before: ignored, and the station showed idle while its position was lit
+  await until(async () => (await status()) === 'busy', 'busy after the late ACK')
+  t.equal(await status(), 'busy')
+})
+
 t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a retryable 503', async (t) => {
   const ctx = await build(t, { hardware: { enabled: false, controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 1 }] } })
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
