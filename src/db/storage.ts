@@ -134,6 +134,9 @@ function byKind (kind: FieldKind, text: Category): Category {
   return kind === 'string' ? text : kind === 'datetime' ? 'time' : kind === 'boolean' ? 'bit' : kind === 'integer' ? 'integer' : 'float'
 }
 
+/** Declared types of GUID columns on SQLite: NUMERIC affinity, where only text that is no number stays as written (a GUID with its hyphens). */
+const SQLITE_GUID = /^(?:uniqueidentifier|guid|uuid)$/
+
 /** A GUID as SQL Server converts text to uniqueidentifier: 32 hex digits in 8-4-4-4-12 groups, braces allowed. */
 const GUID = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\})$/i
 
@@ -156,6 +159,8 @@ export function categoryOf (dialect: DialectName, info: ColumnInfo | undefined, 
   if (/int/.test(type)) return 'integer'
   if (/char|clob|text/.test(type)) return 'text'
   if (/real|floa|doub/.test(type)) return 'float'
+  // a GUID column of a database moved from SQL Server (or written by .NET): text, in NUMERIC affinity (SQLITE_GUID)
+  if (SQLITE_GUID.test(type)) return 'text'
   if (/dec|num|money/.test(type)) return info.precision !== undefined ? 'decimal' : 'float'
   // no declared type: SQLite stores whatever it is given
   return type === '' ? byKind(kind, 'text') : 'other'
@@ -311,7 +316,8 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     info,
     category,
     padded: info !== undefined && /^n?char$/.test(info.type),
-    guid: dialect === 'mssql' && info?.type.toLowerCase() === 'uniqueidentifier',
+    // SQLite: only GUIDs are written, so a value of digits alone is never stored as a number by the column's affinity
+    guid: info !== undefined && (dialect === 'mssql' ? info.type.toLowerCase() === 'uniqueidentifier' : SQLITE_GUID.test(info.type.toLowerCase())),
     nullable: info?.nullable ?? true,
     showsNull: true,
     required: false,

@@ -220,3 +220,31 @@ t.test('a numeric station table keeps numeric ids: ?station= of no number finds 
   t.equal(res.statusCode, 400, res.body)
   t.match(res.json().message, /station/)
 })
+
+t.test('SQLite: a material table keyed by a GUID column (declared UNIQUEIDENTIFIER, as a database moved from SQL Server keeps it): text ids, only GUIDs taken', { skip: MSSQL && 'SQLite DDL' }, async (t) => {
+  const GUID = '6f9619ff-8b86-d011-b42d-00c04fc964ff'
+  const ctx = await build(t, {
+    mapping: {
+      materials: {
+        table: 'Artikel',
+        columns: { id: 'ArtGuid', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: 'Geaendert' }
+      }
+    }
+  }, async (db) => {
+    // the default a .NET program's table has on SQLite: a random GUID as text
+    await db.execute({ text: 'CREATE TABLE "Artikel" ("ArtGuid" UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT (lower(hex(randomblob(4)) || \'-\' || hex(randomblob(2)) || \'-\' || hex(randomblob(2)) || \'-\' || hex(randomblob(2)) || \'-\' || hex(randomblob(6)))), "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)', params: [] })
+    await db.execute({ text: `INSERT INTO "Artikel" ("ArtGuid", "ArtNr", "Bez") VALUES ('${GUID}', 'A-1', 'eins')`, params: [] })
+  })
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  t.match((await app.inject({ method: 'GET', url: `/api/materials/${GUID}`, headers })).json(), { id: GUID, materialNumber: 'A-1' })
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-2', name: 'zwei' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.match(created.json().id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'the GUID the column gave')
+  t.equal(created.headers.location, `/api/materials/${created.json().id as string}`)
+  t.equal((await app.inject({ method: 'GET', url: '/api/materials/12345', headers })).statusCode, 404, 'a path that is no GUID names no row')
+  const filtered = await app.inject({ method: 'GET', url: '/api/materials?id=12345', headers })
+  t.equal(filtered.statusCode, 400, filtered.body)
+  t.match(filtered.json().message, /^Invalid value for 'id': must be a GUID in this installation/)
+  t.same((await app.inject({ method: 'GET', url: `/api/materials?id=[or]${GUID};${created.json().id as string}&sort=materialNumber`, headers })).json().data.map((m: { materialNumber: string }) => m.materialNumber), ['A-1', 'A-2'])
+})
