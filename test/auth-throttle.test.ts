@@ -88,3 +88,20 @@ t.test('per username and address, under a cap per username: a refusal by either 
   t.equal(inner('users').size, 0)
   t.equal(inner('pairs').size, 1, "the other address's failure stays until its window passes")
 })
+
+t.test('attempts waiting on their address hold none of the account\'s tries: another address is not kept waiting', async (t) => {
+  const throttle = new LoginThrottle(2, 3, 60_000)
+  t.same(await throttle.reserve('alice', '10.0.0.1'), { wait: 0 })
+  t.same(await throttle.reserve('alice', '10.0.0.1'), { wait: 0 })
+  // both of this address's tries are in flight: the next waits for them
+  let third: { wait: number } | undefined
+  const waiting = throttle.reserve('alice', '10.0.0.1').then((r) => { third = r })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(third, undefined, 'waiting')
+  const other = await Promise.race([throttle.reserve('alice', '10.0.0.2'), new Promise((resolve) => setTimeout(() => resolve('kept waiting'), 200))])
+  t.same(other, { wait: 0 }, 'before (the account counted first): kept waiting behind the other address\'s burst')
+  throttle.fail('alice', '10.0.0.1')
+  throttle.fail('alice', '10.0.0.1')
+  await waiting
+  t.same(third, { wait: 60, scope: 'address' })
+})

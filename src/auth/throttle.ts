@@ -128,12 +128,13 @@ export class LoginThrottle {
    * and which count refused (nothing reserved).
    */
   async reserve (user: string, address: string | undefined): Promise<{ wait: number, scope?: 'address' | 'user' }> {
-    const wait = await this.users.reserve(user)
-    if (wait > 0) return { wait, scope: 'user' }
+    // the address's count first: a burst from one address waits there, holding none of the account's tries
     const pairWait = await this.pairs.reserve(pairKey(user, address))
-    if (pairWait === 0) return { wait: 0 }
-    this.users.release(user)
-    return { wait: pairWait, scope: 'address' }
+    if (pairWait > 0) return { wait: pairWait, scope: 'address' }
+    const wait = await this.users.reserve(user)
+    if (wait === 0) return { wait: 0 }
+    this.pairs.release(pairKey(user, address))
+    return { wait, scope: 'user' }
   }
 
   fail (user: string, address: string | undefined): void {
