@@ -11,6 +11,8 @@ import { startSimulator } from '../../src/hardware/index.js'
 import type { Database } from '../../src/db/types.js'
 import { ADMIN_PASSWORD, TEST_ARGON2, build, type TestContext } from '../helpers/build.js'
 import { until } from '../helpers/wait.js'
+import { AUDIENCE, startProvider } from '../helpers/oidc.js'
+import type { Config } from '../../src/config.js'
 
 const MSSQL = process.env.GATEWAY_TEST_DB === 'mssql' && Boolean(process.env.MSSQL_TEST_URL)
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
@@ -247,4 +249,25 @@ t.test('SQLite: a material table keyed by a GUID column (declared UNIQUEIDENTIFI
   t.equal(filtered.statusCode, 400, filtered.body)
   t.match(filtered.json().message, /^Invalid value for 'id': must be a GUID in this installation/)
   t.same((await app.inject({ method: 'GET', url: `/api/materials?id=[or]${GUID};${created.json().id as string}&sort=materialNumber`, headers })).json().data.map((m: { materialNumber: string }) => m.materialNumber), ['A-1', 'A-2'])
+})
+
+t.test('single sign-on onto a user table keyed by the login name: the provider\'s user gets the name as its id, and is found again by its identity', async (t) => {
+  const idp = await startProvider()
+  t.teardown(() => idp.close())
+  const ctx = await build(t, {
+    mapping: { users: USERS },
+    auth: { sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: { 'gateway-app': 'application' } as const, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 }
+  }, textKeyedTables)
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'ERP-System' })
+  const bearer = { authorization: `Bearer ${await idp.clientCredentials('erp')}` }
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer })).statusCode, 200)
+  const own = await ctx.app.inject({ method: 'GET', url: '/api/users/erp-system', headers: bearer })
+  t.equal(own.statusCode, 200, own.body)
+  t.match(own.json(), { id: 'erp-system', username: 'erp-system', type: 'application', source: 'sso' })
+  const again = { authorization: `Bearer ${await idp.clientCredentials('erp')}` }
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: again })).statusCode, 200, 'a second token: the same row')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?source=sso&count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 1)
+  // withdrawn by disabling the row, under the name as its id
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: '/api/users/erp-system', headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })).statusCode, 200)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: again })).statusCode, 401, 'its provider tokens are refused')
 })
