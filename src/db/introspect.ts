@@ -270,6 +270,42 @@ export function columnNameScore (field: string, column: ColumnInfo, ctx: MatchCo
   return { score: 0, reason: '' }
 }
 
+/** The unique, NOT NULL text columns no field took: a table's text keys. */
+function textKeys (dialect: DialectName, columns: ColumnInfo[], byField: Map<string, FieldMatch>): ColumnInfo[] {
+  const taken = new Set([...byField.values()].map((m) => m.column.name.toLowerCase()))
+  const text = (c: ColumnInfo): boolean => ['text', 'ntext'].includes(categoryOf(dialect, c, 'string'))
+  return columns.filter((c) => c.unique === true && !c.nullable && !c.computed && configurable(c.name) && text(c) && !taken.has(c.name.toLowerCase()))
+}
+
+/** A table keyed by GUIDs (or another text the database fills, by a default): that one key is the id. */
+function filledTextKey (dialect: DialectName, columns: ColumnInfo[], byField: Map<string, FieldMatch>, fits: Record<string, Fit>, idField: string): void {
+  const keys = textKeys(dialect, columns, byField).filter((c) => c.hasDefault)
+  if (keys.length !== 1) return
+  byField.set(idField, { field: idField, column: keys[0], reason: "the table's key, which the database fills", notes: [] })
+  fits[idField] = 'good'
+}
+
+/**
+ * A table keyed by text that no field took and the database does not fill (a station table keyed by its
+ * code 'PTL-01'): the one such column is the id and the natural key (a station's name), and the column
+ * the name had taken by its name (Bezeichnung) becomes the description where none was found.
+ */
+function textKey (dialect: DialectName, naturalKey: string | undefined, columns: ColumnInfo[], byField: Map<string, FieldMatch>, fits: Record<string, Fit>, idField: string): void {
+  const keys = textKeys(dialect, columns, byField)
+  if (keys.length !== 1) return
+  const [column] = keys
+  const named = naturalKey === undefined ? undefined : byField.get(naturalKey)
+  if (naturalKey === undefined || named?.column.unique === true) return
+  byField.set(idField, { field: idField, column, reason: `the table's key, its ${naturalKey}`, notes: [] })
+  byField.set(naturalKey, { field: naturalKey, column, reason: `the table's key (text): the ${naturalKey} is the id`, notes: [] })
+  fits[idField] = 'good'
+  fits[naturalKey] = 'good'
+  if (named !== undefined && !byField.has('description')) {
+    byField.set('description', { ...named, field: 'description', reason: `${named.reason}; the text beside the key` })
+    fits.description = 'good'
+  }
+}
+
 export interface ColumnProposal {
   fields: FieldMatch[]
   /** per matched field, the kind of fit (codes: needs a value map) */
@@ -321,13 +357,16 @@ export function matchColumns (dialect: DialectName, resource: ResourceName, tabl
     fits.name = fits.description
     delete fits.description
   }
+  const idField = fieldNames.find((f) => def.fields[f].id === true)!
+  // a text key the database fills (a GUID): the id, and the article number stays a field that may change
+  if (!byField.has(idField)) filledTextKey(dialect, columns, byField, fits, idField)
   // a table keyed by its article number, without a numeric id of its own: the id is that column too
   const key = def.naturalKey === undefined ? undefined : byField.get(def.naturalKey)
-  const idField = fieldNames.find((f) => def.fields[f].id === true)!
   if (!byField.has(idField) && key !== undefined && key.column.unique === true) {
     byField.set(idField, { field: idField, column: key.column, reason: `the table's key, its ${def.naturalKey}`, notes: [] })
     fits[idField] = 'good'
   }
+  if (!byField.has(idField)) textKey(dialect, def.naturalKey, columns, byField, fits, idField)
   return {
     fields: fieldNames.filter((f) => byField.has(f)).map((f) => byField.get(f)!),
     fits,

@@ -363,6 +363,25 @@ t.test('a material master keyed by its article number: id and materialNumber sha
   t.notMatch(again.resources.materials.notes.join('\n'), /Mandant/)
 })
 
+t.test('a station table keyed by its code, and a material table keyed by GUIDs: the text key is the id, and the mapping proposed passes the start-up check', async (t) => {
+  const path = join(dir, 'text-keyed.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`CREATE TABLE Arbeitsplatz (Code VARCHAR(20) NOT NULL PRIMARY KEY, Bezeichnung VARCHAR(200), Art VARCHAR(16) NOT NULL DEFAULT 'manual', Lager VARCHAR(64), Steuerung VARCHAR(64), Adresse INTEGER, Aktiv INTEGER NOT NULL DEFAULT 1);
+    INSERT INTO Arbeitsplatz VALUES ('PTL-01', 'Zone A', 'ptl', 'L1', 'ctl-1', 3, 1), ('VLM-1', 'Lift', 'vlm', 'L1', 'ctl-1', 7, 1);
+    CREATE TABLE Artikel (ArtGuid UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT (lower(hex(randomblob(16)))), ArtikelNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL)`)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: no id proposed, and a note that the key column would make every insert fail
+  t.match(mapped(found.resources.stations.mapping)?.columns, { id: 'Code', name: 'Code', description: 'Bezeichnung', type: 'Art', controllerId: 'Steuerung', address: 'Adresse' }, "the code is the station's id and name; its text the description")
+  t.notMatch(found.resources.stations.notes.join('\n'), /no column for id|'Code' .* NOT NULL without a default/)
+  t.match(mapped(found.resources.materials.mapping)?.columns, { id: 'ArtGuid', materialNumber: 'ArtikelNr', name: 'Bezeichnung' }, 'the GUID key the database fills is the id alone')
+  const mappings = mappingsOf(validateConfig({ auth: { jwtSecret: SECRET }, database: { url: `sqlite:${path}` }, mapping: { stations: found.resources.stations.mapping!, materials: found.resources.materials.mapping! } }))
+  const { problems } = await inspectStorage(db, mappings)
+  t.same(problems.filter((p) => !p.startsWith('users:')), [], 'both proposals start')
+})
+
 t.test('times kept as numbers or digits: the format their values show, checked by the gateway as it starts', async (t) => {
   const path = join(dir, 'times.db')
   const raw = new BetterSqlite3(path)
