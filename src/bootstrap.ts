@@ -25,7 +25,8 @@ export interface InitResult {
 
 export async function initDatabase (db: Database, opts: InitOptions): Promise<InitResult> {
   await createReferenceTables(db, opts.mappings)
-  const users = new Repository(db, resources.users, opts.mappings.users)
+  // learned: a user table keyed by the login name (id and username one text column) takes 'admin' as its id
+  const users = await new Repository(db, resources.users, opts.mappings.users).learn()
   const adminCreated = await ensureAdmin(users, opts)
   let seeded = false
   if (opts.demo) {
@@ -49,7 +50,7 @@ async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boole
   }
   const password = given ?? randomBytes(15).toString('base64url')
   const passwords = await createPasswords(opts.argon2)
-  await users.create({
+  const row = await users.create({
     username: 'admin',
     passwordHash: await passwords.hash(password),
     type: 'admin',
@@ -63,7 +64,7 @@ async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boole
     opts.print('')
     opts.print(`      ${password}`)
     opts.print('')
-    opts.print('  It is shown only this once. Change it with POST /api/users/1 {"password": "..."}')
+    opts.print(`  It is shown only this once. Change it with POST /api/users/${encodeURIComponent(String(row.id))} {"password": "..."}`)
     opts.print('')
   } else {
     opts.print('Created user "admin" with the password from PICKING_GATEWAY_ADMIN_PASSWORD.')

@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { TableMappingConfig } from '../../schemas/config.js'
 import { createPasswords } from '../../src/auth/passwords.js'
+import { initDatabase } from '../../src/bootstrap.js'
+import { mappingsOf } from '../../src/config.js'
 import { startSimulator } from '../../src/hardware/index.js'
 import type { Database } from '../../src/db/types.js'
 import { ADMIN_PASSWORD, TEST_ARGON2, build, type TestContext } from '../helpers/build.js'
@@ -54,7 +56,7 @@ const STATIONS: TableMappingConfig = {
  * The two tables, keyed by text compared without case (SQL Server's usual collations; SQLite's
  * COLLATE NOCASE), with a user the picking system's own administration wrote in mixed case.
  */
-async function textKeyedTables (db: Database): Promise<void> {
+async function textKeyedTables (db: Database, rows = true): Promise<void> {
   const passwords = await createPasswords(TEST_ARGON2)
   const hash = await passwords.hash(PASSWORD)
   const mssql = db.dialect === 'mssql'
@@ -73,6 +75,7 @@ async function textKeyedTables (db: Database): Promise<void> {
           '"Steuerung" VARCHAR(64), "Adresse" INTEGER, "Aktiv" BOOLEAN NOT NULL DEFAULT 1, "Angelegt" DATETIME, "Geaendert" DATETIME)'
       ]
   for (const text of ddl) await db.execute({ text, params: [] })
+  if (!rows) return
   // the picking system's own rows: an admin (so db init adds none) and a user in mixed case, a login of digits
   await db.execute({
     text: 'INSERT INTO "Benutzer" ("Login", "PwHash", "Rolle", "Name") VALUES (\'Admin\', @admin, \'A\', NULL), (\'Schulz\', @hash, \'B\', \'Eva Schulz\'), (\'0042\', @hash, \'B\', NULL)',
@@ -147,6 +150,19 @@ t.test('users keyed by their login name: ids are the names, tokens name them, an
   // the documents say so
   const spec = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
   t.equal(spec.paths['/api/users/{id}'].get.parameters.find((p: { name: string }) => p.name === 'id').schema.type, 'string')
+})
+
+t.test('db init on an empty user table keyed by the login name creates user admin under its name', async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS } }, async (db) => { await textKeyedTables(db, false) })
+  t.equal(sub(ctx.adminToken), 'admin', 'the id is the name')
+  const own = await ctx.app.inject({ method: 'GET', url: '/api/users/admin', headers: ctx.auth(ctx.adminToken) })
+  t.equal(own.statusCode, 200, own.body)
+  t.match(own.json(), { id: 'admin', username: 'admin', type: 'admin' })
+  // a generated password: the hint names the admin's path
+  await ctx.db.execute({ text: 'DELETE FROM "Benutzer"', params: [] })
+  const printed: string[] = []
+  t.match(await initDatabase(ctx.db, { demo: false, mappings: mappingsOf(ctx.config), argon2: TEST_ARGON2, print: (line) => printed.push(line) }), { adminCreated: true })
+  t.match(printed.join('\n'), /Change it with POST \/api\/users\/admin \{"password": "\.\.\."\}/)
 })
 
 t.test('stations keyed by their code: paths, commands, events and the stream filter carry the code', async (t) => {
