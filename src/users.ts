@@ -220,7 +220,8 @@ export class UserService {
   private assertOwnChanges (id: Id, patch: UserUpdate, actor: Actor, current: Row): void {
     if (actor.type === 'admin') return
     const shown = toUser(current) as unknown as Record<string, unknown>
-    const same = (key: string, value: unknown): boolean => key === 'username' && typeof value === 'string' ? normalizeUsername(value) === shown.username : value === shown[key]
+    // a name the picking system stored in mixed case or with a trailing blank ('JSmith') is sent back as shown: the same name
+    const same = (key: string, value: unknown): boolean => key === 'username' && typeof value === 'string' ? normalizeUsername(value) === normalizeUsername(String(shown.username)) : value === shown[key]
     const fields = Object.entries(patch).filter(([key, value]) => key !== 'password' && !same(key, value)).map(([key]) => key)
     if (fields.length > 0) throw forbidden(`You may only change your own password, not ${fields.join(', ')}`)
   }

@@ -152,6 +152,22 @@ t.test('users keyed by their login name: ids are the names, tokens name them, an
   t.equal(spec.paths['/api/users/{id}'].get.parameters.find((p: { name: string }) => p.name === 'id').schema.type, 'string')
 })
 
+t.test('a user whose login name the picking system stored in mixed case sends its own record back with a new password', async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS } }, textKeyedTables)
+  const { app } = ctx
+  const schulz = await login(ctx, 'schulz')
+  const shown = (await app.inject({ method: 'GET', url: '/api/users/Schulz', headers: ctx.auth(schulz.accessToken) })).json()
+  const { username, displayName, type, enabled } = shown
+  t.equal(username, 'Schulz')
+  const form = await app.inject({ method: 'POST', url: '/api/users/Schulz', headers: ctx.auth(schulz.accessToken), payload: { username, displayName, type, enabled, password: 'a-new-password-1' } })
+  t.equal(form.statusCode, 200, form.body)
+  t.match(form.json(), { id: 'Schulz', username: 'Schulz' })
+  t.ok(await login(ctx, 'Schulz', 'a-new-password-1'), 'the new password logs in')
+  const renamed = await app.inject({ method: 'POST', url: '/api/users/Schulz', headers: ctx.auth((await login(ctx, 'Schulz', 'a-new-password-1')).accessToken), payload: { username: 'eva', password: 'a-new-password-2' } })
+  t.equal(renamed.statusCode, 403, 'another name is still a change')
+  t.match(renamed.json().message, /not username/)
+})
+
 t.test('db init on an empty user table keyed by the login name creates user admin under its name', async (t) => {
   const ctx = await build(t, { mapping: { users: USERS } }, async (db) => { await textKeyedTables(db, false) })
   t.equal(sub(ctx.adminToken), 'admin', 'the id is the name')
