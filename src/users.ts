@@ -6,7 +6,9 @@ import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseListQuery, type DerivedFilters } from './db/list-query.js'
 import type { Id, Repository } from './db/repository.js'
 import type { Executor, Row } from './db/types.js'
+import { randomInt } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
+import { INTEGER_RANGES } from './db/storage.js'
 import { Username, type User, type UserCreate, type UserType, type UserUpdate } from '../schemas/users.js'
 
 /**
@@ -26,6 +28,18 @@ function names (actor: Actor, id: Id): boolean {
  */
 function isOwn (actor: Actor, row: Row): boolean {
   return actor.id !== null && String(row.id) === String(actor.id)
+}
+
+/**
+ * The token version a new user row starts at: random, so that the tokens of a deleted user do not fit
+ * a new row that takes its key again (a table keyed by the login name, where the same name is the same
+ * id; a rowid SQLite gives again), which the token's id and name alone cannot tell apart. In the lower
+ * half of what the column holds (an int unless it says less), so that revocations, one up each, stay in it.
+ */
+export function firstTokenVersion (repo: Repository): number {
+  const type = repo.storage.field('tokenVersion').info?.type.toLowerCase() ?? ''
+  const most = Math.min(INTEGER_RANGES[type]?.[1] ?? INTEGER_RANGES.int[1], INTEGER_RANGES.int[1])
+  return randomInt(1, Math.floor(most / 2))
 }
 
 /** Account types that use a licence login (admins do not). */
@@ -89,7 +103,7 @@ export class UserService {
       type,
       displayName: input.displayName ?? null,
       enabled,
-      tokenVersion: 0
+      tokenVersion: firstTokenVersion(this.opts.repo)
     }, enabled && LICENSED.includes(type) ? { guard: async (tx) => { await this.assertLicence(tx) } } : {})
     return toUser(row)
   }
@@ -196,7 +210,7 @@ export class UserService {
         type: identity.type,
         displayName: identity.displayName,
         enabled: true,
-        tokenVersion: 0,
+        tokenVersion: firstTokenVersion(this.opts.repo),
         lastLoginAt: new Date()
       }, LICENSED.includes(identity.type) ? { guard: async (tx) => { await this.assertLicence(tx) } } : {})
     } catch (err) {

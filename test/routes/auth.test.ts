@@ -442,25 +442,27 @@ t.test('tokens another instance issued after a password change or a re-enable wo
   const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
   const user = await ctx.createUser('user')
   const get = (token: string) => ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(token) })
-  t.equal((await get(user.accessToken)).statusCode, 200, 'the row (version 0) is now cached')
-  // Another instance changes the password (version 1) and the user logs in there: its tokens carry version 1.
-  await ctx.app.repos.users.update(user.id, { tokenVersion: 1 })
-  const newer = ctx.app.auth.issue({ id: user.id, tokenVersion: 1 }, 'access')
+  // a new user's first version (random), as its token carries it
+  const v = decode(user.accessToken).ver as number
+  t.equal((await get(user.accessToken)).statusCode, 200, 'the row (version v) is now cached')
+  // Another instance changes the password (version v + 1) and the user logs in there: its tokens carry version v + 1.
+  await ctx.app.repos.users.update(user.id, { tokenVersion: v + 1 })
+  const newer = ctx.app.auth.issue({ id: user.id, tokenVersion: v + 1 }, 'access')
   t.equal((await get(newer)).statusCode, 200, 'the newer token works at once (before: 401 TOKEN_INVALID for the cache time)')
   t.equal((await get(user.accessToken)).statusCode, 401, 'and the row read again revokes the old token here at once')
-  const refresh = ctx.app.auth.issue({ id: user.id, tokenVersion: 1 }, 'refresh')
+  const refresh = ctx.app.auth.issue({ id: user.id, tokenVersion: v + 1 }, 'refresh')
   t.equal((await ctx.app.inject({ method: 'POST', url: '/api/users/refresh', headers: ctx.auth(refresh) })).statusCode, 200, 'a newer refresh token too')
 
-  // Another instance disables the user (version 2): this instance caches the disabled row.
-  await ctx.app.repos.users.update(user.id, { enabled: false, tokenVersion: 2 })
-  const during = ctx.app.auth.issue({ id: user.id, tokenVersion: 2 }, 'access')
+  // Another instance disables the user (version v + 2): this instance caches the disabled row.
+  await ctx.app.repos.users.update(user.id, { enabled: false, tokenVersion: v + 2 })
+  const during = ctx.app.auth.issue({ id: user.id, tokenVersion: v + 2 }, 'access')
   t.equal((await get(during)).statusCode, 401, 'disabled: refused, and the disabled row is now cached')
   // ... enables it again, and the user logs in there.
   await ctx.app.repos.users.update(user.id, { enabled: true })
-  t.equal((await get(ctx.app.auth.issue({ id: user.id, tokenVersion: 2 }, 'access'))).statusCode, 200, 'a token from the login after the re-enable works at once')
+  t.equal((await get(ctx.app.auth.issue({ id: user.id, tokenVersion: v + 2 }, 'access'))).statusCode, 200, 'a token from the login after the re-enable works at once')
   t.equal((await get(newer)).statusCode, 401, 'older tokens stay revoked')
   // a token older than the copy is judged by the copy: no read of the row for it
-  await ctx.app.repos.users.update(user.id, { tokenVersion: 3 })
+  await ctx.app.repos.users.update(user.id, { tokenVersion: v + 3 })
   t.equal((await get(during)).statusCode, 200, 'an older token still rides on the cached copy until it expires (the documented revocation delay)')
 })
 

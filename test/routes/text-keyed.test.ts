@@ -168,6 +168,36 @@ t.test('a user whose login name the picking system stored in mixed case sends it
   t.match(renamed.json().message, /not username/)
 })
 
+t.test('a user created again under a deleted user\'s login name (the same id) does not get its tokens', async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS } }, textKeyedTables)
+  const { app } = ctx
+  const admin = ctx.auth(ctx.adminToken)
+  const create = async (password: string) => {
+    const res = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'erp', password, type: 'application' } })
+    t.equal(res.statusCode, 201, res.body)
+    t.equal(res.json().id, 'erp')
+  }
+  await create('old-erp-password')
+  const old = await login(ctx, 'erp', 'old-erp-password')
+  const appToken = (await app.inject({ method: 'POST', url: '/api/users/application-token', headers: ctx.auth(old.refreshToken) })).json().token as string
+  const bought = await app.inject({ method: 'POST', url: '/api/events/ticket', headers: ctx.auth(appToken) })
+  t.equal(bought.statusCode, 200, bought.body)
+  const ticket = bought.json().ticket as string
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/erp', headers: ctx.auth(appToken) })).statusCode, 200, 'the application token works')
+  t.equal((await app.inject({ method: 'DELETE', url: '/api/users/erp', headers: admin })).statusCode, 204)
+  // the leaked token of a deleted account stays dead when the account is made again with a new password
+  await create('new-erp-password')
+  for (const [token, what] of [[appToken, 'application token'], [old.accessToken, 'access token']]) {
+    const res = await app.inject({ method: 'GET', url: '/api/users/erp', headers: ctx.auth(token) })
+    t.equal(res.statusCode, 401, `the old ${what}`)
+    t.match(res.json(), { code: 'TOKEN_INVALID' })
+  }
+  t.equal((await app.inject({ method: 'POST', url: '/api/users/refresh', headers: ctx.auth(old.refreshToken) })).statusCode, 401, 'the old refresh token')
+  t.equal((await app.inject({ method: 'GET', url: `/api/events?ticket=${encodeURIComponent(ticket)}` })).statusCode, 401, 'the old stream ticket')
+  const fresh = await login(ctx, 'erp', 'new-erp-password')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/erp', headers: ctx.auth(fresh.accessToken) })).statusCode, 200, 'the new account\'s own tokens work')
+})
+
 t.test('db init on an empty user table keyed by the login name creates user admin under its name', async (t) => {
   const ctx = await build(t, { mapping: { users: USERS } }, async (db) => { await textKeyedTables(db, false) })
   t.equal(sub(ctx.adminToken), 'admin', 'the id is the name')
