@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { dialectFor } from './dialect.js'
 import { checkExpression, faultToError, namesIn } from './data-errors.js'
 import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
-import { decodeCursor, encodeCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
+import { decodeCursor, encodeCursor, invalidCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
 import { SqlBuilder, sortAlias } from './sql.js'
 import { INTEGER_RANGES, isGuid, ResourceStorage, type StorageOptions } from './storage.js'
@@ -292,6 +292,9 @@ export class Repository {
     if (q.cursor !== undefined) {
       const { types, nullable } = this.cursorTypes(q)
       after = decodeCursor(q.cursor, q.sort, types, nullable)
+      // a cursor is the client's text: SQL Server converts the one compared with a uniqueidentifier (error 8169 for no GUID)
+      const decoded = after
+      if (q.sort.some((k, i) => this.storage.field(k.field).guid && typeof decoded[i] === 'string' && !isGuid(decoded[i] as string))) throw invalidCursor()
     }
     // not {...q, after}: q lacks `after` (it has the cursor), and on Node 20 such a clone gets a hidden class of its own (README, Performance)
     return this.sql.list(Object.assign({}, q, { after }))

@@ -2,7 +2,7 @@
 import sql from 'mssql'
 import t from 'tap'
 import { mssqlDialect, sqliteDialect } from '../../src/db/dialect.js'
-import { parseListQuery, type QueryString } from '../../src/db/list-query.js'
+import { encodeCursor, parseListQuery, type QueryString } from '../../src/db/list-query.js'
 import { mssqlType, sqlTypeOf } from '../../src/db/mssql.js'
 import { referenceColumns } from '../../src/db/init.js'
 import { materials, referenceMappings, stations, users } from '../../src/db/resources.js'
@@ -803,4 +803,10 @@ t.test('a GUID column takes only GUIDs as writes, and a repository reads no row 
   t.same(queries, [], 'no statement for an id no GUID column holds: SQL Server would refuse its conversion (error 8169)')
   t.equal(await repo.get('6F9619FF-8B86-D011-B42D-00C04FC964FF'), undefined)
   t.equal(queries.length, 1, 'a GUID is looked up')
+  // a cursor comes back from the client: one that holds no GUID for the key is the cursor's 400, before SQL Server's error 8169
+  const sort = [{ field: 'id', desc: false }]
+  await t.rejects(repo.list({ limit: 10, sort, filters: [], count: false, cursor: encodeCursor(sort, ['PTL-1']) }), { name: 'BadQueryError', message: "Query parameter 'cursor' is not a valid cursor" })
+  t.equal(queries.length, 1, 'no statement for it')
+  await repo.list({ limit: 10, sort, filters: [], count: false, cursor: encodeCursor(sort, ['6F9619FF-8B86-D011-B42D-00C04FC964FF']) })
+  t.equal(queries.length, 2, 'a GUID cursor pages on')
 })
