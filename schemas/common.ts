@@ -39,8 +39,24 @@ export function textIdParams (maxLength: number | undefined, key?: string): TObj
  * a person types, and on SQL Server equals '' (trailing spaces do not count in comparisons).
  */
 export const NOT_BLANK = '\\S'
+/**
+ * Characters that show as nothing (soft hyphen, zero-width space and joiners, direction marks and
+ * embeddings, word joiner, BOM): 'ad\u200bmin' reads as admin in a list, and SQL Server's collations
+ * give most of them no weight, so at a login it could find admin's row under a throttle count of its own.
+ */
+const INVISIBLE = '\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb'
+/**
+ * A text that names one thing and must look like nothing else: a username, a material number, a
+ * station's name. Something besides spaces, and no control or invisible characters: 'PTL-01' with a
+ * zero-width space after it was a second station that looks like PTL-01 in every list.
+ */
+export const VISIBLE_KEY = `^[^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*[^\\s\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}][^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*$`
+
 /** What each pattern of the API's schemas asks, in words: a validation error says this instead of the expression. */
-export const COMMON_PATTERN_RULES: Record<string, string> = { [NOT_BLANK]: 'must hold a character other than spaces' }
+export const COMMON_PATTERN_RULES: Record<string, string> = {
+  [NOT_BLANK]: 'must hold a character other than spaces',
+  [VISIBLE_KEY]: 'must hold a character other than spaces, and no control or invisible characters (zero-width spaces, direction marks)'
+}
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' })
 export const NullableString = (options: Record<string, unknown> = {}) => Type.Union([Type.String(options), Type.Null()])

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { NOT_BLANK, NullableNumber, NullableString, Timestamp } from './common.js'
+import { NOT_BLANK, NullableNumber, NullableString, Timestamp, VISIBLE_KEY } from './common.js'
 
 const writable = {
   materialNumber: Type.String({ minLength: 1, maxLength: 64, description: 'Unique material number' }),
@@ -24,7 +24,7 @@ export const Material = Type.Object({
 export type Material = Static<typeof Material>
 
 export const MaterialCreate = Type.Object({
-  materialNumber: Type.String({ ...writable.materialNumber, pattern: NOT_BLANK }),
+  materialNumber: Type.String({ ...writable.materialNumber, pattern: VISIBLE_KEY }),
   name: Type.String({ ...writable.name, pattern: NOT_BLANK }),
   description: Type.Optional(writable.description),
   unit: Type.Optional(writable.unit),

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { NOT_BLANK, NullableString, Timestamp } from './common.js'
+import { NOT_BLANK, NullableString, Timestamp, VISIBLE_KEY } from './common.js'
 
 export const StationType = Type.Union([Type.Literal('vlm'), Type.Literal('carousel'), Type.Literal('ptl'), Type.Literal('manual')])
 
@@ -25,7 +25,7 @@ export const Station = Type.Object({
 export type Station = Static<typeof Station>
 
 export const StationCreate = Type.Object({
-  name: Type.String({ ...writable.name, pattern: NOT_BLANK }),
+  name: Type.String({ ...writable.name, pattern: VISIBLE_KEY }),
   description: Type.Optional(writable.description),
   type: Type.Optional(writable.type),
   warehouse: Type.Optional(writable.warehouse),

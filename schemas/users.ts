@@ -1,20 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { NullableString, Timestamp } from './common.js'
+import { COMMON_PATTERN_RULES, NullableString, Timestamp, VISIBLE_KEY } from './common.js'
 
 export const UserType = Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('application')], {
   description: '`application` may exchange its refresh token for a non-expiring application token'
 })
 export type UserType = Static<typeof UserType>
 
-/**
- * Characters that show as nothing (soft hyphen, zero-width space and joiners, direction marks and
- * embeddings, word joiner, BOM): 'ad\u200bmin' reads as admin in a list, and SQL Server's collations
- * give most of them no weight, so at a login it could find admin's row under a throttle count of its own.
- */
-const INVISIBLE = '\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb'
-/** Something besides spaces (names are stored trimmed), and no control or invisible characters. */
-const USERNAME_PATTERN = `^[^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*[^\\s\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}][^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*$`
-export const USERNAME_RULE = 'must hold a character other than spaces, and no control or invisible characters (zero-width spaces, direction marks)'
+/** Something besides spaces (names are stored trimmed), and no control or invisible characters (VISIBLE_KEY). */
+const USERNAME_PATTERN = VISIBLE_KEY
+export const USERNAME_RULE = COMMON_PATTERN_RULES[VISIBLE_KEY]
 export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: USERNAME_PATTERN, description: 'Case-insensitive; stored trimmed and in lower case' })
 
 /** The username's pattern in words (COMMON_PATTERN_RULES) */

@@ -110,7 +110,8 @@ t.test('bad bodies are refused and change nothing', async (t) => {
     ['negative weight', { materialNumber: 'M-2', name: 'x', weight: -1 }, /body\/weight/],
     ['empty materialNumber', { materialNumber: '', name: 'x' }, /body\/materialNumber/],
     // stored as sent, a blank number or name matches nothing a person types (before: 201)
-    ['materialNumber of spaces', { materialNumber: '   ', name: 'x' }, /^body\/materialNumber must hold a character other than spaces$/],
+    ['materialNumber of spaces', { materialNumber: '   ', name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
+    ['materialNumber with a zero-width space', { materialNumber: 'M-1\u200b', name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters/],
     ['name of a tab', { materialNumber: 'M-2', name: '\t' }, /^body\/name must hold a character other than spaces$/]
   ]
   for (const [name, payload, message] of cases) {

@@ -50,7 +50,10 @@ t.test('stations: admins write, everyone reads, live fields are read-only', asyn
     [{ name: 'X', address: '3' }, /body\/address/],
     [{ name: 'X', address: 1.5 }, /body\/address/],
     [{ type: 'vlm' }, /required field 'name'/],
-    [{ name: '   ' }, /^body\/name must hold a character other than spaces$/],
+    [{ name: '   ' }, /^body\/name must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
+    // before: a second station that looks like PTL-01 in every list
+    [{ name: 'PTL-01\u200b' }, /^body\/name must hold a character other than spaces, and no control or invisible characters/],
+    [{ name: 'PTL\t01' }, /^body\/name must hold a character other than spaces, and no control or invisible characters/],
     [{ name: 'X', controllerId: '' }, /^body\/controllerId must hold a character other than spaces$/]
   ]
   for (const [body, message] of cases) {
