@@ -140,8 +140,31 @@ export function mssqlType (p: Param): Mssql.ISqlType {
   }
 }
 
-/** The value a parameter is sent with: a boolean written to an int column (a flag kept as 0/1) travels as a number. */
+/** The last millisecond of SQL Server's datetime2 and datetimeoffset (9999-12-31 23:59:59.999). */
+const LAST_TIME_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
+/**
+ * A time for a datetime2 or datetimeoffset of scale 0 to 2, rounded to what the column holds, as
+ * SQL Server's own conversion rounds. tedious rounds the time of day alone and does not carry into
+ * the date: 23:59:59.6 went to a datetime2(0) as 24:00:00 of the same day, which the server refuses
+ * (error 8023, not a valid instance of datetime2), so a stamp taken in a day's last half second
+ * failed the write. A time that would round past 9999-12-31 keeps its last whole unit.
+ */
+function timeAtScale (value: Date, type: string): Date {
+  const m = /^(?:datetime2|datetimeoffset)\(([0-2])\)$/.exec(type)
+  if (m === null) return value
+  const unit = 10 ** (3 - Number(m[1]))
+  const t = value.getTime()
+  const rounded = Math.round(t / unit) * unit
+  return new Date(rounded > LAST_TIME_MS ? Math.floor(t / unit) * unit : rounded)
+}
+
+/**
+ * The value a parameter is sent with: a boolean written to an int column (a flag kept as 0/1) travels
+ * as a number; a time for a datetime2 or datetimeoffset of scale 0 to 2 rounded to the column's scale (timeAtScale).
+ */
 export function mssqlValue (p: Param): SqlValue {
+  if (p.value instanceof Date && p.type !== undefined) return timeAtScale(p.value, p.type)
   return typeof p.value === 'boolean' && p.type !== undefined && p.type !== 'bit' ? Number(p.value) : p.value
 }
 

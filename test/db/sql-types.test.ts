@@ -320,6 +320,27 @@ t.test('time filters compare what the API shows, on every time type', async (t) 
   t.same(at(coarse('datetimeoffset', { scale: 7 }), '2021-03-15T14:22:05.500Z')[1].map((p) => p[2]), ['datetimeoffset(7)', 'datetimeoffset(7)'])
 })
 
+t.test('a time written to a datetime2 or datetimeoffset of scale 0 to 2 goes as the column holds it: the day\'s last half second is the next day\'s midnight, not 24:00:00 (error 8023)', async (t) => {
+  // tedious writes the time as units of the day (3 bytes at scales 0 to 2, 4 at 3 and 4), then the days since 0001-01-01
+  // (3 bytes); it rounds the units and did not carry into the date, which SQL Server refuses as no valid datetime2
+  const decoded = (bytes: Buffer, width = 3): { units: number, days: number } => ({ units: bytes.readUIntLE(0, width), days: bytes.readUIntLE(width, 3) })
+  const sent = (type: string, iso: string): { units: number, days: number } =>
+    decoded(driverBytes({ name: 'p', kind: 'datetime', value: new Date(iso), type }), /\([34]\)$/.test(type) ? 4 : 3)
+  const nov27 = (Date.parse('2026-11-27T00:00:00Z') + 62135596800000) / 86400000
+  t.same(sent('datetime2(0)', '2026-11-26T23:59:59.600Z'), { units: 0, days: nov27 }, 'datetime2(0): the next day at 00:00:00 (before: 86400 seconds into the 26th)')
+  t.same(sent('datetime2(1)', '2026-11-26T23:59:59.950Z'), { units: 0, days: nov27 })
+  t.same(sent('datetimeoffset(2)', '2026-11-26T23:59:59.995Z').units, 0, 'datetimeoffset the same')
+  t.same(sent('datetime2(0)', '2026-11-26T23:59:59.400Z'), { units: 86399, days: nov27 - 1 }, 'below the half: the day\'s last second')
+  t.same(sent('datetime2(0)', '2026-11-26T12:00:00.500Z').units, 43201, 'as SQL Server converts: half a second up')
+  t.same(sent('datetime2(3)', '2026-11-26T23:59:59.999Z'), { units: 86399999, days: nov27 - 1 }, 'scale 3 and finer hold the millisecond: as given')
+  t.same(sent('datetime2(0)', '9999-12-31T23:59:59.700Z'), { units: 86399, days: 3652058 }, 'past 9999-12-31: its last second, not the year 10000')
+  // a stamp a write takes in that half second reaches the driver this way (modifiedAt on a datetime2(0) column)
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) => c.name === 'LastChange' ? { ...c, type: 'datetime2', scale: 0 } : c)))
+  const stamp = b.update(5, { modifiedAt: b.storage.toDb(b.storage.field('modifiedAt'), new Date('2026-11-26T23:59:59.750Z')) }).params[0]
+  t.equal(stamp.type, 'datetime2(0)')
+  t.same(decoded(driverBytes(stamp)), { units: 0, days: nov27 })
+})
+
 t.test('local-time columns: filters and writes in wall-clock time, the API in UTC', async (t) => {
   const berlin = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, { ...matMapping, timeZone: 'Europe/Berlin' }, matColumns))
   const s = list(berlin, { modifiedSince: '2026-07-01T10:00:00Z' })
