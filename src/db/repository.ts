@@ -54,7 +54,8 @@ function changedOnly (vals: Record<string, SqlValue>, values: Row, row: Row, sto
   const out: Record<string, SqlValue> = {}
   for (const field in vals) {
     if (showsValue(row, field, values[field])) continue
-    // a code kept as a number: '007' and '3.50' are stored as the row's 7 and 3.5, which it shows as '7' and '3.5'
+    // a code kept as a number: '007' and '3.50' are stored as the row's 7 and 3.5, which it shows as '7' and '3.5';
+    // a GUID as SQL Server reads it back: '{6f9619ff-…}' is the row's '6F9619FF-…'
     if (storedAs !== undefined && vals[field] !== null && storedAs(field, row[field]) === vals[field]) continue
     out[field] = vals[field]
   }
@@ -107,8 +108,11 @@ export class Repository {
   /** what a create fills in: [field, default] of writable stored fields with one (and read-only ones whose column must be given), and the time stamps kept */
   private createDefaults: Array<[string, unknown]> = []
   private stamps: Array<'createdAt' | 'modifiedAt'> = []
-  /** text fields kept in number columns (a warehouse code as an int): an update compares them as stored (changedOnly) */
-  private numericText = new Set<string>()
+  /**
+   * text fields an update compares as stored (changedOnly): those kept in number columns (a warehouse
+   * code as an int), and SQL Server's GUIDs, which it reads back upper-case without braces
+   */
+  private comparedAsStored = new Set<string>()
   /** fields an insert must give: the column has no default */
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
@@ -170,8 +174,8 @@ export class Repository {
       .filter(([field, def]) => def.default !== undefined && (def.readOnly !== true || this.storage.fields[field]?.required === true) && this.has(field) && !this.ownDefault(field))
       .map(([field, def]) => [field, def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
-    this.numericText = new Set(Object.values(this.storage.fields)
-      .filter((s) => !s.absent && s.def.kind === 'string' && ['integer', 'decimal', 'float'].includes(s.category)).map((s) => s.field))
+    this.comparedAsStored = new Set(Object.values(this.storage.fields)
+      .filter((s) => !s.absent && s.def.kind === 'string' && (['integer', 'decimal', 'float'].includes(s.category) || (s.guid && !sqlite))).map((s) => s.field))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.atomicCreate = sqlite && this.storage.columns?.some((c) => c.failKeepsChanges === true) === true
@@ -423,7 +427,7 @@ export class Repository {
 
   /** A value the row shows, as the column would store it; undefined when it is no such field or cannot be. */
   private readonly storedAs = (field: string, shown: unknown): SqlValue | undefined => {
-    if (!this.numericText.has(field) || typeof shown !== 'string') return undefined
+    if (!this.comparedAsStored.has(field) || typeof shown !== 'string') return undefined
     try {
       return this.storage.toDb(this.storage.field(field), shown)
     } catch {
@@ -551,7 +555,7 @@ export class Repository {
         own = row[this.id]
         if (refused.size > 0) for (const [field, err] of refused) if (!showsValue(row, field, values[field])) throw err
         this.assertNullKept(values, row)
-        const write = changedOnly(vals, values, row, this.numericText.size === 0 ? undefined : this.storedAs)
+        const write = changedOnly(vals, values, row, this.comparedAsStored.size === 0 ? undefined : this.storedAs)
         written = write
         // these pass a value the row already shows: nothing to check when nothing is written
         this.assertTrimmed(values, row)

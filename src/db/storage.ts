@@ -797,6 +797,9 @@ export class ResourceStorage {
 
   private checkText (s: FieldStorage, text: string): SqlValue {
     if (s.guid && !isGuid(text)) throw new InvalidValueError(guidExpected(s.field, text))
+    // SQL Server keeps a GUID's 16 bytes and reads them back upper-case without braces: written as read, so that a
+    // GUID sent again in another spelling (.NET writes lower case) is no change (SQLite keeps the text as written)
+    if (s.guid && this.dialect === 'mssql') return text.replace(/^\{(.*)\}$/, '$1').toUpperCase()
     const info = s.info
     const codePage = info?.codePage
     if (codePage !== undefined) {

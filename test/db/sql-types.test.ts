@@ -815,7 +815,7 @@ t.test('a GUID column takes only GUIDs as writes, and a repository reads no row 
   const columns = [col('ArtGuid', 'uniqueidentifier', { nullable: false, hasDefault: true }), ...matColumns.slice(1)]
   const storage = new ResourceStorage('mssql', materials, guidMapping, columns)
   const key = storage.field('id')
-  t.equal(storage.toDb(key, '{6f9619ff-8b86-d011-b42d-00c04fc964ff}'), '{6f9619ff-8b86-d011-b42d-00c04fc964ff}')
+  t.equal(storage.toDb(key, '{6f9619ff-8b86-d011-b42d-00c04fc964ff}'), '6F9619FF-8B86-D011-B42D-00C04FC964FF', 'written as SQL Server reads it back')
   t.throws(() => storage.toDb(key, '6f9619ff8b86d011b42d00c04fc964ff'), { name: 'InvalidValueError', message: /^'id' must be a GUID in this installation/ })
   const queries: string[] = []
   const db = { dialect: 'mssql', query: async (stmt: { text: string }) => { queries.push(stmt.text); return [] } } as unknown as Database
@@ -830,4 +830,26 @@ t.test('a GUID column takes only GUIDs as writes, and a repository reads no row 
   t.equal(queries.length, 1, 'no statement for it')
   await repo.list({ limit: 10, sort, filters: [], count: false, cursor: encodeCursor(sort, ['6F9619FF-8B86-D011-B42D-00C04FC964FF']) })
   t.equal(queries.length, 2, 'a GUID cursor pages on')
+})
+
+t.test('SQL Server reads a GUID back upper-case without braces: an update sending it in another spelling writes nothing, and modifiedAt stays', async (t) => {
+  // a material's barcode kept in a uniqueidentifier column; .NET's Guid.ToString() writes lower case
+  const columns = matColumns.map((c) => c.name === 'EAN' ? col('EAN', 'uniqueidentifier') : c)
+  const GUID = '6F9619FF-8B86-D011-B42D-00C04FC964FF'
+  const row = { id: '5', materialNumber: 'M-1', name: 'Ventil', description: null, unit: 'ST ', barcode: GUID, minStock: null, maxStock: null, weight: null, blocked: false, blockReason: null, stockQuantity: 0, createdAt: null, modifiedAt: new Date('2024-01-01T00:00:00Z') }
+  const written: Array<{ text: string, params: Param[] }> = []
+  const tx = {
+    query: async () => [row],
+    execute: async (stmt: { text: string, params: Param[] }) => { written.push(stmt); return 1 }
+  }
+  const db = { dialect: 'mssql', query: tx.query, execute: tx.execute, transaction: async <T>(fn: (ex: typeof tx) => Promise<T>): Promise<T> => await fn(tx) } as unknown as Database
+  const repo = new Repository(db, materials, matMapping, { columns })
+  // before, each was written again, with a new modifiedAt that the next incremental sync took for a change
+  for (const spelled of [GUID.toLowerCase(), `{${GUID}}`, `{${GUID.toLowerCase()}}`]) {
+    await repo.update(5, { barcode: spelled })
+    t.equal(written.length, 0, `${spelled}: the row's own GUID, no UPDATE (modifiedAt stays)`)
+  }
+  await repo.update(5, { barcode: '{7f9619ff-8b86-d011-b42d-00c04fc964ff}' })
+  t.equal(written.length, 1, 'another GUID is a change')
+  t.same(written[0].params.find((p) => p.name === 'p1')?.value, '7F9619FF-8B86-D011-B42D-00C04FC964FF', 'written as SQL Server reads it back')
 })
