@@ -110,13 +110,17 @@ export class UserService {
 
   /** Reading a user record: admins any, others only their own. */
   async read (id: Id, actor: Actor): Promise<Row | undefined> {
-    if (actor.type !== 'admin' && !names(actor, id)) throw forbidden('You may only read your own user record')
-    return await this.opts.repo.get(id)
+    if (actor.type === 'admin' || names(actor, id)) return await this.opts.repo.get(id)
+    // the path may spell the actor's own key otherwise (another case, a GUID's braces): the row decides.
+    // Another user's record, or none, is the same 403 as before: a path tells nothing of who exists.
+    const row = await this.opts.repo.get(id)
+    if (row === undefined || !isOwn(actor, row)) throw forbidden('You may only read your own user record')
+    return row
   }
 
   async update (id: Id, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
-    this.assertMayUpdate(id, actor)
     const current = await this.opts.repo.get(id)
+    this.assertMayUpdate(id, actor, current)
     if (!current) throw new NotFoundError(`User ${id} not found`)
     this.assertOwnChanges(id, patch, actor, current)
     if (isOwn(actor, current) && ((patch.type !== undefined && patch.type !== current.type) || (patch.enabled !== undefined && patch.enabled !== current.enabled))) {
@@ -223,10 +227,11 @@ export class UserService {
     }
   }
 
-  private assertMayUpdate (id: Id, actor: Actor): void {
+  private assertMayUpdate (id: Id, actor: Actor, current: Row | undefined): void {
     // an admin may send its own type and enabled state unchanged (a form sends every field); update() refuses a change
     if (actor.type === 'admin') return
-    if (!names(actor, id)) throw forbidden('You may only change your own user record')
+    // the path as written, or the row it found (its own key in another spelling); none is a 403, as another's
+    if (!names(actor, id) && (current === undefined || !isOwn(actor, current))) throw forbidden('You may only change your own user record')
     if (actor.type !== 'user') throw forbidden('Application accounts cannot change their user record; ask an admin')
   }
 
