@@ -199,8 +199,9 @@ export type MssqlErrorClass =
   | 'full'
   | 'other'
 
-// Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors.
-const CONNECTION_NUMBERS = new Set([4060, 18456, 18401, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929, 233, 64, 121, 10053, 10054, 10060])
+// Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors; an Always On
+// availability database not accessible on this replica (976, 978) or between roles during a failover (983).
+const CONNECTION_NUMBERS = new Set([4060, 18456, 18401, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929, 233, 64, 121, 10053, 10054, 10060, 976, 978, 983])
 /** Permission denied: the installation's fault, not the request's (MssqlErrorClass 'refused'). */
 const REFUSED_NUMBERS = new Set([229, 230, 262, 297, 300, 916])
 /** A file group or the transaction log full, or Azure SQL's size quota reached (MssqlErrorClass 'full'). */
@@ -231,6 +232,15 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
     return e.name === 'RequestError' ? 'unavailable' : 'connection'
   }
   if (number === 1222 || number === -2 || code === 'ECANCEL') return 'unavailable'
+  // node-mssql throws a batch's last error: after a trigger's failure that is the 3616 or 3609 that ends the
+  // batch, and the cause (a unique key its INSERT into another table hit, a deadlock) is among the ones before
+  const preceding = (err as { precedingErrors?: unknown }).precedingErrors
+  if (Array.isArray(preceding)) {
+    for (const one of preceding) {
+      const cause = classifyMssqlError(one)
+      if (cause !== 'other') return cause
+    }
+  }
   return 'other'
 }
 

@@ -95,6 +95,8 @@ t.test('classifyMssqlError and toDbError', async (t) => {
   t.equal(classifyMssqlError(new sql.ConnectionError('Connection is closed.', 'ECONNCLOSED')), 'connection')
   t.equal(classifyMssqlError(new sql.RequestError(tedious(4060, 'Cannot open database "picking" requested by the login.'), 'EREQUEST')), 'connection')
   t.equal(classifyMssqlError(new sql.RequestError(tedious(40613), 'EREQUEST')), 'connection', 'Azure SQL: database not currently available')
+  // Always On: the availability database is not accessible on this replica, or is between roles in a failover (before: 500)
+  for (const number of [976, 978, 983]) t.equal(classifyMssqlError(new sql.RequestError(tedious(number), 'EREQUEST')), 'connection', `availability group error ${number}`)
   const timeout = new sql.RequestError(Object.assign(new Error('Timeout: Request failed to complete in 15000ms'), { code: 'ETIMEOUT' }), 'EREQUEST')
   t.equal(classifyMssqlError(timeout), 'unavailable', 'a slow request does not mark the server down')
   t.equal(classifyMssqlError(new sql.RequestError(Object.assign(new Error('socket hang up'), { code: 'ESOCKET' }), 'EREQUEST')), 'unavailable')
@@ -125,6 +127,16 @@ t.test('classifyMssqlError and toDbError', async (t) => {
   t.match(toDbError(readOnly), { statusCode: 503, message: 'The database is read-only: it takes no changes until it is writable again' })
   t.match(toDbError(Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: readOnly })), { statusCode: 503, message: /read-only/ }, 'inside an aborted transaction too')
 
+  // a trigger's INSERT into another table hit a unique key, and the server ended the batch (3616): node-mssql throws the 3616
+  const ended = Object.assign(new sql.RequestError(tedious(3616, 'An error was raised during trigger execution. The batch has been aborted and the user transaction, if any, has been rolled back.'), 'EREQUEST'), {
+    precedingErrors: [new sql.RequestError(tedious(2627, "Violation of PRIMARY KEY constraint 'PK_ArtHist'. Cannot insert duplicate key in object 'dbo.ArtHist'."), 'EREQUEST')]
+  })
+  t.equal(classifyMssqlError(ended), 'conflict', 'before: other, a 500')
+  t.type(toDbError(ended), ConflictError)
+  const victim = Object.assign(new sql.RequestError(tedious(3616, 'An error was raised during trigger execution.'), 'EREQUEST'), { precedingErrors: [deadlock] })
+  t.equal(classifyMssqlError(victim), 'deadlock', 'a deadlock inside a trigger is retried as any')
+  const raised = Object.assign(new sql.RequestError(tedious(3609, 'The transaction ended in the trigger. The batch has been aborted.'), 'EREQUEST'), { precedingErrors: [new sql.RequestError(tedious(50000, 'Artikel gesperrt'), 'EREQUEST')] })
+  t.equal(classifyMssqlError(raised), 'other', "a trigger's own RAISERROR stays the data fault's (mssqlDataFault)")
   const syntax = new sql.RequestError(tedious(102, "Incorrect syntax near 'x'."), 'EREQUEST')
   t.equal(classifyMssqlError(syntax), 'other')
   t.equal(toDbError(syntax), syntax, 'other errors pass through unchanged (the error handler hides them)')
