@@ -7,6 +7,7 @@ import { createReferenceTables } from './db/init.js'
 import { Repository } from './db/repository.js'
 import { resources, type ResourceName } from './db/resources.js'
 import type { Database, TableMapping } from './db/types.js'
+import { firstTokenVersion } from './users.js'
 
 export interface InitOptions {
   demo: boolean
@@ -56,7 +57,8 @@ async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boole
     type: 'admin',
     displayName: 'Administrator',
     enabled: true,
-    tokenVersion: 0
+    // random, as every new user's: an admin made again in a table emptied (its key 'admin' again) gets no old token back
+    tokenVersion: firstTokenVersion(users)
   })
   if (given === undefined) {
     opts.print('')
