@@ -8,7 +8,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { REPEAT_MS } from '../src/lifecycle.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
 import { sleep, until } from './helpers/wait.js'
 
 const ROOT = join(import.meta.dirname, '..')
@@ -125,6 +125,9 @@ t.test('run by npm (npx: npm, a shell, the gateway), the shell killed by the SIG
   for (const [by, npm] of [['npm (npm_lifecycle_event set)', 'npx'], ['no npm', undefined]] as const) {
     const run = startCommand(t, '/bin/sh', ['-c', command], { ...env, npm_lifecycle_event: npm })
     await listening(run)
+    // the links up first: a stop that closes them says so ("controller disconnected"); on a loaded machine
+    // the shell was killed 14 ms after ready, before either link had connected, and the line was never due
+    await until(() => connectedBoth(run.out()), `${by}: both controllers connected`, START_MS)
     const gateway = jsonLines(run.out()).find((l) => LISTENING.test(l.msg))?.pid as number
     t.ok(gateway !== undefined && gateway !== run.child.pid, `${by}: the gateway (pid ${gateway}) is the shell's child`)
     t.teardown(() => { if (!ended(gateway)) process.kill(gateway, 'SIGKILL') })
