@@ -52,6 +52,12 @@ const INVISIBLE = '\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\
  */
 export const VISIBLE_KEY = `^[^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*[^\\s\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}][^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*$`
 
+/**
+ * A control or invisible character (VISIBLE_KEY's): an update refuses one only in a value the row does
+ * not already show (Repository), since an edit form sends back what the picking system stored.
+ */
+export const HIDDEN_CHARACTER = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]`, 'u')
+
 /** What each pattern of the API's schemas asks, in words: a validation error says this instead of the expression. */
 export const COMMON_PATTERN_RULES: Record<string, string> = {
   [NOT_BLANK]: 'must hold a character other than spaces',

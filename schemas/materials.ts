@@ -37,5 +37,7 @@ export const MaterialCreate = Type.Object({
 }, { additionalProperties: false })
 export type MaterialCreate = Static<typeof MaterialCreate>
 
-export const MaterialUpdate = Type.Partial(MaterialCreate, { additionalProperties: false, minProperties: 1 })
+// the number as a read shows it is taken back (an ERP sends its master data again), even one the picking
+// system stored with an invisible character: the repository refuses that only in a new number (VISIBLE_KEY)
+export const MaterialUpdate = Type.Partial(Type.Object({ ...MaterialCreate.properties, materialNumber: Type.String({ ...writable.materialNumber, pattern: NOT_BLANK }) }), { additionalProperties: false, minProperties: 1 })
 export type MaterialUpdate = Static<typeof MaterialUpdate>

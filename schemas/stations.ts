@@ -35,5 +35,6 @@ export const StationCreate = Type.Object({
 }, { additionalProperties: false })
 export type StationCreate = Static<typeof StationCreate>
 
-export const StationUpdate = Type.Partial(StationCreate, { additionalProperties: false, minProperties: 1 })
+// the name as a read shows it is taken back (an edit form), even one stored with an invisible character: the repository refuses that only in a new name (VISIBLE_KEY)
+export const StationUpdate = Type.Partial(Type.Object({ ...StationCreate.properties, name: Type.String({ ...writable.name, pattern: NOT_BLANK }) }), { additionalProperties: false, minProperties: 1 })
 export type StationUpdate = Static<typeof StationUpdate>

@@ -5,6 +5,7 @@ import { checkExpression, faultToError, namesIn } from './data-errors.js'
 import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, invalidCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
+import { HIDDEN_CHARACTER } from '../../schemas/common.js'
 import { SqlBuilder, sortAlias } from './sql.js'
 import { INTEGER_RANGES, isGuid, ResourceStorage, type StorageOptions } from './storage.js'
 import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
@@ -811,13 +812,15 @@ export class Repository {
   /**
    * A unique text (a material number, a station's name) may not begin or end with white space: 'P-1 '
    * would be a second material beside 'P-1' that looks the same (SQL Server would even take them for
-   * one). A value the row already shows is no new claim.
+   * one), nor hold a control or invisible character. A value the row already shows is no new claim.
    */
   private assertTrimmed (given: Row, current?: Row): void {
     for (const f of this.uniqueFields) {
       const value = given[f]
-      if (typeof value !== 'string' || value === value.trim() || (current !== undefined && this.sameShown(f, current[f], value))) continue
-      throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
+      if (typeof value !== 'string' || (value === value.trim() && !HIDDEN_CHARACTER.test(value)) || (current !== undefined && this.sameShown(f, current[f], value))) continue
+      if (value !== value.trim()) throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
+      // 'PTL-01' with a zero-width space after it would be a second station that looks like PTL-01 (the create schemas' VISIBLE_KEY)
+      throw new InvalidValueError(`'${f}' may hold no control or invisible characters (zero-width spaces, direction marks): it would look like another ${this.noun}'s`)
     }
   }
 

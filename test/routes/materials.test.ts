@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
+import { referenceMappings } from '../../src/db/resources.js'
 import { build } from '../helpers/build.js'
 
 /** Serialized once: the ETag is the hash of the very bytes sent. */
@@ -189,6 +190,39 @@ t.test('an update that changes nothing writes nothing: modifiedAt and the ETag s
   t.equal(one.json().minStock, 3)
   t.ok(one.json().modifiedAt > m.modifiedAt, 'modifiedAt moves on')
   t.not(one.headers.etag, etag)
+})
+
+t.test('a number or name the picking system stored with an invisible character is taken back unchanged; a new one is refused', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  // written past the API (the picking system's own program, an import): a zero-width space, a tab
+  const material = (await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-7', name: 'Legacy' } })).json()
+  const station = (await app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'PTL-7' } })).json()
+  for (const [mapping, field, value, id] of [[referenceMappings.materials, 'materialNumber', 'M-7\u200b', material.id], [referenceMappings.stations, 'name', 'PTL\t7', station.id]] as const) {
+    const column = (name: string) => mapping.columns[name] as string
+    await ctx.db.execute({ text: `UPDATE "${mapping.table}" SET "${column(field)}" = @value WHERE "${column('id')}" = @id`, params: [{ name: 'value', kind: 'string', value }, { name: 'id', kind: 'integer', value: id }] })
+  }
+  const shown = (await app.inject({ method: 'GET', url: `/api/materials/${String(material.id)}`, headers })).json()
+  // the ERP sends its master data again, every field as a read showed it
+  const again = await app.inject({ method: 'PATCH', url: `/api/materials/${String(material.id)}`, headers, payload: { materialNumber: shown.materialNumber, name: 'Renamed' } })
+  t.equal(again.statusCode, 200, `before: 400, the row could not be sent back as it was (${again.body})`)
+  t.match(again.json(), { materialNumber: 'M-7\u200b', name: 'Renamed' })
+  const form = await app.inject({ method: 'POST', url: `/api/stations/${String(station.id)}`, headers, payload: { name: 'PTL\t7', description: 'Zone B' } })
+  t.equal(form.statusCode, 200, form.body)
+  t.match(form.json(), { name: 'PTL\t7', description: 'Zone B' })
+  // a new value with such a character is still refused, and changes nothing
+  for (const [url, payload, field] of [
+    [`/api/materials/${String(material.id)}`, { materialNumber: 'M-8\u200b' }, 'materialNumber'],
+    [`/api/stations/${String(station.id)}`, { name: 'PTL-8\u00ad' }, 'name']
+  ] as const) {
+    const res = await app.inject({ method: 'PATCH', url, headers, payload })
+    t.equal(res.statusCode, 400, res.body)
+    t.equal(res.json().code, 'VALIDATION_ERROR')
+    t.match(res.json().message, new RegExp(`^'${field}' may hold no control or invisible characters \\(zero-width spaces, direction marks\\)`))
+  }
+  t.equal((await app.inject({ method: 'GET', url: `/api/materials/${String(material.id)}`, headers })).json().materialNumber, 'M-7\u200b')
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${String(material.id)}`, headers, payload: { materialNumber: '  ' } })).statusCode, 400, 'nor one of spaces')
 })
 
 t.test('minStock may not be above maxStock: 400, nothing written', async (t) => {
