@@ -271,6 +271,8 @@ class Session {
 
   takeSeq (): number {
     this.seq = nextSeq(this.seq)
+    // the SEQ wrapped (9999): an ACK with it is the new frame's now, never the late one of a command that timed out under it
+    this.timedOut.delete(this.seq)
     return this.seq
   }
 

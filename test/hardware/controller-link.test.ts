@@ -423,6 +423,27 @@ t.test('no ACK: exactly one resend with the same SEQ, then TIMEOUT', async t => 
   t.equal(link.connected, true)
 })
 
+t.test('a SEQ taken again after it wrapped is the new command\'s: an ACK that comes twice for it is not the old timed-out one\'s late ACK', async t => {
+  const { link, conn } = await connected(t, { ackTimeout: 60 })
+  const old = link.send('LIGHT', { addr: 3, qty: 1 })
+  const first = await conn.cmd('LIGHT')
+  await conn.cmd('LIGHT')
+  t.equal((await rejection<HardwareError>(old)).code, 'TIMEOUT')
+  // the SEQ runs to 9999 and starts at 1 again (heartbeats take SEQs too): here at once, as if 9999 frames had gone out
+  ;(link as unknown as { session: { seq: number } }).session.seq = first.seq - 1
+  const acknowledged: unknown[] = []
+  link.on('acknowledged', c => acknowledged.push(c))
+  const sent = link.send('LIGHT', { addr: 5, qty: 2 })
+  const req = await conn.cmd('LIGHT')
+  t.equal(req.seq, first.seq, 'the same SEQ again')
+  // answered, then answered again (the controller acknowledges a resend too)
+  conn.ack(req)
+  await sent
+  conn.ack(req)
+  await sleep(100)
+  t.same(acknowledged, [{ cmd: 'LIGHT', args: { addr: 5, qty: 2 }, seq: req.seq }], 'before: the second ACK was taken for the old LIGHT at address 3, which then showed busy')
+})
+
 t.test('three TIMEOUTs in a row mark the link dead; an answer in between resets the count', async t => {
   const { ctl, link, conn } = await connected(t, { ackTimeout: 150 })
   let drops = 0
