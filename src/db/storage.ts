@@ -1036,7 +1036,10 @@ export function storageProblems (storage: ResourceStorage): string[] {
       const own = s.info.identity || s.info.hasDefault || storage.sharedKey !== undefined
       if (!own && mapping.newIds === undefined && creates) {
         problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` + (s.guid
-          ? `give the column a default (ALTER TABLE … ADD DEFAULT NEWID() FOR ${s.column}), ${readOnlyHint}`
+          ? storage.dialect === 'sqlite'
+            // SQLite has no NEWID(), and its ALTER TABLE gives no column a default
+            ? `give the column a default that makes a GUID, which SQLite takes only in its CREATE TABLE (DEFAULT (lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-' || hex(randomblob(2)) || '-' || hex(randomblob(2)) || '-' || hex(randomblob(6))))), ${readOnlyHint}`
+            : `give the column a default (ALTER TABLE … ADD DEFAULT NEWID() FOR ${s.column}), ${readOnlyHint}`
           : k === 'string'
           ? `map ${def.naturalKey!} to the same column if it holds the ${def.naturalKey!} (a table keyed by it), ${readOnlyHint}`
           : `set mapping.${def.name}.newIds to "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), ${readOnlyHint}`))

@@ -807,6 +807,11 @@ t.test('a station table keyed by GUIDs (uniqueidentifier DEFAULT NEWID()): text 
 
   // a key without a default cannot number creates; newIds cannot count GUIDs
   t.same(storageProblems(new ResourceStorage('mssql', stations, guidMapping, guidColumns({}))), ["stations.id: column 'PlatzGuid' (uniqueidentifier) is neither an identity column nor has a default, so the gateway cannot create rows; give the column a default (ALTER TABLE … ADD DEFAULT NEWID() FOR PlatzGuid), or set mapping.stations.readOnly to true"])
+  // SQLite (a database moved from SQL Server): it has no NEWID() and adds no default to a column after CREATE TABLE
+  const lite = storageProblems(new ResourceStorage('sqlite', stations, guidMapping, guidColumns({})))
+  t.equal(lite.length, 1)
+  t.notMatch(lite[0], /NEWID|ALTER TABLE/, "before: SQL Server's statement, which SQLite cannot run")
+  t.match(lite[0], /^stations\.id: column 'PlatzGuid' \(uniqueidentifier\) is neither an identity column nor has a default, so the gateway cannot create rows; give the column a default that makes a GUID, which SQLite takes only in its CREATE TABLE \(DEFAULT \(lower\(hex\(randomblob\(4\)\)/)
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...guidMapping, newIds: 'max+1' }, guidColumns({}))), ["stations.newIds: column 'PlatzGuid' (uniqueidentifier) holds text, which \"max+1\" cannot count on from; remove newIds"])
 })
 
