@@ -37,9 +37,14 @@ function isOwn (actor: Actor, row: Row): boolean {
  * half of what the column holds (an int unless it says less), so that revocations, one up each, stay in it.
  */
 export function firstTokenVersion (repo: Repository): number {
-  const type = repo.storage.field('tokenVersion').info?.type.toLowerCase() ?? ''
-  const most = Math.min(INTEGER_RANGES[type]?.[1] ?? INTEGER_RANGES.int[1], INTEGER_RANGES.int[1])
-  return randomInt(1, Math.floor(most / 2))
+  const info = repo.storage.field('tokenVersion').info
+  const type = info?.type.toLowerCase() ?? ''
+  // a decimal(p,0) holds 10^p - 1 at most (numeric(5,0): 99999), which an int's range would overflow on every create
+  const decimal = repo.storage.dialect === 'mssql' && (type === 'decimal' || type === 'numeric') && info?.precision !== undefined
+    ? 10 ** (info.precision - (info.scale ?? 0)) - 1
+    : undefined
+  const most = Math.min(INTEGER_RANGES[type]?.[1] ?? decimal ?? INTEGER_RANGES.int[1], INTEGER_RANGES.int[1])
+  return randomInt(1, Math.max(2, Math.floor(most / 2)))
 }
 
 /** Account types that use a licence login (admins do not). */

@@ -9,6 +9,7 @@ import { materials, referenceMappings, stations, users } from '../../src/db/reso
 import { SqlBuilder } from '../../src/db/sql.js'
 import { ODD_VALUES_LOGGED, plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import { Repository } from '../../src/db/repository.js'
+import { firstTokenVersion } from '../../src/users.js'
 import type { ColumnInfo, Database, Param, SqlValue, TableMapping } from '../../src/db/types.js'
 import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
@@ -857,4 +858,17 @@ t.test('SQL Server reads a GUID back upper-case without braces: an update sendin
   await repo.update(5, { barcode: '{7f9619ff-8b86-d011-b42d-00c04fc964ff}' })
   t.equal(written.length, 1, 'another GUID is a change')
   t.same(written[0].params.find((p) => p.name === 'p1')?.value, '7F9619FF-8B86-D011-B42D-00C04FC964FF', 'written as SQL Server reads it back')
+})
+
+t.test("a new user's first token version fits its column: an int's lower half, or a decimal(p,0)'s (numeric(5,0) holds 99999)", async (t) => {
+  const userColumns = (version: ColumnInfo): ColumnInfo[] => referenceColumns(mssqlDialect, users, referenceMappings.users).map((c) => c.name === 'token_version' ? version : c)
+  const first = (version: ColumnInfo): number[] => {
+    const repo = new Repository({ dialect: 'mssql' } as unknown as Database, users, referenceMappings.users, { columns: userColumns(version) })
+    return Array.from({ length: 200 }, () => firstTokenVersion(repo))
+  }
+  for (const [type, most] of [[col('token_version', 'int', { nullable: false, hasDefault: true }), 1073741823], [col('token_version', 'tinyint', { nullable: false, hasDefault: true }), 127], [col('token_version', 'numeric', { nullable: false, hasDefault: true, precision: 5, scale: 0 }), 49999]] as const) {
+    const values = first(type)
+    t.ok(values.every((v) => Number.isInteger(v) && v >= 1 && v < most), `${type.type}${type.precision === undefined ? '' : `(${type.precision},0)`}: 1 to ${most - 1} (before: up to an int's half for numeric(5,0), which it cannot hold)`)
+    t.ok(new Set(values).size > 20, 'random')
+  }
 })
