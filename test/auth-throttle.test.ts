@@ -1,5 +1,5 @@
 import t from 'tap'
-import { FailureThrottle, LoginThrottle } from '../src/auth/throttle.js'
+import { addressKey, FailureThrottle, LoginThrottle } from '../src/auth/throttle.js'
 
 const entries = (throttle: FailureThrottle) => (throttle as unknown as { entries: Map<string, unknown> }).entries
 
@@ -104,4 +104,18 @@ t.test('attempts waiting on their address hold none of the account\'s tries: ano
   throttle.fail('alice', '10.0.0.1')
   await waiting
   t.same(third, { wait: 60, scope: 'address' })
+})
+
+t.test('addressKey: IPv4 as it is, IPv6 by its /64 network, however it is written', async (t) => {
+  t.equal(addressKey('10.0.0.5'), '10.0.0.5')
+  t.equal(addressKey('::ffff:10.0.0.5'), '10.0.0.5', 'IPv4-mapped')
+  t.equal(addressKey('::FFFF:10.0.0.5'), '10.0.0.5')
+  for (const written of ['2001:db8:abcd:12::1', '2001:0db8:abcd:0012:ffff:ffff:ffff:ffff', '2001:db8:abcd:12:1:2:3:4', '2001:DB8:ABCD:12::', '2001:db8:abcd:12::1%eth0']) {
+    t.equal(addressKey(written), '2001:db8:abcd:12::/64', written)
+  }
+  t.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64')
+  t.equal(addressKey('::1'), '0:0:0:0::/64')
+  t.equal(addressKey('fe80::1:2:3:4'), 'fe80:0:0:0::/64')
+  t.equal(addressKey('64:ff9b::1.2.3.4'), '64:ff9b:0:0::/64')
+  t.not(addressKey('2001:db8:abcd:12::1'), addressKey('2001:db8:abcd:13::1'), 'another /64')
 })

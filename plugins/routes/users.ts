@@ -37,6 +37,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
   fastify.post('/login', {
     config: {
       auth: 'none',
+      // @fastify/rate-limit counts an IPv6 client by its /64 by itself, as the failure count does (addressKey)
       rateLimit: { max: opts.loginAttemptsPerAddress, timeWindow: opts.loginAddressWindowMs }
     },
     schema: {

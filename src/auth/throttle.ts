@@ -154,4 +154,27 @@ export class LoginThrottle {
   }
 }
 
-const pairKey = (user: string, address: string | undefined): string => `${user}\u0000${address ?? ''}`
+const pairKey = (user: string, address: string | undefined): string => `${user}\u0000${address === undefined ? '' : addressKey(address)}`
+
+/**
+ * The address a login is counted under: an IPv4 address as it is (also written IPv4-mapped,
+ * ::ffff:10.0.0.5), an IPv6 address by its /64 network. One IPv6 host is given a whole /64 and may
+ * use any address in it: counted per address, it would have 2^64 fresh counts, enough to reach the
+ * account's cap alone and keep the admin out everywhere.
+ */
+export function addressKey (ip: string): string {
+  const address = ip.replace(/%.*$/, '')
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
+  if (mapped !== null) return mapped[1]
+  if (!address.includes(':')) return address
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined]
+  const groups = (text: string): string[] => text === '' ? [] : text.split(':')
+  const first = groups(head)
+  const last = tail === undefined ? [] : groups(tail)
+  // a trailing dotted quad (::ffff:… handled above; 64:ff9b::1.2.3.4) stands for the last two groups
+  const width = last.length > 0 && last[last.length - 1].includes('.') ? 7 : 8
+  const all = tail === undefined ? first : [...first, ...Array(Math.max(0, width - first.length - last.length)).fill('0'), ...last]
+  const network = all.slice(0, 4).map((g) => (Number.parseInt(g, 16) || 0).toString(16))
+  while (network.length < 4) network.push('0')
+  return `${network.join(':')}::/64`
+}

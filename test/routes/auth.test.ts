@@ -99,6 +99,22 @@ t.test('failed logins lock out the address they come from, not the account: the 
   t.ok(Number(capped.headers['retry-after']) > 0)
 })
 
+t.test('an IPv6 client is counted by its /64: a new address of the same network per attempt is the same address to both limits', async (t) => {
+  const { app } = await build(t, { auth: { loginThrottle: { maxAttemptsPerAddress: 8 } } })
+  const login = (password: string, remoteAddress: string) => app.inject({ method: 'POST', url: '/api/users/login', remoteAddress, payload: { username: 'admin', password } })
+  for (let i = 1; i <= 5; i++) t.equal((await login('wrong-password', `2001:db8:abcd:12::${i}`)).statusCode, 401)
+  const refused = await login(ADMIN_PASSWORD, '2001:db8:abcd:12::99')
+  t.equal(refused.statusCode, 429, 'before: each address of the /64 had five tries of its own')
+  t.equal(refused.json().message, 'Too many failed logins for this user from this address; try again later')
+  t.equal((await login(ADMIN_PASSWORD, '2001:db8:abcd:13::1')).statusCode, 200, 'another /64 logs in')
+  // the attempts per address and minute too: 8 in all from the /64, whatever each attempt's address
+  t.equal((await login('wrong-password', '2001:db8:abcd:12::100')).statusCode, 429)
+  t.equal((await login('wrong-password', '2001:db8:abcd:12::101')).statusCode, 429)
+  const limited = await login('wrong-password', '2001:db8:abcd:12::102')
+  t.equal(limited.statusCode, 429)
+  t.notMatch(limited.json().message, /Too many failed logins/, "the address's attempt limit, not the failure count")
+})
+
 t.test('concurrent logins for one username: at most the limit are checked, the rest wait their turn or get 429', async (t) => {
   // a short window, and an address limit the burst does not reach: the per-user count is under test
   const ctx = await build(t, { auth: { loginThrottle: { userWindowMs: 3000, maxAttemptsPerAddress: 1000 } } })
