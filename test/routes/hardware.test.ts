@@ -267,22 +267,17 @@ t.test('a NAK without code: 502 with controllerCode null', async (t) => {
   t.equal(logged?.err, undefined, 'without a stack trace')
 })
 
-t.test('a CONFIRM read right behind the ACK of its LIGHT leaves the station idle, not busy', async (t) => {
-  // a controller whose operator confirms at once: the ACK and the CONFIRM go out in one write
+/**
+ * A controller of the test's own on loopback: it says HELLO as ctl-1 and hands each frame it reads to
+ * `onFrame`; a gateway driving it, with station PTL-1 at address 1, is connected when this returns.
+ */
+async function rawController (t: Parameters<typeof build>[0], onFrame: (frame: ReturnType<FrameDecoder['push']>[number], socket: Socket) => void): Promise<{ ctx: TestContext, station: number }> {
   const sockets = new Set<Socket>()
-  let confirmAcked = false
   const server = createServer((socket) => {
     sockets.add(socket)
     const decoder = new FrameDecoder()
     socket.write(encodeFrame({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }))
-    socket.on('data', (chunk: Buffer) => {
-      for (const frame of decoder.push(chunk)) {
-        if (frame.kind === 'ACK' && frame.cmd === 'CONFIRM') confirmAcked = true
-        if (frame.kind !== 'REQ') continue
-        const ack = encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} })
-        socket.write(frame.cmd === 'LIGHT' ? Buffer.concat([ack, encodeFrame({ seq: 2, kind: 'EVT', cmd: 'CONFIRM', args: { addr: frame.args.addr, qty: frame.args.qty } })]) : ack)
-      }
-    })
+    socket.on('data', (chunk: Buffer) => { for (const frame of decoder.push(chunk)) onFrame(frame, socket) })
     socket.on('error', () => {})
   })
   server.listen(0, '127.0.0.1')
@@ -291,38 +286,36 @@ t.test('a CONFIRM read right behind the ACK of its LIGHT leaves the station idle
   const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST } })
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  return { ctx, station }
+}
+
+/** The controller's ACK of a REQ (a STATUS answered idle). */
+const ackOf = (frame: { seq: number, cmd: string }): Buffer => encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} })
+
+t.test('a CONFIRM read right behind the ACK of its LIGHT leaves the station idle, not busy', async (t) => {
+  // a controller whose operator confirms at once: the ACK and the CONFIRM go out in one write
+  let confirmAcked = false
+  const { ctx, station } = await rawController(t, (frame, socket) => {
+    if (frame.kind === 'ACK' && frame.cmd === 'CONFIRM') confirmAcked = true
+    if (frame.kind !== 'REQ') return
+    socket.write(frame.cmd === 'LIGHT' ? Buffer.concat([ackOf(frame), encodeFrame({ seq: 2, kind: 'EVT', cmd: 'CONFIRM', args: { addr: frame.args.addr, qty: frame.args.qty } })]) : ackOf(frame))
+  })
   t.equal((await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 2 })).statusCode, 200)
   await until(() => confirmAcked, 'the CONFIRM acknowledged')
   // before: busy until the next STATUS, since the LIGHT's status was set once its answer reached the route, after the CONFIRM
-  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station as number}`, headers: ctx.auth(ctx.adminToken) })).json().status, 'idle')
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: ctx.auth(ctx.adminToken) })).json().status, 'idle')
 })
 
 t.test('a LIGHT whose ACK comes after its 504: the station shows busy, as the controller lit it', async (t) => {
   // a controller that acknowledges a LIGHT only after the gateway gave up on it (both sends)
-  const sockets = new Set<Socket>()
   let lightAcked = false
-  const server = createServer((socket) => {
-    sockets.add(socket)
-    const decoder = new FrameDecoder()
-    socket.write(encodeFrame({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }))
-    let lights = 0
-    socket.on('data', (chunk: Buffer) => {
-      for (const frame of decoder.push(chunk)) {
-        if (frame.kind !== 'REQ') continue
-        const ack = encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} })
-        if (frame.cmd !== 'LIGHT') socket.write(ack)
-        else if (++lights === 2) setTimeout(() => { socket.write(ack); lightAcked = true }, FAST.ackTimeout + 100)
-      }
-    })
-    socket.on('error', () => {})
+  let lights = 0
+  const { ctx, station } = await rawController(t, (frame, socket) => {
+    if (frame.kind !== 'REQ') return
+    if (frame.cmd !== 'LIGHT') socket.write(ackOf(frame))
+    else if (++lights === 2) setTimeout(() => { socket.write(ackOf(frame)); lightAcked = true }, FAST.ackTimeout + 100)
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
-  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: (server.address() as AddressInfo).port }], timings: FAST } })
-  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
-  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
-  const status = async (): Promise<string> => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${station as number}`, headers: ctx.auth(ctx.adminToken) })).json().status
+  const status = async (): Promise<string> => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: ctx.auth(ctx.adminToken) })).json().status
   t.equal((await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 2 })).statusCode, 504)
   t.equal(await status(), 'idle', 'unknown yet: no answer')
   await until(() => lightAcked, 'the late ACK sent')
