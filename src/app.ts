@@ -1,6 +1,6 @@
 // buildApp: the one Fastify instance, used by the server and by every test.
 import type { Socket } from 'node:net'
-import { maxHeaderSize } from 'node:http'
+import { maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { getHeapStatistics } from 'node:v8'
 import rateLimit from '@fastify/rate-limit'
@@ -352,6 +352,13 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   }
 
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
+  // an Expect other than 100-continue: Node's own 417 had no body at all, unlike every other error
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const body = JSON.stringify(buildErrorBody(417, 'EXPECTATION_FAILED', `The Expect header '${String(req.headers.expect).slice(0, 100)}' is not supported; send 100-continue or none`))
+    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
+    res.end(body)
+    app.log.info({ method: req.method, url: redactUrl(String(req.url).slice(0, 2048)), statusCode: 417, code: 'EXPECTATION_FAILED' }, 'request')
+  })
   app.setValidatorCompiler(validatorCompiler())
   // JSON only, and only UTF-8; any other content type (text/plain too) is a 415 naming it
   app.removeContentTypeParser(['application/json', 'text/plain'])

@@ -130,6 +130,14 @@ async function raw (ctx: TestContext, request: string): Promise<{ status: number
   return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head, body: JSON.parse(body) }
 }
 
+t.test('an Expect header other than 100-continue: a 417 with the same body shape (before: Node\'s own, with no body)', async (t) => {
+  const ctx = await build(t)
+  const res = await raw(ctx, 'GET /api/materials HTTP/1.1\r\nHost: x\r\nExpect: fancy-thing\r\nConnection: close\r\n\r\n')
+  t.equal(res.status, 417)
+  t.match(res.headers, /content-type: application\/json; charset=utf-8/i)
+  t.same(res.body, { statusCode: 417, code: 'EXPECTATION_FAILED', error: 'Expectation Failed', message: "The Expect header 'fancy-thing' is not supported; send 100-continue or none" })
+})
+
 t.test('what the HTTP parser refuses has the same body shape: 431, malformed requests', async (t) => {
   const ctx = await build(t)
   const big = await raw(ctx, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`)
