@@ -71,6 +71,9 @@ export interface Hardware {
   command (station: Row, command: StationCommand, signal?: AbortSignal): Promise<CommandAck>
   /** subscribes to station events; returns the unsubscribe function */
   subscribe (listener: (event: StationEvent) => void): () => void
+  /** a station was deleted through the API: listeners (streams filtered to it) learn its id; returns the unsubscribe function */
+  onStationDeleted (listener: (stationId: Id) => void): () => void
+  stationDeleted (stationId: Id): void
   /**
    * The held events (the last EVENT_RING published) with an id above `afterId`, oldest first, and
    * `missedBefore` (the oldest id held, or that will be) when some events after `afterId` are no
@@ -132,6 +135,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   /** per controller: address -> status reported by the latest STATUS, command or event */
   const addressStatus = new Map<string, Map<number, StationStatus>>()
   const listeners = new Set<(event: StationEvent) => void>()
+  const deletionListeners = new Set<(stationId: Id) => void>()
   let nextEventId = 1
   /** the latest EVENT_RING events: `ring[(id - 1) % EVENT_RING]` holds event `id` */
   const ring: StationEvent[] = []
@@ -355,6 +359,15 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     subscribe (listener) {
       listeners.add(listener)
       return () => { listeners.delete(listener) }
+    },
+
+    onStationDeleted (listener) {
+      deletionListeners.add(listener)
+      return () => { deletionListeners.delete(listener) }
+    },
+
+    stationDeleted (stationId) {
+      for (const listener of [...deletionListeners]) listener(stationId)
     },
 
     replay (afterId) {

@@ -255,6 +255,14 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
     const unsubscribe = fastify.hardware.subscribe((event: StationEvent) => {
       if (matches(event)) send(frame(event))
     })
+    // the station deleted through the API: the stream ends saying so, and an EventSource that reconnects gets the 404
+    const unwatch = station === undefined
+      ? () => {}
+      : fastify.hardware.onStationDeleted((deleted) => {
+        if (String(deleted) !== String(station)) return
+        request.log.info({ stationId: station }, 'event stream closed: its station was deleted')
+        end(closedFrame(new ApiError(404, 'NOT_FOUND', `Station ${String(station)} was deleted; this stream ends`)))
+      })
     let ticks = 0
     let checking = false
     const timer = setInterval(() => {
@@ -292,6 +300,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       ended = true
       clearInterval(timer)
       unsubscribe()
+      unwatch()
       open.delete(close)
       const left = (streamsOf.get(id) ?? 1) - 1
       if (left > 0) streamsOf.set(id, left)

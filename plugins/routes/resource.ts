@@ -39,6 +39,8 @@ export interface ResourceRoutesOptions {
   ordered?: Array<[string, string]>
   /** the query parameters of filters on fields no column holds (stations' live fields), for the OpenAPI document */
   filters?: Record<string, unknown>
+  /** after a delete through the API, with the row as it was (stations: the event streams filtered to it end) */
+  deleted?: (fastify: FastifyInstance, row: Row) => void
   /** answers GET / instead of the plain list (stations: filters and sorts on live fields) */
   list?: (fastify: FastifyInstance, repo: Repository, toPublic: (row: Row) => Record<string, unknown>) => ListHandler
 }
@@ -246,7 +248,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
       }
     }, async (request, reply) => {
       const id = idOf(request)
-      await repo.delete(id, { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(id))
+      const row = await repo.delete(id, { check: ifMatchCheck(request, toPublic, serialize) }).catch(named(id))
+      opts.deleted?.(fastify, row)
       return reply.code(204).send(null)
     })
   }

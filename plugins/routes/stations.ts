@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Station, StationCreate, StationUpdate } from '../../schemas/stations.js'
 import type { QueryString } from '../../src/db/list-query.js'
-import type { Repository } from '../../src/db/repository.js'
+import type { Id, Repository } from '../../src/db/repository.js'
 import type { FieldDef, FieldKind, Row } from '../../src/db/types.js'
 import { listMeta, sendList, sendListBody, syncPoint } from '../../src/http.js'
 import { computedFilterParameter } from '../../src/column-schemas.js'
@@ -58,5 +58,7 @@ export default resourceRoutes({
   // two stations on one address would each report every pick there: an ERP would book it twice
   uniqueTogether: ['controllerId', 'address'],
   filters: Object.fromEntries(Object.entries(LIVE).map(([field, def]) => [field, computedFilterParameter(field, def.kind, def.enum)])),
-  list: stationList
+  list: stationList,
+  // a stream filtered to it would otherwise stay open for ever, with nothing to send
+  deleted: (fastify, row) => { fastify.hardware.stationDeleted(row.id as Id) }
 })

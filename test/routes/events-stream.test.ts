@@ -504,6 +504,27 @@ t.test('a stream whose credential cannot be checked (database down) stays open a
   t.equal(closedWith(await ended(stream))?.code, 'TOKEN_INVALID', 'once it answers again, the revocation is found')
 })
 
+t.test('a stream for one station ends, saying so, when that station is deleted through the API; the others go on', async (t) => {
+  const { ctx, stationId, token } = await setup(t)
+  const other = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-2', controllerId: 'ctl-1', address: 4 } })).json().id
+  const filtered = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  const elsewhere = await open(ctx, `?station=${other as number}`, ctx.auth(token))
+  const all = await open(ctx, '', ctx.auth(token))
+  await until(() => ctx.app.hardware.subscribers === 3, 'three streams')
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: `/api/stations/${stationId}`, headers: ctx.auth(ctx.adminToken) })).statusCode, 204)
+  // before: open for ever, with only heartbeats
+  t.same(closedWith(await ended(filtered)), { statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: `Station ${stationId} was deleted; this stream ends` })
+  await until(() => ctx.app.hardware.subscribers === 2, 'the other two stay')
+  t.equal(elsewhere.res.readableEnded, false)
+  t.equal(all.res.readableEnded, false)
+  // an EventSource reconnecting gets the 404 and gives up
+  const again = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  t.equal(again.res.statusCode, 404)
+  elsewhere.close()
+  all.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
+})
+
 t.test('a stream for a station that does not exist is a 404; with the database down it opens', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const missing = await open(ctx, `?station=${stationId + 1000}`, ctx.auth(token))
