@@ -136,6 +136,11 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   const addressStatus = new Map<string, Map<number, StationStatus>>()
   const listeners = new Set<(event: StationEvent) => void>()
   const deletionListeners = new Set<(stationId: Id) => void>()
+  /**
+   * per controller: address -> the station a LIGHT or CALLTRAY was last sent for. An event at an address
+   * no station holds any more (the station was moved meanwhile) still names the station it answers.
+   */
+  const commanded = new Map<string, Map<number, Id>>()
   let nextEventId = 1
   /** the latest EVENT_RING events: `ring[(id - 1) % EVENT_RING]` holds event `id` */
   const ring: StationEvent[] = []
@@ -219,7 +224,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       ...(event.args.msg !== undefined ? { message: event.args.msg } : {})
     }
     await inOrder(link.id, lookup, (stations) => {
-      if (stations.length === 0) publish(type, { stationId: null, ...data })
+      if (stations.length === 0) publish(type, { stationId: address === undefined ? null : commanded.get(link.id)?.get(address) ?? null, ...data })
       for (const station of stations) publish(type, { stationId: station.id as Id, ...data })
     })
   }
@@ -350,6 +355,11 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           break
       }
       // the station's status follows at the ACK itself (the link's 'acknowledged' listener)
+      if (cmd === 'LIGHT' || cmd === 'CALLTRAY') {
+        let sent = commanded.get(link.id)
+        if (sent === undefined) commanded.set(link.id, sent = new Map())
+        sent.set(addr, station.id as Id)
+      }
       const result = await link.send(cmd, args, { signal })
       return command.command === 'status'
         ? { ack: true, seq: result.seq, state: result.args.state ?? 'unknown' }

@@ -97,6 +97,19 @@ t.test('stations come online, a light is acknowledged and its confirmation strea
   t.equal(ctx.app.hardware.subscribers, 0)
 })
 
+t.test('a confirmation for a station moved away after its light names that station (before: stationId null)', async (t) => {
+  const { ctx, stationId, token } = await setup(t, { confirmDelay: 400 })
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${stationId}`, headers: ctx.auth(token) })).json().connected === true, 'station online')
+  const stream = await openStream(ctx, token, `?station=${stationId}`)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  t.equal((await command(ctx, token, stationId, { command: 'light', quantity: 1, ref: 'order-9' })).statusCode, 200)
+  // moved to another address while the operator picks at the old one
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/stations/${stationId}`, headers: ctx.auth(ctx.adminToken), payload: { address: 4 } })).statusCode, 200)
+  await until(() => stream.events.some((e) => e.type === 'pick.confirmed'), 'pick.confirmed')
+  t.match(stream.events.find((e) => e.type === 'pick.confirmed')!.data, { stationId, controllerId: 'ctl-1', address: 3, ref: 'order-9' })
+  stream.close()
+})
+
 t.test('a station is busy only while its own address is: the controller\'s overall STATUS state is not the station\'s', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t, { trayDelay: 60000 })
   const admin = ctx.auth(ctx.adminToken)
