@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { EventEmitter } from 'node:events'
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
@@ -194,6 +194,20 @@ t.test('a text field on a SQLite column of a declared type SQLite does not know 
   const text = res.stderr.join('\n')
   t.notMatch(text, /\(string\) cannot hold a string$/m, "before: column 'Name' (string) cannot hold a string, and nothing more")
   t.match(text, "stations.name: column 'Name' (string) cannot hold a string: SQLite gives a column of the declared type 'STRING' NUMERIC affinity, which stores text that looks like a number ('0123', '1e3') as that number; only a type naming CHAR, CLOB or TEXT, or none, keeps text as written. Map the field to another column, or to null")
+})
+
+t.test('db init makes a new SQLite file readable by its owner alone (it holds the admin\'s argon2 hash), and its -wal and -shm too', { skip: process.platform === 'win32' && 'POSIX modes' }, async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const path = join(dir, 'new.db')
+  const previous = process.umask(0o022)
+  t.teardown(() => { process.umask(previous) })
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: `sqlite:${path}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  t.equal(statSync(path).mode & 0o777, 0o600, 'before: 0644 under the usual umask')
+  const db = new BetterSqlite3(path)
+  db.pragma('journal_mode = WAL')
+  db.exec('CREATE TABLE probe (x)')
+  for (const side of ['-wal', '-shm']) if (existsSync(path + side)) t.equal(statSync(path + side).mode & 0o777, 0o600, `${side} as the file`)
+  db.close()
 })
 
 t.test('check-config checks the mapping against the database when it can reach it', async (t) => {

@@ -182,6 +182,16 @@ export function likeMatches (value: string, pattern: string): boolean {
  * "SQLite: locks, journal mode and the database file"), so a read-only open does not set it; the others last as long as the connection.
  */
 function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
+  // a new file is made readable by its owner alone before SQLite opens it (SQLite gives its -wal and -shm
+  // files the same mode): it holds the users' argon2 hashes, and the umask would leave it world-readable
+  if (opts.create && path !== ':memory:' && !path.startsWith('file:') && !existsSync(path)) {
+    try {
+      closeSync(openSync(path, 'wx', 0o600))
+    } catch (err) {
+      // another process made it meanwhile: it is that one's to set
+      if ((err as { code?: unknown }).code !== 'EEXIST') throw err
+    }
+  }
   // `timeout` is busy_timeout while the connection is set up (switching to WAL takes an exclusive lock), before anything is served
   const db = new BetterSqlite3(path, { readonly: opts.readonly, fileMustExist: !opts.create, timeout: opts.busyTimeoutMs })
   try {
