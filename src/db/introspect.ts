@@ -551,6 +551,9 @@ export function proposeStationTypeMap (category: Category, rows: CodeCount[]): M
     const list = placed.get(api)
     if (list !== undefined) values[api] = oneOrMany(list)
   }
+  // a type no stored code stands for yet: a create or update with it would be a 400 under this map
+  const missing = Object.keys(STATION_TYPES).filter((api) => !placed.has(api))
+  if (missing.length > 0) notes.push(`no stored code for ${missing.join(', ')}: with this map a station of ${missing.length === 1 ? 'that type' : 'those types'} cannot be created or set; add the picking system's code for ${missing.length === 1 ? 'it' : 'each'} to the map`)
   return { usable: true, values, notes }
 }
 

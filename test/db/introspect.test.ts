@@ -462,7 +462,8 @@ t.test('station type value maps', async (t) => {
   // 'P ' another program padded is the code 'P' once: a map naming it twice is refused at start
   const padded = proposeStationTypeMap('text', rows('P', 'V', 'P ', 'X', 'X  '))
   t.same(padded.values, { ptl: 'P', vlm: 'V' })
-  t.same(padded.notes, ['codes not placed (returned as stored until mapped): "X"'])
+  t.same(padded.notes, ['codes not placed (returned as stored until mapped): "X"', "no stored code for carousel, manual: with this map a station of those types cannot be created or set; add the picking system's code for each to the map"],
+    'before: said nothing, and a create of a manual station under the pasted map was a 400')
   t.doesNotThrow(() => compileValueMap('string', padded.values ?? {}), 'the proposal compiles')
   t.same(proposeBooleanMap({ name: 'Aktiv', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false }, 'text', rows('J', 'N', 'J ')).values, { true: 'J', false: 'N' })
   t.match(proposeStationTypeMap('text', rows(...Array.from({ length: 21 }, (_, i) => `c${i}`))).notes, [/more than 20/])
