@@ -591,9 +591,11 @@ class SqliteDatabase implements Database {
     if (triggers.some((t) => changesRowAfterInsert(String(t.sql ?? ''), list?.type === 'view'))) {
       for (const c of columns) c.changedAfterInsert = true
     }
-    // FAIL anywhere (a trigger on another table may be what this insert sets off): creates run in a transaction
-    const fails = await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type IN ('table', 'trigger') AND sql LIKE '%fail%'", params: [] })
-    if (fails.some((r) => /\bFAIL\b/i.test(String(r.sql ?? '')))) {
+    // FAIL anywhere (a trigger on another table may be what this insert sets off), or a trigger's RAISE(IGNORE),
+    // which skips the insert without an error but keeps what the trigger wrote before it (an audit row):
+    // creates run in a transaction, which the 400 for the skipped or failed insert rolls back
+    const fails = await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type IN ('table', 'trigger') AND (sql LIKE '%fail%' OR sql LIKE '%ignore%')", params: [] })
+    if (fails.some((r) => /\bFAIL\b|\bRAISE\s*\(\s*IGNORE\s*\)/i.test(String(r.sql ?? '')))) {
       for (const c of columns) c.failKeepsChanges = true
     }
     if (list?.type === 'view') {

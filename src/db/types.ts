@@ -212,7 +212,9 @@ export interface ColumnInfo {
    * SQLite: the database's schema names FAIL (a trigger's RAISE(FAIL, …), INSERT OR FAIL, ON CONFLICT
    * FAIL): such a failure ends its statement but keeps what the statement changed before it, the
    * inserted row too when an AFTER INSERT trigger raises it. A create then runs in a transaction, which
-   * its failure rolls back, not as a lone INSERT that would stay committed. Set on every column.
+   * its failure rolls back, not as a lone INSERT that would stay committed. A trigger's RAISE(IGNORE)
+   * too: it skips the insert without an error, but what the trigger wrote before (an audit row) stays.
+   * Set on every column.
    */
   failKeepsChanges?: boolean
   /**

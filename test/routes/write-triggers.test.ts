@@ -108,7 +108,9 @@ t.test('SQLite: a trigger that skips an update or delete without an error (RAISE
       'CREATE TABLE "ArtArchiv" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(40) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL)',
       'CREATE TRIGGER "trg_ArtArchiv_U" BEFORE UPDATE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END',
       'CREATE TRIGGER "trg_ArtArchiv_D" BEFORE DELETE ON "ArtArchiv" WHEN OLD."ArtNr" LIKE \'ARCHIV%\' BEGIN SELECT RAISE(IGNORE); END',
-      'CREATE TRIGGER "trg_ArtArchiv_I" BEFORE INSERT ON "ArtArchiv" WHEN NEW."ArtNr" LIKE \'TEMP%\' BEGIN SELECT RAISE(IGNORE); END'
+      // an audit row first, then the skip: the row it wrote would outlive the insert it skipped
+      'CREATE TABLE "ArtLog" ("ArtNr" VARCHAR(40))',
+      'CREATE TRIGGER "trg_ArtArchiv_I" BEFORE INSERT ON "ArtArchiv" WHEN NEW."ArtNr" LIKE \'TEMP%\' BEGIN INSERT INTO "ArtLog" VALUES (NEW."ArtNr"); SELECT RAISE(IGNORE); END'
     ]
   }))
   const headers = ctx.auth(ctx.adminToken)
@@ -133,6 +135,7 @@ t.test('SQLite: a trigger that skips an update or delete without an error (RAISE
   t.equal(skipped.statusCode, 400, 'a create the trigger skips: not a 500')
   t.match(skipped.json(), { code: 'CONSTRAINT_VIOLATION', message: "The picking system's database did not keep the new material as sent (a trigger of its table skipped the insert or changed its materialNumber); nothing was created" })
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=TEMP-1', headers })).json().data.length, 0)
+  t.same(await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "ArtLog"', params: [] }), [], "nor the trigger's audit row of it (before: left behind, as the lone INSERT had committed it)")
 
   // the trigger lets other rows through
   t.equal((await ctx.app.inject({ method: 'PATCH', url: current, headers, payload: { name: 'Neu' } })).json().name, 'Neu')
