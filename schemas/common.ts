@@ -45,18 +45,20 @@ export const NOT_BLANK = '\\S'
  * give most of them no weight, so at a login it could find admin's row under a throttle count of its own.
  */
 const INVISIBLE = '\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb'
+/** control characters (C0, DEL, C1) and the invisible ones: what no key may hold */
+const HIDDEN = `\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}`
 /**
  * A text that names one thing and must look like nothing else: a username, a material number, a
  * station's name. Something besides spaces, and no control or invisible characters: 'PTL-01' with a
  * zero-width space after it was a second station that looks like PTL-01 in every list.
  */
-export const VISIBLE_KEY = `^[^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*[^\\s\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}][^\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]*$`
+export const VISIBLE_KEY = `^[^${HIDDEN}]*[^\\s${HIDDEN}][^${HIDDEN}]*$`
 
 /**
  * A control or invisible character (VISIBLE_KEY's): an update refuses one only in a value the row does
  * not already show (Repository), since an edit form sends back what the picking system stored.
  */
-export const HIDDEN_CHARACTER = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]`, 'u')
+export const HIDDEN_CHARACTER = new RegExp(`[${HIDDEN}]`, 'u')
 
 /** What each pattern of the API's schemas asks, in words: a validation error says this instead of the expression. */
 export const COMMON_PATTERN_RULES: Record<string, string> = {

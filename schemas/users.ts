@@ -6,13 +6,9 @@ export const UserType = Type.Union([Type.Literal('admin'), Type.Literal('user'),
 })
 export type UserType = Static<typeof UserType>
 
-/** Something besides spaces (names are stored trimmed), and no control or invisible characters (VISIBLE_KEY). */
-const USERNAME_PATTERN = VISIBLE_KEY
+/** Something besides spaces (names are stored trimmed), and no control or invisible characters: VISIBLE_KEY, whose words the 400 gives */
 export const USERNAME_RULE = COMMON_PATTERN_RULES[VISIBLE_KEY]
-export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: USERNAME_PATTERN, description: 'Case-insensitive; stored trimmed and in lower case' })
-
-/** The username's pattern in words (COMMON_PATTERN_RULES) */
-export const USER_PATTERN_RULES: Record<string, string> = { [USERNAME_PATTERN]: USERNAME_RULE }
+export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: VISIBLE_KEY, description: 'Case-insensitive; stored trimmed and in lower case' })
 /** a password's length in characters (code points, as the API's validator counts them); the command line checks the same */
 export const PASSWORD_LENGTH = { min: 8, max: 1024 } as const
 const Password = Type.String({ minLength: PASSWORD_LENGTH.min, maxLength: PASSWORD_LENGTH.max, description: 'Write-only; stored as an argon2id hash' })
@@ -53,7 +49,7 @@ export type UserUpdate = Static<typeof UserUpdate>
 export const LoginBody = Type.Object({
   // the rule of every stored name: a control character could find a row under SQL Server's collation
   // (which gives NCHAR(0) no weight) while counting as another name for the login throttle
-  username: Type.String({ minLength: 1, maxLength: 256, pattern: USERNAME_PATTERN }),
+  username: Type.String({ minLength: 1, maxLength: 256, pattern: VISIBLE_KEY }),
   password: Type.String({ minLength: 1, maxLength: 1024 })
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBody>

@@ -15,7 +15,7 @@ import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
 import { COMMON_PATTERN_RULES, errorResponses } from '../schemas/common.js'
-import { User, UserCreate, USER_PATTERN_RULES } from '../schemas/users.js'
+import { User, UserCreate } from '../schemas/users.js'
 import { mappingsOf, readTls, signingKeys } from './config.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
@@ -117,8 +117,6 @@ function fieldsNotTaken (properties: Record<string, unknown>) {
   }
 }
 
-const PATTERN_RULES: Record<string, string> = { ...COMMON_PATTERN_RULES, ...USER_PATTERN_RULES }
-
 function describeValidation (errors: ErrorObject[], dataVar: string): Error {
   const [first] = errors
   const path = `${dataVar}${first.instancePath}`
@@ -127,8 +125,8 @@ function describeValidation (errors: ErrorObject[], dataVar: string): Error {
   if (first.keyword === 'additionalProperties') {
     const field = params.additionalProperty as string
     message = READ_ONLY_FIELDS.has(field) ? `${path}/${field} is read-only` : `${path} has unknown field '${field}'`
-  } else if (first.keyword === 'pattern' && Object.hasOwn(PATTERN_RULES, params.pattern as string)) {
-    message = `${path} ${PATTERN_RULES[params.pattern as string]}`
+  } else if (first.keyword === 'pattern' && Object.hasOwn(COMMON_PATTERN_RULES, params.pattern as string)) {
+    message = `${path} ${COMMON_PATTERN_RULES[params.pattern as string]}`
   } else if (first.keyword === 'required') {
     message = `${path} must have required field '${params.missingProperty as string}'`
   } else if (first.keyword === 'minProperties' && params.limit === 1 && first.instancePath === '') {

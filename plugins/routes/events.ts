@@ -12,7 +12,8 @@ import { buildErrorBody } from '../error-handler.js'
 import type { StationEvent } from '../hardware.js'
 import { DatabaseUnavailableError, NotFoundError } from '../../src/db/errors.js'
 import type { Id } from '../../src/db/repository.js'
-import { idField, isPathId } from '../../src/db/resources.js'
+import { idField } from '../../src/db/resources.js'
+import { idFromText } from './resource.js'
 
 export interface EventRoutesOptions {
   heartbeatMs: number
@@ -153,12 +154,8 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
    * controller link, so it opens, as one for all stations does, for the id as given.
    */
   async function stationOf (given: Id, log: FastifyBaseLogger): Promise<Id> {
-    // a table keyed by text: the query is text; else a number (the database was down when the routes were made)
-    let id = given
-    if (typeof given === 'string' && stations.def.fields[stationIdField].kind !== 'string') {
-      if (!isPathId(given)) throw new NotFoundError(`Station ${given} not found`)
-      id = Number(given)
-    }
+    // as a path gives it: a table keyed by text takes the query's text, else a number
+    const id = idFromText(stations, given, (id) => new NotFoundError(`Station ${id} not found`))
     let found: Row | undefined
     try {
       found = await stations.get(id)

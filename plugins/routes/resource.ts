@@ -56,15 +56,19 @@ export function pathIds (repo: Repository, notFound: (id: Id) => Error): { param
   const idName = idField(repo.def)
   const info = repo.storage.field(idName).info
   const params = repo.storage.idType !== 'integer' ? textIdParams(info?.maxLength !== undefined && info.maxLength > 0 ? info.maxLength : undefined, repo.storage.sharedKey) : IdParams
-  const idOf = (request: FastifyRequest): Id => {
-    const id = (request.params as { id: Id }).id
-    // the storage as it is now: the database may have been down when the routes were made
-    if (typeof id !== 'string' || repo.def.fields[idName].kind === 'string') return id
-    // numeric ids after all: a path that is no such number names no row
-    if (!isPathId(id)) throw notFound(id)
-    return Number(id)
-  }
+  const idOf = (request: FastifyRequest): Id => idFromText(repo, (request.params as { id: Id }).id, notFound)
   return { params, idOf }
+}
+
+/**
+ * An id as a path or query gives it, as the table keys its rows now (the database may have been down
+ * when the routes were made): text where the id column holds text, else a number; text that is no such
+ * number names no row (`notFound`).
+ */
+export function idFromText (repo: Repository, id: Id, notFound: (id: Id) => Error): Id {
+  if (typeof id !== 'string' || repo.def.fields[idField(repo.def)].kind === 'string') return id
+  if (!isPathId(id)) throw notFound(id)
+  return Number(id)
 }
 
 export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsyncTypebox {
