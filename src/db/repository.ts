@@ -130,6 +130,8 @@ export class Repository {
   modifiedResolutionMs = 1
   /** the ids the id column can hold, when narrower than a path's (an int column: up to 2^31 - 1) */
   private idRange: [number, number] | undefined
+  /** the id column is a GUID column: an id that is no GUID names no row (names) */
+  private guidIds = false
 
   constructor (db: Database, def: ResourceDef, mapping: TableMapping, opts: RepositoryOptions = {}) {
     this.db = db
@@ -187,11 +189,12 @@ export class Repository {
     // SQLite's integers are 64 bits whatever the declared type
     const idType = this.db.dialect === 'mssql' ? this.storage.field(this.id).info?.type.toLowerCase() : undefined
     this.idRange = idType === undefined ? undefined : INTEGER_RANGES[idType]
+    this.guidIds = this.storage.field(this.id).guid
   }
 
   /** An id its column cannot hold names no row: a 404, not a driver's refusal of the parameter (or SQL Server's of a GUID, error 8169). */
   private names (id: Id): boolean {
-    if (this.storage.field(this.id).guid) return typeof id === 'string' && isGuid(id)
+    if (this.guidIds) return typeof id === 'string' && isGuid(id)
     const range = this.idRange
     return range === undefined || (Number(id) >= range[0] && Number(id) <= range[1])
   }
