@@ -8,6 +8,7 @@ import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
+import { foreignKeysTo } from './db/data-errors.js'
 import { dialectFor } from './db/dialect.js'
 import { categoryOf, inspectStorage, ResourceStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
@@ -472,6 +473,13 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
   return notes
 }
 
+/** Rows in groups by a key, in the order the keys first come (Object.groupBy is Node 21's). */
+function grouped (rows: Row[], key: (row: Row) => string): Row[][] {
+  const groups = new Map<string, Row[]>()
+  for (const row of rows) groups.set(key(row), [...groups.get(key(row)) ?? [], row])
+  return [...groups.values()]
+}
+
 /**
  * SQLite: foreign keys that refer to a mapped table's columns which no unique index covers (nor its
  * primary key). The picking system may run without foreign keys and never meet them; the gateway
@@ -482,23 +490,13 @@ async function foreignKeyNotes (db: Database, mappings: Record<ResourceName, Tab
   const notes: string[] = []
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     const table = { name: 'table', kind: 'string' as const, value: mapping.table }
-    const keys = await db.query({
-      text: 'SELECT m.name AS child, f.id AS id, f."to" AS col FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f ' +
-        'WHERE m.type = \'table\' AND f."table" = @table COLLATE NOCASE ORDER BY m.name, f.id, f.seq',
-      params: [table]
-    })
+    const keys = await db.query(foreignKeysTo(mapping.table))
     if (keys.length === 0) continue
     const primary = (await db.query({ text: 'SELECT name AS col FROM pragma_table_info(@table) WHERE pk > 0 ORDER BY pk', params: [table] })).map((r) => String(r.col).toLowerCase())
     const indexed = await db.query({
       text: 'SELECT il.name AS ix, ii.name AS col FROM pragma_index_list(@table) AS il JOIN pragma_index_info(il.name) AS ii WHERE il."unique" = 1 AND il.partial = 0',
       params: [table]
     })
-    // Object.groupBy is Node 21's
-    const grouped = (rows: Row[], key: (row: Row) => string): Row[][] => {
-      const groups = new Map<string, Row[]>()
-      for (const row of rows) groups.set(key(row), [...groups.get(key(row)) ?? [], row])
-      return [...groups.values()]
-    }
     const unique = [primary.slice().sort().join(','), ...grouped(indexed, (r) => String(r.ix)).map((rows) => rows.map((r) => String(r.col).toLowerCase()).sort().join(','))]
     for (const rows of grouped(keys, (r) => `${String(r.child)}\u0000${String(r.id)}`)) {
       // no "to": the parent's primary key

@@ -1,6 +1,7 @@
 // Tells driver errors about the data (constraints, lengths, ranges, triggers) apart, and words them as 4xx API errors without naming tables.
 
 import { ConstraintViolationError, type DbError, InvalidValueError, ReferencedError } from './errors.js'
+import type { Statement } from './types.js'
 
 export type DataFaultKind =
   | 'referenced' // a DELETE/UPDATE hit a row other rows still reference
@@ -278,5 +279,18 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
       return new ConstraintViolationError(fault.message === undefined
         ? 'The picking system refused the change (a trigger rolled it back)'
         : `The picking system refused the change: ${capped(fault.message)}`, options)
+  }
+}
+
+/**
+ * SQLite: the foreign keys of every table that refer to `table`, a row per column (child table, key id
+ * within it, the parent column it refers to; null for the parent's primary key). For explaining a refused
+ * write (Repository) and for check-config's note on keys SQLite cannot check.
+ */
+export function foreignKeysTo (table: string): Statement {
+  return {
+    text: 'SELECT m.name AS child, f.id AS id, f."to" AS col FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f ' +
+      'WHERE m.type = \'table\' AND f."table" = @table COLLATE NOCASE ORDER BY m.name, f.id, f.seq',
+    params: [{ name: 'table', kind: 'string', value: table }]
   }
 }

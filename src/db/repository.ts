@@ -1,7 +1,7 @@
 // One resource's reads and writes over a Database, in API shape: rows keyed by API field, typed by kind.
 import { createHash } from 'node:crypto'
 import { dialectFor } from './dialect.js'
-import { checkExpression, faultToError, namesIn } from './data-errors.js'
+import { checkExpression, faultToError, foreignKeysTo, namesIn } from './data-errors.js'
 import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, invalidCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
@@ -730,16 +730,12 @@ export class Repository {
     if (this.db.dialect !== 'sqlite' || written === undefined) return false
     const columns = new Set(Object.keys(written).filter((f) => this.has(f)).map((f) => this.storage.field(f).column.toLowerCase()))
     try {
-      const keys = await this.db.query({
-        text: 'SELECT f."to" AS t FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f ' +
-          'WHERE m.type = \'table\' AND f."table" = @table COLLATE NOCASE',
-        params: [{ name: 'table', kind: 'string', value: this.mapping.table }]
-      })
+      const keys = await this.db.query(foreignKeysTo(this.mapping.table))
       // no "to": the table's primary key
-      const key = keys.some((k) => k.t === null)
+      const key = keys.some((k) => k.col === null)
         ? (await this.db.query({ text: 'SELECT name AS n FROM pragma_table_info(@table) WHERE pk > 0', params: [{ name: 'table', kind: 'string', value: this.mapping.table }] })).map((r) => String(r.n))
         : []
-      return [...keys.map((k) => k.t), ...key].some((c) => c !== null && columns.has(String(c).toLowerCase()))
+      return [...keys.map((k) => k.col), ...key].some((c) => c !== null && columns.has(String(c).toLowerCase()))
     } catch {
       return false
     }
