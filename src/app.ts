@@ -281,6 +281,14 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
   socket.destroy(err)
 }
 
+/**
+ * The log line of a request answered before routing, where the onResponse hook writes none: its URL
+ * cut to 2 KB (the logger's formatter scrubs tokens in it, as in every line).
+ */
+function earlyRequestLine (method: string, url: string, statusCode: number, code: string): object {
+  return { method, url: redactUrl(url.slice(0, 2048)), statusCode, code }
+}
+
 /** Errors Fastify raises before routing (a URL that does not decode, a parameter too long): the documented shape and codes. */
 function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = err.statusCode ?? 500
@@ -293,9 +301,8 @@ function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: Fas
   // Fastify's "… is exceeding the max param length" names no limit; the path itself is in the log line below
   const message = code === 'URI_TOO_LONG' ? `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters, the most an id may have` : err.message
   void reply.code(status).send(buildErrorBody(status, code, message))
-  // answered before routing, so without the onResponse hook's line: one here, the URL cut to 2 KB
-  // (the logger's formatter scrubs tokens in it, as in every line)
-  request.log.info({ method: request.method, url: redactUrl(request.url.slice(0, 2048)), statusCode: status, code }, 'request')
+  // answered before routing, so without the onResponse hook's line: one here
+  request.log.info(earlyRequestLine(request.method, request.url, status, code), 'request')
 }
 
 declare module 'fastify' {
@@ -355,7 +362,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     const body = JSON.stringify(buildErrorBody(417, 'EXPECTATION_FAILED', `The Expect header '${String(req.headers.expect).slice(0, 100)}' is not supported; send 100-continue or none`))
     res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
     res.end(body)
-    app.log.info({ method: req.method, url: redactUrl(String(req.url).slice(0, 2048)), statusCode: 417, code: 'EXPECTATION_FAILED' }, 'request')
+    app.log.info(earlyRequestLine(String(req.method), String(req.url), 417, 'EXPECTATION_FAILED'), 'request')
   })
   app.setValidatorCompiler(validatorCompiler())
   // JSON only, and only UTF-8; any other content type (text/plain too) is a 415 naming it
