@@ -105,6 +105,8 @@ const frame = (event: StationEvent): string => `id: ${event.id}\nevent: ${event.
  * client's Last-Event-ID stays that of the last station event.
  */
 export const CLOSED_EVENT = 'stream.closed'
+/** The last event of a stream for one station once that station is gone. */
+const stationGone = (station: Id): ApiError => new ApiError(404, 'NOT_FOUND', `Station ${String(station)} was deleted; this stream ends`)
 const closedFrame = (err: ApiError): string =>
   `event: ${CLOSED_EVENT}\ndata: ${JSON.stringify(buildErrorBody(err.statusCode, err.code, err.message))}\n\n`
 
@@ -258,7 +260,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       : fastify.hardware.onStationDeleted((deleted) => {
         if (String(deleted) !== String(station)) return
         request.log.info({ stationId: station }, 'event stream closed: its station was deleted')
-        end(closedFrame(new ApiError(404, 'NOT_FOUND', `Station ${String(station)} was deleted; this stream ends`)))
+        end(closedFrame(stationGone(station)))
       })
     let ticks = 0
     let checking = false
@@ -271,24 +273,30 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       }
     }, tickMs)
     timer.unref()
-    /** The same checks as a request's: the token's (or the ticket's token's) expiry, then the user's revocation state. */
+    /**
+     * The same checks as a request's: the token's (or the ticket's token's) expiry, then the user's
+     * revocation state; then, for a stream of one station, that the station is still there (the
+     * picking system may delete it itself, which onStationDeleted does not hear of).
+     */
     async function recheck (): Promise<void> {
       let failure: ApiError
       try {
         if (expiresAt !== undefined && Date.now() > expiresAt) throw tokenExpired()
         await fastify.auth.identifyUser(id, tokenVersion, tokenType, username)
-        return
+        if (station === undefined || await stations.get(station) !== undefined) return
+        failure = stationGone(station)
       } catch (err) {
         if (!(err instanceof ApiError)) {
           // The database did not answer: the stream stays and the next tick asks again. A revocation is
           // itself a database write, so an outage hides none for longer than the outage.
-          request.log.warn({ err }, 'event stream: the credential could not be checked again')
+          request.log.warn({ err }, 'event stream: the credential or the station could not be checked again')
           return
         }
         failure = err
       }
       if (ended) return
-      request.log.info({ code: failure.code }, 'event stream closed: the credential no longer holds')
+      if (failure.code === 'NOT_FOUND') request.log.info({ stationId: station }, 'event stream closed: its station was deleted')
+      else request.log.info({ code: failure.code }, 'event stream closed: the credential no longer holds')
       end(closedFrame(failure))
     }
     /** Ends the stream, after a last chunk when one is given (sent before the connection goes). */

@@ -3,11 +3,13 @@ import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
 import { EVENT_RING } from '../../plugins/hardware.js'
 import { CLOSED_EVENT, StreamTickets } from '../../plugins/routes/events.js'
 import { redactUrl as redactTicket } from '../../src/logger.js'
 import { DatabaseUnavailableError } from '../../src/db/errors.js'
+import { sqlitePath } from '../../src/db/index.js'
 import { startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { build, type TestContext } from '../helpers/build.js'
 import { sleep, until } from '../helpers/wait.js'
@@ -521,6 +523,25 @@ t.test('a stream for one station ends, saying so, when that station is deleted t
   const again = await open(ctx, `?station=${stationId}`, ctx.auth(token))
   t.equal(again.res.statusCode, 404)
   elsewhere.close()
+  all.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
+})
+
+t.test('a stream for one station ends when the picking system deletes that station itself, at the next check', async (t) => {
+  const { ctx, stationId, token } = await setup(t, { recheckMs: 50 })
+  const filtered = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  const all = await open(ctx, '', ctx.auth(token))
+  await until(() => ctx.app.hardware.subscribers === 2, 'two streams')
+  await sleep(200)
+  t.equal(filtered.res.readableEnded, false, 'checked a few times while the station is there: stays open')
+  // the picking system's own connection, not the API: no onStationDeleted for this one
+  const other = new BetterSqlite3(sqlitePath(ctx.config.database.url)!)
+  t.teardown(() => other.close())
+  t.equal(other.prepare('DELETE FROM stations WHERE id = ?').run(stationId).changes, 1)
+  // before: open for ever, with only heartbeats
+  t.same(closedWith(await ended(filtered)), { statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: `Station ${stationId} was deleted; this stream ends` })
+  await until(() => ctx.app.hardware.subscribers === 1, 'the unfiltered stream stays')
+  t.equal(all.res.readableEnded, false)
   all.close()
   await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
 })
