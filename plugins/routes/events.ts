@@ -192,6 +192,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
         'Comment lines (`: heartbeat`) keep idle proxies open. ' +
         `The caller's credential is checked again every ${opts.recheckMs / 1000} s: once it has expired or was revoked (user disabled, deleted, password or type changed) ` +
         `the stream sends \`event: ${CLOSED_EVENT}\` with the 401 body (code TOKEN_EXPIRED or TOKEN_INVALID) and ends; reconnect with a fresh token or ticket. ` +
+        `A stream for one station (\`?station=\`) ends the same way, with a 404 body, once that station is deleted. ` +
         `Authenticate with a Bearer token, or with \`?ticket=\` from POST /api/events/ticket (one stream, within ${ttlSeconds} s). ` +
         'A client reconnecting with `Last-Event-ID: <n>` (or `?lastEventId=<n>`) first gets the held events after n (the last 1000) that match its filter; ' +
         'when some after n are no longer held the stream starts with the comment `: missed events before <id>`.',
