@@ -9,7 +9,7 @@ import { LoginThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
-import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError } from '../src/db/errors.js'
+import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, PreconditionFailedError } from '../src/db/errors.js'
 import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
 import type { Id } from '../src/db/repository.js'
 import type { Row } from '../src/db/types.js'
@@ -261,18 +261,22 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         if (!settled) throttle.release(key, address)
       }
       const changes: Row = { lastLoginAt: new Date() }
-      if (passwords.needsRehash(user.passwordHash as string)) changes.passwordHash = await passwords.hash(password)
-      await recordLogin(user.id as Id, changes)
+      const verifiedHash = user.passwordHash
+      if (passwords.needsRehash(verifiedHash as string)) changes.passwordHash = await passwords.hash(password)
+      // the new hash replaces only the one just verified: a password changed meanwhile (its tokens revoked) is not set back to this one
+      await recordLogin(user.id as Id, changes, changes.passwordHash === undefined ? undefined : (row) => row.passwordHash === verifiedHash)
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
       cache.delete(user.id as Id)
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }
     }
   }
 
-  async function recordLogin (userId: Id, changes: Row): Promise<void> {
+  async function recordLogin (userId: Id, changes: Row, check?: (current: Row) => boolean): Promise<void> {
     try {
-      await users.update(userId, changes, { touch: false })
+      await users.update(userId, changes, { touch: false, check })
     } catch (err) {
+      // the row's hash is no longer the one verified (a password change, another login's rehash): it stays, the time is stamped
+      if (err instanceof PreconditionFailedError) return await recordLogin(userId, { lastLoginAt: changes.lastLoginAt })
       // the password (or the provider's token) was right: a trigger of the picking system that
       // refuses the stamp (or the rehash) must not turn the login into an error that tells a right
       // password from a wrong one; another program's write lock held past the wait (SQLite) must

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import argon2 from 'argon2'
 import t from 'tap'
 import { Client } from 'undici'
 import type { TokenClaims } from '../../plugins/auth.js'
@@ -408,6 +409,37 @@ t.test('revocation: disable, password change and delete revoke every token at on
   const doomed = await ctx.createUser('user')
   t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${doomed.id}`, headers: admin })).statusCode, 204)
   t.equal((await app.inject({ method: 'GET', url: `/api/users/${doomed.id}`, headers: auth(doomed.accessToken) })).statusCode, 401)
+})
+
+t.test('a login that rehashes a password (other argon2 parameters) never writes it back over a password changed while it was checked', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const user = await ctx.createUser('user')
+  // hashes with other parameters than the configured ones (an older configuration's): the next login rehashes them.
+  // Slow to verify on purpose (some 250 ms), so that a change lands while a login checks one.
+  const slowHash = (password: string) => argon2.hash(password, { type: argon2.argon2id, memoryCost: 4096, timeCost: 60, parallelism: 1 })
+  const setHash = async (hash: string, revoke = false): Promise<void> => {
+    await ctx.db.execute({ text: `UPDATE gateway_users SET password_hash = @hash${revoke ? ', token_version = token_version + 1' : ''} WHERE id = @id`, params: [{ name: 'hash', kind: 'string', value: hash }, { name: 'id', kind: 'integer', value: user.id }] })
+  }
+  const login = (password: string) => app.inject({ method: 'POST', url: '/api/users/login', payload: { username: user.username, password } })
+  const newHash = await slowHash('the-new-password')
+  await setHash(await slowHash(user.password))
+  const checking = login(user.password)
+  await sleep(50)
+  // the password changed meanwhile, as another instance or `picking-gateway user passwd` changes it
+  await setHash(newHash, true)
+  const raced = await checking
+  t.equal(raced.statusCode, 200, 'the password was right when it was checked')
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: auth(raced.json().accessToken) })).statusCode, 401, 'its tokens are of the version before the change')
+  t.equal((await login(user.password)).statusCode, 401, 'the old password stays changed (before: the rehash wrote it back)')
+  t.equal((await login('the-new-password')).statusCode, 200)
+
+  // two logins of one account at once, both rehashing: the second finds the first one's new hash, and still logs in
+  await setHash(newHash)
+  const both = await Promise.all([login('the-new-password'), login('the-new-password')])
+  t.same(both.map((res) => res.statusCode), [200, 200])
+  for (const res of both) t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: auth(res.json().accessToken) })).statusCode, 200)
+  t.equal((await login('the-new-password')).statusCode, 200)
 })
 
 t.test('revocation reaches other instances within the cache time', async (t) => {
