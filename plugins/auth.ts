@@ -9,7 +9,7 @@ import { LoginThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
-import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, PreconditionFailedError } from '../src/db/errors.js'
+import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, NotFoundError, PreconditionFailedError } from '../src/db/errors.js'
 import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
 import type { Id } from '../src/db/repository.js'
 import type { Row } from '../src/db/types.js'
@@ -264,7 +264,10 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       const verifiedHash = user.passwordHash
       if (passwords.needsRehash(verifiedHash as string)) changes.passwordHash = await passwords.hash(password)
       // the new hash replaces only the one just verified: a password changed meanwhile (its tokens revoked) is not set back to this one
-      await recordLogin(user.id as Id, changes, changes.passwordHash === undefined ? undefined : (row) => row.passwordHash === verifiedHash)
+      await recordLogin(user.id as Id, changes, changes.passwordHash === undefined ? undefined : (row) => row.passwordHash === verifiedHash).catch((err: unknown) => {
+        // deleted while its password was checked: no user, as for a name that never was one
+        throw err instanceof NotFoundError ? invalidCredentials() : err
+      })
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
       cache.delete(user.id as Id)
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }

@@ -442,6 +442,21 @@ t.test('a login that rehashes a password (other argon2 parameters) never writes 
   t.equal((await login('the-new-password')).statusCode, 200)
 })
 
+t.test('a user deleted while its login was being checked: the login is the 401 of an unknown user, not a 404 naming the table and id', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+  const user = await ctx.createUser('user')
+  // a hash slow to verify (some 250 ms), so that the delete lands while the login checks it
+  const hash = await argon2.hash(user.password, { type: argon2.argon2id, memoryCost: 4096, timeCost: 60, parallelism: 1 })
+  await ctx.db.execute({ text: 'UPDATE gateway_users SET password_hash = @hash WHERE id = @id', params: [{ name: 'hash', kind: 'string', value: hash }, { name: 'id', kind: 'integer', value: user.id }] })
+  const checking = app.inject({ method: 'POST', url: '/api/users/login', payload: { username: user.username, password: user.password } })
+  await sleep(50)
+  await ctx.db.execute({ text: 'DELETE FROM gateway_users WHERE id = @id', params: [{ name: 'id', kind: 'integer', value: user.id }] })
+  const res = await checking
+  t.equal(res.statusCode, 401)
+  t.same(res.json(), { statusCode: 401, code: 'INVALID_CREDENTIALS', error: 'Unauthorized', message: 'Invalid username or password', login: false })
+})
+
 t.test('revocation reaches other instances within the cache time', async (t) => {
   const ctx = await build(t, { auth: { revocationCacheMs: 300 } })
   const user = await ctx.createUser('user')
