@@ -140,8 +140,11 @@ const BEARER = /^Bearer +([A-Za-z0-9_\-.=+/]+) *$/i
 /** A Bearer header with something after the scheme: when that is no token (quoted, two tokens), it is a malformed one, not a missing one. */
 const BEARER_SCHEME = /^Bearer +\S/i
 
-/** A user row as read (undefined: none), when it was read, and until when it stands for the row. */
-interface CachedUser { row: Row | undefined, readAt: number, expires: number }
+/**
+ * A user row as read (undefined: none), when it was read, and until when it stands for the row; `seq`
+ * orders the reads and changes of this process (a change leaves an entry that stands for nothing).
+ */
+interface CachedUser { row: Row | undefined, readAt: number, expires: number, seq: number }
 
 async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise<void> {
   const [signing] = opts.keys
@@ -164,6 +167,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const throttle = new LoginThrottle(opts.loginThrottle.maxFailuresPerUser, opts.loginThrottle.maxFailuresPerUserTotal, opts.loginThrottle.userWindowMs)
   const users = fastify.repos.users
   const cache = new Map<Id, CachedUser>()
+  let reads = 0
   const providerFetch = proxyFetch()
   fastify.addHook('onClose', async () => { await providerFetch.close() })
   const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming, warn: (fields, message) => fastify.log.warn(fields, message) })
@@ -171,7 +175,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     repo: users,
     passwords,
     licenceLogins: opts.licenceLogins,
-    onChange: (id) => cache.delete(id),
+    onChange: (id) => { changed(id) },
     audit: (fields, message) => fastify.log.warn(fields, message)
   })
   /** provider + subject -> user id, so that a known identity costs no lookup by marker */
@@ -204,14 +208,23 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     const hit = cache.get(id)
     if (hit && hit.expires > Date.now()) return hit.row
     const readAt = Date.now()
+    const seq = ++reads
     const row = await users.get(id)
     if (opts.revocationCacheMs > 0) {
       if (cache.size > 10000) cache.clear()
-      // two reads in flight at once: the later one's copy stays, not the one that finished last
+      // two reads in flight at once: the later one's copy stays, not the one that finished last; nor
+      // is a read kept that began before a change made here since (its copy may show the user enabled)
       const current = cache.get(id)
-      if (current === undefined || current.readAt <= readAt) cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs })
+      if (current === undefined || current.seq < seq) cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs, seq })
     }
     return row
+  }
+
+  /** A user row changed here: the next check reads it again, and no read begun before the change is kept. */
+  function changed (id: Id): void {
+    if (opts.revocationCacheMs <= 0) return
+    if (cache.size > 10000) cache.clear()
+    cache.set(id, { row: undefined, readAt: Date.now(), expires: 0, seq: ++reads })
   }
 
   function issue (user: { id?: unknown, tokenVersion?: unknown, username?: unknown }, typ: TokenType): string {
@@ -226,7 +239,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     accessTokenTtlSeconds: opts.accessTokenTtlSeconds,
     issue,
     recordLogin,
-    forget (userId) { cache.delete(userId) },
+    forget (userId) { changed(userId) },
     identifyUser,
     expiryOf (request) {
       const match = BEARER.exec(request.headers.authorization ?? '')
@@ -269,7 +282,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         throw err instanceof NotFoundError ? invalidCredentials() : err
       })
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
-      cache.delete(user.id as Id)
+      changed(user.id as Id)
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }
     }
   }
@@ -363,7 +376,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       // only for a token the copy refuses: the usual request looks up nothing more
       const readAt = cache.get(id)?.readAt
       if (readAt !== undefined && issuedAt >= readAt - 1000) {
-        cache.delete(id)
+        changed(id)
         user = await loadUser(id)
       }
     }
@@ -425,7 +438,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     noteIssued(identity)
     if (ssoIds.size > 10000) ssoIds.clear()
     ssoIds.set(identity.marker, row.id as Id)
-    cache.delete(row.id as Id)
+    changed(row.id as Id)
     return row
   }
 

@@ -575,6 +575,30 @@ t.test('two reads of a user in flight at once: the later read\'s copy is kept, n
   await t.rejects(ctx.app.auth.identifyUser(user.id, 0, 'access'), { code: 'TOKEN_INVALID' }, 'a token of version 0 stays refused')
 })
 
+t.test('a read of a user in flight while the user is disabled here is not kept: the revocation holds at once on this instance', async (t) => {
+  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
+  const user = await ctx.createUser('user')
+  const users = ctx.app.repos.users
+  const get = users.get.bind(users)
+  const stale = await get(user.id)
+  let release!: () => void
+  const held = new Promise<void>((resolve) => { release = resolve })
+  let calls = 0
+  // the first read started before the change and answers after it: it holds the row as it was
+  users.get = async (id) => { if (++calls === 1) { await held; return stale } return await get(id) }
+  t.teardown(() => { users.get = get })
+  ctx.app.auth.forget(user.id)
+  const first = ctx.app.auth.identifyUser(user.id, Number(stale!.tokenVersion), 'access')
+  const disabled = await ctx.app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })
+  t.equal(disabled.statusCode, 200)
+  release()
+  t.match(await first, { id: user.id }, 'the request that began before the change passes')
+  // before: that read's copy went into the cache after the change had emptied it, and the token passed for the cache time
+  const after = await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken) })
+  t.equal(after.statusCode, 401)
+  t.equal(after.json().code, 'TOKEN_INVALID')
+})
+
 t.test('key rotation: the newest key signs, older keys verify until removed', async (t) => {
   const k1 = { kid: 'k1', secret: 'first-secret-0123456789abcdefghijklmn' }
   const k2 = { kid: 'k2', secret: 'second-secret-0123456789abcdefghijklm' }
