@@ -28,6 +28,8 @@ export interface DataFault {
   constraint?: string
   /** SQLite's 'notNull': the table of the column its message names (a trigger may have written another table) */
   table?: string
+  /** for 'check' on SQL Server: a legacy rule (CREATE RULE, bound to the column or its alias type), not a CHECK constraint */
+  rule?: boolean
 }
 
 export interface FaultContext {
@@ -55,6 +57,12 @@ const CONVERSION = new Set([241, 242, 245, 8114, 295, 8169, 8023, 296])
 function quoted (message: string, n: number): string | undefined {
   const all = [...message.matchAll(/(?<![\p{L}\p{N}])'([^']*)'(?![\p{L}\p{N}])/gu)]
   return all[n]?.[1]
+}
+
+/** the last single-quoted string of a message (quoted's rule for quotes) */
+function lastQuoted (message: string): string | undefined {
+  const all = [...message.matchAll(/(?<![\p{L}\p{N}])'([^']*)'(?![\p{L}\p{N}])/gu)]
+  return all[all.length - 1]?.[1]
 }
 
 function text (message: unknown): string | undefined {
@@ -89,6 +97,12 @@ function mssqlOne (e: { number?: unknown, message?: unknown }): { fault: DataFau
     const constraint = kind === 'foreignKey' ? /"([^"]+)"/.exec(message)?.[1] : undefined
     if (constraint !== undefined) return { fault: { kind, constraint }, rank: 2 }
     return { fault: column === undefined || column === '' ? { kind } : { kind, columns: [column] }, rank: 2 }
+  }
+  // a legacy rule (CREATE RULE, sp_bindrule) the value broke: "… The conflict occurred in database 'D', table 'dbo.T',
+  // column 'C'.", a CHECK constraint in all but name (before: a 500). The column is the last name quoted
+  if (number === 513) {
+    const column = lastQuoted(message)
+    return { fault: column === undefined || column === '' ? { kind: 'check', rule: true } : { kind: 'check', columns: [column], rule: true }, rank: 2 }
   }
   if (number === 515) return { fault: withColumn('notNull', quoted(message, 0)), rank: 2 }
   if (number === 2628) return { fault: withColumn('truncation', quoted(message, 1)), rank: 2 }
@@ -266,7 +280,7 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
     case 'check': {
       const fields = faultFields(fault, ctx)
       const which = fields.length === 0 ? 'the values' : `the value${fields.length === 1 ? '' : 's'} of ${fields.map((f) => `'${f}'`).join(' and ')}`
-      return new ConstraintViolationError(`The picking system's database refused ${which} (a CHECK constraint of its table)`, options)
+      return new ConstraintViolationError(`The picking system's database refused ${which} (${fault.rule === true ? 'a rule bound to a column of its table' : 'a CHECK constraint of its table'})`, options)
     }
     case 'truncation':
       return new InvalidValueError(field === undefined ? 'A value is too long for the database column' : `Field '${field}' is too long for the database column`, options)

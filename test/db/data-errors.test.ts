@@ -52,6 +52,20 @@ t.test('mssqlDataFault: constraint 547 in its three kinds', async (t) => {
   for (const [message, fault] of cases) t.same(mssqlDataFault(serverError(547, message)), fault, message)
 })
 
+t.test('mssqlDataFault: a legacy rule (513) is refused as a CHECK constraint is', async (t) => {
+  // CREATE RULE r_pos AS @v >= 0; sp_bindrule 'r_pos', 'wms.Artikel.Gewicht' (or bound to the column's alias type); the 3621 follows
+  const RULE = "A column insert or update conflicts with a rule imposed by a previous CREATE RULE statement. The statement was terminated. The conflict occurred in database 'Picking', table 'wms.Artikel', column 'Gewicht'."
+  const ended = serverError(3621, 'The statement has been terminated.', 0)
+  t.same(mssqlDataFault(batch(serverError(513, RULE), ended)), { kind: 'check', columns: ['Gewicht'], rule: true }, 'before: undefined, a 500')
+  t.same(mssqlDataFault(serverError(513, "Une insertion ou une mise à jour de colonne est en conflit avec une règle imposée par une instruction CREATE RULE antérieure. L'instruction a été arrêtée. Le conflit s'est produit dans la base de données 'Picking', table 'wms.Artikel', colonne 'Gewicht'.")),
+    { kind: 'check', columns: ['Gewicht'], rule: true }, 'the column is the last name quoted, in any language')
+  t.same(mssqlDataFault(serverError(513, 'A column insert or update conflicts with a rule.')), { kind: 'check', rule: true }, 'no column when none is quoted')
+  const err = faultToError(mssqlDataFault(batch(serverError(513, RULE), ended))!, { noun: 'material', operation: 'create', fieldOf: (column) => column === 'Gewicht' ? 'weight' : undefined })
+  t.type(err, ConstraintViolationError)
+  t.equal(err.statusCode, 400)
+  t.equal(err.message, "The picking system's database refused the value of 'weight' (a rule bound to a column of its table)")
+})
+
 t.test('mssqlDataFault: columns, lengths, ranges, conversions', async (t) => {
   t.same(mssqlDataFault(serverError(515, NOT_NULL)), { kind: 'notNull', column: 'Zone' })
   t.same(mssqlDataFault(serverError(515, "Cannot insert the value NULL into column 'Bezeichnung', table 'Picking.wms.Artikel'; column does not allow nulls. UPDATE fails.")),
