@@ -330,6 +330,17 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
   }
 }
 
+/**
+ * A table's column by its name regardless of case, the one spelled exactly as given first: under a
+ * case-sensitive collation a SQL Server table may hold two columns whose names differ only in case
+ * (Name and NAME). Statements name it as its `name` spells it (the database refuses another spelling).
+ */
+export function columnNamed (columns: readonly ColumnInfo[] | undefined, name: string): ColumnInfo | undefined {
+  if (columns === undefined) return undefined
+  const lower = name.toLowerCase()
+  return columns.find((c) => c.name === name) ?? columns.find((c) => c.name.toLowerCase() === lower)
+}
+
 /** The whole resource: one FieldStorage per field, and the conversions between API and stored values. */
 const ALL_WRITES: readonly Write[] = ['insert', 'update', 'delete']
 
@@ -369,7 +380,7 @@ export class ResourceStorage {
     this.columns = columns === undefined || columns.length === 0 ? undefined : columns
     this.id = idField(baseDef)
     this.warn = opts.warn ?? (() => {})
-    const byName = new Map((this.columns ?? []).map((c) => [c.name.toLowerCase(), c]))
+    const byName = { get: (name: string): ColumnInfo | undefined => columnNamed(this.columns, name) }
     const ref = referenceMappings[baseDef.name as ResourceName] as TableMapping | undefined
     this.reference = ref !== undefined && ref.table === mapping.table && (mapping.schema ?? 'dbo') === (ref.schema ?? 'dbo') &&
       Object.entries(ref.columns).every(([field, column]) => mapping.columns[field]?.toLowerCase() === column.toLowerCase())
@@ -377,7 +388,7 @@ export class ResourceStorage {
     const key = baseDef.naturalKey
     this.sharedKey = key !== undefined && idColumn !== undefined && mapping.absent?.includes(key) !== true && mapping.columns[key]?.toLowerCase() === idColumn ? key : undefined
     // a resource whose id column holds text (an article number as the key) has text ids
-    const idInfo = idColumn === undefined ? undefined : byName.get(idColumn)
+    const idInfo = idColumn === undefined ? undefined : byName.get(mapping.columns[this.id])
     const textIds = key !== undefined && idInfo !== undefined && ['text', 'ntext'].includes(categoryOf(dialect, idInfo, 'integer'))
     const def = textIds ? { ...baseDef, fields: { ...baseDef.fields, [this.id]: { ...baseDef.fields[this.id], kind: 'string' as const } } } : baseDef
     this.def = def
@@ -385,7 +396,7 @@ export class ResourceStorage {
     for (const [field, f] of Object.entries(def.fields)) {
       const absent = mapping.absent?.includes(field) === true
       const column = absent ? '' : mapping.columns[field]
-      const info = absent ? undefined : byName.get(column?.toLowerCase() ?? '')
+      const info = absent ? undefined : byName.get(column ?? '')
       const values = mapping.values?.[field]
       const format = f.kind === 'datetime' ? mapping.timeFormats?.[field] : undefined
       // Unix time is an instant: the table's zone is its other columns'
@@ -406,7 +417,7 @@ export class ResourceStorage {
     }
     this.coded = new Set(Object.values(this.fields).filter((s) => s.map !== undefined).map((s) => s.field))
     this.insertDefaults = Object.entries(mapping.defaults ?? {}).map(([column, value]) => {
-      const info = byName.get(column.toLowerCase())
+      const info = byName.get(column)
       // a number or flag for a text column is written as the text SQL Server's own conversion makes
       // of it (7 as '7', true as '1', as CAST(1 AS bit) gives): kept a number, its parameter would be
       // a varchar one holding no text, which the driver refuses on every create

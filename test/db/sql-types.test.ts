@@ -66,6 +66,23 @@ t.test('every parameter is declared as its column is', async (t) => {
   ])
 })
 
+t.test('a case-sensitive database: the column spelled as mapped, where two names differ only in case', async (t) => {
+  // under Latin1_General_CS_AS, Bez (the name, nvarchar(80)) and BEZ (an old short name, varchar(10)) are two columns
+  const columns = matColumns.flatMap((c) => c.name === 'Bez' ? [c, col('BEZ', 'varchar', { maxLength: 10 })] : [c])
+  const storage = new ResourceStorage('mssql', materials, matMapping, columns)
+  t.equal(storage.field('name').info?.name, 'Bez', 'before: BEZ, the last one of either spelling')
+  const s = new SqlBuilder(mssqlDialect, storage).update(7, { name: storage.toDb(storage.field('name'), 'Ventilgehäuse DN 50') })
+  t.equal(s.text, 'UPDATE [wms].[Artikel] SET [Bez] = @p1 WHERE [ArtID] = @id')
+  t.same(types(s.params), [['p1', 'Ventilgehäuse DN 50', 'nvarchar(4000)'], ['id', 7, 'bigint']], 'its type and length, not BEZ\'s varchar(10)')
+  // spelled as neither: the first of them, as before a database had both
+  const other = new ResourceStorage('mssql', materials, { ...matMapping, columns: { ...matMapping.columns, name: 'bez' } }, columns)
+  t.equal(other.field('name').info?.name, 'Bez')
+  t.equal(new SqlBuilder(mssqlDialect, other).update(7, { name: 'Ventil' }).text, 'UPDATE [wms].[Artikel] SET [Bez] = @p1 WHERE [ArtID] = @id')
+  const mapped = new ResourceStorage('mssql', materials, { ...matMapping, columns: { ...matMapping.columns, name: 'BEZ' } }, columns)
+  t.equal(mapped.field('name').info?.name, 'BEZ', 'the other one when the mapping names it')
+  t.throws(() => mapped.toDb(mapped.field('name'), 'Ventilgehäuse DN 50'), { message: "'name' must be at most 10 characters long (its database column's limit), got 19" })
+})
+
 t.test('non-ASCII text for a varchar column compares in the column\'s collation, as its ORDER BY sorts', async (t) => {
   // a US server's default: SQL_ collations sort varchar by the code page's rules and nvarchar by Unicode's
   // (hyphens, apostrophes): a cursor compared as nvarchar skipped or repeated rows at a page's edge
