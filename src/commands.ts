@@ -10,7 +10,7 @@ import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { foreignKeysTo } from './db/data-errors.js'
 import { dialectFor } from './db/dialect.js'
-import { categoryOf, inspectStorage, ResourceStorage } from './db/storage.js'
+import { categoryOf, columnNamed, inspectStorage, ResourceStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, resources, type ResourceName } from './db/resources.js'
@@ -329,7 +329,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings)
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -350,9 +350,10 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
  * CONTROLLER_NOT_CONFIGURED, which nothing says before the first command. Not for an instance with
  * hardware.enabled false, which drives no controllers by design, nor for the demo, which adds its own.
  */
-async function controllerNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[], hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
+export async function controllerNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[], hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
   const mapping = mappings.stations
-  const column = mapping.columns.controllerId
+  // as the catalog spells it: a database with a case-sensitive collation refuses another spelling (error 207)
+  const column = columnNamed(columns, mapping.columns.controllerId ?? '')?.name ?? mapping.columns.controllerId
   if (!hardware.enabled || column === undefined) return []
   const d = dialectFor(db.dialect)
   let rows: Row[]
@@ -385,10 +386,10 @@ async function controllerNotes (db: Database, mappings: Record<ResourceName, Tab
  * case-sensitive index): the gateway compares them without regard to case, so a login and
  * `user passwd` reach the one spelled as given, and any other spelling the one with the lower id.
  */
-async function usernameNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+export async function usernameNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[]): Promise<string[]> {
   const d = dialectFor(db.dialect)
   const mapping = mappings.users
-  const column = mapping.columns.username
+  const column = columnNamed(columns, mapping.columns.username ?? '')?.name ?? mapping.columns.username
   if (column === undefined) return []
   // as the gateway compares them: SQLite through unicode_fold (sqlite.ts), SQL Server regardless of case and trailing blanks
   const folded = db.dialect === 'sqlite' ? `unicode_fold(RTRIM(${d.ident(column)}, ' '))` : `UPPER(RTRIM(${d.ident(column)}))`
@@ -409,21 +410,22 @@ async function usernameNotes (db: Database, mappings: Record<ResourceName, Table
  * them rounded and a path cannot name them (walks by meta.next keep the exact value in the cursor).
  * On SQLite also ids that are not whole numbers. `columns`: every mapped table's, as inspectStorage read them.
  */
-async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
+export async function idRangeNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
   const notes: string[] = []
   const d = dialectFor(db.dialect)
   const rows = (n: number, what: string): string => `${n} row${n === 1 ? ` has an id ${what}` : `s have ids ${what.replace(' is ', ' are ').replace(' a whole number', ' whole numbers')}`}`
   const them = (n: number): string => n === 1 ? 'it' : 'them'
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     const column = mapping.columns[idField(resources[name])]
-    const info = columns[name].find((c) => c.name.toLowerCase() === column?.toLowerCase())
+    const info = column === undefined ? undefined : columnNamed(columns[name], column)
     const category = info === undefined ? undefined : categoryOf(db.dialect, info, 'integer')
     // SQLite's key columns of another type (NUMERIC) may hold fractions or text another program left
     const odd = db.dialect === 'sqlite' && (category === 'decimal' || category === 'float' || category === 'integer')
     // SQL Server's int, smallint and tinyint hold nothing beyond 2^53
     const wide = category === 'integer' && (db.dialect === 'sqlite' || info!.type.toLowerCase() === 'bigint')
-    if (column === undefined || (!odd && !wide)) continue
-    const c = d.ident(column)
+    if (info === undefined || (!odd && !wide)) continue
+    // as the catalog spells it: under a case-sensitive collation another spelling is error 207, which ended check-config
+    const c = d.ident(info.name)
     const count = (condition: string): string => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`
     const [row] = await db.query({
       text: `SELECT ${count(wide ? `${c} > ${Number.MAX_SAFE_INTEGER} OR ${c} < -${Number.MAX_SAFE_INTEGER}` : '1 = 0')} AS ${d.ident('wide')}, ` +
@@ -519,7 +521,7 @@ async function emptyModifiedNotes (db: Database, mappings: Record<ResourceName, 
   const d = dialectFor(db.dialect)
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     const column = mapping.columns.modifiedAt
-    const info = columns[name].find((c) => c.name.toLowerCase() === column?.toLowerCase())
+    const info = column === undefined ? undefined : columnNamed(columns[name], column)
     if (column === undefined || info === undefined || !info.nullable) continue
     const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(info.name)} IS NULL`, params: [] })
     const n = Number(row?.n ?? 0)

@@ -4,7 +4,10 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { main, readHidden, serveV8Flags, type Io } from '../src/commands.js'
+import { controllerNotes, idRangeNotes, main, readHidden, serveV8Flags, usernameNotes, type Io } from '../src/commands.js'
+import { MappingGoneError } from '../src/db/errors.js'
+import { referenceMappings } from '../src/db/resources.js'
+import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
 import { openDatabase } from '../src/db/index.js'
 import { narrowMaterials } from './helpers/legacy-fixture.js'
 import { tempDir } from './helpers/temp.js'
@@ -568,6 +571,41 @@ t.test('user add at a real terminal (script(1) gives it one): the password is no
   t.equal(await exited, 0, shown)
   t.notMatch(shown, 'tty-secret-42', 'the password never shows')
   t.match(shown, /Created user 'tty-user'/)
+})
+
+t.test('check-config\'s notes on SQL Server name columns as its catalog spells them (a case-sensitive collation refuses another spelling)', async (t) => {
+  // the mapping spells them in lower case; the catalog, under Latin1_General_CS_AS, in its own: error 207 for any other spelling
+  const spelled = ['ArtID', 'StationID', 'ControllerID', 'UserID', 'LoginName']
+  const texts: string[] = []
+  const db = {
+    dialect: 'mssql',
+    query: async (stmt: Statement) => {
+      texts.push(stmt.text)
+      const wrong = spelled.find((name) => stmt.text.includes(`[${name.toLowerCase()}]`))
+      if (wrong !== undefined) throw new MappingGoneError(`Invalid column name '${wrong.toLowerCase()}'`)
+      return stmt.text.includes('[controller]') ? [{ controller: 'ctl-9' }] : stmt.text.includes('HAVING') ? [{ name: 'JSmith', n: 2 }] : [{ wide: 1, odd: 0 }]
+    }
+  } as unknown as Database
+  const col = (name: string, type: string): ColumnInfo => ({ name, type, nullable: false, hasDefault: false, identity: false, computed: false, maxLength: type === 'bigint' ? undefined : 40 })
+  const mappings = {
+    materials: { ...referenceMappings.materials, table: 'Artikel', columns: { ...referenceMappings.materials.columns, id: 'artid' } },
+    stations: { ...referenceMappings.stations, table: 'Platz', columns: { ...referenceMappings.stations.columns, id: 'stationid', controllerId: 'controllerid' } },
+    users: { ...referenceMappings.users, table: 'Benutzer', columns: { ...referenceMappings.users.columns, id: 'userid', username: 'loginname' } }
+  }
+  const columns = {
+    materials: [col('ArtID', 'bigint')],
+    stations: [col('StationID', 'int'), col('ControllerID', 'varchar')],
+    users: [col('UserID', 'int'), col('LoginName', 'nvarchar')]
+  }
+  // before: a MappingGoneError out of check-config, after it had said every column fits
+  const ids = await idRangeNotes(db, mappings, columns)
+  t.equal(texts[0], 'SELECT SUM(CASE WHEN [ArtID] > 9007199254740991 OR [ArtID] < -9007199254740991 THEN 1 ELSE 0 END) AS [wide], SUM(CASE WHEN 1 = 0 THEN 1 ELSE 0 END) AS [odd] FROM [dbo].[Artikel]')
+  t.match(ids, [/^materials\.id: 1 row has an id beyond 9007199254740991/])
+  // before: skipped without a word (these notes are best effort)
+  t.match(await usernameNotes(db, mappings, columns.users), [/^users\.username: 1 name is held more than once/])
+  t.equal(texts[texts.length - 1], 'SELECT MIN([LoginName]) AS [name], COUNT(*) AS [n] FROM [dbo].[Benutzer] GROUP BY UPPER(RTRIM([LoginName])) HAVING COUNT(*) > 1')
+  t.match(await controllerNotes(db, mappings, columns.stations, { enabled: true, controllers: [] } as never), [/^stations\.controllerId: 1 station names a controller that hardware\.controllers does not list \('ctl-9'/])
+  t.equal(texts[texts.length - 1], 'SELECT [ControllerID] AS [controller] FROM [dbo].[Platz] WHERE [ControllerID] IS NOT NULL')
 })
 
 t.test('a writable mapping onto a SQLite view without INSTEAD OF triggers: exit 78 naming it (before: it served, and every write was a 500)', async (t) => {
