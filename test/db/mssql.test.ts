@@ -498,3 +498,22 @@ t.test('a full file group or transaction log (1101, 1105, 9002; Azure SQL\'s quo
     t.notMatch((toDbError(err) as Error).message, /WMS|Artikel/, 'the answer names no object')
   }
 })
+
+t.test('an identity column at its type\'s last value (8115 converting IDENTITY): 503, not a 400 blaming the request\'s values', async (t) => {
+  // every value a create sends is checked against its column before any SQL runs: this is the table's own counter
+  for (const message of [
+    'Arithmetic overflow error converting IDENTITY to data type int.',
+    'Arithmetic overflow error converting IDENTITY to data type smallint.',
+    'Arithmetischer Überlauffehler beim Konvertieren von IDENTITY in den int-Datentyp.'
+  ]) {
+    const err = new sql.RequestError(tedious(8115, message), 'EREQUEST')
+    t.equal(classifyMssqlError(err), 'identity', message)
+    t.match(toDbError(err), { name: 'DatabaseUnavailableError', statusCode: 503, message: /^A table of the picking system has used up its ids/ }, 'before: DataFaultError overflow, a 400')
+    const aborted = Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: err })
+    t.equal(classifyMssqlError(aborted), 'identity', 'inside an aborted transaction too')
+  }
+  // any other overflow is still the value's (a trigger's arithmetic, a conversion)
+  const value = new sql.RequestError(tedious(8115, 'Arithmetic overflow error converting numeric to data type numeric.'), 'EREQUEST')
+  t.equal(classifyMssqlError(value), 'other')
+  t.match(toDbError(value), { name: 'DataFaultError', fault: { kind: 'overflow' } })
+})
