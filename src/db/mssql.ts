@@ -197,7 +197,10 @@ export type MssqlErrorClass =
   | 'readOnly'
   /** its file group or transaction log is full (1101, 1105, 9002; Azure SQL's size quota 40544): 503 until space is freed */
   | 'full'
-  /** an identity column has reached its type's last value (8115 converting IDENTITY): 503, no create passes until it is reseeded or widened */
+  /**
+   * an identity column has no value left to give: its type's last value reached (8115 converting IDENTITY), or the range
+   * merge or transactional replication assigned to this server (548): 503, no create passes until that is fixed
+   */
   | 'identity'
   | 'other'
 
@@ -229,6 +232,7 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
   // "Arithmetic overflow error converting IDENTITY to data type int.": the table's counter, not a value the request
   // gave (those are checked against their column before any SQL runs); the keyword stays English in every language
   if (number === 8115 && typeof (e as { message?: unknown }).message === 'string' && /\bIDENTITY\b/.test((e as { message: string }).message)) return 'identity'
+  if (number === 548) return 'identity'
   if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
   const code = typeof e.code === 'string' ? e.code : undefined
   if (e.name === 'ConnectionError') return 'connection'
@@ -261,7 +265,7 @@ export function toDbError (err: unknown): DbError | unknown {
     case 'refused': return new DatabaseUnavailableError('The database does not let the gateway\'s login do this (permission denied); the log names what it refused', { cause: err })
     case 'readOnly': return new DatabaseUnavailableError(READ_ONLY, { cause: err })
     case 'full': return new DatabaseUnavailableError(STORAGE_FULL, { cause: err })
-    case 'identity': return new DatabaseUnavailableError('A table of the picking system has used up its ids: its identity column has reached the largest value its type holds, and it takes no new rows until an administrator widens or reseeds it (the log names it)', { cause: err })
+    case 'identity': return new DatabaseUnavailableError('A table of the picking system has used up its ids: its identity column has reached the last value it may give (its type\'s largest, or the end of the range replication gave this server), and it takes no new rows until an administrator widens or reseeds it, or replication gives a new range (the log names it)', { cause: err })
     case 'schema': {
       // the server's own words, from inside a transaction's abort too
       const e = err as { name?: unknown, message?: unknown, originalError?: { message?: unknown } }

@@ -512,6 +512,11 @@ t.test('an identity column at its type\'s last value (8115 converting IDENTITY):
     const aborted = Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: err })
     t.equal(classifyMssqlError(aborted), 'identity', 'inside an aborted transaction too')
   }
+  // merge replication: this server's identity range is used up (before: a 500)
+  const range = new sql.RequestError(tedious(548, "The insert failed. It conflicted with an identity range check constraint in database 'WMS', replicated table 'dbo.Artikel', column 'ArtID'. If the identity column is automatically managed by replication, update the range as follows: for the Publisher, execute sp_adjustpublisheridentityrange; for the Subscriber, run the Distribution Agent or the Merge Agent."), 'EREQUEST')
+  t.equal(classifyMssqlError(range), 'identity')
+  t.match(toDbError(range), { name: 'DatabaseUnavailableError', statusCode: 503, message: /^A table of the picking system has used up its ids/ })
+  t.notMatch((toDbError(range) as Error).message, /WMS|Artikel|ArtID/, 'the answer names no object')
   // any other overflow is still the value's (a trigger's arithmetic, a conversion)
   const value = new sql.RequestError(tedious(8115, 'Arithmetic overflow error converting numeric to data type numeric.'), 'EREQUEST')
   t.equal(classifyMssqlError(value), 'other')
