@@ -135,6 +135,12 @@ export function mssqlDataFault (err: unknown): DataFault | undefined {
     // the earliest of equal rank: it is the cause, later ones are consequences
     if (found !== undefined && (best === undefined || found.rank > best.rank)) best = found
   }
+  // a ROLLBACK that says nothing more: the trigger's words may have come as information (RAISERROR below severity 11, queryKeepingRaised)
+  if (best !== undefined && best.fault.kind === 'rejected' && best.fault.message === undefined) {
+    const raised = (err as { raisedInfo?: unknown }).raisedInfo
+    const own = Array.isArray(raised) ? raised.map((r) => text((r as { message?: unknown }).message)).find((m) => m !== undefined) : undefined
+    if (own !== undefined) return { kind: 'rejected', message: own }
+  }
   return best?.fault
 }
 

@@ -174,6 +174,28 @@ function request (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statem
   return req
 }
 
+/** A message a trigger raised below severity 11, as node-mssql's 'info' event gives it. */
+export interface RaisedInfo { number: number, message: string }
+
+/**
+ * Runs a request's text, keeping the messages the batch raised with its own numbers (50000 and up)
+ * below severity 11: a legacy trigger's RAISERROR('…', 10, 1) before its ROLLBACK reaches the client
+ * as information, not as an error, so the error node-mssql throws (the 3609 that ends the batch)
+ * lacks the trigger's words. A failed batch's error carries them as `raisedInfo` (mssqlDataFault).
+ */
+export async function queryKeepingRaised (req: Pick<Mssql.Request, 'on' | 'query'>, text: string): Promise<Mssql.IResult<Row>> {
+  const raised: RaisedInfo[] = []
+  req.on('info', (info: { number?: unknown, message?: unknown }) => {
+    if (typeof info.number === 'number' && info.number >= 50000 && typeof info.message === 'string') raised.push({ number: info.number, message: info.message })
+  })
+  try {
+    return await req.query(text)
+  } catch (err) {
+    if (raised.length > 0 && typeof err === 'object' && err !== null) Object.defineProperty(err, 'raisedInfo', { value: raised, configurable: true })
+    throw err
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // errors
 
@@ -591,11 +613,11 @@ class MssqlDatabase implements Database {
   }
 
   private static async query (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Promise<Row[]> {
-    return statementRows(await request(target, stmt).query(stmt.text))
+    return statementRows(await queryKeepingRaised(request(target, stmt), stmt.text))
   }
 
   private static async execute (target: Mssql.ConnectionPool | Mssql.Transaction, stmt: Statement): Promise<number> {
-    const result = await request(target, stmt).query(stmt.text)
+    const result = await queryKeepingRaised(request(target, stmt), stmt.text)
     return result.rowsAffected.reduce((a, b) => a + b, 0)
   }
 

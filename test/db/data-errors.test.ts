@@ -116,6 +116,21 @@ t.test('mssqlDataFault: triggers and the picking system refusing', async (t) => 
     'of equal worth, the first: it is the cause')
 })
 
+t.test('mssqlDataFault: a trigger\'s words raised below severity 11 before its ROLLBACK (information, not an error)', async (t) => {
+  // RAISERROR('Lagerplatz gesperrt', 10, 1); ROLLBACK: the client gets the text as an info message and the 3609 as the error
+  const said = (err: sql.RequestError, ...messages: Array<[number, string]>): sql.RequestError =>
+    Object.defineProperty(err, 'raisedInfo', { value: messages.map(([number, message]) => ({ number, message })) })
+  t.same(mssqlDataFault(said(serverError(3609, TRIGGER_ENDED), [50000, '  '], [50000, ' Lagerplatz gesperrt: Inventur läuft '])),
+    { kind: 'rejected', message: 'Lagerplatz gesperrt: Inventur läuft' }, 'before: no message, "(a trigger rolled it back)"')
+  t.same(mssqlDataFault(said(batch(serverError(50000, 'Artikel unbekannt'), serverError(3609, TRIGGER_ENDED)), [50000, 'nur ein Hinweis'])),
+    { kind: 'rejected', message: 'Artikel unbekannt' }, 'an error\'s text comes first')
+  t.same(mssqlDataFault(said(batch(serverError(547, FK_INSERT), serverError(3609, TRIGGER_ENDED)), [50000, 'Hinweis'])),
+    { kind: 'foreignKey', constraint: 'FK_Artikel_Lager' }, 'a constraint says more than a note')
+  const aborted = new sql.TransactionError('Transaction has been aborted.', 'EABORT')
+  Object.defineProperty(aborted, 'originalError', { enumerable: true, value: said(serverError(3609, TRIGGER_ENDED), [50000, 'Inventur']) })
+  t.same(mssqlDataFault(aborted), { kind: 'rejected', message: 'Inventur' }, 'inside an aborted transaction too')
+})
+
 t.test('mssqlDataFault: unwraps an aborted transaction', async (t) => {
   const aborted = new sql.TransactionError('Transaction has been aborted.', 'EABORT')
   Object.defineProperty(aborted, 'originalError', { enumerable: true, value: serverError(547, FK_DELETE) })

@@ -1,4 +1,5 @@
 // The SQL Server dialect's pure parts (no server here) and its behaviour when the server cannot be reached.
+import { EventEmitter } from 'node:events'
 import { createServer } from 'node:net'
 import sql from 'mssql'
 import t from 'tap'
@@ -9,7 +10,7 @@ import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
 import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
 import {
-  backoffDelay, classifyMssqlError, columnsStatement, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, wideDecimal
+  backoffDelay, classifyMssqlError, columnsStatement, queryKeepingRaised, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, wideDecimal
 } from '../../src/db/mssql.js'
 import { readUNumeric128LE } from 'tedious/lib/token/helpers.js'
 
@@ -521,4 +522,26 @@ t.test('an identity column at its type\'s last value (8115 converting IDENTITY):
   const value = new sql.RequestError(tedious(8115, 'Arithmetic overflow error converting numeric to data type numeric.'), 'EREQUEST')
   t.equal(classifyMssqlError(value), 'other')
   t.match(toDbError(value), { name: 'DataFaultError', fault: { kind: 'overflow' } })
+})
+
+t.test('queryKeepingRaised: the messages a failed batch raised below severity 11 with numbers of its own go with its error', async (t) => {
+  const text = 'UPDATE [dbo].[Artikel] SET [Bez] = @p1 WHERE [ArtID] = @id'
+  const ended = new sql.RequestError(tedious(3609, 'The transaction ended in the trigger. The batch has been aborted.'), 'EREQUEST')
+  /** a request whose batch raises two messages as information (as node-mssql's 'info' event gives them), then fails or not */
+  const request = (fail: boolean): EventEmitter & { query: (text: string) => Promise<unknown> } => {
+    const req = Object.assign(new EventEmitter(), {
+      query: async (sent: string) => {
+        t.equal(sent, text)
+        req.emit('info', { number: 8153, message: 'Warning: Null value is eliminated by an aggregate or other SET operation.', class: 10 })
+        req.emit('info', { number: 50000, message: 'Lagerplatz gesperrt', class: 10 })
+        if (fail) throw ended
+        return { recordsets: [], output: {}, rowsAffected: [1] }
+      }
+    })
+    return req
+  }
+  await t.rejects(queryKeepingRaised(request(true) as never, text), ended)
+  t.same((ended as unknown as { raisedInfo: unknown }).raisedInfo, [{ number: 50000, message: 'Lagerplatz gesperrt' }], 'its own numbers only, not the server\'s warnings')
+  t.match(toDbError(ended), { name: 'DataFaultError', fault: { kind: 'rejected', message: 'Lagerplatz gesperrt' } }, 'before: a rejection without the trigger\'s words')
+  t.same((await queryKeepingRaised(request(false) as never, text)).rowsAffected, [1], 'a batch that succeeds is answered as before')
 })
