@@ -28,8 +28,11 @@ export interface DataFault {
   constraint?: string
   /** SQLite's 'notNull': the table of the column its message names (a trigger may have written another table) */
   table?: string
-  /** for 'check' on SQL Server: a legacy rule (CREATE RULE, bound to the column or its alias type), not a CHECK constraint */
-  rule?: boolean
+  /**
+   * for 'check' on SQL Server, what refused the values when it was no CHECK constraint: a legacy rule (CREATE RULE,
+   * bound to the column or its alias type), or the WITH CHECK OPTION of the view the gateway writes through
+   */
+  checkedBy?: 'rule' | 'view'
 }
 
 export interface FaultContext {
@@ -102,8 +105,11 @@ function mssqlOne (e: { number?: unknown, message?: unknown }): { fault: DataFau
   // column 'C'.", a CHECK constraint in all but name (before: a 500). The column is the last name quoted
   if (number === 513) {
     const column = lastQuoted(message)
-    return { fault: column === undefined || column === '' ? { kind: 'check', rule: true } : { kind: 'check', columns: [column], rule: true }, rank: 2 }
+    return { fault: column === undefined || column === '' ? { kind: 'check', checkedBy: 'rule' } : { kind: 'check', columns: [column], checkedBy: 'rule' }, rank: 2 }
   }
+  // "The attempted insert or update failed because the target view either specifies WITH CHECK OPTION or …": the row
+  // written would not be one the mapped view shows (a view of one warehouse's stations, and a station moved to another)
+  if (number === 550) return { fault: { kind: 'check', checkedBy: 'view' }, rank: 2 }
   if (number === 515) return { fault: withColumn('notNull', quoted(message, 0)), rank: 2 }
   if (number === 2628) return { fault: withColumn('truncation', quoted(message, 1)), rank: 2 }
   if (number === 8152) return { fault: { kind: 'truncation' }, rank: 2 }
@@ -286,7 +292,7 @@ export function faultToError (fault: DataFault, ctx: FaultContext, options?: Err
     case 'check': {
       const fields = faultFields(fault, ctx)
       const which = fields.length === 0 ? 'the values' : `the value${fields.length === 1 ? '' : 's'} of ${fields.map((f) => `'${f}'`).join(' and ')}`
-      return new ConstraintViolationError(`The picking system's database refused ${which} (${fault.rule === true ? 'a rule bound to a column of its table' : 'a CHECK constraint of its table'})`, options)
+      return new ConstraintViolationError(`The picking system's database refused ${which} (${fault.checkedBy === 'rule' ? 'a rule bound to a column of its table' : fault.checkedBy === 'view' ? `the WITH CHECK OPTION of the view the gateway writes through: the ${ctx.noun} would no longer be one the view shows` : 'a CHECK constraint of its table'})`, options)
     }
     case 'truncation':
       return new InvalidValueError(field === undefined ? 'A value is too long for the database column' : `Field '${field}' is too long for the database column`, options)

@@ -56,10 +56,10 @@ t.test('mssqlDataFault: a legacy rule (513) is refused as a CHECK constraint is'
   // CREATE RULE r_pos AS @v >= 0; sp_bindrule 'r_pos', 'wms.Artikel.Gewicht' (or bound to the column's alias type); the 3621 follows
   const RULE = "A column insert or update conflicts with a rule imposed by a previous CREATE RULE statement. The statement was terminated. The conflict occurred in database 'Picking', table 'wms.Artikel', column 'Gewicht'."
   const ended = serverError(3621, 'The statement has been terminated.', 0)
-  t.same(mssqlDataFault(batch(serverError(513, RULE), ended)), { kind: 'check', columns: ['Gewicht'], rule: true }, 'before: undefined, a 500')
+  t.same(mssqlDataFault(batch(serverError(513, RULE), ended)), { kind: 'check', columns: ['Gewicht'], checkedBy: 'rule' }, 'before: undefined, a 500')
   t.same(mssqlDataFault(serverError(513, "Une insertion ou une mise à jour de colonne est en conflit avec une règle imposée par une instruction CREATE RULE antérieure. L'instruction a été arrêtée. Le conflit s'est produit dans la base de données 'Picking', table 'wms.Artikel', colonne 'Gewicht'.")),
-    { kind: 'check', columns: ['Gewicht'], rule: true }, 'the column is the last name quoted, in any language')
-  t.same(mssqlDataFault(serverError(513, 'A column insert or update conflicts with a rule.')), { kind: 'check', rule: true }, 'no column when none is quoted')
+    { kind: 'check', columns: ['Gewicht'], checkedBy: 'rule' }, 'the column is the last name quoted, in any language')
+  t.same(mssqlDataFault(serverError(513, 'A column insert or update conflicts with a rule.')), { kind: 'check', checkedBy: 'rule' }, 'no column when none is quoted')
   const err = faultToError(mssqlDataFault(batch(serverError(513, RULE), ended))!, { noun: 'material', operation: 'create', fieldOf: (column) => column === 'Gewicht' ? 'weight' : undefined })
   t.type(err, ConstraintViolationError)
   t.equal(err.statusCode, 400)
@@ -114,6 +114,17 @@ t.test('mssqlDataFault: triggers and the picking system refusing', async (t) => 
     'the trigger\'s own text beats a constraint')
   t.same(mssqlDataFault(batch(serverError(515, NOT_NULL), serverError(547, FK_INSERT))), { kind: 'notNull', column: 'Zone' },
     'of equal worth, the first: it is the cause')
+})
+
+t.test('mssqlDataFault: a write through a view WITH CHECK OPTION that the view would no longer show (550)', async (t) => {
+  // CREATE VIEW wms.v_PlatzLager1 AS SELECT … FROM wms.Platz WHERE Lager = 1 WITH CHECK OPTION; a station moved to warehouse 2
+  const OPTION = 'The attempted insert or update failed because the target view either specifies WITH CHECK OPTION or spans a view that specifies WITH CHECK OPTION and one or more rows resulting from the operation did not qualify under the CHECK OPTION constraint.'
+  const fault = mssqlDataFault(batch(serverError(550, OPTION), serverError(3621, 'The statement has been terminated.', 0)))
+  t.same(fault, { kind: 'check', checkedBy: 'view' }, 'before: undefined, a 500')
+  const err = faultToError(fault!, { noun: 'station', operation: 'update', id: 4, fieldOf: () => undefined })
+  t.type(err, ConstraintViolationError)
+  t.equal(err.statusCode, 400)
+  t.equal(err.message, "The picking system's database refused the values (the WITH CHECK OPTION of the view the gateway writes through: the station would no longer be one the view shows)")
 })
 
 t.test('mssqlDataFault: a trigger\'s words raised below severity 11 before its ROLLBACK (information, not an error)', async (t) => {
