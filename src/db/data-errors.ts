@@ -26,7 +26,10 @@ export interface DataFault {
   columns?: string[]
   /** for 'check' on SQLite: what the message names, the constraint's expression or its name; for 'foreignKey' on SQL Server: its name */
   constraint?: string
-  /** SQLite's 'notNull': the table of the column its message names (a trigger may have written another table) */
+  /**
+   * the table of the column the message names (a trigger may have written another table): SQLite's 'notNull'
+   * ("T.col"); SQL Server's 'notNull', 'truncation' and a rule's 'check' as the message qualifies it ('WMS.dbo.T', 'dbo.T')
+   */
   table?: string
   /**
    * for 'check' on SQL Server, what refused the values when it was no CHECK constraint: a legacy rule (CREATE RULE,
@@ -62,10 +65,14 @@ function quoted (message: string, n: number): string | undefined {
   return all[n]?.[1]
 }
 
-/** the last single-quoted string of a message (quoted's rule for quotes) */
-function lastQuoted (message: string): string | undefined {
-  const all = [...message.matchAll(/(?<![\p{L}\p{N}])'([^']*)'(?![\p{L}\p{N}])/gu)]
-  return all[all.length - 1]?.[1]
+/** every single-quoted string of a message, in order (quoted's rule for quotes) */
+function quotedAll (message: string): string[] {
+  return [...message.matchAll(/(?<![\p{L}\p{N}])'([^']*)'(?![\p{L}\p{N}])/gu)].map((m) => m[1])
+}
+
+/** a fault with the table its column is in, when the message names one */
+function inTable (fault: DataFault, table: string | undefined): DataFault {
+  return table === undefined || table === '' || fault.column === undefined ? fault : { ...fault, table }
 }
 
 function text (message: unknown): string | undefined {
@@ -104,14 +111,18 @@ function mssqlOne (e: { number?: unknown, message?: unknown }): { fault: DataFau
   // a legacy rule (CREATE RULE, sp_bindrule) the value broke: "… The conflict occurred in database 'D', table 'dbo.T',
   // column 'C'.", a CHECK constraint in all but name (before: a 500). The column is the last name quoted
   if (number === 513) {
-    const column = lastQuoted(message)
-    return { fault: column === undefined || column === '' ? { kind: 'check', checkedBy: 'rule' } : { kind: 'check', columns: [column], checkedBy: 'rule' }, rank: 2 }
+    const names = quotedAll(message)
+    const column = names[names.length - 1]
+    const fault: DataFault = column === undefined || column === '' ? { kind: 'check', checkedBy: 'rule' } : { kind: 'check', columns: [column], checkedBy: 'rule' }
+    return { fault: names.length >= 2 ? { ...fault, table: names[names.length - 2] } : fault, rank: 2 }
   }
   // "The attempted insert or update failed because the target view either specifies WITH CHECK OPTION or …": the row
   // written would not be one the mapped view shows (a view of one warehouse's stations, and a station moved to another)
   if (number === 550) return { fault: { kind: 'check', checkedBy: 'view' }, rank: 2 }
-  if (number === 515) return { fault: withColumn('notNull', quoted(message, 0)), rank: 2 }
-  if (number === 2628) return { fault: withColumn('truncation', quoted(message, 1)), rank: 2 }
+  // "Cannot insert the value NULL into column 'Zone', table 'WMS.dbo.T'" and "… truncated in table 'WMS.dbo.T', column 'ArtNr'":
+  // the table too, which need not be the mapped one (Repository.explainFault)
+  if (number === 515) return { fault: inTable(withColumn('notNull', quoted(message, 0)), quoted(message, 1)), rank: 2 }
+  if (number === 2628) return { fault: inTable(withColumn('truncation', quoted(message, 1)), quoted(message, 0)), rank: 2 }
   if (number === 8152) return { fault: { kind: 'truncation' }, rank: 2 }
   if (OVERFLOW.has(number)) return { fault: { kind: 'overflow' }, rank: 2 }
   if (CONVERSION.has(number)) return { fault: { kind: 'conversion' }, rank: 2 }

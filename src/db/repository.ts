@@ -640,6 +640,13 @@ export class Repository {
     return new ConstraintViolationError(`The picking system refused the change: a trigger on its table skipped the ${operation} of ${this.noun} ${id}, which is unchanged`)
   }
 
+  /** SQL Server: a table as its messages qualify it ('WMS.dbo.Artikel', 'dbo.Artikel') is the mapped one. */
+  private isMappedTable (table: string): boolean {
+    const own = `${this.mapping.schema ?? 'dbo'}.${this.mapping.table}`.toLowerCase()
+    const named = table.toLowerCase()
+    return named === own || named.endsWith(`.${own}`)
+  }
+
   /** SQLite: a constraint's message names another table than the mapped one, a table (a view's INSTEAD OF triggers write others by design). */
   private elsewhere (table: string | undefined): boolean {
     return table !== undefined && this.countsChanges && table.toLowerCase() !== this.mapping.table.toLowerCase()
@@ -653,7 +660,10 @@ export class Repository {
     if (fault.kind === 'notNull' && this.elsewhere(fault.table)) {
       return new ConstraintViolationError('The picking system refused the change: a trigger of its table left a required column of another table empty (a NOT NULL constraint there); nothing was changed', { cause: err })
     }
-    const ctx = { noun: this.noun, operation, id, fieldOf: (column: string) => this.storage.fieldOf(column) }
+    // SQL Server names the table of the column (515, 2628, a rule's 513): another table's column (a trigger's write to a
+    // history table, or the base table of a mapped view) is no field of this resource, though it may share a field's column's name
+    const elsewhere = this.db.dialect === 'mssql' && fault.table !== undefined && !this.isMappedTable(fault.table)
+    const ctx = { noun: this.noun, operation, id, fieldOf: (column: string) => elsewhere ? undefined : this.storage.fieldOf(column) }
     if (fault.kind === 'check' && fault.columns === undefined && fault.constraint !== undefined) {
       return faultToError({ ...fault, columns: await this.checkColumns(fault.constraint) }, ctx, { cause: err })
     }

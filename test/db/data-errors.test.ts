@@ -56,9 +56,9 @@ t.test('mssqlDataFault: a legacy rule (513) is refused as a CHECK constraint is'
   // CREATE RULE r_pos AS @v >= 0; sp_bindrule 'r_pos', 'wms.Artikel.Gewicht' (or bound to the column's alias type); the 3621 follows
   const RULE = "A column insert or update conflicts with a rule imposed by a previous CREATE RULE statement. The statement was terminated. The conflict occurred in database 'Picking', table 'wms.Artikel', column 'Gewicht'."
   const ended = serverError(3621, 'The statement has been terminated.', 0)
-  t.same(mssqlDataFault(batch(serverError(513, RULE), ended)), { kind: 'check', columns: ['Gewicht'], checkedBy: 'rule' }, 'before: undefined, a 500')
+  t.same(mssqlDataFault(batch(serverError(513, RULE), ended)), { kind: 'check', columns: ['Gewicht'], checkedBy: 'rule', table: 'wms.Artikel' }, 'before: undefined, a 500')
   t.same(mssqlDataFault(serverError(513, "Une insertion ou une mise à jour de colonne est en conflit avec une règle imposée par une instruction CREATE RULE antérieure. L'instruction a été arrêtée. Le conflit s'est produit dans la base de données 'Picking', table 'wms.Artikel', colonne 'Gewicht'.")),
-    { kind: 'check', columns: ['Gewicht'], checkedBy: 'rule' }, 'the column is the last name quoted, in any language')
+    { kind: 'check', columns: ['Gewicht'], checkedBy: 'rule', table: 'wms.Artikel' }, 'the column is the last name quoted, in any language')
   t.same(mssqlDataFault(serverError(513, 'A column insert or update conflicts with a rule.')), { kind: 'check', checkedBy: 'rule' }, 'no column when none is quoted')
   const err = faultToError(mssqlDataFault(batch(serverError(513, RULE), ended))!, { noun: 'material', operation: 'create', fieldOf: (column) => column === 'Gewicht' ? 'weight' : undefined })
   t.type(err, ConstraintViolationError)
@@ -67,16 +67,16 @@ t.test('mssqlDataFault: a legacy rule (513) is refused as a CHECK constraint is'
 })
 
 t.test('mssqlDataFault: columns, lengths, ranges, conversions', async (t) => {
-  t.same(mssqlDataFault(serverError(515, NOT_NULL)), { kind: 'notNull', column: 'Zone' })
+  t.same(mssqlDataFault(serverError(515, NOT_NULL)), { kind: 'notNull', column: 'Zone', table: 'Picking.wms.Artikel' })
   t.same(mssqlDataFault(serverError(515, "Cannot insert the value NULL into column 'Bezeichnung', table 'Picking.wms.Artikel'; column does not allow nulls. UPDATE fails.")),
-    { kind: 'notNull', column: 'Bezeichnung' })
+    { kind: 'notNull', column: 'Bezeichnung', table: 'Picking.wms.Artikel' })
   t.same(mssqlDataFault(serverError(515, 'Cannot insert the value NULL.')), { kind: 'notNull' }, 'no column when none is quoted')
   // before: the apostrophe of d'insérer opened the first quote, and the column was 'insérer la valeur NULL dans la colonne '
   t.same(mssqlDataFault(serverError(515, "Impossible d'insérer la valeur NULL dans la colonne 'Zone', table 'Picking.wms.Artikel'. Cette colonne n'accepte pas les valeurs NULL. Échec de INSERT.")),
-    { kind: 'notNull', column: 'Zone' }, 'an apostrophe inside a word is no quote')
+    { kind: 'notNull', column: 'Zone', table: 'Picking.wms.Artikel' }, 'an apostrophe inside a word is no quote')
   t.same(mssqlDataFault(serverError(2628, "Les données de chaîne ou binaires seraient tronquées dans la table 'Picking.wms.Artikel', colonne 'ArtNr'. Valeur tronquée : 'M-1'.")),
-    { kind: 'truncation', column: 'ArtNr' })
-  t.same(mssqlDataFault(serverError(2628, TRUNCATED)), { kind: 'truncation', column: 'ArtNr' })
+    { kind: 'truncation', column: 'ArtNr', table: 'Picking.wms.Artikel' })
+  t.same(mssqlDataFault(serverError(2628, TRUNCATED)), { kind: 'truncation', column: 'ArtNr', table: 'Picking.wms.Artikel' })
   t.same(mssqlDataFault(serverError(8152, 'String or binary data would be truncated.')), { kind: 'truncation' })
   const overflow: Array<[number, string]> = [
     [8115, 'Arithmetic overflow error converting numeric to data type numeric.'],
@@ -112,7 +112,7 @@ t.test('mssqlDataFault: triggers and the picking system refusing', async (t) => 
     'whatever the order')
   t.same(mssqlDataFault(batch(serverError(547, FK_INSERT), serverError(50001, 'Artikel unbekannt'))), { kind: 'rejected', message: 'Artikel unbekannt' },
     'the trigger\'s own text beats a constraint')
-  t.same(mssqlDataFault(batch(serverError(515, NOT_NULL), serverError(547, FK_INSERT))), { kind: 'notNull', column: 'Zone' },
+  t.same(mssqlDataFault(batch(serverError(515, NOT_NULL), serverError(547, FK_INSERT))), { kind: 'notNull', column: 'Zone', table: 'Picking.wms.Artikel' },
     'of equal worth, the first: it is the cause')
 })
 

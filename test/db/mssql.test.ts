@@ -545,3 +545,27 @@ t.test('queryKeepingRaised: the messages a failed batch raised below severity 11
   t.match(toDbError(ended), { name: 'DataFaultError', fault: { kind: 'rejected', message: 'Lagerplatz gesperrt' } }, 'before: a rejection without the trigger\'s words')
   t.same((await queryKeepingRaised(request(false) as never, text)).rowsAffected, [1], 'a batch that succeeds is answered as before')
 })
+
+t.test('SQL Server: a NOT NULL or length fault in another table (a trigger\'s history row) is not blamed on the field whose column has the same name', async (t) => {
+  let fault = new sql.RequestError(tedious(515, "Cannot insert the value NULL into column 'name', table 'WMS.dbo.materials_history'; column does not allow nulls. INSERT fails."), 'EREQUEST')
+  const db = {
+    dialect: 'mssql',
+    query: async () => [],
+    execute: async () => 0,
+    queryValues: undefined,
+    transaction: async () => { throw toDbError(fault) }
+  } as unknown as Database
+  const columns = Object.values(referenceMappings.materials.columns).map((c): ColumnInfo => ({ name: c as string, type: c === 'id' ? 'int' : 'nvarchar', nullable: c !== 'id', hasDefault: c === 'id', identity: c === 'id', computed: false, unique: c === 'id' || c === 'material_number' }))
+  const repo = new Repository(db, materials, referenceMappings.materials, { columns })
+  await t.rejects(repo.create({ materialNumber: 'M-1', name: 'Ventil' }), { name: 'InvalidValueError', message: "The picking system's table requires a value the gateway's mapping does not supply (a NOT NULL column without a default); map that column or give it a default" },
+    "before: \"Field 'name' must have a value\", for a name the request gave")
+  fault = new sql.RequestError(tedious(2628, "String or binary data would be truncated in table 'WMS.dbo.materials_history', column 'name'. Truncated value: 'Ventil'."), 'EREQUEST')
+  await t.rejects(repo.update(1, { name: 'Ventil' }), { name: 'InvalidValueError', message: 'A value is too long for the database column' }, "before: \"Field 'name' is too long\"")
+  // the mapped table's own column is still the field's, in its schema, with or without the database's name
+  fault = new sql.RequestError(tedious(515, "Cannot insert the value NULL into column 'name', table 'WMS.dbo.materials'; column does not allow nulls. UPDATE fails."), 'EREQUEST')
+  await t.rejects(repo.update(1, { name: 'Ventil' }), { message: "Field 'name' must have a value: the database does not allow it to be empty" })
+  fault = new sql.RequestError(tedious(513, "A column insert or update conflicts with a rule imposed by a previous CREATE RULE statement. The statement was terminated. The conflict occurred in database 'WMS', table 'dbo.materials', column 'name'."), 'EREQUEST')
+  await t.rejects(repo.update(1, { name: 'Ventil' }), { message: "The picking system's database refused the value of 'name' (a rule bound to a column of its table)" })
+  fault = new sql.RequestError(tedious(513, "A column insert or update conflicts with a rule imposed by a previous CREATE RULE statement. The statement was terminated. The conflict occurred in database 'WMS', table 'archiv.materials', column 'name'."), 'EREQUEST')
+  await t.rejects(repo.update(1, { name: 'Ventil' }), { message: "The picking system's database refused the values (a rule bound to a column of its table)" }, 'a table of that name in another schema is another table')
+})
