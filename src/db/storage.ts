@@ -470,8 +470,13 @@ export class ResourceStorage {
 
   /** The API field a column is mapped to (case-insensitive), for messages about the data. */
   fieldOf (column: string): string | undefined {
+    // a column of the table spelled exactly so is that column (columnNamed): under a case-sensitive collation an unmapped BEZ is no mapped Bez
+    const exact = this.columns?.find((c) => c.name === column)
     const lower = column.toLowerCase()
-    for (const s of Object.values(this.fields)) if (!s.absent && s.column.toLowerCase() === lower && s.def.internal !== true) return s.field
+    for (const s of Object.values(this.fields)) {
+      if (s.absent || s.def.internal === true) continue
+      if (exact !== undefined ? s.info === exact : s.column.toLowerCase() === lower) return s.field
+    }
     return undefined
   }
 
@@ -1074,7 +1079,6 @@ export function storageProblems (storage: ResourceStorage): string[] {
     }
   }
   const mapped = new Set(Object.entries(mapping.columns).filter(([field]) => mapping.absent?.includes(field) !== true).map(([, c]) => c.toLowerCase()))
-  const filled = new Set(Object.keys(mapping.defaults ?? {}).map((c) => c.toLowerCase()))
   const names = new Set(storage.columns.map((c) => c.name.toLowerCase()))
   for (const d of storage.insertDefaults) {
     const column = d.storage.column
@@ -1096,8 +1100,10 @@ export function storageProblems (storage: ResourceStorage): string[] {
     problems.push(`${where}: '${mapping.table}' is a view without INSTEAD OF triggers, which SQLite cannot write: give it INSTEAD OF INSERT, UPDATE and DELETE triggers that write the table below, ${readOnlyHint}`)
   }
   if (creates) {
+    // the columns the fields and defaults resolved to (columnNamed): under a case-sensitive collation BEZ is another column than a mapped Bez
+    const written = new Set([...Object.values(storage.fields).filter((s) => !s.absent).map((s) => s.info), ...storage.insertDefaults.map((d) => d.storage.info)])
     for (const column of storage.columns) {
-      if (mapped.has(column.name.toLowerCase()) || filled.has(column.name.toLowerCase()) || column.nullable || column.hasDefault) continue
+      if (written.has(column) || column.nullable || column.hasDefault) continue
       problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a value every create writes (mapping.${def.name}.defaults: {"${column.name}": …}), give it a default in the database, ${readOnlyHint}`)
     }
   }

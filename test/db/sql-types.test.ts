@@ -83,6 +83,17 @@ t.test('a case-sensitive database: the column spelled as mapped, where two names
   t.throws(() => mapped.toDb(mapped.field('name'), 'Ventilgehäuse DN 50'), { message: "'name' must be at most 10 characters long (its database column's limit), got 19" })
 })
 
+t.test('a case-sensitive database: an unmapped column whose name differs from a mapped one\'s only in case is another column', async (t) => {
+  // BEZ NOT NULL without a default, beside the mapped Bez: every create fails on it (515), which start-up must say
+  const columns = matColumns.flatMap((c) => c.name === 'Bez' ? [c, col('BEZ', 'varchar', { maxLength: 10, nullable: false })] : [c])
+  const storage = new ResourceStorage('mssql', materials, matMapping, columns)
+  t.match(storageProblems(storage), [/^materials: column 'BEZ' is NOT NULL without a default and not mapped/], 'before: none, BEZ counted as mapped')
+  // and its 515 names no field: the server's message spells the column as the catalog does
+  t.equal(storage.fieldOf('BEZ'), undefined, 'before: name')
+  t.equal(storage.fieldOf('Bez'), 'name')
+  t.equal(storage.fieldOf('bez'), 'name', 'a spelling no column has: regardless of case, as before')
+})
+
 t.test('non-ASCII text for a varchar column compares in the column\'s collation, as its ORDER BY sorts', async (t) => {
   // a US server's default: SQL_ collations sort varchar by the code page's rules and nvarchar by Unicode's
   // (hyphens, apostrophes): a cursor compared as nvarchar skipped or repeated rows at a page's edge
