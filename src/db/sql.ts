@@ -550,7 +550,17 @@ export class SqlBuilder {
    * only in case (then case counts, in reads too); numbers as they are.
    */
   private codeOperand (s: FieldStorage, c: string): { expr: string, code: (code: SqlValue) => SqlValue } {
-    if (s.category !== 'text' && s.category !== 'ntext') return { expr: c, code: (code) => code }
+    if (s.category !== 'text' && s.category !== 'ntext') {
+      // SQLite keeps text in a column of any other type (a flag column declared BOOLEAN, NUMERIC or
+      // nothing holding 'J', 'j' and 'J '), and reads take such text for its code as in a text column:
+      // where the map has text codes, text compares as there, numbers as they are (and seek)
+      const textCodes = this.dialect.name === 'sqlite' && [...s.map!.codes.values()].some((codes) => codes.some((code) => typeof this.storage.codeValue(s, code) === 'string'))
+      if (!textCodes) return { expr: c, code: (code) => code }
+      return {
+        expr: `(CASE WHEN typeof(${c}) = 'text' THEN RTRIM(${c}, ' ') ELSE ${c} END)${s.map!.caseExact ? '' : ' COLLATE NOCASE'}`,
+        code: (code) => typeof code === 'string' ? code.replace(/ +$/, '') : code
+      }
+    }
     const { expr, value } = this.shownText(s, c, true, !s.map!.caseExact)
     return { expr, code: value }
   }
