@@ -163,7 +163,16 @@ export function categoryOf (dialect: DialectName, info: ColumnInfo | undefined, 
   if (SQLITE_GUID.test(type)) return 'text'
   if (/dec|num|money/.test(type)) return info.precision !== undefined ? 'decimal' : 'float'
   // no declared type: SQLite stores whatever it is given
-  return type === '' ? byKind(kind, 'text') : 'other'
+  return sqliteUntyped(type) ? byKind(kind, 'text') : 'other'
+}
+
+/**
+ * A SQLite column of BLOB affinity, which stores any value as given: no declared type, or one naming
+ * BLOB (and none of INT, CHAR, CLOB, TEXT, which come first in SQLite's rules). SQLite reports a
+ * view's column over an untyped one as BLOB.
+ */
+function sqliteUntyped (type: string): boolean {
+  return type === '' || (/blob/.test(type) && !/int|char|clob|text/.test(type))
 }
 
 function mssqlParamType (info: ColumnInfo | undefined, category: Category): string | undefined {
@@ -985,7 +994,7 @@ export type Fit = 'good' | 'weak' | 'codes' | 'format' | 'no'
 export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef): Fit {
   const c: Category = categoryOf(dialect, column, def.kind)
   // SQLite without a declared type stores anything: usable, but nothing says it is right
-  const untyped = dialect === 'sqlite' && column.type === ''
+  const untyped = dialect === 'sqlite' && sqliteUntyped(column.type.toLowerCase())
   switch (def.kind) {
     case 'integer':
       if (c === 'integer' || (c === 'decimal' && (column.scale ?? 0) === 0)) return untyped ? 'weak' : 'good'
@@ -1128,6 +1137,8 @@ function julianDaysProblem (dialect: DialectName, c: Category): string | undefin
 function formatProblem (dialect: DialectName, s: FieldStorage, format: ColumnTimeFormat): string | undefined {
   const info = s.info!
   const c = s.category
+  // SQLite without a declared type (or BLOB) keeps numbers and text as given, which compare in no one order
+  if (c === 'time' && dialect === 'sqlite' && sqliteUntyped(info.type.toLowerCase())) return `cannot hold a time in the format ${format}: without a declared type SQLite keeps numbers and text as given, which do not compare in one order`
   if (c === 'time') return `holds times itself; remove "format": "${format}"`
   const unix = format === 'unix' || format === 'unix-ms'
   if (c === 'text' || c === 'ntext') {

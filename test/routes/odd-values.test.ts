@@ -474,3 +474,20 @@ t.test('text codes in a flag column of another type (SQLite): filters and sortin
   }
   t.same(walked, [1, 3, 4, 5, 2, 6, 8, 7], 'a walk descending: true, false, null, each row once')
 })
+
+t.test('a view over an untyped flag column maps as the table does: SQLite reports such a column of a view as BLOB, which stores any value as given too', { skip: MSSQL && 'SQLite only' }, async (t) => {
+  const view: TableMappingConfig = { ...MAPPING, table: 'V_Artikel', readOnly: true, columns: { ...MAPPING.columns, blocked: { column: 'Gesperrt', values: { true: ['J', -1], false: ['N', 0] } }, description: 'Notiz' } }
+  const ctx = await build(t, { mapping: { materials: view } }, async (db) => {
+    await db.execute({ text: DDL.replace('"Gesperrt" CHAR(1) NOT NULL DEFAULT \'N\'', '"Gesperrt", "Notiz" BLOB'), params: [] })
+    await db.execute({ text: 'CREATE VIEW "V_Artikel" AS SELECT * FROM "Artikel"', params: [] })
+    await db.execute({ text: 'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bezeichnung", "Gesperrt", "Notiz") VALUES (1, \'A-1\', \'Artikel 1\', \'J\', \'0123\'), (2, \'A-2\', \'Artikel 2\', 0, NULL), (3, \'A-3\', \'Artikel 3\', -1, \'frei\')', params: [] })
+    const [gesperrt] = await db.query({ text: 'SELECT type AS type FROM pragma_table_xinfo(\'V_Artikel\') WHERE name = \'Gesperrt\'', params: [] })
+    t.equal(gesperrt.type, 'BLOB', 'what SQLite reports for the view')
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })
+  t.equal(res.statusCode, 200, res.body)
+  t.same((res.json() as Page).data.map((m) => [m.id, m.blocked, (m as unknown as { description: unknown }).description]), [[1, true, '0123'], [2, false, null], [3, true, 'frei']], 'a BLOB column holds text as written')
+  const blocked = await ctx.app.inject({ method: 'GET', url: '/api/materials?blocked=true', headers })
+  t.same((blocked.json() as Page).data.map((m) => m.id), [1, 3])
+})
