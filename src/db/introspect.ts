@@ -3,7 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
 import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
-import { categoryOf, compactTime, describeType, isJulianDay, kindFit, type Category, type Fit } from './storage.js'
+import { categoryOf, compactTime, describeType, isJulianDay, kindFit, sqliteUntyped, type Category, type Fit } from './storage.js'
 import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, TimeFormat, ValueMap } from './types.js'
 
 export interface TableInfo {
@@ -446,7 +446,8 @@ function codesOf (rows: CodeCount[], numeric: boolean): Array<{ code: StoredCode
   const codes = new Map<StoredCode, { code: StoredCode, count: number }>()
   for (const r of rows) {
     if (r.value === null || r.value === undefined) continue
-    const code = numeric ? Number(r.value) : String(r.value).trimEnd()
+    // a number stays one where a SQLite column without a type holds numbers and text alike
+    const code = numeric || typeof r.value === 'number' ? Number(r.value) : String(r.value).trimEnd()
     const seen = codes.get(code)
     if (seen === undefined) codes.set(code, { code, count: r.count })
     else seen.count += r.count
@@ -496,7 +497,9 @@ export function proposeBooleanMap (column: ColumnInfo, category: Category, rows:
   const unknown: StoredCode[] = []
   for (const { code } of codes) {
     const lower = String(code).toLowerCase()
-    if (TRUE_CODES.has(lower)) yes.push(code)
+    // numbers beside text codes (a SQLite column without a type): 0 false, 1 and VB's -1 true
+    if (typeof code === 'number') (code === 0 ? no : code === 1 || code === -1 ? yes : unknown).push(code)
+    else if (TRUE_CODES.has(lower)) yes.push(code)
     else if (FALSE_CODES.has(lower)) no.push(code)
     else unknown.push(code)
   }
@@ -671,9 +674,14 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
         continue
       }
     }
-    if (wantsCodes && groupable(db.dialect, m.column, category)) {
-      const rows = (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
-      const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, category, rows) : proposeStationTypeMap(category, rows)
+    // a SQLite flag column without a declared type keeps what its program wrote: 'J'/'N' text needs a
+    // map (without one it reads as null, and true is written as 1), a 0/1 number does not
+    const untypedFlag = db.dialect === 'sqlite' && f.kind === 'boolean' && category === 'bit' && sqliteUntyped(m.column.type.toLowerCase())
+    const flagRows = untypedFlag ? (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) })) : []
+    const textFlag = flagRows.some((r) => typeof r.value === 'string')
+    if ((wantsCodes && groupable(db.dialect, m.column, category)) || textFlag) {
+      const rows = textFlag ? flagRows : (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
+      const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, textFlag ? 'text' : category, rows) : proposeStationTypeMap(category, rows)
       if (!map.usable) {
         unmatched.push(m.field)
         notes.push(`${m.field}: ${map.notes.join('; ')}`)

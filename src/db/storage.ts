@@ -171,7 +171,7 @@ export function categoryOf (dialect: DialectName, info: ColumnInfo | undefined, 
  * BLOB (and none of INT, CHAR, CLOB, TEXT, which come first in SQLite's rules). SQLite reports a
  * view's column over an untyped one as BLOB.
  */
-function sqliteUntyped (type: string): boolean {
+export function sqliteUntyped (type: string): boolean {
   return type === '' || (/blob/.test(type) && !/int|char|clob|text/.test(type))
 }
 

@@ -415,6 +415,24 @@ t.test('SQLite text of date digits and a REAL of Unix time: proposed with their 
   t.match(found.resources.materials.mapping?.columns, { createdAt: { column: 'Angelegt', format: 'yyyymmdd' }, modifiedAt: { column: 'Geaendert', format: 'unix' } })
 })
 
+t.test('a SQLite flag column without a declared type: its text codes get a value map, its numbers alone none', async (t) => {
+  const path = join(dir, 'untyped-flags.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Gesperrt)')
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Gesperrt) VALUES ('1', 'a', 'J'), ('2', 'b', 'J'), ('3', 'c', 'J'), ('4', 'd', -1), ('5', 'e', -1), ('6', 'f', 'j '), ('7', 'g', 'N'), ('8', 'h', 'N'), ('9', 'i', 0), ('10', 'j', NULL)")
+  raw.exec('CREATE TABLE Arbeitsplatz (WpID INTEGER PRIMARY KEY, WpName VARCHAR(20) NOT NULL UNIQUE, Aktiv)')
+  raw.exec("INSERT INTO Arbeitsplatz (WpName, Aktiv) VALUES ('A', 1), ('B', 0)")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: no map, so 'J' and 'N' read as null and true was written as 1
+  t.same(found.resources.materials.mapping?.columns.blocked, { column: 'Gesperrt', values: { true: ['J', -1, 'j'], false: ['N', 0] } }, "J/N text beside VB's -1/0 numbers")
+  t.equal(found.resources.stations.mapping?.columns.enabled, 'Aktiv', '0/1 alone reads as it is')
+  const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
+  t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal is one the gateway starts with')
+})
+
 t.test('guessTimeFormat', async (t) => {
   t.equal(guessTimeFormat('integer', [20240101, 19991231, null, 0, 99999999]), 'yyyymmdd', '0 and 99999999: no date')
   t.equal(guessTimeFormat('integer', [20240101123000]), 'yyyymmddhhmmss')
