@@ -4,7 +4,7 @@ import { unstorableCharacter } from './code-pages.js'
 import { BadQueryError } from './errors.js'
 import type { Filter, ListQuery, SortKey } from './list-query.js'
 import { spelledCaseless } from './resources.js'
-import { guidExpected, INTEGER_RANGES, isGuid, MONEY_RANGES, ResourceStorage, type FieldStorage } from './storage.js'
+import { guidExpected, INTEGER_RANGES, isGuid, MONEY_RANGES, ResourceStorage, sqliteUntyped, type FieldStorage } from './storage.js'
 import type { FieldKind, Param, ResourceDef, SqlValue, Statement, TableMapping } from './types.js'
 
 /** Hands out @p1, @p2, … for one statement. */
@@ -215,7 +215,7 @@ export class SqlBuilder {
         const map = s.map!
         const { expr, code: asCompared } = this.codeOperand(s, this.comparable(field))
         const whens = map.order.map((value, i) => {
-          const codes = map.codes.get(String(value))!.map((code) => this.param(params, s, asCompared(this.storage.codeValue(s, code))))
+          const codes = [...new Set(map.codes.get(String(value))!.flatMap((code) => asCompared(this.storage.codeValue(s, code))))].map((code) => this.param(params, s, code))
           return `WHEN ${expr} ${codes.length === 1 ? `= ${codes[0]}` : `IN (${codes.join(', ')})`} THEN ${i + 1}`
         })
         return `CASE ${whens.join(' ')} WHEN ${c} IS NULL THEN NULL ELSE ${map.order.length + 1} END`
@@ -549,20 +549,23 @@ export class SqlBuilder {
    * show: text without trailing spaces and regardless of case, unless two values' codes differ
    * only in case (then case counts, in reads too); numbers as they are.
    */
-  private codeOperand (s: FieldStorage, c: string): { expr: string, code: (code: SqlValue) => SqlValue } {
+  private codeOperand (s: FieldStorage, c: string): { expr: string, code: (code: SqlValue) => SqlValue[] } {
     if (s.category !== 'text' && s.category !== 'ntext') {
       // SQLite keeps text in a column of any other type (a flag column declared BOOLEAN, NUMERIC or
       // nothing holding 'J', 'j' and 'J '), and reads take such text for its code as in a text column:
-      // where the map has text codes, text compares as there, numbers as they are (and seek)
+      // where the map has text codes, text compares as there, numbers as they are (and seek). A column
+      // without a declared type also keeps '1' as text, which reads take for the code 1: there a number
+      // code is compared as text too
+      const untyped = this.dialect.name === 'sqlite' && sqliteUntyped(s.info?.type.toLowerCase() ?? 'int')
       const textCodes = this.dialect.name === 'sqlite' && [...s.map!.codes.values()].some((codes) => codes.some((code) => typeof this.storage.codeValue(s, code) === 'string'))
-      if (!textCodes) return { expr: c, code: (code) => code }
+      if (!textCodes && !untyped) return { expr: c, code: (code) => [code] }
       return {
         expr: `(CASE WHEN typeof(${c}) = 'text' THEN RTRIM(${c}, ' ') ELSE ${c} END)${s.map!.caseExact ? '' : ' COLLATE NOCASE'}`,
-        code: (code) => typeof code === 'string' ? code.replace(/ +$/, '') : code
+        code: (code) => typeof code === 'string' ? [code.replace(/ +$/, '')] : untyped && typeof code === 'number' ? [code, String(code)] : [code]
       }
     }
     const { expr, value } = this.shownText(s, c, true, !s.map!.caseExact)
-    return { expr, code: value }
+    return { expr, code: (code) => [value(code)] }
   }
 
   /**
@@ -579,11 +582,11 @@ export class SqlBuilder {
     const numeric = s.category === 'integer' || s.category === 'decimal' || s.category === 'float' || s.category === 'bit'
     const codesOf = (v: SqlValue): SqlValue[] => {
       const codes = map.codes.get(String(v))
-      if (codes !== undefined) return codes.map((code) => asCompared(this.storage.codeValue(s, code)))
+      if (codes !== undefined) return codes.flatMap((code) => asCompared(this.storage.codeValue(s, code)))
       // not in the map: compare as stored, when the column can hold it at all (SQLite's can hold any
       // value; a SQL Server number column no text, and a text parameter against it would fail)
       const raw = this.storage.codeValue(s, String(v))
-      return numeric && typeof raw !== 'number' && this.dialect.name === 'mssql' ? [] : [asCompared(raw)]
+      return numeric && typeof raw !== 'number' && this.dialect.name === 'mssql' ? [] : asCompared(raw)
     }
     // each code once: `[or]true;true;…` or two values folding to one code would repeat parameters
     const inList = (all: SqlValue[]): string | null => {

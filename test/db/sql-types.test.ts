@@ -488,6 +488,11 @@ t.test('value maps: filters and sorting compare codes as reads do (no trailing s
   t.equal(where(list(lite, { enabled: 'true' }, stations).text), '(CASE WHEN typeof("Aktiv") = \'text\' THEN RTRIM("Aktiv", \' \') ELSE "Aktiv" END) COLLATE NOCASE = @p1', 'a number column with text codes: its text as in a text column')
   const liteNumbers = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', stations, { ...stMapping, values: { ...stMapping.values, enabled: { true: [1, -1], false: 0 } } }, [col('WpType', 'char', { maxLength: 1, nullable: false }), col('Aktiv', 'integer', { nullable: false })]))
   t.equal(where(list(liteNumbers, { enabled: 'true' }, stations).text), '"Aktiv" IN (@p1, @p2)', 'a number column with number codes: as it is')
+  // a column without a declared type keeps '1' as text too, which reads take for the code 1
+  const untyped = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', stations, { ...stMapping, values: { ...stMapping.values, enabled: { true: [1, -1], false: 0 } } }, [col('WpType', 'char', { maxLength: 1, nullable: false }), col('Aktiv', '', { nullable: false })]))
+  const untypedTrue = list(untyped, { enabled: 'true' }, stations)
+  t.equal(where(untypedTrue.text), '(CASE WHEN typeof("Aktiv") = \'text\' THEN RTRIM("Aktiv", \' \') ELSE "Aktiv" END) COLLATE NOCASE IN (@p1, @p2, @p3, @p4)', 'no declared type: number codes as numbers and as text')
+  t.same(untypedTrue.params.slice(0, 4).map((p) => p.value), [1, '1', -1, '-1'])
   t.match(list(lite, { sort: 'type' }, stations).text, /CASE WHEN RTRIM\("WpType", ' '\) COLLATE NOCASE = @p1 THEN 1/)
   // a code configured with its padding ('K ' from a CHAR(2) column) is compared trimmed, as the column is
   const padded = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', stations, { ...stMapping, values: { ...stMapping.values, type: { vlm: 'V ', carousel: 'K ', ptl: 'P ', manual: 'M ' } } }, [col('WpType', 'char', { maxLength: 2, nullable: false })]))
