@@ -1052,6 +1052,16 @@ export function storageProblems (storage: ResourceStorage): string[] {
     // a field of named values (stations.type, users.type) in a number column holds codes: without a map
     // no value it takes could be written, not even the API's default, so every create would be a 400.
     // A column with a default of its own takes the creates that leave the field out, as before.
+    // the code a value map writes (each value's first) must be one the column takes: SQLite would
+    // store '004' in a CHAR(2) as it is, SQL Server refuse every such write
+    if (s.map !== undefined && mapping.readOnly !== true) {
+      for (const value of s.map.order) {
+        const code = storage.codeValue(s, s.map.codes.get(String(value))![0])
+        const numeric = ['integer', 'decimal', 'float', 'bit'].includes(c)
+        if (typeof code === 'string' && numeric && storage.dialect === 'mssql') problems.push(`${where}.${s.field}: ${col} holds numbers, but the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}; give number codes`)
+        else if (typeof code === 'string' && !numeric && s.info.maxLength !== undefined && s.info.maxLength > 0 && code.length > s.info.maxLength) problems.push(`${where}.${s.field}: the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}, longer than ${col} holds`)
+      }
+    }
     const named = s.def.enum?.filter((v) => !/^-?\d+$/.test(v)) ?? []
     if (named.length > 0 && s.map === undefined && ['integer', 'decimal', 'float', 'bit'].includes(c) && s.timeFormat === undefined && !s.info.hasDefault && mapping.readOnly !== true) {
       problems.push(`${where}.${s.field}: ${col} holds numbers, and ${s.field} is one of ${named.join(', ')}: give it a value map from its codes to those values, such as {"column": "${s.column}", "values": {${named.map((v) => `"${v}": …`).join(', ')}}} (db introspect lists the codes the column holds), ${readOnlyHint}`)

@@ -750,6 +750,17 @@ t.test('stations.type in a number column without a value map stops the start: no
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, withDefault)), [], 'a column with a default of its own: creates that leave the type out work, as before')
 })
 
+t.test('a value map whose written code the column cannot take stops the start: SQLite stored it past the column, SQL Server refuses every such write', async (t) => {
+  const long = { ...stMapping, values: { ...stMapping.values, type: { vlm: 'VL', carousel: 'K', ptl: 'P', manual: ['M', 'HAND'] } } }
+  for (const dialect of ['sqlite', 'mssql'] as const) {
+    t.same(storageProblems(new ResourceStorage(dialect, stations, long, stColumns)), ["stations.type: the value map writes \"VL\" for \"vlm\", longer than column 'WpType' (char(1)) holds"], `${dialect}: the first code is written; 'HAND' is only read`)
+    t.same(storageProblems(new ResourceStorage(dialect, stations, { ...long, readOnly: true }, stColumns)), [], `${dialect}: read-only writes no code`)
+  }
+  const numbered = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', 'int', { nullable: false, hasDefault: true }) : c)
+  t.same(storageProblems(new ResourceStorage('mssql', stations, stMapping, numbered)), ['stations.enabled: column \'Aktiv\' (int) holds numbers, but the value map writes "N" for false; give number codes', 'stations.enabled: column \'Aktiv\' (int) holds numbers, but the value map writes "J" for true; give number codes'])
+  t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, numbered)), [], 'SQLite keeps text in a number column')
+})
+
 t.test("a real column's range is SQL Server's 4-byte real; SQLite's REAL is a double", async (t) => {
   const withReal = (dialect: 'mssql' | 'sqlite'): ResourceStorage => new ResourceStorage(dialect, materials, matMapping, matColumns.map((c) => c.name === 'Gewicht' ? col('Gewicht', 'real') : c))
   const ms = withReal('mssql')
