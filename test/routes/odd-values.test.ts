@@ -491,3 +491,39 @@ t.test('a view over an untyped flag column maps as the table does: SQLite report
   const blocked = await ctx.app.inject({ method: 'GET', url: '/api/materials?blocked=true', headers })
   t.same((blocked.json() as Page).data.map((m) => m.id), [1, 3])
 })
+
+t.test('a stored code no value map knows: sent back unchanged with the row it came from it is no change; written anywhere else it is a 400; on a field of fixed values (a flag) it is a 400 either way', { skip: MSSQL && 'SQLite DDL' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: {
+      materials: {
+        table: 'Art',
+        columns: {
+          id: 'ID', materialNumber: 'Nr', name: 'Bez', description: 'Text', unit: { column: 'ME', values: { pcs: '01', kg: '02' } }, barcode: null, minStock: null, maxStock: null, weight: null,
+          blocked: { column: 'Gesperrt', values: { true: 'J', false: 'N' } }, blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: null
+        }
+      }
+    }
+  }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Art" ("ID" INTEGER PRIMARY KEY, "Nr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Text" VARCHAR(40), "ME" CHAR(2), "Gesperrt" CHAR(1))', params: [] })
+    await db.execute({ text: 'INSERT INTO "Art" VALUES (1, \'A-1\', \'Odd unit\', NULL, \'09\', \'X\'), (2, \'A-2\', \'Known unit\', NULL, \'01\', \'N\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const stored = async (id: number) => await ctx.db.query({ text: 'SELECT "ME", "Gesperrt", "Text" FROM "Art" WHERE "ID" = @id', params: [{ name: 'id', value: id, kind: 'integer' }] })
+  t.match((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json(), { unit: '09', blocked: 'X' }, 'shown as stored')
+  // an edit form posting the row back with another change: the unknown code is no change, the other field is written
+  const back = await ctx.app.inject({ method: 'POST', url: '/api/materials/1', headers, payload: { unit: '09', description: 'edited' } })
+  t.equal(back.statusCode, 200, back.body)
+  t.same(await stored(1), [{ ME: '09', Gesperrt: 'X', Text: 'edited' }])
+  // the same code written to another row, or in a create: a value the field does not take
+  const other = await ctx.app.inject({ method: 'POST', url: '/api/materials/2', headers, payload: { unit: '09' } })
+  t.equal(other.statusCode, 400, other.body)
+  t.match(other.json().message, /unit/)
+  t.same(await stored(2), [{ ME: '01', Gesperrt: 'N', Text: null }], 'nothing written')
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-3', name: 'New', unit: '09' } })
+  t.equal(created.statusCode, 400, created.body)
+  // a flag takes only true and false: its unknown code sent back is refused by the body's schema
+  const flag = await ctx.app.inject({ method: 'POST', url: '/api/materials/1', headers, payload: { blocked: 'X', description: 'again' } })
+  t.equal(flag.statusCode, 400, flag.body)
+  t.match(flag.json().message, /blocked/)
+  t.same(await stored(1), [{ ME: '09', Gesperrt: 'X', Text: 'edited' }], 'nothing written')
+})
