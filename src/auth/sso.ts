@@ -138,11 +138,12 @@ export class SsoProvider {
   /** key set requests made, for the log and the tests */
   jwksFetches = 0
   /**
-   * Tokens checked here: until their exp, and no longer than the keys are kept, so that a key the
-   * provider withdrew stops working as soon as it would without this. A client sends the same token
-   * over and over; checking its signature each time cost about 400 µs a request (tap, app.inject).
+   * Tokens checked here: until their exp, no longer than the keys are kept, and only while the key set
+   * that checked them is the one in use, so that a key the provider withdrew stops working as soon as
+   * it would without this (a refetch for a new kid finds it gone). A client sends the same token over
+   * and over; checking its signature each time cost about 400 µs a request (tap, app.inject).
    */
-  private readonly checked = new VerifiedTokens<SsoClaims>(10000)
+  private readonly checked = new VerifiedTokens<{ claims: SsoClaims, keys: KeyLookup, exp?: number }>(10000)
   /** signatures checked (tokens not found among those checked before), for the tests */
   signatureChecks = 0
 
@@ -206,12 +207,15 @@ export class SsoProvider {
    */
   async verify (token: string): Promise<SsoClaims> {
     const hit = this.checked.get(token, Date.now())
-    // past its time: checked afresh, which also tells an expired token from one past the keys' age
-    if (hit !== undefined && hit !== 'expired') return hit
+    // past its time: checked afresh, which also tells an expired token from one past the keys' age;
+    // so is one checked with keys fetched again since, which may no longer have its key
+    if (hit !== undefined && hit !== 'expired' && hit.keys === this.keys) return hit.claims
     const { jwksUri, algorithms } = this.params ??= await this.keyParams()
     this.signatureChecks++
     let payload: JWTPayload
-    const check = async (): Promise<JWTPayload> => (await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws), {
+    /** the key set the token's key came from */
+    const used: { keys?: KeyLookup } = {}
+    const check = async (): Promise<JWTPayload> => (await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws, used), {
       issuer: this.config.issuer,
       audience: this.config.audience,
       algorithms,
@@ -245,12 +249,16 @@ export class SsoProvider {
     if (typeof payload.iat === 'number' && payload.iat > Math.floor(Date.now() / 1000) + NBF_SKEW_SECONDS) throw new SsoError('the token was issued in the future (iat)')
     if (isIdToken(payload)) throw new SsoError('the token is an ID token, not an access token')
     const claims = payload as SsoClaims
-    this.checked.set(token, claims, Math.min((claims.exp as number) * 1000, Date.now() + this.maxAgeMs))
+    this.checked.set(token, { claims, keys: used.keys! }, Math.min((claims.exp as number) * 1000, Date.now() + this.maxAgeMs))
     return claims
   }
 
   /** The key for a token header: the cached set, fetched when there is none and refetched (at most once per cooldown) for an unknown kid. */
-  private async key (url: URL, header: Parameters<KeyLookup>[0], jws: Parameters<KeyLookup>[1]): Promise<Awaited<ReturnType<KeyLookup>>> {
+  private async key (url: URL, header: Parameters<KeyLookup>[0], jws: Parameters<KeyLookup>[1], used: { keys?: KeyLookup }): Promise<Awaited<ReturnType<KeyLookup>>> {
+    const lookup = async (): Promise<Awaited<ReturnType<KeyLookup>>> => {
+      used.keys = this.keys!
+      return await used.keys(header, jws)
+    }
     const now = Date.now()
     if (this.keys === undefined) {
       if (now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
@@ -263,12 +271,12 @@ export class SsoProvider {
       })
     }
     try {
-      return await this.keys!(header, jws)
+      return await lookup()
     } catch (err) {
       if (!(err instanceof errors.JWKSNoMatchingKey)) throw err
       if (!this.mayRefetch()) throw err
       await this.refreshKeys(url)
-      return await this.keys!(header, jws)
+      return await lookup()
     }
   }
 

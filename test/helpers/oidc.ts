@@ -42,6 +42,8 @@ export interface TestProvider {
   rotate (): Promise<TestKey>
   /** new key material under the current key's kid (a provider restarted with generated keys), the old key no longer published */
   rekey (): Promise<TestKey>
+  /** stops publishing a key (withdrawn after a leak), without restarting the server */
+  withdraw (key: TestKey): void
   /** stops listening (connections refused) */
   stop (): Promise<void>
   /** listens again on the same port */
@@ -201,6 +203,10 @@ export async function startProvider (options: { redirectUri?: string } = {}): Pr
       state.keys = [key, ...state.keys.slice(1)]
       build()
       return key
+    },
+    withdraw (key) {
+      state.keys = state.keys.filter((k) => k !== key)
+      build()
     },
     async stop () {
       const closed = new Promise((resolve) => server.close(resolve))

@@ -423,6 +423,19 @@ t.test('key rotation at the provider: a new kid is accepted without a restart', 
   t.equal(provider.jwksFetches, 2)
 })
 
+t.test('a key the provider withdrew: a token it signed, accepted before, is refused once the keys are fetched without it', async (t) => {
+  const { ctx, bearer, provider, before, after } = await keysChanged(t, 200, async (idp) => {
+    const key = await idp.rotate()
+    idp.withdraw(idp.keys[1])
+    return key
+  })
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(after) })).statusCode, 200, 'the new kid: accepted')
+  t.equal(provider.jwksFetches, 2, 'after a refetch')
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(before) })).json(), INVALID, 'the old key\'s token is refused (before: remembered as checked for up to 10 minutes)')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(after) })).statusCode, 200, 'the new one still is accepted')
+  t.equal(provider.signatureChecks, 3, 'and remembered: checked once per key set')
+})
+
 t.test('new key material under the same kid (a provider restarted with generated keys): fetched again once the cooldown allows, not refused for the keys\' whole age', async (t) => {
   // made first: an RSA key takes a while, and the checks below must fall inside one cooldown (3 s: a
   // loaded machine stalls for about a second)
