@@ -134,6 +134,8 @@ export class SsoProvider {
   private keys?: KeyLookup
   private keysAt = 0
   private keysAttemptedAt = Number.NEGATIVE_INFINITY
+  /** the last fetch of the keys failed: a kid they lack may be one the provider has */
+  private keysFailed = false
   private keysPending?: Promise<void>
   /** key set requests made, for the log and the tests */
   jwksFetches = 0
@@ -274,7 +276,12 @@ export class SsoProvider {
       return await lookup()
     } catch (err) {
       if (!(err instanceof errors.JWKSNoMatchingKey)) throw err
-      if (!this.mayRefetch()) throw err
+      if (!this.mayRefetch()) {
+        // Not known to be wrong: the provider could not be asked (a 401 would send the client for a new
+        // token, which has the same kid); the next fetch is due after retryMs, what the 503's Retry-After says.
+        if (this.keysFailed) throw new SsoError('no cached key matches the token\'s kid, and the last attempt to fetch the keys failed', { unavailable: true })
+        throw err
+      }
       await this.refreshKeys(url)
       return await lookup()
     }
@@ -282,11 +289,12 @@ export class SsoProvider {
 
   /**
    * Whether a token the cached keys cannot verify (an unknown kid, a signature its kid's key refuses)
-   * may have the keys fetched again: once per cooldown, or by sharing a fetch under way (another
-   * token's), whose outcome is this one's too.
+   * may have the keys fetched again: once per cooldown (after a failed fetch, once per retryMs, as a
+   * failed discovery), or by sharing a fetch under way (another token's), whose outcome is this one's too.
    */
   private mayRefetch (): boolean {
-    return this.keysPending !== undefined || Date.now() - this.keysAttemptedAt >= this.cooldownMs
+    const wait = this.keysFailed ? Math.min(this.retryMs, this.cooldownMs) : this.cooldownMs
+    return this.keysPending !== undefined || Date.now() - this.keysAttemptedAt >= wait
   }
 
   /** One fetch at a time: concurrent callers share it. */
@@ -303,7 +311,9 @@ export class SsoProvider {
         if (response.status !== 200) throw new Error(`HTTP ${response.status}`)
         this.keys = createLocalJWKSet(await response.json() as Parameters<typeof createLocalJWKSet>[0])
         this.keysAt = Date.now()
+        this.keysFailed = false
       } catch (err) {
+        this.keysFailed = true
         throw new SsoError(`fetching the key set ${url.href} failed: ${describeError(err)}`, { unavailable: true, cause: err })
       } finally {
         this.keysPending = undefined

@@ -491,8 +491,8 @@ t.test('the provider stopped or hanging', async (t) => {
   t.equal(provider.jwksFetches, 2, 'one key-set fetch for the whole burst')
   t.match(logs.join('\n'), /fetching the key set .* failed/, 'the log says why')
   const soon = Date.now()
-  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(6)) })).json(), INVALID)
-  t.ok(Date.now() - soon < 300, 'within the cooldown: refused at once, by the keys the gateway has')
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(6)) })).json(), UNAVAILABLE, 'the last fetch failed: an unknown kid is not known to be wrong')
+  t.ok(Date.now() - soon < 300, 'within the cooldown: answered at once')
   t.equal(provider.jwksFetches, 2, 'no fetch within the cooldown after the last one')
 
   await idp.stop()
@@ -503,6 +503,30 @@ t.test('the provider stopped or hanging', async (t) => {
   await idp.start()
   idp.mode = 'up'
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })).statusCode, 200, 'back: a new token works')
+})
+
+t.test('a new kid while the keys cannot be fetched: 503, and the retry the 503 asks for works once the provider is back', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { sso: { timeoutMs: 500 }, timing: { jwksCooldownMs: 1000, retryMs: 300 } })
+  const provider = ctx.app.auth.sso.byId.get('warehouse')!
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const get = async (token: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  t.equal((await get(await idp.clientCredentials('erp'))).statusCode, 200)
+  await new Promise((resolve) => setTimeout(resolve, 1050)) // past the cooldown: a new kid may fetch the keys
+  await idp.rotate()
+  const rotated = await idp.clientCredentials('erp')
+  await idp.stop()
+  const down = await get(rotated)
+  t.same(down.json(), UNAVAILABLE, 'the provider is down: the new kid cannot be checked')
+  t.equal(down.headers['retry-after'], '10')
+  t.equal(provider.jwksFetches, 2)
+  await idp.start()
+  t.same((await get(rotated)).json(), UNAVAILABLE, 'at once again: still 503, not the 401 that would send the client for a new token with the same kid')
+  t.equal(provider.jwksFetches, 2, 'without a fetch')
+  await new Promise((resolve) => setTimeout(resolve, 350))
+  t.equal((await get(rotated)).statusCode, 200, 'after the retry time (not the cooldown): fetched again and accepted')
+  t.equal(provider.jwksFetches, 3)
+  t.same((await get(await idp.sign(decode(rotated), { header: { kid: 'no-such-key' } }))).json(), INVALID, 'the keys fetched: an unknown kid is a 401 again')
+  t.equal(provider.jwksFetches, 3, 'within the cooldown, without a fetch')
 })
 
 t.test('a checked token is remembered until its exp, and no longer than the keys are kept', async (t) => {
