@@ -325,7 +325,13 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
           }
           return await identifySso(request, provider, token)
         }
-        claims = checkSignature(token)
+        try {
+          claims = checkSignature(token)
+        } catch (err) {
+          const iss = sso.foreignIssuer(token)
+          if (iss !== undefined) request.log.info({ iss, issuers: sso.issuers }, 'identity provider token refused: its iss is no configured issuer (auth.sso issuer)')
+          throw err
+        }
         verified.set(token, claims)
       }
       verified.remember(connection, header, token)

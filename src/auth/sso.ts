@@ -375,6 +375,28 @@ export class SsoProviders {
       return undefined
     }
   }
+
+  /**
+   * The `iss` of a token signed as providers sign (an asymmetric alg) that names no configured issuer,
+   * for the log: it is refused as one of the gateway's own, and the caller only learns TOKEN_INVALID
+   * (Entra ID's version 1 tokens, issuer https://sts.windows.net/<tenant>/, against a v2 issuer).
+   */
+  foreignIssuer (token: string): string | undefined {
+    if (this.byIssuer.size === 0) return undefined
+    try {
+      const { alg } = decodeProtectedHeader(token)
+      if (typeof alg !== 'string' || !(SSO_ALGORITHMS as readonly string[]).includes(alg)) return undefined
+      const { iss } = decodeJwt(token)
+      return typeof iss === 'string' && !this.byIssuer.has(iss) ? iss.slice(0, 200) : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  /** the configured issuers, for the log */
+  get issuers (): string[] {
+    return [...this.byIssuer.keys()]
+  }
 }
 
 /**

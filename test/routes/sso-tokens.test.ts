@@ -124,6 +124,21 @@ t.test('tokens that are not right are refused with 401', async (t) => {
   t.notMatch(logs.join('\n'), /eyJ[\w-]+\.eyJ/, 'no token in the log')
 })
 
+t.test('a token from an issuer no entry names (Entra ID\'s version 1 tokens: https://sts.windows.net/<tenant>/): 401, and the log names its iss', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t)
+  const now = Math.floor(Date.now() / 1000)
+  const v1 = await idp.sign({ iss: 'https://sts.windows.net/0b1c2d3e/', aud: AUDIENCE, sub: 'erp', appid: 'erp', iat: now, exp: now + 300, roles: ['gateway-app'] })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(v1) })
+  t.same(res.json(), INVALID, 'refused, with the body every invalid token gets')
+  const line = logs.map((l) => JSON.parse(l)).find((entry) => /its iss is no configured issuer/.test(entry.msg))
+  t.match(line, { level: 30, iss: 'https://sts.windows.net/0b1c2d3e/', issuers: [idp.issuer] }, 'the log says which issuer the token has and which are configured')
+  t.notMatch(logs.join('\n'), /eyJ[\w-]+\.eyJ/, 'no token in the log')
+  const before = logs.length
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: 'Bearer not.a.token' } })).statusCode, 401)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: ctx.auth(ctx.adminToken.slice(0, -2)) })).statusCode, 401)
+  t.notMatch(logs.slice(before).join('\n'), /no configured issuer/, 'not for tokens that are no provider\'s (malformed, the gateway\'s own HS256)')
+})
+
 t.test('an ID token is not an access token, even where audience lists the client it was issued to', async (t) => {
   // audience names the gateway's client, as the README's Entra ID example does (and Keycloak's, where the client is the audience)
   const { idp, ctx, bearer, logs } = await setup(t, { sso: { audience: [AUDIENCE, 'gateway-web'] } })
