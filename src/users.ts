@@ -1,6 +1,6 @@
 // User management rules: who may change what, the licence cap, and revocation by token version.
 import { ApiError, badRequest, forbidden, licenceLimit } from './errors.js'
-import { BadQueryError, ConflictError, NotFoundError } from './db/errors.js'
+import { BadQueryError, ConflictError, InvalidValueError, NotFoundError } from './db/errors.js'
 import { isSsoMarker, SSO_MARKER_PREFIX, type SsoIdentity } from './auth/sso.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseListQuery, type DerivedFilters } from './db/list-query.js'
@@ -210,6 +210,9 @@ export class UserService {
     if (username.length > 64) throw forbidden('The username from the identity provider is longer than 64 characters; no user was created')
     // the rest of the rule of the API's own usernames (schemas/users.ts), not a second copy of it
     if (!Value.Check(Username, username)) throw forbidden('The username from the identity provider holds control or invisible characters; no user was created')
+    // the picking system's column may be narrower than the API's 64, or a code page without its letters
+    const unfit = this.unfit('username', username)
+    if (unfit !== undefined) throw forbidden(`The username '${username}' from the identity provider does not fit the user table (${unfit}); map another claim to the username (auth.sso usernameClaim); no user was created`)
     const taken = await this.opts.repo.findOne('username', username)
     if (taken !== undefined) throw usernameTaken(username, taken)
     try {
@@ -217,7 +220,7 @@ export class UserService {
         username,
         passwordHash: identity.marker,
         type: identity.type,
-        displayName: identity.displayName,
+        displayName: this.fittedDisplayName(identity.displayName),
         enabled: true,
         tokenVersion: firstTokenVersion(this.opts.repo),
         lastLoginAt: new Date()
@@ -230,6 +233,30 @@ export class UserService {
       const other = await this.opts.repo.findOne('username', username)
       throw other === undefined ? err : usernameTaken(username, other)
     }
+  }
+
+  /** Why the user table's column for `field` cannot store `value` as it is (its length, its code page), or undefined. */
+  private unfit (field: string, value: string): string | undefined {
+    const storage = this.opts.repo.storage
+    try {
+      storage.toDb(storage.field(field), value)
+      return undefined
+    } catch (err) {
+      if (err instanceof InvalidValueError) return err.message
+      throw err
+    }
+  }
+
+  /**
+   * The provider's `name` as the display-name column can keep it: cut to the column's length, or none
+   * where its characters do not fit (a code page without them). It is only shown; a name that does not
+   * fit must not keep the person out.
+   */
+  private fittedDisplayName (name: string | null): string | null {
+    if (name === null || this.unfit('displayName', name) === undefined) return name
+    const max = this.opts.repo.storage.field('displayName').info?.maxLength
+    const cut = max !== undefined && max > 0 ? [...name].slice(0, max).join('').trimEnd() : undefined
+    return cut !== undefined && cut !== '' && this.unfit('displayName', cut) === undefined ? cut : null
   }
 
   private assertMayUpdate (id: Id, actor: Actor, current: Row | undefined): void {

@@ -7,6 +7,8 @@ import { build, type TestContext } from '../helpers/build.js'
 import { until } from '../helpers/wait.js'
 import { AUDIENCE, REALM_PATH, startProvider, type TestKey, type TestProvider } from '../helpers/oidc.js'
 import type { Config } from '../../src/config.js'
+import { createTableStatements } from '../../src/db/init.js'
+import { referenceMappings, users as usersDef } from '../../src/db/resources.js'
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
@@ -284,6 +286,32 @@ t.test('claims: type mapping, missing claim, username fallbacks, a local account
   const invisible = await call('erp-8')
   t.equal(invisible.statusCode, 403, 'a name that shows as admin')
   t.match(invisible.json().message, /holds control or invisible characters/)
+})
+
+t.test('a user table with columns narrower than the API\'s: a long name is cut to fit, a username that does not fit is a 403 that says so', async (t) => {
+  const idp = await startProvider()
+  t.teardown(() => idp.close())
+  const logs: string[] = []
+  const ctx = await build(t, {
+    auth: { sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 },
+    logging: { level: 'info' }
+  }, async (db) => {
+    // a picking system's user table: 20 characters for the login, 16 for the name
+    for (const text of createTableStatements(db.dialect, usersDef, referenceMappings.users)) {
+      await db.execute({ text: text.replace(/("?display_name"?\]?) N?VARCHAR\(\d+\)/i, '$1 VARCHAR(16)').replace(/("?username"?\]?) N?VARCHAR\(\d+\)/i, '$1 VARCHAR(20)'), params: [] })
+    }
+  }, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const call = async (client: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${await idp.clientCredentials(client)}` } })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp', name: 'Warehouse ERP of the north site' })
+  t.equal((await call('erp')).statusCode, 200, 'a name longer than its column does not keep the identity out (before: 400 VALIDATION_ERROR on every request)')
+  const row = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  t.match(row, { source: 'sso', displayName: 'Warehouse ERP of' }, 'the name, cut to the column\'s 16 characters')
+  idp.claims.set('scanner', { roles: ['gateway-user'], preferred_username: 'scanner.north@example.com' })
+  const long = await call('scanner')
+  t.equal(long.statusCode, 403, 'a username longer than its column (but within 64): the 403 of an unusable username, not a 400 for a request that has no body')
+  t.same(long.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The username 'scanner.north@example.com' from the identity provider does not fit the user table ('username' must be at most 20 characters long (its database column's limit), got 25); map another claim to the username (auth.sso usernameClaim); no user was created" })
+  t.match(logs.join('\n'), /"sub":"scanner".*does not fit the user table/, 'the log warns, naming the subject')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 2, 'no row for it')
 })
 
 t.test('a configured username claim and a nested type claim (Keycloak\'s realm_access.roles)', async (t) => {
