@@ -267,8 +267,9 @@ export class SsoProvider {
       await this.refreshKeys(url)
     } else if (now - this.keysAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
       // Stale keys are better than none while the provider is away; the next try is after the cooldown.
-      // The request goes on, so only the log can tell that the provider is away.
-      await this.refreshKeys(url).catch((err: Error) => {
+      // Fetched in the background: the cached keys check this token, which a provider that hangs would
+      // otherwise hold for timeoutMs. Only the log can tell that the provider is away.
+      this.refreshKeys(url).catch((err: Error) => {
         this.warn({ provider: this.id }, `${err.message}; the keys fetched ${new Date(this.keysAt).toISOString()} stay in use`)
       })
     }

@@ -612,8 +612,26 @@ t.test('keys past their age are fetched again; when that fails, the old ones car
   await new Promise((resolve) => setTimeout(resolve, 250))
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200, 'the provider is down: the stale key still works')
   t.equal(provider.jwksFetches, 3, 'it was tried')
+  await until(() => logs.some((line) => /stay in use/.test(line)), 'the warning of the fetch in the background')
   const warning = logs.map((line) => JSON.parse(line)).find((entry) => /stay in use/.test(entry.msg))
   t.match(warning, { level: 40, provider: 'warehouse', msg: /^fetching the key set http:\/\/127\.0\.0\.1:\d+\/.* failed: .*; the keys fetched \d{4}-\d\d-\d\dT.* stay in use$/ }, 'a warning names the provider, the cause and the age of the keys in use')
+})
+
+t.test('keys past their age while the provider hangs: the token is checked with the cached keys at once, not after timeoutMs', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { timeoutMs: 1500 }, timing: { jwksCooldownMs: 0, jwksMaxAgeMs: 200 } })
+  const provider = ctx.app.auth.sso.byId.get('warehouse')!
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200)
+  idp.mode = 'hang'
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  const started = Date.now()
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200, 'the stale key still works')
+  const took = Date.now() - started
+  t.ok(took < 750, `answered in ${took} ms, not after the fetch's 1500 ms timeout (before: each such token waited for it)`)
+  t.equal(provider.jwksFetches, 2, 'the keys are being fetched again')
+  await until(() => logs.some((line) => /stay in use/.test(line)), 'the warning once the fetch timed out')
+  t.ok(Date.now() - started >= 1400, 'which ends with its timeout')
 })
 
 t.test('a provider that hangs or is down before its keys are known', async (t) => {
