@@ -184,6 +184,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const ssoPending = new Map<string, Promise<Row>>()
   /** provider + subject -> the newest iat (ms) among its tokens seen here */
   const ssoNewest = new Map<string, number>()
+  /** user id -> the iat (or exp) of the last provider token that stamped its lastLoginAt here */
+  const ssoStamped = new Map<Id, number>()
 
   /**
    * A token that says another type than the row but is older than what set the row's type: a token
@@ -408,6 +410,14 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
     const user = await ssoUser(provider, claims, request.log)
     if (user.enabled !== true) throw tokenInvalid()
+    // A provider token is this identity's login: each new one stamps lastLoginAt once (not every
+    // request), so that an ERP calling every day does not show the time of its first token for good.
+    const issued = typeof claims.iat === 'number' ? claims.iat : claims.exp
+    if (typeof issued === 'number' && issued > (ssoStamped.get(user.id as Id) ?? -Infinity)) {
+      if (ssoStamped.size > 10000) ssoStamped.clear()
+      ssoStamped.set(user.id as Id, issued)
+      await recordLogin(user.id as Id, { lastLoginAt: new Date() })
+    }
     return { id: user.id as Id, username: user.username as string, type: user.type as UserType, tokenType: 'access', tokenVersion: Number(user.tokenVersion) }
   }
 

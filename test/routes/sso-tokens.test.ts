@@ -370,6 +370,32 @@ t.test('the user row: disable, delete and re-creation, type following the claim,
   t.match(recreated, { source: 'sso', enabled: true })
 })
 
+t.test('each new provider token stamps lastLoginAt once: an ERP calling every day does not show its first token\'s time for good', async (t) => {
+  const { idp, ctx, bearer } = await setup(t)
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const base = decode(await idp.clientCredentials('erp'))
+  const now = Math.floor(Date.now() / 1000)
+  const older = await idp.sign({ ...base, iat: now - 120, exp: now + 600 })
+  const newer = await idp.sign({ ...base, iat: now, exp: now + 600 })
+  const get = async (token: string) => (await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode
+  const row = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx.auth(ctx.adminToken) })).json().data[0] as { lastLoginAt: string, modifiedAt: string }
+  const pause = async () => { await new Promise((resolve) => setTimeout(resolve, 20)) }
+  t.equal(await get(older), 200)
+  const first = await row()
+  await pause()
+  t.equal(await get(older), 200)
+  t.equal(await get(older), 200)
+  t.equal((await row()).lastLoginAt, first.lastLoginAt, 'the same token again: no write')
+  await pause()
+  t.equal(await get(newer), 200)
+  const second = await row()
+  t.ok(Date.parse(second.lastLoginAt) > Date.parse(first.lastLoginAt), `a new token stamps it (${first.lastLoginAt} -> ${second.lastLoginAt}; before: the first token's time for good)`)
+  t.equal(second.modifiedAt, first.modifiedAt, 'without moving modifiedAt, as a password login')
+  await pause()
+  t.equal(await get(older), 200)
+  t.equal((await row()).lastLoginAt, second.lastLoginAt, 'an older token is no new login')
+})
+
 t.test('an older token cannot set the type back: the newest claim holds, and the older token acts with the row\'s type', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
