@@ -46,13 +46,26 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   const fileError = file === undefined ? undefined : sqliteFileError(file, demo)
   if (fileError !== undefined) throw new ConfigError([fileError])
   const logger = await untilStopped(serviceLogger(config.logging.level))
-  const db = openService(config.database.url, {
-    logger: logger.child({ component: 'database' }),
-    create: demo,
-    password: config.database.password,
-    connectTimeoutMs: config.database.connectTimeoutMs,
-    requestTimeoutMs: config.database.requestTimeoutMs
-  }, file)
+  let db: ReturnType<typeof openService>
+  try {
+    db = openService(config.database.url, {
+      logger: logger.child({ component: 'database' }),
+      create: demo,
+      password: config.database.password,
+      connectTimeoutMs: config.database.connectTimeoutMs,
+      requestTimeoutMs: config.database.requestTimeoutMs
+    }, file)
+  } catch (err) {
+    // SQLite opens synchronously and waits inside the driver (up to 5 s) for another process's lock: a
+    // signal that came meanwhile is a stop, not a failure, but its handler runs only once the event loop
+    // polls again (a timer, not setImmediate, which may run before that poll)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    if (stop?.reason !== undefined) {
+      logger.info({ reason: describeStop(stop.reason) }, 'stopped during start-up')
+      throw new StoppedError(stop.reason)
+    }
+    throw err
+  }
   let app: App
   let simulator: Simulator | undefined
   let building: Promise<App> | undefined

@@ -1,13 +1,14 @@
 // picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change), the
 // controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
 import { once } from 'node:events'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError, plainHttpWarning } from '../src/server.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo } from './helpers/process.js'
 import { until } from './helpers/wait.js'
 
 t.test('serve collects the young generation on its main thread alone: no helper thread takes part', async (t) => {
@@ -160,6 +161,32 @@ t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up sto
   t.ok(exit.at - sent < GRACE_MS + 2000, `ended ${exit.at - sent} ms after SIGTERM`)
   t.comment(`SIGTERM during start-up: exit ${exit.at - sent} ms after it`)
   t.match(run.err(), 'stopped during start-up: SIGTERM')
+  t.notMatch(run.out(), LISTENING)
+})
+
+t.test('SIGTERM while start-up waits for another process\'s lock on the SQLite file: start-up stops, exit 0', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
+  const { env, dir } = await gatewaySetup(t)
+  const file = join(dir, 'g.db')
+  // the picking system in the middle of a write, on a file in rollback-journal mode: switching it to WAL,
+  // which the gateway does as it opens it, waits for the lock (inside SQLite, for 5 s)
+  const other = new BetterSqlite3(file)
+  t.teardown(() => { other.close() })
+  other.pragma('journal_mode = DELETE')
+  other.exec('BEGIN EXCLUSIVE')
+  other.exec('UPDATE materials SET name = name')
+  const run = start(t, [CLI, 'serve'], env)
+  const opened = () => { try { return readdirSync(`/proc/${run.child.pid!}/fd`).some((fd) => { try { return readlinkSync(`/proc/${run.child.pid!}/fd/${fd}`) === file } catch { return false } }) } catch { return false } }
+  await until(() => opened() || run.child.exitCode !== null, 'the gateway to open the database file', START_MS)
+  t.equal(run.child.exitCode, null, 'still starting, waiting for the lock')
+  const sent = Date.now()
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'exited')
+  if (!exit) return
+  t.equal(exit.code, 0, `a stop, not a failure (before: exit 1, "The database is busy"): ${run.err()}`)
+  t.ok(exit.at - sent < GRACE_MS + 5000, `ended ${exit.at - sent} ms after SIGTERM`)
+  t.match(run.err(), 'stopped during start-up: SIGTERM')
+  t.notMatch(run.err(), 'The database is busy')
   t.notMatch(run.out(), LISTENING)
 })
 
