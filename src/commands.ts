@@ -53,7 +53,9 @@ export interface HiddenInput {
   setRawMode (mode: boolean): unknown
   setEncoding (encoding: BufferEncoding): unknown
   on (event: 'data', listener: (chunk: string) => void): unknown
+  on (event: 'end', listener: () => void): unknown
   off (event: 'data', listener: (chunk: string) => void): unknown
+  off (event: 'end', listener: () => void): unknown
   resume (): unknown
   pause (): unknown
 }
@@ -61,20 +63,27 @@ export interface HiddenInput {
 /**
  * One line typed at a terminal, not echoed (a password typed after --password-stdin used to show on
  * the screen, and needed Ctrl-D after it). Enter or Ctrl-D ends it, Backspace takes back a character,
- * Ctrl-C restores the terminal and raises SIGINT as the terminal would have (exit 130).
+ * Ctrl-C restores the terminal and raises SIGINT as the terminal would have (exit 130). A terminal that
+ * goes away meanwhile (its input ends) is an error: the command did nothing, and must not exit 0.
  */
 export async function readHidden (input: HiddenInput, output: { write (text: string): unknown }, prompt: string, interrupt = () => { process.kill(process.pid, 'SIGINT') }): Promise<string> {
   // echo off before the prompt shows: what is typed once it shows is never echoed
   input.setEncoding('utf8')
   input.setRawMode(true)
   output.write(prompt)
-  return await new Promise((resolve) => {
+  return await new Promise((resolve, reject) => {
     let text = ''
     const end = (): void => {
       input.off('data', onData)
-      input.setRawMode(false)
+      input.off('end', onEnd)
+      try { input.setRawMode(false) } catch {}
       input.pause()
       output.write('\n')
+    }
+    // without this, nothing was left for the event loop and the process ended with exit 0, having done nothing
+    const onEnd = (): void => {
+      end()
+      reject(new Error('the terminal closed before a password was typed; nothing was changed'))
     }
     const onData = (chunk: string): void => {
       for (const ch of chunk) {
@@ -91,6 +100,7 @@ export async function readHidden (input: HiddenInput, output: { write (text: str
       }
     }
     input.on('data', onData)
+    input.on('end', onEnd)
     input.resume()
   })
 }

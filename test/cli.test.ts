@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process'
-import { EventEmitter } from 'node:events'
+import { spawn, spawnSync } from 'node:child_process'
+import { EventEmitter, once } from 'node:events'
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -11,7 +11,7 @@ import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
 import { openDatabase } from '../src/db/index.js'
 import { narrowMaterials } from './helpers/legacy-fixture.js'
 import { tempDir } from './helpers/temp.js'
-import { until } from './helpers/wait.js'
+import { sleep, until } from './helpers/wait.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 
@@ -530,6 +530,13 @@ t.test('--password-stdin at a terminal: read without echo, twice; Backspace, Ctr
   interrupted.input.emit('data', 'ab\u0003')
   t.ok(raised, 'Ctrl-C raises SIGINT')
   t.same(interrupted.input.raw, [true, false], 'after restoring the terminal')
+  const gone = fake()
+  const hungUp = readHidden(gone.input, gone.output, 'p: ')
+  gone.input.emit('data', 'ab')
+  gone.input.emit('end')
+  const settled = await Promise.race([hungUp.then(() => 'resolved', (err: Error) => err.message), sleep(1000).then(() => 'still waiting')])
+  t.equal(settled, 'the terminal closed before a password was typed; nothing was changed', 'the input ending (the terminal gone) is an error (before: never settled, and the process exited 0)')
+  t.same(gone.input.raw, [true, false], 'the terminal mode is given back')
 
   const dir = tempDir(t, 'pg-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
@@ -606,6 +613,47 @@ t.test('check-config\'s notes on SQL Server name columns as its catalog spells t
   t.equal(texts[texts.length - 1], 'SELECT MIN([LoginName]) AS [name], COUNT(*) AS [n] FROM [dbo].[Benutzer] GROUP BY UPPER(RTRIM([LoginName])) HAVING COUNT(*) > 1')
   t.match(await controllerNotes(db, mappings, columns.stations, { enabled: true, controllers: [] } as never), [/^stations\.controllerId: 1 station names a controller that hardware\.controllers does not list \('ctl-9'/])
   t.equal(texts[texts.length - 1], 'SELECT [ControllerID] AS [controller] FROM [dbo].[Platz] WHERE [ControllerID] IS NOT NULL')
+})
+
+// A terminal that is the command's standard input but not its controlling terminal (started by a daemon
+// or with setsid): when it goes away no SIGHUP comes, only the end of its input.
+const PTY_GONE = `
+import json, os, pty, subprocess, sys, time
+argv = json.loads(sys.argv[1])
+master, slave = pty.openpty()
+child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+os.close(slave)
+out, begin = b'', time.time()
+while b'Password' not in out and time.time() - begin < 30:
+    try:
+        out += os.read(master, 4096)
+    except OSError:
+        break
+os.close(master)
+try:
+    code = child.wait(10)
+except subprocess.TimeoutExpired:
+    child.kill()
+    code = 'hung'
+print(json.dumps({'code': code, 'output': out.decode('utf8', 'replace')}))
+`
+
+t.test('user passwd at a terminal that goes away at the prompt: exit 1, not 0 (nothing was changed)', { skip: spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0 ? false : 'needs python3 (pty)' }, async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
+  t.equal(await main(['db', 'init'], io(env)), 0)
+  const cli = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts'), 'user', 'passwd', 'admin', '--password-stdin']
+  const helper = spawn('python3', ['-c', PTY_GONE, JSON.stringify(cli)], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { if (helper.exitCode === null) helper.kill('SIGKILL') })
+  let out = ''
+  let err = ''
+  helper.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
+  helper.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
+  const [code] = await once(helper, 'close') as [number | null]
+  t.equal(code, 0, `helper ran: ${err}`)
+  const result = JSON.parse(out) as { code: number | string, output: string }
+  t.match(result.output, 'Password (user passwd admin): ', 'it prompted')
+  t.equal(result.code, 1, 'a failure (before: exit 0, as if the password had been changed)')
 })
 
 t.test('a writable mapping onto a SQLite view without INSTEAD OF triggers: exit 78 naming it (before: it served, and every write was a 500)', async (t) => {
