@@ -717,5 +717,14 @@ export function openSqlite (path: string, opts: SqliteOptions): Database {
   }
   const problem = sqliteFileProblem(path, options.create)
   if (problem !== undefined) throw new DatabaseUnavailableError(problem)
-  return new SqliteDatabase(path, connect(path, options), options)
+  let db: BetterSqlite3.Database
+  try {
+    db = connect(path, options)
+  } catch (err) {
+    // said where it ends a command or the start (exit 1): which file, held by whom, and what to do;
+    // a bare 'The database is busy' named neither
+    if (!isBusy(err)) throw err
+    throw new DatabaseUnavailableError(`the SQLite database file '${path}' is locked by another process (a write transaction in progress, or a program that keeps it locked) and was not released within ${options.busyTimeoutMs / 1000} s; try again once that process has finished its write`, { cause: err instanceof DatabaseUnavailableError ? err.cause : err })
+  }
+  return new SqliteDatabase(path, db, options)
 }

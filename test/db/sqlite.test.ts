@@ -464,6 +464,30 @@ t.test('a locked database answers DatabaseUnavailableError, not a hang', async (
   t.match(await repo.create({ name: 'S', type: 'ptl' }), { name: 'S' }, 'works again once the lock is gone')
 })
 
+t.test('a file another process keeps locked while it is opened: an error naming the file and the lock, not a bare "The database is busy"', async (t) => {
+  const file = join(dir, 'locked-open.db')
+  const other = new BetterSqlite3(file)
+  t.teardown(() => { other.close() })
+  // a rollback journal, as a picking system's own file may have: its write lock keeps every other connection out, readers too
+  other.pragma('journal_mode = DELETE')
+  other.exec('CREATE TABLE t (x INTEGER)')
+  other.exec('BEGIN EXCLUSIVE')
+  other.exec('INSERT INTO t VALUES (1)')
+  for (const readonly of [false, true]) {
+    const started = Date.now()
+    t.throws(() => openSqlite(file, { create: false, readonly, busyTimeoutMs: 50 }), {
+      name: 'DatabaseUnavailableError',
+      statusCode: 503,
+      message: `the SQLite database file '${file}' is locked by another process (a write transaction in progress, or a program that keeps it locked) and was not released within 0.05 s; try again once that process has finished its write`
+    }, `${readonly ? 'read-only' : 'read-write'} open (before: 'The database is busy')`)
+    t.ok(Date.now() - started < 2000, 'within the busy timeout')
+  }
+  other.exec('ROLLBACK')
+  const db = openSqlite(file, { create: false, busyTimeoutMs: 50 })
+  t.teardown(() => db.close())
+  t.same(await db.query({ text: 'SELECT COUNT(*) AS n FROM t', params: [] }), [{ n: 0 }], 'opens once the lock is gone')
+})
+
 /** A station in a new file, and a second connection (the picking system) that holds the write lock over a change to it. */
 async function lockedStation (t: Test, name: string, options: { busyTimeoutMs?: number }, begin: string, description: string) {
   const file = join(dir, name)
