@@ -67,13 +67,10 @@ export interface HiddenInput {
  * goes away meanwhile (its input ends) is an error: the command did nothing, and must not exit 0.
  */
 export async function readHidden (input: HiddenInput, output: { write (text: string): unknown }, prompt: string, interrupt = () => { process.kill(process.pid, 'SIGINT') }): Promise<string> {
-  // echo off before the prompt shows: what is typed once it shows is never echoed
-  input.setEncoding('utf8')
-  input.setRawMode(true)
-  output.write(prompt)
   return await new Promise((resolve, reject) => {
     let text = ''
     const end = (): void => {
+      process.off('SIGHUP', onHangup)
       input.off('data', onData)
       input.off('end', onEnd)
       try { input.setRawMode(false) } catch {}
@@ -99,6 +96,18 @@ export async function readHidden (input: HiddenInput, output: { write (text: str
         else text += ch
       }
     }
+    // Node gives a terminal its mode back when SIGINT or SIGTERM ends the process, not on SIGHUP (a
+    // `kill -HUP` while the terminal stays): without this the shell was left without echo. Listening
+    // before the mode changes: a SIGHUP as soon as the prompt shows finds the listener there.
+    const onHangup = (): void => {
+      end()
+      process.kill(process.pid, 'SIGHUP')
+    }
+    process.once('SIGHUP', onHangup)
+    // echo off before the prompt shows: what is typed once it shows is never echoed
+    input.setEncoding('utf8')
+    input.setRawMode(true)
+    output.write(prompt)
     input.on('data', onData)
     input.on('end', onEnd)
     input.resume()

@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { EventEmitter, once } from 'node:events'
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { constants } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
@@ -616,12 +617,14 @@ t.test('check-config\'s notes on SQL Server name columns as its catalog spells t
 })
 
 // A terminal that is the command's standard input but not its controlling terminal (started by a daemon
-// or with setsid): when it goes away no SIGHUP comes, only the end of its input.
-const PTY_GONE = `
-import json, os, pty, subprocess, sys, time
-argv = json.loads(sys.argv[1])
+// or with setsid): when it goes away no SIGHUP comes, only the end of its input. 'close' closes it at the
+// prompt; a signal name sends that signal instead and reports whether the terminal echoes again after.
+const PTY_PROMPT = `
+import json, os, pty, signal, subprocess, sys, termios, time
+argv, action = json.loads(sys.argv[1]), sys.argv[2]
 master, slave = pty.openpty()
-child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+env = {k: v for k, v in os.environ.items() if k != 'NODE_OPTIONS'}
+child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env=env)
 os.close(slave)
 out, begin = b'', time.time()
 while b'Password' not in out and time.time() - begin < 30:
@@ -629,21 +632,33 @@ while b'Password' not in out and time.time() - begin < 30:
         out += os.read(master, 4096)
     except OSError:
         break
-os.close(master)
+if action == 'close':
+    os.close(master)
+else:
+    child.send_signal(getattr(signal, action))
 try:
     code = child.wait(10)
 except subprocess.TimeoutExpired:
     child.kill()
     code = 'hung'
-print(json.dumps({'code': code, 'output': out.decode('utf8', 'replace')}))
+echo = None if action == 'close' else bool(termios.tcgetattr(master)[3] & termios.ECHO)
+print(json.dumps({'code': code, 'echo': echo, 'output': out.decode('utf8', 'replace')}))
 `
 
-t.test('user passwd at a terminal that goes away at the prompt: exit 1, not 0 (nothing was changed)', { skip: spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0 ? false : 'needs python3 (pty)' }, async (t) => {
+const hasPty = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0
+const built = existsSync(join(import.meta.dirname, '..', 'dist', 'src', 'cli.js'))
+const ptySkip = !hasPty ? 'needs python3 (pty)' : !built ? 'dist/ is not built (npm run build)' : false
+
+/** user passwd admin at a terminal (PTY_PROMPT), and what `action` at its prompt made of it. */
+async function atPrompt (t: Test, action: string): Promise<{ code: number | string, echo: boolean | null, output: string }> {
   const dir = tempDir(t, 'pg-cli-')
+  // the built command as it runs for an admin: tap's coverage hook (NODE_OPTIONS, which tap puts back into
+  // every child it sees spawned; PTY_PROMPT leaves it out) installs signal handlers of its own, which take
+  // the place of Node's (that gives a terminal its mode back on SIGTERM and SIGINT)
   const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
   t.equal(await main(['db', 'init'], io(env)), 0)
-  const cli = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts'), 'user', 'passwd', 'admin', '--password-stdin']
-  const helper = spawn('python3', ['-c', PTY_GONE, JSON.stringify(cli)], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const cli = [process.execPath, join(import.meta.dirname, '..', 'dist', 'src', 'cli.js'), 'user', 'passwd', 'admin', '--password-stdin']
+  const helper = spawn('python3', ['-c', PTY_PROMPT, JSON.stringify(cli), action], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => { if (helper.exitCode === null) helper.kill('SIGKILL') })
   let out = ''
   let err = ''
@@ -651,9 +666,22 @@ t.test('user passwd at a terminal that goes away at the prompt: exit 1, not 0 (n
   helper.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
   const [code] = await once(helper, 'close') as [number | null]
   t.equal(code, 0, `helper ran: ${err}`)
-  const result = JSON.parse(out) as { code: number | string, output: string }
+  const result = JSON.parse(out) as { code: number | string, echo: boolean | null, output: string }
   t.match(result.output, 'Password (user passwd admin): ', 'it prompted')
+  return result
+}
+
+t.test('user passwd at a terminal that goes away at the prompt: exit 1, not 0 (nothing was changed)', { skip: ptySkip }, async (t) => {
+  const result = await atPrompt(t, 'close')
   t.equal(result.code, 1, 'a failure (before: exit 0, as if the password had been changed)')
+})
+
+t.test('user passwd ended by a signal at the prompt gives the terminal its echo back (SIGHUP too)', { skip: ptySkip }, async (t) => {
+  for (const signal of ['SIGHUP', 'SIGTERM']) {
+    const result = await atPrompt(t, signal)
+    t.equal(result.code, -constants.signals[signal as NodeJS.Signals], `${signal}: ended by it`)
+    t.equal(result.echo, true, `${signal}: the terminal echoes again (before, SIGHUP: left without echo, in raw mode)`)
+  }
 })
 
 t.test('a writable mapping onto a SQLite view without INSTEAD OF triggers: exit 78 naming it (before: it served, and every write was a 500)', async (t) => {
