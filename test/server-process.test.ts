@@ -1,7 +1,7 @@
 // picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change), the
 // controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
 import { once } from 'node:events'
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -9,6 +9,7 @@ import t from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError, plainHttpWarning } from '../src/server.js'
 import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo } from './helpers/process.js'
+import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 
 t.test('serve collects the young generation on its main thread alone: no helper thread takes part', async (t) => {
@@ -222,4 +223,31 @@ t.test('npm start runs the gateway through exec: SIGTERM to npm ends the gateway
   t.match(run.out(), /"signal":"SIGTERM"/, 'the gateway got the SIGTERM and said so')
   await until(() => { try { process.kill(gateway, 0); return false } catch { return true } }, 'the gateway process to end', HUNG_MS)
   await t.rejects(fetch(`http://127.0.0.1:${port}/health`), 'nothing answers on its port')
+})
+
+/** The processes whose working directory is `dir` (Linux). */
+function processesIn (dir: string): number[] {
+  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try { return readlinkSync(`/proc/${p}/cwd`) === dir } catch { return false }
+  }).map(Number)
+}
+
+t.test('SIGTERM to npm start while its prestart compiles: the compiler ends too, nothing builds on in the background', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
+  // a copy of the sources, so that the build it starts and stops writes nowhere near the dist/ other tests run
+  const dir = realpathSync(tempDir(t, 'pg-prestart-'))
+  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json']) cpSync(join(ROOT, name), join(dir, name))
+  for (const name of ['src', 'plugins', 'schemas', 'bench']) cpSync(join(ROOT, name), join(dir, name), { recursive: true })
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  t.teardown(() => { for (const pid of processesIn(dir)) { try { process.kill(pid, 'SIGKILL') } catch {} } })
+  const run = startCommand(t, process.platform === 'win32' ? 'npm.cmd' : 'npm', ['start', '--silent'], {}, dir)
+  const compiling = () => processesIn(dir).some((pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('tsconfig.build.json') } catch { return false } })
+  await until(() => compiling() || run.child.exitCode !== null, 'the prestart build to start', START_MS)
+  t.equal(run.child.exitCode, null, 'npm is running its prestart build')
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'npm ended')
+  // the build takes some 15 s: before, the compiler (under a shell and a second npm that npm's SIGTERM never reached) went on alone
+  await until(() => processesIn(dir).length === 0, 'every process of the build to end', 3000).then(
+    () => t.pass('no process left'),
+    () => t.fail(`left running: ${processesIn(dir).map((pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ') } catch { return String(pid) } }).join('; ')}`))
 })
