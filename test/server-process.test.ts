@@ -232,17 +232,18 @@ function processesIn (dir: string): number[] {
   }).map(Number)
 }
 
-t.test('SIGTERM to npm start while its prestart compiles: the compiler ends too, nothing builds on in the background', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
+for (const command of [['start', '--silent'], ['run', 'build', '--silent'], ['run', 'bench', '--silent']]) {
+t.test(`SIGTERM to npm ${command.slice(0, -1).join(' ')} while it compiles: the compiler ends too, nothing builds on in the background`, { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
   // a copy of the sources, so that the build it starts and stops writes nowhere near the dist/ other tests run
   const dir = realpathSync(tempDir(t, 'pg-prestart-'))
   for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json']) cpSync(join(ROOT, name), join(dir, name))
   for (const name of ['src', 'plugins', 'schemas', 'bench']) cpSync(join(ROOT, name), join(dir, name), { recursive: true })
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
   t.teardown(() => { for (const pid of processesIn(dir)) { try { process.kill(pid, 'SIGKILL') } catch {} } })
-  const run = startCommand(t, process.platform === 'win32' ? 'npm.cmd' : 'npm', ['start', '--silent'], {}, dir)
+  const run = startCommand(t, process.platform === 'win32' ? 'npm.cmd' : 'npm', command, {}, dir)
   const compiling = () => processesIn(dir).some((pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('tsconfig.build.json') } catch { return false } })
   await until(() => compiling() || run.child.exitCode !== null, 'the prestart build to start', START_MS)
-  t.equal(run.child.exitCode, null, 'npm is running its prestart build')
+  t.equal(run.child.exitCode, null, 'npm is running the build')
   run.child.kill('SIGTERM')
   const exit = await run.exitWithin(HUNG_MS)
   t.ok(exit, 'npm ended')
@@ -251,3 +252,4 @@ t.test('SIGTERM to npm start while its prestart compiles: the compiler ends too,
     () => t.pass('no process left'),
     () => t.fail(`left running: ${processesIn(dir).map((pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ') } catch { return String(pid) } }).join('; ')}`))
 })
+}
