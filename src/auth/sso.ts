@@ -366,15 +366,8 @@ export class SsoProviders {
    * asymmetric. Anything else is left to the gateway's own HS256 check, which refuses what is not its own.
    */
   providerOf (token: string): SsoProvider | undefined {
-    if (this.byIssuer.size === 0) return undefined
-    try {
-      const { alg } = decodeProtectedHeader(token)
-      if (typeof alg !== 'string' || !(SSO_ALGORITHMS as readonly string[]).includes(alg)) return undefined
-      const { iss } = decodeJwt(token)
-      return typeof iss === 'string' ? this.byIssuer.get(iss) : undefined
-    } catch {
-      return undefined
-    }
+    const iss = this.signedIssuer(token)
+    return iss === undefined ? undefined : this.byIssuer.get(iss)
   }
 
   /**
@@ -383,12 +376,18 @@ export class SsoProviders {
    * (Entra ID's version 1 tokens, issuer https://sts.windows.net/<tenant>/, against a v2 issuer).
    */
   foreignIssuer (token: string): string | undefined {
+    const iss = this.signedIssuer(token)
+    return iss !== undefined && !this.byIssuer.has(iss) ? iss.slice(0, 200) : undefined
+  }
+
+  /** The unverified `iss` of a token whose `alg` is one providers sign with; undefined when no provider is configured. */
+  private signedIssuer (token: string): string | undefined {
     if (this.byIssuer.size === 0) return undefined
     try {
       const { alg } = decodeProtectedHeader(token)
       if (typeof alg !== 'string' || !(SSO_ALGORITHMS as readonly string[]).includes(alg)) return undefined
       const { iss } = decodeJwt(token)
-      return typeof iss === 'string' && !this.byIssuer.has(iss) ? iss.slice(0, 200) : undefined
+      return typeof iss === 'string' ? iss : undefined
     } catch {
       return undefined
     }

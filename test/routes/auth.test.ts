@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import argon2 from 'argon2'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Client } from 'undici'
 import type { TokenClaims } from '../../plugins/auth.js'
 import { VerifiedTokens } from '../../src/auth/verified-tokens.js'
@@ -552,7 +552,11 @@ t.test('a token the cached copy refuses reads the row again only when it was iss
   t.equal(reads, 1, 'one read, then the cached copy judges it')
 })
 
-t.test('two reads of a user in flight at once: the later read\'s copy is kept, not the one that finished last', async (t) => {
+/**
+ * A user, and the users repository's next read of it held until `release`: that read answers the row
+ * as it is now (stale by then); the reads after it go to the database.
+ */
+async function heldRead (t: Test) {
   const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
   const user = await ctx.createUser('user')
   const users = ctx.app.repos.users
@@ -561,10 +565,15 @@ t.test('two reads of a user in flight at once: the later read\'s copy is kept, n
   let release!: () => void
   const held = new Promise<void>((resolve) => { release = resolve })
   let calls = 0
-  // the first read started before the password change and answers after the second: it holds the old row
   users.get = async (id) => { if (++calls === 1) { await held; return stale } return await get(id) }
   t.teardown(() => { users.get = get })
   ctx.app.auth.forget(user.id)
+  return { ctx, user, users, stale, release }
+}
+
+t.test('two reads of a user in flight at once: the later read\'s copy is kept, not the one that finished last', async (t) => {
+  // the first read started before the password change and answers after the second: it holds the old row
+  const { ctx, user, users, release } = await heldRead(t)
   const first = ctx.app.auth.identifyUser(user.id, 0, 'access').catch(() => undefined)
   await users.update(user.id, { tokenVersion: 1 })
   await sleep(5)
@@ -576,18 +585,8 @@ t.test('two reads of a user in flight at once: the later read\'s copy is kept, n
 })
 
 t.test('a read of a user in flight while the user is disabled here is not kept: the revocation holds at once on this instance', async (t) => {
-  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
-  const user = await ctx.createUser('user')
-  const users = ctx.app.repos.users
-  const get = users.get.bind(users)
-  const stale = await get(user.id)
-  let release!: () => void
-  const held = new Promise<void>((resolve) => { release = resolve })
-  let calls = 0
   // the first read started before the change and answers after it: it holds the row as it was
-  users.get = async (id) => { if (++calls === 1) { await held; return stale } return await get(id) }
-  t.teardown(() => { users.get = get })
-  ctx.app.auth.forget(user.id)
+  const { ctx, user, stale, release } = await heldRead(t)
   const first = ctx.app.auth.identifyUser(user.id, Number(stale!.tokenVersion), 'access')
   const disabled = await ctx.app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })
   t.equal(disabled.statusCode, 200)
