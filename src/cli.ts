@@ -10,6 +10,9 @@ const LINGER_MS = 2000
 // A reader that went away (a closed pipe, a restarted journald, a hung-up terminal) must not turn
 // the next write into an uncaught exception: writes to it are dropped (the logger moves on, see logSink).
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {})
+/** Why standard output took no more (EPIPE, ENOSPC): a one-shot command's output is then incomplete. */
+let outputFailed: string | undefined
+process.stdout.on('error', (err: NodeJS.ErrnoException) => { outputFailed ??= err.code ?? err.message })
 
 const argv = process.argv.slice(2)
 // serve and simulate run until stopped: a signal or the loss of standard output asks them to stop
@@ -60,9 +63,19 @@ main(argv, processIo, stop).then((code) => {
  * written to a slow reader is waited for.
  */
 function exitAfterLinger (code: number): void {
+  const exit = (): void => {
+    // its output is all a command like db introspect or user list gives: a reader gone or a full disk
+    // (`> mapping.json`) must not look like success
+    if (code === 0 && outputFailed !== undefined) {
+      process.stderr.write(`picking-gateway: standard output failed (${outputFailed}): the output is incomplete\n`)
+      process.exit(74)
+    }
+    process.exit(code)
+  }
+  process.once('beforeExit', exit)
   setTimeout(function check () {
     const writing = [process.stdout, process.stderr].some((s) => s.writableLength > 0 && !s.destroyed)
     if (writing) setTimeout(check, LINGER_MS).unref()
-    else process.exit(code)
+    else exit()
   }, LINGER_MS).unref()
 }

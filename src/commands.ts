@@ -152,7 +152,8 @@ Options:
 Environment: HOST, PORT, DATABASE_URL, PICKING_GATEWAY_CONFIG,
 PICKING_GATEWAY_JWT_SECRET, PICKING_GATEWAY_ADMIN_PASSWORD, LOG_LEVEL.
 Exit codes: 0 ok, 1 failure, 64 usage error, 74 standard output gone (serve,
-simulate: systemd restarts), 78 configuration error.`
+simulate: systemd restarts; other commands: their output is incomplete), 78
+configuration error.`
 
 const COMMAND_HELP: Record<string, string> = {
   serve: `Usage: picking-gateway serve

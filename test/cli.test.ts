@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { EventEmitter, once } from 'node:events'
-import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { constants } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -696,4 +696,20 @@ t.test('a writable mapping onto a SQLite view without INSTEAD OF triggers: exit 
   t.equal(writable.code, 78)
   t.match(writable.stderr.join('\n'), "stations: 'v_Platz' is a view without INSTEAD OF triggers, which SQLite cannot write: give it INSTEAD OF INSERT, UPDATE and DELETE triggers that write the table below, or set mapping.stations.readOnly to true")
   t.equal((await check(true)).code, 0, 'read-only, it fits')
+})
+
+t.test('a one-shot command whose standard output fails (a full disk, a reader gone) exits 74 saying its output is incomplete, not 0', { skip: existsSync('/dev/full') ? false : 'needs /dev/full' }, async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
+  t.equal(await main(['db', 'init'], io(env)), 0)
+  const cli = [...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts')]
+  for (const args of [['--help'], ['user', 'list'], ['db', 'introspect']]) {
+    // /dev/full: every write fails with ENOSPC, as a file on a full disk does (`db introspect > mapping.json`)
+    const full = spawnSync(process.execPath, [...cli, ...args], { env, stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], encoding: 'utf8', timeout: 60000 })
+    t.equal(full.status, 74, `${args.join(' ')} > /dev/full: before, exit 0 as if the output had been written`)
+    t.match(full.stderr, 'picking-gateway: standard output failed (ENOSPC): the output is incomplete')
+    const fine = spawnSync(process.execPath, [...cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', timeout: 60000 })
+    t.equal(fine.status, 0, `${args.join(' ')} to a reader: exit 0`)
+    t.notMatch(fine.stderr, 'standard output failed')
+  }
 })
