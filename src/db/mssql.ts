@@ -224,6 +224,12 @@ export type MssqlErrorClass =
    * merge or transactional replication assigned to this server (548): 503, no create passes until that is fixed
    */
   | 'identity'
+  /**
+   * the mapped object is a view the server cannot write through: the change touches several base tables (4405), a
+   * derived or constant column (4406), or the view aggregates (4403): 503, until it is mapped to its base table or
+   * given INSTEAD OF triggers
+   */
+  | 'view'
   | 'other'
 
 // Connection-level SQL errors: cannot open database, login failed, Azure SQL transient errors; an Always On
@@ -240,6 +246,9 @@ const CONNECTION_CODES = new Set(['ELOGIN', 'ESOCKET', 'ETIMEOUT', 'ECONNCLOSED'
  * as 'connection': the server is unusable until an administrator or a restarting server fixes
  * it, which a retry in the background notices; the log says it was the login.
  */
+/** A write through a view the server cannot carry out: 4403 (aggregates, DISTINCT, GROUP BY), 4405 (several base tables), 4406 (a derived or constant column). */
+const VIEW_NUMBERS = new Set([4403, 4405, 4406])
+
 export function classifyMssqlError (err: unknown): MssqlErrorClass {
   if (typeof err !== 'object' || err === null) return 'other'
   const e = err as { name?: unknown, code?: unknown, number?: unknown, originalError?: unknown }
@@ -255,6 +264,7 @@ export function classifyMssqlError (err: unknown): MssqlErrorClass {
   // gave (those are checked against their column before any SQL runs); the keyword stays English in every language
   if (number === 8115 && typeof (e as { message?: unknown }).message === 'string' && /\bIDENTITY\b/.test((e as { message: string }).message)) return 'identity'
   if (number === 548) return 'identity'
+  if (number !== undefined && VIEW_NUMBERS.has(number)) return 'view'
   if (number !== undefined && CONNECTION_NUMBERS.has(number)) return 'connection'
   const code = typeof e.code === 'string' ? e.code : undefined
   if (e.name === 'ConnectionError') return 'connection'
@@ -288,6 +298,7 @@ export function toDbError (err: unknown): DbError | unknown {
     case 'readOnly': return new DatabaseUnavailableError(READ_ONLY, { cause: err })
     case 'full': return new DatabaseUnavailableError(STORAGE_FULL, { cause: err })
     case 'identity': return new DatabaseUnavailableError('A table of the picking system has used up its ids: its identity column has reached the last value it may give (its type\'s largest, or the end of the range replication gave this server), and it takes no new rows until an administrator widens or reseeds it, or replication gives a new range (the log names it)', { cause: err })
+    case 'view': return new DatabaseUnavailableError('The mapped view cannot take this change: the server cannot write through it (it joins several tables, or the field is computed or constant there); map the view\'s base table, or give the view INSTEAD OF triggers (the log has the server\'s words)', { cause: err })
     case 'schema': {
       // the server's own words, from inside a transaction's abort too
       const e = err as { name?: unknown, message?: unknown, originalError?: { message?: unknown } }

@@ -524,6 +524,21 @@ t.test('an identity column at its type\'s last value (8115 converting IDENTITY):
   t.match(toDbError(value), { name: 'DataFaultError', fault: { kind: 'overflow' } })
 })
 
+t.test('a write through a mapped view the server cannot write through (4403, 4405, 4406): 503 saying what to map instead, not a 500', async (t) => {
+  for (const [number, message] of [
+    [4405, "View or function 'dbo.vArtikel' is not updatable because the modification affects multiple base tables."],
+    [4406, "Update or insert of view or function 'dbo.vArtikel' failed because it contains a derived or constant field."],
+    [4403, "Cannot update the view or function 'dbo.vArtikel' because it contains aggregates, or a DISTINCT or GROUP BY clause, or PIVOT or UNPIVOT operator."]
+  ] as const) {
+    const err = new sql.RequestError(tedious(number, message), 'EREQUEST')
+    t.equal(classifyMssqlError(err), 'view', String(number))
+    t.match(toDbError(err), { name: 'DatabaseUnavailableError', statusCode: 503, message: /^The mapped view cannot take this change: .*map the view's base table, or give the view INSTEAD OF triggers/ }, `${number}: before, no class: a 500`)
+    t.notMatch((toDbError(err) as Error).message, /vArtikel/, 'the answer names no object')
+    const aborted = Object.assign(new sql.TransactionError('Transaction has been aborted.', 'EABORT'), { originalError: err })
+    t.equal(classifyMssqlError(aborted), 'view', 'inside an aborted transaction too')
+  }
+})
+
 t.test('queryKeepingRaised: the messages a failed batch raised below severity 11 with numbers of its own go with its error', async (t) => {
   const text = 'UPDATE [dbo].[Artikel] SET [Bez] = @p1 WHERE [ArtID] = @id'
   const ended = new sql.RequestError(tedious(3609, 'The transaction ended in the trigger. The batch has been aborted.'), 'EREQUEST')
