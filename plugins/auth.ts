@@ -408,7 +408,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       if (err.unavailable) throw ssoUnavailable(provider.id)
       throw err.expired ? tokenExpired() : tokenInvalid()
     }
-    const user = await ssoUser(provider, claims, request.log)
+    let user = await ssoUser(provider, claims, request.log)
     if (user.enabled !== true) throw tokenInvalid()
     // A provider token is this identity's login: each new one stamps lastLoginAt once (not every
     // request), so that an ERP calling every day does not show the time of its first token for good.
@@ -416,7 +416,19 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     if (typeof issued === 'number' && issued > (ssoStamped.get(user.id as Id) ?? -Infinity)) {
       if (ssoStamped.size > 10000) ssoStamped.clear()
       ssoStamped.set(user.id as Id, issued)
-      await recordLogin(user.id as Id, { lastLoginAt: new Date() })
+      const gone = await recordLogin(user.id as Id, { lastLoginAt: new Date() }).then(() => false, (err: unknown) => {
+        if (err instanceof NotFoundError) return true
+        throw err
+      })
+      if (gone) {
+        // the row this instance had cached was deleted beside it (the picking system, another instance):
+        // made again, as the next token after a delete through the API makes it (not a 404 about users)
+        ssoIds.delete(String(user.passwordHash))
+        ssoStamped.delete(user.id as Id)
+        changed(user.id as Id)
+        user = await ssoUser(provider, claims, request.log)
+        if (user.enabled !== true) throw tokenInvalid()
+      }
     }
     return { id: user.id as Id, username: user.username as string, type: user.type as UserType, tokenType: 'access', tokenVersion: Number(user.tokenVersion) }
   }

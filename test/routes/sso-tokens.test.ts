@@ -396,6 +396,23 @@ t.test('each new provider token stamps lastLoginAt once: an ERP calling every da
   t.equal((await row()).lastLoginAt, second.lastLoginAt, 'an older token is no new login')
 })
 
+t.test('a new provider token of an identity whose row the picking system deleted while this instance still had it cached: the row is made again, not a 404 about users', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { revocationCacheMs: 60000 })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const first = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(first) })).statusCode, 200)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(first) })).statusCode, 200, 'its row now cached')
+  const row = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  // deleted beside the gateway (the picking system's own user administration): this instance's copy stands for a minute
+  await ctx.db.execute({ text: 'DELETE FROM gateway_users WHERE id = @id', params: [{ name: 'id', kind: 'integer', value: row.id }] })
+  await new Promise((resolve) => setTimeout(resolve, 1100)) // a token with a later iat
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })
+  t.equal(res.statusCode, 200, `the token is good and the identity is made again, as after a delete through the API (got ${res.statusCode} ${res.body})`)
+  const again = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  t.match(again, { source: 'sso', enabled: true })
+  t.not(again.id, row.id, 'a new row')
+})
+
 t.test('an older token cannot set the type back: the newest claim holds, and the older token acts with the row\'s type', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
