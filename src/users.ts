@@ -255,8 +255,21 @@ export class UserService {
   private fittedDisplayName (name: string | null): string | null {
     if (name === null || this.unfit('displayName', name) === undefined) return name
     const max = this.opts.repo.storage.field('displayName').info?.maxLength
-    const cut = max !== undefined && max > 0 ? [...name].slice(0, max).join('').trimEnd() : undefined
-    return cut !== undefined && cut !== '' && this.unfit('displayName', cut) === undefined ? cut : null
+    if (max === undefined || max <= 0) return null
+    const chars = [...name].slice(0, max)
+    if (chars.some((ch) => this.unfit('displayName', ch) !== undefined)) return null
+    // the column's length may count bytes (UTF-8, a double-byte code page) or UTF-16 code units (an
+    // emoji counts two), not characters: the longest start that fits
+    let fits = 0
+    for (let low = 1, high = chars.length; low <= high;) {
+      const mid = (low + high) >> 1
+      if (this.unfit('displayName', chars.slice(0, mid).join('')) === undefined) {
+        fits = mid
+        low = mid + 1
+      } else high = mid - 1
+    }
+    const cut = chars.slice(0, fits).join('').trimEnd()
+    return cut === '' ? null : cut
   }
 
   private assertMayUpdate (id: Id, actor: Actor, current: Row | undefined): void {

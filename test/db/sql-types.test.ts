@@ -9,8 +9,9 @@ import { materials, referenceMappings, stations, users } from '../../src/db/reso
 import { SqlBuilder } from '../../src/db/sql.js'
 import { ODD_VALUES_LOGGED, plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import { Repository } from '../../src/db/repository.js'
-import { firstTokenVersion } from '../../src/users.js'
-import type { ColumnInfo, Database, Param, SqlValue, TableMapping } from '../../src/db/types.js'
+import { firstTokenVersion, UserService } from '../../src/users.js'
+import type { Passwords } from '../../src/auth/passwords.js'
+import type { ColumnInfo, Database, Param, Row, SqlValue, TableMapping } from '../../src/db/types.js'
 import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
 const col = (name: string, type: string, o: Partial<ColumnInfo> = {}): ColumnInfo =>
@@ -905,6 +906,24 @@ t.test('SQL Server reads a GUID back upper-case without braces: an update sendin
   await repo.update(5, { barcode: '{7f9619ff-8b86-d011-b42d-00c04fc964ff}' })
   t.equal(written.length, 1, 'another GUID is a change')
   t.same(written[0].params.find((p) => p.name === 'p1')?.value, '7F9619FF-8B86-D011-B42D-00C04FC964FF', 'written as SQL Server reads it back')
+})
+
+t.test("a provider's name for a display-name column that counts bytes or UTF-16 code units: cut to what the column holds, not to as many characters", async (t) => {
+  const named = async (column: ColumnInfo, name: string): Promise<unknown> => {
+    const columns = referenceColumns(mssqlDialect, users, referenceMappings.users).map((c) => c.name === 'display_name' ? column : c)
+    const repo = new Repository({ dialect: 'mssql' } as unknown as Database, users, referenceMappings.users, { columns })
+    let written: Row | undefined
+    Object.assign(repo, { findOne: async () => undefined, create: async (row: Row) => (written = row) })
+    const service = new UserService({ repo, passwords: {} as unknown as Passwords, licenceLogins: 5, onChange: () => {} })
+    await service.ssoUser({ marker: '!sso:warehouse:erp', type: 'admin', username: { name: 'erp' }, displayName: name })
+    return written?.displayName
+  }
+  // varchar(12) with a UTF-8 collation: 12 bytes, and ü and ß take two
+  t.equal(await named(col('display_name', 'varchar', { maxLength: 12, utf8: true, collation: 'Latin1_General_100_CI_AS_SC_UTF8' }), 'Jürgen Weiß-Großmann'), 'Jürgen Wei', 'UTF-8: the longest start within 12 bytes (before: none, as its first 12 characters are 14 bytes)')
+  // nvarchar(8): 8 UTF-16 code units, an emoji takes two
+  t.equal(await named(col('display_name', 'nvarchar', { maxLength: 8 }), '📦📦 Lager Nord'), '📦📦 Lag', 'nvarchar: an emoji counts two')
+  t.equal(await named(col('display_name', 'nvarchar', { maxLength: 8 }), 'Lager Nord'), 'Lager No', 'characters as before')
+  t.equal(await named(col('display_name', 'varchar', { maxLength: 20, codePage: 1252, collation: 'Latin1_General_CI_AS' }), 'Łukasz'), null, 'a letter its code page lacks: left empty, as before')
 })
 
 t.test("a new user's first token version fits its column: an int's lower half, or a decimal(p,0)'s (numeric(5,0) holds 99999)", async (t) => {
