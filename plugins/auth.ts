@@ -168,6 +168,13 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   const users = fastify.repos.users
   const cache = new Map<Id, CachedUser>()
   let reads = 0
+  /** `reads` when the cache was last emptied: a read begun before then may predate a change whose entry went with it */
+  let emptiedAt = 0
+  const makeRoom = (): void => {
+    if (cache.size <= 10000) return
+    cache.clear()
+    emptiedAt = reads
+  }
   const providerFetch = proxyFetch()
   fastify.addHook('onClose', async () => { await providerFetch.close() })
   const sso = new SsoProviders(opts.sso ?? [], { fetch: providerFetch.fetch, ...opts.ssoTiming, warn: (fields, message) => fastify.log.warn(fields, message) })
@@ -213,11 +220,12 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     const seq = ++reads
     const row = await users.get(id)
     if (opts.revocationCacheMs > 0) {
-      if (cache.size > 10000) cache.clear()
+      makeRoom()
       // two reads in flight at once: the later one's copy stays, not the one that finished last; nor
-      // is a read kept that began before a change made here since (its copy may show the user enabled)
+      // is a read kept that began before a change made here since (its copy may show the user enabled),
+      // nor one that began before the cache was emptied (which took the entry of such a change along)
       const current = cache.get(id)
-      if (current === undefined || current.seq < seq) cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs, seq })
+      if (current === undefined ? seq > emptiedAt : current.seq < seq) cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs, seq })
     }
     return row
   }
@@ -225,7 +233,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   /** A user row changed here: the next check reads it again, and no read begun before the change is kept. */
   function changed (id: Id): void {
     if (opts.revocationCacheMs <= 0) return
-    if (cache.size > 10000) cache.clear()
+    makeRoom()
     cache.set(id, { row: undefined, readAt: Date.now(), expires: 0, seq: ++reads })
   }
 

@@ -598,6 +598,30 @@ t.test('a read of a user in flight while the user is disabled here is not kept: 
   t.equal(after.json().code, 'TOKEN_INVALID')
 })
 
+t.test('a read of a user in flight while the user is disabled here is not kept, though the cache was emptied meanwhile (full: more than 10000 users)', async (t) => {
+  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
+  const user = await ctx.createUser('user')
+  const users = ctx.app.repos.users
+  const get = users.get.bind(users)
+  const stale = await get(user.id)
+  let release!: () => void
+  const held = new Promise<void>((resolve) => { release = resolve })
+  let calls = 0
+  // the first read began before the change and answers after it; ids from 1000000 up are users that are not there
+  users.get = async (id) => { if (Number(id) >= 1000000) return undefined; if (++calls === 1) { await held; return stale } return await get(id) }
+  t.teardown(() => { users.get = get })
+  ctx.app.auth.forget(user.id)
+  const first = ctx.app.auth.identifyUser(user.id, Number(stale!.tokenVersion), 'access')
+  t.equal((await ctx.app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })).statusCode, 200)
+  // tokens of 10001 other ids checked meanwhile: the cache is full and emptied, the note of the change with it
+  for (let id = 1000000; id <= 1010001; id++) await ctx.app.auth.identifyUser(id, 0, 'access').catch(() => {})
+  release()
+  t.match(await first, { id: user.id }, 'the request that began before the change passes')
+  const after = await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken) })
+  t.equal(after.statusCode, 401, 'before: the read begun before the change was kept once the cache had been emptied, and the token passed for the cache time')
+  t.equal(after.json().code, 'TOKEN_INVALID')
+})
+
 t.test('key rotation: the newest key signs, older keys verify until removed', async (t) => {
   const k1 = { kid: 'k1', secret: 'first-secret-0123456789abcdefghijklmn' }
   const k2 = { kid: 'k2', secret: 'second-secret-0123456789abcdefghijklm' }
