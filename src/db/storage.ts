@@ -1059,7 +1059,12 @@ export function storageProblems (storage: ResourceStorage): string[] {
         const code = storage.codeValue(s, s.map.codes.get(String(value))![0])
         const numeric = ['integer', 'decimal', 'float', 'bit'].includes(c)
         if (typeof code === 'string' && numeric && storage.dialect === 'mssql') problems.push(`${where}.${s.field}: ${col} holds numbers, but the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}; give number codes`)
-        else if (typeof code === 'string' && !numeric && s.info.maxLength !== undefined && s.info.maxLength > 0 && code.length > s.info.maxLength) problems.push(`${where}.${s.field}: the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}, longer than ${col} holds`)
+        else if (typeof code === 'string' && !numeric) {
+          // checked as any text written to the column is: its length in the units it counts (bytes for UTF-8
+          // or a double-byte code page, UTF-16 code units for nvarchar), and its code page's characters
+          const refusal = textRefusal(storage, s, code)
+          if (refusal !== undefined) problems.push(`${where}.${s.field}: the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}, which ${col} cannot take (${refusal})`)
+        }
       }
     }
     const named = s.def.enum?.filter((v) => !/^-?\d+$/.test(v)) ?? []
@@ -1137,6 +1142,17 @@ const FORMAT_DIGITS: Record<ColumnTimeFormat, number> = { unix: 10, 'unix-ms': 1
  * can: on SQLite a REAL (FLOAT, DOUBLE) column, or one declared as a time whose legacy program
  * writes julianday() numbers there (a DECIMAL(p,s) would round them to its scale).
  */
+/** Why `text` cannot be written to the column of `s` as text is (length, code page), or undefined. */
+function textRefusal (storage: ResourceStorage, s: FieldStorage, text: string): string | undefined {
+  try {
+    storage.toDb({ ...s, map: undefined, def: { ...s.def, kind: 'string' } }, text)
+    return undefined
+  } catch (err) {
+    if (err instanceof InvalidValueError) return err.message
+    throw err
+  }
+}
+
 function julianDaysProblem (dialect: DialectName, c: Category): string | undefined {
   if (dialect === 'mssql') return 'cannot take the format julianday, which is SQLite\'s julianday() number; on SQL Server map a time column without a format, or Unix time with "format": "unix"'
   if (c === 'float' || c === 'time') return undefined

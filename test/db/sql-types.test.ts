@@ -754,12 +754,23 @@ t.test('stations.type in a number column without a value map stops the start: no
 t.test('a value map whose written code the column cannot take stops the start: SQLite stored it past the column, SQL Server refuses every such write', async (t) => {
   const long = { ...stMapping, values: { ...stMapping.values, type: { vlm: 'VL', carousel: 'K', ptl: 'P', manual: ['M', 'HAND'] } } }
   for (const dialect of ['sqlite', 'mssql'] as const) {
-    t.same(storageProblems(new ResourceStorage(dialect, stations, long, stColumns)), ["stations.type: the value map writes \"VL\" for \"vlm\", longer than column 'WpType' (char(1)) holds"], `${dialect}: the first code is written; 'HAND' is only read`)
+    t.same(storageProblems(new ResourceStorage(dialect, stations, long, stColumns)), ["stations.type: the value map writes \"VL\" for \"vlm\", which column 'WpType' (char(1)) cannot take ('type' must be at most 1 characters long (its database column's limit), got 2)"], `${dialect}: the first code is written; 'HAND' is only read`)
     t.same(storageProblems(new ResourceStorage(dialect, stations, { ...long, readOnly: true }, stColumns)), [], `${dialect}: read-only writes no code`)
   }
   const numbered = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', 'int', { nullable: false, hasDefault: true }) : c)
   t.same(storageProblems(new ResourceStorage('mssql', stations, stMapping, numbered)), ['stations.enabled: column \'Aktiv\' (int) holds numbers, but the value map writes "N" for false; give number codes', 'stations.enabled: column \'Aktiv\' (int) holds numbers, but the value map writes "J" for true; give number codes'])
   t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, numbered)), [], 'SQLite keeps text in a number column')
+  // SQL Server: the column's length counts bytes in a UTF-8 collation, and a code page holds only its own letters
+  const flags = { ...stMapping, values: { ...stMapping.values, type: { vlm: 'Ü', carousel: 'K', ptl: 'P', manual: 'Л' } } }
+  const utf8 = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'char', { maxLength: 1, nullable: false, utf8: true, collation: 'Latin1_General_100_CI_AS_SC_UTF8' }) : c)
+  t.same(storageProblems(new ResourceStorage('mssql', stations, flags, utf8)), [
+    "stations.type: the value map writes \"Л\" for \"manual\", which column 'WpType' (char(1)) cannot take ('type' must be at most 1 bytes long (its database column's limit), got 2)",
+    "stations.type: the value map writes \"Ü\" for \"vlm\", which column 'WpType' (char(1)) cannot take ('type' must be at most 1 bytes long (its database column's limit), got 2)"
+  ], 'UTF-8: two bytes each, where the char(1) holds one (before: passed, and every such write was refused as too long)')
+  const latin1 = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'char', { maxLength: 1, nullable: false, codePage: 1252, collation: 'Latin1_General_CI_AS' }) : c)
+  t.same(storageProblems(new ResourceStorage('mssql', stations, flags, latin1)), [
+    "stations.type: the value map writes \"Л\" for \"manual\", which column 'WpType' (char(1)) cannot take ('type' holds 'Л' (U+041B), which its database column (char, code page 1252) cannot store)"
+  ], 'code page 1252: Ü is one of its letters, Л is not (before: passed, and SQL Server would store \'?\' for it)')
 })
 
 t.test("a real column's range is SQL Server's 4-byte real; SQLite's REAL is a double", async (t) => {
