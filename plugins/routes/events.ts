@@ -149,6 +149,23 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
   const stations = fastify.repos.stations
   const stationIdField = idField(stations.def)
   /**
+   * Whether a station still exists, asked by the streams filtered to it at their recheck: one read a
+   * station per half recheck period, shared by all its streams (200 displays on one station are one
+   * query, not 200); a failed read is not kept.
+   */
+  const stationChecks = new Map<string, { at: number, found: Promise<boolean> }>()
+  const stationExists = async (station: Id): Promise<boolean> => {
+    const key = String(station)
+    const now = Date.now()
+    const known = stationChecks.get(key)
+    if (known !== undefined && now - known.at < opts.recheckMs / 2) return await known.found
+    if (stationChecks.size > 10000) stationChecks.clear()
+    const found = stations.get(station).then((row) => row !== undefined)
+    stationChecks.set(key, { at: now, found })
+    found.catch(() => { if (stationChecks.get(key)?.found === found) stationChecks.delete(key) })
+    return await found
+  }
+  /**
    * A stream for one station needs that station: a 404 for one that does not exist (an EventSource
    * gives up on it instead of listening for ever). Returns the id as the station's events carry it: a
    * station table keyed by its code finds 'PTL-01' for `?station=ptl-01` in a case-insensitive
@@ -284,7 +301,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (fastify, op
       try {
         if (expiresAt !== undefined && Date.now() > expiresAt) throw tokenExpired()
         await fastify.auth.identifyUser(id, tokenVersion, tokenType, username)
-        if (station === undefined || await stations.get(station) !== undefined) return
+        if (station === undefined || await stationExists(station)) return
         failure = stationGone(station)
       } catch (err) {
         if (!(err instanceof ApiError)) {

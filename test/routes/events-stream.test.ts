@@ -546,6 +546,24 @@ t.test('a stream for one station ends when the picking system deletes that stati
   await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
 })
 
+t.test('streams for one station share its existence check: one read per half recheck period, however many streams', async (t) => {
+  const { ctx, stationId, token } = await setup(t, { recheckMs: 50, maxStreamsPerUser: 20 })
+  const streams = await Promise.all(Array.from({ length: 10 }, async () => await open(ctx, `?station=${stationId}`, ctx.auth(token))))
+  await until(() => ctx.app.hardware.subscribers === 10, 'ten streams')
+  const stations = ctx.app.repos.stations
+  const get = stations.get.bind(stations)
+  let reads = 0
+  stations.get = async (id) => { reads++; return await get(id) }
+  t.teardown(() => { stations.get = get })
+  const began = Date.now()
+  await sleep(400)
+  const windows = Math.ceil((Date.now() - began) / 25) + 1
+  // before: each stream read the station at each of its checks, ten reads a round (some 80 here)
+  t.ok(reads > 0 && reads <= windows, `${reads} reads in ${Date.now() - began} ms for ten streams (at most one per 25 ms)`)
+  for (const stream of streams) stream.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
+})
+
 t.test('a stream for a station that does not exist is a 404; with the database down it opens', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const missing = await open(ctx, `?station=${stationId + 1000}`, ctx.auth(token))
