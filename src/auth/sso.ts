@@ -337,7 +337,8 @@ export class SsoProvider {
     if (type === undefined) throw forbidden(`No value of the token's '${typeClaim}' claim maps to a user type (auth.sso typeMap)`)
     const names = this.config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [this.config.usernameClaim].flat()
     const found = names.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v.trim() !== '')
-    const name = typeof claims.name === 'string' && claims.name.length <= 200 ? claims.name : null
+    // its length is the user table's column's to judge: the rows cut it to fit (users.ts)
+    const name = typeof claims.name === 'string' ? claims.name : null
     return {
       marker: ssoMarker(this.id, claims.sub),
       type,

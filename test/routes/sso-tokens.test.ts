@@ -314,6 +314,31 @@ t.test('a user table with columns narrower than the API\'s: a long name is cut t
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 2, 'no row for it')
 })
 
+t.test('a name longer than 200 characters is cut to the display-name column, or kept whole where the column has no length', async (t) => {
+  const name = `${'Warehouse ERP of the north site, '.repeat(8)}end`
+  t.ok(name.length > 200 && name.length < 300)
+  const { idp, ctx, bearer } = await setup(t)
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp', name })
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })).statusCode, 200)
+  const row = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  t.equal(row.displayName, name.slice(0, 200).trimEnd(), 'the reference column\'s 200 characters of it (before: no name at all)')
+
+  const wide = await startProvider()
+  t.teardown(() => wide.close())
+  const ctx2 = await build(t, {
+    auth: { sso: [{ id: 'warehouse', issuer: wide.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 }
+  }, async (db) => {
+    // a picking system's user table whose name column has no length
+    for (const text of createTableStatements(db.dialect, usersDef, referenceMappings.users)) {
+      await db.execute({ text: text.replace(/("?display_name"?\]?) N?VARCHAR\(\d+\)/i, db.dialect === 'mssql' ? '$1 NVARCHAR(MAX)' : '$1 TEXT'), params: [] })
+    }
+  })
+  wide.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp', name })
+  t.equal((await ctx2.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${await wide.clientCredentials('erp')}` } })).statusCode, 200)
+  const whole = (await ctx2.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx2.auth(ctx2.adminToken) })).json().data[0]
+  t.equal(whole.displayName, name, 'the whole name (before: no name at all)')
+})
+
 t.test('a configured username claim and a nested type claim (Keycloak\'s realm_access.roles)', async (t) => {
   const { idp, ctx, bearer } = await setup(t, { sso: { usernameClaim: ['client_id'], typeClaim: 'realm_access.roles' } })
   idp.claims.set('scanner', { realm_access: { roles: ['offline_access', 'gateway-user'] }, preferred_username: 'ignored' })
