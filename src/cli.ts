@@ -2,7 +2,7 @@
 // Entry of the picking-gateway command; the commands live in commands.ts.
 import { closeSync, openSync } from 'node:fs'
 import { isatty } from 'node:tty'
-import { createStop, watchProcess, type Stop } from './lifecycle.js'
+import { createStop, npmBehindShells, watchProcess, type Stop } from './lifecycle.js'
 
 /** How long a finished command may wait for leftover handles before it exits anyway. */
 const LINGER_MS = 2000
@@ -22,8 +22,10 @@ if (argv[0] === 'serve' || argv[0] === 'simulate') {
   stop = createStop()
   // Run by npm (npm start, npx picking-gateway): npm going away, killed or having killed only the shell
   // between it and this process, leaves this process an orphan that nobody would stop.
+  // Under npx a shell stands between npm and this process: npm killed leaves the shell, so npm is watched too.
   const parent = process.env.npm_lifecycle_event !== undefined ? process.ppid : undefined
-  watchProcess(stop, { stdout: process.stdout, parent, warn: (line) => process.stderr.write(`picking-gateway: ${line}\n`) })
+  const npm = parent !== undefined ? npmBehindShells(parent) : undefined
+  watchProcess(stop, { stdout: process.stdout, parent, npm, warn: (line) => process.stderr.write(`picking-gateway: ${line}\n`) })
 }
 const { KEEP_RUNNING, main, processIo } = await import('./commands.js')
 

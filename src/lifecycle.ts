@@ -1,5 +1,6 @@
 // How the long-running commands (serve, simulate) stop: what asks them to (a signal, standard output gone),
 // the shutdown with its grace period, and the exit code. Imports nothing heavy: cli.ts installs it first.
+import { readFileSync } from 'node:fs'
 
 /** sysexits.h EX_IOERR: standard output is gone. Not 0 and not 78, so systemd (Restart=on-failure) restarts. */
 export const EXIT_IOERR = 74
@@ -91,6 +92,54 @@ export interface WatchOptions {
    * a shell that dies of it without passing it on; npm killed (SIGKILL) passes nothing on at all.
    */
   parent?: number
+  /**
+   * npm itself where a shell stands between it and this process (npx runs a bin through `sh -c`, which
+   * does not exec it): npm killed with SIGKILL leaves that shell waiting, so the parent never changes.
+   * Its end is a stop request too (see npmBehindShells).
+   */
+  npm?: ProcessStart
+}
+
+/** A process as /proc shows it at one moment: its pid and start time (a pid used again starts later). */
+export interface ProcessStart { pid: number, start: string }
+
+interface ProcStat { comm: string, state: string, ppid: number, start: string }
+
+/** /proc/<pid>/stat (Linux): the name, state, parent and start time; undefined where there is none. */
+function procStat (pid: number): ProcStat | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const close = stat.lastIndexOf(')')
+    const fields = stat.slice(close + 2).split(' ')
+    // fields 3 (state), 4 (ppid) and 22 (starttime) of proc(5), counted from the one after the name
+    return { comm: stat.slice(stat.indexOf('(') + 1, close), state: fields[0], ppid: Number(fields[1]), start: fields[19] }
+  } catch {
+    return undefined
+  }
+}
+
+const SHELLS = new Set(['sh', 'dash', 'bash', 'ash', 'ksh', 'mksh', 'zsh', 'busybox'])
+
+/**
+ * The process above the shells between this process's parent and it (npx: npm, a shell, this process),
+ * or undefined where the parent is no shell (npm start execs the command) or /proc cannot tell.
+ */
+export function npmBehindShells (parent: number, stat: (pid: number) => ProcStat | undefined = procStat): ProcessStart | undefined {
+  let pid = parent
+  for (let depth = 0; depth < 4; depth++) {
+    const shell = stat(pid)
+    if (shell === undefined || !SHELLS.has(shell.comm) || shell.ppid <= 1) break
+    pid = shell.ppid
+  }
+  if (pid === parent) return undefined
+  const npm = stat(pid)
+  return npm === undefined ? undefined : { pid, start: npm.start }
+}
+
+/** Whether a process seen before still runs: there, not a zombie, and the same process (its start time). */
+function stillRunning (proc: ProcessStart): boolean {
+  const now = procStat(proc.pid)
+  return now !== undefined && now.state !== 'Z' && now.start === proc.start
 }
 
 /** How often a watched parent process is looked for. */
@@ -125,11 +174,14 @@ export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
   opts.stdout?.on('error', onError)
   opts.stdout?.on('close', onClose)
-  const { parent } = opts
+  const { parent, npm } = opts
   // an orphan is given to init (or a subreaper): its parent pid changes
   const orphaned = parent === undefined
     ? undefined
-    : setInterval(() => { if (process.ppid !== parent) stop.request({ parent }) }, PARENT_CHECK_MS).unref()
+    : setInterval(() => {
+      if (process.ppid !== parent) stop.request({ parent })
+      else if (npm !== undefined && !stillRunning(npm)) stop.request({ parent: npm.pid })
+    }, PARENT_CHECK_MS).unref()
   return () => {
     clearInterval(orphaned)
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal)

@@ -116,6 +116,30 @@ function ended (pid: number): boolean {
   }
 }
 
+t.test('run by npx (npm, a shell, the gateway), npm killed with SIGKILL: the shell lives on, and the gateway stops by itself', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
+  const { env } = await gatewaySetup(t)
+  const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
+  // as npm exec runs a bin: sh -c '<bin> serve', a shell that does not exec its last command; npm is a node process
+  const command = `${[process.execPath, ...process.execArgv, CLI, 'serve'].map(quote).join(' ')}; exit $?`
+  const npm = `require('child_process').spawn('/bin/sh', ['-c', ${JSON.stringify(command)}], { stdio: 'inherit' }); setInterval(() => {}, 1000)`
+  const run = startCommand(t, process.execPath, ['-e', npm], { ...env, npm_lifecycle_event: 'npx' })
+  await listening(run)
+  await until(() => connectedBoth(run.out()), 'both controllers connected', START_MS)
+  const gateway = jsonLines(run.out()).find((l) => LISTENING.test(l.msg))?.pid as number
+  const shell = Number(readFileSync(`/proc/${gateway}/stat`, 'utf8').replace(/^.*\)/, '').trim().split(' ')[1])
+  t.not(shell, run.child.pid, `the gateway (pid ${gateway}) is the shell's child, the shell (pid ${shell}) npm's`)
+  t.teardown(() => {
+    for (const pid of [gateway, shell]) if (!ended(pid)) process.kill(pid, 'SIGKILL')
+  })
+  run.child.kill('SIGKILL')
+  await run.exitWithin(HUNG_MS)
+  t.notOk(ended(shell), 'the shell got nothing and waits on')
+  await until(() => ended(gateway), 'the gateway to end (before: it ran on, serving, with its shell)', HUNG_MS)
+  await until(() => run.out().includes('controller disconnected'), 'its last lines', HUNG_MS)
+  t.match(run.out(), new RegExp(`"msg":"the process that started it \\(pid ${run.child.pid}\\) is gone \\(npm stopped or killed\\): closing, as on SIGTERM"`), 'its log says why, naming npm')
+  t.match(run.out(), /"controller disconnected"/, 'a graceful stop: the links were closed')
+})
+
 t.test('run by npm (npx: npm, a shell, the gateway), the shell killed by the SIGTERM npm passes on: the gateway stops by itself', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
   const { env } = await gatewaySetup(t)
   const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
