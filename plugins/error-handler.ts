@@ -49,7 +49,8 @@ function toApiError (err: FastifyError | Error, translators: ErrorTranslator[]):
     return tokenInvalid()
   }
   if (code === 'FST_UNDER_PRESSURE') {
-    return new ApiError(503, 'OVERLOADED', 'The gateway is overloaded; try again shortly', { headers: { 'retry-after': '10' } })
+    // expected: under overload a stack per refused request would only add to the load
+    return new ApiError(503, 'OVERLOADED', 'The gateway is overloaded; try again shortly', { headers: { 'retry-after': '10' }, expected: true })
   }
   if (err instanceof DbError) {
     const headers: Record<string, string> = err.statusCode === 503 ? { 'retry-after': '5' } : {}

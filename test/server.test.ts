@@ -220,6 +220,28 @@ t.test('overload protection answers 503 with Retry-After; liveness stays 200', a
   t.same(live.json(), { status: 'ok' })
 })
 
+t.test('an overload 503 is logged with its code and message, without a stack: under overload a stack per refused request only adds to the load', async (t) => {
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _enc, cb) { lines.push(String(chunk)); cb() } })
+  const ctx = await build(t)
+  const config = validateConfig({ database: ctx.config.database, auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, server: { maxHeapUsedRatio: 0.000001 } })
+  const app = await buildApp(config, { db: ctx.db, logger: pino(loggerOptions('info'), stream) })
+  t.teardown(() => app.close())
+  let res = await app.inject({ method: 'GET', url: '/health/ready' })
+  const end = Date.now() + 5000
+  while (res.statusCode !== 503 && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    res = await app.inject({ method: 'GET', url: '/health/ready' })
+  }
+  t.equal(res.json().code, 'OVERLOADED')
+  const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.code === 'OVERLOADED')
+  t.ok(logged.length > 0, 'logged')
+  for (const line of logged) {
+    t.match(line, { level: 40, msg: 'The gateway is overloaded; try again shortly' })
+    t.equal(line.err, undefined, 'no error object with its stack (before: a stack trace per refused request)')
+  }
+})
+
 t.test('no secret reaches the log at any depth', async (t) => {
   const lines: string[] = []
   const stream = new Writable({ write (chunk, _enc, cb) { lines.push(String(chunk)); cb() } })

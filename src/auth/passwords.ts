@@ -41,7 +41,7 @@ export class Limiter {
   async run<T> (task: () => Promise<T>): Promise<T> {
     if (this.running >= this.concurrency) {
       if (this.waiting.length >= this.queue) {
-        throw new ApiError(503, 'OVERLOADED', 'Too many password checks at once; try again shortly', { headers: { 'retry-after': '1' } })
+        throw new ApiError(503, 'OVERLOADED', 'Too many password checks at once; try again shortly', { headers: { 'retry-after': '1' }, expected: true })
       }
       await new Promise<void>((resolve) => this.waiting.push(resolve))
     } else {
