@@ -396,7 +396,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         user = await loadUser(id)
       }
     }
-    if (!user || user.enabled !== true || user.tokenVersion !== tokenVersion) throw tokenInvalid()
+    // a NULL version (a column the picking system's table got without a default) is 0, as issue() signs it
+    if (!user || user.enabled !== true || Number(user.tokenVersion ?? 0) !== tokenVersion) throw tokenInvalid()
     // the row that has the id now is another user's: the token's user was deleted and its id taken again
     // (the name as issued is the row's as it is, but for a change of case: compared as text first, normalized only then)
     if (username !== undefined && user.username !== username && normalizeUsername(String(user.username)) !== normalizeUsername(username)) throw tokenInvalid()

@@ -235,3 +235,31 @@ t.test('a deleted user\'s tokens do not pass for the user that takes its id (SQL
   t.equal((await app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(own.accessToken) })).statusCode, 401, 'renamed: its tokens are revoked')
   t.equal((await app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth((await login('chief')).accessToken) })).statusCode, 200)
 })
+
+t.test('a token-version column added to the picking system\'s user table without a default: rows with NULL (or text that is no number) there log in and their tokens work', { skip: MSSQL && 'SQLite only: the table is built with SQLite types' }, async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, async (db) => {
+    await legacyTables(db)
+    // ALTER TABLE … ADD COLUMN without DEFAULT: every row the table already holds has NULL there
+    await db.execute({ text: 'CREATE TABLE "Benutzer2" AS SELECT * FROM "Benutzer"', params: [] })
+    await db.execute({ text: 'DROP TABLE "Benutzer"', params: [] })
+    await db.execute({ text: 'CREATE TABLE "Benutzer" ("BenID" INTEGER PRIMARY KEY, "Login" VARCHAR(30) NOT NULL UNIQUE, "PwHash" VARCHAR(255) NOT NULL, "Rolle" CHAR(1) NOT NULL DEFAULT \'B\', "Name" VARCHAR(60), "Aktiv" CHAR(1) NOT NULL DEFAULT \'J\', "TokVer" TEXT, "LetzterLogin" DATETIME, "Angelegt" DATETIME, "Geaendert" DATETIME)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Benutzer" SELECT "BenID", "Login", "PwHash", "Rolle", "Name", "Aktiv", NULL, "LetzterLogin", "Angelegt", "Geaendert" FROM "Benutzer2"', params: [] })
+    await db.execute({ text: 'UPDATE "Benutzer" SET "TokVer" = \'\' WHERE "BenID" = 54', params: [] })
+    await db.execute({ text: 'DROP TABLE "Benutzer2"', params: [] })
+  })
+  const { app } = ctx
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/49', headers: ctx.auth(ctx.adminToken) })).statusCode, 200, 'the admin (TokVer NULL) uses its access token')
+  for (const [username, id] of [['jsmith', 50], ['öztürk', 54]] as const) {
+    const tokens = await ctx.login(username, PASSWORD)
+    const own = await app.inject({ method: 'GET', url: `/api/users/${id}`, headers: ctx.auth(tokens.accessToken) })
+    t.equal(own.statusCode, 200, `${username}: its access token is accepted (${own.body})`)
+    const refreshed = await app.inject({ method: 'POST', url: '/api/users/refresh', headers: ctx.auth(tokens.refreshToken) })
+    t.equal(refreshed.statusCode, 200, `${username}: its refresh token too`)
+  }
+  // revocation still works from there: a password change writes version 1, and the old tokens stop
+  const before = await ctx.login('jsmith', PASSWORD)
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/users/50', headers: ctx.auth(ctx.adminToken), payload: { password: 'another-password-1' } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/50', headers: ctx.auth(before.accessToken) })).statusCode, 401, 'revoked by the password change')
+  const after = await ctx.login('jsmith', 'another-password-1')
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/50', headers: ctx.auth(after.accessToken) })).statusCode, 200, 'the new login works')
+})
