@@ -139,7 +139,11 @@ export class UserService {
       }
     }
     const changes: Row = {}
-    if (patch.username !== undefined) changes.username = normalizeUsername(patch.username)
+    // a name sent back as the row holds it ('JSmith', 'Schulz ' of the picking system's own table), or by
+    // a user (who may not rename itself) in another case, is no change: its spelling stays as stored
+    const sameName = patch.username !== undefined && (patch.username === String(current.username) ||
+      (actor.type !== 'admin' && normalizeUsername(patch.username) === normalizeUsername(String(current.username))))
+    if (patch.username !== undefined && !sameName) changes.username = normalizeUsername(patch.username)
     if (patch.displayName !== undefined) changes.displayName = patch.displayName
     if (patch.type !== undefined) changes.type = patch.type
     if (patch.enabled !== undefined) changes.enabled = patch.enabled

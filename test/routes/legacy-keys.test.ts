@@ -263,3 +263,26 @@ t.test('a token-version column added to the picking system\'s user table without
   const after = await ctx.login('jsmith', 'another-password-1')
   t.equal((await app.inject({ method: 'GET', url: '/api/users/50', headers: ctx.auth(after.accessToken) })).statusCode, 200, 'the new login works')
 })
+
+t.test('an edit form that sends a legacy login name back as the API shows it leaves the picking system\'s spelling alone', { skip: MSSQL && 'SQLite only: SQL Server compares case and padding by its collation' }, async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, legacyTables)
+  const { app } = ctx
+  const stored = async (id: number): Promise<unknown> => (await ctx.db.query({ text: `SELECT "Login" AS l FROM "Benutzer" WHERE "BenID" = ${id}`, params: [] }))[0].l
+  // the admin's form: every field as read, one changed
+  const schulz = (await app.inject({ method: 'GET', url: '/api/users/55', headers: ctx.auth(ctx.adminToken) })).json()
+  const form = await app.inject({ method: 'PATCH', url: '/api/users/55', headers: ctx.auth(ctx.adminToken), payload: { username: schulz.username, displayName: 'Herr Schulz' } })
+  t.equal(form.statusCode, 200, form.body)
+  t.equal(form.json().username, 'Schulz ', 'the answer shows the name as stored')
+  t.equal(await stored(55), 'Schulz ', 'not rewritten as schulz: the picking system\'s own login compares it as it stored it')
+  // the user's own form: its password, with the rest of its record as read
+  const own = await ctx.login('JSmith', PASSWORD)
+  const record = (await app.inject({ method: 'GET', url: '/api/users/50', headers: ctx.auth(own.accessToken) })).json()
+  const changed = await app.inject({ method: 'POST', url: '/api/users/50', headers: ctx.auth(own.accessToken), payload: { username: record.username, displayName: record.displayName, password: 'my-new-password-1' } })
+  t.equal(changed.statusCode, 200, changed.body)
+  t.equal(await stored(50), 'JSmith', 'the user\'s own password change renames nothing')
+  t.equal((await app.inject({ method: 'POST', url: '/api/users/50', headers: ctx.auth((await ctx.login('jsmith', 'my-new-password-1')).accessToken), payload: { username: 'jsmith', password: 'my-new-password-2' } })).statusCode, 200, 'nor does its name sent in another case, which a user may not change')
+  t.equal(await stored(50), 'JSmith')
+  // an admin still changes the case on purpose
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/users/50', headers: ctx.auth(ctx.adminToken), payload: { username: 'jsmith' } })).json().username, 'jsmith')
+  t.equal(await stored(50), 'jsmith')
+})
