@@ -12,6 +12,8 @@ export interface DatabasePluginOptions {
   mappings: Record<ResourceName, TableMapping>
   /** how often the mapping is checked again while it cannot be (the database down at start) or does not fit (a mapped column gone); SQLite: how often its file is checked (Database.recheck) */
   recheckMs: number
+  /** the length of the password hashes the auth plugin writes (argon2HashLength of auth.argon2) */
+  passwordHashLength?: number
 }
 
 export type Repositories = Record<ResourceName, Repository>
@@ -72,7 +74,7 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
 
   /** The mapping's problems and the columns as declared, or DatabaseUnavailableError. */
   async function inspect (): Promise<{ problems: string[], declared: Record<ResourceName, ColumnInfo[]> }> {
-    const { problems, columns } = await inspectStorage(db, mappings)
+    const { problems, columns } = await inspectStorage(db, mappings, { passwordHashLength: opts.passwordHashLength })
     return { problems, declared: columns }
   }
 

@@ -17,6 +17,7 @@ import { Station, StationCreate } from '../schemas/stations.js'
 import { COMMON_PATTERN_RULES, errorResponses } from '../schemas/common.js'
 import { User, UserCreate } from '../schemas/users.js'
 import { mappingsOf, readTls, signingKeys } from './config.js'
+import { argon2HashLength } from './auth/passwords.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
 import errorHandler, { buildErrorBody } from '../plugins/error-handler.js'
@@ -419,7 +420,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     exposeStatusRoute: false
   })
   await app.register(openapi)
-  await app.register(databasePlugin, { db: options.db, mappings, recheckMs: config.database.recheckMs })
+  await app.register(databasePlugin, { db: options.db, mappings, recheckMs: config.database.recheckMs, passwordHashLength: argon2HashLength(config.auth.argon2) })
   await app.register(authPlugin, { ...config.auth, keys: signingKeys(config), licenceLogins: config.licence.logins, ssoTiming: options.ssoTiming })
   await app.register(hardwarePlugin, { ...config.hardware, ...options.hardware })
 

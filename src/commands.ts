@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
-import { createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
+import { argon2HashLength, createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, type LoadedConfig } from './config.js'
 import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
@@ -346,7 +346,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   }
   try {
     const mappings = mappingsOf(config)
-    const { problems, columns } = await inspectStorage(database, mappings)
+    const { problems, columns } = await inspectStorage(database, mappings, { passwordHashLength: argon2HashLength(config.auth.argon2) })
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
       for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)

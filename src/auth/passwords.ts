@@ -13,6 +13,14 @@ export interface Argon2Params {
 /** OWASP's argon2id floor: 19 MiB, 2 passes, 1 lane (DESIGN §10: the library default took ~360 ms here). */
 export const DEFAULT_ARGON2: Argon2Params = { memoryCost: 19456, timeCost: 2, parallelism: 1 }
 
+/**
+ * How many characters an argon2id hash made with `params` takes ('$argon2id$v=19$m=19456,t=2,p=1$'
+ * with the salt's 22 and the hash's 43 in base64): what the user table's password column must hold.
+ */
+export function argon2HashLength (params: Argon2Params): number {
+  return `$argon2id$v=19$m=${params.memoryCost},t=${params.timeCost},p=${params.parallelism}$`.length + 22 + 1 + 43
+}
+
 export interface Passwords {
   hash (password: string): Promise<string>
   /** Verifies against the stored hash, or against a decoy when there is none, so timing does not tell. */

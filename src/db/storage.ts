@@ -1,5 +1,6 @@
 // How each API field is stored: the column's declared type, value maps and time zone, compiled once per resource.
 import { createHash } from 'node:crypto'
+import { argon2HashLength, DEFAULT_ARGON2 } from '../auth/passwords.js'
 import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } from './code-pages.js'
 import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
@@ -1022,7 +1023,7 @@ export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef
  * What is wrong with a mapping given the table's columns: type mismatches, a NOT NULL column an
  * insert would miss, an id the database does not generate. Empty when it fits.
  */
-export function storageProblems (storage: ResourceStorage): string[] {
+export function storageProblems (storage: ResourceStorage, options: StorageCheckOptions = {}): string[] {
   const { def, mapping } = storage
   const problems: string[] = []
   if (storage.columns === undefined) return problems
@@ -1036,6 +1037,11 @@ export function storageProblems (storage: ResourceStorage): string[] {
     const col = `column '${s.column}' (${describeType(s.info)})`
     const k = s.def.kind
     const c = s.category
+    // the picking system's own password column, sized for its MD5 or SHA-1 hex: no password the gateway sets would fit
+    const hashLength = options.passwordHashLength ?? argon2HashLength(DEFAULT_ARGON2)
+    if (def.name === 'users' && s.field === 'passwordHash' && s.info.maxLength !== undefined && s.info.maxLength > 0 && s.info.maxLength < hashLength) {
+      problems.push(`${where}.passwordHash: ${col} holds at most ${s.info.maxLength} characters, but the argon2id hashes the gateway stores (auth.argon2) take ${hashLength}: every password it sets (user add, user passwd, the API, db init's admin) would be refused. Map a column of at least ${hashLength} characters (255 leaves room), a column of the gateway's own where the picking system's login keeps its own hashes in this one`)
+    }
     const formatted = s.julianDays ? julianDaysProblem(storage.dialect, c) : s.timeFormat === undefined ? undefined : formatProblem(storage.dialect, s, s.timeFormat)
     if (formatted !== undefined) problems.push(`${where}.${s.field}: ${col} ${formatted}`)
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
@@ -1210,6 +1216,11 @@ export function describeType (info: ColumnInfo): string {
   return t
 }
 
+export interface StorageCheckOptions {
+  /** the length of the password hashes the gateway writes (argon2HashLength of auth.argon2; default: of the default parameters) */
+  passwordHashLength?: number
+}
+
 export interface StorageReport {
   /** human-readable problems, each naming the resource and field or column; empty when the mapping fits */
   problems: string[]
@@ -1234,7 +1245,7 @@ export function tableLabel (dialect: DialectName, mapping: TableMapping): string
  * Reads every mapped table's columns (once each) and checks the mapping against them. Rejects with
  * DatabaseUnavailableError when the database cannot be reached.
  */
-export async function inspectStorage (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<StorageReport> {
+export async function inspectStorage (db: Database, mappings: Record<ResourceName, TableMapping>, options: StorageCheckOptions = {}): Promise<StorageReport> {
   const problems: string[] = []
   const columns = {} as Record<ResourceName, ColumnInfo[]>
   for (const name of Object.keys(resources) as ResourceName[]) {
@@ -1243,7 +1254,7 @@ export async function inspectStorage (db: Database, mappings: Record<ResourceNam
     const fit = await mappingFit(db, def, mapping)
     columns[name] = fit.columns
     problems.push(...fit.problems)
-    if (fit.problems.length === 0) problems.push(...storageProblems(new ResourceStorage(db.dialect, def, mapping, fit.columns)))
+    if (fit.problems.length === 0) problems.push(...storageProblems(new ResourceStorage(db.dialect, def, mapping, fit.columns), options))
   }
   return { problems, columns }
 }

@@ -10,7 +10,7 @@ import { SqlBuilder } from '../../src/db/sql.js'
 import { ODD_VALUES_LOGGED, plainNumber, ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import { Repository } from '../../src/db/repository.js'
 import { firstTokenVersion, UserService } from '../../src/users.js'
-import type { Passwords } from '../../src/auth/passwords.js'
+import { argon2HashLength, createPasswords, type Passwords } from '../../src/auth/passwords.js'
 import type { ColumnInfo, Database, Param, Row, SqlValue, TableMapping } from '../../src/db/types.js'
 import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
@@ -948,4 +948,16 @@ t.test("a new user's first token version fits its column: an int's lower half, o
     t.ok(values.every((v) => Number.isInteger(v) && v >= 1 && v < most), `${type.type}${type.precision === undefined ? '' : `(${type.precision},0)`}: 1 to ${most - 1} (before: up to an int's half for numeric(5,0), which it cannot hold)`)
     t.ok(new Set(values).size > 20, 'random')
   }
+})
+
+t.test('a password column too narrow for the argon2id hashes the gateway writes (the picking system\'s own, sized for MD5 hex) is a problem, not a 400 at every password', async (t) => {
+  const columns = (type: string, maxLength: number): ColumnInfo[] => referenceColumns('mssql', users, referenceMappings.users).map((c) => c.name === 'password_hash' ? { ...c, type, maxLength } : c)
+  const problems = (type: string, maxLength: number, passwordHashLength?: number): string[] =>
+    storageProblems(new ResourceStorage('mssql', users, referenceMappings.users, columns(type, maxLength)), passwordHashLength === undefined ? {} : { passwordHashLength })
+  t.match(problems('char', 32), [/^users\.passwordHash: column 'password_hash' \(char\(32\)\) holds at most 32 characters, but the argon2id hashes the gateway stores \(auth\.argon2\) take 97: /])
+  t.same(problems('varchar', 97), [], 'the default parameters\' hash fits 97')
+  t.same(problems('nvarchar', -1), [], 'nvarchar(max)')
+  t.match(problems('varchar', 97, argon2HashLength({ memoryCost: 1048576, timeCost: 10, parallelism: 4 })), [/take 100:/], 'larger auth.argon2 parameters take more digits')
+  const hash = await (await createPasswords({ memoryCost: 1048, timeCost: 1, parallelism: 1 })).hash('x-password')
+  t.equal(argon2HashLength({ memoryCost: 1048, timeCost: 1, parallelism: 1 }), hash.length, 'the length is the one argon2 writes')
 })
