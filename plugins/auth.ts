@@ -4,10 +4,10 @@ import fastifyJwt from '@fastify/jwt'
 import { createDecoder, createVerifier } from 'fast-jwt'
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { createPasswords, normalizeUsername, spelledUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
+import { createPasswords, isCheckableHash, normalizeUsername, spelledUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
 import { LoginThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
-import { proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
+import { isSsoMarker, proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, NotFoundError, PreconditionFailedError } from '../src/db/errors.js'
 import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
@@ -276,6 +276,10 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         settled = true
         if (!user || !ok || user.enabled !== true) {
           throttle.fail(key, address)
+          // the answer is the same 401; the log tells the admin why this one can never succeed
+          if (user !== undefined && !isCheckableHash(user.passwordHash) && !isSsoMarker(user.passwordHash)) {
+            fastify.log.warn({ user: user.id, username: user.username }, "a login of this user was refused: its password column holds no password hash the gateway can check (none, or the picking system's own: MD5, SHA-1, bcrypt, plain text; the gateway checks only the argon2id hashes it writes). Set its password through the gateway (picking-gateway user passwd <name>, or an admin's PATCH /api/users/<id> with a password), which replaces the column's value: the picking system's own login no longer reads it then")
+          }
           throw invalidCredentials()
         }
         throttle.succeed(key, address)

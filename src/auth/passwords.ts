@@ -21,6 +21,11 @@ export function argon2HashLength (params: Argon2Params): number {
   return `$argon2id$v=19$m=${params.memoryCost},t=${params.timeCost},p=${params.parallelism}$`.length + 22 + 1 + 43
 }
 
+/** Whether a stored password hash is one verify() can check (an argon2 hash), not another program's (MD5, bcrypt, plain text) or none. */
+export function isCheckableHash (storedHash: unknown): storedHash is string {
+  return typeof storedHash === 'string' && storedHash.startsWith('$argon2')
+}
+
 export interface Passwords {
   hash (password: string): Promise<string>
   /** Verifies against the stored hash, or against a decoy when there is none, so timing does not tell. */
@@ -75,7 +80,7 @@ export async function createPasswords (params: Argon2Params = DEFAULT_ARGON2, li
   return {
     hash,
     async verify (storedHash, password) {
-      if (!storedHash || !storedHash.startsWith('$argon2')) {
+      if (!isCheckableHash(storedHash)) {
         await check(decoy, password).catch(rethrowOverload)
         return false
       }

@@ -286,3 +286,30 @@ t.test('an edit form that sends a legacy login name back as the API shows it lea
   t.equal((await app.inject({ method: 'PATCH', url: '/api/users/50', headers: ctx.auth(ctx.adminToken), payload: { username: 'jsmith' } })).json().username, 'jsmith')
   t.equal(await stored(50), 'jsmith')
 })
+
+t.test('rows holding the picking system\'s own password hashes (MD5, SHA-1, bcrypt, plain text) or none: every login is the 401, and the log says why', { skip: MSSQL && 'SQLite only: the rows are written with SQLite' }, async (t) => {
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS }, logging: { level: 'info' } }, async (db) => {
+    await legacyTables(db)
+    await db.execute({
+      text: 'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash", "Rolle") VALUES (60, \'md5\', \'5d7845ac6ee7cfffafc5fe5f35cf666d\', \'B\'), (61, \'sha1\', \'e38ad214943daad1d64c102faec29de4afe9da3d\', \'B\'), ' +
+        '(62, \'bcrypt\', \'$2y$10$abcdefghijklmnopqrstuuJ1z9Qm3pK8c6eY7y5h4g3f2e1d0c9b8\', \'A\'), (63, \'plain\', \'secret123\', \'B\'), (64, \'empty\', \'\', \'B\')',
+      params: []
+    })
+  }, { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  const { app } = ctx
+  for (const [username, id] of [['md5', 60], ['sha1', 61], ['bcrypt', 62], ['plain', 63], ['empty', 64]] as const) {
+    for (const password of ['secret123', '5d7845ac6ee7cfffafc5fe5f35cf666d']) {
+      const res = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password } })
+      t.equal(res.statusCode, 401, `${username} with '${password}'`)
+      t.match(res.json(), { code: 'INVALID_CREDENTIALS', message: 'Invalid username or password' }, 'the answer tells nothing of the row')
+    }
+    const warned = lines.filter((l) => l.level === 40 && l.user === id)
+    t.equal(warned.length, 2, `${username}: a warning per attempt`)
+    t.match(warned[0]?.msg, /holds no password hash the gateway can check .*user passwd/, 'saying why and what to do')
+    t.notMatch(JSON.stringify(warned), /5d7845ac|e38ad214|\$2y\$|secret123/, 'without the stored value or the password sent')
+  }
+  // a wrong password for a row the gateway can check is no such warning
+  t.equal((await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'jsmith', password: 'wrong-password' } })).statusCode, 401)
+  t.equal(lines.filter((l) => l.level === 40 && l.user === 50).length, 0)
+})
