@@ -18,6 +18,7 @@ import { Repository, type Id } from './db/repository.js'
 import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
 import { toUser, UserService } from './users.js'
+import { SSO_MARKER_PREFIX } from './auth/sso.js'
 import { PASSWORD_LENGTH, Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
 import { Value } from '@sinclair/typebox/value'
 
@@ -349,7 +350,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings, { passwordHashLength: argon2HashLength(config.auth.argon2) })
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -423,6 +424,36 @@ export async function usernameNotes (db: Database, mappings: Record<ResourceName
   if (rows.length === 0) return []
   const names = rows.slice(0, 5).map((r) => `'${String(r.name)}' (${Number(r.n)} rows)`).join(', ')
   return [`users.username: ${rows.length} name${rows.length === 1 ? ' is' : 's are'} held more than once in different case or with trailing blanks (${names}${rows.length > 5 ? ', …' : ''}): the gateway compares usernames without regard to case or trailing blanks, so a login and user passwd reach the row spelled exactly as given, and any other spelling the row with the lower id; rename the others in the picking system`]
+}
+
+/**
+ * Users whose password column holds no hash the gateway can check: the picking system's own (MD5,
+ * SHA-1, bcrypt, plain text) or none. They cannot log in through the gateway (the same 401 as a wrong
+ * password) until a password is set through it, which replaces the picking system's value.
+ */
+export async function passwordNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[]): Promise<string[]> {
+  const d = dialectFor(db.dialect)
+  const mapping = mappings.users
+  const hash = columnNamed(columns, mapping.columns.passwordHash ?? '')?.name ?? mapping.columns.passwordHash
+  const name = columnNamed(columns, mapping.columns.username ?? '')?.name ?? mapping.columns.username
+  if (hash === undefined || name === undefined) return []
+  // verify() checks argon2 hashes; the single sign-on marker is no password either, and no note
+  const where = `WHERE ${d.ident(hash)} IS NULL OR (${d.ident(hash)} NOT LIKE '$argon2%' AND ${d.ident(hash)} NOT LIKE '${SSO_MARKER_PREFIX}%')`
+  let count: number
+  let names: string[]
+  try {
+    const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} ${where}`, params: [] })
+    count = Number(row?.n ?? 0)
+    if (count === 0) return []
+    names = (await db.query({
+      text: `SELECT ${d.ident(name)} AS ${d.ident('name')} FROM ${d.table(mapping)} ${where} ORDER BY ${d.ident(name)} ${d.paging('limit', 'offset')}`,
+      params: [{ name: 'limit', kind: 'integer', value: 5 }, { name: 'offset', kind: 'integer', value: 0 }]
+    })).map((r) => `'${String(r.name)}'`)
+  } catch {
+    // best effort, as the other notes: a legacy column type LIKE does not take
+    return []
+  }
+  return [`users.passwordHash: ${count} user${count === 1 ? ' has' : 's have'} no password the gateway can check (${names.join(', ')}${count > 5 ? ', …' : ''}): the column holds none, or the picking system's own hash or plain text, and the gateway checks only the argon2id hashes it writes. ${count === 1 ? 'It' : 'They'} cannot log in through the gateway until a password is set through it (picking-gateway user passwd <name>), which replaces the value the picking system's own login reads`]
 }
 
 /**

@@ -366,6 +366,24 @@ t.test('db init and user management on a database', async (t) => {
   t.notMatch(list.stdout.join('\n'), /argon2/)
 })
 
+t.test('check-config notes the users whose password column holds no hash the gateway can check (the picking system\'s own, or none)', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' }
+  t.equal(await main(['db', 'init'], io(env)), 0)
+  const clean = io(env)
+  t.equal(await main(['check-config'], clean), 0)
+  t.notMatch(clean.stdout.join('\n'), /users\.passwordHash/, 'the admin db init made has an argon2id hash: no note')
+  const raw = new BetterSqlite3(join(dir, 'g.db'))
+  const insert = raw.prepare("INSERT INTO gateway_users (username, password_hash, type, enabled, token_version) VALUES (?, ?, 'user', 1, 0)")
+  for (const [name, hash] of [['md5', '5d7845ac6ee7cfffafc5fe5f35cf666d'], ['bcrypt', '$2y$10$abcdefghijklmnopqrstuuJ1z9Qm3pK8c6eY7y5h4g3f2e1d0c9b8'], ['plain', 'secret123'], ['empty', ''], ['sso', '!sso:entra:abc']]) insert.run(name, hash)
+  raw.close()
+  const legacy = io(env)
+  t.equal(await main(['check-config'], legacy), 0, 'a note, not a problem')
+  const out = legacy.stdout.join('\n')
+  t.match(out, /Note: users\.passwordHash: 4 users have no password the gateway can check \('bcrypt', 'empty', 'md5', 'plain'\): .*user passwd/)
+  t.notMatch(out, /5d7845ac|secret123|\$2y\$/, 'the values themselves are not printed')
+})
+
 t.test('serve refuses a database without the tables', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'empty.db')}`
