@@ -130,7 +130,7 @@ const STATION_TYPES: Record<string, { codes: string[], prefixes: string[] }> = {
 }
 
 /** fields whose stored codes get a value map besides booleans */
-const CODE_FIELDS: Partial<Record<ResourceName, string[]>> = { stations: ['type'] }
+const CODE_FIELDS: Partial<Record<ResourceName, string[]>> = { stations: ['type'], users: ['type'] }
 
 export function normalizeName (name: string): string {
   return name.toLowerCase().replaceAll('ä', 'ae').replaceAll('ö', 'oe').replaceAll('ü', 'ue').replaceAll('ß', 'ss')
@@ -560,6 +560,26 @@ export function proposeStationTypeMap (category: Category, rows: CodeCount[]): M
   return { usable: true, values, notes }
 }
 
+const USER_TYPES = ['admin', 'user', 'application']
+
+/**
+ * users.type: no guess (a code taken for the wrong type would give a picking system's operators
+ * rights, admin among them, they do not have there), but every stored code that is no user type is
+ * named, with the value map it needs: unmapped, such a user has no rights, and the licence does not count it.
+ */
+export function proposeUserTypeMap (column: ColumnInfo, category: Category, rows: CodeCount[]): MapProposal {
+  if (rows.length > MAX_CODES) return { usable: true, notes: [`more than ${MAX_CODES} distinct values: no value map proposed`] }
+  const codes = codesOf(rows, category === 'integer')
+  const unplaced = codes.filter(({ code }) => !USER_TYPES.includes(String(code))).map(({ code }) => code)
+  if (unplaced.length === 0) return { usable: true, notes: [] }
+  const example = USER_TYPES.map((api) => `"${api}": …`).join(', ')
+  return {
+    usable: true,
+    notes: [`codes that are no user type (returned as stored until mapped; a user with one of them has no rights at all, and the licence does not count it): ${unplaced.map(show).join(', ')}; ` +
+      `map each type to the picking system's code for it by hand: {"column": "${column.name}", "values": {${example}}} (not guessed: a wrong code would hand out rights)`]
+  }
+}
+
 // ---- the whole proposal -------------------------------------------------------------------
 
 /** The configured column names of a mapping (a column may be written as {column, values} in the file). */
@@ -681,7 +701,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     const textFlag = flagRows.some((r) => typeof r.value === 'string')
     if ((wantsCodes && groupable(db.dialect, m.column, category)) || textFlag) {
       const rows = textFlag ? flagRows : (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
-      const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, textFlag ? 'text' : category, rows) : proposeStationTypeMap(category, rows)
+      const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, textFlag ? 'text' : category, rows) : resource === 'users' ? proposeUserTypeMap(m.column, category, rows) : proposeStationTypeMap(category, rows)
       if (!map.usable) {
         unmatched.push(m.field)
         notes.push(`${m.field}: ${map.notes.join('; ')}`)

@@ -8,7 +8,7 @@ import { openDatabase } from '../../src/db/index.js'
 import { createTableStatements } from '../../src/db/init.js'
 import {
   distinctValuesStatement, formatReport, introspect, listTablesStatement, mappingConfig, proposeBooleanMap,
-  guessTimeFormat, proposeStationTypeMap, tableNameScore, type CodeCount
+  guessTimeFormat, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, type CodeCount
 } from '../../src/db/introspect.js'
 import { referenceMappings, resources } from '../../src/db/resources.js'
 import { compileValueMap, inspectStorage } from '../../src/db/storage.js'
@@ -343,6 +343,27 @@ t.test('English abbreviations of another vendor: ITEM_CODE, DESCR, HOLD_FLAG, WS
   t.match(found.resources.stations.notes.join('\n'), /newIds/, 'which needs newIds: the database gives no ids')
   t.equal(found.resources.users.table?.name, 'OPERATOR')
   t.match(mapped(found.resources.users.mapping)?.columns, { id: 'OP_ID', username: 'LOGON', passwordHash: 'PW_HASH', type: 'ROLE', displayName: 'OP_NAME' })
+})
+
+t.test('a user type column of the picking system\'s codes: each code that is no user type is named, none is guessed', async (t) => {
+  const path = join(dir, 'user-codes.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE OPERATOR (OP_ID INTEGER PRIMARY KEY, LOGON VARCHAR(30) NOT NULL UNIQUE, PW_HASH VARCHAR(255), ROLE CHAR(1) NOT NULL DEFAULT 'U', TOKEN_VERSION INTEGER NOT NULL DEFAULT 0);
+    INSERT INTO OPERATOR (LOGON, ROLE) VALUES ('a', 'A'), ('b', 'U'), ('c', 'U'), ('d', 'S'), ('e', 'U'), ('f', 'S');
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  const type = found.resources.users.fields.find((f) => f.field === 'type')
+  t.equal(type?.column.name, 'ROLE')
+  t.equal(type?.values, undefined, 'no value map guessed: a wrong one would give rights')
+  t.match(type?.notes.join('\n'), /codes that are no user type .*no rights at all.*: "U", "S", "A"; map each type .*\{"column": "ROLE", "values": \{"admin": …, "user": …, "application": …\}\}/)
+  const col = (name: string): ColumnInfo => ({ name, type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false, maxLength: 16 })
+  const rows = (...values: unknown[]): CodeCount[] => values.map((value) => ({ value, count: 1 }))
+  t.same(proposeUserTypeMap(col('Rolle'), 'text', rows('admin', 'user ', 'application')), { usable: true, notes: [] }, 'already the API values')
+  t.match(proposeUserTypeMap(col('Rolle'), 'integer', rows(1, 2, 3)).notes, [/: 1, 2, 3;/])
 })
 
 t.test('a material master keyed by its article number: id and materialNumber share the column', async (t) => {
