@@ -556,7 +556,7 @@ t.test('a token the cached copy refuses reads the row again only when it was iss
  * A user, and the users repository's next read of it held until `release`: that read answers the row
  * as it is now (stale by then); the reads after it go to the database.
  */
-async function heldRead (t: Test) {
+async function heldRead (t: Test, absent: (id: unknown) => boolean = () => false) {
   const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
   const user = await ctx.createUser('user')
   const users = ctx.app.repos.users
@@ -565,7 +565,7 @@ async function heldRead (t: Test) {
   let release!: () => void
   const held = new Promise<void>((resolve) => { release = resolve })
   let calls = 0
-  users.get = async (id) => { if (++calls === 1) { await held; return stale } return await get(id) }
+  users.get = async (id) => { if (absent(id)) return undefined; if (++calls === 1) { await held; return stale } return await get(id) }
   t.teardown(() => { users.get = get })
   ctx.app.auth.forget(user.id)
   return { ctx, user, users, stale, release }
@@ -599,18 +599,8 @@ t.test('a read of a user in flight while the user is disabled here is not kept: 
 })
 
 t.test('a read of a user in flight while the user is disabled here is not kept, though the cache was emptied meanwhile (full: more than 10000 users)', async (t) => {
-  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
-  const user = await ctx.createUser('user')
-  const users = ctx.app.repos.users
-  const get = users.get.bind(users)
-  const stale = await get(user.id)
-  let release!: () => void
-  const held = new Promise<void>((resolve) => { release = resolve })
-  let calls = 0
   // the first read began before the change and answers after it; ids from 1000000 up are users that are not there
-  users.get = async (id) => { if (Number(id) >= 1000000) return undefined; if (++calls === 1) { await held; return stale } return await get(id) }
-  t.teardown(() => { users.get = get })
-  ctx.app.auth.forget(user.id)
+  const { ctx, user, stale, release } = await heldRead(t, (id) => Number(id) >= 1000000)
   const first = ctx.app.auth.identifyUser(user.id, Number(stale!.tokenVersion), 'access')
   t.equal((await ctx.app.inject({ method: 'POST', url: `/api/users/${user.id}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })).statusCode, 200)
   // tokens of 10001 other ids checked meanwhile: the cache is full and emptied, the note of the change with it
