@@ -422,7 +422,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       throw err.expired ? tokenExpired() : tokenInvalid()
     }
     let user = await ssoUser(provider, claims, request.log)
-    if (user.enabled !== true) throw tokenInvalid()
+    if (user.enabled !== true) throw disabledSsoUser(request, provider, user)
     // A provider token is this identity's login: each new one stamps lastLoginAt once (not every
     // request), so that an ERP calling every day does not show the time of its first token for good.
     const issued = typeof claims.iat === 'number' ? claims.iat : claims.exp
@@ -440,10 +440,19 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         ssoStamped.delete(user.id as Id)
         changed(user.id as Id)
         user = await ssoUser(provider, claims, request.log)
-        if (user.enabled !== true) throw tokenInvalid()
+        if (user.enabled !== true) throw disabledSsoUser(request, provider, user)
       }
     }
     return { id: user.id as Id, username: user.username as string, type: user.type as UserType, tokenType: 'access', tokenVersion: Number(user.tokenVersion) }
+  }
+
+  /**
+   * A valid provider token of a disabled row: the same 401 as any refused token, and the log says why
+   * (a client that fetches new tokens in a loop shows there, not as a mystery).
+   */
+  function disabledSsoUser (request: FastifyRequest, provider: SsoProvider, user: Row): ApiError {
+    request.log.info({ provider: provider.id, user: user.id, username: user.username }, 'identity provider token refused: the gateway account of this identity is disabled (enable it to let it in)')
+    return tokenInvalid()
   }
 
   async function ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row> {

@@ -349,7 +349,7 @@ t.test('a configured username claim and a nested type claim (Keycloak\'s realm_a
 })
 
 t.test('the user row: disable, delete and re-creation, type following the claim, what the API refuses', async (t) => {
-  const { idp, ctx, bearer } = await setup(t, { revocationCacheMs: 0 })
+  const { idp, ctx, bearer, logs } = await setup(t, { revocationCacheMs: 0 })
   const admin = ctx.auth(ctx.adminToken)
   idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp', name: 'SAP ERP' })
   const token = await idp.clientCredentials('erp')
@@ -375,6 +375,8 @@ t.test('the user row: disable, delete and re-creation, type following the claim,
   // Disable: refused at once (revocationCacheMs 0 here), however many tokens the provider issues
   t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${row.id}`, headers: admin, payload: { enabled: false } })).statusCode, 200)
   t.same((await call()).json(), INVALID, 'a disabled user\'s provider token is refused')
+  // before: nothing in the log said why, and an ERP fetching new tokens in a loop was a mystery
+  t.match(logs.map((l) => JSON.parse(l)).find((entry) => /gateway account of this identity is disabled/.test(entry.msg)), { level: 30, provider: 'warehouse', user: row.id, username: 'erp' }, 'the log says the row is disabled')
   const fresh = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })
   t.equal(fresh.statusCode, 401, 'a new token too')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: admin })).json().data[0].enabled, false, 'the row stays disabled')
