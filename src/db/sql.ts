@@ -190,9 +190,15 @@ export class SqlBuilder {
     return s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal') && s.map === undefined
   }
 
-  /** SQLite: a number field on a text column (a quantity a legacy program keeps as text). */
+  /**
+   * SQLite: a number field on a text column (a quantity a legacy program keeps as text), or on one
+   * without a declared type, which keeps text as written ('02', ' 3') beside numbers: reads show
+   * those as numbers, so filters, sorting and the station lookups of events must see them so too
+   * (not the id, whose column every list sorts and pages by: it stays a seek on the key)
+   */
   private numberInText (s: FieldStorage): boolean {
-    return this.dialect.name === 'sqlite' && (s.def.kind === 'number' || s.def.kind === 'integer') && s.category === 'text' && s.map === undefined
+    return this.dialect.name === 'sqlite' && (s.def.kind === 'number' || s.def.kind === 'integer') && s.map === undefined &&
+      (s.category === 'text' || (s.field !== 'id' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())))
   }
 
   /** What the keyset compares for a sort key, and how the cursor keeps it. */

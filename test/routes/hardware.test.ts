@@ -5,7 +5,7 @@ import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { createServer, type Socket } from 'node:net'
 import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
-import { build, type TestContext } from '../helpers/build.js'
+import { build, testDatabaseUrl, type TestContext } from '../helpers/build.js'
 import { until } from '../helpers/wait.js'
 
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
@@ -521,6 +521,35 @@ t.test('an event goes to the stations a command reaches: the controller id as th
   await until(() => stream.events.some((e) => e.type === 'station.connected'), 'station.connected after reconnect')
   t.same(stream.events.filter((e) => e.type.startsWith('station.') && e.type !== 'station.fault').map((e) => [e.type, e.data.stationId]),
     [['station.disconnected', 1], ['station.connected', 1]], 'station 2 never shows connected')
+  stream.close()
+})
+
+t.test('SQLite: an address kept as text in a column without a declared type (\'02\', \' 3\') is the number it reads as, for events, filters and the one-station-per-address check', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50, trayDelay: 50 } })
+  t.teardown(() => sim.close())
+  const port = sim.controllers.get('ctl-1')!.port
+  // another program wrote the addresses: an untyped column keeps its text as written
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST }, events: { heartbeatMs: 100 } }, async (db) => {
+    await db.execute({ text: `CREATE TABLE "stations" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "name" VARCHAR(100) NOT NULL UNIQUE, "description" VARCHAR(500),
+      "type" VARCHAR(16) NOT NULL DEFAULT 'manual', "warehouse" VARCHAR(64), "controller_id" VARCHAR(64), "address",
+      "enabled" INTEGER NOT NULL DEFAULT 1, "created_at" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+      "modified_at" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`, params: [] })
+    await db.execute({ text: "INSERT INTO stations (id, name, type, controller_id, address) VALUES (1, 'PTL-1', 'ptl', 'ctl-1', '02'), (2, 'PTL-2', 'ptl', 'ctl-1', ' 3'), (3, 'PTL-3', 'ptl', 'ctl-1', 10)", params: [] })
+  })
+  const token = (await ctx.createUser('user')).accessToken
+  const get = async (url: string) => (await ctx.app.inject({ method: 'GET', url, headers: ctx.auth(token) })).json()
+  t.match(await get('/api/stations/1'), { address: 2 }, 'read as a number')
+  t.same((await get('/api/stations?address=2')).data.map((s: { id: number }) => s.id), [1], 'found as it reads (before: no station)')
+  t.same((await get('/api/stations?address=[gte]3&sort=address')).data.map((s: { id: number }) => s.id), [2, 3], "' 3' before 10, as numbers")
+  const taken = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-9', controllerId: 'ctl-1', address: 3 } })
+  t.equal(taken.statusCode, 409, "station 2's address 3 is taken (before: a second station on it)")
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 2, code: 'F2' })
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F3' })
+  await until(() => stream.events.length === 2, 'both events')
+  t.same(stream.events.map((e) => [e.data.code, e.data.stationId]), [['F2', 1], ['F3', 2]], 'the stations a command to them reaches (before: stationId null)')
   stream.close()
 })
 
