@@ -124,6 +124,16 @@ function toApiError (err: Error): ApiError | undefined {
   return new ApiError(err.statusCode, ERROR_CODES[err.code] ?? err.code, message, { headers, extra, expected: true })
 }
 
+/** The addresses the protocol carries (`addr`, README: Protocol reference). */
+const MAX_ADDRESS = 65535
+
+/**
+ * A station's address a controller can be sent: a whole number from 0 to 65535. Another program may
+ * have stored one outside (-1, 70000): a LIGHT there was acknowledged by some controllers, and its
+ * CONFIRM, whose addr the protocol refuses, never came back.
+ */
+const drivable = (address: unknown): address is number => typeof address === 'number' && Number.isInteger(address) && address >= 0 && address <= MAX_ADDRESS
+
 const int = (value: string | undefined): number | undefined => {
   if (value === undefined || !/^-?\d+$/.test(value)) return undefined
   return Number(value)
@@ -240,8 +250,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     }
     await inOrder(link.id, stationsOf(link.id), (stations) => {
       for (const station of stations) {
-        // a station without an address stays disconnected, a disabled one too (stationState): no event says otherwise
-        if (station.address === null || station.address === undefined || station.enabled !== true) continue
+        // a station without an address (or one outside the protocol's) stays disconnected, a disabled one too (stationState): no event says otherwise
+        if (!drivable(station.address) || station.enabled !== true) continue
         publish(type, { stationId: station.id as Id, controllerId: link.id, address: (station.address as number | null) ?? null })
       }
     })
@@ -298,8 +308,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       // not only false: a flag the gateway could not read (null) does not enable a station either
       if (station.enabled !== true) return { connected: false, status: 'disabled', lastSeenAt: null }
       const link = typeof station.controllerId === 'string' ? links.get(station.controllerId) : undefined
-      // a station without an address cannot be driven even when its controller is: not connected, like one without controller
-      if (!link || station.address === null || station.address === undefined) return { connected: false, status: 'offline', lastSeenAt: null }
+      // a station without an address (or one outside 0 to 65535) cannot be driven even when its controller is: not connected, like one without controller
+      if (!link || !drivable(station.address)) return { connected: false, status: 'offline', lastSeenAt: null }
       const lastSeenAt = link.lastSeenAt?.toISOString() ?? null
       if (!link.connected) return { connected: false, status: 'offline', lastSeenAt }
       // only what was reported for the station's own address: the controller's overall state covers all its addresses
@@ -324,6 +334,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       if (noController || noAddress) {
         const has = noController && noAddress ? 'no controllerId and no address' : noController ? `address ${String(station.address)} but no controllerId` : `controllerId '${String(station.controllerId)}' but no address`
         throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has ${has}`)
+      }
+      if (!drivable(station.address)) {
+        throw new ApiError(409, 'STATION_NOT_WIRED', `Station ${station.id} has address ${String(station.address)}, which no controller takes (0 to ${MAX_ADDRESS})`)
       }
       const link = links.get(station.controllerId as string)
       // configuration, not an outage: a retry cannot help, so 409 without Retry-After

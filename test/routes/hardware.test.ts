@@ -553,6 +553,21 @@ t.test('SQLite: an address kept as text in a column without a declared type (\'0
   stream.close()
 })
 
+t.test('an address outside 0 to 65535 another program stored: a 409 that says so, never sent (before: a LIGHT at 70000 acknowledged, its CONFIRM refused by the gateway)', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  const frames: string[] = []
+  sim.controllers.get('ctl-1')!.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'REQ' && frame.cmd !== 'STATUS') frames.push(frame.cmd) })
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  for (const address of [70000, -1]) {
+    await ctx.db.execute({ text: 'UPDATE stations SET address = @a WHERE id = @id', params: [{ name: 'a', kind: 'number', value: address }, { name: 'id', kind: 'number', value: stationId }] })
+    const res = await command(ctx, token, stationId, { command: 'light', quantity: 1 })
+    t.equal(res.statusCode, 409, String(address))
+    t.same(res.json(), { statusCode: 409, code: 'STATION_NOT_WIRED', error: 'Conflict', message: `Station ${stationId} has address ${address}, which no controller takes (0 to 65535)` })
+    t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${stationId}`, headers: ctx.auth(token) })).json(), { address, connected: false, status: 'offline' }, 'not shown as drivable')
+  }
+  t.same(frames, [], 'nothing sent')
+})
+
 t.test('a disabled station gets no station.connected or station.disconnected: it stays connected false, status disabled, whatever the link does', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
