@@ -187,19 +187,24 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     }
   }
 
-  /** Stations wired to a controller (and address): looked up when an event arrives, so the mapping stays in the database. */
-  async function stationsOf (controllerId: string, address?: number): Promise<Row[]> {
+  /** Stations on a controller (and address), as the database holds them now: commands and events look them up, so the mapping stays in the database. */
+  async function wiredTo (controllerId: string, address?: number): Promise<Row[]> {
     // a station table without controller columns (mapped to null) wires no station to a controller
     const { fields } = fastify.repos.stations.storage
     if (fields.controllerId.absent || (address !== undefined && fields.address.absent)) return []
     const filters: Filter[] = [{ field: 'controllerId', op: 'eq', values: [controllerId] }]
     if (address !== undefined) filters.push({ field: 'address', op: 'eq', values: [address] })
+    const result = await fastify.repos.stations.list({ limit: 1000, sort: [{ field: 'id', desc: false }], filters, count: false })
+    // the database compares as the column's collation does ('CTL-1' and 'ctl-1 ' are ctl-1 under SQL Server's
+    // usual ones, or a SQLite column declared COLLATE NOCASE); a command finds its link by the id exactly as the
+    // API reads it, so an event goes to the stations a command to that controller and address would reach
+    return result.rows.filter((station) => station.controllerId === controllerId && (address === undefined || station.address === address))
+  }
+
+  /** wiredTo for an event: a failed lookup publishes the event without a station id. */
+  async function stationsOf (controllerId: string, address?: number): Promise<Row[]> {
     try {
-      const result = await fastify.repos.stations.list({ limit: 1000, sort: [{ field: 'id', desc: false }], filters, count: false })
-      // the database compares as the column's collation does ('CTL-1' and 'ctl-1 ' are ctl-1 under SQL Server's
-      // usual ones, or a SQLite column declared COLLATE NOCASE); a command finds its link by the id exactly as the
-      // API reads it, so an event goes to the stations a command to that controller and address would reach
-      return result.rows.filter((station) => station.controllerId === controllerId && (address === undefined || station.address === address))
+      return await wiredTo(controllerId, address)
     } catch (err) {
       log.warn({ err, controllerId }, 'station lookup failed; event sent without station id')
       return []
@@ -234,8 +239,14 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       ...(event.args.msg !== undefined ? { message: event.args.msg } : {})
     }
     await inOrder(link.id, lookup, (stations) => {
-      if (stations.length === 0) publish(type, { stationId: address === undefined ? null : commanded.get(link.id)?.get(address) ?? null, ...data })
-      for (const station of stations) publish(type, { stationId: station.id as Id, ...data })
+      // the stations a command reaches there: a disabled one (a replaced station the picking system keeps) is none
+      const wired = stations.filter((station) => station.enabled === true)
+      const sent = address === undefined ? undefined : commanded.get(link.id)?.get(address)
+      // one event per frame: with several stations on the address (rows the picking system holds so), only the one
+      // this gateway lit or called a tray for there can be named; any other would be a guess, and an ERP would book
+      // the pick once per station
+      const stationId = wired.length === 1 ? wired[0].id as Id : wired.length === 0 || wired.some((station) => station.id === sent) ? sent ?? null : null
+      publish(type, { stationId, ...data })
     })
   }
 
@@ -347,6 +358,13 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         throw new ApiError(409, 'CONTROLLER_NOT_CONFIGURED', `Controller '${String(station.controllerId)}' of station ${station.id} is not configured on this gateway (hardware.controllers)`)
       }
       const addr = station.address as number
+      // two stations on one address (rows the picking system holds so): a pick there could not be told apart, and
+      // each command would take over the other's lit position (STATUS names no address)
+      const others = command.command === 'status' ? [] : (await wiredTo(link.id, addr)).filter((other) => other.enabled === true && other.id !== station.id)
+      if (others.length > 0) {
+        const named = others.slice(0, 3).map((other) => `${String(other.id)} (${JSON.stringify(other.name)})`).join(', ')
+        throw new ApiError(409, 'STATION_ADDRESS_SHARED', `Station ${station.id} shares controllerId "${link.id}" and address ${addr} with station${others.length === 1 ? '' : 's'} ${named}${others.length > 3 ? ', …' : ''}: a pick there could not be told apart; give one of them another address, or disable it`)
+      }
       let cmd: string
       let args: FrameArgsInput
       switch (command.command) {

@@ -14,7 +14,7 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       summary: 'Send a command to the station\'s controller and wait for its acknowledgement',
       description: '200 once the controller ACKs; 502 on a NAK (controllerCode), 503 when the controller is offline or its queue is full, ' +
-        '504 when no ACK came (the frame was sent twice), 409 for a disabled or unwired station, a controller not configured ' +
+        '504 when no ACK came (the frame was sent twice), 409 for a disabled or unwired station, one that shares its controller address with another (STATION_ADDRESS_SHARED), a controller not configured ' +
         'on this gateway (CONTROLLER_NOT_CONFIGURED) or hardware.enabled false (HARDWARE_DISABLED).',
       tags: ['stations'],
       params,

@@ -568,6 +568,41 @@ t.test('an address outside 0 to 65535 another program stored: a 409 that says so
   t.same(frames, [], 'nothing sent')
 })
 
+t.test('rows the picking system keeps on one address: an event names the one station a command reaches there, once; commands to stations that share an address are refused', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t, { confirmDelay: 400 })
+  const simulated = sim.controllers.get('ctl-1')!
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  /** the events up to a FAULT at address 99 emitted last: a controller's events are published in its order */
+  const settled = async (marker: string): Promise<Array<[string, unknown]>> => {
+    simulated.emitEvent('FAULT', { addr: 99, code: marker })
+    await until(() => stream.events.some((e) => e.data.code === marker), marker)
+    const events = stream.events.splice(0).filter((e) => e.data.address === 3)
+    return events.map((e) => [e.type, e.data.stationId])
+  }
+  // the station it replaced, kept disabled on the same address
+  await ctx.app.repos.stations.create({ name: 'PTL-1-old', controllerId: 'ctl-1', address: 3, type: 'ptl', enabled: false })
+  simulated.emitEvent('FAULT', { addr: 3, code: 'F1' })
+  t.same(await settled('m1'), [['station.fault', stationId]], 'not also for the disabled one (before: one event each)')
+
+  // lit, then the picking system adds a second row on the address: the confirmation answers the light
+  t.equal((await command(ctx, token, stationId, { command: 'light', quantity: 1, ref: 'o-1' })).statusCode, 200)
+  const twin = (await ctx.app.repos.stations.create({ name: 'ptl-1', controllerId: 'ctl-1', address: 3, type: 'ptl', enabled: true })).id as number
+  await until(() => stream.events.some((e) => e.type === 'pick.confirmed'), 'pick.confirmed')
+  t.same(await settled('m2'), [['pick.confirmed', stationId]], 'the station it was lit for, once (before: once for each station on the address)')
+
+  for (const [id, other] of [[stationId, twin], [twin, stationId]]) {
+    const res = await command(ctx, token, id, { command: 'light', quantity: 1 })
+    t.equal(res.statusCode, 409)
+    t.same(res.json(), { statusCode: 409, code: 'STATION_ADDRESS_SHARED', error: 'Conflict', message: `Station ${id} shares controllerId "ctl-1" and address 3 with station ${other} ("${other === twin ? 'ptl-1' : 'PTL-1'}"): a pick there could not be told apart; give one of them another address, or disable it` })
+  }
+  t.equal((await command(ctx, token, twin, { command: 'status' })).statusCode, 200, 'STATUS names no address')
+  await ctx.app.inject({ method: 'PATCH', url: `/api/stations/${twin}`, headers: ctx.auth(ctx.adminToken), payload: { enabled: false } })
+  t.equal((await command(ctx, token, stationId, { command: 'clear' })).statusCode, 200, 'the other one disabled: wired alone again')
+  stream.close()
+})
+
 t.test('a disabled station gets no station.connected or station.disconnected: it stays connected false, status disabled, whatever the link does', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
