@@ -147,10 +147,13 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   const listeners = new Set<(event: StationEvent) => void>()
   const deletionListeners = new Set<(stationId: Id) => void>()
   /**
-   * per controller: address -> the station a LIGHT or CALLTRAY was last sent for. An event at an address
-   * no station holds any more (the station was moved meanwhile) still names the station it answers.
+   * per controller: address -> the station a LIGHT or CALLTRAY was last sent for, until answered (CONFIRM or
+   * SHORTAGE for a LIGHT, TRAYREADY for a CALLTRAY) or cleared. The answer at an address no station holds any
+   * more (the station was moved meanwhile) still names the station it answers; nothing else there does (a
+   * fault, or a pick the picking system lit itself, after the station moved away).
    */
-  const commanded = new Map<string, Map<number, Id>>()
+  const commanded = new Map<string, Map<number, { id: Id, cmd: 'LIGHT' | 'CALLTRAY' }>>()
+  const ANSWERS: Partial<Record<EventType, 'LIGHT' | 'CALLTRAY'>> = { 'pick.confirmed': 'LIGHT', 'pick.shortage': 'LIGHT', 'tray.ready': 'CALLTRAY' }
   let nextEventId = 1
   /** the latest EVENT_RING events: `ring[(id - 1) % EVENT_RING]` holds event `id` */
   const ring: StationEvent[] = []
@@ -229,6 +232,10 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     else if (type === 'tray.ready') setStatus(link.id, address, 'busy')
     else setStatus(link.id, address, 'idle')
     const lookup = address === undefined ? Promise.resolve([]) : stationsOf(link.id, address)
+    // the command this event answers, taken now (a LIGHT sent while the lookup runs is answered by a later event)
+    const pending = address === undefined ? undefined : commanded.get(link.id)?.get(address)
+    const sent = pending !== undefined && ANSWERS[type] === pending.cmd ? pending.id : undefined
+    if (sent !== undefined) commanded.get(link.id)!.delete(address!)
     const data = {
       controllerId: link.id,
       address: address ?? null,
@@ -241,11 +248,10 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     await inOrder(link.id, lookup, (stations) => {
       // the stations a command reaches there: a disabled one (a replaced station the picking system keeps) is none
       const wired = stations.filter((station) => station.enabled === true)
-      const sent = address === undefined ? undefined : commanded.get(link.id)?.get(address)
-      // one event per frame: with several stations on the address (rows the picking system holds so), only the one
-      // this gateway lit or called a tray for there can be named; any other would be a guess, and an ERP would book
-      // the pick once per station
-      const stationId = wired.length === 1 ? wired[0].id as Id : wired.length === 0 || wired.some((station) => station.id === sent) ? sent ?? null : null
+      // one event per frame: the answer to a LIGHT or CALLTRAY names the station it was sent for, wherever that is now;
+      // any other event the one station wired there. With several (rows the picking system holds so) naming any
+      // would be a guess, and naming each would have an ERP book the pick once per station
+      const stationId = sent ?? (wired.length === 1 ? wired[0].id as Id : null)
       publish(type, { stationId, ...data })
     })
   }
@@ -285,6 +291,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         // acted on before that, and the LIGHT's busy then overwrote its idle, for good.
         const status = cmd === 'LIGHT' || cmd === 'CALLTRAY' ? 'busy' : cmd === 'CLEAR' ? 'idle' : undefined
         if (status !== undefined && typeof args.addr === 'number') setStatus(link.id, args.addr, status)
+        // a cleared position answers nothing any more
+        if (cmd === 'CLEAR' && typeof args.addr === 'number') commanded.get(link.id)?.delete(args.addr)
       })
       link.on('status', (state) => {
         // STATUS resynchronizes: addresses listed are busy, all others idle. Its overall state is the
@@ -386,12 +394,18 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           break
       }
       // the station's status follows at the ACK itself (the link's 'acknowledged' listener)
+      let entry: { id: Id, cmd: 'LIGHT' | 'CALLTRAY' } | undefined
       if (cmd === 'LIGHT' || cmd === 'CALLTRAY') {
         let sent = commanded.get(link.id)
         if (sent === undefined) commanded.set(link.id, sent = new Map())
-        sent.set(addr, station.id as Id)
+        sent.set(addr, entry = { id: station.id as Id, cmd })
       }
-      const result = await link.send(cmd, args, { signal })
+      const result = await link.send(cmd, args, { signal }).catch((err: unknown) => {
+        // refused or never sent: nothing will answer it (after a timeout or a dropped link the controller may have acted on it)
+        const maybeDone = err instanceof HardwareError && (err.code === 'TIMEOUT' || err.code === 'LINK_DROPPED')
+        if (entry !== undefined && !maybeDone && commanded.get(link.id)?.get(addr) === entry) commanded.get(link.id)!.delete(addr)
+        throw err
+      })
       return command.command === 'status'
         ? { ack: true, seq: result.seq, state: result.args.state ?? 'unknown' }
         : { ack: true, seq: result.seq }

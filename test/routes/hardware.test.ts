@@ -603,6 +603,44 @@ t.test('rows the picking system keeps on one address: an event names the one sta
   stream.close()
 })
 
+t.test('the answer to a light names the station it was lit for, once; after the station moved away nothing else at its old address names it', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t, { confirmDelay: 300 })
+  const simulated = sim.controllers.get('ctl-1')!
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  const settled = async (marker: string): Promise<Array<[string, unknown, unknown]>> => {
+    simulated.emitEvent('FAULT', { addr: 99, code: marker })
+    await until(() => stream.events.some((e) => e.data.code === marker), marker)
+    return stream.events.splice(0).filter((e) => e.data.address !== 99).map((e) => [e.type, e.data.address, e.data.stationId])
+  }
+  // the picking system moves its station behind the gateway's back
+  const move = (address: number) => ctx.db.execute({ text: 'UPDATE stations SET address = @a WHERE id = @id', params: [{ name: 'a', kind: 'number', value: address }, { name: 'id', kind: 'number', value: stationId }] })
+
+  t.equal((await command(ctx, token, stationId, { command: 'light', quantity: 1, ref: 'o-1' })).statusCode, 200)
+  await until(() => stream.events.some((e) => e.type === 'pick.confirmed'), 'pick.confirmed')
+  await move(4)
+  simulated.emitEvent('FAULT', { addr: 3, code: 'F3' })
+  simulated.emitEvent('CONFIRM', { addr: 3, qty: 5, ref: 'lit-by-the-picking-system' })
+  t.same(await settled('m1'), [['pick.confirmed', 3, stationId], ['station.fault', 3, null], ['pick.confirmed', 3, null]], 'its light answered, address 3 is no longer its (before: both named it)')
+
+  // lit at 4, then moved to 5 and another station put on 4 before the operator confirms
+  t.equal((await command(ctx, token, stationId, { command: 'light', quantity: 1, ref: 'o-2' })).statusCode, 200)
+  await move(5)
+  const newcomer = (await ctx.app.repos.stations.create({ name: 'PTL-4', controllerId: 'ctl-1', address: 4, type: 'ptl', enabled: true })).id
+  await until(() => stream.events.some((e) => e.type === 'pick.confirmed'), 'pick.confirmed')
+  t.same(await settled('m2'), [['pick.confirmed', 4, stationId]], `the light's station, not station ${String(newcomer)} now at 4`)
+
+  // a light the controller refused answers nothing
+  simulated.setMode('nak')
+  t.equal((await command(ctx, token, stationId, { command: 'light', quantity: 1, ref: 'o-3' })).statusCode, 502)
+  simulated.setMode('normal')
+  await move(6)
+  simulated.emitEvent('CONFIRM', { addr: 5, qty: 1, ref: 'lit-by-the-picking-system' })
+  t.same(await settled('m3'), [['pick.confirmed', 5, null]], 'not the station whose light was refused')
+  stream.close()
+})
+
 t.test('a disabled station gets no station.connected or station.disconnected: it stays connected false, status disabled, whatever the link does', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
