@@ -190,6 +190,15 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     }
   }
 
+  /**
+   * The station is in use: its flag reads true, or the table has no active flag at all (`enabled` mapped to null,
+   * so it reads null for every row), where every station is. Only a flag that reads false, or one the gateway
+   * could not read, keeps commands from it.
+   */
+  function inUse (station: Row): boolean {
+    return station.enabled === true || ((station.enabled === null || station.enabled === undefined) && fastify.repos.stations.storage.fields.enabled.absent)
+  }
+
   /** Stations on a controller (and address), as the database holds them now: commands and events look them up, so the mapping stays in the database. */
   async function wiredTo (controllerId: string, address?: number): Promise<Row[]> {
     // a station table without controller columns (mapped to null) wires no station to a controller
@@ -247,7 +256,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     }
     await inOrder(link.id, lookup, (stations) => {
       // the stations a command reaches there: a disabled one (a replaced station the picking system keeps) is none
-      const wired = stations.filter((station) => station.enabled === true)
+      const wired = stations.filter(inUse)
       // one event per frame: the answer to a LIGHT or CALLTRAY names the station it was sent for, wherever that is now;
       // any other event the one station wired there. With several (rows the picking system holds so) naming any
       // would be a guess, and naming each would have an ERP book the pick once per station
@@ -268,7 +277,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     await inOrder(link.id, stationsOf(link.id), (stations) => {
       for (const station of stations) {
         // a station without an address (or one outside the protocol's) stays disconnected, a disabled one too (stationState): no event says otherwise
-        if (!drivable(station.address) || station.enabled !== true) continue
+        if (!drivable(station.address) || !inUse(station)) continue
         publish(type, { stationId: station.id as Id, controllerId: link.id, address: (station.address as number | null) ?? null })
       }
     })
@@ -325,7 +334,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
 
     stationState (station) {
       // not only false: a flag the gateway could not read (null) does not enable a station either
-      if (station.enabled !== true) return { connected: false, status: 'disabled', lastSeenAt: null }
+      if (!inUse(station)) return { connected: false, status: 'disabled', lastSeenAt: null }
       const link = typeof station.controllerId === 'string' ? links.get(station.controllerId) : undefined
       // a station without an address (or one outside 0 to 65535) cannot be driven even when its controller is: not connected, like one without controller
       if (!link || !drivable(station.address)) return { connected: false, status: 'offline', lastSeenAt: null }
@@ -347,7 +356,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     },
 
     async command (station, command, signal) {
-      if (station.enabled !== true) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
+      if (!inUse(station)) throw new ApiError(409, 'STATION_DISABLED', `Station ${station.id} is disabled`)
       const noController = typeof station.controllerId !== 'string'
       const noAddress = station.address === null || station.address === undefined
       if (noController || noAddress) {
@@ -368,7 +377,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       const addr = station.address as number
       // two stations on one address (rows the picking system holds so): a pick there could not be told apart, and
       // each command would take over the other's lit position (STATUS names no address)
-      const others = command.command === 'status' ? [] : (await wiredTo(link.id, addr)).filter((other) => other.enabled === true && other.id !== station.id)
+      const others = command.command === 'status' ? [] : (await wiredTo(link.id, addr)).filter((other) => inUse(other) && other.id !== station.id)
       if (others.length > 0) {
         const named = others.slice(0, 3).map((other) => `${String(other.id)} (${JSON.stringify(other.name)})`).join(', ')
         throw new ApiError(409, 'STATION_ADDRESS_SHARED', `Station ${station.id} shares controllerId "${link.id}" and address ${addr} with station${others.length === 1 ? '' : 's'} ${named}${others.length > 3 ? ', …' : ''}: a pick there could not be told apart; give one of them another address, or disable it`)

@@ -641,6 +641,29 @@ t.test('the answer to a light names the station it was lit for, once; after the 
   stream.close()
 })
 
+t.test('a station table without an active flag (enabled mapped to null): every station is in use (before: all disabled, no command reached one)', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50, trayDelay: 50 } })
+  t.teardown(() => sim.close())
+  const port = sim.controllers.get('ctl-1')!.port
+  const stations = { table: 'Platz', columns: { id: 'PlatzID', name: 'Name', description: null, type: null, warehouse: null, controllerId: 'Steuerung', address: 'Adresse', enabled: null, createdAt: null, modifiedAt: null } }
+  const ctx = await build(t, { mapping: { stations }, hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST }, events: { heartbeatMs: 100 } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Platz" ("PlatzID" INTEGER PRIMARY KEY, "Name" VARCHAR(30) NOT NULL UNIQUE, "Steuerung" VARCHAR(20), "Adresse" INTEGER)', params: [] })
+    await db.execute({ text: "INSERT INTO \"Platz\" VALUES (1, 'PTL-1', 'ctl-1', 3)", params: [] })
+  })
+  const token = (await ctx.createUser('user')).accessToken
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  t.match((await ctx.app.inject({ method: 'GET', url: '/api/stations/1', headers: ctx.auth(token) })).json(), { enabled: null, connected: true, status: 'idle' })
+  const stream = await openStream(ctx, token, '?station=1')
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  const res = await command(ctx, token, 1, { command: 'light', quantity: 1, ref: 'o-1' })
+  t.equal(res.statusCode, 200, res.body)
+  await until(() => stream.events.some((e) => e.type === 'pick.confirmed'), 'pick.confirmed')
+  sim.controllers.get('ctl-1')!.emitEvent('FAULT', { addr: 3, code: 'F3' })
+  await until(() => stream.events.some((e) => e.type === 'station.fault'), 'station.fault')
+  t.same(stream.events.map((e) => [e.type, e.data.stationId]), [['pick.confirmed', 1], ['station.fault', 1]])
+  stream.close()
+})
+
 t.test('a disabled station gets no station.connected or station.disconnected: it stays connected false, status disabled, whatever the link does', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
