@@ -350,7 +350,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings, { passwordHashLength: argon2HashLength(config.auth.argon2) })
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware))]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)), ...await sharedAddressNotes(database, mappings, config.hardware)]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -400,6 +400,37 @@ export async function controllerNotes (db: Database, mappings: Record<ResourceNa
   // the ids most stations name first: those the note can show are the ones that matter most
   const names = [...unknown].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1)).slice(0, 5).map(([id, n]) => `'${id}' (${n} station${n === 1 ? '' : 's'})`).join(', ')
   return [`stations.controllerId: ${stations} station${stations === 1 ? ' names a controller' : 's name controllers'} that hardware.controllers does not list (${names}${unknown.size > 5 ? ', …' : ''}): they stay offline and their commands answer 409 CONTROLLER_NOT_CONFIGURED; add the controller to hardware.controllers or correct the station's controllerId`]
+}
+
+/**
+ * Controller addresses that several enabled stations share (rows the picking system keeps so, which
+ * the API refuses to create): commands to them answer 409 STATION_ADDRESS_SHARED, and events there
+ * name none of them, which nothing says before the first command. Read as the API reads the rows.
+ */
+export async function sharedAddressNotes (db: Database, mappings: Record<ResourceName, TableMapping>, hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
+  if (!hardware.enabled) return []
+  const groups = new Map<string, Row[]>()
+  try {
+    const repo = await new Repository(db, resources.stations, mappings.stations).learn()
+    const { fields } = repo.storage
+    if (fields.controllerId.absent || fields.address.absent) return []
+    // a flag that reads false or null keeps commands from a station, except where the table has none (hardware plugin)
+    const inUse = (row: Row): boolean => row.enabled === true || (fields.enabled.absent && (row.enabled === null || row.enabled === undefined))
+    const filters = [{ field: 'controllerId', op: 'notnull' as const, values: [] }, { field: 'address', op: 'notnull' as const, values: [] }]
+    const { rows } = await repo.list({ limit: 10000, sort: [{ field: 'id', desc: false }], filters, count: false })
+    for (const row of rows.filter(inUse)) {
+      if (typeof row.controllerId !== 'string' || typeof row.address !== 'number') continue
+      const key = `${row.controllerId}\u0000${row.address}`
+      groups.set(key, [...groups.get(key) ?? [], row])
+    }
+  } catch {
+    // best effort, as the other notes
+    return []
+  }
+  const shared = [...groups.values()].filter((rows) => rows.length > 1)
+  if (shared.length === 0) return []
+  const named = shared.slice(0, 5).map((rows) => `controllerId '${rows[0].controllerId as string}' address ${rows[0].address as number}: stations ${rows.slice(0, 5).map((row) => `${String(row.id)} (${JSON.stringify(row.name)})`).join(', ')}${rows.length > 5 ? ', …' : ''}`).join('; ')
+  return [`stations.address: ${shared.length} controller address${shared.length === 1 ? ' is' : 'es are'} held by more than one enabled station (${named}${shared.length > 5 ? '; …' : ''}): commands to them answer 409 STATION_ADDRESS_SHARED and events there name none of them; give each station its own address, or disable the rows not in use`]
 }
 
 /**

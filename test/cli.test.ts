@@ -453,6 +453,28 @@ t.test('db introspect and check-config open SQLite read-only: the journal mode s
   t.notOk(existsSync(join(dir, 'typo.db')), 'a mistyped path is not created')
 })
 
+t.test('check-config notes controller addresses several enabled stations share (before: nothing, and their commands answer 409 STATION_ADDRESS_SHARED)', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'g.db')}`
+  t.equal(await main(['db', 'init', '--demo'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET })), 0)
+  const raw = new BetterSqlite3(join(dir, 'g.db'))
+  // rows the picking system keeps on one address; a disabled one there shares nothing
+  raw.prepare("UPDATE stations SET controller_id = 'ctl-1', address = 1, enabled = 1 WHERE id IN (1, 2)").run()
+  raw.prepare("UPDATE stations SET controller_id = 'ctl-1', address = 1, enabled = 0 WHERE id = 3").run()
+  const [one, two] = raw.prepare('SELECT name FROM stations WHERE id IN (1, 2) ORDER BY id').all() as Array<{ name: string }>
+  raw.close()
+  const file = join(dir, 'config.json')
+  const check = async (hardware: Record<string, unknown>): Promise<string> => {
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, hardware }))
+    const res = io({})
+    t.equal(await main(['check-config', file], res), 0, 'a note, not a problem')
+    return res.stdout.join('\n')
+  }
+  const controllers = [{ id: 'ctl-1', host: '127.0.0.1', port: 9100 }, { id: 'ctl-2', host: '127.0.0.1', port: 9101 }]
+  t.match(await check({ controllers }), `Note: stations.address: 1 controller address is held by more than one enabled station (controllerId 'ctl-1' address 1: stations 1 (${JSON.stringify(one.name)}), 2 (${JSON.stringify(two.name)})): commands to them answer 409 STATION_ADDRESS_SHARED`)
+  t.notMatch(await check({ enabled: false }), /stations\.address/, 'an instance that drives no controllers')
+})
+
 t.test('check-config notes stations wired to a controller that hardware.controllers does not list, as the API reads their controllerId', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'g.db')}`
