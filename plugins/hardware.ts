@@ -206,11 +206,18 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     if (fields.controllerId.absent || (address !== undefined && fields.address.absent)) return []
     const filters: Filter[] = [{ field: 'controllerId', op: 'eq', values: [controllerId] }]
     if (address !== undefined) filters.push({ field: 'address', op: 'eq', values: [address] })
-    const result = await fastify.repos.stations.list({ limit: 1000, sort: [{ field: 'id', desc: false }], filters, count: false })
+    // every page: a pick-to-light bus may drive more than a page of positions, each owed its station.connected
+    const rows: Row[] = []
+    let cursor: string | undefined
+    do {
+      const result = await fastify.repos.stations.list({ limit: 1000, sort: [{ field: 'id', desc: false }], filters, count: false, ...(cursor === undefined ? {} : { cursor }) })
+      rows.push(...result.rows)
+      cursor = result.next
+    } while (cursor !== undefined)
     // the database compares as the column's collation does ('CTL-1' and 'ctl-1 ' are ctl-1 under SQL Server's
     // usual ones, or a SQLite column declared COLLATE NOCASE); a command finds its link by the id exactly as the
     // API reads it, so an event goes to the stations a command to that controller and address would reach
-    return result.rows.filter((station) => station.controllerId === controllerId && (address === undefined || station.address === address))
+    return rows.filter((station) => station.controllerId === controllerId && (address === undefined || station.address === address))
   }
 
   /** wiredTo for an event: a failed lookup publishes the event without a station id. */

@@ -664,6 +664,21 @@ t.test('a station table without an active flag (enabled mapped to null): every s
   stream.close()
 })
 
+t.test('a controller with more stations than a page of the lookup (1000): each gets its station.disconnected and station.connected (before: the first 1000 only)', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  await ctx.db.execute({ text: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1004) INSERT INTO stations (name, type, controller_id, address) SELECT 'PTL-bus-' || i, 'ptl', 'ctl-1', 1000 + i FROM n", params: [] })
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => stream.events.filter((e) => e.type === 'station.connected').length >= 1005, 'station.connected for each', 10000)
+  const ids = (type: string) => new Set(stream.events.filter((e) => e.type === type).map((e) => e.data.stationId))
+  t.equal(ids('station.disconnected').size, 1005)
+  t.equal(ids('station.connected').size, 1005)
+  t.ok(ids('station.connected').has(stationId))
+  stream.close()
+})
+
 t.test('a disabled station gets no station.connected or station.disconnected: it stays connected false, status disabled, whatever the link does', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
