@@ -71,7 +71,8 @@ export interface SimControllerEvents {
 
 const noop = (): void => {}
 const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
-const ADDR = /^[1-9][0-9]{0,5}$/
+/** an address as the protocol has it: 0 to 65535 in decimal digits (a station at address 0 was refused with E01) */
+const ADDR = { test: (text: string): boolean => /^(?:0|[1-9][0-9]{0,4})$/.test(text) && Number(text) <= 65535 }
 const QTY = /^[0-9]{1,6}$/
 
 interface OutgoingEvent {

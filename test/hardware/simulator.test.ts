@@ -97,7 +97,14 @@ t.test('bad requests are NAKed', async t => {
   const { link: l } = await link(t, s.controllers.get('ctl-1')!)
   t.match(await rejection<HardwareError>(l.send('LIGHT', { qty: 1 })), { code: 'NAK', controllerCode: 'E01' })
   t.match(await rejection<HardwareError>(l.send('LIGHT', { addr: 1, qty: 'x' })), { code: 'NAK', controllerCode: 'E02' })
-  t.match(await rejection<HardwareError>(l.send('CLEAR', { addr: 0 })), { code: 'NAK', controllerCode: 'E01' })
+  t.match(await rejection<HardwareError>(l.send('CLEAR', { addr: 65536 })), { code: 'NAK', controllerCode: 'E01' }, 'past the protocol\'s 0 to 65535')
+  t.match(await rejection<HardwareError>(l.send('LIGHT', { addr: '03', qty: 1 })), { code: 'NAK', controllerCode: 'E01' })
+  // the protocol's first and last address, as a station may have them (before: address 0 was E01)
+  for (const addr of [0, 65535]) {
+    t.match(await l.send('LIGHT', { addr, qty: 1 }), { seq: Number }, `LIGHT at ${addr} acknowledged`)
+    t.match(await l.send('CALLTRAY', { addr, tray: 'T' }), { seq: Number })
+    t.match(await l.send('CLEAR', { addr }), { seq: Number })
+  }
   t.match(await rejection<HardwareError>(l.send('CALLTRAY', { addr: 1 })), { code: 'NAK', controllerCode: 'E03' })
   t.match(await rejection<HardwareError>(l.send('CALLTRAY', { addr: 'a', tray: 'T' })), { code: 'NAK', controllerCode: 'E01' })
   t.match(await rejection<HardwareError>(l.send('DANCE')), { code: 'NAK', controllerCode: 'E99' })
