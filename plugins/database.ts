@@ -121,6 +121,8 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
       try {
         const found = await recheckFile()
         if (found === 'missing') log.error('the database file is gone: closed the connection; requests answer 503 until a file is back at its path (none is created)')
+        else if (found === 'diverged') log.error(`the database file's -wal or -shm file was removed while the gateway had it open, and another process has opened the file since: the gateway's commits since the removal are in its own -wal, the other process's in the new one, and neither is written into the file (either could overwrite the other's pages); requests answer 503 until a restart. Stop the gateway while the other process still has the file open (the gateway's writes since the removal are lost, the other's are kept), then start it again`)
+        else if (found === 'sidecars') log.warn("the database file's -wal or -shm file was removed while the gateway had it open: wrote the gateway's commits into the file and opened it again; serving")
         else if (found !== 'unchanged') {
           log.warn(found === 'back' ? 'a database file is back at its path: opened it; serving again' : 'the database file was replaced by another file: closed the old connection and opened the new file')
           // the new file's tables decide from now on, as at start

@@ -50,6 +50,9 @@ export function compileBinder (names: readonly string[]): (params: Param[]) => B
   }
 }
 
+/** What the answers say once another process opened the file after its -wal or -shm was removed under the gateway. */
+const SIDECARS_TAKEN = 'The database file\'s -wal or -shm file was removed while the gateway had it open, and another process has opened the file since; the log says what to do'
+
 /** What the answers say while the file at the database path is something else (SQLITE_NOTADB). */
 const NOT_A_DATABASE = 'The file at the database path is not a SQLite database'
 
@@ -234,6 +237,14 @@ class SqliteDatabase implements Database {
   private file: FileId | undefined
   /** the old file's -wal, left at the path by a retire that could not empty it: not to be opened with a new file */
   private staleWal: FileId | undefined
+  /**
+   * The connection's -wal and -shm files, once seen: while it is open they stay at the path. Removed
+   * under it, its commits go to a -wal no other process sees; another one there means another
+   * process opened the file since, with a -wal of its own.
+   */
+  private sidecars: Array<FileId | undefined> = [undefined, undefined]
+  /** set once the -wal or -shm at the path was found to be another process's: nothing runs until a restart */
+  private diverged = false
 
   private begin!: BetterSqlite3.Statement
   private commit!: BetterSqlite3.Statement
@@ -245,6 +256,7 @@ class SqliteDatabase implements Database {
     this.db = db
     this.options = options
     this.file = path === ':memory:' || path === '' ? undefined : fileId(path)
+    if (this.file !== undefined) this.sidecarState()
     this.prepareFixed()
   }
 
@@ -484,11 +496,22 @@ class SqliteDatabase implements Database {
    * leaves calls refused and is tried again on the next recheck.
    */
   async recheck (): Promise<RecheckResult> {
-    if (this.file === undefined || this.closed) return 'unchanged'
+    if (this.file === undefined || this.closed || this.diverged) return 'unchanged'
     const found = fileId(this.path)
     const open = this.db.open
     if (found === undefined && !open) return 'unchanged'
-    if (found !== undefined && open && found.dev === this.file.dev && found.ino === this.file.ino) return 'unchanged'
+    let sidecars: 'same' | 'removed' | 'taken' = 'same'
+    if (found !== undefined && open && found.dev === this.file.dev && found.ino === this.file.ino) {
+      sidecars = this.sidecarState()
+      if (sidecars === 'same') return 'unchanged'
+      if (sidecars === 'taken') {
+        // the gateway's commits and the other process's are in two -wal files now: merging either into the
+        // file could overwrite the other's pages, so neither is; the log says what to do
+        this.diverged = true
+        this.refused = new DatabaseUnavailableError(SIDECARS_TAKEN)
+        return 'diverged'
+      }
+    }
     // refused from here on: calls queued behind the switch must not run on the old file either
     this.refused ??= new DatabaseUnavailableError(found === undefined ? 'The database file is missing' : 'The database file is being reopened')
     if (this.held) await new Promise<void>((resolve) => { this.turns.push(resolve) })
@@ -516,13 +539,32 @@ class SqliteDatabase implements Database {
       }
       this.prepareFixed()
       this.file = fileId(this.path) ?? found
+      this.sidecars = [undefined, undefined]
+      this.sidecarState()
       // a change mark that the old file never had: no list page cached from it is served
       this.ownWrites++
       this.refused = undefined
-      return open ? 'reopened' : 'back'
+      return sidecars === 'removed' ? 'sidecars' : open ? 'reopened' : 'back'
     } finally {
       this.release()
     }
+  }
+
+  /**
+   * Are the connection's -wal and -shm files still at the path: the same, gone ('removed': the
+   * connection's commits since are in a -wal only it sees, and no other process has opened the file
+   * since), or another file there ('taken': another process has). A read-only connection has none.
+   */
+  private sidecarState (): 'same' | 'removed' | 'taken' {
+    if (this.options.readonly) return 'same'
+    let state: 'same' | 'removed' | 'taken' = 'same'
+    for (const [i, suffix] of ['-wal', '-shm'].entries()) {
+      const now = fileId(`${this.path}${suffix}`)
+      const was = this.sidecars[i]
+      if (was === undefined) this.sidecars[i] = now
+      else if (now === undefined) { if (state === 'same') state = 'removed' } else if (now.dev !== was.dev || now.ino !== was.ino) state = 'taken'
+    }
+    return state
   }
 
   /**

@@ -121,8 +121,12 @@ export type Row = Record<string, unknown>
 
 export type DialectName = 'sqlite' | 'mssql'
 
-/** What Database.recheck found: the file as it was, gone, back after being gone, or replaced by another (then opened). */
-export type RecheckResult = 'unchanged' | 'missing' | 'back' | 'reopened'
+/**
+ * What Database.recheck found: the file as it was, gone, back after being gone, replaced by another
+ * (then opened), its -wal or -shm removed (its commits written into the file, then opened again), or
+ * those removed and another process's there since (calls refused).
+ */
+export type RecheckResult = 'unchanged' | 'missing' | 'back' | 'reopened' | 'sidecars' | 'diverged'
 
 /** Runs statements. Rows come back keyed by API field name (the builder aliases every column). */
 export interface Executor {

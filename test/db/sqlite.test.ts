@@ -1,4 +1,6 @@
 // The repository against real SQLite files: the reference schema and a customer-style foreign schema must behave the same.
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
@@ -603,6 +605,51 @@ t.test('recheck: a missing file refuses calls until it is back; the same file ba
   await mem.close()
   await db.close()
   t.equal(await db.recheck!(), 'unchanged', 'closed: nothing to do')
+})
+
+/** What another process sees in a SQLite file: the rows of a query, read by a node of its own (a process shares no lock or -shm with this one). */
+function readInOtherProcess (file: string, sql: string): unknown[] {
+  const script = 'const D = require("better-sqlite3"); const db = new D(process.argv[1], { fileMustExist: true }); process.stdout.write(JSON.stringify(db.prepare(process.argv[2]).raw().all())); db.close()'
+  return JSON.parse(execFileSync(process.execPath, ['-e', script, file, sql], { encoding: 'utf8' })) as unknown[]
+}
+
+t.test('recheck: the -wal and -shm removed under the connection: its commits are written into the file and it is opened again', async (t) => {
+  const file = join(dir, 'sidecars.db')
+  const db = openSqlite(file, { create: true })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE t (a INTEGER)', params: [] })
+  await db.execute({ text: 'INSERT INTO t VALUES (1)', params: [] })
+  t.equal(await db.recheck!(), 'unchanged')
+  // a clean-up script, or someone who took them for leftovers: the commit of 1 is in the removed -wal
+  for (const suffix of ['-wal', '-shm']) rmSync(`${file}${suffix}`)
+  await db.execute({ text: 'INSERT INTO t VALUES (2)', params: [] })
+  t.equal(await db.recheck!(), 'sidecars', 'noticed (before: unchanged, and the commits went to a -wal no other process could see)')
+  await db.execute({ text: 'INSERT INTO t VALUES (3)', params: [] })
+  t.same(readInOtherProcess(file, 'SELECT a FROM t ORDER BY a'), [[1], [2], [3]], 'another process sees every commit, those before and after the check')
+  t.ok(existsSync(`${file}-wal`) && existsSync(`${file}-shm`), 'new -wal and -shm at the path')
+  t.equal(await db.recheck!(), 'unchanged', 'the new ones are the connection\'s own')
+})
+
+t.test('recheck: the -wal and -shm removed and another process opened the file since: calls are refused, nothing is merged', async (t) => {
+  const file = join(dir, 'diverged.db')
+  const db = openSqlite(file, { create: true })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE t (a INTEGER)', params: [] })
+  await db.execute({ text: 'INSERT INTO t VALUES (1)', params: [] })
+  // the table in the file itself, not only in the -wal about to be removed
+  await db.query({ text: 'PRAGMA wal_checkpoint(TRUNCATE)', params: [] })
+  t.equal(await db.recheck!(), 'unchanged')
+  for (const suffix of ['-wal', '-shm']) rmSync(`${file}${suffix}`)
+  // the picking system opens the file and keeps it open: a -wal and -shm of its own
+  const script = 'const D = require("better-sqlite3"); const db = new D(process.argv[1], { fileMustExist: true }); db.exec("INSERT INTO t VALUES (10)"); process.stdout.write("ready"); process.stdin.on("end", () => { db.close() }); process.stdin.resume()'
+  const other = spawn(process.execPath, ['-e', script, file], { stdio: ['pipe', 'pipe', 'inherit'] })
+  t.teardown(() => { other.stdin.end() })
+  await new Promise<void>((resolve, reject) => { other.stdout.once('data', () => { resolve() }); other.once('exit', reject) })
+  t.equal(await db.recheck!(), 'diverged')
+  await t.rejects(db.execute({ text: 'INSERT INTO t VALUES (2)', params: [] }), { name: 'DatabaseUnavailableError', message: /-wal or -shm file was removed while the gateway had it open, and another process has opened the file since/ }, 'a write is refused, not acknowledged into a -wal no one else reads')
+  await t.rejects(db.query({ text: 'SELECT a FROM t', params: [] }), { name: 'DatabaseUnavailableError' }, 'reads too')
+  t.equal(await db.recheck!(), 'unchanged', 'said once')
+  t.same(readInOtherProcess(file, 'SELECT a FROM t ORDER BY a'), [[1], [10]], "the other process's commit is kept")
 })
 
 t.test('column defaults: DEFAULT NULL is none, so a NOT NULL column with it must be given', async (t) => {
