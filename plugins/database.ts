@@ -1,7 +1,7 @@
 // Owns the database for the app's lifetime: checks the mapping at start, exposes one repository per resource, closes the pool.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { DatabaseUnavailableError, MappingGoneError, SchemaMismatchError } from '../src/db/errors.js'
+import { DatabaseUnavailableError, FileUncheckableError, MappingGoneError, SchemaMismatchError } from '../src/db/errors.js'
 import { Repository } from '../src/db/repository.js'
 import { isMissingTable, resources, type ResourceName } from '../src/db/resources.js'
 import { inspectStorage } from '../src/db/storage.js'
@@ -117,9 +117,13 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   // SQLite: a file deleted or replaced under the running gateway (README, "SQLite: locks, journal mode and the database file")
   const recheckFile = db.recheck?.bind(db)
   if (recheckFile !== undefined) {
+    // the path could not be looked at while the open file served on: said once, not at every check
+    let uncheckable = false
     every(async () => {
       try {
         const found = await recheckFile()
+        if (uncheckable) log.warn('the database file\'s path can be checked again')
+        uncheckable = false
         if (found === 'missing') log.error('the database file is gone: closed the connection; requests answer 503 until a file is back at its path (none is created)')
         else if (found === 'diverged') log.error(`the database file's -wal or -shm file was removed while the gateway had it open, and another process has opened the file since: the gateway's commits since the removal are in its own -wal, the other process's in the new one, and neither is written into the file (either could overwrite the other's pages); requests answer 503 until a restart. Stop the gateway while the other process still has the file open (the gateway's writes since the removal are lost, the other's are kept), then start it again`)
         else if (found === 'sidecars') log.warn("the database file's -wal or -shm file was removed while the gateway had it open: wrote the gateway's commits into the file and opened it again; serving")
@@ -132,7 +136,10 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
           else adopt(declared)
         }
       } catch (err) {
-        log.error({ err }, 'the database file could not be checked or opened; requests answer 503, trying again')
+        if (err instanceof FileUncheckableError) {
+          if (!uncheckable) log.warn({ reason: err.message }, 'the database file\'s path cannot be checked (its directory\'s permissions?): serving on the file already open; a file deleted or replaced there is not noticed until it can be')
+          uncheckable = true
+        } else log.error({ err }, 'the database file could not be checked or opened; requests answer 503, trying again')
       }
       return false
     })

@@ -51,6 +51,17 @@ export const READ_ONLY = 'The database is read-only: it takes no changes until i
 /** The 503's message for a database whose disk, file group or transaction log is full (SQLite's SQLITE_FULL, SQL Server's 1101, 1105, 9002). */
 export const STORAGE_FULL = 'The database\'s storage is full: it takes no changes until space is freed (the log says what is full)'
 
+/**
+ * SQLite: the database file's path cannot be looked at (its directory made unreadable: EACCES),
+ * while the file already open serves on. Not a request's error: what the file check reports.
+ */
+export class FileUncheckableError extends Error {
+  constructor (message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'FileUncheckableError'
+  }
+}
+
 /** SQLite: another connection (another process) holds the write lock; the statement did not run. */
 export class DatabaseBusyError extends DatabaseUnavailableError {
   constructor (options?: ErrorOptions) { super('The database is busy', options) }

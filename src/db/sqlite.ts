@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -497,12 +497,21 @@ class SqliteDatabase implements Database {
    */
   async recheck (): Promise<RecheckResult> {
     if (this.file === undefined || this.closed || this.diverged) return 'unchanged'
-    const found = fileId(this.path)
     const open = this.db.open
-    if (found === undefined && !open) return 'unchanged'
+    let found: FileId | undefined
     let sidecars: 'same' | 'removed' | 'taken' = 'same'
-    if (found !== undefined && open && found.dev === this.file.dev && found.ino === this.file.ino) {
-      sidecars = this.sidecarState()
+    let unchanged = false
+    try {
+      found = fileId(this.path)
+      unchanged = found !== undefined && open && found.dev === this.file.dev && found.ino === this.file.ino
+      if (unchanged) sidecars = this.sidecarState()
+    } catch (err) {
+      // the directory made unreadable: the file already open serves on (it was not refused), only the check cannot see
+      if (open && this.refused === undefined) throw new FileUncheckableError(`the path '${this.path}' cannot be looked at: ${(err as Error).message}`, { cause: err })
+      throw err
+    }
+    if (found === undefined && !open) return 'unchanged'
+    if (unchanged) {
       if (sidecars === 'same') return 'unchanged'
       if (sidecars === 'taken') {
         // the gateway's commits and the other process's are in two -wal files now: merging either into the

@@ -790,3 +790,29 @@ t.test('rows read as values (SQLite) and as objects (a driver without queryValue
   t.strictSame(await other.delete(created.id as number), updated)
   t.equal(await repo.get(created.id as number), undefined)
 })
+
+t.test('recheck: a path that cannot be looked at (its directory made unreadable) while the open file serves on', async (t) => {
+  const fs = await import('node:fs')
+  let denied = false
+  const statSync: typeof fs.statSync = ((path: string, opts?: object) => {
+    if (denied) throw Object.assign(new Error(`EACCES: permission denied, stat '${path}'`), { code: 'EACCES' })
+    return fs.statSync(path, opts)
+  }) as typeof fs.statSync
+  // root may stat anything whatever the modes: the refusal is stood in for
+  const { openSqlite: open } = await t.mockImport<typeof import('../../src/db/sqlite.js')>('../../src/db/sqlite.js', { 'node:fs': { ...fs, statSync } })
+  const file = join(dir, 'unchecked.db')
+  const db = open(file, { create: true })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE t (a INTEGER)', params: [] })
+  denied = true
+  await t.rejects(db.recheck!(), { name: 'FileUncheckableError', message: /cannot be looked at: EACCES/ }, 'told apart from a file that cannot be opened (whose calls answer 503)')
+  await db.execute({ text: 'INSERT INTO t VALUES (1)', params: [] })
+  t.same(await db.query({ text: 'SELECT a FROM t', params: [] }), [{ a: 1 }], 'calls go on on the open file')
+  denied = false
+  t.equal(await db.recheck!(), 'unchanged')
+  fs.renameSync(file, `${file}.aside`)
+  t.equal(await db.recheck!(), 'missing')
+  denied = true
+  await t.rejects(db.recheck!(), { code: 'EACCES' }, 'with calls refused (the file gone), the error as it is')
+  denied = false
+})
