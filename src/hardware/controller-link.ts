@@ -249,6 +249,11 @@ class Session {
   readonly inFlight = new Map<number, Pending>()
   /** the newest commands that timed out (TIMED_OUT_KEPT), by SEQ: a late ACK still tells what the controller did */
   readonly timedOut = new Map<number, { cmd: string, args: FrameArgsInput }>()
+  /**
+   * The newest commands sent twice and answered (in time or late), by SEQ, with their CMD: the
+   * controller answers the resent copy too (a SEQ seen again is acknowledged again), no stray answer.
+   */
+  readonly answeredTwice = new Map<number, string>()
   readonly queue: Pending[] = []
   private readonly seen = new Set<number>()
   private readonly seenOrder: number[] = []
@@ -273,7 +278,14 @@ class Session {
     this.seq = nextSeq(this.seq)
     // the SEQ wrapped (9999): an ACK with it is the new frame's now, never the late one of a command that timed out under it
     this.timedOut.delete(this.seq)
+    this.answeredTwice.delete(this.seq)
     return this.seq
+  }
+
+  /** A command sent twice got its answer: the answer to its other copy is expected. */
+  answered (seq: number, cmd: string): void {
+    this.answeredTwice.set(seq, cmd)
+    if (this.answeredTwice.size > TIMED_OUT_KEPT) this.answeredTwice.delete(this.answeredTwice.keys().next().value as number)
   }
 
   /** Remembers an event SEQ; false when it was already acted on. */
@@ -636,10 +648,17 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
 
   private onReply (session: Session, frame: Frame): void {
     const p = session.inFlight.get(frame.seq)
+    if (p === undefined && session.answeredTwice.get(frame.seq) === frame.cmd) {
+      // a controller that was slow (or stopped a while) answers both copies of a resent command: the second is no fault
+      session.answeredTwice.delete(frame.seq)
+      this.log.debug({ seq: frame.seq, kind: frame.kind, cmd: frame.cmd }, `${frame.kind} ${frame.seq} ${frame.cmd} answers the resent copy of a command already answered: ignored`)
+      return
+    }
     const late = p === undefined && frame.kind === 'ACK' ? session.timedOut.get(frame.seq) : undefined
     if (late !== undefined && late.cmd === frame.cmd) {
       // its client got the 504, but the controller did it (a position lit, a tray called): the station's state says so
       session.timedOut.delete(frame.seq)
+      session.answered(frame.seq, frame.cmd)
       this.log.info({ seq: frame.seq, cmd: frame.cmd }, `ACK ${frame.seq} ${frame.cmd} came after its command's timeout (its client was answered 504): the controller carried it out`)
       this.safeEmit('acknowledged', { cmd: late.cmd, args: late.args, seq: frame.seq, late: true })
       return
@@ -651,6 +670,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     }
     session.inFlight.delete(frame.seq)
     clearTimeout(p.timer)
+    if (p.attempts >= 2) session.answered(frame.seq, frame.cmd)
     session.consecutiveTimeouts = 0
     if (frame.kind === 'ACK') {
       if (p.cmd === 'STATUS') this.applyStatus(frame.args)

@@ -423,6 +423,35 @@ t.test('no ACK: exactly one resend with the same SEQ, then TIMEOUT', async t => 
   t.equal(link.connected, true)
 })
 
+t.test('a resent command answered twice (a slow controller, or one stopped a while): the answer to its second copy is no warning', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, { ackTimeout: 80 }, { logger, dropLogInterval: 60000 })
+  // answered after the resend: both copies get their ACK, as the protocol has it
+  const sent = link.send('LIGHT', { addr: 3, qty: 1 })
+  const first = await conn.cmd('LIGHT')
+  await conn.cmd('LIGHT')
+  conn.ack(first)
+  conn.ack(first)
+  t.equal((await sent).seq, first.seq)
+  // no answer to either copy in time: the 504, then both late ACKs
+  const late = link.send('LIGHT', { addr: 4, qty: 1 })
+  const other = await conn.cmd('LIGHT')
+  await conn.cmd('LIGHT')
+  t.equal((await rejection<HardwareError>(late)).code, 'TIMEOUT')
+  conn.ack(other)
+  conn.ack(other)
+  // frames are read in order: once a CLEAR behind them is answered, both ACKs have been read
+  const clear = link.send('CLEAR', { addr: 4 })
+  conn.ack(await conn.cmd('CLEAR'))
+  await clear
+  t.same(lines.filter(l => l.level === 'warn'), [], 'before: a warning that an ACK matched no command in flight, for a controller that did as the protocol says')
+  t.equal(lines.filter(l => l.level === 'debug' && /^ACK \d+ LIGHT answers the resent copy of a command already answered: ignored$/.test(l.msg ?? '')).length, 2)
+  t.equal(lines.filter(l => /came after its command's timeout/.test(l.msg ?? '')).length, 1, 'the late ACK told once')
+  // a third answer is a stray one again
+  conn.ack(other)
+  await until(() => lines.some(l => l.level === 'warn' && /matches no command in flight/.test(l.msg ?? '')), 'the warning')
+})
+
 t.test('a SEQ taken again after it wrapped is the new command\'s: an ACK that comes twice for it is not the old timed-out one\'s late ACK', async t => {
   const { link, conn } = await connected(t, { ackTimeout: 60 })
   const old = link.send('LIGHT', { addr: 3, qty: 1 })
