@@ -527,6 +527,11 @@ class SqliteDatabase implements Database {
     else this.held = true
     try {
       if (this.closed) return 'unchanged'
+      // the removed -wal is this connection's alone: closed before its commits are in the file, they would be gone
+      if (sidecars === 'removed' && !this.checkpoint()) {
+        this.refused = new DatabaseUnavailableError('The database file is being reopened')
+        throw new Error('the database file\'s -wal or -shm file was removed while the gateway had it open, and the commits only the gateway sees could not be written into the file (a full disk?); the connection stays open, and the next check tries again')
+      }
       if (open) this.retire()
       if (found === undefined) {
         this.refused = new DatabaseUnavailableError('The database file is missing')
@@ -576,20 +581,23 @@ class SqliteDatabase implements Database {
     return state
   }
 
+  /** Writes the -wal's commits into the file and empties it: false when that failed (the -wal stays as it was). */
+  private checkpoint (): boolean {
+    try {
+      const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>
+      return result?.busy === 0
+    } catch {
+      return false
+    }
+  }
+
   /**
    * Closes the connection to a file that is no longer at the path. Its commits still in the -wal
    * are first written into it (wherever it is now) and the -wal emptied: SQLite's own close does
    * neither for a moved file, and a -wal left at the path would be read as the next file's.
    */
   private retire (): void {
-    let emptied = false
-    try {
-      const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>
-      emptied = result?.busy === 0
-    } catch {
-      // a checkpoint that failed leaves the -wal as it was: marked below
-    }
-    if (!emptied) this.staleWal = fileId(`${this.path}-wal`)
+    if (!this.checkpoint()) this.staleWal = fileId(`${this.path}-wal`)
     this.cache.clear()
     this.db.close()
   }

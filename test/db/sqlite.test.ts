@@ -816,3 +816,28 @@ t.test('recheck: a path that cannot be looked at (its directory made unreadable)
   await t.rejects(db.recheck!(), { code: 'EACCES' }, 'with calls refused (the file gone), the error as it is')
   denied = false
 })
+
+t.test('recheck: the -wal and -shm removed, and their commits cannot be written into the file at once (a full disk): the connection stays open, calls are refused, and the next check writes them', async (t) => {
+  let failCheckpoint = false
+  class Failing extends BetterSqlite3 {
+    override pragma (source: string, options?: BetterSqlite3.PragmaOptions): unknown {
+      if (failCheckpoint && source.startsWith('wal_checkpoint')) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })
+      return super.pragma(source, options)
+    }
+  }
+  const { openSqlite: open } = await t.mockImport<typeof import('../../src/db/sqlite.js')>('../../src/db/sqlite.js', { 'better-sqlite3': Failing })
+  const file = join(dir, 'sidecars-full.db')
+  const db = open(file, { create: true })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE t (a INTEGER)', params: [] })
+  await db.query({ text: 'PRAGMA wal_checkpoint(TRUNCATE)', params: [] })
+  t.equal(await db.recheck!(), 'unchanged')
+  for (const suffix of ['-wal', '-shm']) rmSync(`${file}${suffix}`)
+  await db.execute({ text: 'INSERT INTO t VALUES (1)', params: [] })
+  failCheckpoint = true
+  await t.rejects(db.recheck!(), /could not be written into the file/)
+  await t.rejects(db.query({ text: 'SELECT a FROM t', params: [] }), { name: 'DatabaseUnavailableError' }, 'refused meanwhile: nothing goes on into a -wal only the gateway sees')
+  failCheckpoint = false
+  t.equal(await db.recheck!(), 'sidecars')
+  t.same(readInOtherProcess(file, 'SELECT a FROM t'), [[1]], 'before: the connection was closed with its commit, which was gone')
+})
