@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto'
 import { copyFileSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
+import { FileUncheckableError } from '../../src/db/errors.js'
 import { sqlitePath } from '../../src/db/index.js'
+import type { Database } from '../../src/db/types.js'
 import { ADMIN_PASSWORD, build, type TestContext } from '../helpers/build.js'
 import { jsonLines } from '../helpers/process.js'
 import { sleep, until } from '../helpers/wait.js'
@@ -241,6 +243,32 @@ t.test('the database file replaced by another: the new file is opened, its data 
   const before2 = new BetterSqlite3(old, { readonly: true })
   t.teardown(() => before2.close())
   t.equal(before2.prepare('SELECT description FROM materials WHERE id = ?').pluck().get(a), 'last on the old file', "the old file, moved away, holds its last commit: its -wal was written into it, not read as the new file's")
+})
+
+t.test('the database file\'s path cannot be looked at (its directory made unreadable): served on, one warning, not an error at every check', { skip: !onSqlite }, async (t) => {
+  const lines: string[] = []
+  let denied = false
+  // root may look at any path whatever the modes: the file check's refusal is stood in for
+  const deny = async (db: Database): Promise<void> => {
+    const real = db.recheck!.bind(db)
+    db.recheck = async () => {
+      if (denied) throw new FileUncheckableError('the path cannot be looked at: EACCES: permission denied')
+      return await real()
+    }
+  }
+  const ctx = await build(t, { database: { recheckMs: 50 }, logging: { level: 'warn' } }, deny, { logStream: { write: (line: string) => { lines.push(line) } } })
+  const a = await material(ctx, 'M-A')
+  denied = true
+  await sleep(400)
+  const update = await ctx.app.inject({ method: 'POST', url: `/api/materials/${a}`, headers: ctx.auth(ctx.adminToken), payload: { description: 'while unchecked' } })
+  t.equal(update.statusCode, 200, 'the open file serves on')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200)
+  const said = lines.filter((line) => line.includes("the database file's path cannot be checked"))
+  t.equal(said.length, 1, 'one warning for the whole time')
+  t.match(said[0], /"level":40/)
+  t.notOk(lines.some((line) => line.includes('"level":50')), 'before: an error with a stack at every check, saying requests answer 503')
+  denied = false
+  await until(() => lines.some((line) => line.includes("the database file's path can be checked again")), 'the warning that it can be')
 })
 
 t.test('a mapped column renamed while serving: 503 naming it and not ready, then served again once it is back', { skip: !onSqlite }, async (t) => {
