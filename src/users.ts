@@ -3,7 +3,8 @@ import { ApiError, badRequest, forbidden, licenceLimit } from './errors.js'
 import { BadQueryError, ConflictError, InvalidValueError, NotFoundError } from './db/errors.js'
 import { isSsoMarker, SSO_MARKER_PREFIX, type SsoIdentity } from './auth/sso.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
-import { parseListQuery, type DerivedFilters } from './db/list-query.js'
+import { parseFilter, parseListQuery, type DerivedFilters, type Filter } from './db/list-query.js'
+import { users as usersDef } from './db/resources.js'
 import type { Id, Repository } from './db/repository.js'
 import type { Executor, Row } from './db/types.js'
 import { randomInt } from 'node:crypto'
@@ -76,7 +77,31 @@ export const userFilters: DerivedFilters = {
   source: (raw) => {
     if (raw !== 'sso' && raw !== 'local') throw new BadQueryError(`Invalid value for 'source': expected sso or local, got '${raw}'`)
     return { field: 'passwordHash', op: raw === 'sso' ? 'like' : 'notlike', values: [`${SSO_MARKER_PREFIX}%`] }
+  },
+  enabled: (raw) => shownEnabled(parseFilter('enabled', usersDef.fields.enabled, raw))
+}
+
+/**
+ * An `enabled` filter as the user list shows the flag (toUser): true only where the row holds true; a
+ * NULL or a code no value map knows (another program's row) reads false and is not enabled, so
+ * `enabled=false` (or `[not]true`, `[lt]true`) is "not true" and finds those rows too. A filter
+ * that takes both values or neither is left as it is.
+ */
+function shownEnabled (filter: Filter): Filter {
+  const values = new Set(filter.values)
+  const has = (v: boolean): boolean => values.has(v)
+  let shown: boolean[]
+  switch (filter.op) {
+    case 'eq': case 'or': shown = [true, false].filter(has); break
+    case 'not': case 'nor': shown = [true, false].filter((v) => !has(v)); break
+    case 'gt': shown = has(false) ? [true] : []; break
+    case 'gte': shown = has(true) ? [true] : [true, false]; break
+    case 'lt': shown = has(true) ? [false] : []; break
+    case 'lte': shown = has(false) ? [false] : [true, false]; break
+    default: return filter
   }
+  if (shown.length !== 1) return filter
+  return shown[0] ? { field: 'enabled', op: 'eq', values: [true] } : { field: 'enabled', op: 'not', values: [true] }
 }
 
 /** The public shape: never the hash or the token version, whatever the row holds. */

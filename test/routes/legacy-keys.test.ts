@@ -313,3 +313,28 @@ t.test('rows holding the picking system\'s own password hashes (MD5, SHA-1, bcry
   t.equal((await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'jsmith', password: 'wrong-password' } })).statusCode, 401)
   t.equal(lines.filter((l) => l.level === 40 && l.user === 50).length, 0)
 })
+
+t.test('legacy users: enabled=false finds every row the list shows as disabled, codes no map knows included', { skip: MSSQL && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, async (db) => {
+    await legacyTables(db)
+    // another program's codes: 'N' is the map's false, 'X' and 'n ' are no code of the map, which the list shows as false too
+    await db.execute({ text: 'UPDATE "Benutzer" SET "Aktiv" = CASE "BenID" WHEN 52 THEN \'N\' WHEN 53 THEN \'X\' WHEN 54 THEN \'?\' ELSE "Aktiv" END', params: [] })
+  })
+  const admin = ctx.auth(ctx.adminToken)
+  const ids = async (query: string): Promise<number[]> => {
+    const res = await ctx.app.inject({ method: 'GET', url: `/api/users?sort=id&${query}`, headers: admin })
+    t.equal(res.statusCode, 200, `${query}: ${res.body}`)
+    return (res.json().data as Array<{ id: number }>).map((u) => u.id)
+  }
+  const all = (await ctx.app.inject({ method: 'GET', url: '/api/users?sort=id', headers: admin })).json().data as Array<{ id: number, enabled: boolean }>
+  const shownFalse = all.filter((u) => !u.enabled).map((u) => u.id)
+  const shownTrue = all.filter((u) => u.enabled).map((u) => u.id)
+  t.same(shownFalse, [52, 53, 54], 'the list shows the three as disabled')
+  // before: enabled=false found only 52, the one stored as the map's 'N'
+  for (const query of ['enabled=false', 'enabled=%5Bnot%5Dtrue', 'enabled=%5Blt%5Dtrue', 'enabled=%5Bor%5Dfalse', 'enabled=%5Bnor%5Dtrue', 'enabled=%5Blte%5Dfalse']) {
+    t.same(await ids(query), shownFalse, query)
+  }
+  for (const query of ['enabled=true', 'enabled=%5Bnot%5Dfalse', 'enabled=%5Bgt%5Dfalse', 'enabled=%5Bgte%5Dtrue']) {
+    t.same(await ids(query), shownTrue, query)
+  }
+})
