@@ -1,6 +1,6 @@
 // User management rules: who may change what, the licence cap, and revocation by token version.
 import { ApiError, badRequest, forbidden, licenceLimit } from './errors.js'
-import { BadQueryError, ConflictError, InvalidValueError, NotFoundError } from './db/errors.js'
+import { BadQueryError, ConflictError, NotFoundError } from './db/errors.js'
 import { isSsoMarker, SSO_MARKER_PREFIX, type SsoIdentity } from './auth/sso.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseFilter, parseListQuery, type DerivedFilters, type Filter } from './db/list-query.js'
@@ -267,13 +267,7 @@ export class UserService {
   /** Why the user table's column for `field` cannot store `value` as it is (its length, its code page), or undefined. */
   private unfit (field: string, value: string): string | undefined {
     const storage = this.opts.repo.storage
-    try {
-      storage.toDb(storage.field(field), value)
-      return undefined
-    } catch (err) {
-      if (err instanceof InvalidValueError) return err.message
-      throw err
-    }
+    return storage.refusal(storage.field(field), value)
   }
 
   /**

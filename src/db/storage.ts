@@ -782,6 +782,17 @@ export class ResourceStorage {
    * scale, date range) before any SQL runs: InvalidValueError names the field and the limit.
    * `value` is already of the field's kind (the HTTP schema or the caller made sure).
    */
+  /** Why `value` cannot be written to the column of `s` (its length, its code page, its range), or undefined: toDb's refusal as text. */
+  refusal (s: FieldStorage, value: SqlValue): string | undefined {
+    try {
+      this.toDb(s, value)
+      return undefined
+    } catch (err) {
+      if (err instanceof InvalidValueError) return err.message
+      throw err
+    }
+  }
+
   toDb (s: FieldStorage, value: SqlValue): SqlValue {
     if (s.absent) {
       if (value === null) return null
@@ -1026,6 +1037,7 @@ export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef
 export function storageProblems (storage: ResourceStorage, options: StorageCheckOptions = {}): string[] {
   const { def, mapping } = storage
   const problems: string[] = []
+  const hashLength = options.passwordHashLength ?? argon2HashLength(DEFAULT_ARGON2)
   if (storage.columns === undefined) return problems
   const where = `${def.name}`
   // the user table cannot be read-only (the gateway writes logins and passwords)
@@ -1038,7 +1050,6 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     const k = s.def.kind
     const c = s.category
     // the picking system's own password column, sized for its MD5 or SHA-1 hex: no password the gateway sets would fit
-    const hashLength = options.passwordHashLength ?? argon2HashLength(DEFAULT_ARGON2)
     if (def.name === 'users' && s.field === 'passwordHash' && s.info.maxLength !== undefined && s.info.maxLength > 0 && s.info.maxLength < hashLength) {
       problems.push(`${where}.passwordHash: ${col} holds at most ${s.info.maxLength} characters, but the argon2id hashes the gateway stores (auth.argon2) take ${hashLength}: every password it sets (user add, user passwd, the API, db init's admin) would be refused. Map a column of at least ${hashLength} characters (255 leaves room), a column of the gateway's own where the picking system's login keeps its own hashes in this one`)
     }
@@ -1061,14 +1072,14 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     // the code a value map writes (each value's first) must be one the column takes: SQLite would
     // store '004' in a CHAR(2) as it is, SQL Server refuse every such write
     if (s.map !== undefined && mapping.readOnly !== true) {
+      const numeric = ['integer', 'decimal', 'float', 'bit'].includes(c)
       for (const value of s.map.order) {
         const code = storage.codeValue(s, s.map.codes.get(String(value))![0])
-        const numeric = ['integer', 'decimal', 'float', 'bit'].includes(c)
         if (typeof code === 'string' && numeric && storage.dialect === 'mssql') problems.push(`${where}.${s.field}: ${col} holds numbers, but the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}; give number codes`)
         else if (typeof code === 'string' && !numeric) {
           // checked as any text written to the column is: its length in the units it counts (bytes for UTF-8
           // or a double-byte code page, UTF-16 code units for nvarchar), and its code page's characters
-          const refusal = textRefusal(storage, s, code)
+          const refusal = storage.refusal({ ...s, map: undefined, def: { ...s.def, kind: 'string' } }, code)
           if (refusal !== undefined) problems.push(`${where}.${s.field}: the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}, which ${col} cannot take (${refusal})`)
         }
       }
@@ -1148,17 +1159,6 @@ const FORMAT_DIGITS: Record<ColumnTimeFormat, number> = { unix: 10, 'unix-ms': 1
  * can: on SQLite a REAL (FLOAT, DOUBLE) column, or one declared as a time whose legacy program
  * writes julianday() numbers there (a DECIMAL(p,s) would round them to its scale).
  */
-/** Why `text` cannot be written to the column of `s` as text is (length, code page), or undefined. */
-function textRefusal (storage: ResourceStorage, s: FieldStorage, text: string): string | undefined {
-  try {
-    storage.toDb({ ...s, map: undefined, def: { ...s.def, kind: 'string' } }, text)
-    return undefined
-  } catch (err) {
-    if (err instanceof InvalidValueError) return err.message
-    throw err
-  }
-}
-
 function julianDaysProblem (dialect: DialectName, c: Category): string | undefined {
   if (dialect === 'mssql') return 'cannot take the format julianday, which is SQLite\'s julianday() number; on SQL Server map a time column without a format, or Unix time with "format": "unix"'
   if (c === 'float' || c === 'time') return undefined
