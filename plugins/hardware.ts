@@ -6,6 +6,7 @@ import { ApiError } from '../src/errors.js'
 import { ControllerLink, HardwareError, type ControllerEvent, type FrameArgsInput } from '../src/hardware/index.js'
 import type { Filter } from '../src/db/list-query.js'
 import type { Id } from '../src/db/repository.js'
+import { stationInUse } from '../src/db/resources.js'
 import type { Row } from '../src/db/types.js'
 
 export type StationStatus = 'offline' | 'idle' | 'busy' | 'error' | 'disabled'
@@ -190,14 +191,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     }
   }
 
-  /**
-   * The station is in use: its flag reads true, or the table has no active flag at all (`enabled` mapped to null,
-   * so it reads null for every row), where every station is. Only a flag that reads false, or one the gateway
-   * could not read, keeps commands from it.
-   */
-  function inUse (station: Row): boolean {
-    return station.enabled === true || ((station.enabled === null || station.enabled === undefined) && fastify.repos.stations.storage.fields.enabled.absent)
-  }
+  const inUse = (station: Row): boolean => stationInUse(station, fastify.repos.stations.storage.fields.enabled.absent)
 
   /** Stations on a controller (and address), as the database holds them now: commands and events look them up, so the mapping stays in the database. */
   async function wiredTo (controllerId: string, address?: number): Promise<Row[]> {

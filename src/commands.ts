@@ -13,7 +13,7 @@ import { dialectFor } from './db/dialect.js'
 import { categoryOf, columnNamed, inspectStorage, ResourceStorage } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
-import { idField, resources, type ResourceName } from './db/resources.js'
+import { idField, resources, stationInUse, type ResourceName } from './db/resources.js'
 import { Repository, type Id } from './db/repository.js'
 import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
@@ -373,8 +373,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
  */
 export async function controllerNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[], hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
   const mapping = mappings.stations
-  // as the catalog spells it: a database with a case-sensitive collation refuses another spelling (error 207)
-  const column = columnNamed(columns, mapping.columns.controllerId ?? '')?.name ?? mapping.columns.controllerId
+  const column = catalogName(columns, mapping.columns.controllerId)
   if (!hardware.enabled || column === undefined) return []
   const d = dialectFor(db.dialect)
   let rows: Row[]
@@ -409,25 +408,20 @@ export async function controllerNotes (db: Database, mappings: Record<ResourceNa
  */
 export async function sharedAddressNotes (db: Database, mappings: Record<ResourceName, TableMapping>, hardware: LoadedConfig['config']['hardware']): Promise<string[]> {
   if (!hardware.enabled) return []
-  const groups = new Map<string, Row[]>()
+  let wired: Row[]
   try {
     const repo = await new Repository(db, resources.stations, mappings.stations).learn()
     const { fields } = repo.storage
     if (fields.controllerId.absent || fields.address.absent) return []
-    // a flag that reads false or null keeps commands from a station, except where the table has none (hardware plugin)
-    const inUse = (row: Row): boolean => row.enabled === true || (fields.enabled.absent && (row.enabled === null || row.enabled === undefined))
     const filters = [{ field: 'controllerId', op: 'notnull' as const, values: [] }, { field: 'address', op: 'notnull' as const, values: [] }]
     const { rows } = await repo.list({ limit: 10000, sort: [{ field: 'id', desc: false }], filters, count: false })
-    for (const row of rows.filter(inUse)) {
-      if (typeof row.controllerId !== 'string' || typeof row.address !== 'number') continue
-      const key = `${row.controllerId}\u0000${row.address}`
-      groups.set(key, [...groups.get(key) ?? [], row])
-    }
+    // the stations commands reach, as the hardware plugin tells them
+    wired = rows.filter((row) => stationInUse(row, fields.enabled.absent) && typeof row.controllerId === 'string' && typeof row.address === 'number')
   } catch {
     // best effort, as the other notes
     return []
   }
-  const shared = [...groups.values()].filter((rows) => rows.length > 1)
+  const shared = grouped(wired, (row) => `${row.controllerId as string}\u0000${row.address as number}`).filter((rows) => rows.length > 1)
   if (shared.length === 0) return []
   const named = shared.slice(0, 5).map((rows) => `controllerId '${rows[0].controllerId as string}' address ${rows[0].address as number}: stations ${rows.slice(0, 5).map((row) => `${String(row.id)} (${JSON.stringify(row.name)})`).join(', ')}${rows.length > 5 ? ', …' : ''}`).join('; ')
   return [`stations.address: ${shared.length} controller address${shared.length === 1 ? ' is' : 'es are'} held by more than one enabled station (${named}${shared.length > 5 ? '; …' : ''}): commands to them answer 409 STATION_ADDRESS_SHARED and events there name none of them; give each station its own address, or disable the rows not in use`]
@@ -441,7 +435,7 @@ export async function sharedAddressNotes (db: Database, mappings: Record<Resourc
 export async function usernameNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[]): Promise<string[]> {
   const d = dialectFor(db.dialect)
   const mapping = mappings.users
-  const column = columnNamed(columns, mapping.columns.username ?? '')?.name ?? mapping.columns.username
+  const column = catalogName(columns, mapping.columns.username)
   if (column === undefined) return []
   // as the gateway compares them: SQLite through unicode_fold (sqlite.ts), SQL Server regardless of case and trailing blanks
   const folded = db.dialect === 'sqlite' ? `unicode_fold(RTRIM(${d.ident(column)}, ' '))` : `UPPER(RTRIM(${d.ident(column)}))`
@@ -465,8 +459,8 @@ export async function usernameNotes (db: Database, mappings: Record<ResourceName
 export async function passwordNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: ColumnInfo[]): Promise<string[]> {
   const d = dialectFor(db.dialect)
   const mapping = mappings.users
-  const hash = columnNamed(columns, mapping.columns.passwordHash ?? '')?.name ?? mapping.columns.passwordHash
-  const name = columnNamed(columns, mapping.columns.username ?? '')?.name ?? mapping.columns.username
+  const hash = catalogName(columns, mapping.columns.passwordHash)
+  const name = catalogName(columns, mapping.columns.username)
   if (hash === undefined || name === undefined) return []
   // verify() checks argon2 hashes; the single sign-on marker is no password either, and no note
   const where = `WHERE ${d.ident(hash)} IS NULL OR (${d.ident(hash)} NOT LIKE '$argon2%' AND ${d.ident(hash)} NOT LIKE '${SSO_MARKER_PREFIX}%')`
@@ -555,6 +549,14 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
     }
   }
   return notes
+}
+
+/**
+ * A mapped column as the table's catalog spells it (columnNamed): a database with a case-sensitive
+ * collation refuses another spelling (error 207). The mapping's own spelling where the catalog has none.
+ */
+function catalogName (columns: readonly ColumnInfo[], column: string | undefined): string | undefined {
+  return column === undefined ? undefined : columnNamed(columns, column)?.name ?? column
 }
 
 /** Rows in groups by a key, in the order the keys first come (Object.groupBy is Node 21's). */

@@ -1,5 +1,5 @@
 // The three resources' stored fields, and where the reference schema (`db init`) keeps them.
-import type { ResourceDef, TableMapping } from './types.js'
+import type { ResourceDef, Row, TableMapping } from './types.js'
 
 export const materials: ResourceDef = {
   name: 'materials',
@@ -204,3 +204,13 @@ export function missingColumns (def: ResourceDef, mapping: TableMapping, table: 
     .filter(([, column]) => !names.has(column.toLowerCase()))
     .map(([field, column]) => `${def.name}.${field}: column '${column}' does not exist in table '${table}'`)
 }
+
+/**
+ * A station in use, which commands reach and events name: its flag reads true, or its table has no
+ * active flag at all (`enabled` mapped to null, so every row reads null), where every station is. A
+ * flag that reads false, or one the gateway could not read, keeps commands from it.
+ */
+export function stationInUse (station: Row, enabledAbsent: boolean): boolean {
+  return station.enabled === true || ((station.enabled === null || station.enabled === undefined) && enabledAbsent)
+}
+
