@@ -126,6 +126,9 @@ function fileId (path: string): FileId | undefined {
   return st === undefined ? undefined : { dev: st.dev, ino: st.ino }
 }
 
+/** Both there and the same file (device and inode). */
+const sameFile = (a: FileId | undefined, b: FileId | undefined): boolean => a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino
+
 interface ConnectOptions { create: boolean, readonly: boolean, busyTimeoutMs: number }
 
 /** A LIKE pattern's parts: any run (%), one character (_), or a character (folded to lower case). */
@@ -503,7 +506,7 @@ class SqliteDatabase implements Database {
     let unchanged = false
     try {
       found = fileId(this.path)
-      unchanged = found !== undefined && open && found.dev === this.file.dev && found.ino === this.file.ino
+      unchanged = open && sameFile(found, this.file)
       if (unchanged) sidecars = this.sidecarState()
     } catch (err) {
       // the directory made unreadable: the file already open serves on (it was not refused), only the check cannot see
@@ -538,7 +541,7 @@ class SqliteDatabase implements Database {
         return 'missing'
       }
       const wal = fileId(`${this.path}-wal`)
-      if (this.staleWal !== undefined && wal !== undefined && wal.dev === this.staleWal.dev && wal.ino === this.staleWal.ino) {
+      if (sameFile(wal, this.staleWal)) {
         throw new Error(`the old database file's ${this.path}-wal is still at the path (another process has the old file open); opening the new file would read it as its own: stop that process, or remove ${this.path}-wal and ${this.path}-shm if they hold nothing of the new file`)
       }
       this.staleWal = undefined
@@ -576,7 +579,7 @@ class SqliteDatabase implements Database {
       const now = fileId(`${this.path}${suffix}`)
       const was = this.sidecars[i]
       if (was === undefined) this.sidecars[i] = now
-      else if (now === undefined) { if (state === 'same') state = 'removed' } else if (now.dev !== was.dev || now.ino !== was.ino) state = 'taken'
+      else if (now === undefined) { if (state === 'same') state = 'removed' } else if (!sameFile(now, was)) state = 'taken'
     }
     return state
   }
