@@ -61,11 +61,10 @@ const CONVERSION = new Set([241, 242, 245, 8114, 295, 8169, 8023, 296])
  * d'insérer la valeur NULL dans la colonne 'Zone'", and pairing from it would name the text between.
  */
 function quoted (message: string, n: number): string | undefined {
-  const all = [...message.matchAll(/(?<![\p{L}\p{N}])'([^']*)'(?![\p{L}\p{N}])/gu)]
-  return all[n]?.[1]
+  return quotedAll(message)[n]
 }
 
-/** every single-quoted string of a message, in order (quoted's rule for quotes) */
+/** every single-quoted string of a message, in order */
 function quotedAll (message: string): string[] {
   return [...message.matchAll(/(?<![\p{L}\p{N}])'([^']*)'(?![\p{L}\p{N}])/gu)].map((m) => m[1])
 }
