@@ -36,6 +36,16 @@ const command = (ctx: TestContext, token: string, id: number, payload: object) =
   ctx.app.inject({ method: 'POST', url: `/api/stations/${id}/commands`, headers: ctx.auth(token), payload })
 
 /** Opens /api/events over real HTTP and collects the parsed events. */
+/**
+ * The stream's events up to a FAULT at address 99 the controller emits last (a controller's events are
+ * published in its order), taken off the stream; the marker's own event among them.
+ */
+async function eventsBefore (simulated: { emitEvent: (type: string, args: Record<string, string | number>) => unknown }, stream: { events: Array<{ type: string, data: Record<string, unknown> }> }, marker: string): Promise<Array<{ type: string, data: Record<string, unknown> }>> {
+  simulated.emitEvent('FAULT', { addr: 99, code: marker })
+  await until(() => stream.events.some((e) => e.data.code === marker), marker)
+  return stream.events.splice(0)
+}
+
 async function openStream (ctx: TestContext, token: string, query = ''): Promise<{ res: IncomingMessage, events: Array<{ type: string, data: Record<string, unknown> }>, text: () => string, close: () => void }> {
   if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = ctx.app.server.address() as AddressInfo
@@ -574,13 +584,8 @@ t.test('rows the picking system keeps on one address: an event names the one sta
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const stream = await openStream(ctx, token)
   await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
-  /** the events up to a FAULT at address 99 emitted last: a controller's events are published in its order */
-  const settled = async (marker: string): Promise<Array<[string, unknown]>> => {
-    simulated.emitEvent('FAULT', { addr: 99, code: marker })
-    await until(() => stream.events.some((e) => e.data.code === marker), marker)
-    const events = stream.events.splice(0).filter((e) => e.data.address === 3)
-    return events.map((e) => [e.type, e.data.stationId])
-  }
+  const settled = async (marker: string): Promise<Array<[string, unknown]>> =>
+    (await eventsBefore(simulated, stream, marker)).filter((e) => e.data.address === 3).map((e) => [e.type, e.data.stationId])
   // the station it replaced, kept disabled on the same address
   await ctx.app.repos.stations.create({ name: 'PTL-1-old', controllerId: 'ctl-1', address: 3, type: 'ptl', enabled: false })
   simulated.emitEvent('FAULT', { addr: 3, code: 'F1' })
@@ -609,11 +614,8 @@ t.test('the answer to a light names the station it was lit for, once; after the 
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const stream = await openStream(ctx, token)
   await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
-  const settled = async (marker: string): Promise<Array<[string, unknown, unknown]>> => {
-    simulated.emitEvent('FAULT', { addr: 99, code: marker })
-    await until(() => stream.events.some((e) => e.data.code === marker), marker)
-    return stream.events.splice(0).filter((e) => e.data.address !== 99).map((e) => [e.type, e.data.address, e.data.stationId])
-  }
+  const settled = async (marker: string): Promise<Array<[string, unknown, unknown]>> =>
+    (await eventsBefore(simulated, stream, marker)).filter((e) => e.data.address !== 99).map((e) => [e.type, e.data.address, e.data.stationId])
   // the picking system moves its station behind the gateway's back
   const move = (address: number) => ctx.db.execute({ text: 'UPDATE stations SET address = @a WHERE id = @id', params: [{ name: 'a', kind: 'number', value: address }, { name: 'id', kind: 'number', value: stationId }] })
 
