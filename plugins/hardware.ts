@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../schemas/config.js'
 import { ApiError } from '../src/errors.js'
 import { ControllerLink, HardwareError, type ControllerEvent, type FrameArgsInput } from '../src/hardware/index.js'
+import { DbError } from '../src/db/errors.js'
 import type { Filter } from '../src/db/list-query.js'
 import type { Id } from '../src/db/repository.js'
 import { stationInUse } from '../src/db/resources.js'
@@ -219,7 +220,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     try {
       return await wiredTo(controllerId, address)
     } catch (err) {
-      log.warn({ err, controllerId }, 'station lookup failed; event sent without station id')
+      // an outage (503) is expected, as for requests: a warning per event without a stack; the outage itself is logged once, with its cause
+      if (err instanceof DbError && err.statusCode === 503) log.warn({ controllerId, code: err.code, reason: err.message }, 'station lookup failed; event sent without station id')
+      else log.warn({ err, controllerId }, 'station lookup failed; event sent without station id')
       return []
     }
   }

@@ -5,6 +5,7 @@ import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { createServer, type Socket } from 'node:net'
 import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
+import { DatabaseUnavailableError } from '../../src/db/errors.js'
 import { build, testDatabaseUrl, type TestContext } from '../helpers/build.js'
 import { until } from '../helpers/wait.js'
 
@@ -723,6 +724,33 @@ t.test('events are published in the order the controller sent them, also when a 
   await until(() => stream.events.filter((e) => e.type === 'station.connected').length === 1, 'station.connected after reconnect')
   await until(() => stream.events.length === 4, 'the disconnect too')
   t.same(stream.events.slice(2).map((e) => [e.type, e.data.stationId]), [['station.disconnected', stationId], ['station.connected', stationId]])
+  stream.close()
+})
+
+t.test('an event during a database outage goes out without a station id; its warning has no stack, a fault that is no outage has one', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50 } })
+  t.teardown(() => sim.close())
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST }, logging: { level: 'warn' } }, undefined,
+    { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, ctx.adminToken)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  const stations = ctx.app.repos.stations
+  let fault: Error = new DatabaseUnavailableError('database down (test)')
+  stations.list = async () => { throw fault }
+  sim.controllers.get('ctl-1')!.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'in the outage' })
+  await until(() => stream.events.length === 1, 'the event')
+  fault = new Error('a bug (test)')
+  sim.controllers.get('ctl-1')!.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'after a bug' })
+  await until(() => stream.events.length === 2, 'the second event')
+  t.same(stream.events.map((e) => [e.data.ref, e.data.stationId]), [['in the outage', null], ['after a bug', null]])
+  const warnings = lines.filter((line) => line.msg === 'station lookup failed; event sent without station id')
+  t.equal(warnings.length, 2)
+  t.match(warnings[0], { level: 40, controllerId: 'ctl-1', code: 'DATABASE_UNAVAILABLE', reason: 'database down (test)' })
+  t.notOk('err' in warnings[0], 'the outage\'s warning carries no error with a stack')
+  t.match(warnings[1], { level: 40, controllerId: 'ctl-1', err: { message: 'a bug (test)', stack: /Error: a bug/ } })
   stream.close()
 })
 
