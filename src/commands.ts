@@ -189,8 +189,9 @@ and needs no JWT secret (DATABASE_URL alone will do; a secret given is still che
   user enable <name>
   user list
 
-The password is read from standard input with --password-stdin (one line; there is
-no prompt): read -rs PW; printf %s "$PW" | picking-gateway user add alice --password-stdin
+The password is read from standard input with --password-stdin (one line; when standard
+input is a terminal it prompts for it twice, without echo):
+read -rs PW; printf %s "$PW" | picking-gateway user add alice --password-stdin
 keeps it out of ps and the shell history. Changing the password or disabling a user revokes all of its
 tokens, application tokens included. Works on the database the configuration names.`,
   'check-config': `Usage: picking-gateway check-config [file]

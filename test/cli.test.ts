@@ -50,6 +50,11 @@ t.test('help, version and usage errors', async (t) => {
     t.equal(await main([cmd, '--help'], c), 0, `${cmd} --help`)
     t.match(c.stdout.join('\n'), new RegExp(`Usage: picking-gateway ${cmd}`))
   }
+  // a terminal on standard input gets a prompt (typedTwice): the help said there was none
+  const userHelp = io({})
+  t.equal(await main(['user', '--help'], userHelp), 0)
+  t.notMatch(userHelp.stdout.join('\n'), /no\s+prompt/, 'user --help does not deny the prompt at a terminal')
+  t.match(userHelp.stdout.join('\n'), /when standard\s+input is a terminal it prompts for it twice, without echo/)
   const none = io({})
   t.equal(await main([], none), 64)
   const unknown = io({})
