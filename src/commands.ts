@@ -311,6 +311,15 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
   // the embedded demo runs its simulated controllers (one per two stations) when none are configured
   const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0
+  // what serve refuses at start (exit 78), said the same way, and before the line that calls the
+  // configuration OK: a missing SQLite file printed that line and then "Invalid configuration"
+  const path = sqlitePath(config.database.url)
+  const demoToCreate = path !== undefined && path !== ':memory:' && !existsSync(path) && demo
+  const fileError = path === undefined || demoToCreate ? undefined : sqliteFileError(path, false)
+  if (fileError !== undefined) {
+    io.err(new ConfigError([fileError]).message)
+    return EXIT_CONFIG
+  }
   io.out(`Configuration file OK (${source}): database ${db}, listen ${config.server.host}:${config.server.port}` +
     `${config.server.tls ? ' (HTTPS)' : ''}, ${controllers} controller(s), licence ${config.licence.logins} login(s)`)
   return await checkDatabase(config, demo, io)
@@ -325,12 +334,6 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   if (path !== undefined && path !== ':memory:' && !existsSync(path) && demo) {
     io.out('Database: the embedded demo database is created on first start.')
     return EXIT_OK
-  }
-  // what serve refuses at start (exit 78), said the same way
-  const fileError = path === undefined ? undefined : sqliteFileError(path, false)
-  if (fileError !== undefined) {
-    io.err(new ConfigError([fileError]).message)
-    return EXIT_CONFIG
   }
   let database: Database
   try {

@@ -117,11 +117,13 @@ t.test('configuration and input errors name what is wrong', async (t) => {
   const checked = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}` })
   t.equal(await main(['check-config'], checked), 78, 'check-config refuses what serve refuses')
   t.match(checked.stderr.join(), `database.url: SQLite database file '${join(dir, 'missing.db')}' does not exist`)
+  t.strictSame(checked.stdout, [], 'no "Configuration file OK" before the configuration error')
   writeFileSync(join(dir, 'notes.txt'), 'not a database at all\n')
   for (const argv of [['serve'], ['check-config']]) {
     const text = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'notes.txt')}`, LOG_LEVEL: 'silent' })
     t.equal(await main(argv, text), 78, `${argv[0]}: a file that is no SQLite database (before: serve exit 1, check-config 0)`)
     t.match(text.stderr.join(), `database.url: '${join(dir, 'notes.txt')}' is not a SQLite database file`)
+    t.notMatch(text.stdout.join('\n'), /OK/, `${argv[0]}: nothing calls the configuration OK`)
   }
   const listed = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'notes.txt')}` })
   t.equal(await main(['user', 'list'], listed), 1, 'user commands too')
