@@ -30,7 +30,8 @@ export const DEFAULT_SIMULATOR_TIMINGS: Readonly<SimulatorTimings> = Object.free
   confirmDelay: 1500,
   trayDelay: 2000,
   eventRetry: 2000,
-  eventAttempts: 3
+  // the first send and the protocol's one resend with the same SEQ
+  eventAttempts: 2
 })
 
 export type SimMode = 'normal' | 'silent' | 'nak' | 'delay'

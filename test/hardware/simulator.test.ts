@@ -255,6 +255,17 @@ t.test('the simulator answers PING, resends unacknowledged events, and answers a
   t.equal(client.frames.filter(f => f.cmd === 'SHORTAGE').length, 1, 'acknowledged: not resent')
 })
 
+t.test('by default an unacknowledged event is sent once more, as the protocol says, then given up', async t => {
+  // the README's protocol reference: "Without an answer within 2 s the sender sends the same frame once
+  // more with the same SEQ", and picking-gateway simulate implements it; it sent every event three times
+  const { lines, logger } = captureLogger()
+  const s = await sim(t, { eventRetry: 40, confirmDelay: 60000 }, logger)
+  const client = await rawClient(t, s.controllers.get('ctl-1')!)
+  await until(() => lines.some(l => l.msg === 'event never acknowledged, giving up'), 'giving up')
+  await sleep(120)
+  t.same(client.frames.map(f => [f.seq, f.kind, f.cmd]), [[1, 'EVT', 'HELLO'], [1, 'EVT', 'HELLO']], 'HELLO sent twice: once, and once more')
+})
+
 t.test('delay mode answers a repeated REQ once the delayed answer exists', async t => {
   const s = await sim(t)
   const c = s.controllers.get('ctl-1')!
