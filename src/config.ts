@@ -113,7 +113,7 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
   // The checks beyond the schema run on whatever parts have the right shape, so every problem is listed at once.
   const config = withDefaults as Config
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource, secretOptional)
-  if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems)
+  if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems, config.database.password !== undefined)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
   if (config.server !== null && typeof config.server === 'object') checkTrustProxy(config.server.trustProxy, problems)
   if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
@@ -495,9 +495,24 @@ function parseUrl (text: string): URL | undefined {
   }
 }
 
-function checkDatabaseUrl (url: string, problems: string[]): void {
+/** `separatePassword`: database.password (or its credential) is set, and the URL's password is not used (parseMssqlUrl) */
+function checkDatabaseUrl (url: string, problems: string[], separatePassword: boolean): void {
   if (/^sqlite:.+/.test(url)) return
-  if (/^mssql:\/\/[^/]+\/[^/?]+/.test(url)) return
+  if (/^mssql:\/\/[^/]+\/[^/?]+/.test(url)) {
+    // what the connection decodes (parseMssqlUrl), checked here: a password with a literal '%' was
+    // 'URI malformed' at start, exit 1, and check-config called the file OK. Never the value itself.
+    let u: URL
+    try {
+      u = new URL(url)
+    } catch {
+      problems.push('database.url: not a valid URL (a port beyond 65535, or a character a URL cannot hold unencoded)')
+      return
+    }
+    const parts: Array<[string, string]> = [['user', u.username], ...(separatePassword ? [] : [['password', u.password] as [string, string]]), ['database name', u.pathname.slice(1)]]
+    const bad = parts.filter(([, text]) => { try { decodeURIComponent(text); return false } catch { return true } }).map(([name]) => name)
+    if (bad.length > 0) problems.push(`database.url: the ${bad.join(' and ')} ${bad.length === 1 ? 'holds' : 'hold'} a '%' that starts no percent-escape: percent-encode ${bad.length === 1 ? 'it' : 'them'} (a literal % is %25)`)
+    return
+  }
   problems.push('database.url: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>[?options]')
 }
 

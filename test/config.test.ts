@@ -125,6 +125,22 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   t.same(twice, ["hardware.controllers.2.id: 'ctl-1' appears twice; one entry per controller"], 'a duplicate controller id is not silently dropped')
 })
 
+t.test('an mssql URL the connection could not decode is a problem naming database.url, never the password', async (t) => {
+  const problems = (url: string) => problemsOf(() => loadConfig({ env: { DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET } }))
+  // a password with a literal '%' (not written %25): 'URI malformed' at connect, exit 1, and check-config said OK
+  const percent = problems('mssql://gw:50%off-hunter2@db/Picking')
+  t.match(percent, [/^database.url: the password holds a '%' that starts no percent-escape/])
+  t.notMatch(percent.join(), /hunter2/)
+  t.match(problems('mssql://g%w:p%@db/Picking'), [/^database.url: the user and password hold a '%'/])
+  t.match(problems('mssql://gw@db/Pick%ing'), [/^database.url: the database name holds a '%'/])
+  const port = problems('mssql://gw:hunter2@db:99999/Picking')
+  t.match(port, [/^database.url: not a valid URL/])
+  t.notMatch(port.join(), /hunter2/)
+  t.same(problems('mssql://gw:50%25off@db/Picking'), [], 'a percent-encoded one is fine')
+  // database.password (or the credential database-password) replaces the URL's, which is then not decoded at all
+  t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, database: { url: 'mssql://gw:50%off@db/Picking', password: 'from-the-credential' } })), [], 'a password the URL\'s is not used for')
+})
+
 t.test('a mapping without its columns: one line that names the fields to map', async (t) => {
   t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { users: { table: 'Benutzer' } } })),
     ['mapping.users.columns: missing; map each field of users to its column, or to null where the table has none: id, username, passwordHash, type, displayName, enabled, tokenVersion, lastLoginAt, createdAt, modifiedAt'])
