@@ -209,8 +209,10 @@ export class RouteTable {
   }
 
   private matching (path: string): Array<{ pattern: RegExp, methods: Set<string>, fixed: boolean }> {
+    // as the router reads it: escapes decoded, but an encoded slash (%2F) is no separator there, so
+    // /api/users%2F1 is one segment that no route has (404), not /api/users/1 with GET "not allowed"
     let decoded = path
-    try { decoded = decodeURIComponent(path) } catch {}
+    try { decoded = decodeURIComponent(path.replace(/%2f/gi, '%252F')) } catch {}
     return this.routes.filter((route) => route.pattern.test(decoded))
   }
 }

@@ -219,6 +219,14 @@ t.test('a wrong method on a path that exists is a 405 naming the methods; a wron
     t.match(res.json().message, /\[token\]/)
   }
   t.equal((await ctx.app.inject({ method: 'PUT', url: '/api/materials/1/2', headers })).statusCode, 404, 'a parameter is one segment')
+  // an encoded slash is no separator to the router: no route has that path (before: a 405 "GET is not allowed …; allowed: … GET …")
+  for (const url of [`/api/materials%2F${id}`, '/api%2Fmaterials', '/api/materials%2f']) {
+    const res = await ctx.app.inject({ method: 'GET', url, headers })
+    t.equal(res.statusCode, 404, url)
+    t.same(res.json(), { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: `Route GET ${url} not found` }, `${url}: body`)
+  }
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/m%61terials/${id}`, headers })).statusCode, 200, 'other escapes decode, as the router decodes them')
+  t.equal((await ctx.app.inject({ method: 'PUT', url: `/api/m%61terials/${id}`, headers })).headers.allow, 'DELETE, GET, HEAD, PATCH, POST', '… also for the 405')
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })).statusCode, 200, 'the route itself still answers')
   // with a trailing slash as without (before: a 405 whose Allow named the method)
   const slashed = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}/`, headers })
