@@ -68,6 +68,24 @@ t.test('memory stays bounded when many usernames are tried; attempts in flight a
   t.ok(entries(throttle).has('target'), 'an attempt in flight is never pruned')
 })
 
+t.test('many other usernames tried do not push out a count that refuses attempts: a guesser gets no tries back by flooding', async (t) => {
+  let now = 1_000_000
+  const throttle = new FailureThrottle(5, 900_000, () => now)
+  for (let i = 0; i < 5; i++) throttle.fail('admin')
+  for (let i = 0; i < 4; i++) throttle.fail('almost')
+  t.ok(await throttle.reserve('admin') > 0, 'locked')
+  // 25000 names of one failure each (the flood), older ones of the window first
+  for (let i = 0; i < 25_000; i++) {
+    throttle.fail(`junk-${i}`)
+    now += 10
+  }
+  t.ok(entries(throttle).size <= 10_000, `${entries(throttle).size} keys kept`)
+  t.ok(await throttle.reserve('admin') > 0, 'still locked: the flood went before the locked count')
+  t.equal(await throttle.reserve('almost'), 0, 'one try left, as before the flood')
+  throttle.fail('almost')
+  t.ok(await throttle.reserve('almost') > 0, 'its four failures were kept')
+})
+
 t.test('per username and address, under a cap per username: a refusal by either reserves nothing', async (t) => {
   let now = 1_000_000
   const throttle = new LoginThrottle(2, 3, 60_000, () => now)

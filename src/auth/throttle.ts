@@ -93,18 +93,25 @@ export class FailureThrottle {
   }
 
   /**
-   * Bounds memory when many different usernames are tried: expired entries first, then the oldest.
-   * Entries with attempts in flight stay (their count must not be lost); there are at most as many
-   * as logins in flight.
+   * Bounds memory when many different usernames are tried: expired entries first, then those with
+   * the fewest failures, the oldest among equals. The oldest first let a guesser who had used up an
+   * account's tries (or the account's cap over all addresses) get them back by trying 10000 other
+   * names: the locked count, among the oldest, went first. Now flooding the map pushes out counts
+   * of one failure, such as the flood's own. Entries with attempts in flight stay (their count must
+   * not be lost); there are at most as many as logins in flight.
    */
   private prune (): void {
     for (const [key, entry] of this.entries) {
       this.expire(entry)
       if (idle(entry)) this.entries.delete(key)
     }
-    for (const [key, entry] of this.entries) {
+    if (this.entries.size <= MAX_KEYS / 2) return
+    // a stable sort: insertion order (the oldest first) among equal counts
+    const evictable = [...this.entries].filter(([, entry]) => entry.pending === 0 && entry.waiting.length === 0)
+      .sort(([, a], [, b]) => a.failures.length - b.failures.length)
+    for (const [key] of evictable) {
       if (this.entries.size <= MAX_KEYS / 2) break
-      if (entry.pending === 0 && entry.waiting.length === 0) this.entries.delete(key)
+      this.entries.delete(key)
     }
   }
 }
