@@ -53,7 +53,7 @@ const MAX_DEPTH = 8
 export const REDACTED = '[redacted]'
 
 /** query parameters that carry credentials, by name without case, '_' or '-': their values never reach a log */
-const SECRET_PARAMS = new Set(['ticket', 'password', 'newpassword', 'pass', 'passwd', 'pwd', 'token', 'accesstoken', 'refreshtoken', 'idtoken', 'secret', 'clientsecret', 'apikey', 'credentials', 'authorization'])
+const SECRET_PARAMS = new Set(['ticket', 'password', 'newpassword', 'pass', 'passwd', 'pwd', 'token', 'accesstoken', 'refreshtoken', 'idtoken', 'secret', 'clientsecret', 'apikey', 'apitoken', 'credentials', 'authorization', 'auth', 'jwt', 'passphrase', 'privatekey'])
 
 /** A query parameter's name names a credential, also as part of a bracketed name (`password[]`, `user[password]`). */
 function namesSecret (name: string): boolean {

@@ -279,6 +279,9 @@ t.test('no secret reaches the log at any depth', async (t) => {
   // other spellings of a password, and bracketed names (before: their values were logged)
   t.same(redactUrl('/api/users/login?username=a&pwd=1&Passwd=2&pass=3&password[]=4&user%5Bpassword%5D=5&passport=6&name[0]=7'),
     '/api/users/login?username=a&pwd=[redacted]&Passwd=[redacted]&pass=[redacted]&password[]=[redacted]&user%5Bpassword%5D=[redacted]&passport=6&name[0]=7')
+  // other names for a credential a script may use (before: logged as sent)
+  t.same(redactUrl('/api/materials?jwt=a&passphrase=b&auth=c&api-token=d&private_key=e&author=f&key=g'),
+    '/api/materials?jwt=[redacted]&passphrase=[redacted]&auth=[redacted]&api-token=[redacted]&private_key=[redacted]&author=f&key=g')
   t.same(scrub({ Authorization: 'Bearer abc', nested: [{ refreshToken: 'x' }], ok: 1 }), { Authorization: '[redacted]', nested: [{ refreshToken: '[redacted]' }], ok: 1 })
   const given = { url: '/api/x?q=Bearer abc', list: ['a', 'eyJa.bcd.efg'], deep: { password: 'p', n: 1 }, fine: 'text' }
   const before = JSON.stringify(given)
