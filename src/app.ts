@@ -243,13 +243,15 @@ export function oddCharacter (body: unknown, root: string): string | undefined {
 /**
  * What is wrong with a body the JSON parser refused: JSON.parse's own words, or the key refused for
  * safety. V8 quotes a piece of the body around an unexpected token; that piece is left out, since it
- * may be a password sent unquoted, and proxies log error bodies.
+ * may be a password sent unquoted, and proxies log error bodies; so is the token, unless it is punctuation.
  */
 function invalidJson (text: string, err: Error): Error {
   try {
     JSON.parse(text)
   } catch (syntax) {
     const words = (syntax as Error).message.replace(/, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '')
+      // the token itself only when it is JSON's punctuation: a letter or digit may be a password's ('S' of SECRET)
+      .replace(/^Unexpected token '([^{}[\],:"])'/, 'Unexpected token (not quoted here: it may belong to a password sent without quotes)')
     return new ApiError(400, 'INVALID_JSON', `The body is not valid JSON: ${words}`, { cause: err })
   }
   return new ApiError(400, 'INVALID_JSON', "The body has a '__proto__' or 'constructor.prototype' key, which is refused", { cause: err })
