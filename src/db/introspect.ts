@@ -3,7 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
 import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
-import { categoryOf, compactTime, describeType, isJulianDay, kindFit, sqliteUntyped, type Category, type Fit } from './storage.js'
+import { categoryOf, compactTime, describeType, isJulianDay, kindFit, type Category, type Fit } from './storage.js'
 import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, TimeFormat, ValueMap } from './types.js'
 
 export interface TableInfo {
@@ -694,10 +694,11 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
         continue
       }
     }
-    // a SQLite flag column without a declared type keeps what its program wrote: 'J'/'N' text needs a
-    // map (without one it reads as null, and true is written as 1), a 0/1 number does not
-    const untypedFlag = db.dialect === 'sqlite' && f.kind === 'boolean' && category === 'bit' && sqliteUntyped(m.column.type.toLowerCase())
-    const flagRows = untypedFlag ? (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) })) : []
+    // a SQLite flag column keeps what its program wrote, whatever its declared type (BOOLEAN and INTEGER
+    // too: SQLite binds no type): 'J'/'N' text needs a map (without one it reads as null, and true is
+    // written as 1), a 0/1 number does not
+    const sqliteFlag = db.dialect === 'sqlite' && f.kind === 'boolean' && (category === 'bit' || category === 'integer')
+    const flagRows = sqliteFlag ? (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) })) : []
     const textFlag = flagRows.some((r) => typeof r.value === 'string')
     if ((wantsCodes && groupable(db.dialect, m.column, category)) || textFlag) {
       const rows = textFlag ? flagRows : (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))

@@ -454,6 +454,24 @@ t.test('a SQLite flag column without a declared type: its text codes get a value
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal is one the gateway starts with')
 })
 
+t.test('a SQLite flag column declared BOOLEAN or INTEGER keeps text too: its text codes get a value map', async (t) => {
+  const path = join(dir, 'typed-flags.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Gesperrt BOOLEAN)')
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Gesperrt) VALUES ('1', 'a', 'J'), ('2', 'b', 'J'), ('3', 'c', -1), ('4', 'd', 'N'), ('5', 'e', 0), ('6', 'f', NULL)")
+  raw.exec('CREATE TABLE Arbeitsplatz (WpID INTEGER PRIMARY KEY, WpName VARCHAR(20) NOT NULL UNIQUE, Aktiv INTEGER)')
+  raw.exec("INSERT INTO Arbeitsplatz (WpName, Aktiv) VALUES ('A', 'Y'), ('B', 'Y'), ('C', 1), ('D', 'N')")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: a declared type hid the text, so 'J' and 'N' read as null and no note said so
+  t.same(found.resources.materials.mapping?.columns.blocked, { column: 'Gesperrt', values: { true: ['J', -1], false: ['N', 0] } }, 'J/N text in a BOOLEAN column')
+  t.same(found.resources.stations.mapping?.columns.enabled, { column: 'Aktiv', values: { true: ['Y', 1], false: 'N' } }, 'Y/N text in an INTEGER column')
+  const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
+  t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal is one the gateway starts with')
+})
+
 t.test('guessTimeFormat', async (t) => {
   t.equal(guessTimeFormat('integer', [20240101, 19991231, null, 0, 99999999]), 'yyyymmdd', '0 and 99999999: no date')
   t.equal(guessTimeFormat('integer', [20240101123000]), 'yyyymmddhhmmss')
