@@ -632,9 +632,9 @@ class SqliteDatabase implements Database {
     }
     // INTEGER PRIMARY KEY (alone) is the rowid: SQLite assigns it, as SQL Server does an identity;
     // not in a WITHOUT ROWID table, where it is a plain key the writer must give
-    const [list] = await this.query({ text: 'SELECT wr AS wr, type AS type FROM pragma_table_list(@table)', params: [{ name: 'table', kind: 'string', value: mapping.table }] })
+    const [list] = await this.query({ text: 'SELECT wr AS wr, type AS type, strict AS strict FROM pragma_table_list(@table)', params: [{ name: 'table', kind: 'string', value: mapping.table }] })
     const pkColumns = Number(list?.wr) === 1 ? 0 : rows.filter((r) => Number(r.pk) > 0).length
-    const columns = rows.map((r) => sqliteColumnInfo(r, pkColumns))
+    const columns = rows.map((r) => sqliteColumnInfo(r, pkColumns, Number(list?.strict) === 1))
     // unique indexes of one column (a UNIQUE constraint, a TEXT PRIMARY KEY, CREATE UNIQUE INDEX); partial ones let duplicates in
     const unique = await this.query({
       text: 'SELECT ii.name AS name FROM pragma_index_list(@table) AS il JOIN pragma_index_info(il.name) AS ii ' +
@@ -696,11 +696,14 @@ export function changesRowAfterInsert (sql: string, view = false): boolean {
  * One row of PRAGMA table_xinfo as a ColumnInfo. SQLite keeps the declared type as written
  * (`VARCHAR(40)`, `DECIMAL(18,3)`, `DATETIME`); the gateway holds values to it as SQL Server would.
  * `pkColumns`: the primary key's number of columns where the table has a rowid the key may alias; 0 in a WITHOUT ROWID table.
+ * `strict`: the table is STRICT, where a column of type ANY keeps every value as given (elsewhere ANY
+ * is NUMERIC affinity, which turns '0123' into 123): it is taken as a column without a declared type.
  */
-export function sqliteColumnInfo (r: Row, pkColumns = 1): ColumnInfo {
+export function sqliteColumnInfo (r: Row, pkColumns = 1, strict = false): ColumnInfo {
   const declared = String(r.type ?? '').trim()
   const m = /^([A-Za-z][A-Za-z0-9_ ]*?)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?$/i.exec(declared)
-  const type = (m?.[1] ?? declared).toLowerCase().replace(/\s+/g, ' ')
+  const named = (m?.[1] ?? declared).toLowerCase().replace(/\s+/g, ' ')
+  const type = strict && named === 'any' ? '' : named
   const info: ColumnInfo = {
     name: String(r.name),
     type,

@@ -48,3 +48,22 @@ t.test('SQLite: number fields on TEXT columns compare as numbers', { skip: testD
   const [again] = await ctx.db.query({ text: 'SELECT "MinLager" AS m FROM "ArtText" WHERE "ArtNr" = \'N-1\'', params: [] })
   t.equal(again.m, '12', 'a whole number as the legacy program writes it, not 12.0')
 })
+
+t.test('SQLite: a column of type ANY in a STRICT table keeps values as given, as one without a declared type', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtStrict', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: 'Notiz', stockQuantity: 'Saldo' }) }
+  }, async (db: Database) => {
+    // before: refused at start as NUMERIC affinity, which ANY is only outside a STRICT table
+    await db.execute({ text: 'CREATE TABLE "ArtStrict" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" TEXT NOT NULL UNIQUE, "Bez" TEXT NOT NULL, "Notiz" ANY, "Saldo" ANY) STRICT', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtStrict" ("ArtNr", "Bez", "Notiz", "Saldo") VALUES (\'A-1\', \'a\', \'n\', 10), (\'A-2\', \'b\', NULL, \'9\'), (\'A-3\', \'c\', NULL, \'2.5\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const numbers = async (query: string): Promise<string[]> => ((await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })).json().data as Array<{ materialNumber: string }>).map((m) => m.materialNumber)
+  t.same(await numbers('stockQuantity=[gt]5&sort=stockQuantity'), ['A-2', 'A-1'], "'9' text and 10 compare as the numbers they read as")
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-1', name: 'Neu', description: '0123' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.equal(created.json().description, '0123')
+  const [row] = await ctx.db.query({ text: 'SELECT "Notiz" AS n, typeof("Notiz") AS t FROM "ArtStrict" WHERE "ArtNr" = \'N-1\'', params: [] })
+  t.same([row.n, row.t], ['0123', 'text'], 'kept as text, leading zero and all')
+  t.same(await numbers('description=0123'), ['N-1'])
+})
