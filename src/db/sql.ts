@@ -23,6 +23,13 @@ class Params {
 }
 
 const ESCAPE = "ESCAPE '\\'"
+
+/** The number a read shows as this text (String(12) is '12'), if any: '012', '1.50' and ' 12' are no number's text. */
+function numberShownAs (v: SqlValue): number | undefined {
+  if (typeof v !== 'string' || v === '') return undefined
+  const n = Number(v)
+  return Number.isFinite(n) && String(n) === v ? n : undefined
+}
 /** SQLite keeps times as text in more than one format: compare and sort them as one canonical text. */
 const SQLITE_TIME = (column: string): string => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column})`
 /**
@@ -199,6 +206,12 @@ export class SqlBuilder {
   private numberInText (s: FieldStorage): boolean {
     return this.dialect.name === 'sqlite' && (s.def.kind === 'number' || s.def.kind === 'integer') && s.map === undefined &&
       (s.category === 'text' || (s.field !== 'id' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())))
+  }
+
+  /** SQLite: a text field (not the id, whose key is sought) on a column without a declared type, which keeps numbers as numbers. */
+  private numberShownAsText (s: FieldStorage): boolean {
+    return this.dialect.name === 'sqlite' && s.def.kind === 'string' && s.map === undefined && s.field !== 'id' &&
+      s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())
   }
 
   /** What the keyset compares for a sort key, and how the cursor keeps it. */
@@ -452,7 +465,14 @@ export class SqlBuilder {
     const spelled = fold ? (v: SqlValue): SqlValue => typeof v === 'string' ? spelledCaseless(v) : v : (v: SqlValue): SqlValue => v
     const operand = (v: SqlValue): SqlValue => value(this.operand(s, spelled(v)))
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
-    const list = (): string => f.values.map((v) => this.param(params, s, operand(v))).join(', ')
+    // SQLite: a text field on a column without a declared type shows a number another program stored
+    // there (12) as its text ('12'), which = '12' does not find: the number is compared too
+    const shownNumbers = this.numberShownAsText(s) ? f.values.map(numberShownAs).filter((n) => n !== undefined) : []
+    const list = (): string => [...f.values.map((v) => this.param(params, s, operand(v))), ...shownNumbers.map((n) => params.add('number', n))].join(', ')
+    if (shownNumbers.length > 0) {
+      if (f.op === 'eq') return `${c} IN (${list()})`
+      if (f.op === 'not') return `(${c} NOT IN (${list()}) OR ${c} IS NULL)`
+    }
     switch (f.op) {
       case 'eq': return f.values[0] === null ? `${c} IS NULL` : `${c} = ${p()}`
       case 'gt': return `${c} > ${p()}`
