@@ -723,6 +723,7 @@ export function sqliteColumnInfo (r: Row, pkColumns = 1, strict = false): Column
     } else if (/time/.test(type)) info.scale = n
   }
   if (info.identity || info.computed) info.hasDefault = true
+  if (strict) info.strict = true
   return info
 }
 

@@ -1075,7 +1075,7 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
       const numeric = ['integer', 'decimal', 'float', 'bit'].includes(c)
       for (const value of s.map.order) {
         const code = storage.codeValue(s, s.map.codes.get(String(value))![0])
-        if (typeof code === 'string' && numeric && storage.dialect === 'mssql') problems.push(`${where}.${s.field}: ${col} holds numbers, but the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}; give number codes`)
+        if (typeof code === 'string' && numeric && (storage.dialect === 'mssql' || s.info.strict === true)) problems.push(`${where}.${s.field}: ${col} holds numbers, but the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}; give number codes`)
         else if (typeof code === 'string' && !numeric) {
           // checked as any text written to the column is: its length in the units it counts (bytes for UTF-8
           // or a double-byte code page, UTF-16 code units for nvarchar), and its code page's characters

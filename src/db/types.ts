@@ -237,4 +237,9 @@ export interface ColumnInfo {
    * walk sorted by it names the exact row and the walk gets past it.
    */
   wideValues?: boolean
+  /**
+   * SQLite: the column's table is STRICT, whose INTEGER and REAL columns refuse text that is no
+   * number, as SQL Server's number columns do (elsewhere SQLite keeps such text).
+   */
+  strict?: boolean
 }

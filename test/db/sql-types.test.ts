@@ -760,6 +760,9 @@ t.test('a value map whose written code the column cannot take stops the start: S
   const numbered = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', 'int', { nullable: false, hasDefault: true }) : c)
   t.same(storageProblems(new ResourceStorage('mssql', stations, stMapping, numbered)), ['stations.enabled: column \'Aktiv\' (int) holds numbers, but the value map writes "N" for false; give number codes', 'stations.enabled: column \'Aktiv\' (int) holds numbers, but the value map writes "J" for true; give number codes'])
   t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, numbered)), [], 'SQLite keeps text in a number column')
+  const strict = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', 'integer', { nullable: false, hasDefault: true, strict: true }) : c)
+  t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, strict)), ['stations.enabled: column \'Aktiv\' (integer) holds numbers, but the value map writes "N" for false; give number codes', 'stations.enabled: column \'Aktiv\' (integer) holds numbers, but the value map writes "J" for true; give number codes'],
+    "but not a STRICT table's (before: passed, and every write of the flag was a 400)")
   // SQL Server: the column's length counts bytes in a UTF-8 collation, and a code page holds only its own letters
   const flags = { ...stMapping, values: { ...stMapping.values, type: { vlm: 'Ü', carousel: 'K', ptl: 'P', manual: 'Л' } } }
   const utf8 = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'char', { maxLength: 1, nullable: false, utf8: true, collation: 'Latin1_General_100_CI_AS_SC_UTF8' }) : c)

@@ -660,6 +660,17 @@ t.test('column defaults: DEFAULT NULL is none, so a NOT NULL column with it must
   t.same(Object.fromEntries(columns.map((c) => [c.name, c.hasDefault])), { id: true, a: true, b: false, c: false, d: true, e: false })
 })
 
+t.test('a STRICT table: its columns say so, and its ANY column counts as one without a declared type', async (t) => {
+  const db = openDatabase('sqlite::memory:', { logger: silent })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE "S" ("id" INTEGER PRIMARY KEY, "a" ANY, "b" INTEGER) STRICT', params: [] })
+  await db.execute({ text: 'CREATE TABLE "L" ("id" INTEGER PRIMARY KEY, "a" ANY, "b" INTEGER)', params: [] })
+  const strict = await db.columns({ table: 'S', columns: {} } as unknown as TableMapping)
+  t.same(strict.map((c) => [c.name, c.type, c.strict]), [['id', 'integer', true], ['a', '', true], ['b', 'integer', true]])
+  const loose = await db.columns({ table: 'L', columns: {} } as unknown as TableMapping)
+  t.same(loose.map((c) => [c.name, c.type, c.strict]), [['id', 'integer', undefined], ['a', 'any', undefined], ['b', 'integer', undefined]], 'elsewhere ANY is NUMERIC affinity')
+})
+
 t.test('the resource\'s defaults fill what a create leaves out, where the column has no default of its own', async (t) => {
   const db = openDatabase('sqlite::memory:', { logger: silent })
   t.teardown(() => db.close())
