@@ -656,9 +656,9 @@ export class Repository {
   private async explainFault (err: unknown, operation: 'create' | 'update' | 'delete', id?: Id, written?: Row, defaulted?: Row): Promise<unknown> {
     if (!(err instanceof DataFaultError)) return err
     const fault = err.fault
-    // a column of another table, which a trigger wrote: not the field of the same name (views write other tables by design)
+    // a column of another table, which a trigger wrote or a foreign key's SET NULL emptied: not the field of the same name (views write other tables by design)
     if (fault.kind === 'notNull' && this.elsewhere(fault.table)) {
-      return new ConstraintViolationError('The picking system refused the change: a trigger of its table left a required column of another table empty (a NOT NULL constraint there); nothing was changed', { cause: err })
+      return new ConstraintViolationError('The picking system refused the change: a trigger of its table, or a foreign key\'s ON DELETE or ON UPDATE SET NULL, left a required column of another table empty (a NOT NULL constraint there); nothing was changed', { cause: err })
     }
     // SQL Server names the table of the column (515, 2628, a rule's 513): another table's column (a trigger's write to a
     // history table, or the base table of a mapped view) is no field of this resource, though it may share a field's column's name
