@@ -127,3 +127,22 @@ t.test('SQLite: a unique index over a mapped and an unmapped column: the 409 nam
   t.equal(clash.statusCode, 409)
   t.equal(clash.json().message, "Another material already has these values in a unique key of the picking system's table (over barcode and columns the gateway does not map)")
 })
+
+t.test('SQLite: a unique column without a declared type keeps 12 and \'12\' apart, which the API shows alike: the gateway refuses the second itself', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite stores any value in any column' }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtLose', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' }) } }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtLose" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" UNIQUE NOT NULL, "Bez" VARCHAR(80) NOT NULL)', params: [] })
+    // another program wrote the article number as a number
+    await db.execute({ text: 'INSERT INTO "ArtLose" VALUES (1, 12, \'als Zahl\'), (2, \'A-1\', \'als Text\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json().materialNumber, '12')
+  const dup = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: '12', name: 'Zweiter' } })
+  t.equal(dup.statusCode, 409, 'before: a 201, and two materials showed materialNumber "12"')
+  t.same(dup.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: "materialNumber '12' already exists" })
+  const moved = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/2', headers, payload: { materialNumber: '12' } })
+  t.equal(moved.statusCode, 409, moved.body)
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { materialNumber: '12', name: 'gleich' } })).statusCode, 200, 'its own number sent back is no duplicate')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: '012', name: 'anders' } })).statusCode, 201, "'012' is another number's text")
+  const [row] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtLose"', params: [] })
+  t.equal(Number(row.n), 3)
+})
