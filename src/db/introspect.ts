@@ -69,6 +69,11 @@ const CREATED = ['created', 'createdate', 'createddate', 'creationdate', 'datecr
 const MODIFIED = ['lastchange', 'lastchanged', 'modified', 'changed', 'geaendert', 'geaendertam', 'aenderungsdatum', 'updatedat', 'updated', 'lastmodified', 'lastupdate', 'changedate', 'modifydate', 'moddate', 'modifiedat', 'modifiedon', 'updatedon',
   'lastmodifieddate', 'updatetime', 'changetime', 'aenddat', 'aendzeit', 'aenderungszeit', 'aenderung', 'aenderungam', 'letzteaenderung', 'upddat', 'gewijzigd', 'gewijzigdop', 'datumgewijzigd', 'mutatiedatum', 'mutdat', 'datemodif', 'datemodification', 'modifiele', 'modification', 'datamodifica', 'modificato', 'dataultimamodifica', 'fechamodificacion', 'modificado', 'aendrad', 'aendraddatum', 'uppdaterad', 'senastaendrad', 'lastupd', 'lastupdated', 'lastupdt', 'updts', 'updatets', 'updatedts', 'changedts', 'chgdate', 'chgdt', 'lastchg', 'lastmod', 'moddt', 'upddate', 'upddt', 'updatedate', 'changedon']
 
+/** Words of a time column's name that say how or which time it keeps, beside the word for what happened. */
+const TIME_WORDS = new Set(['ms', 'msec', 'millis', 'epoch', 'unix', 'utc', 'ts', 'tstamp', 'stamp', 'timestamp', 'time', 'date', 'datetime', 'dt', 'at', 'on', 'sec', 'secs', 'seconds', 'last', 'datum', 'zeit'])
+/** Verb stems that name a time field's event as a word of a longer name (INSERT_TIME, MODIFY_TS). */
+const TIME_STEMS: Record<string, string[]> = { createdAt: ['create', 'insert', 'ins', 'crt', 'add'], modifiedAt: ['modify', 'change', 'update', 'upd', 'chg', 'mod'] }
+
 /** Legacy column names per resource and field, best first (the field's own name and the reference column come before these). */
 const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
   materials: {
@@ -265,6 +270,12 @@ export function columnNameScore (field: string, column: ColumnInfo, ctx: MatchCo
     if (/(nr|nummer)$/.test(n)) return { score: 60, reason: "the table's unique key, named …Nr" }
   }
   if (field === 'id') return { score: 0, reason: '' }
+  // CREATED_MS, LAST_MODIFIED_EPOCH, MODIFY_TS: the time's word, and words that say how it is kept, clear
+  // enough for a number column whose values then give the format
+  if (kind === 'datetime' && tokens.length > 1) {
+    const words = tokens.filter((t) => !TIME_WORDS.has(t))
+    if (words.length === 1 && (synonyms.includes(words[0]) || TIME_STEMS[field]?.includes(words[0]) === true)) return { score: 85, reason: 'its word and how the time is kept' }
+  }
   if (tokens.some((t) => t.length >= 3 && synonyms.includes(t))) return { score: 60, reason: 'a word of the name' }
   if (synonyms.some((s) => s.length >= 5 && n.includes(s))) return { score: 40, reason: 'part of the name' }
   return { score: 0, reason: '' }

@@ -424,6 +424,27 @@ t.test('times kept as numbers or digits: the format their values show, checked b
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [])
 })
 
+t.test('time columns named by their word and how the time is kept: CREATED_MS, LAST_MODIFIED_EPOCH, INSERT_TIME, MODIFY_TS', async (t) => {
+  const pairs: Array<[string, string, number, string]> = [
+    ['CREATED_MS', 'CHANGED_MS', 1795320693301, 'unix-ms'],
+    ['CREATED_EPOCH', 'LAST_MODIFIED_EPOCH', 1795320693, 'unix'],
+    ['INSERT_TIME', 'MODIFY_TS', 1795320693, 'unix'],
+    ['CREATION_TIMESTAMP', 'MODIFICATION_TIMESTAMP', 1795320693, 'unix'],
+    ['CREATED_TIME', 'UPDATED_TIME', 1795320693, 'unix']
+  ]
+  for (const [created, modified, value, format] of pairs) {
+    const path = join(dir, `${created}.db`)
+    const raw = new BetterSqlite3(path)
+    raw.exec(`CREATE TABLE PRODUCT (PRODUCT_ID INTEGER PRIMARY KEY, SKU TEXT NOT NULL UNIQUE, TITLE TEXT, CREATED_BY TEXT, ${created} INTEGER, ${modified} INTEGER)`)
+    raw.exec(`INSERT INTO PRODUCT (SKU, TITLE, ${created}, ${modified}) VALUES ('A-1', 'a', ${value}, ${value})`)
+    raw.close()
+    const db = openDatabase(`sqlite:${path}`, { logger: silent })
+    const found = await introspect(db, {})
+    db.close()
+    t.match(found.resources.materials.mapping?.columns, { createdAt: { column: created, format }, modifiedAt: { column: modified, format } }, `${created} and ${modified}: before, both went unmatched`)
+  }
+})
+
 t.test('SQLite text of date digits and a REAL of Unix time: proposed with their formats', async (t) => {
   const path = join(dir, 'times2.db')
   const raw = new BetterSqlite3(path)
