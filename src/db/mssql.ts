@@ -547,6 +547,23 @@ export function columnsStatement (mapping: TableMapping): Statement {
   }
 }
 
+/**
+ * The tables and views whose schema and name are the mapping's but for case, for a mapping whose
+ * table columnsStatement did not find: in a database with a case-sensitive collation
+ * (Latin1_General_CS_AS, a _BIN2 one) names are compared with their case, so [wms].[artikel] is not
+ * [wms].[Artikel], and `db init` would create it as a second, empty table beside the picking system's.
+ */
+export function spellingsStatement (mapping: TableMapping): Statement {
+  return {
+    text: 'SELECT [TABLE_SCHEMA] AS [schema], [TABLE_NAME] AS [table] FROM INFORMATION_SCHEMA.TABLES ' +
+      'WHERE UPPER([TABLE_SCHEMA]) = UPPER(@schema) AND UPPER([TABLE_NAME]) = UPPER(@table) ORDER BY [TABLE_SCHEMA], [TABLE_NAME]',
+    params: [
+      { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
+      { name: 'table', kind: 'string', value: mapping.table }
+    ]
+  }
+}
+
 const TIME_TYPES = new Set(['datetime2', 'datetimeoffset', 'time'])
 
 /** One row of columnsStatement as a ColumnInfo. */

@@ -5,6 +5,7 @@ import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } 
 import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
+import { spellingsStatement } from './mssql.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
 import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
 
@@ -1272,6 +1273,13 @@ export async function mappingFit (db: Database, def: ResourceDef, mapping: Table
   } catch (err) {
     if (!(err instanceof UnreadableTableError)) throw err
     return { problems: [`${def.name}: '${tableLabel(db.dialect, mapping)}' cannot be read (${err.detail}): repair it in the database (a view whose table, column or function was renamed or dropped), or map another table`], columns: [] }
+  }
+  if (columns.length === 0 && db.dialect === 'mssql') {
+    // not a missing table (which db init would create, a second one beside the picking system's), but one spelled in another case
+    const spelled = (await db.query(spellingsStatement(mapping))).map((r) => `${String(r.schema)}.${String(r.table)}`)
+    if (spelled.length > 0) {
+      return { problems: [`${def.name}: table '${tableLabel(db.dialect, mapping)}' is not there as spelled, but the database has ${spelled.map((name) => `'${name}'`).join(' and ')}: its collation tells names apart by case, so write schema and table in the mapping as the database does`], columns: [] }
+    }
   }
   return { problems: missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns.map((c) => c.name)), columns }
 }

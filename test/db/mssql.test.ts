@@ -7,7 +7,8 @@ import { ConflictError, DatabaseUnavailableError, missingName } from '../../src/
 import { openDatabase } from '../../src/db/index.js'
 import { mappingFit } from '../../src/db/storage.js'
 import { Repository } from '../../src/db/repository.js'
-import { materials, referenceMappings } from '../../src/db/resources.js'
+import { createReferenceTables } from '../../src/db/init.js'
+import { isMissingTable, materials, referenceMappings } from '../../src/db/resources.js'
 import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
 import {
   backoffDelay, classifyMssqlError, columnsStatement, queryKeepingRaised, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, wideDecimal
@@ -312,6 +313,35 @@ t.test('columnsStatement', async (t) => {
     params: [{ name: 'schema', kind: 'string', value: 'dbo' }, { name: 'table', kind: 'string', value: 'MaterialBase' }]
   })
   t.equal(columnsStatement({ schema: 'pp', table: 'x', columns: {} }).params[0].value, 'pp')
+})
+
+t.test('a mapped table spelled in another case than a case-sensitive database spells it: said so, and db init creates no second table', async (t) => {
+  // under Latin1_General_CS_AS (or a _BIN2 collation) [wms].[artikel] is not [wms].[Artikel]: columnsStatement finds no column
+  const seen: Statement[] = []
+  const executed: string[] = []
+  let tables: Array<Record<string, unknown>> = [{ schema: 'wms', table: 'Artikel' }]
+  const db = {
+    dialect: 'mssql',
+    columns: async () => [],
+    query: async (stmt: Statement) => { seen.push(stmt); return tables },
+    execute: async (stmt: Statement) => { executed.push(stmt.text); return 0 }
+  } as unknown as Database
+  const mapping = { ...referenceMappings.materials, schema: 'WMS', table: 'artikel' }
+  const fit = await mappingFit(db, materials, mapping)
+  t.same(fit.problems, ["materials: table 'WMS.artikel' is not there as spelled, but the database has 'wms.Artikel': its collation tells names apart by case, so write schema and table in the mapping as the database does"],
+    "before: table 'WMS.artikel' does not exist, which told to run db init")
+  t.notOk(isMissingTable(fit.problems[0]), 'not a table db init may create')
+  t.same(seen.map((st) => [st.text, st.params.map((p) => [p.name, p.value, p.type])]), [[
+    'SELECT [TABLE_SCHEMA] AS [schema], [TABLE_NAME] AS [table] FROM INFORMATION_SCHEMA.TABLES ' +
+      'WHERE UPPER([TABLE_SCHEMA]) = UPPER(@schema) AND UPPER([TABLE_NAME]) = UPPER(@table) ORDER BY [TABLE_SCHEMA], [TABLE_NAME]',
+    [['schema', 'WMS', undefined], ['table', 'artikel', undefined]]
+  ]])
+  const mappings = { ...referenceMappings, materials: mapping }
+  await t.rejects(createReferenceTables(db, mappings), { name: 'SchemaMismatchError', message: /'wms\.Artikel'/ })
+  t.same(executed, [], 'before: CREATE TABLE [WMS].[artikel] beside the picking system\'s [wms].[Artikel] (and CREATE SCHEMA [WMS])')
+  // a table that is not there in any spelling is one db init creates, as before
+  tables = []
+  t.same((await mappingFit(db, materials, mapping)).problems, ["materials: table 'WMS.artikel' does not exist"])
 })
 
 t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report', async (t) => {
