@@ -1082,6 +1082,11 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
           // or a double-byte code page, UTF-16 code units for nvarchar), and its code page's characters
           const refusal = storage.refusal({ ...s, map: undefined, def: { ...s.def, kind: 'string' } }, code)
           if (refusal !== undefined) problems.push(`${where}.${s.field}: the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}, which ${col} cannot take (${refusal})`)
+        } else if (typeof code === 'number' && numeric && storage.dialect === 'mssql') {
+          // a number code past a tinyint's or smallint's range fails every such write (error 220), and a fraction in an int
+          // or past a decimal's scale is cut or rounded by the server's conversion, without an error, into another value's code
+          const refusal = storage.refusal({ ...s, map: undefined, def: { ...s.def, kind: 'number' } }, code)
+          if (refusal !== undefined) problems.push(`${where}.${s.field}: the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}, which ${col} cannot take (${refusal})`)
         }
       }
     }

@@ -763,6 +763,20 @@ t.test('a value map whose written code the column cannot take stops the start: S
   const strict = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', 'integer', { nullable: false, hasDefault: true, strict: true }) : c)
   t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, strict)), ['stations.enabled: column \'Aktiv\' (integer) holds numbers, but the value map writes "N" for false; give number codes', 'stations.enabled: column \'Aktiv\' (integer) holds numbers, but the value map writes "J" for true; give number codes'],
     "but not a STRICT table's (before: passed, and every write of the flag was a 400)")
+  // number codes: each as any number written to the column is checked (its type's range, whole numbers, the scale)
+  const codes = { ...stMapping, values: { ...stMapping.values, type: { vlm: 1, carousel: 2, ptl: 300, manual: [4, 1000] }, enabled: { true: 1.5, false: 0 } } }
+  const tiny = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'tinyint', { nullable: false, precision: 3, scale: 0 }) : c.name === 'Aktiv' ? col('Aktiv', 'int', { nullable: false, hasDefault: true, precision: 10, scale: 0 }) : c)
+  t.same(storageProblems(new ResourceStorage('mssql', stations, codes, tiny)), [
+    "stations.type: the value map writes 300 for \"ptl\", which column 'WpType' (tinyint) cannot take ('type' must be between 0 and 255 (its database column's range), got 300)",
+    "stations.enabled: the value map writes 1.5 for true, which column 'Aktiv' (int) cannot take ('enabled' must be a whole number (its database column holds no fractions), got 1.5)"
+  ], 'before: none; every create of a ptl station failed (error 220), and true was stored as 1 by the server\'s conversion')
+  const decimal = tiny.map((c) => c.name === 'WpType' ? col('WpType', 'decimal', { nullable: false, precision: 3, scale: 1 }) : c)
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...codes, values: { ...codes.values, type: { vlm: 1.5, carousel: 2.25, ptl: 3, manual: 4 }, enabled: { true: 1, false: 0 } } }, decimal)), [
+    "stations.type: the value map writes 2.25 for \"carousel\", which column 'WpType' (decimal(3,1)) cannot take ('type' must have at most 1 decimal place (its database column's scale), got 2.25)"
+  ], 'a code past the scale would be rounded to 2.3')
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...codes, readOnly: true }, tiny)), [], 'read-only writes no code')
+  t.same(storageProblems(new ResourceStorage('mssql', stations, { ...codes, values: { ...codes.values, type: { vlm: 1, carousel: 2, ptl: 255, manual: [4, 1000] }, enabled: { true: -1, false: 0 } } }, tiny)), [], 'a code only read (1000) may be anything; -1 fits an int')
+  t.same(storageProblems(new ResourceStorage('sqlite', stations, codes, tiny)), [], 'SQLite keeps any number in any column, as before')
   // SQL Server: the column's length counts bytes in a UTF-8 collation, and a code page holds only its own letters
   const flags = { ...stMapping, values: { ...stMapping.values, type: { vlm: 'Ü', carousel: 'K', ptl: 'P', manual: 'Л' } } }
   const utf8 = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'char', { maxLength: 1, nullable: false, utf8: true, collation: 'Latin1_General_100_CI_AS_SC_UTF8' }) : c)
