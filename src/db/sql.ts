@@ -7,6 +7,20 @@ import { spelledCaseless } from './resources.js'
 import { guidExpected, INTEGER_RANGES, isGuid, MONEY_RANGES, ResourceStorage, sqliteUntyped, type FieldStorage } from './storage.js'
 import type { FieldKind, Param, ResourceDef, SqlValue, Statement, TableMapping } from './types.js'
 
+/**
+ * Text upper-cased as SQL Server's UPPER does it: character by character, each to one character
+ * (Unicode's simple mapping). JavaScript's full mapping makes 'weiß' 'WEISS' and 'ﬁ' 'FI', which
+ * UPPER keeps as 'WEIß' and 'ﬁ': compared with UPPER(col), such a value found no row.
+ */
+export function simpleUpper (text: string): string {
+  let out = ''
+  for (const ch of text) {
+    const upper = ch.toUpperCase()
+    out += upper.length === ch.length ? upper : ch
+  }
+  return out
+}
+
 /** Hands out @p1, @p2, … for one statement. */
 class Params {
   readonly list: Param[] = []
@@ -566,7 +580,7 @@ export class SqlBuilder {
       const expr = `${trimmed}${fold ? ' COLLATE NOCASE' : ''}`
       return { expr, value: trim ? (v) => typeof v === 'string' ? v.replace(/ +$/, '') : v : (v) => v }
     }
-    if (fold && s.info?.caseSensitive === true) return { expr: `UPPER(${c})`, value: (v) => typeof v === 'string' ? v.toUpperCase() : v }
+    if (fold && s.info?.caseSensitive === true) return { expr: `UPPER(${c})`, value: (v) => typeof v === 'string' ? simpleUpper(v) : v }
     return { expr: c, value: (v) => v }
   }
 

@@ -4,7 +4,7 @@ import { mssqlDialect, sqliteDialect, type Dialect } from '../../src/db/dialect.
 import { createTableStatements, referenceColumns } from '../../src/db/init.js'
 import { parseListQuery } from '../../src/db/list-query.js'
 import { materials, referenceMappings, users } from '../../src/db/resources.js'
-import { SqlBuilder } from '../../src/db/sql.js'
+import { simpleUpper, SqlBuilder } from '../../src/db/sql.js'
 import { ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, ResourceDef, TableMapping } from '../../src/db/types.js'
 import { driverWrites } from '../helpers/tedious.js'
@@ -105,6 +105,11 @@ t.test('usernames compare without regard to case on every database', async (t) =
   const cs = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', users, referenceMappings.users, columns)).list(q)
   t.equal(where(cs.text), 'UPPER([username]) = @p1', 'under a CS collation: both sides upper-cased')
   t.equal(cs.params[0].value, 'JSMITH')
+  // UPPER maps each character to one, as Unicode's simple mapping does: UPPER(N'weiß') is 'WEIß', not JavaScript's 'WEISS'
+  const weiss = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', users, referenceMappings.users, columns)).list({ ...q, filters: parseListQuery({ username: 'weiß' }, users).filters })
+  t.equal(where(weiss.text), 'UPPER([username]) = @p1')
+  t.same(weiss.params.slice(0, 1).map((p) => [p.value, p.type]), [['WEIß', 'nvarchar(4000)']], 'before: WEISS, which no UPPER([username]) equals: the user weiß could not log in')
+  t.equal(simpleUpper('straße ﬁx ŉ öl 𐐨'), 'STRAßE ﬁX ŉ ÖL 𐐀', 'a character JavaScript would write as two stays as it is; one beyond the BMP is upper-cased')
   t.equal(where(reference(sqliteDialect, users, referenceMappings.users).list({ ...q, filters: parseListQuery({ username: '[like]js%' }, users).filters }).text), '"username" LIKE @p1 ESCAPE \'\\\'', '[like] as it is (SQLite\'s LIKE already ignores ASCII case)')
 })
 
