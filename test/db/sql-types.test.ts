@@ -263,6 +263,18 @@ t.test('a computed or identity column under a field the gateway writes stops the
   // a column that cannot hold the field's kind: a value map is offered only where one can help
   t.same(withCols((c) => c.name === 'LastChange' ? { ...c, type: 'int' } : c), ["materials.modifiedAt: column 'LastChange' (int) cannot hold a datetime; if it holds Unix time or a date as digits, map it as {\"column\": \"LastChange\", \"format\": \"unix\"} (or unix-ms, yyyymmdd, yyyymmddhhmmss)"], 'no value map for times, but a format')
   t.same(withCols((c) => c.name === 'MinB' ? { ...c, type: 'varchar', maxLength: 10 } : c), ["materials.minStock: column 'MinB' (varchar(10)) cannot hold a number; a value map may translate its codes"])
+  // SQL Server types no field can use say why: "(timestamp) cannot hold a datetime" read as if a time column were refused
+  t.same([
+    withCols((c) => c.name === 'LastChange' ? col('LastChange', 'timestamp', { nullable: false, hasDefault: true }) : c),
+    withCols((c) => c.name === 'Angelegt' ? col('Angelegt', 'time', { scale: 7 }) : c),
+    withCols((c) => c.name === 'Txt' ? col('Txt', 'xml', { maxLength: -1 }) : c),
+    withCols((c) => c.name === 'Bez' ? col('Bez', 'hierarchyid', { maxLength: 892 }) : c)
+  ], [
+    ["materials.modifiedAt: column 'LastChange' (timestamp) cannot hold a datetime: SQL Server's timestamp is a rowversion, a binary counter the server raises at every change of the row, not a time; map the field to a column of a time type (datetime, datetime2, date, …)"],
+    ["materials.createdAt: column 'Angelegt' (time(7)) cannot hold a datetime: it holds a time of day without a date; map the field to a column that holds both (datetime, datetime2, …)"],
+    ["materials.description: column 'Txt' (xml(max)) cannot hold a string: the gateway reads and writes text, number, bit and date-time columns, not SQL Server's xml type (nor other binary, xml, sql_variant, hierarchyid or spatial ones); map the field to another column"],
+    ["materials.name: column 'Bez' (hierarchyid(892)) cannot hold a string: the gateway reads and writes text, number, bit and date-time columns, not SQL Server's hierarchyid type (nor other binary, xml, sql_variant, hierarchyid or spatial ones); map the field to another column"]
+  ], 'before: only "cannot hold a datetime" (a string)')
   // SQLite's julianday() numbers are no SQL Server format: the float column is refused, naming what to do
   const julian = storageProblems(new ResourceStorage('mssql', materials, { ...matMapping, timeFormats: { modifiedAt: 'julianday' } }, matColumns.map((c) => c.name === 'LastChange' ? { ...c, type: 'float' } : c)))
   t.same(julian, ["materials.modifiedAt: column 'LastChange' (float) cannot take the format julianday, which is SQLite's julianday() number; on SQL Server map a time column without a format, or Unix time with \"format\": \"unix\""])
