@@ -428,7 +428,16 @@ export class Repository {
       throw new DatabaseUnavailableError(`New ${this.def.name} cannot be numbered (mapping.${this.def.name}.newIds is max+1): the largest id stored is no whole number below 2^53 to count on from; the log has it`,
         { cause: new Error(`${this.def.name}: the largest id is ${String(row?.max)}`) })
     }
-    return Math.max(max, 0) + 1
+    const next = Math.max(max, 0) + 1
+    // past its column's type (a tinyint or smallint key, a decimal(4,0)) the INSERT would fail with error 220, a 400 blaming
+    // the request: like an identity column that has used up its values, no create passes until the column is widened
+    const info = this.storage.field(this.id).info
+    const last = this.idRange?.[1] ?? (this.db.dialect === 'mssql' && info?.precision !== undefined && (info.scale ?? 0) === 0 && /^(?:decimal|numeric)$/.test(info.type) ? 10 ** info.precision - 1 : undefined)
+    if (last !== undefined && next > last) {
+      throw new DatabaseUnavailableError(`New ${this.def.name} cannot be numbered (mapping.${this.def.name}.newIds is max+1): the largest id stored, ${max}, is the last one its column (${info!.type}) holds, and it takes no new rows until an administrator widens it`,
+        { cause: new Error(`${this.def.name}: the largest id is ${max}, the last value of its column's type`) })
+    }
+    return next
   }
 
   /** A value the row shows, as the column would store it; undefined when it is no such field or cannot be. */

@@ -267,6 +267,35 @@ t.test('SQL Server: a unique value no index guards is locked by name, then looke
   await t.rejects(repo.create({ materialNumber: 'Ab-2', name: 'x' }), { name: 'DatabaseUnavailableError', message: "Another write of materialNumber 'Ab-2' is still running; try again" })
 })
 
+t.test('SQL Server, newIds max+1: a key column at its type\'s last value is a 503 naming it, not an INSERT that fails with error 220 (a 400 blaming the request)', async (t) => {
+  const seen: Statement[] = []
+  let max: unknown = 32767
+  const tx: Executor = {
+    query: async (stmt: Statement) => {
+      seen.push(stmt)
+      if (stmt.text.startsWith('SELECT MAX(')) return [{ max }]
+      return stmt.text.startsWith('DECLARE @inserted') ? [{ id: stmt.params.at(-1)?.value, materialNumber: 'M-1', name: 'x' }] : []
+    },
+    execute: async () => 0
+  }
+  const db = { dialect: 'mssql', query: tx.query, execute: tx.execute, queryValues: undefined, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn(tx) } as unknown as Database
+  const keyed = (type: string, o: Partial<ColumnInfo> = {}): ColumnInfo[] => Object.values(referenceMappings.materials.columns).map((c): ColumnInfo =>
+    c === 'id' ? { name: 'id', type, nullable: false, hasDefault: false, identity: false, computed: false, unique: true, ...o } : { name: c as string, type: 'nvarchar', nullable: c !== 'material_number' && c !== 'name', hasDefault: false, identity: false, computed: false, unique: c === 'material_number' })
+  const repo = new Repository(db, materials, { ...referenceMappings.materials, newIds: 'max+1' }, { columns: keyed('smallint', { precision: 5, scale: 0 }) })
+  await t.rejects(repo.create({ materialNumber: 'M-1', name: 'x' }), { name: 'DatabaseUnavailableError', message: 'New materials cannot be numbered (mapping.materials.newIds is max+1): the largest id stored, 32767, is the last one its column (smallint) holds, and it takes no new rows until an administrator widens it' })
+  t.same(seen.map((st) => st.text.slice(0, 11)), ['SELECT MAX('], 'before: an INSERT of 32768 as bigint into the smallint, error 220')
+  max = 32766
+  seen.length = 0
+  t.match(await repo.create({ materialNumber: 'M-1', name: 'x' }), { id: 32767 }, 'the last value itself is given')
+  const insert = seen.find((st) => st.text.startsWith('DECLARE @inserted'))!
+  t.match(insert.text, /^DECLARE @inserted TABLE \(\[id\] smallint\); INSERT INTO \[dbo\]\.\[materials\] \(.*, \[id\]\) OUTPUT INSERTED\.\[id\] INTO @inserted VALUES \(.*, @p7\);/)
+  t.same([insert.params.at(-1)?.value, insert.params.at(-1)?.type], [32767, 'smallint'])
+  // a decimal(p,0) key ends at p nines
+  max = 9999
+  const decimal = new Repository(db, materials, { ...referenceMappings.materials, newIds: 'max+1' }, { columns: keyed('decimal', { precision: 4, scale: 0 }) })
+  await t.rejects(decimal.create({ materialNumber: 'M-2', name: 'y' }), { message: /the largest id stored, 9999, is the last one its column \(decimal\) holds/ })
+})
+
 t.test('SQL Server: a foreign key a write breaks names its field, from the constraint the message names (547 names the parent\'s column)', async (t) => {
   const fk = new sql.RequestError(tedious(547, 'The INSERT statement conflicted with the FOREIGN KEY constraint "FK_Artikel_Einheit". The conflict occurred in database "WMS", table "dbo.Einheit", column \'ME\'.'), 'EREQUEST')
   const seen: Statement[] = []
