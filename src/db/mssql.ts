@@ -564,6 +564,22 @@ export function spellingsStatement (mapping: TableMapping): Statement {
   }
 }
 
+/**
+ * The synonyms of the mapping's schema and name (in any case), for a mapping whose table neither
+ * columnsStatement nor spellingsStatement found: SQL Server lists no columns for a synonym, and `db
+ * init` would try to create a table of its name (error 2714) after start-up had called it missing.
+ */
+export function synonymsStatement (mapping: TableMapping): Statement {
+  return {
+    text: 'SELECT SCHEMA_NAME([schema_id]) AS [schema], [name] AS [table], [base_object_name] AS [target] FROM sys.synonyms ' +
+      'WHERE UPPER(SCHEMA_NAME([schema_id])) = UPPER(@schema) AND UPPER([name]) = UPPER(@table) ORDER BY [schema], [table]',
+    params: [
+      { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
+      { name: 'table', kind: 'string', value: mapping.table }
+    ]
+  }
+}
+
 const TIME_TYPES = new Set(['datetime2', 'datetimeoffset', 'time'])
 
 /** One row of columnsStatement as a ColumnInfo. */

@@ -5,7 +5,7 @@ import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } 
 import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
-import { spellingsStatement } from './mssql.js'
+import { spellingsStatement, synonymsStatement } from './mssql.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
 import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
 
@@ -1296,6 +1296,11 @@ export async function mappingFit (db: Database, def: ResourceDef, mapping: Table
     const spelled = (await db.query(spellingsStatement(mapping))).map((r) => `${String(r.schema)}.${String(r.table)}`)
     if (spelled.length > 0) {
       return { problems: [`${def.name}: table '${tableLabel(db.dialect, mapping)}' is not there as spelled, but the database has ${spelled.map((name) => `'${name}'`).join(' and ')}: its collation tells names apart by case, so write schema and table in the mapping as the database does`], columns: [] }
+    }
+    // a synonym (of a table in another database, as legacy installations keep them): no columns, and no table db init may create
+    const [synonym] = await db.query(synonymsStatement(mapping))
+    if (synonym !== undefined) {
+      return { problems: [`${def.name}: '${String(synonym.schema)}.${String(synonym.table)}' is a synonym (of ${String(synonym.target)}), whose columns SQL Server does not list: map the table or view it stands for, or, where that lies in another database, a view in this one over it (CREATE VIEW … AS SELECT … FROM ${String(synonym.target)})`], columns: [] }
     }
   }
   return { problems: missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns.map((c) => c.name)), columns }

@@ -344,15 +344,16 @@ t.test('columnsStatement', async (t) => {
   t.equal(columnsStatement({ schema: 'pp', table: 'x', columns: {} }).params[0].value, 'pp')
 })
 
-t.test('a mapped table spelled in another case than a case-sensitive database spells it: said so, and db init creates no second table', async (t) => {
+t.test('a mapped table spelled in another case than a case-sensitive database spells it, or a synonym: said so, and db init creates no table', async (t) => {
   // under Latin1_General_CS_AS (or a _BIN2 collation) [wms].[artikel] is not [wms].[Artikel]: columnsStatement finds no column
   const seen: Statement[] = []
   const executed: string[] = []
   let tables: Array<Record<string, unknown>> = [{ schema: 'wms', table: 'Artikel' }]
+  let synonyms: Array<Record<string, unknown>> = []
   const db = {
     dialect: 'mssql',
     columns: async () => [],
-    query: async (stmt: Statement) => { seen.push(stmt); return tables },
+    query: async (stmt: Statement) => { seen.push(stmt); return stmt.text.includes('sys.synonyms') ? synonyms : tables },
     execute: async (stmt: Statement) => { executed.push(stmt.text); return 0 }
   } as unknown as Database
   const mapping = { ...referenceMappings.materials, schema: 'WMS', table: 'artikel' }
@@ -368,8 +369,21 @@ t.test('a mapped table spelled in another case than a case-sensitive database sp
   const mappings = { ...referenceMappings, materials: mapping }
   await t.rejects(createReferenceTables(db, mappings), { name: 'SchemaMismatchError', message: /'wms\.Artikel'/ })
   t.same(executed, [], 'before: CREATE TABLE [WMS].[artikel] beside the picking system\'s [wms].[Artikel] (and CREATE SCHEMA [WMS])')
-  // a table that is not there in any spelling is one db init creates, as before
+  // a synonym (of a table in another database): SQL Server lists no columns for it, and db init's CREATE TABLE would fail (2714)
   tables = []
+  synonyms = [{ schema: 'wms', table: 'Artikel', target: '[WMS_Alt].[dbo].[Artikel]' }]
+  seen.length = 0
+  const synonym = await mappingFit(db, materials, mapping)
+  t.same(synonym.problems, ["materials: 'wms.Artikel' is a synonym (of [WMS_Alt].[dbo].[Artikel]), whose columns SQL Server does not list: map the table or view it stands for, or, where that lies in another database, a view in this one over it (CREATE VIEW … AS SELECT … FROM [WMS_Alt].[dbo].[Artikel])"],
+    'before: does not exist, run db init')
+  t.notOk(isMissingTable(synonym.problems[0]))
+  t.same(seen.slice(1).map((st) => [st.text, st.params.map((p) => [p.name, p.value, p.type])]), [[
+    'SELECT SCHEMA_NAME([schema_id]) AS [schema], [name] AS [table], [base_object_name] AS [target] FROM sys.synonyms ' +
+      'WHERE UPPER(SCHEMA_NAME([schema_id])) = UPPER(@schema) AND UPPER([name]) = UPPER(@table) ORDER BY [schema], [table]',
+    [['schema', 'WMS', undefined], ['table', 'artikel', undefined]]
+  ]])
+  // a table that is not there in any spelling, nor a synonym, is one db init creates, as before
+  synonyms = []
   t.same((await mappingFit(db, materials, mapping)).problems, ["materials: table 'WMS.artikel' does not exist"])
 })
 
