@@ -580,6 +580,16 @@ export function synonymsStatement (mapping: TableMapping): Statement {
   }
 }
 
+/** The server's version ('10.50.6000.34' for SQL Server 2008 R2, '16.0.1000.6' for 2022): lists page with OFFSET … FETCH, which needs 11 (2012). */
+export const VERSION_STATEMENT: Statement = { text: "SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS [version]", params: [] }
+
+/** Why the server's version (VERSION_STATEMENT's) cannot run the gateway's statements; undefined when it can, or is not known. */
+export function versionProblem (version: unknown): string | undefined {
+  const major = typeof version === 'string' ? /^(\d+)\./.exec(version)?.[1] : undefined
+  if (major === undefined || Number(major) >= 11) return undefined
+  return `SQL Server ${version as string} is older than the gateway needs: it pages its lists with OFFSET … FETCH, which SQL Server 2012 (version 11) and later understand, so every list would fail (error 102, incorrect syntax near 'OFFSET'); upgrade the server`
+}
+
 const TIME_TYPES = new Set(['datetime2', 'datetimeoffset', 'time'])
 
 /** One row of columnsStatement as a ColumnInfo. */

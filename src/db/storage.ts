@@ -5,7 +5,7 @@ import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } 
 import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
-import { spellingsStatement, synonymsStatement } from './mssql.js'
+import { spellingsStatement, synonymsStatement, VERSION_STATEMENT, versionProblem } from './mssql.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
 import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
 
@@ -1266,6 +1266,12 @@ export function tableLabel (dialect: DialectName, mapping: TableMapping): string
 export async function inspectStorage (db: Database, mappings: Record<ResourceName, TableMapping>, options: StorageCheckOptions = {}): Promise<StorageReport> {
   const problems: string[] = []
   const columns = {} as Record<ResourceName, ColumnInfo[]>
+  if (db.dialect === 'mssql') {
+    // SQL Server 2008 (R2) answers every catalog query the check runs, then fails every list: said at start instead
+    const [row] = await db.query(VERSION_STATEMENT)
+    const tooOld = versionProblem(row?.version)
+    if (tooOld !== undefined) problems.push(tooOld)
+  }
   for (const name of Object.keys(resources) as ResourceName[]) {
     const def = resources[name]
     const mapping = mappings[name]

@@ -5,13 +5,13 @@ import sql from 'mssql'
 import t from 'tap'
 import { ConflictError, DatabaseUnavailableError, missingName } from '../../src/db/errors.js'
 import { openDatabase } from '../../src/db/index.js'
-import { mappingFit } from '../../src/db/storage.js'
+import { inspectStorage, mappingFit } from '../../src/db/storage.js'
 import { Repository } from '../../src/db/repository.js'
-import { createReferenceTables } from '../../src/db/init.js'
-import { isMissingTable, materials, referenceMappings } from '../../src/db/resources.js'
-import type { ColumnInfo, Database, Executor, Statement } from '../../src/db/types.js'
+import { createReferenceTables, referenceColumns } from '../../src/db/init.js'
+import { isMissingTable, materials, referenceMappings, resources } from '../../src/db/resources.js'
+import type { ColumnInfo, Database, Executor, Statement, TableMapping } from '../../src/db/types.js'
 import {
-  backoffDelay, classifyMssqlError, columnsStatement, queryKeepingRaised, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, wideDecimal
+  backoffDelay, classifyMssqlError, columnsStatement, queryKeepingRaised, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, versionProblem, wideDecimal
 } from '../../src/db/mssql.js'
 import { readUNumeric128LE } from 'tedious/lib/token/helpers.js'
 
@@ -385,6 +385,29 @@ t.test('a mapped table spelled in another case than a case-sensitive database sp
   // a table that is not there in any spelling, nor a synonym, is one db init creates, as before
   synonyms = []
   t.same((await mappingFit(db, materials, mapping)).problems, ["materials: table 'WMS.artikel' does not exist"])
+})
+
+t.test('SQL Server 2008 (R2), whose catalog queries pass but which has no OFFSET … FETCH: a start-up and check-config problem, not a 500 at every list', async (t) => {
+  let version: unknown = '10.50.6000.34'
+  const seen: string[] = []
+  const db = {
+    dialect: 'mssql',
+    columns: async (mapping: TableMapping) => {
+      const name = (Object.keys(referenceMappings) as Array<keyof typeof referenceMappings>).find((n) => referenceMappings[n].table === mapping.table)!
+      return referenceColumns('mssql', resources[name], mapping)
+    },
+    query: async (stmt: Statement) => { seen.push(stmt.text); return [{ version }] },
+    execute: async () => 0
+  } as unknown as Database
+  t.same((await inspectStorage(db, referenceMappings)).problems, [
+    "SQL Server 10.50.6000.34 is older than the gateway needs: it pages its lists with OFFSET … FETCH, which SQL Server 2012 (version 11) and later understand, so every list would fail (error 102, incorrect syntax near 'OFFSET'); upgrade the server"
+  ], 'before: none, and every list answered 500')
+  t.same(seen, ["SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS [version]"])
+  for (const v of ['11.0.2100.60', '16.0.1000.6', '12.0.2000.8', null, undefined]) {
+    version = v
+    t.same((await inspectStorage(db, referenceMappings)).problems, [], `${String(v)}: fine (or not known)`)
+  }
+  t.equal(versionProblem('9.00.5000.00')?.startsWith('SQL Server 9.00.5000.00 is older'), true, 'SQL Server 2005 too')
 })
 
 t.test('mssqlColumnInfo reads what INFORMATION_SCHEMA and COLUMNPROPERTY report', async (t) => {
