@@ -82,9 +82,15 @@ function tail (file: string, lines = 20): string {
   }
 }
 
-/** `node <script> <args>` with only PATH, HOME and the given environment, killed however the bench ends. */
+/**
+ * `node <script> <args>` with only PATH, HOME and the given environment, killed however the bench ends.
+ * npm_lifecycle_event, which npm run bench gives every process under it, is kept: the gateway run by npm
+ * stops once its parent is gone (cli.ts), so a bench killed with SIGKILL, whose exit handler never runs,
+ * does not leave it behind (the naive servers and helpers end when their stdin does).
+ */
 function spawnNode (script: string, args: string[], env: Record<string, string>, stdio: StdioOptions): ChildProcess {
-  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio })
+  const base = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', npm_lifecycle_event: process.env.npm_lifecycle_event ?? 'bench' }
+  const child = spawn(process.execPath, [script, ...args], { env: { ...base, ...env }, stdio })
   children.add(child)
   child.once('exit', () => children.delete(child))
   return child

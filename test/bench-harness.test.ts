@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { startHelper, unitFileEnvironment } from '../bench/harness.js'
+import { CLI, gatewaySetup, HUNG_MS, START_MS } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 
 const alive = (pid: number): boolean => {
@@ -77,6 +78,41 @@ setInterval(() => {}, 1000)
     while (alive(serverPid) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50))
     t.notOk(alive(serverPid), `${signal}: its server is gone too (before, SIGHUP left it running)`)
   }
+})
+
+t.test('a bench killed with SIGKILL does not leave its gateway server behind', async (t) => {
+  const harness = pathToFileURL(join(import.meta.dirname, '..', 'bench', 'harness.ts')).href
+  const { dir, env } = await gatewaySetup(t)
+  // the real gateway, with this test's TypeScript loader (the bench starts plain `node <script>`)
+  const gateway = { ...env, NODE_OPTIONS: process.execArgv.filter((a) => !a.includes('processinfo')).join(' ') }
+  const bench = join(dir, 'bench.mjs')
+  writeFileSync(bench, `import { installCleanup, startServer } from ${JSON.stringify(harness)}
+installCleanup()
+const s = await startServer('gateway', ${JSON.stringify(CLI)}, ['serve'], ${JSON.stringify(gateway)}, ${JSON.stringify(join(dir, 'gateway.log'))})
+process.stdout.write(s.pid + '\\n')
+setInterval(() => {}, 1000)
+`)
+  // as npm run bench does not start it: no npm_lifecycle_event from npm
+  const { npm_lifecycle_event: _, ...plain } = process.env
+  const child = spawn(process.execPath, [...process.execArgv, bench], { env: plain, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
+  let serverPid = 0
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    if (serverPid > 0 && alive(serverPid)) process.kill(serverPid, 'SIGKILL')
+  })
+  const ready = Date.now() + START_MS
+  while (!out.includes('\n') && child.exitCode === null && Date.now() < ready) await new Promise((resolve) => setTimeout(resolve, 50))
+  serverPid = Number(out.trim())
+  t.ok(serverPid > 0 && alive(serverPid), `the bench's gateway runs (pid ${serverPid})`)
+  child.kill('SIGKILL')
+  await exited
+  const gone = Date.now() + HUNG_MS
+  while (alive(serverPid) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.notOk(alive(serverPid), 'the gateway is gone too: it saw its parent go (before, it ran on as an orphan)')
+  t.match(readFileSync(join(dir, 'gateway.log'), 'utf8'), /the process that started it \(pid \d+\) is gone/)
 })
 
 t.test('npm run bench runs the bench through exec: a SIGTERM npm passes on reaches it, not a shell that dies alone', async (t) => {
