@@ -7,7 +7,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildApp } from '../src/app.js'
 import { main } from '../src/commands.js'
 import { validateConfig } from '../src/config.js'
@@ -21,8 +21,10 @@ import { tempDir } from './helpers/temp.js'
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
 const CLI = join(import.meta.dirname, '..', 'src', 'cli.ts')
 
-function spawnCli (args: string[], env: NodeJS.ProcessEnv) {
+/** The CLI as a process, killed at the end of the test if it still runs: a test that fails midway leaves no gateway behind. */
+function spawnCli (t: Test, args: string[], env: NodeJS.ProcessEnv) {
   const child = spawn(process.execPath, [...process.execArgv, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   let stdout = ''
   let stderr = ''
   child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c })
@@ -45,7 +47,7 @@ t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
   const env = { PICKING_GATEWAY_CONFIG: config, PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD }
   t.equal(await main(['db', 'init'], { out: () => {}, err: () => {}, readStdin: async () => '', env }), 0)
 
-  const server = spawnCli(['serve'], env)
+  const server = spawnCli(t, ['serve'], env)
   await until(() => /Server listening at http:\/\/127.0.0.1:(\d+)/.test(server.out()), 'listening', 30000)
   const port = Number(/Server listening at http:\/\/127.0.0.1:(\d+)/.exec(server.out())![1])
   const started = Date.now()
@@ -68,7 +70,7 @@ t.test('configuration errors exit 78 and name every key', async (t) => {
   const dir = tempDir(t, 'pg-srv-')
   const config = join(dir, 'config.json')
   writeFileSync(config, JSON.stringify({ server: { port: 'http' }, database: { url: 'oracle://x' }, auth: { jwtSecret: 'changeme' } }))
-  const run = spawnCli(['serve'], { PICKING_GATEWAY_CONFIG: config })
+  const run = spawnCli(t, ['serve'], { PICKING_GATEWAY_CONFIG: config })
   const [code] = await run.exited
   t.equal(code, 78)
   t.match(run.err(), /server.port: expected integer, got "http"/)
