@@ -251,6 +251,8 @@ export interface PacedOptions {
   /** at most this many requests in flight; a request that finds them all busy waits, and its wait counts */
   connections: number
   expect: number
+  /** a request without an answer this long after it was issued counts as an error (10 s, autocannon's default), so a server that hangs fails the round instead of holding the bench forever */
+  timeoutMs?: number
 }
 
 /**
@@ -274,16 +276,27 @@ export async function pacedRound (server: Server, path: (n: number) => string, h
     const statuses: Record<string, number> = {}
     let errors = 0
     const one = (n: number, due: number): Promise<void> => new Promise((resolve) => {
+      // a request cut midway (the timer below) may fail on both the request and the response: one error
+      let failed = false
+      const fail = (): void => {
+        if (!failed) errors++
+        failed = true
+        clearTimeout(timer)
+        resolve()
+      }
+      // from when it was issued, waiting for a free connection included: requests queued behind hung ones end too
+      const timer = setTimeout(() => req.destroy(new Error('no answer in time')), opts.timeoutMs ?? 10_000)
       const req = get({ host: url.hostname, port: url.port, path: path(n), headers, agent }, (res) => {
         res.on('data', () => {})
         res.on('end', () => {
           latencies.push(performance.now() - due)
           statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1
+          clearTimeout(timer)
           resolve()
         })
-        res.on('error', () => { errors++; resolve() })
+        res.on('error', fail)
       })
-      req.on('error', () => { errors++; resolve() })
+      req.on('error', fail)
     })
     const t0 = performance.now()
     const inFlight: Array<Promise<void>> = []

@@ -4,7 +4,8 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { startHelper, unitFileEnvironment } from '../bench/harness.js'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
+import { pacedRound, startHelper, unitFileEnvironment, type Server } from '../bench/harness.js'
 import { CLI, gatewaySetup, HUNG_MS, START_MS } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 
@@ -113,6 +114,29 @@ setInterval(() => {}, 1000)
   while (alive(serverPid) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50))
   t.notOk(alive(serverPid), 'the gateway is gone too: it saw its parent go (before, it ran on as an orphan)')
   t.match(readFileSync(join(dir, 'gateway.log'), 'utf8'), /the process that started it \(pid \d+\) is gone/)
+})
+
+t.test('a paced round against a server that never answers ends, its requests counted as errors (before: the bench waited forever)', async (t) => {
+  // accepts connections and reads requests, answers none: a gateway hung or stopped (SIGSTOP)
+  const sockets = new Set<Socket>()
+  const silent = createServer((socket) => { sockets.add(socket); socket.resume() })
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    silent.close()
+  })
+  const base = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`
+  const server: Server = { name: 'silent', base, pid: -1, log: '', rss: () => undefined, cpuSeconds: () => undefined, stop: async () => {} }
+  const started = Date.now()
+  const round = pacedRound(server, () => '/api/materials', {}, { rate: 20, seconds: 0.5, connections: 2, expect: 200, timeoutMs: 500 }, { phase: 'p', side: 's', round: '1' })
+  let timer: NodeJS.Timeout | undefined
+  const result = await Promise.race([round, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), 10_000) })])
+  clearTimeout(timer)
+  t.ok(result, `the round ended (${Date.now() - started} ms)`)
+  if (result === undefined) return
+  t.equal(result.errors, 10, 'each of its 10 requests is one error')
+  t.same(result.statuses, {})
+  t.equal(result.expectedShare, 0)
 })
 
 t.test('npm run bench runs the bench through exec: a SIGTERM npm passes on reaches it, not a shell that dies alone', async (t) => {
