@@ -1,6 +1,6 @@
 // OpenID Connect providers (auth.sso): discovery, signing keys and access-token checks with jose and openid-client; no Fastify here.
 import { createHash } from 'node:crypto'
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose'
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose'
 import * as client from 'openid-client'
 import { SSO_ALGORITHMS, type SsoProviderConfig } from '../../schemas/config.js'
 import type { UserType } from '../../schemas/users.js'
@@ -217,13 +217,30 @@ export class SsoProvider {
     let payload: JWTPayload
     /** the key set the token's key came from */
     const used: { keys?: KeyLookup } = {}
-    const check = async (): Promise<JWTPayload> => (await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws, used), {
+    const options: JWTVerifyOptions = {
       issuer: this.config.issuer,
       audience: this.config.audience,
       algorithms,
       clockTolerance: NBF_SKEW_SECONDS,
       requiredClaims: ['exp', 'sub']
-    })).payload
+    }
+    const check = async (): Promise<JWTPayload> => {
+      try {
+        return (await jwtVerify(token, async (header, jws) => await this.key(jwksUri, header, jws, used), options)).payload
+      } catch (err) {
+        // Several keys fit the header (its kid twice in the set, or no kid and more than one key of
+        // its type): jose leaves trying them to the caller. The one whose signature verifies wins.
+        if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw err
+        for await (const key of err) {
+          try {
+            return (await jwtVerify(token, key, options)).payload
+          } catch (keyErr) {
+            if (!(keyErr instanceof errors.JWSSignatureVerificationFailed)) throw keyErr
+          }
+        }
+        throw new errors.JWSSignatureVerificationFailed()
+      }
+    }
     try {
       try {
         payload = await check()
