@@ -1,5 +1,5 @@
 // OpenID Connect providers (auth.sso): discovery, signing keys and access-token checks with jose and openid-client; no Fastify here.
-import { createHash } from 'node:crypto'
+import { createHash, X509Certificate } from 'node:crypto'
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose'
 import * as client from 'openid-client'
 import { SSO_ALGORITHMS, type SsoProviderConfig } from '../../schemas/config.js'
@@ -327,7 +327,7 @@ export class SsoProvider {
           signal: AbortSignal.timeout(this.config.timeoutMs)
         })
         if (response.status !== 200) throw new Error(`HTTP ${response.status}`)
-        this.keys = createLocalJWKSet(await response.json() as Parameters<typeof createLocalJWKSet>[0])
+        this.keys = createLocalJWKSet(keysFromCertificates(await response.json()) as Parameters<typeof createLocalJWKSet>[0])
         this.keysAt = Date.now()
         this.keysFailed = false
       } catch (err) {
@@ -437,6 +437,27 @@ function isIdToken (payload: JWTPayload): boolean {
 
 /** Claims an access token has and an ID token does not: the client it was issued to, the scope granted. */
 const ACCESS_TOKEN_CLAIMS = ['azp', 'client_id', 'appid', 'cid', 'scope', 'scp']
+
+/**
+ * A key set whose keys carry their public key only as a certificate (`x5c`, without `n`/`e` or `x`/`y`,
+ * which RFC 7517 allows): the key is taken from the first certificate, since jose imports a key from
+ * those members only and refused every token it signed. Other keys and sets are left as they are.
+ */
+function keysFromCertificates (jwks: unknown): unknown {
+  if (jwks === null || typeof jwks !== 'object' || !Array.isArray((jwks as { keys?: unknown }).keys)) return jwks
+  const keys = (jwks as { keys: unknown[] }).keys.map((jwk) => {
+    if (jwk === null || typeof jwk !== 'object') return jwk
+    const { x5c, n, x } = jwk as { x5c?: unknown, n?: unknown, x?: unknown }
+    if (!Array.isArray(x5c) || typeof x5c[0] !== 'string' || n !== undefined || x !== undefined) return jwk
+    try {
+      const fromCertificate = new X509Certificate(Buffer.from(x5c[0], 'base64')).publicKey.export({ format: 'jwk' })
+      return { ...jwk, ...fromCertificate }
+    } catch {
+      return jwk // not a certificate: refused as before when a token needs it
+    }
+  })
+  return { ...jwks, keys }
+}
 
 /** An error for the log: its name, code, message and the message of its cause (openid-client puts the failed check there). */
 export function describeError (err: unknown): string {

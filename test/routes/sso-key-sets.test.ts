@@ -1,12 +1,18 @@
 // Key sets shaped as providers other than oidc-provider publish them: a kid given to two keys, keys
-// without kid. Served by a plain HTTP server with a configured jwksUri (no discovery), tokens signed here.
+// without kid, keys carried only as a certificate (x5c). Served by a plain HTTP server with a
+// configured jwksUri (no discovery), tokens signed here.
+import { execFileSync } from 'node:child_process'
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
+import { join } from 'node:path'
+import { exportJWK, generateKeyPair, importPKCS8, SignJWT, type CryptoKey, type JWK } from 'jose'
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import { build } from '../helpers/build.js'
+import { tempDir } from '../helpers/temp.js'
 import type { Config } from '../../src/config.js'
 
 const AUDIENCE = 'https://gateway.test/api'
@@ -58,4 +64,20 @@ t.test('several keys fit a token\'s header (its kid twice, or no kid): the one w
   const { call: callNoKid, sign: signNoKid } = await setup(t, () => [plain1.jwk, plain2.jwk])
   t.equal((await callNoKid(await signNoKid(plain1, {}))).statusCode, 200, 'no kid anywhere, first key')
   t.equal((await callNoKid(await signNoKid(plain2, {}))).statusCode, 200, 'no kid anywhere, second key')
+})
+
+t.test('a key published only as a certificate (x5c, no n and e) verifies its tokens', async (t) => {
+  const dir = tempDir(t, 'pg-x5c-')
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=ADFS Signing'], { stdio: 'ignore' })
+  const cert = new X509Certificate(readFileSync(join(dir, 'cert.pem')))
+  const x5t = createHash('sha1').update(cert.raw).digest('base64url')
+  const key: Key = {
+    privateKey: await importPKCS8(createPrivateKey(readFileSync(join(dir, 'key.pem'))).export({ type: 'pkcs8', format: 'pem' }) as string, 'RS256'),
+    jwk: { kty: 'RSA', use: 'sig', kid: x5t, x5t, x5c: [cert.raw.toString('base64')] }
+  }
+  const enc = await rsaKey({ kid: 'enc', use: 'enc', alg: 'RSA-OAEP' })
+  const { call, sign } = await setup(t, () => [enc.jwk, key.jwk])
+  t.equal((await call(await sign(key, {}, x5t))).statusCode, 200, 'the certificate\'s key checks the signature')
+  const other = await rsaKey()
+  t.equal((await call(await sign(other, {}, x5t))).statusCode, 401, 'and refuses another key\'s')
 })
