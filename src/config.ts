@@ -391,10 +391,13 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
       const value = provider[field]
       if (typeof value !== 'string') continue
       const url = parseUrl(value)
+      // Nothing is fetched from an issuer with a jwksUri and no browser login: it is only compared with
+      // the tokens' iss, which ADFS writes into its access tokens as http://<host>/adfs/services/trust.
+      const fetched = field === 'jwksUri' || provider.jwksUri === undefined || provider.clientId !== undefined
       if (url === undefined || url.search !== '' || url.hash !== '') {
         problems.push(`${key}.${field}: expected an absolute URL without query or fragment, got ${JSON.stringify(value)}`)
-      } else if (!isHttpsOrLoopback(url)) {
-        problems.push(`${key}.${field}: expected https:// (plain http only on loopback, for tests), got ${JSON.stringify(value)}`)
+      } else if (fetched && !isHttpsOrLoopback(url)) {
+        problems.push(`${key}.${field}: expected https:// (plain http only on loopback, for tests${field === 'issuer' ? '; or with a jwksUri and no browser login, where the issuer is only compared with the tokens\' iss' : ''}), got ${JSON.stringify(value)}`)
       }
     }
     const browser = [provider.clientId, provider.redirectUri].filter((v) => v !== undefined).length

@@ -214,23 +214,28 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   t.same(validateConfig(base).auth.sso, [], 'no provider unless configured')
   t.same(loadConfig({ env: {}, dataDir: tempDir(t, 'pg-config-') }).config.auth.sso, [], 'the demo has none')
   t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, issuer: 'http://127.0.0.1:8080/realms/test', jwksUri: 'http://[::1]:8080/keys' }] } }).auth.sso?.[0].jwksUri, 'http://[::1]:8080/keys', 'http on loopback')
+  const adfs = { ...provider, id: 'adfs', issuer: 'http://adfs.example.com/adfs/services/trust', jwksUri: 'https://adfs.example.com/adfs/discovery/keys' }
+  t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [adfs] } }).auth.sso?.[0].issuer, adfs.issuer, 'an http issuer only compared with the tokens\' iss (ADFS access tokens), its keys from an https jwksUri')
 
   const problems = problemsOf(() => validateConfig({
     ...base,
     auth: {
       ...base.auth,
       sso: [
-        { ...provider, issuer: 'http://idp.example.com/realms/w', jwksUri: 'ftp://idp/keys', algorithms: ['HS256'] },
+        { ...provider, issuer: 'http://idp.example.com/realms/w', algorithms: ['HS256'] },
         { ...provider, issuer: 'not a url', typeMap: { x: 'root' }, clientId: 'web' },
         { ...provider, id: 'Bad Id', issuer: 'https://kc.example.com/realms/w?x=1', redirectUri: 'https://gw.example.com/wrong', clientId: 'web', clientSecret: 'hunter2-hunter2' },
         { ...provider, clientSecret: 'never-shown-secret' },
-        { ...provider, id: 'no-openid', issuer: 'https://idp.example.com/4', clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/no-openid/callback', scope: 'profile email openid-like' }
+        { ...provider, id: 'no-openid', issuer: 'https://idp.example.com/4', clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/no-openid/callback', scope: 'profile email openid-like' },
+        { ...provider, id: 'adfs-web', issuer: 'http://adfs.example.com/adfs/services/trust', jwksUri: 'ftp://idp/keys', clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/adfs-web/callback' }
       ]
     }
   }))
   const text = problems.join('\n')
   t.match(text, /auth\.sso\.0\.issuer: expected https:\/\/ \(plain http only on loopback/)
-  t.match(text, /auth\.sso\.0\.jwksUri: expected https:\/\//)
+  t.match(text, /auth\.sso\.0\.issuer: .*or with a jwksUri and no browser login, where the issuer is only compared with the tokens' iss/, 'the way out for an issuer that is only compared')
+  t.match(text, /auth\.sso\.5\.jwksUri: expected https:\/\//)
+  t.match(text, /auth\.sso\.5\.issuer: expected https:\/\//, 'a browser login fetches the discovery document from the issuer')
   t.match(text, /auth\.sso\.0\.algorithms\.0/, 'HS256 is not an identity-provider algorithm')
   t.match(text, /auth\.sso\.1\.issuer: expected an absolute URL/)
   t.match(text, /auth\.sso\.1\.typeMap\.x/)
