@@ -123,6 +123,7 @@ t.test('tokens that are not right are refused with 401', async (t) => {
   t.ok(await idp.sign({ ...good, nbf: now + 30 }).then(call).then((r) => r.statusCode === 200), 'nbf 30 s ahead is within the skew')
   t.match(logs.join('\n'), /identity provider token refused/, 'the log says a provider token was refused')
   t.match(logs.join('\n'), /unexpected \\"aud\\" claim value/, '… and why')
+  t.match(logs.join('\n'), /its aud is \\"https:\/\/other\.test\/api\\", the configured audience \\"https:\/\/gateway\.test\/api\\" \(auth\.sso audience\)/, '… with the token\'s aud and the configured one: a mistyped audience shows at once')
   t.notMatch(logs.join('\n'), /eyJ[\w-]+\.eyJ/, 'no token in the log')
 })
 
