@@ -344,6 +344,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
         } catch (err) {
           const iss = sso.foreignIssuer(token)
           if (iss !== undefined) request.log.info({ iss, issuers: sso.issuers }, 'identity provider token refused: its iss is no configured issuer (auth.sso issuer)')
+          const refused = sso.refusedAlgorithm(token)
+          if (refused !== undefined) request.log.info(refused, 'identity provider token refused: its alg is none a provider may sign with (RS*, PS*, ES*, EdDSA: a key pair, never a shared secret or none); set the provider to sign with a key pair')
           throw err
         }
         verified.set(token, claims)

@@ -400,14 +400,33 @@ export class SsoProviders {
     return iss !== undefined && !this.byIssuer.has(iss) ? iss.slice(0, 200) : undefined
   }
 
+  /**
+   * The provider whose issuer a token names although its `alg` is none a provider may sign with, and
+   * that alg, for the log: it is refused as one of the gateway's own, and nothing else would say why
+   * (Authentik signs with HS256 and the client secret when its provider has no signing key; an
+   * application at Auth0 can be set to HS256).
+   */
+  refusedAlgorithm (token: string): { provider: string, alg: string } | undefined {
+    const claimed = this.claimed(token)
+    if (claimed === undefined || claimed.asymmetric) return undefined
+    const provider = this.byIssuer.get(claimed.iss)
+    return provider === undefined ? undefined : { provider: provider.id, alg: claimed.alg.slice(0, 20) }
+  }
+
   /** The unverified `iss` of a token whose `alg` is one providers sign with; undefined when no provider is configured. */
   private signedIssuer (token: string): string | undefined {
+    const claimed = this.claimed(token)
+    return claimed?.asymmetric === true ? claimed.iss : undefined
+  }
+
+  /** A token's unverified `iss` and `alg`, when it has both; undefined when no provider is configured. */
+  private claimed (token: string): { iss: string, alg: string, asymmetric: boolean } | undefined {
     if (this.byIssuer.size === 0) return undefined
     try {
       const { alg } = decodeProtectedHeader(token)
-      if (typeof alg !== 'string' || !(SSO_ALGORITHMS as readonly string[]).includes(alg)) return undefined
+      if (typeof alg !== 'string') return undefined
       const { iss } = decodeJwt(token)
-      return typeof iss === 'string' ? iss : undefined
+      return typeof iss === 'string' ? { iss, alg, asymmetric: (SSO_ALGORITHMS as readonly string[]).includes(alg) } : undefined
     } catch {
       return undefined
     }

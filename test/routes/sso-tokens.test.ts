@@ -124,6 +124,8 @@ t.test('tokens that are not right are refused with 401', async (t) => {
   t.match(logs.join('\n'), /identity provider token refused/, 'the log says a provider token was refused')
   t.match(logs.join('\n'), /unexpected \\"aud\\" claim value/, '… and why')
   t.match(logs.join('\n'), /its aud is \\"https:\/\/other\.test\/api\\", the configured audience \\"https:\/\/gateway\.test\/api\\" \(auth\.sso audience\)/, '… with the token\'s aud and the configured one: a mistyped audience shows at once')
+  const algorithms = logs.map((l) => JSON.parse(l)).filter((entry) => /its alg is none a provider may sign with/.test(entry.msg))
+  t.same(algorithms.map((entry) => [entry.provider, entry.alg]), [['warehouse', 'HS256'], ['warehouse', 'HS256'], ['warehouse', 'none'], ['warehouse', 'none']], 'a token naming the provider\'s issuer but signed with a secret (a provider without a signing key) says why')
   t.notMatch(logs.join('\n'), /eyJ[\w-]+\.eyJ/, 'no token in the log')
 })
 
@@ -177,7 +179,7 @@ t.test('an ID token is not an access token, even where audience lists the client
 
 t.test('gateway tokens and provider tokens stay apart', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t)
-  const handedToProvider = () => logs.filter((line) => line.includes('identity provider token refused')).length
+  const handedToProvider = () => logs.filter((line) => JSON.parse(line).msg === 'identity provider token refused').length
   const gateway = decode(ctx.adminToken)
   // A provider token that copies the gateway's own claims: sub 1 is the admin's id here.
   idp.claims.set('erp', { roles: ['gateway-user'], preferred_username: 'copycat' })
@@ -197,6 +199,7 @@ t.test('gateway tokens and provider tokens stay apart', async (t) => {
   const withIss = `${ctx.adminToken.split('.')[0]}.${b64({ ...gateway, iss: idp.issuer })}.${sig}`
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users', headers: bearer(withIss) })).statusCode, 401)
   t.equal(handedToProvider(), 1, 'an HS256 token naming the provider\'s issuer is never handed to the provider')
+  t.ok(logs.some((line) => /"provider":"warehouse","alg":"HS256".*its alg is none a provider may sign with/.test(line)), 'the log says why it is refused')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(ctx.adminToken) })).statusCode, 200, 'the gateway\'s own token still works')
 })
 
