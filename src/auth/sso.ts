@@ -484,6 +484,8 @@ function keysFromCertificates (jwks: unknown): unknown {
 export function describeError (err: unknown): string {
   if (!(err instanceof Error)) return String(err)
   const code = (err as { code?: unknown }).code
-  const cause = err.cause instanceof Error ? ` (${err.cause.message})` : ''
+  // openid-client gives the provider's response as the cause of an unexpected status, which its message does not name
+  const status = (err.cause as { status?: unknown } | undefined)?.status
+  const cause = err.cause instanceof Error ? ` (${err.cause.message})` : typeof status === 'number' ? ` (HTTP ${status})` : ''
   return `${err.name}${typeof code === 'string' ? ` ${code}` : ''}: ${err.message}${cause}`
 }

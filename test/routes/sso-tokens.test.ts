@@ -1,6 +1,9 @@
 // Identity-provider access tokens as Bearer tokens, against a real OpenID provider (oidc-provider) on loopback.
 import { createHmac } from 'node:crypto'
-import { generateKeyPair } from 'jose'
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { generateKeyPair, SignJWT } from 'jose'
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import { build, type TestContext } from '../helpers/build.js'
@@ -722,6 +725,24 @@ t.test('a provider that hangs or is down before its keys are known', async (t) =
   const soon = Date.now()
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 503)
   t.ok(Date.now() - soon < 300, 'a failure is remembered: no new wait until the retry time')
+})
+
+t.test('a discovery document the provider answers with an error status: 503, and the log names the status', async (t) => {
+  // a provider in maintenance (503), or a proxy that refuses the host (403): the operator needs to tell them apart
+  const server = createServer((req, res) => { res.writeHead(503, { 'content-type': 'text/html' }).end('<html>maintenance</html>') })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { server.close() })
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}/realms/warehouse`
+  const logs: string[] = []
+  const sso: SsoOverrides = { id: 'warehouse', issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 }
+  const ctx = await build(t, { auth: { sso: [sso as Config['auth']['sso'][number]], revocationCacheMs: 0 }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const { privateKey } = await generateKeyPair('RS256')
+  const now = Math.floor(Date.now() / 1000)
+  const token = await new SignJWT({ iss: issuer, aud: AUDIENCE, sub: 'erp', iat: now, exp: now + 300 }).setProtectedHeader({ alg: 'RS256', kid: 'k' }).sign(privateKey)
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
+  t.same(res.json(), UNAVAILABLE)
+  t.match(logs.join('\n'), /discovery at .* failed: .*unexpected HTTP response status code \(HTTP 503\)/, 'the log says which status the provider answered')
 })
 
 t.test('a configured jwksUri and algorithms: no discovery; a key set that cannot be fetched', async (t) => {
