@@ -186,7 +186,8 @@ export class SsoProvider {
           execute: [...(insecure ? [client.allowInsecureRequests] : []), ...(clientId === undefined ? [] : [client.enableNonRepudiationChecks])]
         })
     } catch (err) {
-      throw new SsoError(`discovery at ${issuer}/.well-known/openid-configuration failed: ${describeError(err)}`, { unavailable: true, cause: err })
+      // the address openid-client asked: an issuer's trailing slash (Auth0, Authentik) is not doubled
+      throw new SsoError(`discovery at ${issuer.replace(/\/$/, '')}/.well-known/openid-configuration failed: ${describeError(err)}`, { unavailable: true, cause: err })
     }
   }
 

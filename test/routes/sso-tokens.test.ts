@@ -743,6 +743,13 @@ t.test('a discovery document the provider answers with an error status: 503, and
   const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
   t.same(res.json(), UNAVAILABLE)
   t.match(logs.join('\n'), /discovery at .* failed: .*unexpected HTTP response status code \(HTTP 503\)/, 'the log says which status the provider answered')
+
+  // an issuer with a trailing slash (Auth0, Authentik): the address the log names is the one asked
+  const slashed = await build(t, { auth: { sso: [{ ...sso, issuer: `${issuer}/` } as Config['auth']['sso'][number]], revocationCacheMs: 0 }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const before = logs.length
+  const slashedToken = await new SignJWT({ iss: `${issuer}/`, aud: AUDIENCE, sub: 'erp', iat: now, exp: now + 300 }).setProtectedHeader({ alg: 'RS256', kid: 'k' }).sign(privateKey)
+  t.equal((await slashed.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${slashedToken}` } })).statusCode, 503)
+  t.match(logs.slice(before).join('\n'), `discovery at ${issuer}/.well-known/openid-configuration failed`, 'no doubled slash')
 })
 
 t.test('a configured jwksUri and algorithms: no discovery; a key set that cannot be fetched', async (t) => {
