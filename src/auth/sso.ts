@@ -262,6 +262,8 @@ export class SsoProvider {
       if (err instanceof errors.JWTExpired) throw new SsoError('the token has expired', { expired: true })
       if (err instanceof errors.JWKSNoMatchingKey) throw new SsoError(`no key in the provider's key set matches the token's kid (keys fetched ${this.keysAt === 0 ? 'never' : new Date(this.keysAt).toISOString()})`)
       // a mistyped or wrong audience is a likely configuration mistake: the log shows both sides, as for iss
+      // so is a provider that signs with an algorithm not accepted (a Keycloak realm set to RS384 against the advertised default)
+      if (err instanceof errors.JOSEAlgNotAllowed) throw new SsoError(`the token was refused: ${describeError(err)}; its alg is ${String(decodeProtectedHeader(token).alg).slice(0, 20)}, the accepted ones ${algorithms.join(', ')} (auth.sso algorithms)`)
       if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'aud') throw new SsoError(`the token was refused: ${describeError(err)}; its aud is ${JSON.stringify(err.payload.aud ?? null).slice(0, 200)}, the configured audience ${JSON.stringify(this.config.audience)} (auth.sso audience)`)
       throw new SsoError(`the token was refused: ${describeError(err)}`)
     }

@@ -19,13 +19,13 @@ const AUDIENCE = 'https://gateway.test/api'
 
 interface Key { privateKey: CryptoKey, jwk: JWK }
 
-async function rsaKey (members: JWK = {}): Promise<Key> {
-  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
+async function rsaKey (members: JWK = {}, alg = 'RS256'): Promise<Key> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true })
   return { privateKey, jwk: { ...await exportJWK(publicKey), use: 'sig', ...members } }
 }
 
 /** A provider that is only a key set: the tests choose what it publishes. */
-async function setup (t: Test, published: () => JWK[]): Promise<{ call: (token: string) => Promise<LightMyRequestResponse>, sign: (key: Key, claims: Record<string, unknown>, kid?: string) => Promise<string>, logs: string[] }> {
+async function setup (t: Test, published: () => JWK[]): Promise<{ call: (token: string) => Promise<LightMyRequestResponse>, sign: (key: Key, claims: Record<string, unknown>, kid?: string, alg?: string) => Promise<string>, logs: string[] }> {
   const server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: published() }))
   })
@@ -39,10 +39,10 @@ async function setup (t: Test, published: () => JWK[]): Promise<{ call: (token: 
   let n = 0
   return {
     call: async (token) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } }),
-    sign: async (key, claims, kid) => {
+    sign: async (key, claims, kid, alg = 'RS256') => {
       const now = Math.floor(Date.now() / 1000)
       return await new SignJWT({ iss: issuer, aud: AUDIENCE, sub: `s-${++n}`, preferred_username: `person-${n}`, roles: ['gateway-user'], iat: now, exp: now + 300, ...claims })
-        .setProtectedHeader({ alg: 'RS256', typ: 'JWT', ...(kid === undefined ? {} : { kid }) }).sign(key.privateKey)
+        .setProtectedHeader({ alg, typ: 'JWT', ...(kid === undefined ? {} : { kid }) }).sign(key.privateKey)
     },
     logs
   }
@@ -80,4 +80,11 @@ t.test('a key published only as a certificate (x5c, no n and e) verifies its tok
   t.equal((await call(await sign(key, {}, x5t))).statusCode, 200, 'the certificate\'s key checks the signature')
   const other = await rsaKey()
   t.equal((await call(await sign(other, {}, x5t))).statusCode, 401, 'and refuses another key\'s')
+})
+
+t.test('a provider that signs with an algorithm not accepted: 401, and the log names its alg and the accepted ones', async (t) => {
+  const key = await rsaKey({ kid: 'rs384' }, 'RS384')
+  const { call, sign, logs } = await setup(t, () => [key.jwk])
+  t.equal((await call(await sign(key, {}, 'rs384', 'RS384'))).statusCode, 401)
+  t.match(logs.join('\n'), /its alg is RS384, the accepted ones RS256 \(auth\.sso algorithms\)/, 'what to add to algorithms')
 })
