@@ -40,13 +40,13 @@ export const licenceLimit = (logins: number): ApiError =>
 export const tooManyRequests = (retryAfterSeconds: number, message: string): ApiError =>
   new ApiError(429, 'TOO_MANY_REQUESTS', message, { headers: { 'retry-after': String(retryAfterSeconds) } })
 export const badRequest = (message: string, code = 'BAD_REQUEST'): ApiError => new ApiError(400, code, message)
-/** An identity provider that cannot be reached (discovery, key set): a fault, not the caller's token. */
+/** An identity provider that cannot be reached (discovery, key set): a fault, not the caller's token; logged with its reason where it is noticed, so its 503 without a stack. */
 export const ssoUnavailable = (id: string): ApiError =>
-  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' cannot be reached; try again shortly`, { headers: { 'retry-after': '10' } })
+  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' cannot be reached; try again shortly`, { headers: { 'retry-after': '10' }, expected: true })
 
 /** The provider refused the gateway's own client at its token endpoint: a fault of the installation, not of the person signing in. */
 export const clientRefused = (id: string): ApiError =>
-  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' refused the gateway's client; the administrator must check its client id and client secret`, { headers: { 'retry-after': '10' } })
+  new ApiError(503, 'SSO_UNAVAILABLE', `The identity provider '${id}' refused the gateway's client; the administrator must check its client id and client secret`, { headers: { 'retry-after': '10' }, expected: true })
 
 export function statusText (statusCode: number): string {
   return STATUS_CODES[statusCode] ?? 'Error'
