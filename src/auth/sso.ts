@@ -332,7 +332,11 @@ export class SsoProvider {
           signal: AbortSignal.timeout(this.config.timeoutMs)
         })
         if (response.status !== 200) throw new Error(`HTTP ${response.status}`)
-        this.keys = createLocalJWKSet(keysFromCertificates(await response.json()) as Parameters<typeof createLocalJWKSet>[0])
+        const set: unknown = await response.json()
+        // an empty set is the provider's fault (a restart before its keys are loaded), not a withdrawal of every
+        // key: taken as it is, it would refuse every token until the next fetch; the keys in use stay instead
+        if (set === null || typeof set !== 'object' || !Array.isArray((set as { keys?: unknown }).keys) || (set as { keys: unknown[] }).keys.length === 0) throw new Error('the key set holds no keys')
+        this.keys = createLocalJWKSet(keysFromCertificates(set) as Parameters<typeof createLocalJWKSet>[0])
         this.keysAt = Date.now()
         this.keysFailed = false
       } catch (err) {

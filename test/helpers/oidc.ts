@@ -34,6 +34,8 @@ export interface TestProvider {
   mode: 'up' | 'hang'
   /** when set, the token endpoint gives this answer instead of its own (another provider's words) */
   tokenAnswer?: { status: number, body: Record<string, unknown>, headers?: Record<string, string> }
+  /** when set, the key set's address gives this body instead of the provider's keys (a provider's faulty answer) */
+  jwksAnswer?: Record<string, unknown>
   /** a client-credentials access token, minted by the provider */
   clientCredentials (clientId: string): Promise<string>
   /** signs any payload with one of the provider's private keys (default: the current one) */
@@ -78,6 +80,10 @@ export async function startProvider (options: { redirectUri?: string } = {}): Pr
       return
     }
     if (url.startsWith(`${REALM_PATH}/jwks`)) state.jwksRequests++
+    if (state.jwksAnswer !== undefined && url.startsWith(`${REALM_PATH}/jwks`)) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(state.jwksAnswer))
+      return
+    }
     if (url.startsWith(`${REALM_PATH}/.well-known/openid-configuration`)) state.discoveryRequests++
     if (url.startsWith('/interaction/')) {
       void interaction(req, res)

@@ -556,6 +556,24 @@ t.test('a key the provider withdrew: a token it signed, accepted before, is refu
   t.equal(provider.signatureChecks, 3, 'and remembered: checked once per key set')
 })
 
+t.test('an empty key set from the provider is a failed fetch: the keys in use stay, an unknown kid is a 503', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { timing: { jwksCooldownMs: 200, retryMs: 200 } })
+  const provider = ctx.app.auth.sso.byId.get('warehouse')!
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 200)
+  idp.jwksAnswer = { keys: [] }
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  const other = await idp.sign(decode(token), { header: { kid: 'rotated' } })
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(other) })).json(), UNAVAILABLE, 'an unknown kid while the set is empty: not known to be wrong')
+  t.equal(provider.jwksFetches, 2, 'the set was fetched')
+  t.match(logs.join('\n'), /fetching the key set .* failed: Error: the key set holds no keys/)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })).statusCode, 200, 'a token of the key in use still works (before: 401 until the next fetch)')
+  idp.jwksAnswer = undefined
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(other) })).statusCode, 401, 'the keys back: the unknown kid is refused as before')
+})
+
 t.test('new key material under the same kid (a provider restarted with generated keys): fetched again once the cooldown allows, not refused for the keys\' whole age', async (t) => {
   // made first: an RSA key takes a while, and the checks below must fall inside one cooldown (3 s: a
   // loaded machine stalls for about a second)
