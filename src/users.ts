@@ -213,7 +213,8 @@ export class UserService {
    * saying why; the caller logs it.
    */
   async ssoUser (identity: SsoIdentity, stale?: (row: Row) => boolean): Promise<Row> {
-    const row = await this.opts.repo.findOne('passwordHash', identity.marker)
+    // exactly: under a collation that ignores case, a subject 'Jane' must not find the row of 'jane'
+    const row = await this.opts.repo.findExact('passwordHash', identity.marker)
     if (row === undefined) {
       const created = await this.createSso(identity)
       this.opts.audit?.({ userId: created.id, username: created.username, type: created.type }, 'single sign-on: user created by its first token')
@@ -257,7 +258,7 @@ export class UserService {
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err
       // Another request created it (or took the name) in the meantime.
-      const again = await this.opts.repo.findOne('passwordHash', identity.marker)
+      const again = await this.opts.repo.findExact('passwordHash', identity.marker)
       if (again !== undefined) return again
       const other = await this.opts.repo.findOne('username', username)
       throw other === undefined ? err : usernameTaken(username, other)

@@ -378,6 +378,17 @@ export class Repository {
     }))
   }
 
+  /**
+   * The first row (lowest id) whose field reads exactly `value`. The database compares as the column's
+   * collation does, which may also match another case or trailing blanks (a default SQL Server collation,
+   * a SQLite column declared COLLATE NOCASE): those rows are passed over. At most 20 are looked at.
+   */
+  async findExact (field: string, value: string): Promise<Row | undefined> {
+    if (!Object.hasOwn(this.def.fields, field)) throw new BadQueryError(`Unknown field '${field}'`)
+    const rows = await this.all(this.db, this.sql.list({ filters: [{ field, op: 'eq', values: [this.convert(field, this.def.fields[field], value)] }], sort: [{ field: this.id, desc: false }], limit: 20 }))
+    return rows.find((row) => row[field] === value)
+  }
+
   /** The first row (lowest id) the filters match, read through `ex` (a transaction's, to see what it holds locked). */
   async findFirst (filters: Filter[], ex: Executor = this.db): Promise<Row | undefined> {
     return await this.first(ex, this.sql.list({ filters, sort: [{ field: this.id, desc: false }], limit: 1 }))

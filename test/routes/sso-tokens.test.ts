@@ -321,6 +321,28 @@ t.test('a user table with columns narrower than the API\'s: a long name is cut t
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 2, 'no row for it')
 })
 
+t.test('subjects that differ only in case are two identities with a row each, also where the password column ignores case', async (t) => {
+  const idp = await startProvider()
+  t.teardown(() => idp.close())
+  const ctx = await build(t, {
+    auth: { sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 }
+  }, async (db) => {
+    // SQL Server's usual collations ignore case; on SQLite the column is declared so
+    for (const text of createTableStatements(db.dialect, usersDef, referenceMappings.users)) {
+      await db.execute({ text: db.dialect === 'sqlite' ? text.replace(/("?password_hash"?) (VARCHAR\(\d+\))/i, '$1 $2 COLLATE NOCASE') : text, params: [] })
+    }
+  })
+  idp.claims.set('erp', { roles: ['gateway-user'], preferred_username: 'erp' })
+  const base = decode(await idp.clientCredentials('erp'))
+  const as = async (sub: string, name: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers: { authorization: `Bearer ${await idp.sign({ ...base, sub, preferred_username: name })}` } })
+  t.equal((await as('Jane', 'jane.upper')).statusCode, 200)
+  t.equal((await as('jane', 'jane.lower')).statusCode, 200)
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users?source=sso&sort=id', headers: ctx.auth(ctx.adminToken) })).json().data as Array<{ username: string }>
+  t.same(rows.map((row) => row.username), ['jane.upper', 'jane.lower'], 'before: jane signed in as Jane\'s row')
+  t.equal((await as('Jane', 'jane.upper')).statusCode, 200, 'each finds its own row again')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?source=sso', headers: ctx.auth(ctx.adminToken) })).json().data.length, 2)
+})
+
 t.test('a name longer than 200 characters is cut to the display-name column, or kept whole where the column has no length', async (t) => {
   const name = `${'Warehouse ERP of the north site, '.repeat(8)}end`
   t.ok(name.length > 200 && name.length < 300)
