@@ -354,7 +354,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings, { passwordHashLength: argon2HashLength(config.auth.argon2) })
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)), ...await sharedAddressNotes(database, mappings, config.hardware)]) io.out(`Note: ${note}`)
+      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)), ...await sharedAddressNotes(database, mappings, config.hardware)]) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -550,6 +550,30 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       if (u > 0) notes.push(`${name}.${field}: ${u} row${u === 1 ? ' holds' : 's hold'} text that is no time SQLite reads (such as ${JSON.stringify(String(row?.example).slice(0, 40))}): the API shows null, and ${field === 'modifiedAt' ? 'modifiedSince and ' : ''}the time filters on ${field} never find ${u === 1 ? 'it' : 'them'} (sorting puts ${u === 1 ? 'it' : 'them'} with the rows without a time)${field === 'modifiedAt' ? `, so an incremental sync misses ${u === 1 ? 'it' : 'them'}` : ''}; have the picking system write ISO 8601 text, and correct or clear these values (README, "Values the declared type does not bind")`)
       const n = Number(row?.n ?? 0)
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
+    }
+  }
+  return notes
+}
+
+/**
+ * SQLite: rows whose number column (a declared number type: INTEGER, REAL, NUMERIC, DECIMAL) holds text
+ * its affinity could not make a number of ('12,500', '1.250,000', 'n/a'): the API shows null there, but
+ * filters and sorting compare the stored text, so [null] does not find such a row and [gt]17.5 does.
+ * `columns`: as inspectStorage read them.
+ */
+async function textInNumberNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
+  if (db.dialect !== 'sqlite') return []
+  const notes: string[] = []
+  const d = dialectFor('sqlite')
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    for (const [field, def] of Object.entries(resources[name].fields)) {
+      const info = mapping.columns[field] === undefined ? undefined : columnNamed(columns[name], mapping.columns[field])
+      if ((def.kind !== 'number' && def.kind !== 'integer') || info === undefined || mapping.values?.[field] !== undefined) continue
+      if (!['integer', 'float', 'decimal'].includes(categoryOf('sqlite', info, def.kind))) continue
+      const c = d.ident(info.name)
+      const [row] = await db.query({ text: `SELECT SUM(CASE WHEN typeof(${c}) IN ('text', 'blob') THEN 1 ELSE 0 END) AS n, MAX(CASE WHEN typeof(${c}) = 'text' THEN ${c} END) AS example FROM ${d.table(mapping)}`, params: [] })
+      const n = Number(row?.n ?? 0)
+      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds' : 's hold'} text that is no number in column '${info.name}' (${info.type.toLowerCase()})${row?.example === null || row?.example === undefined ? '' : `, such as ${JSON.stringify(String(row.example).slice(0, 40))}`}: the API shows null, but filters and sorting compare the stored text (${field}=[null] does not find ${n === 1 ? 'it' : 'them'}, [gt] may); have the picking system write numbers, and correct these values (README, "Values the declared type does not bind")`)
     }
   }
   return notes
