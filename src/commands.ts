@@ -17,7 +17,7 @@ import { idField, resources, stationInUse, type ResourceName } from './db/resour
 import { Repository, type Id } from './db/repository.js'
 import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
-import { toUser, UserService } from './users.js'
+import { countLicensed, toUser, UserService } from './users.js'
 import { SSO_MARKER_PREFIX } from './auth/sso.js'
 import { PASSWORD_LENGTH, Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
 import { Value } from '@sinclair/typebox/value'
@@ -354,7 +354,13 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     const { problems, columns } = await inspectStorage(database, mappings, { passwordHashLength: argon2HashLength(config.auth.argon2) })
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
-      for (const note of [...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns), ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users), ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)), ...await sharedAddressNotes(database, mappings, config.hardware)]) io.out(`Note: ${note}`)
+      const notes = [
+        ...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
+        ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
+        ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
+        ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins)
+      ]
+      for (const note of notes) io.out(`Note: ${note}`)
       return EXIT_OK
     }
     io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
@@ -429,6 +435,23 @@ export async function sharedAddressNotes (db: Database, mappings: Record<Resourc
   if (shared.length === 0) return []
   const named = shared.slice(0, 5).map((rows) => `controllerId '${rows[0].controllerId as string}' address ${rows[0].address as number}: stations ${rows.slice(0, 5).map((row) => `${String(row.id)} (${JSON.stringify(row.name)})`).join(', ')}${rows.length > 5 ? ', …' : ''}`).join('; ')
   return [`stations.address: ${shared.length} controller address${shared.length === 1 ? ' is' : 'es are'} held by more than one enabled station (${named}${shared.length > 5 ? '; …' : ''}): commands to them answer 409 STATION_ADDRESS_SHARED and events there name none of them; give each station its own address, or disable the rows not in use`]
+}
+
+/**
+ * More enabled user and application accounts than licence.logins: the licence is checked where an
+ * account is created or enabled (API, user add, user enable, single sign-on), so rows the picking
+ * system's own program enabled, or a licence lowered since, all go on logging in, which nothing said.
+ */
+export async function licenceNotes (db: Database, mappings: Record<ResourceName, TableMapping>, logins: number): Promise<string[]> {
+  let used: number
+  try {
+    used = await countLicensed(await new Repository(db, resources.users, mappings.users).learn())
+  } catch {
+    // best effort, as the other notes
+    return []
+  }
+  if (used <= logins) return []
+  return [`licence.logins: ${used} user and application accounts are enabled, but the licence allows ${logins}: the gateway checks the licence only when an account is created or enabled, so all of them can log in; disable ${used - logins} (picking-gateway user disable <name>, or {"enabled": false} through the API), or set licence.logins to the logins licensed`]
 }
 
 /**

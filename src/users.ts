@@ -51,6 +51,12 @@ export function firstTokenVersion (repo: Repository): number {
 /** Account types that use a licence login (admins do not). */
 const LICENSED: UserType[] = ['user', 'application']
 
+/** The accounts that use a licence login: enabled, of a type in LICENSED. */
+export async function countLicensed (repo: Repository, opts: { tx?: Executor, lock?: boolean } = {}): Promise<number> {
+  const { filters } = parseListQuery({ enabled: 'true', type: `[or]${LICENSED.join(';')}` }, repo.def)
+  return await repo.count(filters, opts)
+}
+
 export interface UserServiceOptions {
   repo: Repository
   passwords: Passwords
@@ -316,8 +322,7 @@ export class UserService {
 
   /** Inside the write's transaction, with the counted rows locked until it ends (SQL Server: UPDLOCK, HOLDLOCK). */
   private async assertLicence (tx: Executor): Promise<void> {
-    const { filters } = parseListQuery({ enabled: 'true', type: `[or]${LICENSED.join(';')}` }, this.opts.repo.def)
-    const used = await this.opts.repo.count(filters, { tx, lock: true })
+    const used = await countLicensed(this.opts.repo, { tx, lock: true })
     if (used >= this.opts.licenceLogins) throw licenceLimit(this.opts.licenceLogins)
   }
 }

@@ -491,6 +491,27 @@ t.test('check-config notes controller addresses several enabled stations share (
   t.notMatch(await check({ enabled: false }), /stations\.address/, 'an instance that drives no controllers')
 })
 
+t.test('check-config notes more enabled user and application accounts than licence.logins (before: nothing, and all of them logged in)', async (t) => {
+  const { dir, url } = await legacyDatabase(t, (raw) => {
+    // accounts the picking system's own program added and enabled: the gateway's create never saw them
+    const add = raw.prepare("INSERT INTO gateway_users (username, password_hash, type, enabled) VALUES (?, 'x', ?, ?)")
+    add.run('picker1', 'user', 1)
+    add.run('erp', 'application', 1)
+    add.run('picker2', 'user', 0)
+    add.run('admin2', 'admin', 1)
+  })
+  const file = join(dir, 'config.json')
+  const check = async (licence: Record<string, unknown>): Promise<string> => {
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, hardware: { enabled: false }, licence }))
+    const res = io({})
+    t.equal(await main(['check-config', file], res), 0, 'a note, not a problem')
+    return res.stdout.join('\n')
+  }
+  // the disabled user and the admins use no licence login
+  t.match(await check({}), 'Note: licence.logins: 2 user and application accounts are enabled, but the licence allows 1: the gateway checks the licence only when an account is created or enabled, so all of them can log in; disable 1 ')
+  t.notMatch(await check({ logins: 2 }), /licence\.logins:/, 'as many as the licence allows')
+})
+
 t.test('check-config notes stations wired to a controller that hardware.controllers does not list, as the API reads their controllerId', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'g.db')}`
