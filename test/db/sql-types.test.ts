@@ -953,7 +953,7 @@ t.test("a provider's name for a display-name column that counts bytes or UTF-16 
     const columns = referenceColumns(mssqlDialect, users, referenceMappings.users).map((c) => c.name === 'display_name' ? column : c)
     const repo = new Repository({ dialect: 'mssql' } as unknown as Database, users, referenceMappings.users, { columns })
     let written: Row | undefined
-    Object.assign(repo, { findOne: async () => undefined, create: async (row: Row) => (written = row) })
+    Object.assign(repo, { findOne: async () => undefined, findExact: async () => undefined, create: async (row: Row) => (written = row) })
     const service = new UserService({ repo, passwords: {} as unknown as Passwords, licenceLogins: 5, onChange: () => {} })
     await service.ssoUser({ marker: '!sso:warehouse:erp', type: 'admin', username: { name: 'erp' }, displayName: name })
     return written?.displayName
