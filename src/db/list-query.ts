@@ -137,6 +137,12 @@ function timeFilter (field: string, op: FilterOp, raw: string): Filter {
   throw new BadQueryError(`Invalid value for '${field}': the API's times are whole milliseconds, so none equals '${raw}'; use [gte] and [lt] for a range`)
 }
 
+/** true or false in a query string, in any case (True, FALSE); undefined for anything else. */
+function parseBoolean (raw: string): boolean | undefined {
+  const lower = raw.toLowerCase()
+  return lower === 'true' ? true : lower === 'false' ? false : undefined
+}
+
 /** Parses one filter operand by the field's kind; undefined when it is not of that kind. */
 export function parseValue (kind: FieldKind, raw: string): SqlValue | undefined {
   switch (kind) {
@@ -153,7 +159,8 @@ export function parseValue (kind: FieldKind, raw: string): SqlValue | undefined 
       return Number.isFinite(n) ? n : undefined
     }
     case 'boolean':
-      return raw === 'true' ? true : raw === 'false' ? false : undefined
+      // in any case: Python's requests, PowerShell and .NET write a boolean as True
+      return parseBoolean(raw)
     case 'datetime':
       return parseIsoDateTime(raw)
   }
@@ -274,8 +281,9 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
   const offset = offsetRaw === undefined ? undefined : parseCount('offset', offsetRaw, 0)
   let count = false
   if (countRaw !== undefined) {
-    if (countRaw !== 'true' && countRaw !== 'false') throw new BadQueryError(`Query parameter 'count' must be true or false, got '${countRaw}'`)
-    count = countRaw === 'true'
+    const parsed = parseBoolean(countRaw)
+    if (parsed === undefined) throw new BadQueryError(`Query parameter 'count' must be true or false, got '${countRaw}'`)
+    count = parsed
   }
   const sort = parseSort(def, single(query, 'sort'))
 

@@ -23,6 +23,9 @@ t.test('limit, offset, count', async (t) => {
   t.equal(parseListQuery({ offset: '30' }, materials).offset, 30)
   t.equal(parseListQuery({ count: 'true' }, materials).count, true)
   t.equal(parseListQuery({ count: 'false' }, materials).count, false)
+  // Python's requests (params={'count': True}), PowerShell and .NET write True and False (before: 400)
+  t.equal(parseListQuery({ count: 'True' }, materials).count, true)
+  t.equal(parseListQuery({ count: 'FALSE' }, materials).count, false)
   // whatever is wrong, the message states the whole rule: '-5' is an integer, so 'must be an integer' alone misleads
   const limitRule = (got: string): RegExp => new RegExp(`^Query parameter 'limit' must be an integer from 1 to 1000, got '${got}'$`)
   const offsetRule = (got: string): RegExp => new RegExp(`^Query parameter 'offset' must be an integer from 0 to 9007199254740991, got '${got}'$`)
@@ -95,6 +98,8 @@ t.test('fields with a value map: a value not of their kind is a stored code', as
   t.same(parseListQuery({ blocked: '[null]' }, materials, codes).filters, [{ field: 'blocked', op: 'null', values: [] }])
   t.throws(() => parseListQuery({ blocked: 'null' }, materials, codes), /expected true or false, or a stored code \(for rows without a value: \[null\]\), got 'null'/)
   t.throws(() => parseListQuery({ blocked: 'X' }, materials), /Invalid value for 'blocked': expected true or false, got 'X'/, 'without a map: as before')
+  t.same(parseListQuery({ blocked: 'True' }, materials).filters, [{ field: 'blocked', op: 'eq', values: [true] }], 'True as Python and .NET write it')
+  t.same(parseListQuery({ blocked: '[or]False;X' }, materials, codes).filters, [{ field: 'blocked', op: 'or', values: [false, 'X'] }], 'with a map too: False is the boolean, not a code')
   t.same(parseFilter('address', stations.fields.address, '[or]1;S', true), { field: 'address', op: 'or', values: [1, 'S'] })
 })
 
