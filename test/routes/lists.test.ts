@@ -37,6 +37,10 @@ t.test('walking meta.next returns every row once, also while rows change', async
   t.equal(pages, 5)
   t.equal(seen.size, 251, 'every row including the one inserted during the walk')
   t.ok([...seen.values()].every((n) => n === 1), 'no row twice')
+  // as Python's requests (params={'count': True}) and PowerShell send a boolean
+  const capital = await app.inject({ method: 'GET', url: '/api/materials?limit=1&count=True&blocked=False', headers })
+  t.equal(capital.statusCode, 200, capital.body)
+  t.equal(capital.headers['x-total-count'], '251')
 })
 
 t.test('sorting, filters and offset paging through the API', async (t) => {
