@@ -77,9 +77,50 @@ function operationIdOf (method: string, url: string): string {
   return method.toLowerCase() + words.join('')
 }
 
+const HEADER_TEXT = { type: 'string' }
+/** The response headers the gateway sets, as the document names them: a generated client reads them by name. */
+const ETAG = { ETag: { ...HEADER_TEXT, description: 'the version of what was sent: give it back in If-None-Match (a 304 while unchanged) or If-Match (an update or delete of that version only)' } }
+const RESPONSE_HEADERS: Record<string, Json> = {
+  201: { Location: { ...HEADER_TEXT, description: 'the path of the created record, e.g. /api/materials/1201' } },
+  302: { Location: { ...HEADER_TEXT, description: 'where to go next' } },
+  401: { 'WWW-Authenticate': { ...HEADER_TEXT, description: 'Bearer, with error="invalid_token" for an expired or invalid token (RFC 6750)' } },
+  405: { Allow: { ...HEADER_TEXT, description: 'the methods the path takes, e.g. GET, HEAD' } },
+  429: { 'Retry-After': { type: 'integer', description: 'seconds to wait before trying again' } },
+  503: { 'Retry-After': { type: 'integer', description: 'seconds to wait before trying again, where waiting can help (the database, the identity provider or a controller unreachable, overload)' } }
+}
+
+/**
+ * The headers of a route as documented: ETag and Location where the gateway sets them, X-Total-Count on
+ * a list, WWW-Authenticate, Retry-After and Allow on the errors that carry them; If-None-Match where a
+ * read may answer 304, If-Match where a write may answer 412. Only the document's copy changes.
+ */
+function documentedHeaders (schema: Json): Json {
+  const response = schema.response as Record<string, Json> | undefined
+  if (response === undefined) return schema
+  const conditional = '304' in response || '412' in response
+  const listed = (schema.querystring as Json | undefined)?.properties?.count !== undefined
+  const documented: Record<string, Json> = {}
+  for (const [status, body] of Object.entries(response)) {
+    const headers: Json = { ...RESPONSE_HEADERS[status] }
+    if (status === '201' || (conditional && (status === '200' || status === '304'))) Object.assign(headers, ETAG)
+    if (listed && (status === '200' || status === '304')) headers['X-Total-Count'] = { type: 'integer', description: 'the number of matching records, with count=true' }
+    if (Object.keys(headers).length === 0) { documented[status] = body; continue }
+    // a copy without the shared error schema's $id, which names one schema only
+    const { $id: _, ...copy } = body
+    documented[status] = { ...copy, headers: { ...copy.headers, ...headers } }
+  }
+  const requestHeaders: Record<string, Json> = {}
+  if ('304' in response) requestHeaders['if-none-match'] = { type: 'string', description: 'an ETag from an earlier answer: 304 without a body while it is still the current one' }
+  if ('412' in response) requestHeaders['if-match'] = { type: 'string', description: 'the ETag of the version read: the write is refused with 412 if the record has changed since (* for any)' }
+  const headers = Object.keys(requestHeaders).length === 0
+    ? schema.headers
+    : { type: 'object', ...schema.headers, properties: { ...schema.headers?.properties, ...requestHeaders } }
+  return { ...schema, response: documented, ...(headers !== undefined && { headers }) }
+}
+
 /**
  * Per route: no trailing slash (a resource's `/` under its prefix answers with and without one),
- * an operationId, the security the route really has, and the list query as documented.
+ * an operationId, the security the route really has, the list query and the headers as documented.
  */
 const transform: SwaggerTransform = ({ schema, url, route }) => {
   const path = url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url
@@ -91,7 +132,7 @@ const transform: SwaggerTransform = ({ schema, url, route }) => {
   return {
     url: path,
     schema: {
-      ...rest,
+      ...documentedHeaders(rest as Json),
       operationId: rest.operationId ?? operationIdOf(method, path),
       security: rest.security ?? (open ? [] : secured),
       ...(rest.querystring !== undefined && { querystring: documentedQuery(rest.querystring as Json, queryFilters) })
