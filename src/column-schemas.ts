@@ -136,6 +136,12 @@ const KIND_TEXT: Record<string, string> = {
   datetime: 'an ISO 8601 date-time, UTC unless it names an offset'
 }
 
+/**
+ * A filter parameter's value: one condition, or several (the parameter repeated, `weight=[gte]1&weight=[lt]5`),
+ * which the list ANDs; a generated client sends an array as the repeated parameter.
+ */
+const filterValue = (): Json => ({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] })
+
 /** A filter example that the list parser accepts for the field. */
 function filterExample (s: FieldStorage): string {
   const known = s.map !== undefined ? s.map.order.map((v) => String(v)) : s.def.enum
@@ -156,7 +162,7 @@ function filterExample (s: FieldStorage): string {
 export function computedFilterParameter (field: string, kind: string, values?: readonly string[]): Json {
   const example = values !== undefined ? `[or]${values.slice(0, 2).join(';')}` : kind === 'boolean' ? 'true' : kind === 'datetime' ? '[gte]2026-01-01T00:00:00Z' : 'x'
   return {
-    type: 'string',
+    ...filterValue(),
     description: `Filter on ${field} (${values !== undefined ? `one of ${values.join(', ')}` : KIND_TEXT[kind] ?? kind}): \`value\` for equality, or \`[op]value\` with op one of ` +
       `${OPERATORS.replace(' [like] [notlike]', '')}. [or] and [nor] take a list a;b;c, [null] and [notnull] no value. Repeat the parameter to AND two conditions.`,
     examples: [example]
@@ -170,7 +176,7 @@ export function filterParameters (storage: ResourceStorage, item: TObject | Json
     const s = storage.fields[field]
     if (s === undefined || s.absent || s.def.internal === true) continue
     out[field] = {
-      type: 'string',
+      ...filterValue(),
       description: `Filter on ${field} (${KIND_TEXT[s.def.kind] ?? s.def.kind}): \`value\` for equality, or \`[op]value\` with op one of ${OPERATORS}. ` +
         '[or] and [nor] take a list a;b;c, [null] and [notnull] no value; [like] and [notlike] take a pattern (% any run, _ one character; ' +
         'without either, a substring) and work on text only. Repeat the parameter to AND two conditions.' +

@@ -25,6 +25,7 @@ export async function run (baseUrl: string, token: string) {
   const read = await client.GET('/api/materials/{id}', { params: { path: { id } } })
   const all = await client.GET('/api/materials', { params: { query: { limit: 10, offset: 0, count: true, sort: '-materialNumber' } } })
   const filtered = await client.GET('/api/materials', { params: { query: { name: '[like]valve', blocked: 'false', materialNumber: '[or]M-100;M-300' } } })
+  const range = await client.GET('/api/materials', { params: { query: { materialNumber: ['[gte]M-100', '[lt]M-200'] } } })
   const bad = await client.GET('/api/materials', { params: { query: { limit: 5000 } } })
   const name: string = updated.data?.name ?? ''
   return {
@@ -36,6 +37,7 @@ export async function run (baseUrl: string, token: string) {
     all: all.data,
     total: all.response.headers.get('x-total-count'),
     filtered: filtered.data,
+    range: range.data,
     bad: { status: bad.response.status, error: bad.error }
   }
 }
@@ -93,7 +95,8 @@ t.test('the document describes a client: no trailing slashes, typed list paramet
   for (const field of fields) {
     const p = param(field)
     t.ok(p, `filter ${field} documented`)
-    t.same([p.required, p.schema.type, typeof p.example], [false, 'string', 'string'], `filter ${field}: optional text with an example`)
+    t.same([p.required, p.schema.anyOf, typeof p.example], [false, [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], 'string'],
+      `filter ${field}: optional text with an example, or several to AND (the parameter repeated)`)
     for (const operator of OPERATORS) t.ok(p.description.includes(operator), `filter ${field} names ${operator}`)
   }
   t.same(list.parameters.filter((p: any) => p.description?.startsWith('Filter on')).map((p: any) => p.name), fields, 'exactly the stored fields')
@@ -177,5 +180,6 @@ t.test('openapi-typescript types from the live document compile a client, refuse
   t.match(result.all.meta, { limit: 10, offset: 0, total: 2 })
   t.equal(result.total, '2', 'count=true sent as a boolean adds X-Total-Count')
   t.same(result.filtered.data.map((m: any) => m.materialNumber), ['M-100'], 'filters sent as query parameters')
+  t.same(result.range.data.map((m: any) => m.materialNumber), ['M-100'], 'two conditions on one field, sent as the parameter repeated, both apply')
   t.match(result.bad, { status: 400, error: { code: 'BAD_QUERY', message: /'limit'/ } })
 })
