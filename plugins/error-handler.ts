@@ -143,12 +143,12 @@ async function errorHandler (fastify: FastifyInstance): Promise<void> {
   })
 
   // The errors any route may answer with, whatever its handler does, in its documented responses (and
-  // so in a generated client's error type): every route 431 and 500, a route with a path parameter 414,
+  // so in a generated client's error type): every route 408, 417, 431 and 500, a route with a path parameter 414,
   // one that takes a body 413 and 415 (Fastify parses a DELETE's body too). A route's own entry stays.
   fastify.addHook('onRoute', (route) => {
     if (route.schema === undefined || route.schema.hide === true) return
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).map((m) => m.toUpperCase())
-    const codes: Array<keyof typeof FRAMEWORK_ERRORS> = [431, 500]
+    const codes: Array<keyof typeof FRAMEWORK_ERRORS> = [408, 417, 431, 500]
     if (/[:*]/.test(route.url ?? route.path)) codes.push(414)
     if (methods.some((m) => BODY_METHODS.has(m))) codes.push(413, 415)
     const response = { ...(route.schema.response as Record<string, unknown> | undefined) }

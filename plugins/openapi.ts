@@ -45,7 +45,7 @@ function documentedQuery (querystring: Json | undefined, filters: Record<string,
  * The answers a request may get at a path no operation describes (no route there, or not with this
  * method), and a path that does not decode: no operation lists them, since no operation was reached;
  * here once, with the error body, as components a client can name (openapi-typescript's
- * components['responses']). Every operation lists the rest (413, 414, 415, 431, 500) itself.
+ * components['responses']). Every operation lists the rest (408, 413, 414, 415, 417, 431, 500) itself.
  */
 function unroutedResponses (): Json {
   const { $id: _, ...body } = JSON.parse(JSON.stringify(ErrorResponse)) as Json
@@ -63,7 +63,7 @@ function unroutedResponses (): Json {
 
 const DESCRIPTION = 'REST gateway over a warehouse picking system: materials, stations, users, controller commands and events.\n\n' +
   'Every error has one body: {statusCode, code, error, message}. Besides the answers each ' +
-  'operation lists (431 HEADERS_TOO_LARGE and 500 INTERNAL_ERROR on all of them, 414 URI_TOO_LONG where the path has a parameter, 413 ' +
+  'operation lists (408 REQUEST_TIMEOUT, 417 EXPECTATION_FAILED, 431 HEADERS_TOO_LARGE and 500 INTERNAL_ERROR on all of them, 414 URI_TOO_LONG where the path has a parameter, 413 ' +
   'BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE where the method takes a body), any request may get one that no operation lists, ' +
   'because it reached none: 404 ROUTE_NOT_FOUND for a path no route has, 405 METHOD_NOT_ALLOWED with an Allow header for a method ' +
   'the path does not take, 400 BAD_URL for a path that does not decode (components.responses RouteNotFound, MethodNotAllowed, BadUrl).'

@@ -99,6 +99,9 @@ t.test('every status the gateway answers is in the document, with a schema its b
   for (const [path, method, url] of [['/api/materials', 'get', '/api/materials'], ['/api/users/login', 'post', '/api/users/login']]) {
     const res = await raw(port, `${method.toUpperCase()} ${url} HTTP/1.1\r\nHost: localhost\r\nX-Padding: ${'a'.repeat(20 * 1024)}\r\n\r\n`)
     check({ status: 431, code: 'HEADERS_TOO_LARGE', op: [path, method], request: { method: method.toUpperCase(), url } }, res)
+    // 417: an Expect the server does not take, answered before any route too
+    const expect = await raw(port, `${method.toUpperCase()} ${url} HTTP/1.1\r\nHost: localhost\r\nExpect: something-else\r\n\r\n`)
+    check({ status: 417, code: 'EXPECTATION_FAILED', op: [path, method], request: { method: method.toUpperCase(), url } }, expect)
   }
 
   // the walk: every operation lists what any request to it may get
@@ -108,7 +111,7 @@ t.test('every status the gateway answers is in the document, with a schema its b
       // a route that takes an access token answers 403 to a user whose type gives it no rights (an identity provider's
       // token without a usable type claim, a stored role code no map knows) and 503 when that provider is away
       const takesAccessToken = (op.security as Json[] | undefined)?.some((s) => 'identityProvider' in s) === true
-      const expected = ['431', '500', ...(path.includes('{') ? ['414'] : []), ...(['post', 'put', 'patch', 'delete'].includes(method) ? ['413', '415'] : []),
+      const expected = ['408', '417', '431', '500', ...(path.includes('{') ? ['414'] : []), ...(['post', 'put', 'patch', 'delete'].includes(method) ? ['413', '415'] : []),
         ...(takesAccessToken ? ['401', '403', '503'] : [])]
       t.same(expected.filter((code) => !codes.includes(code)), [], `${method.toUpperCase()} ${path} lists ${expected.join(', ')}`)
       // every error is JSON, on the event stream's operation too (only its 200 is text/event-stream)
