@@ -177,6 +177,8 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
     // its columns are read, which may be after the routes are made): any other is refused before its
     // body is looked at, with the methods the path does take (RFC 9110: a 405 has Allow). A table known
     // as such gets no hook: nothing on its writes' path.
+    // and the document lists that 405 on the writes of what is not known to be a table
+    const viewRefusal = repo.storage.isTable ? {} : errorResponses(405)
     const viewTakes = (op: Write) => repo.storage.isTable ? [] : (_request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
       const { writes } = repo.storage
       if (writes.includes(op)) return done()
@@ -194,7 +196,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `Create a ${opts.noun}${who}`,
         tags: [opts.tag],
         body: create,
-        response: { 201: item, ...errorResponses(400, 401, 403, 409, 503) }
+        response: { 201: item, ...errorResponses(400, 401, 403, 409, 503), ...viewRefusal }
       }
     }, async (request, reply) => {
       const body = request.body as Row
@@ -217,7 +219,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
           tags: [opts.tag],
           params,
           body: update,
-          response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
+          response: { 200: item, ...errorResponses(400, 401, 403, 404, 409, 412, 503), ...viewRefusal }
         },
         handler: async (request, reply) => {
           const id = idOf(request)
@@ -248,7 +250,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         tags: [opts.tag],
         params,
         // 400: a trigger skipped it; 409: other records still reference it
-        response: { 204: Type.Null(), ...errorResponses(400, 401, 403, 404, 409, 412, 503) }
+        response: { 204: Type.Null(), ...errorResponses(400, 401, 403, 404, 409, 412, 503), ...viewRefusal }
       }
     }, async (request, reply) => {
       const id = idOf(request)
