@@ -285,7 +285,8 @@ export class SsoProvider {
     }
     const now = Date.now()
     if (this.keys === undefined) {
-      if (now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
+      // a fetch under way (the first token's, at start) has not failed: it is shared, as refreshKeys does
+      if (this.keysPending === undefined && now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
       await this.refreshKeys(url)
     } else if (now - this.keysAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
       // Stale keys are better than none while the provider is away; the next try is after the cooldown.

@@ -754,6 +754,19 @@ t.test('keys past their age while the provider hangs: the token is checked with 
   t.ok(Date.now() - started >= 1400, 'which ends with its timeout')
 })
 
+t.test('the first tokens after a start, at once: they share the first fetch of the keys, none is a 503', async (t) => {
+  // each instance behind a load balancer starts so, with the ERPs' tokens already arriving
+  const { idp, ctx, bearer, logs } = await setup(t)
+  const provider = ctx.app.auth.sso.byId.get('warehouse')!
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  idp.claims.set('scanner', { roles: ['gateway-user'], preferred_username: 'scanner' })
+  const tokens = [await idp.clientCredentials('erp'), await idp.clientCredentials('scanner'), await idp.clientCredentials('erp')]
+  const burst = await Promise.all(tokens.map(async (token) => await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers: bearer(token) })))
+  t.same(burst.map((res) => res.statusCode), [200, 200, 200], 'before: the first fetched the keys, the others were 503 "the last attempt to fetch them failed" while it ran')
+  t.equal(provider.jwksFetches, 1, 'one fetch for the burst')
+  t.notMatch(logs.join('\n'), /SSO_UNAVAILABLE/)
+})
+
 t.test('a provider that hangs or is down before its keys are known', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { sso: { timeoutMs: 400 }, timing: { jwksCooldownMs: 60000, retryMs: 60000 } })
   idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
