@@ -340,7 +340,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
           return await identifySso(request, provider, token)
         }
         try {
-          claims = checkSignature(token)
+          claims = checkSignature(token, request.log)
         } catch (err) {
           const iss = sso.foreignIssuer(token)
           if (iss !== undefined) request.log.info({ iss, issuers: sso.issuers }, 'identity provider token refused: its iss is no configured issuer (auth.sso issuer)')
@@ -372,16 +372,26 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   }
 
   /** The claims of one of the gateway's own tokens, its signature checked: else TOKEN_EXPIRED or TOKEN_INVALID. */
-  function checkSignature (token: string): TokenClaims {
+  function checkSignature (token: string, log: FastifyRequest['log']): TokenClaims {
+    let kid: unknown
     try {
       // The key is chosen by the header's kid: a token signed with a removed key finds none.
       const header = (decodeComplete(token) as { header?: { kid?: unknown } } | undefined)?.header
-      const verifier = typeof header?.kid === 'string' ? verifiers.get(header.kid) : undefined
-      if (verifier === undefined) throw tokenInvalid()
+      kid = header?.kid
+      const verifier = typeof kid === 'string' ? verifiers.get(kid) : undefined
+      if (verifier === undefined) {
+        // the caller learns only TOKEN_INVALID; the log says why, as for a provider's token: a
+        // token of another instance (or from before a rotation) whose kid this one does not know
+        if (typeof kid === 'string') log.info({ kid: kid.slice(0, 64), kids: [...verifiers.keys()] }, "token refused: its kid names no key of this gateway (auth.keys; 'default' for the single auth.jwtSecret): signed by another instance with other keys, or with a key removed since")
+        throw tokenInvalid()
+      }
       return verifier(token) as TokenClaims
     } catch (err) {
       // Expiry is only reported for a well-signed token: fast-jwt checks the signature first.
       if ((err as { code?: string }).code === 'FAST_JWT_EXPIRED') throw tokenExpired()
+      // the usual cause is not forgery but several instances behind a load balancer given different
+      // secrets: each refuses the others' tokens, and without this line nothing told the operator why
+      if ((err as { code?: string }).code === 'FAST_JWT_INVALID_SIGNATURE') log.info({ kid }, "token refused: its signature does not verify with this gateway's key of its kid: signed with another secret (an instance with another auth.jwtSecret or auth.keys; the secret changed since) or altered")
       throw tokenInvalid()
     }
   }

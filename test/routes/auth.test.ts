@@ -639,6 +639,31 @@ t.test('key rotation: the newest key signs, older keys verify until removed', as
   t.equal((await call(removed, freshToken)).statusCode, 200)
 })
 
+t.test('two instances on one database with different secrets: each refuses the other\'s tokens, and the log says why', async (t) => {
+  const logs: string[] = []
+  const first = await build(t, { auth: { jwtSecret: 'first-instance-secret-0123456789abcdefgh' }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const { buildApp } = await import('../../src/app.js')
+  const { validateConfig } = await import('../../src/config.js')
+  const base = { database: first.config.database, auth: { argon2: first.config.auth.argon2 }, logging: { level: 'silent' as const } }
+  const other = await buildApp(validateConfig({ ...base, auth: { ...base.auth, jwtSecret: 'second-instance-secret-0123456789abcdef' } }), { db: first.db })
+  t.teardown(() => other.close())
+  const login = await other.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  const { accessToken } = login.json()
+  const res = await first.app.inject({ method: 'GET', url: '/api/users/1', headers: { authorization: `Bearer ${accessToken}` } })
+  t.same([res.statusCode, res.json().code, res.json().message], [401, 'TOKEN_INVALID', 'The token is invalid'], 'the client learns nothing more')
+  const refused = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => typeof line.msg === 'string' && line.msg.startsWith('token refused'))
+  t.equal(refused.length, 1, 'before: nothing in the log, so an operator could not tell why every other request was a 401')
+  t.match(refused[0], { kid: 'default', msg: /signed with another secret \(an instance with another auth\.jwtSecret or auth\.keys/ })
+
+  const rotated = await buildApp(validateConfig({ ...base, auth: { ...base.auth, keys: [{ kid: 'k2', secret: 'second-instance-secret-0123456789abcdef' }] } }), { db: first.db })
+  t.teardown(() => rotated.close())
+  const k2 = (await rotated.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })).json().accessToken
+  t.equal((await first.app.inject({ method: 'GET', url: '/api/users/1', headers: { authorization: `Bearer ${k2}` } })).statusCode, 401)
+  t.match(JSON.parse(logs.filter((line) => line.includes('token refused')).at(-1)!), { kid: 'k2', kids: ['default'], msg: /its kid names no key of this gateway/ }, 'a kid it does not know')
+  t.equal((await first.app.inject({ method: 'GET', url: '/api/users/1', headers: first.auth(first.adminToken) })).statusCode, 200, 'its own tokens still work')
+  t.notOk(logs.some((line) => line.includes(accessToken) || line.includes(k2)), 'the token itself is never logged')
+})
+
 t.test('usernames with invisible characters (shown as another name; ignored by SQL Server collations) are refused at a login', async (t) => {
   const { app } = await build(t)
   for (const username of ['admin\ufeff', '\u202eadmin', 'ad\u00admin', '\u2060']) {
