@@ -6,7 +6,8 @@ import { seedDemoData } from './db/demo-data.js'
 import { createReferenceTables } from './db/init.js'
 import { Repository } from './db/repository.js'
 import { resources, type ResourceName } from './db/resources.js'
-import type { Database, TableMapping } from './db/types.js'
+import { ConflictError } from './db/errors.js'
+import type { Database, Row, TableMapping } from './db/types.js'
 import { firstTokenVersion } from './users.js'
 
 export interface InitOptions {
@@ -33,8 +34,13 @@ export async function initDatabase (db: Database, opts: InitOptions): Promise<In
   if (opts.demo) {
     const materials = new Repository(db, resources.materials, opts.mappings.materials)
     if (await materials.count([]) === 0) {
-      await seedDemoData(db, opts.mappings)
-      seeded = true
+      try {
+        await seedDemoData(db, opts.mappings)
+        seeded = true
+      } catch (err) {
+        // another `db init --demo` (a second host's, started with this one) seeded it since the count: its data stays, this one's rolled back
+        if (!(err instanceof ConflictError) || await materials.count([]) === 0) throw err
+      }
     }
   }
   return { adminCreated, seeded }
@@ -51,15 +57,22 @@ async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boole
   }
   const password = given ?? randomBytes(15).toString('base64url')
   const passwords = await createPasswords(opts.argon2)
-  const row = await users.create({
-    username: 'admin',
-    passwordHash: await passwords.hash(password),
-    type: 'admin',
-    displayName: 'Administrator',
-    enabled: true,
-    // random, as every new user's: an admin made again in a table emptied (its key 'admin' again) gets no old token back
-    tokenVersion: firstTokenVersion(users)
-  })
+  let row: Row
+  try {
+    row = await users.create({
+      username: 'admin',
+      passwordHash: await passwords.hash(password),
+      type: 'admin',
+      displayName: 'Administrator',
+      enabled: true,
+      // random, as every new user's: an admin made again in a table emptied (its key 'admin' again) gets no old token back
+      tokenVersion: firstTokenVersion(users)
+    })
+  } catch (err) {
+    // another `db init` (a second host's, started with this one) created it since the count: that one printed its password
+    if (err instanceof ConflictError) return false
+    throw err
+  }
   if (given === undefined) {
     opts.print('')
     opts.print('  Created user "admin" with the generated password:')

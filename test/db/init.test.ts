@@ -146,3 +146,36 @@ t.test('PICKING_GATEWAY_ADMIN_PASSWORD follows the API\'s password rule: 8 to 10
   await t.rejects(init('emoji.db', '🔑🔑🔑🔑'), { message: /got 4$/ }, 'four emoji are four characters, as the API counts')
   await init('ok.db', '🔑'.repeat(8))
 })
+
+t.test('db init run on two hosts at once: one creates the admin and seeds, the other finds them there and succeeds too', async (t) => {
+  // before: the second failed (exit 1) with "username 'admin' already exists" or a unique-key error of the demo data
+  for (let round = 0; round < 3; round++) {
+    const path = join(dir, `twice-${round}.db`)
+    const first = openSqlite(path, { create: true })
+    t.teardown(() => first.close())
+    await createReferenceTables(first, referenceMappings)
+    const second = openSqlite(path, { create: false })
+    t.teardown(() => second.close())
+    const printed: string[] = []
+    const init = async (db: typeof first) => await initDatabase(db, { demo: true, mappings: referenceMappings, argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, print: (line) => { printed.push(line) } })
+    const results = await Promise.all([init(first), init(second)])
+    t.same(results.map((r) => r.adminCreated).sort(), [false, true], 'one admin created')
+    t.equal(results.filter((r) => r.seeded).length, 1, 'seeded once')
+    t.equal(printed.filter((line) => line.includes('Created user "admin"')).length, 1, 'one password printed: the one that is stored')
+    t.equal(await new Repository(first, users, referenceMappings.users).count(), 1)
+    t.equal(await new Repository(first, materials, referenceMappings.materials).count(), 1200)
+    t.equal(await new Repository(first, stations, referenceMappings.stations).count(), 8)
+  }
+  // the user table already filled (a first db init without --demo): both go straight to the demo data
+  const path = join(dir, 'twice-seed.db')
+  const first = openSqlite(path, { create: true })
+  t.teardown(() => first.close())
+  await createReferenceTables(first, referenceMappings)
+  await new Repository(first, users, referenceMappings.users).create({ username: 'admin', passwordHash: 'x', type: 'admin' })
+  const second = openSqlite(path, { create: false })
+  t.teardown(() => second.close())
+  const init = async (db: typeof first) => await initDatabase(db, { demo: true, mappings: referenceMappings, argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, print: () => {} })
+  const results = await Promise.all([init(first), init(second)])
+  t.same(results.map((r) => r.seeded).sort(), [false, true], 'seeded once, and the other one succeeds')
+  t.equal(await new Repository(first, materials, referenceMappings.materials).count(), 1200)
+})
