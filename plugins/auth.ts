@@ -391,7 +391,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       if ((err as { code?: string }).code === 'FAST_JWT_EXPIRED') throw tokenExpired()
       // the usual cause is not forgery but several instances behind a load balancer given different
       // secrets: each refuses the others' tokens, and without this line nothing told the operator why
-      if ((err as { code?: string }).code === 'FAST_JWT_INVALID_SIGNATURE') log.info({ kid }, "token refused: its signature does not verify with this gateway's key of its kid: signed with another secret (an instance with another auth.jwtSecret or auth.keys; the secret changed since) or altered")
+      if ((err as { code?: string }).code === 'FAST_JWT_INVALID_SIGNATURE') log.info({ kid: String(kid).slice(0, 64) }, "token refused: its signature does not verify with this gateway's key of its kid: signed with another secret (an instance with another auth.jwtSecret or auth.keys; the secret changed since) or altered")
       throw tokenInvalid()
     }
   }
