@@ -1066,7 +1066,7 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
           ? `${where}.${s.field}: ${col} cannot hold a string: SQLite gives a column of the declared type '${s.info.type.toUpperCase()}' NUMERIC affinity, which stores text that looks like a number ('0123', '1e3') as that number; only a type naming CHAR, CLOB or TEXT, or none, keeps text as written. Map the field to another column, or to null`
           : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${idHint(s.def) ?? (k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : '')}` +
           (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds ${storage.dialect === 'sqlite' ? 'Unix time, a date as digits or Julian days' : 'Unix time or a date as digits'}, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).filter((f) => storage.dialect === 'sqlite' || f !== 'julianday').join(', ')})` : '') +
-          (c === 'other' && storage.dialect === 'mssql' ? unsupportedType(s.info.type) : ''))
+          (c === 'other' && storage.dialect === 'mssql' ? unsupportedType(s.info.type, k) : ''))
     }
     // a field of named values (stations.type, users.type) in a number column holds codes: without a map
     // no value it takes could be written, not even the API's default, so every create would be a 400.
@@ -1161,11 +1161,13 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
 /**
  * Why a SQL Server type no field can be mapped to holds none: said, as "(xml) cannot hold a string" or
  * "(timestamp) cannot hold a datetime" left the integrator guessing (SQL Server's timestamp is no time).
+ * A time column is advised for a time field only: a text or number field needs another column.
  */
-function unsupportedType (type: string): string {
+function unsupportedType (type: string, kind: FieldKind): string {
   const t = type.toLowerCase()
-  if (t === 'timestamp' || t === 'rowversion') return ": SQL Server's timestamp is a rowversion, a binary counter the server raises at every change of the row, not a time; map the field to a column of a time type (datetime, datetime2, date, …)"
-  if (t === 'time') return ': it holds a time of day without a date; map the field to a column that holds both (datetime, datetime2, …)'
+  const time = kind === 'datetime'
+  if (t === 'timestamp' || t === 'rowversion') return `: SQL Server's timestamp is a rowversion, a binary counter the server raises at every change of the row, not a time; map the field to ${time ? 'a column of a time type (datetime, datetime2, date, …)' : 'another column'}`
+  if (t === 'time') return time ? ': it holds a time of day without a date; map the field to a column that holds both (datetime, datetime2, …)' : ': it holds a time of day, which the gateway neither reads nor writes; map the field to another column'
   return `: the gateway reads and writes text, number, bit and date-time columns, not SQL Server's ${t} type (nor other binary, xml, sql_variant, hierarchyid or spatial ones); map the field to another column`
 }
 

@@ -275,6 +275,14 @@ t.test('a computed or identity column under a field the gateway writes stops the
     ["materials.description: column 'Txt' (xml(max)) cannot hold a string: the gateway reads and writes text, number, bit and date-time columns, not SQL Server's xml type (nor other binary, xml, sql_variant, hierarchyid or spatial ones); map the field to another column"],
     ["materials.name: column 'Bez' (hierarchyid(892)) cannot hold a string: the gateway reads and writes text, number, bit and date-time columns, not SQL Server's hierarchyid type (nor other binary, xml, sql_variant, hierarchyid or spatial ones); map the field to another column"]
   ], 'before: only "cannot hold a datetime" (a string)')
+  // a time column is the advice for a time field only: a text field on one needs another column, not a datetime2
+  t.same([
+    withCols((c) => c.name === 'Bez' ? col('Bez', 'timestamp', { nullable: false, hasDefault: true }) : c),
+    withCols((c) => c.name === 'Txt' ? col('Txt', 'time', { scale: 7 }) : c)
+  ], [
+    ["materials.name: column 'Bez' (timestamp) cannot hold a string: SQL Server's timestamp is a rowversion, a binary counter the server raises at every change of the row, not a time; map the field to another column"],
+    ["materials.description: column 'Txt' (time(7)) cannot hold a string: it holds a time of day, which the gateway neither reads nor writes; map the field to another column"]
+  ], 'before: "map the field to a column of a time type" for a name, "a column that holds both (datetime, …)" for a description')
   // SQLite's julianday() numbers are no SQL Server format: the float column is refused, naming what to do
   const julian = storageProblems(new ResourceStorage('mssql', materials, { ...matMapping, timeFormats: { modifiedAt: 'julianday' } }, matColumns.map((c) => c.name === 'LastChange' ? { ...c, type: 'float' } : c)))
   t.same(julian, ["materials.modifiedAt: column 'LastChange' (float) cannot take the format julianday, which is SQLite's julianday() number; on SQL Server map a time column without a format, or Unix time with \"format\": \"unix\""])
