@@ -1077,7 +1077,10 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
       const numeric = ['integer', 'decimal', 'float', 'bit'].includes(c)
       for (const value of s.map.order) {
         const code = storage.codeValue(s, s.map.codes.get(String(value))![0])
-        if (typeof code === 'string' && numeric && (storage.dialect === 'mssql' || s.info.strict === true)) problems.push(`${where}.${s.field}: ${col} holds numbers, but the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}; give number codes`)
+        // a STRICT table's INTEGER or REAL column refuses such text; its ANY column (read as no declared type: every
+        // column of a STRICT table has one) keeps it
+        const strictNumber = s.info.strict === true && s.info.type !== ''
+        if (typeof code === 'string' && numeric && (storage.dialect === 'mssql' || strictNumber)) problems.push(`${where}.${s.field}: ${col} holds numbers, but the value map writes ${JSON.stringify(code)} for ${JSON.stringify(value)}; give number codes`)
         else if (typeof code === 'string' && !numeric) {
           // checked as any text written to the column is: its length in the units it counts (bytes for UTF-8
           // or a double-byte code page, UTF-16 code units for nvarchar), and its code page's characters

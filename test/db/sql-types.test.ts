@@ -783,6 +783,9 @@ t.test('a value map whose written code the column cannot take stops the start: S
   const strict = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', 'integer', { nullable: false, hasDefault: true, strict: true }) : c)
   t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, strict)), ['stations.enabled: column \'Aktiv\' (integer) holds numbers, but the value map writes "N" for false; give number codes', 'stations.enabled: column \'Aktiv\' (integer) holds numbers, but the value map writes "J" for true; give number codes'],
     "but not a STRICT table's (before: passed, and every write of the flag was a 400)")
+  // a STRICT table's ANY column (read as one without a declared type) keeps text as given, as elsewhere
+  const strictAny = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', '', { nullable: false, hasDefault: true, strict: true }) : c)
+  t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, strictAny)), [], "a STRICT table's ANY column takes the text codes (before: \"holds numbers\", a start-up error)")
   // number codes: each as any number written to the column is checked (its type's range, whole numbers, the scale)
   const codes = { ...stMapping, values: { ...stMapping.values, type: { vlm: 1, carousel: 2, ptl: 300, manual: [4, 1000] }, enabled: { true: 1.5, false: 0 } } }
   const tiny = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'tinyint', { nullable: false, precision: 3, scale: 0 }) : c.name === 'Aktiv' ? col('Aktiv', 'int', { nullable: false, hasDefault: true, precision: 10, scale: 0 }) : c)

@@ -67,3 +67,21 @@ t.test('SQLite: a column of type ANY in a STRICT table keeps values as given, as
   t.same([row.n, row.t], ['0123', 'text'], 'kept as text, leading zero and all')
   t.same(await numbers('description=0123'), ['N-1'])
 })
+
+t.test('SQLite: a flag with J/N codes in a STRICT table\'s ANY column: the codes are written as text, as the column keeps them', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const flagged = narrowMaterials('ArtStrictFlag', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })
+  const ctx = await build(t, {
+    mapping: { materials: { ...flagged, columns: { ...flagged.columns, blocked: { column: 'Gesperrt', values: { true: 'J', false: 'N' } } } } }
+  }, async (db: Database) => {
+    // before: a start-up error, "(no declared type) holds numbers, but the value map writes "J""
+    await db.execute({ text: 'CREATE TABLE "ArtStrictFlag" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" TEXT NOT NULL UNIQUE, "Bez" TEXT NOT NULL, "Gesperrt" ANY NOT NULL DEFAULT \'N\') STRICT', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtStrictFlag" ("ArtNr", "Bez", "Gesperrt") VALUES (\'A-1\', \'a\', \'J\'), (\'A-2\', \'b\', \'N\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const list = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data as Array<{ materialNumber: string, blocked: boolean }>
+  t.same(list.map((m) => [m.materialNumber, m.blocked]), [['A-1', true], ['A-2', false]])
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'N-1', name: 'Neu', blocked: true } })
+  t.equal(created.statusCode, 201, created.body)
+  const [row] = await ctx.db.query({ text: 'SELECT "Gesperrt" AS g, typeof("Gesperrt") AS t FROM "ArtStrictFlag" WHERE "ArtNr" = \'N-1\'', params: [] })
+  t.same([row.g, row.t], ['J', 'text'])
+})
