@@ -322,6 +322,10 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   }
   io.out(`Configuration file OK (${source}): database ${db}, listen ${config.server.host}:${config.server.port}` +
     `${config.server.tls ? ' (HTTPS)' : ''}, ${controllers} controller(s), licence ${config.licence.logins} login(s)`)
+  if (demoToCreate) {
+    io.out('Database: the embedded demo database is created on first start.')
+    return EXIT_OK
+  }
   return await checkDatabase(config, demo, io)
 }
 
@@ -330,11 +334,6 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
  * at start (a missing column, a type that does not fit, an unmapped NOT NULL column) is found here.
  */
 async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io: Io): Promise<number> {
-  const path = sqlitePath(config.database.url)
-  if (path !== undefined && path !== ':memory:' && !existsSync(path) && demo) {
-    io.out('Database: the embedded demo database is created on first start.')
-    return EXIT_OK
-  }
   let database: Database
   try {
     // read-only: checking changes nothing, not even the SQLite file's journal mode
