@@ -16,7 +16,7 @@ export interface InitOptions {
   argon2: Argon2Params
   /** PICKING_GATEWAY_ADMIN_PASSWORD; a password is generated when absent */
   adminPassword?: string
-  /** where a generated password is printed: the terminal, never the logger */
+  /** where a generated password is printed: standard output (a terminal, or a pipe, a file, the journal), never the logger */
   print: (line: string) => void
 }
 
