@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor, invalidCursor, parseIsoDateTime, type Curso
 import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
 import { HIDDEN_CHARACTER } from '../../schemas/common.js'
 import { SqlBuilder, sortAlias } from './sql.js'
-import { INTEGER_RANGES, isGuid, ResourceStorage, sqliteUntyped, type StorageOptions } from './storage.js'
+import { INTEGER_RANGES, isGuid, ResourceStorage, type StorageOptions } from './storage.js'
 import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 export interface ListResult {
@@ -167,8 +167,7 @@ export class Repository {
       // no unique index on the column alone (a legacy table with a plain index, or a composite one)
       if (s.info !== undefined && s.info.unique !== true) return true
       // SQLite: a column without a declared type keeps 12 and '12' apart, which the API shows alike
-      const untyped = sqlite && s.def.kind === 'string' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())
-      return (sqlite && s.padded) || untyped || (this.def.fields[f].caseless === true && (sqlite || s.info?.caseSensitive === true))
+      return (sqlite && s.padded) || this.sql.numberShownAsText(s) || (this.def.fields[f].caseless === true && (sqlite || s.info?.caseSensitive === true))
     })
     const readers = Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)] as const)
     this.selectIndex = new Map(this.sql.selectFields.map((field, i) => [field, i]))

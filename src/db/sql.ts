@@ -222,8 +222,11 @@ export class SqlBuilder {
       (s.category === 'text' || (s.field !== 'id' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())))
   }
 
-  /** SQLite: a text field (not the id, whose key is sought) on a column without a declared type, which keeps numbers as numbers. */
-  private numberShownAsText (s: FieldStorage): boolean {
+  /**
+   * SQLite: a text field (not the id, whose key is sought) on a column without a declared type, which keeps numbers as
+   * numbers: 12 and '12' are two values there, which the API shows alike (filters compare both; a unique one is checked by the gateway).
+   */
+  numberShownAsText (s: FieldStorage): boolean {
     return this.dialect.name === 'sqlite' && s.def.kind === 'string' && s.map === undefined && s.field !== 'id' &&
       s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())
   }
