@@ -48,6 +48,24 @@ export function firstTokenVersion (repo: Repository): number {
   return randomInt(1, Math.max(2, Math.floor(most / 2)))
 }
 
+/**
+ * The token version a revocation writes: one up, or 0 past the last value the column holds. A legacy
+ * table's tinyint (or smallint, decimal(2,0)) reaches its end after so many password changes and
+ * disables, and one more would be refused (error 220, or the 400 before it) at every revocation of that
+ * user for good: no disable, no new password. Coming round to 0 revives only tokens of a version that many
+ * revocations old; a user the gateway creates starts higher (firstTokenVersion), so its first round
+ * meets none of its own.
+ */
+export function nextTokenVersion (repo: Repository, current: unknown): number {
+  const next = Number(current ?? 0) + 1
+  const info = repo.storage.field('tokenVersion').info
+  if (repo.storage.dialect !== 'mssql' || info === undefined) return next
+  const type = info.type.toLowerCase()
+  const last = INTEGER_RANGES[type]?.[1] ??
+    ((type === 'decimal' || type === 'numeric') && info.precision !== undefined ? 10 ** (info.precision - (info.scale ?? 0)) - 1 : undefined)
+  return last !== undefined && next > last ? 0 : next
+}
+
 /** Account types that use a licence login (admins do not). */
 const LICENSED: UserType[] = ['user', 'application']
 
@@ -184,7 +202,7 @@ export class UserService {
     const revoked = patch.password !== undefined || (patch.enabled === false && current.enabled === true) ||
       (patch.type !== undefined && patch.type !== current.type) ||
       (changes.username !== undefined && changes.username !== normalizeUsername(String(current.username)))
-    if (revoked) changes.tokenVersion = Number(current.tokenVersion ?? 0) + 1
+    if (revoked) changes.tokenVersion = nextTokenVersion(this.opts.repo, current.tokenVersion)
     // The version read above must still be current, or a concurrent revocation could be undone.
     // The licence is checked inside the update's transaction, on the locked row, so that two
     // concurrent enables cannot both take the last free login.
@@ -228,7 +246,7 @@ export class UserService {
     }
     // a token older than the row's type (stale) authenticates, with the row's type: it cannot set it back
     if (row.enabled !== true || row.type === identity.type || stale?.(row) === true) return row
-    const updated = await this.opts.repo.update(row.id as Id, { type: identity.type, tokenVersion: Number(row.tokenVersion ?? 0) + 1 }, {
+    const updated = await this.opts.repo.update(row.id as Id, { type: identity.type, tokenVersion: nextTokenVersion(this.opts.repo, row.tokenVersion) }, {
       check: (locked) => locked.passwordHash === identity.marker,
       guard: async (locked, tx) => {
         const counted = locked.enabled === true && LICENSED.includes(locked.type as UserType)

@@ -990,6 +990,37 @@ t.test("a new user's first token version fits its column: an int's lower half, o
   }
 })
 
+t.test("a revocation past the last token version a legacy tinyint column holds comes round to 0: not a 400 at every disable and password change of that user for good", async (t) => {
+  const run = async (type: ColumnInfo, stored: number | null, change: (service: UserService) => Promise<unknown>, passwordHash = '$argon2id$v=19$old'): Promise<Param | undefined> => {
+    const columns = referenceColumns(mssqlDialect, users, referenceMappings.users).map((c) => c.name === 'token_version' ? type : c)
+    const row = { id: 7, username: 'jsmith', passwordHash, type: 'user', displayName: null, enabled: true, tokenVersion: stored, lastLoginAt: null, createdAt: new Date('2024-01-01T00:00:00Z'), modifiedAt: new Date('2024-01-01T00:00:00Z') }
+    const updates: Array<{ text: string, params: Param[] }> = []
+    const tx = {
+      query: async (stmt: { text: string }) => stmt.text.startsWith('SELECT COUNT') ? [{ total: 0 }] : [row],
+      execute: async (stmt: { text: string, params: Param[] }) => { updates.push(stmt); return 1 }
+    }
+    const db = { dialect: 'mssql', query: tx.query, execute: tx.execute, transaction: async <T>(fn: (ex: typeof tx) => Promise<T>): Promise<T> => await fn(tx) } as unknown as Database
+    const repo = new Repository(db, users, referenceMappings.users, { columns })
+    await change(new UserService({ repo, passwords: { hash: async () => '$argon2id$v=19$new' } as unknown as Passwords, licenceLogins: 5, onChange: () => {} }))
+    t.equal(updates.length, 1)
+    t.match(updates[0].text, /^UPDATE \[dbo\]\.\[gateway_users\] SET .*\[token_version\] = @p\d+/)
+    const p = updates[0].params.find((param) => updates[0].text.includes(`[token_version] = @${param.name}`))
+    if (p !== undefined) driverWrites(p)
+    return p
+  }
+  const admin = { id: 1, type: 'admin' as const }
+  const tinyint = col('token_version', 'tinyint', { nullable: false, hasDefault: true, precision: 3, scale: 0 })
+  const disable = async (s: UserService): Promise<unknown> => await s.update(7, { enabled: false }, admin)
+  t.match(await run(tinyint, 255, disable), { value: 0, type: 'tinyint' }, 'disabled at 255: 0 (before: a 400 naming tokenVersion, 256 being past the column)')
+  t.match(await run(tinyint, 254, disable), { value: 255, type: 'tinyint' }, 'one up while the column holds it')
+  t.match(await run(tinyint, 255, async (s) => await s.update(7, { password: 'a-new-password' }, admin)), { value: 0, type: 'tinyint' }, 'a password change too')
+  // a single sign-on user's type changed by the provider's claim revokes the same way
+  t.match(await run(tinyint, 255, async (s) => await s.ssoUser({ marker: '!sso:warehouse:jsmith', type: 'application', username: { name: 'jsmith' }, displayName: null }), '!sso:warehouse:jsmith'), { value: 0, type: 'tinyint' })
+  t.match(await run(col('token_version', 'decimal', { nullable: true, precision: 2, scale: 0 }), 99, disable), { value: 0, type: 'decimal(2,0)' }, 'a decimal(2,0) ends at 99')
+  t.match(await run(col('token_version', 'smallint', { nullable: true }), null, disable), { value: 1, type: 'smallint' }, 'NULL counts as 0')
+  t.match(await run(col('token_version', 'int', { nullable: false, hasDefault: true }), 255, disable), { value: 256, type: 'int' }, 'an int goes on')
+})
+
 t.test('a password column too narrow for the argon2id hashes the gateway writes (the picking system\'s own, sized for MD5 hex) is a problem, not a 400 at every password', async (t) => {
   const columns = (type: string, maxLength: number): ColumnInfo[] => referenceColumns('mssql', users, referenceMappings.users).map((c) => c.name === 'password_hash' ? { ...c, type, maxLength } : c)
   const problems = (type: string, maxLength: number, passwordHashLength?: number): string[] =>
