@@ -9,7 +9,7 @@ import { LoginThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { isSsoMarker, proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
 import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
-import { ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, NotFoundError, PreconditionFailedError } from '../src/db/errors.js'
+import { ConflictError, ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, NotFoundError, PreconditionFailedError } from '../src/db/errors.js'
 import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
 import type { Id } from '../src/db/repository.js'
 import type { Row } from '../src/db/types.js'
@@ -312,7 +312,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       // password from a wrong one; another program's write lock held past the wait (SQLite) must
       // not keep every user out for as long as it lasts. The row was read; the tokens need nothing written.
       if (err instanceof DatabaseUnavailableError) fastify.log.warn({ err: err.message, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the database takes no writes now (err says why: busy, read-only, full); the tokens are issued')
-      else if (err instanceof ConstraintViolationError || err instanceof InvalidValueError) fastify.log.warn({ err, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
+      // a unique key refusing the stamp is another table's too (an audit trigger's history row, one per user and day): no field written here is unique
+      else if (err instanceof ConstraintViolationError || err instanceof InvalidValueError || err instanceof ConflictError) fastify.log.warn({ err, user: userId }, 'the login of this user could not be recorded (last login time, password rehash): the user table refused the change')
       else throw err
     }
   }
