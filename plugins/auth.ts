@@ -401,11 +401,13 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     let user = await loadUser(id)
     // A well-signed token that the cached copy refuses, issued after the copy was read (a login on
     // another instance after a password change, or after the user was enabled again), may prove the
-    // copy stale: the row is read again rather than the new tokens refused for the cache time. Only
+    // copy stale: the row is read again rather than the new tokens refused for the cache time. Any
+    // other version than the copy's, not only a higher one: a narrow column's version comes round to 0
+    // (nextTokenVersion), and the tokens of the login after that are lower than the copy's. Only
     // then (iat has whole seconds: a second of slack): a token older than the copy is judged by it,
     // so a disabled user's tokens, or a table restored to older versions, cost no read per request.
     if (user !== undefined && issuedAt !== undefined &&
-        (Number(user.tokenVersion ?? 0) < tokenVersion || (user.enabled !== true && Number(user.tokenVersion ?? 0) === tokenVersion))) {
+        (Number(user.tokenVersion ?? 0) !== tokenVersion || user.enabled !== true)) {
       // only for a token the copy refuses: the usual request looks up nothing more
       const readAt = cache.get(id)?.readAt
       if (readAt !== undefined && issuedAt >= readAt - 1000) {

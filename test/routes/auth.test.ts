@@ -529,6 +529,20 @@ t.test('tokens another instance issued after a password change or a re-enable wo
   t.equal((await get(during)).statusCode, 200, 'an older token still rides on the cached copy until it expires (the documented revocation delay)')
 })
 
+t.test('a token another instance issued after the version came round to 0 (a narrow column\'s last value passed) works at once, though this instance cached the row at its last value', async (t) => {
+  // a cache time no test waits out: the 200 below comes from the row being read again, not from expiry
+  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
+  const user = await ctx.createUser('user')
+  const get = (token: string) => ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(token) })
+  await ctx.app.repos.users.update(user.id, { tokenVersion: 255 })
+  const last = ctx.app.auth.issue({ id: user.id, tokenVersion: 255 }, 'access')
+  t.equal((await get(last)).statusCode, 200, 'the row (version 255, a TINYINT\'s last) is now cached')
+  // another instance revokes (255 comes round to 0) and the user logs in there
+  await ctx.app.repos.users.update(user.id, { tokenVersion: 0 })
+  t.equal((await get(ctx.app.auth.issue({ id: user.id, tokenVersion: 0 }, 'access'))).statusCode, 200, 'the new token works at once (before: 401 TOKEN_INVALID for the cache time, 0 being lower than the copy\'s 255)')
+  t.equal((await get(last)).statusCode, 401, 'and the row read again revokes the old token here at once')
+})
+
 t.test('a token the cached copy refuses reads the row again only when it was issued after the copy was read: a disabled user\'s polling costs no read per request', async (t) => {
   // a cache time no test waits out: the requests below are judged by one copy
   const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
