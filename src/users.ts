@@ -1,6 +1,6 @@
 // User management rules: who may change what, the licence cap, and revocation by token version.
 import { ApiError, badRequest, forbidden, licenceLimit } from './errors.js'
-import { BadQueryError, ConflictError, NotFoundError } from './db/errors.js'
+import { BadQueryError, ConflictError, NotFoundError, PreconditionFailedError } from './db/errors.js'
 import { isSsoMarker, SSO_MARKER_PREFIX, type SsoIdentity } from './auth/sso.js'
 import { normalizeUsername, type Passwords } from './auth/passwords.js'
 import { parseFilter, parseListQuery, type DerivedFilters, type Filter } from './db/list-query.js'
@@ -173,6 +173,17 @@ export class UserService {
   }
 
   async update (id: Id, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
+    // another revocation committed between the read of the row and its lock (a second admin, the user's own
+    // new password): the change is made again from the row as it is then, as if it had come a moment later,
+    // not answered with a 412 about an ETag the client never sent (a few times: then the 412 stands)
+    for (let attempt = 1; ; attempt++) {
+      const user = await this.updateOnce(id, patch, actor, check, attempt < 3)
+      if (user !== undefined) return user
+    }
+  }
+
+  /** update(), or undefined when `retry` and the token version moved between the read and the lock. */
+  private async updateOnce (id: Id, patch: UserUpdate, actor: Actor, check: ((current: Row) => boolean) | undefined, retry: boolean): Promise<User | undefined> {
     const current = await this.opts.repo.get(id)
     this.assertMayUpdate(id, actor, current)
     if (!current) throw new NotFoundError(`User ${id} not found`)
@@ -206,14 +217,25 @@ export class UserService {
     // The version read above must still be current, or a concurrent revocation could be undone.
     // The licence is checked inside the update's transaction, on the locked row, so that two
     // concurrent enables cannot both take the last free login.
+    let moved = false
     const row = await this.opts.repo.update(id, changes, {
-      check: (row) => row.tokenVersion === current.tokenVersion && (check === undefined || check(row)),
+      check: (row) => {
+        if (row.tokenVersion !== current.tokenVersion) {
+          moved = retry
+          return false
+        }
+        return check === undefined || check(row)
+      },
       guard: async (locked, tx) => {
         const willCount = (changes.enabled ?? locked.enabled) === true && LICENSED.includes((changes.type ?? locked.type) as UserType)
         const counted = locked.enabled === true && LICENSED.includes(locked.type as UserType)
         if (willCount && !counted) await this.assertLicence(tx)
       }
+    }).catch((err: unknown) => {
+      if (moved && err instanceof PreconditionFailedError) return undefined
+      throw err
     })
+    if (row === undefined) return undefined
     // the row's own id: the path may spell a login name in another case (isOwn)
     this.opts.onChange(row.id as Id)
     return toUser(row)

@@ -167,6 +167,40 @@ t.test('the licence check is atomic with the write: concurrent creates and enabl
   t.same(states.filter(Boolean).length, 1, 'only the winner is enabled')
 })
 
+t.test('a revocation that commits between an update\'s read of the user and its lock: the update is made from the row as it is then, not a 412 about an ETag never sent', async (t) => {
+  const ctx = await build(t)
+  const admin = ctx.auth(ctx.adminToken)
+  const user = await ctx.createUser('user')
+  const users = ctx.app.repos.users
+  const get = users.get.bind(users)
+  t.teardown(() => { users.get = get })
+  // the user's own new password (its token version one up) commits right after the admin's update read the row
+  let bumps = 0
+  const racing = (times: number) => async (id: Parameters<typeof get>[0]): ReturnType<typeof get> => {
+    const row = await get(id)
+    if (bumps++ < times) await users.update(id, { tokenVersion: Number(row!.tokenVersion) + 1 })
+    return row
+  }
+  users.get = racing(1)
+  const res = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { enabled: false } })
+  t.equal(res.statusCode, 200, `before: 412 PRECONDITION_FAILED, "The resource was changed since the given ETag": ${res.body}`)
+  t.equal(res.json().enabled, false)
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken) })).statusCode, 401, 'and its tokens are revoked')
+
+  // If-Match still decides: an ETag read before the revocation is an old version
+  users.get = get
+  const etag = (await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })).headers.etag as string
+  bumps = 0
+  users.get = racing(1)
+  const stale = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: { ...admin, 'if-match': etag }, payload: { displayName: 'x' } })
+  t.equal(stale.statusCode, 412)
+  // a row whose version keeps moving: a few tries, then the 412 stands
+  bumps = 0
+  users.get = racing(10)
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { displayName: 'y' } })).statusCode, 412)
+  t.equal(bumps, 3, 'three reads')
+})
+
 t.test('update', async (t) => {
   const ctx = await build(t)
   const { app, auth } = ctx
