@@ -1095,7 +1095,10 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
       }
     }
     const named = s.def.enum?.filter((v) => !/^-?\d+$/.test(v)) ?? []
-    if (named.length > 0 && s.map === undefined && ['integer', 'decimal', 'float', 'bit'].includes(c) && s.timeFormat === undefined && !s.info.hasDefault && mapping.readOnly !== true) {
+    // not for a user's type: every user create gives it (user add, db init's admin, single sign-on), and
+    // without a map no stored code is admin, user or application, so no row would have any rights
+    const defaulted = s.info.hasDefault && def.name !== 'users'
+    if (named.length > 0 && s.map === undefined && ['integer', 'decimal', 'float', 'bit'].includes(c) && s.timeFormat === undefined && !defaulted && mapping.readOnly !== true) {
       problems.push(`${where}.${s.field}: ${col} holds numbers, and ${s.field} is one of ${named.join(', ')}: give it a value map from its codes to those values, such as {"column": "${s.column}", "values": {${named.map((v) => `"${v}": …`).join(', ')}}} (db introspect lists the codes the column holds), ${readOnlyHint}`)
     }
     if (s.def.id === true && storage.mapping.readOnly !== true) {

@@ -769,6 +769,13 @@ t.test('stations.type in a number column without a value map stops the start: no
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, stColumns)), [], 'codes in a text column are shown and written as they are')
   const withDefault = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'tinyint', { nullable: false, hasDefault: true }) : c)
   t.same(storageProblems(new ResourceStorage('mssql', stations, { ...stMapping, values }, withDefault)), [], 'a column with a default of its own: creates that leave the type out work, as before')
+  // a user's type, though: every create gives it, and no stored number is admin, user or application
+  const userColumns = referenceColumns(mssqlDialect, users, referenceMappings.users).map((c) => c.name === 'type' ? col('type', 'tinyint', { nullable: false, hasDefault: true }) : c)
+  t.same(storageProblems(new ResourceStorage('mssql', users, referenceMappings.users, userColumns)), [
+    'users.type: column \'type\' (tinyint) holds numbers, and type is one of admin, user, application: give it a value map from its codes to those values, ' +
+    'such as {"column": "type", "values": {"admin": …, "user": …, "application": …}} (db introspect lists the codes the column holds), or map another table'
+  ], 'before: none, and then every user create was a 400 (\'type\' must be a number written as text) and every user, admins too, had no rights')
+  t.same(storageProblems(new ResourceStorage('mssql', users, { ...referenceMappings.users, values: { type: { admin: 1, user: 2, application: 3 } } }, userColumns)), [], 'with a map it starts')
 })
 
 t.test('a value map whose written code the column cannot take stops the start: SQLite stored it past the column, SQL Server refuses every such write', async (t) => {
