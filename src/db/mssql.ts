@@ -540,11 +540,16 @@ export function columnsStatement (mapping: TableMapping): Statement {
       'CASE WHEN EXISTS (SELECT 1 FROM sys.triggers AS [tr] JOIN sys.trigger_events AS [te] ON [te].[object_id] = [tr].[object_id] ' +
       `WHERE [tr].[parent_id] = ${object} AND [tr].[is_instead_of_trigger] = 1 AND [tr].[is_disabled] = 0 AND [te].[type_desc] = N'INSERT') THEN 1 ELSE 0 END AS [insteadOf] ` +
       'FROM INFORMATION_SCHEMA.COLUMNS WHERE [TABLE_SCHEMA] = @schema AND [TABLE_NAME] = @table ORDER BY [ORDINAL_POSITION]',
-    params: [
-      { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
-      { name: 'table', kind: 'string', value: mapping.table }
-    ]
+    params: tableParams(mapping)
   }
+}
+
+/** @schema and @table of the catalog statements: the mapping's schema (dbo unless it names one) and table. */
+function tableParams (mapping: TableMapping): Statement['params'] {
+  return [
+    { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
+    { name: 'table', kind: 'string', value: mapping.table }
+  ]
 }
 
 /**
@@ -557,10 +562,7 @@ export function spellingsStatement (mapping: TableMapping): Statement {
   return {
     text: 'SELECT [TABLE_SCHEMA] AS [schema], [TABLE_NAME] AS [table] FROM INFORMATION_SCHEMA.TABLES ' +
       'WHERE UPPER([TABLE_SCHEMA]) = UPPER(@schema) AND UPPER([TABLE_NAME]) = UPPER(@table) ORDER BY [TABLE_SCHEMA], [TABLE_NAME]',
-    params: [
-      { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
-      { name: 'table', kind: 'string', value: mapping.table }
-    ]
+    params: tableParams(mapping)
   }
 }
 
@@ -573,10 +575,7 @@ export function synonymsStatement (mapping: TableMapping): Statement {
   return {
     text: 'SELECT SCHEMA_NAME([schema_id]) AS [schema], [name] AS [table], [base_object_name] AS [target] FROM sys.synonyms ' +
       'WHERE UPPER(SCHEMA_NAME([schema_id])) = UPPER(@schema) AND UPPER([name]) = UPPER(@table) ORDER BY [schema], [table]',
-    params: [
-      { name: 'schema', kind: 'string', value: mapping.schema ?? 'dbo' },
-      { name: 'table', kind: 'string', value: mapping.table }
-    ]
+    params: tableParams(mapping)
   }
 }
 
