@@ -24,6 +24,20 @@ export function installCleanup (): void {
       process.exit(code) // the exit handler above does the rest
     })
   }
+  // Its output's reader gone (`npm run bench | head`): the next write was an unhandled EPIPE, a stack
+  // and exit 1. It stops as a shell pipeline's command does, exit 141 (128 + SIGPIPE) for a closed
+  // pipe, 74 (EX_IOERR) for another failure, saying so in one line on standard error if that still
+  // takes it. Node ignores SIGPIPE, so dying by it is not on offer.
+  let failed = false
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (failed) return
+      failed = true
+      const name = stream === process.stdout ? 'standard output' : 'standard error'
+      if (stream === process.stdout && !process.stderr.destroyed) process.stderr.write(`npm run bench: ${name} failed (${err.code ?? err.message}): stopping the servers\n`)
+      process.exit(err.code === 'EPIPE' ? 141 : 74)
+    })
+  }
 }
 
 /**

@@ -159,3 +159,43 @@ t.test('the bench gives the gateway the systemd unit\'s environment, in each of 
   t.match(unit.NODE_OPTIONS, /--max-old-space-size=\d+/, 'the unit\'s heap limit reaches the bench')
   t.match(unit.NODE_OPTIONS, /--max-semi-space-size=\d+/, 'and its young-generation size')
 })
+
+t.test('a bench whose output pipe closes says so in one line and exits 141, taking its servers with it (before: an EPIPE stack, exit 1)', async (t) => {
+  const harness = pathToFileURL(join(import.meta.dirname, '..', 'bench', 'harness.ts')).href
+  const dir = tempDir(t, 'pg-bench-pipe-')
+  const server = join(dir, 'server.mjs')
+  writeFileSync(server, `import { createServer } from 'node:http'\ncreateServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
+  const bench = join(dir, 'bench.mjs')
+  // its server's pid on standard error, then a line of results every 50 ms, as the rounds print theirs
+  writeFileSync(bench, `import { installCleanup, startServer } from ${JSON.stringify(harness)}
+installCleanup()
+const s = await startServer('stub', ${JSON.stringify(server)}, [], {}, ${JSON.stringify(join(dir, 'stub.log'))})
+process.stderr.write('pid ' + s.pid + '\\n')
+setInterval(() => console.log('a round'), 50)
+`)
+  const child = spawn(process.execPath, [...process.execArgv, bench], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let err = ''
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])))
+  let serverPid = 0
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    if (serverPid > 0 && alive(serverPid)) process.kill(serverPid, 'SIGKILL')
+  })
+  const ready = Date.now() + 30000
+  while (!/pid \d+\n/.test(err) && child.exitCode === null && Date.now() < ready) await new Promise((resolve) => setTimeout(resolve, 50))
+  serverPid = Number(/pid (\d+)/.exec(err)?.[1])
+  t.ok(serverPid > 0 && alive(serverPid), `the bench's server runs (pid ${serverPid})`)
+  // the reader goes away, as head -1 does after its line
+  await new Promise((resolve) => child.stdout.once('data', resolve))
+  child.stdout.destroy()
+  let timer: NodeJS.Timeout | undefined
+  const result = await Promise.race([exited, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), 10_000) })])
+  clearTimeout(timer)
+  t.same(result, [141, null], 'exit 141, as a command of a pipeline whose reader ended')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(err.replace(/^pid \d+\n/, ''), 'npm run bench: standard output failed (EPIPE): stopping the servers\n', 'one line, no stack')
+  const gone = Date.now() + 5000
+  while (alive(serverPid) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.notOk(alive(serverPid), 'its server is gone too')
+})
