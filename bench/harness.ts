@@ -110,8 +110,33 @@ function spawnNode (script: string, args: string[], env: Record<string, string>,
   return child
 }
 
-/** `node <script> <args>` on a free port with only the given environment, ready once GET /health answers 200. */
-export async function startServer (name: string, script: string, args: string[], env: Record<string, string>, log: string): Promise<Server> {
+/** How long the bench waits for a server's whole answer to one of its own requests (login, probes, walk pages), as autocannon's rounds do. */
+export const ANSWER_MS = 10_000
+
+export interface Answer { status: number, headers: Headers, text: string }
+
+/**
+ * fetch, its answer read to the end within `ms`: fetch alone waits up to undici's 300 s for the
+ * headers (and longer for a body that stalls), so a server that hung or was stopped (SIGSTOP)
+ * held the bench that long on every request. Past `ms` it rejects, naming the request.
+ */
+export async function fetchWithin (url: string, init: RequestInit = {}, ms = ANSWER_MS): Promise<Answer> {
+  const signal = AbortSignal.timeout(ms)
+  try {
+    const res = await fetch(url, { ...init, signal })
+    return { status: res.status, headers: res.headers, text: await res.text() }
+  } catch (err) {
+    if (signal.aborted) throw new Error(`${init.method ?? 'GET'} ${url}: no answer within ${ms / 1000} s`)
+    throw err
+  }
+}
+
+/**
+ * `node <script> <args>` on a free port with only the given environment, ready once GET /health
+ * answers 200; one that does not within readyWithinMs (30 s), answering or not, is stopped and the
+ * bench fails saying so.
+ */
+export async function startServer (name: string, script: string, args: string[], env: Record<string, string>, log: string, readyWithinMs = 30_000): Promise<Server> {
   const port = await freePort()
   const fd = openSync(log, 'a')
   const child = spawnNode(script, args, { ...env, PORT: String(port), HOST: '127.0.0.1' }, ['pipe', fd, fd])
@@ -136,17 +161,17 @@ export async function startServer (name: string, script: string, args: string[],
       await exited
     }
   }
-  const deadline = Date.now() + 30_000
+  const deadline = Date.now() + readyWithinMs
   for (;;) {
     if (!alive()) throw new Error(`${name} ended while starting (${spawnError?.message ?? child.exitCode ?? child.signalCode}):\n${tail(log)}`)
     try {
-      const res = await fetch(`${base}/health`)
-      await res.arrayBuffer()
+      // no longer than the deadline: a server that accepts and never answers is not waited for past it
+      const res = await fetchWithin(`${base}/health`, {}, Math.max(1, Math.min(ANSWER_MS, deadline - Date.now())))
       if (res.status === 200) return server
     } catch {}
-    if (Date.now() > deadline) {
+    if (Date.now() >= deadline) {
       await server.stop()
-      throw new Error(`${name}: GET /health did not answer 200 within 30 s:\n${tail(log)}`)
+      throw new Error(`${name}: GET /health did not answer 200 within ${readyWithinMs / 1000} s:\n${tail(log)}`)
     }
     await sleep(100)
   }

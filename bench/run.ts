@@ -10,7 +10,7 @@ import { initDatabase } from '../src/bootstrap.js'
 import { openDatabase, referenceMappings, seedDemoData } from '../src/db/index.js'
 import type { Database } from '../src/db/types.js'
 import {
-  installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startHelper, startServer, table, timeIt, trackTempDir,
+  fetchWithin, installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startHelper, startServer, table, timeIt, trackTempDir,
   unitFileEnvironment, type Request, type Round, type Server
 } from './harness.js'
 import type { LoginLoadResult } from './login-load.js'
@@ -135,15 +135,14 @@ function ratioGoal (id: string, figure: string, result: { gateway: Round[], base
 const json = (body: unknown, headers: Record<string, string>) => ({ headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) })
 
 async function login (base: string, password: string): Promise<string> {
-  const res = await fetch(`${base}/api/users/login`, { method: 'POST', ...json({ username: 'admin', password }, {}) })
-  if (res.status !== 200) throw new Error(`login: ${res.status} ${await res.text()}`)
-  return ((await res.json()) as { accessToken: string }).accessToken
+  const res = await fetchWithin(`${base}/api/users/login`, { method: 'POST', ...json({ username: 'admin', password }, {}) })
+  if (res.status !== 200) throw new Error(`login: ${res.status} ${res.text}`)
+  return (JSON.parse(res.text) as { accessToken: string }).accessToken
 }
 
 async function getJson (base: string, path: string, headers: Record<string, string>): Promise<{ status: number, etag: string | null, body: any }> {
-  const res = await fetch(base + path, { headers })
-  const text = await res.text()
-  return { status: res.status, etag: res.headers.get('etag'), body: text === '' ? undefined : JSON.parse(text) }
+  const res = await fetchWithin(base + path, { headers })
+  return { status: res.status, etag: res.headers.get('etag'), body: res.text === '' ? undefined : JSON.parse(res.text) }
 }
 
 /** A database the gateway and the baselines can each get a copy of. */
@@ -420,8 +419,8 @@ async function walk (base: string, headers: Record<string, string>): Promise<Wal
   const t0 = performance.now()
   while (next !== undefined) {
     const p0 = performance.now()
-    const res = await fetch(next.startsWith('http') ? next : base + next, { headers })
-    const text = await res.text()
+    const res = await fetchWithin(next.startsWith('http') ? next : base + next, { headers })
+    const text = res.text
     const ms = performance.now() - p0
     if (res.status !== 200) throw new Error(`walk: ${next} answered ${res.status}: ${text.slice(0, 200)}`)
     const page = JSON.parse(text) as { data: unknown[], meta: { next?: string | null } }

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
-import { pacedRound, startHelper, unitFileEnvironment, type Server } from '../bench/harness.js'
+import { fetchWithin, pacedRound, startHelper, startServer, unitFileEnvironment, type Server } from '../bench/harness.js'
 import { CLI, gatewaySetup, HUNG_MS, START_MS } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 
@@ -198,4 +198,51 @@ setInterval(() => console.log('a round'), 50)
   const gone = Date.now() + 5000
   while (alive(serverPid) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50))
   t.notOk(alive(serverPid), 'its server is gone too')
+})
+
+t.test('a server that accepts /health and never answers is stopped at the start deadline (before: each poll waited up to 300 s)', async (t) => {
+  const dir = tempDir(t, 'pg-bench-hung-')
+  // accepts connections and reads requests, answers none: a gateway hung while starting
+  const server = join(dir, 'hung.mjs')
+  writeFileSync(server, `import { createServer } from 'node:net'\nimport { writeFileSync } from 'node:fs'\nwriteFileSync(${JSON.stringify(join(dir, 'pid'))}, String(process.pid))\ncreateServer((socket) => socket.resume()).listen(Number(process.env.PORT), '127.0.0.1')\n`)
+  const started = Date.now()
+  let timer: NodeJS.Timeout | undefined
+  const start = startServer('hung', server, [], {}, join(dir, 'hung.log'), 1000).then(() => 'started', (err: Error) => err.message)
+  const result = await Promise.race([start, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), 15_000) })])
+  clearTimeout(timer)
+  t.match(result, /^hung: GET \/health did not answer 200 within 1 s/, `the start failed (${Date.now() - started} ms)`)
+  let pid = 0
+  try { pid = Number(readFileSync(join(dir, 'pid'), 'utf8')) } catch {}
+  t.teardown(() => { if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL') })
+  t.ok(pid > 0, 'the server ran')
+  const gone = Date.now() + 10_000
+  while (alive(pid) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.notOk(alive(pid), 'and is gone')
+})
+
+t.test('the bench\'s own requests (login, probes, walk pages) give up on a server that stops answering (before: undici\'s 300 s each)', async (t) => {
+  // one socket never answered, another answered with headers and a body that never ends: a gateway hung or stopped (SIGSTOP) midway
+  const sockets = new Set<Socket>()
+  const silent = createServer((socket) => {
+    sockets.add(socket)
+    socket.once('data', (chunk) => {
+      if (chunk.toString().startsWith('GET /stalls ')) socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"data":[')
+    })
+  })
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    silent.close()
+  })
+  const base = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`
+  for (const [init, path] of [[{ method: 'POST', body: '{}' }, '/api/users/login'], [{}, '/stalls']] as const) {
+    const started = Date.now()
+    let timer: NodeJS.Timeout | undefined
+    const request = fetchWithin(base + path, init, 500).then(() => 'answered', (err: Error) => err.message)
+    const result = await Promise.race([request, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), 10_000) })])
+    clearTimeout(timer)
+    t.equal(result, `${init.method ?? 'GET'} ${base}${path}: no answer within 0.5 s`, `${path}: it ended, naming the request (${Date.now() - started} ms)`)
+  }
+  // and every request of bench/run.ts goes through it
+  t.notMatch(readFileSync(join(import.meta.dirname, '..', 'bench', 'run.ts'), 'utf8'), /(?<![\w.])fetch\(/, 'run.ts calls no bare fetch')
 })
