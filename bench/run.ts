@@ -6,11 +6,10 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { createPasswords, DEFAULT_ARGON2 } from '../src/auth/passwords.js'
-import { initDatabase } from '../src/bootstrap.js'
-import { openDatabase, referenceMappings, seedDemoData } from '../src/db/index.js'
+import { openDatabase, referenceMappings } from '../src/db/index.js'
 import type { Database } from '../src/db/types.js'
 import {
-  fetchWithin, installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startHelper, startServer, table, timeIt, trackTempDir,
+  fetchWithin, fillDatabase, fillSqliteInWorker, installCleanup, loadRound, median, pacedRound, percentiles, removeTempDir, round2, startHelper, startServer, table, timeIt, trackTempDir,
   unitFileEnvironment, type Request, type Round, type Server
 } from './harness.js'
 import type { LoginLoadResult } from './login-load.js'
@@ -158,8 +157,7 @@ interface Backend {
 
 /** The reference tables, the admin and the data, built by the gateway's own code: no demo seed, our count instead. */
 async function fill (db: Database, adminPassword: string): Promise<void> {
-  await initDatabase(db, { demo: false, mappings: referenceMappings, argon2: DEFAULT_ARGON2, adminPassword, print: () => {} })
-  await seedDemoData(db, referenceMappings, { count: settings.rows })
+  await fillDatabase(db, adminPassword, settings.rows)
 }
 
 function sqliteBackend (dir: string): Backend {
@@ -168,12 +166,8 @@ function sqliteBackend (dir: string): Backend {
     name: 'SQLite',
     naive: NAIVE,
     async prepare (adminPassword) {
-      const db = openDatabase(`sqlite:${master}`, { create: true, logger: quiet })
-      try {
-        await fill(db, adminPassword)
-      } finally {
-        await db.close() // checkpoints the WAL into the file
-      }
+      // in a worker thread, so that a stop is prompt while it builds the rows (the worker closes the file, checkpointing the WAL)
+      await fillSqliteInWorker(master, adminPassword, settings.rows)
     },
     copy (tag) {
       const file = join(dir, `${tag}.db`)
