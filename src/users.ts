@@ -2,7 +2,7 @@
 import { ApiError, badRequest, forbidden, licenceLimit } from './errors.js'
 import { BadQueryError, ConflictError, NotFoundError, PreconditionFailedError } from './db/errors.js'
 import { isSsoMarker, SSO_MARKER_PREFIX, type SsoIdentity } from './auth/sso.js'
-import { normalizeUsername, type Passwords } from './auth/passwords.js'
+import { normalizeUsername, storedUsername, type Passwords } from './auth/passwords.js'
 import { parseFilter, parseListQuery, type DerivedFilters, type Filter } from './db/list-query.js'
 import { users as usersDef } from './db/resources.js'
 import type { Id, Repository } from './db/repository.js'
@@ -152,7 +152,7 @@ export class UserService {
     // hashed before the transaction: argon2 is slow on purpose, and the licence lock must be short
     const passwordHash = await this.opts.passwords.hash(input.password)
     const row = await this.opts.repo.create({
-      username: normalizeUsername(input.username),
+      username: storedUsername(input.username),
       passwordHash,
       type,
       displayName: input.displayName ?? null,
@@ -203,7 +203,7 @@ export class UserService {
     // a user (who may not rename itself) in another case, is no change: its spelling stays as stored
     const sameName = patch.username !== undefined && (patch.username === String(current.username) ||
       (actor.type !== 'admin' && normalizeUsername(patch.username) === normalizeUsername(String(current.username))))
-    if (patch.username !== undefined && !sameName) changes.username = normalizeUsername(patch.username)
+    if (patch.username !== undefined && !sameName) changes.username = storedUsername(patch.username)
     if (patch.displayName !== undefined) changes.displayName = patch.displayName
     if (patch.type !== undefined) changes.type = patch.type
     if (patch.enabled !== undefined) changes.enabled = patch.enabled
@@ -212,7 +212,7 @@ export class UserService {
     // id), and a new version makes every instance read the renamed row again rather than refuse new tokens
     const revoked = patch.password !== undefined || (patch.enabled === false && current.enabled === true) ||
       (patch.type !== undefined && patch.type !== current.type) ||
-      (changes.username !== undefined && changes.username !== normalizeUsername(String(current.username)))
+      (changes.username !== undefined && normalizeUsername(String(changes.username)) !== normalizeUsername(String(current.username)))
     if (revoked) changes.tokenVersion = nextTokenVersion(this.opts.repo, current.tokenVersion)
     // The version read above must still be current, or a concurrent revocation could be undone.
     // The licence is checked inside the update's transaction, on the locked row, so that two

@@ -111,6 +111,16 @@ export function normalizeUsername (username: string): string {
   return spelledUsername(username).toLowerCase()
 }
 
+/**
+ * A username as the gateway stores it: normalizeUsername's lower case, but İ (U+0130), the one
+ * letter whose lower case is two characters (i and a combining dot U+0307, which a code-page column
+ * cannot store and nobody types), stays İ. Its normalizeUsername is the given name's, so it
+ * compares as before: 'İlker' and 'İLKER' are one name, 'ilker' another.
+ */
+export function storedUsername (username: string): string {
+  return spelledUsername(username).replace(/[^\u0130]+/g, (part) => part.toLowerCase())
+}
+
 /** A username as given, in its case: what picks one of a legacy table's spellings of it (Repository.findSpelled). */
 export function spelledUsername (username: string): string {
   return spelledCaseless(username)

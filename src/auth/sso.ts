@@ -6,7 +6,7 @@ import { SSO_ALGORITHMS, type SsoProviderConfig } from '../../schemas/config.js'
 import type { UserType } from '../../schemas/users.js'
 import { isHttpsOrLoopback } from '../config.js'
 import { forbidden } from '../errors.js'
-import { normalizeUsername } from './passwords.js'
+import { storedUsername } from './passwords.js'
 import { VerifiedTokens } from './verified-tokens.js'
 
 /** The algorithms used when the configuration names none and the provider advertises none of them. */
@@ -369,7 +369,7 @@ export class SsoProvider {
     return {
       marker: ssoMarker(this.id, claims.sub),
       type,
-      username: found === undefined ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` } : { name: normalizeUsername(found) },
+      username: found === undefined ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` } : { name: storedUsername(found) },
       displayName: name,
       ...(typeof claims.iat === 'number' && { issuedAt: claims.iat * 1000 })
     }

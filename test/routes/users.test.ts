@@ -1,5 +1,6 @@
 import t from 'tap'
 import { build } from '../helpers/build.js'
+import { unstorableCharacter } from '../../src/db/code-pages.js'
 
 const USER_KEYS = ['createdAt', 'displayName', 'enabled', 'id', 'lastLoginAt', 'modifiedAt', 'source', 'type', 'username']
 
@@ -98,6 +99,28 @@ t.test('create', async (t) => {
   const user = await ctx.createUser('user')
   const forbidden = await app.inject({ method: 'POST', url: '/api/users', headers: auth(user.accessToken), payload: { username: 'y', password: 'long-enough' } })
   t.equal(forbidden.statusCode, 403)
+})
+
+t.test('a name with İ is stored without the combining dot its lower case would add (README: usernames are case-insensitive)', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const admin = auth(ctx.adminToken)
+  const res = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'İlker', password: 'long-enough' } })
+  t.equal(res.statusCode, 201)
+  // 'İlker'.toLowerCase() is 'i\u0307lker': a character nobody typed, which a Turkish (1254) or Latin (1252) varchar cannot store
+  t.equal(res.json().username, 'İlker', 'İ kept, the rest in lower case')
+  t.equal(unstorableCharacter(res.json().username, 1254), undefined, 'a Turkish code page column holds it')
+  for (const name of ['İlker', 'İLKER', 'i\u0307lker']) t.ok((await ctx.login(name, 'long-enough')).accessToken, `${name} logs in`)
+  const dup = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'İLKER', password: 'long-enough' } })
+  t.equal(dup.statusCode, 409, 'the same name in capitals')
+  const found = await app.inject({ method: 'GET', url: `/api/users?username=${encodeURIComponent('İLKER')}`, headers: admin })
+  t.same(found.json().data.map((u: { username: string }) => u.username), ['İlker'])
+  const other = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'ILKER', password: 'other-password' } })
+  t.equal(other.statusCode, 201, 'ilker is another name')
+  t.equal(other.json().username, 'ilker')
+  t.ok((await ctx.login('ilker', 'other-password')).accessToken)
+  const renamed = await app.inject({ method: 'PATCH', url: `/api/users/${other.json().id as number}`, headers: admin, payload: { username: 'İLKNUR' } })
+  t.equal(renamed.json().username, 'İlknur', 'a rename is stored the same way')
 })
 
 t.test('licence caps enabled user and application accounts', async (t) => {
