@@ -175,7 +175,8 @@ export class UserService {
   async update (id: Id, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
     // another revocation committed between the read of the row and its lock (a second admin, the user's own
     // new password): the change is made again from the row as it is then, as if it had come a moment later,
-    // not answered with a 412 about an ETag the client never sent (a few times: then the 412 stands)
+    // not answered with a 412 about an ETag the client never sent (a few times: then the 412 stands). Not a
+    // change of the actor's own row: the version that moved revoked the actor's token
     for (let attempt = 1; ; attempt++) {
       const user = await this.updateOnce(id, patch, actor, check, attempt < 3)
       if (user !== undefined) return user
@@ -221,7 +222,9 @@ export class UserService {
     const row = await this.opts.repo.update(id, changes, {
       check: (row) => {
         if (row.tokenVersion !== current.tokenVersion) {
-          moved = retry
+          // not the user's own change: the version that moved revoked the token this request came with
+          // (an admin's disable, type change or new password): it is no later request's to make
+          moved = retry && !isOwn(actor, current)
           return false
         }
         return check === undefined || check(row)

@@ -224,6 +224,34 @@ t.test('a revocation that commits between an update\'s read of the user and its 
   t.equal(bumps, 3, 'three reads')
 })
 
+t.test('a user\'s own change whose token an admin revoked between its read of the row and the lock is not made again: the 412 stands', async (t) => {
+  const ctx = await build(t)
+  const admin = ctx.auth(ctx.adminToken)
+  const user = await ctx.createUser('user')
+  const users = ctx.app.repos.users
+  const get = users.get.bind(users)
+  t.teardown(() => { users.get = get })
+  // the user's token checked once: its row is cached, so the next read is the update's own
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken) })).statusCode, 200)
+  // the admin disables the user (its tokens revoked) right after the user's own password change read the row
+  let raced = false
+  users.get = async (id) => {
+    const row = await get(id)
+    if (!raced) {
+      raced = true
+      t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { enabled: false } })).statusCode, 200)
+    }
+    return row
+  }
+  const res = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken), payload: { password: 'a-new-password-1' } })
+  users.get = get
+  t.equal(res.statusCode, 412, `before: 200, the password of a user disabled meanwhile set by its revoked token: ${res.body}`)
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { enabled: true } })).statusCode, 200)
+  const login = (password: string) => ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: user.username, password } })
+  t.equal((await login('a-new-password-1')).statusCode, 401, 'the new password was not set')
+  t.equal((await login(user.password)).statusCode, 200, 'the old one still holds')
+})
+
 t.test('update', async (t) => {
   const ctx = await build(t)
   const { app, auth } = ctx
