@@ -69,8 +69,9 @@ async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boole
       tokenVersion: firstTokenVersion(users)
     })
   } catch (err) {
-    // another `db init` (a second host's, started with this one) created it since the count: that one printed its password
-    if (err instanceof ConflictError) return false
+    // another `db init` (a second host's, started with this one) created it since the count: that one printed its
+    // password. Only if the table holds a row now: else the key was another table's (a trigger's history row)
+    if (err instanceof ConflictError && await users.count([]) > 0) return false
     throw err
   }
   if (given === undefined) {

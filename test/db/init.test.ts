@@ -9,6 +9,7 @@ import { Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, resources, stations, users, type ResourceName } from '../../src/db/resources.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { initDatabase } from '../../src/bootstrap.js'
+import { ConflictError } from '../../src/db/errors.js'
 import { tempDir } from '../helpers/temp.js'
 
 const dir = tempDir(t, 'pg-init-')
@@ -178,4 +179,18 @@ t.test('db init run on two hosts at once: one creates the admin and seeds, the o
   const results = await Promise.all([init(first), init(second)])
   t.same(results.map((r) => r.seeded).sort(), [false, true], 'seeded once, and the other one succeeds')
   t.equal(await new Repository(first, materials, referenceMappings.materials).count(), 1200)
+})
+
+t.test('db init: a unique key that refuses the admin in an empty user table (a trigger\'s history row) is an error, not an admin another run created', async (t) => {
+  const path = join(dir, 'refused-admin.db')
+  const db = openSqlite(path, { create: true })
+  t.teardown(() => db.close())
+  await createReferenceTables(db, referenceMappings)
+  // an audit trigger whose history table already holds the row it writes
+  await db.execute({ text: 'CREATE TABLE user_audit (what TEXT UNIQUE)', params: [] })
+  await db.execute({ text: "INSERT INTO user_audit VALUES ('created')", params: [] })
+  await db.execute({ text: `CREATE TRIGGER user_audit_insert AFTER INSERT ON ${referenceMappings.users.table} BEGIN INSERT INTO user_audit VALUES ('created'); END`, params: [] })
+  const init = initDatabase(db, { demo: false, mappings: referenceMappings, argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, print: () => {} })
+  await t.rejects(init, ConflictError, "before: resolved { adminCreated: false }, which db init reports as 'The user table is not empty: no admin created.', with no user at all")
+  t.equal(await new Repository(db, users, referenceMappings.users).count(), 0)
 })
