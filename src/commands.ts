@@ -603,7 +603,7 @@ async function textInNumberNotes (db: Database, mappings: Record<ResourceName, T
         n += Number(count)
         if (typeof v === 'string' && (example === undefined || v > example)) example = v
       }
-      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds' : 's hold'} text that is no number in column '${info.name}' (${info.type.toLowerCase()})${example === undefined ? '' : `, such as ${JSON.stringify(example.slice(0, 40))}`}: the API shows null, but filters and sorting compare the stored text (${field}=[null] does not find ${n === 1 ? 'it' : 'them'}, [gt] may); have the picking system write numbers, and correct these values (README, "Values the declared type does not bind")`)
+      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds' : 's hold'} text that is no number in column '${info.name}' (${info.type === '' ? 'no declared type' : info.type.toLowerCase()})${example === undefined ? '' : `, such as ${JSON.stringify(example.slice(0, 40))}`}: the API shows null, but filters and sorting compare the stored text (${field}=[null] does not find ${n === 1 ? 'it' : 'them'}, [gt] may); have the picking system write numbers, and correct these values (README, "Values the declared type does not bind")`)
     }
   }
   return notes

@@ -234,7 +234,7 @@ t.test('check-config: a number column without a declared type keeps number text,
   writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', weight: 'Gew', description: null, unit: null, barcode: null, minStock: null, maxStock: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: null } } } }))
   const res = io({})
   t.equal(await main(['check-config', file], res), 0, res.stderr.join('\n'))
-  t.match(res.stdout.join('\n'), /Note: materials\.weight: 1 row holds text that is no number in column 'Gew' \(\), such as "12,500"/, "before: 4 rows, such as '12'")
+  t.match(res.stdout.join('\n'), /Note: materials\.weight: 1 row holds text that is no number in column 'Gew' \(no declared type\), such as "12,500"/, "before: 4 rows, such as '12'")
 })
 
 t.test('check-config checks the mapping against the database when it can reach it', async (t) => {
