@@ -143,16 +143,28 @@ export function toUser (row: Row): User {
   }
 }
 
+/**
+ * A username as stored (storedUsername), refused with a 400 when Unicode NFKC has made it longer than
+ * the API's 64 characters: the schema counts what was typed, and NFKC writes some characters as
+ * several (the ligature U+FDFA as 18), which the column's own limit then refused in other words.
+ */
+function storableUsername (name: string): string {
+  const stored = storedUsername(name)
+  if (stored.length > 64) throw badRequest(`'username' would be stored as ${stored.length} characters (Unicode NFKC writes some characters as several), more than 64`, 'VALIDATION_ERROR')
+  return stored
+}
+
 export class UserService {
   constructor (private readonly opts: UserServiceOptions) {}
 
   async create (input: UserCreate): Promise<User> {
     const type = input.type ?? 'user'
     const enabled = input.enabled ?? true
+    const username = storableUsername(input.username)
     // hashed before the transaction: argon2 is slow on purpose, and the licence lock must be short
     const passwordHash = await this.opts.passwords.hash(input.password)
     const row = await this.opts.repo.create({
-      username: storedUsername(input.username),
+      username,
       passwordHash,
       type,
       displayName: input.displayName ?? null,
@@ -204,7 +216,7 @@ export class UserService {
     // a user (who may not rename itself) in another case, is no change: its spelling stays as stored
     const sameName = patch.username !== undefined && (patch.username === String(current.username) ||
       (actor.type !== 'admin' && normalizeUsername(patch.username) === normalizeUsername(String(current.username))))
-    if (patch.username !== undefined && !sameName) changes.username = storedUsername(patch.username)
+    if (patch.username !== undefined && !sameName) changes.username = storableUsername(patch.username)
     if (patch.displayName !== undefined) changes.displayName = patch.displayName
     if (patch.type !== undefined) changes.type = patch.type
     if (patch.enabled !== undefined) changes.enabled = patch.enabled

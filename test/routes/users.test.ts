@@ -123,6 +123,22 @@ t.test('a name with İ is stored without the combining dot its lower case would 
   t.equal(renamed.json().username, 'İlknur', 'a rename is stored the same way')
 })
 
+t.test('a name that Unicode NFKC makes longer than 64 characters is a 400 naming the username, on a create and a rename; nothing is written', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const admin = auth(ctx.adminToken)
+  // U+FDFA is one character as typed and 18 in NFKC: four are 72
+  const long = '\uFDFA'.repeat(4)
+  const res = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: long, password: 'long-enough' } })
+  t.equal(res.statusCode, 400, `before: 201 with a 72-character username: ${res.body}`)
+  t.match(res.json(), { code: 'VALIDATION_ERROR', message: /^'username' would be stored as 72 characters \(Unicode NFKC writes some characters as several\), more than 64$/ })
+  const user = await ctx.createUser('user')
+  const rename = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { username: long } })
+  t.equal(rename.statusCode, 400)
+  t.equal((await app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })).json().username, user.username, 'the name is unchanged')
+  t.equal((await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: '\uFDFA'.repeat(3), password: 'long-enough' } })).statusCode, 201, 'three (54 characters) fit')
+})
+
 t.test('licence caps enabled user and application accounts', async (t) => {
   const ctx = await build(t, { licence: { logins: 2 } })
   const admin = ctx.auth(ctx.adminToken)
