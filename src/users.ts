@@ -38,14 +38,20 @@ function isOwn (actor: Actor, row: Row): boolean {
  * half of what the column holds (an int unless it says less), so that revocations, one up each, stay in it.
  */
 export function firstTokenVersion (repo: Repository): number {
-  const info = repo.storage.field('tokenVersion').info
-  const type = info?.type.toLowerCase() ?? ''
-  // a decimal(p,0) holds 10^p - 1 at most (numeric(5,0): 99999), which an int's range would overflow on every create
-  const decimal = repo.storage.dialect === 'mssql' && (type === 'decimal' || type === 'numeric') && info?.precision !== undefined
-    ? 10 ** (info.precision - (info.scale ?? 0)) - 1
-    : undefined
-  const most = Math.min(INTEGER_RANGES[type]?.[1] ?? decimal ?? INTEGER_RANGES.int[1], INTEGER_RANGES.int[1])
+  const most = Math.min(lastTokenVersion(repo) ?? INTEGER_RANGES.int[1], INTEGER_RANGES.int[1])
   return randomInt(1, Math.max(2, Math.floor(most / 2)))
+}
+
+/**
+ * The largest token version the column holds on SQL Server: a tinyint's 255, a smallint's 32767, a
+ * decimal(p,0)'s 10^p - 1 (numeric(5,0): 99999); undefined where its type sets no such bound (SQLite).
+ */
+function lastTokenVersion (repo: Repository): number | undefined {
+  const info = repo.storage.field('tokenVersion').info
+  if (repo.storage.dialect !== 'mssql' || info === undefined) return undefined
+  const type = info.type.toLowerCase()
+  if (type === 'decimal' || type === 'numeric') return info.precision === undefined ? undefined : 10 ** (info.precision - (info.scale ?? 0)) - 1
+  return INTEGER_RANGES[type]?.[1]
 }
 
 /**
@@ -58,11 +64,7 @@ export function firstTokenVersion (repo: Repository): number {
  */
 export function nextTokenVersion (repo: Repository, current: unknown): number {
   const next = Number(current ?? 0) + 1
-  const info = repo.storage.field('tokenVersion').info
-  if (repo.storage.dialect !== 'mssql' || info === undefined) return next
-  const type = info.type.toLowerCase()
-  const last = INTEGER_RANGES[type]?.[1] ??
-    ((type === 'decimal' || type === 'numeric') && info.precision !== undefined ? 10 ** (info.precision - (info.scale ?? 0)) - 1 : undefined)
+  const last = lastTokenVersion(repo)
   return last !== undefined && next > last ? 0 : next
 }
 
