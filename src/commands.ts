@@ -10,7 +10,7 @@ import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { foreignKeysTo } from './db/data-errors.js'
 import { dialectFor } from './db/dialect.js'
-import { categoryOf, columnNamed, inspectStorage, ResourceStorage, storedNumber } from './db/storage.js'
+import { categoryOf, columnNamed, inspectStorage, ResourceStorage, sqliteUntyped } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, resources, stationInUse, type ResourceName } from './db/resources.js'
@@ -578,9 +578,10 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
 }
 
 /**
- * SQLite: rows whose number column (a declared number type: INTEGER, REAL, NUMERIC, DECIMAL; or none, which
- * keeps '12' as text the API reads as 12) holds text that is no number ('12,500', '1.250,000', 'n/a'): the API shows null there, but
- * filters and sorting compare the stored text, so [null] does not find such a row and [gt]17.5 does.
+ * SQLite: rows whose number column (a declared number type: INTEGER, REAL, NUMERIC, DECIMAL) holds text its
+ * affinity could not make a number of ('12,500', 'n/a'): the API shows null there, but filters and sorting
+ * compare the stored text, so [null] does not find such a row and [gt]17.5 does. A column without a declared
+ * type is left out: its filters read its text as the API does (SqlBuilder's number_text), so they agree.
  * `columns`: as inspectStorage read them.
  */
 async function textInNumberNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
@@ -591,19 +592,11 @@ async function textInNumberNotes (db: Database, mappings: Record<ResourceName, T
     for (const [field, def] of Object.entries(resources[name].fields)) {
       const info = mapping.columns[field] === undefined ? undefined : columnNamed(columns[name], mapping.columns[field])
       if ((def.kind !== 'number' && def.kind !== 'integer') || info === undefined || mapping.values?.[field] !== undefined) continue
-      if (!['integer', 'float', 'decimal'].includes(categoryOf('sqlite', info, def.kind))) continue
+      if (sqliteUntyped(info.type.toLowerCase()) || !['integer', 'float', 'decimal'].includes(categoryOf('sqlite', info, def.kind))) continue
       const c = d.ident(info.name)
-      // by value, judged as the API reads it (storedNumber): a column without a declared type keeps '12' as
-      // text, which the API shows as 12; a declared number type has made such text a number already
-      const values = await db.query({ text: `SELECT ${c} AS v, COUNT(*) AS n FROM ${d.table(mapping)} WHERE typeof(${c}) IN ('text', 'blob') GROUP BY ${c}`, params: [] })
-      let n = 0
-      let example: string | undefined
-      for (const { v, n: count } of values) {
-        if (typeof v === 'string' && storedNumber(v) !== null) continue
-        n += Number(count)
-        if (typeof v === 'string' && (example === undefined || v > example)) example = v
-      }
-      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds' : 's hold'} text that is no number in column '${info.name}' (${info.type === '' ? 'no declared type' : info.type.toLowerCase()})${example === undefined ? '' : `, such as ${JSON.stringify(example.slice(0, 40))}`}: the API shows null, but filters and sorting compare the stored text (${field}=[null] does not find ${n === 1 ? 'it' : 'them'}, [gt] may); have the picking system write numbers, and correct these values (README, "Values the declared type does not bind")`)
+      const [row] = await db.query({ text: `SELECT SUM(CASE WHEN typeof(${c}) IN ('text', 'blob') THEN 1 ELSE 0 END) AS n, MAX(CASE WHEN typeof(${c}) = 'text' THEN ${c} END) AS example FROM ${d.table(mapping)}`, params: [] })
+      const n = Number(row?.n ?? 0)
+      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds' : 's hold'} text that is no number in column '${info.name}' (${info.type.toLowerCase()})${row?.example === null || row?.example === undefined ? '' : `, such as ${JSON.stringify(String(row.example).slice(0, 40))}`}: the API shows null, but filters and sorting compare the stored text (${field}=[null] does not find ${n === 1 ? 'it' : 'them'}, [gt] may); have the picking system write numbers, and correct these values (README, "Values the declared type does not bind")`)
     }
   }
   return notes
