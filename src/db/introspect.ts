@@ -55,11 +55,24 @@ export interface Introspection {
 export const MAX_CODES = 20
 
 // Names compare normalized: lower case, umlauts spelled out, only letters and digits.
-const TABLE_SYNONYMS: Record<ResourceName, string[]> = {
-  materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'artikelen', 'artikels', 'materialen', 'mat', 'art', 'produit', 'produits', 'articolo', 'articoli', 'materiale', 'materiali', 'prodotto', 'prodotti', 'articulo', 'articulos', 'producto', 'productos', 'artiklar', 'vara', 'varor', 'produkter', 'sku', 'skus', 'partmaster', 'stockitem', 'stockitems', 'inventoryitem', 'inventoryitems', 'teile', 'teil', 'materialien'],
-  stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'werkplekken', 'werkplek', 'werkplaatsen', 'vlm', 'wp', 'ap', 'poste', 'postes', 'postetravail', 'postesdetravail', 'postazione', 'postazioni', 'stazione', 'stazioni', 'estacion', 'estaciones', 'puesto', 'puestos', 'stationer', 'arbetsplats', 'arbetsplatser', 'ws', 'pickstations', 'pickingstation', 'pickingstations', 'stationen', 'kommissionierplatz', 'kommissionierplaetze', 'pickplatz', 'pickplaetze'],
-  users: ['gatewayusers', 'users', 'user', 'benutzer', 'anwender', 'bediener', 'gebruikers', 'gebruiker', 'operators', 'accounts', 'logins', 'utilisateur', 'utilisateurs', 'utente', 'utenti', 'operatore', 'operatori', 'usuario', 'usuarios', 'anvaendare', 'operator', 'employees', 'employee', 'staff', 'pickers', 'picker']
+
+/**
+ * The words below are written with their umlauts spelled out (`benaemning`, `loesenord`, `aendrad`),
+ * as German legacy names write them; Swedish and other legacy names drop the dots instead (`Benamning`,
+ * `Losenord`, `Andrad`). Each word is matched both ways, the spelled-out one first.
+ */
+function bothSpellings (words: string[]): string[] {
+  return [...new Set(words.flatMap((w) => [w, w.replace(/([aou])e/g, '$1')]))]
 }
+
+const bothSpellingsEach = <K extends string>(lists: Record<K, string[]>): Record<K, string[]> =>
+  Object.fromEntries(Object.entries<string[]>(lists).map(([k, words]) => [k, bothSpellings(words)])) as Record<K, string[]>
+
+const TABLE_SYNONYMS: Record<ResourceName, string[]> = bothSpellingsEach({
+  materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'artikelen', 'artikels', 'materialen', 'mat', 'art', 'produit', 'produits', 'articolo', 'articoli', 'materiale', 'materiali', 'prodotto', 'prodotti', 'articulo', 'articulos', 'producto', 'productos', 'artiklar', 'vara', 'varor', 'produkter', 'sku', 'skus', 'partmaster', 'stockitem', 'stockitems', 'inventoryitem', 'inventoryitems', 'teile', 'teil', 'materialien'],
+  stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'werkplekken', 'werkplek', 'werkplaatsen', 'vlm', 'wp', 'ap', 'poste', 'postes', 'postetravail', 'postesdetravail', 'postazione', 'postazioni', 'stazione', 'stazioni', 'estacion', 'estaciones', 'puesto', 'puestos', 'stationer', 'arbetsplats', 'arbetsplatser', 'plockplats', 'plockplatser', 'plockstation', 'plockstationer', 'ws', 'pickstations', 'pickingstation', 'pickingstations', 'stationen', 'kommissionierplatz', 'kommissionierplaetze', 'pickplatz', 'pickplaetze'],
+  users: ['gatewayusers', 'users', 'user', 'benutzer', 'anwender', 'bediener', 'gebruikers', 'gebruiker', 'operators', 'accounts', 'logins', 'utilisateur', 'utilisateurs', 'utente', 'utenti', 'operatore', 'operatori', 'usuario', 'usuarios', 'anvaendare', 'operator', 'employees', 'employee', 'staff', 'pickers', 'picker']
+})
 
 /** Tables with these words in their name or schema hold history or copies, not the master data. */
 const NOISE_WORDS = new Set(['log', 'logs', 'hist', 'history', 'historie', 'archive', 'archiv', 'arch', 'backup', 'bak', 'old', 'alt', 'tmp', 'temp', 'copy', 'kopie', 'import', 'export', 'journal', 'protokoll', 'audit', 'movement', 'movements', 'buchung', 'booking', 'order', 'orders', 'auftrag', 'error', 'queue', 'staging'])
@@ -76,7 +89,7 @@ const TIME_STEMS: Record<string, string[]> = { createdAt: ['create', 'insert', '
 
 /** Legacy column names per resource and field, best first (the field's own name and the reference column come before these). */
 const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
-  materials: {
+  materials: bothSpellingsEach({
     id: ['matid', 'artid', 'artikelid', 'materialid', 'itemid', 'partid', 'articleid', 'idarticle', 'idarticolo', 'articoloid', 'idarticulo', 'skuid', 'itemmasterid', 'productid', 'prodid'],
     materialNumber: ['matno', 'matnr', 'materialno', 'materialnr', 'artnr', 'artno', 'artikelnr', 'artikelnummer', 'itemno', 'itemnumber', 'itemnr', 'sku', 'partno', 'partnumber', 'partnr', 'articleno', 'articlenumber', 'number', 'nummer', 'nr', 'no', 'codearticle', 'numarticle', 'refarticle', 'reference', 'ref', 'codeproduit', 'codicearticolo', 'codarticolo', 'codart', 'codice', 'codiceprodotto', 'codigoarticulo', 'codarticulo', 'codigo', 'referencia', 'varunummer', 'itemcode', 'partcode', 'skucode', 'skuno', 'skunumber', 'articlecode', 'productcode', 'productno', 'prodno', 'prodcode', 'materialcode', 'matcode', 'stockcode'],
     name: ['matname', 'artname', 'bezeichnung', 'bezeichnung1', 'description1', 'desc1', 'bez', 'bez1', 'shortdescription', 'shorttext', 'kurztext', 'kurzbezeichnung', 'itemname', 'materialname', 'articlename', 'artikelname', 'title', 'benennung', 'omschrijving', 'naam', 'libelle', 'designation', 'nomarticle', 'nom', 'descrizione', 'denominazione', 'nome', 'nombre', 'denominacion', 'benaemning', 'namn', 'descr', 'itemdesc', 'itemdescription', 'partdesc', 'partdescription', 'skudesc', 'productdesc', 'productname', 'prodname', 'shortdesc', 'shortdescr'],
@@ -91,8 +104,8 @@ const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
     stockQuantity: ['qtyonhand', 'bestand', 'stock', 'stockqty', 'quantity', 'qty', 'menge', 'mengestueck', 'mengestk', 'mengest', 'bestandstueck', 'bestandstk', 'bestandsmenge', 'lagermenge', 'istmenge', 'stueckzahl', 'onhand', 'istbestand', 'currentstock', 'lagerbestand', 'voorraad', 'quantite', 'qte', 'stockreel', 'giacenza', 'quantita', 'qta', 'esistenza', 'existencias', 'cantidad', 'stockactual', 'saldo', 'lagersaldo', 'antal', 'qoh', 'onhandqty', 'stockonhand', 'soh', 'qtyavailable', 'available'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
-  },
-  stations: {
+  }),
+  stations: bothSpellingsEach({
     id: ['wpid', 'stationid', 'arbeitsplatzid', 'workplaceid', 'terminalid', 'liftid', 'apid', 'idposte', 'idpostazione', 'idestacion', 'stationsnr', 'stationsid', 'wsid', 'workstationid', 'pickstationid'],
     name: ['wpname', 'stationname', 'workplacename', 'bezeichnung', 'bez', 'kurzname', 'kurzbezeichnung', 'wpnr', 'stationno', 'stationnr', 'code', 'apname', 'apbez', 'naam', 'nomposte', 'libelle', 'nom', 'nomepostazione', 'nome', 'codice', 'nombre', 'namn', 'benaemning', 'wsname', 'workstationname', 'wscode', 'stationcode'],
     description: ['beschreibung', 'bezeichnung2', 'text', 'bemerkung', 'remark', 'remarks', 'notes', 'desc', 'commentaire', 'descrizione', 'descripcion', 'beskrivning', 'wsdesc', 'workstationdesc', 'stationdesc', 'descr'],
@@ -103,8 +116,8 @@ const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
     enabled: ['active', 'aktiv', 'isactive', 'isenabled', 'inbetrieb', 'enable', 'actief', 'actif', 'attivo', 'abilitato', 'activo', 'habilitado', 'activeflag', 'activeyn', 'enabledyn', 'isactiveflag'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
-  },
-  users: {
+  }),
+  users: bothSpellingsEach({
     id: ['userid', 'benutzerid', 'opid', 'operatorid', 'empid', 'employeeid'],
     username: ['login', 'loginname', 'user', 'benutzer', 'benutzername', 'anmeldename', 'kennung', 'gebruikersnaam', 'loginnaam', 'identifiant', 'nomutilisateur', 'nomeutente', 'utente', 'nombreusuario', 'usuario', 'anvaendarnamn', 'anvaendare', 'loginid', 'logon', 'logonname', 'logonid', 'opcode', 'operatorcode', 'signon', 'usercode'],
     passwordHash: ['password', 'pwhash', 'passwordhashed', 'passwort', 'kennwort', 'wachtwoord', 'pwd', 'pw', 'motdepasse', 'mdp', 'parolachiave', 'contrasena', 'clave', 'loesenord', 'pwdhash', 'passhash', 'pwhashed', 'passwordhash'],
@@ -115,7 +128,7 @@ const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
     lastLoginAt: ['lastlogin', 'letzteanmeldung'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
-  }
+  })
 }
 
 /** German column names suggest German codes (J/N) when a flag column shows only one of its two codes. */

@@ -316,6 +316,30 @@ t.test('French, Italian and Swedish names, accents and all', async (t) => {
   t.match(mapped(found.resources.users.mapping)?.columns, { username: 'användarnamn', passwordHash: 'lösenord' })
 })
 
+t.test('Swedish names written without their dots (Benamning, Sparrad, Andrad, Plockplatser, Losenord)', async (t) => {
+  const path = join(dir, 'swedish-ascii.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE Artiklar (ArtikelNr VARCHAR(20) NOT NULL PRIMARY KEY, Benamning VARCHAR(80) NOT NULL, Beskrivning TEXT, Enhet TEXT NOT NULL DEFAULT 'ST',
+      Streckkod CHAR(13), Vikt REAL, Sparrad CHAR(1) NOT NULL DEFAULT 'N', SparrOrsak TEXT, Saldo INTEGER, Skapad TEXT, Andrad INTEGER);
+    INSERT INTO Artiklar (ArtikelNr, Benamning, Sparrad, Andrad) VALUES ('A1', 'Skruv', 'J', 1764200000), ('A2', 'Mutter', 'N', 1764200001);
+    CREATE TABLE Plockplatser (PlatsId INTEGER PRIMARY KEY, PlatsNamn TEXT NOT NULL UNIQUE, Typ CHAR(1), Adress INTEGER, Aktiv INTEGER);
+    CREATE TABLE Anvandare (AnvId INTEGER PRIMARY KEY, Anvandarnamn VARCHAR(30) NOT NULL UNIQUE, Losenord VARCHAR(255) NOT NULL, Roll VARCHAR(10), token_version INTEGER NOT NULL DEFAULT 0);
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // Beskrivning is the description: before, with Benamning unmatched, it was proposed as the name
+  t.match(mapped(found.resources.materials.mapping)?.columns, {
+    name: 'Benamning', description: 'Beskrivning', blocked: { column: 'Sparrad', values: { true: 'J', false: 'N' } }, blockReason: 'SparrOrsak',
+    modifiedAt: { column: 'Andrad', format: 'unix' }
+  })
+  t.equal(found.resources.stations.table?.name, 'Plockplatser')
+  t.equal(found.resources.users.table?.name, 'Anvandare')
+  t.match(mapped(found.resources.users.mapping)?.columns, { username: 'Anvandarnamn', passwordHash: 'Losenord' })
+})
+
 t.test('English abbreviations of another vendor: ITEM_CODE, DESCR, HOLD_FLAG, WS_ID, WHSE, OPERATOR', async (t) => {
   const path = join(dir, 'english.db')
   const raw = new BetterSqlite3(path)
