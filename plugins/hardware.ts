@@ -71,6 +71,8 @@ export interface Hardware {
   controllerStates (): ControllerHealth[]
   /** sends a command to the station's controller and waits for its ACK; `signal`: the caller gave up (not sent if still queued) */
   command (station: Row, command: StationCommand, signal?: AbortSignal): Promise<CommandAck>
+  /** the shutdown's grace period is over: commands still waiting for an ACK are answered 504 now; returns how many */
+  abandon (): number
   /** subscribes to station events; returns the unsubscribe function */
   subscribe (listener: (event: StationEvent) => void): () => void
   /** a station was deleted through the API: listeners (streams filtered to it) learn its id; returns the unsubscribe function */
@@ -422,6 +424,12 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       return command.command === 'status'
         ? { ack: true, seq: result.seq, state: result.args.state ?? 'unknown' }
         : { ack: true, seq: result.seq }
+    },
+
+    abandon () {
+      let n = 0
+      for (const link of links.values()) n += link.abandon()
+      return n
     },
 
     subscribe (listener) {

@@ -155,6 +155,9 @@ function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceM
     shutdown(reason, {
       close,
       cut: async () => {
+        // a station command still waiting for its controller's ACK gets its 504 before its connection goes (a reset
+        // would leave its client guessing too, without saying so)
+        if (app.hardware.abandon() > 0) await new Promise((resolve) => setTimeout(resolve, 100))
         const open = await new Promise<number>((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)))
         app.server.closeAllConnections()
         return open

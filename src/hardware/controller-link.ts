@@ -444,6 +444,24 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     for (const p of queued) p.reject(this.notSent())
   }
 
+  /**
+   * The end of a shutdown's grace period: commands still waiting for their ACK fail now with TIMEOUT (504), so
+   * that their clients get an answer before the connections are cut. The controller may have acted on them, as
+   * after any timeout (a late ACK still counts). Returns how many there were.
+   */
+  abandon (): number {
+    const session = this.session
+    if (session === undefined) return 0
+    const waiting = [...session.inFlight.values()]
+    for (const p of waiting) {
+      clearTimeout(p.timer)
+      session.inFlight.delete(p.seq)
+      session.timedOut.set(p.seq, { cmd: p.cmd, args: p.args })
+      p.reject(new HardwareError('TIMEOUT', `the gateway is shutting down: controller ${this.id} had not acknowledged ${p.cmd} when the grace period ended; it may have carried it out`, { controllerId: this.id, seq: p.seq }))
+    }
+    return waiting.length
+  }
+
   private notSent (): HardwareError {
     return new HardwareError('SHUTTING_DOWN', `the gateway is shutting down; the command was not sent to controller ${this.id}`, { controllerId: this.id })
   }
