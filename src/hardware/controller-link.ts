@@ -678,6 +678,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       session.timedOut.delete(frame.seq)
       session.answered(frame.seq, frame.cmd)
       this.log.info({ seq: frame.seq, cmd: frame.cmd }, `ACK ${frame.seq} ${frame.cmd} came after its command's timeout (its client was answered 504): the controller carried it out`)
+      // a STATUS answer too: frames come in the order the controller sent them, so it is no older than what was
+      // read before it, and what comes behind it is applied after it, as for one in time (the STATUS after a
+      // reconnect to a controller still starting up was otherwise lost, and its lit positions showed idle)
+      if (late.cmd === 'STATUS') this.applyStatus(frame.args)
       this.safeEmit('acknowledged', { cmd: late.cmd, args: late.args, seq: frame.seq, late: true })
       return
     }

@@ -348,6 +348,32 @@ t.test('a LIGHT whose ACK comes after its 504: the station shows busy, as the co
   t.equal(await status(), 'busy')
 })
 
+t.test('the STATUS after a reconnect answered after its timeout still resynchronizes: a position the controller reports lit shows busy', async (t) => {
+  // a controller busy starting up after a reconnect answers its STATUS only after the gateway gave up on it (both sends)
+  let first: Socket | undefined
+  let statuses = 0
+  let lateSent = false
+  const { ctx, station } = await rawController(t, (frame, socket) => {
+    if (frame.kind !== 'REQ') return
+    first ??= socket
+    if (frame.cmd !== 'STATUS' || socket === first) {
+      socket.write(ackOf(frame))
+      return
+    }
+    if (++statuses === 2) setTimeout(() => { socket.write(encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: 'STATUS', args: { state: 'busy', addr1: 'lit:2' } })); lateSent = true }, FAST.ackTimeout + 100)
+  })
+  const status = async (): Promise<string> => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: ctx.auth(ctx.adminToken) })).json().status
+  t.equal(await status(), 'idle')
+  // the controller restarts: its connection drops, the gateway connects again and asks for its STATUS
+  const reconnected = new Promise<void>((resolve) => ctx.app.hardware.subscribe((event) => { if (event.type === 'station.connected') resolve() }))
+  first!.destroy()
+  await reconnected
+  await until(() => lateSent, 'the late STATUS ACK sent')
+  // before: the late answer was ignored, and the station showed idle, with its position lit, until the next STATUS
+  await until(async () => (await status()) === 'busy', 'busy after the late STATUS ACK', 2000)
+  t.equal(await status(), 'busy')
+})
+
 t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a retryable 503', async (t) => {
   const ctx = await build(t, { hardware: { enabled: false, controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 1 }] } })
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
