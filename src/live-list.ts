@@ -150,7 +150,7 @@ export interface LivePage {
  * every row exactly once even when rows come and go; a row whose sort key changes moves, as in
  * any sorted walk.
  */
-export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>): LivePage {
+export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>, idField = 'id'): LivePage {
   const { query } = q
   const matching = rows.filter((row) => q.live.every((f) => matches(row, f, kinds[f.field])))
   const keyed = matching.map((row) => ({ row, keys: keysOf(row, query.sort) }))
@@ -158,7 +158,13 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
   let start = query.offset ?? 0
   if (query.cursor !== undefined) {
     const after = decodeLiveCursor(query.cursor, query.sort, kinds)
-    start = keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds) > 0)
+    // Live values move between pages, and every frame moves the lastSeenAt of all the stations of a controller at
+    // once, the last page's row with them: by its old keys alone the next page began again at the first of them
+    // (sort=lastSeenAt, for ever) or after the last (-lastSeenAt, ending the walk). So the walk goes on after that
+    // row where it stands now, and by its keys only when it is gone (deleted, or no longer matching).
+    const i = query.sort.findIndex((k) => k.field === idField)
+    const last = i === -1 ? -1 : keyed.findIndex((r) => r.keys[i] === after[i])
+    start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds) > 0)
     if (start < 0) start = keyed.length
   }
   const page = keyed.slice(start, start + query.limit).map((r) => r.row)

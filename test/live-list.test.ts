@@ -110,6 +110,29 @@ t.test('paging: offset, count after the live filters, and a cursor that walks ev
   t.same(p2.rows.map((r) => r.id), [3, 5], 'a row inserted before the cursor and one deleted before it shift nothing')
 })
 
+t.test('paging by a live field that moves for every station of a controller at once (each frame sets its lastSeenAt): every station once, and the walk ends', async (t) => {
+  const at = (s: number): string => new Date(Date.UTC(2026, 0, 1, 10, 0, s)).toISOString()
+  /** the stations of one controller as a read n seconds later sees them: all seen again meanwhile */
+  const seen = (s: number): Row[] => [1, 2, 3, 4, 5].map((id) => ({ id, name: `S${id}`, type: 'ptl', connected: true, status: 'idle', lastSeenAt: at(s) }))
+  for (const sort of ['lastSeenAt', '-lastSeenAt', '-lastSeenAt,-id']) {
+    const walked: number[] = []
+    let cursor: string | undefined
+    let pages = 0
+    do {
+      const p = page({ sort, limit: '2', ...(cursor !== undefined && { cursor }) }, seen(pages++))
+      walked.push(...p.rows.map((r) => r.id as number))
+      cursor = p.next
+    } while (cursor !== undefined && pages < 10)
+    // before: sort=lastSeenAt began again at the first station on every page, for ever; -lastSeenAt ended after the first page
+    t.same(walked.slice().sort((a, b) => a - b), [1, 2, 3, 4, 5], `sort=${sort}: ${walked.join(',')}`)
+    t.ok(pages <= 3, `sort=${sort}: ended after ${pages} pages`)
+  }
+  // the station the last page ended with is gone (deleted, or no longer matching): the walk goes on by its keys
+  const p1 = page({ sort: 'lastSeenAt', limit: '2' }, seen(0))
+  const p2 = page({ sort: 'lastSeenAt', limit: '2', cursor: p1.next! }, seen(0).filter((r) => r.id !== 2))
+  t.same(p2.rows.map((r) => r.id), [3, 4])
+})
+
 t.test('cursors', async (t) => {
   const sort = [{ field: 'lastSeenAt', desc: true }, { field: 'id', desc: false }]
   const cursor = encodeLiveCursor(sort, ROWS[0])
