@@ -24,7 +24,7 @@ export interface ControllerHealth {
   lastSeenAt: string | null
   /** bytes from the controller dropped since the start: garbage between frames, malformed frames */
   droppedBytes: number
-  /** why the link is refused (the controller answered as another id) */
+  /** why the link is refused (the controller answered as another id), or why it was reset while it is down (a frame over maxFrameBytes) */
   error?: string
 }
 
@@ -357,7 +357,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         connected: link.connected,
         lastSeenAt: link.lastSeenAt?.toISOString() ?? null,
         droppedBytes: link.stats.droppedBytes,
-        ...(link.problem === null ? {} : { error: link.problem })
+        // refused (another id), or reset for an oversize frame at every connect: connected for a moment each time
+        ...(link.problem !== null ? { error: link.problem } : !link.connected && link.tooLong !== null ? { error: link.tooLong } : {})
       }))
     },
 

@@ -165,7 +165,7 @@ export const Config = Type.Object({
     enabled: Type.Boolean({ default: true }),
     controllers: Type.Array(ControllerConfig, { default: [] }),
     maxQueue: Type.Integer({ minimum: 1, default: 32 }),
-    maxFrameBytes: Type.Integer({ minimum: 64, default: 4096 }),
+    maxFrameBytes: Type.Integer({ minimum: 64, default: 65536 }),
     timings: Type.Object({
       ackTimeout: Ms(2000),
       heartbeatIdle: Ms(10000),

@@ -3,7 +3,12 @@
 export const STX = 0x02
 export const ETX = 0x03
 export const MAX_SEQ = 9999
-export const DEFAULT_MAX_FRAME_BYTES = 4096
+/**
+ * 64 KiB: a STATUS answer names every lit position (`addrN=lit:Q;` about 15 bytes each), so a controller
+ * with hundreds lit at once sends several KiB (4 KiB, the limit before, held about 270 and reset the
+ * connection at every reconnect); the limit is there so that garbage without an ETX cannot grow a buffer.
+ */
+export const DEFAULT_MAX_FRAME_BYTES = 65536
 
 export const FRAME_KINDS = ['REQ', 'ACK', 'NAK', 'EVT', 'HBT'] as const
 export type FrameKind = typeof FRAME_KINDS[number]

@@ -319,6 +319,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   state: ControllerState | null = null
   /** Why the last connection was refused (the controller answered as another id); null once one is accepted. */
   problem: string | null = null
+  /** why the last connection was reset, when it was for a frame longer than maxFrameBytes (cleared when one ends for another reason) */
+  tooLong: string | null = null
   readonly stats: LinkStats = { framesIn: 0, framesOut: 0, droppedBytes: 0, malformedFrames: 0, reconnects: 0, connectFailures: 0, timeouts: 0 }
 
   private readonly log: Logger
@@ -584,6 +586,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     } catch (err) {
       if (!(err instanceof FrameTooLongError)) throw err
       this.log.warn({ maxFrameBytes: this.maxFrameBytes }, 'frame too long, resetting the connection')
+      this.tooLong = `the controller sent a frame longer than ${this.maxFrameBytes} bytes (hardware.maxFrameBytes), so its connection is reset: raise hardware.maxFrameBytes if it is a real one (a STATUS answer with many lit positions)`
       this.endSession(session, 'frame too long')
       return
     }
@@ -841,6 +844,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.decoder.reset()
     if (this.session === session) this.session = undefined
     const reason = session.endReason
+    if (reason !== 'frame too long') this.tooLong = null
     const pending = [...session.inFlight.values(), ...session.queue]
     session.inFlight.clear()
     session.queue.length = 0

@@ -686,7 +686,7 @@ t.test('a REQ or EVT whose ARGS do not read gets a NAK INVALID_FRAME saying why,
 })
 
 t.test('a NAK that echoes a long frame (its CMD, a value, a bad key) is cut to fit maxFrameBytes instead of throwing out of the data handler', async t => {
-  const { conn, link } = await connected(t)
+  const { conn, link } = await connected(t, {}, { maxFrameBytes: 4096 })
   const raw = (payload: string): Buffer => Buffer.concat([Buffer.from([0x02]), Buffer.from(payload, 'latin1'), Buffer.from([0x03])])
   // each is within 4096 bytes; before, each NAK was longer (the % escaped three times, the CMD twice) and encodeFrame's RangeError ended the process
   conn.socket.write(raw('0051|EVT|CONFIRM|' + '%'.repeat(1500)))
@@ -700,7 +700,7 @@ t.test('a NAK that echoes a long frame (its CMD, a value, a bad key) is cut to f
 
 t.test('frames whose NAK does not fit maxFrameBytes: one warning with the CMD cut short, then one summary per interval, not one each', async t => {
   const { lines, logger } = captureLogger()
-  const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300 })
+  const { link, conn } = await connected(t, {}, { logger, dropLogInterval: 300, maxFrameBytes: 4096 })
   const warnings = () => lines.filter(l => l.level === 'warn')
   const started = Date.now()
   const frames = 200
@@ -831,7 +831,7 @@ t.test('queue full: QUEUE_FULL at once, room again after an answer', async t => 
 })
 
 t.test('commands that cannot be encoded fail with INVALID_COMMAND', async t => {
-  const { link } = await connected(t)
+  const { link } = await connected(t, {}, { maxFrameBytes: 4096 })
   t.equal((await rejection<HardwareError>(link.send('NO SUCH'))).code, 'INVALID_COMMAND')
   t.equal((await rejection<HardwareError>(link.send('LIGHT', { 'bad-key': 1 }))).code, 'INVALID_COMMAND')
   t.equal((await rejection<HardwareError>(link.send('LIGHT', { text: 'x'.repeat(5000) }))).code, 'INVALID_COMMAND')

@@ -374,6 +374,36 @@ t.test('the STATUS after a reconnect answered after its timeout still resynchron
   t.equal(await status(), 'busy')
 })
 
+t.test('a STATUS answer naming hundreds of lit positions is read; a frame over hardware.maxFrameBytes shows in readiness while the link is down', async (t) => {
+  // 400 lit positions: about 5 KB, over the 4 KiB that was the limit, so the link was reset at every connect, for ever
+  const lit = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`addr${i + 1}`, 'lit:2']))
+  const server = createServer((socket) => {
+    const decoder = new FrameDecoder()
+    socket.write(encodeFrame({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }))
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of decoder.push(chunk)) {
+        if (frame.kind === 'REQ') socket.write(encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'busy', ...lit } : {} }))
+      }
+    })
+    socket.on('error', () => {})
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { server.close() })
+  const port = (server.address() as AddressInfo).port
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST } })
+  const admin = ctx.auth(ctx.adminToken)
+  const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-300', controllerId: 'ctl-1', address: 300 } })).json().id
+  await until(async () => (await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: admin })).json().status === 'busy', 'position 300 busy from the STATUS answer')
+  t.equal(ctx.app.hardware.controllerStates()[0].connected, true)
+
+  // a limit set lower than the controller's STATUS: each connect is reset, and readiness says why
+  const low = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST, maxFrameBytes: 4096 } })
+  const ready = async () => (await low.app.inject({ method: 'GET', url: '/health/ready' })).json().controllers[0]
+  await until(async () => (await ready()).error !== undefined, 'the reason in /health/ready')
+  t.match(await ready(), { id: 'ctl-1', connected: false, error: /longer than 4096 bytes \(hardware\.maxFrameBytes\)/ })
+})
+
 t.test('hardware.enabled false: commands answer 409 HARDWARE_DISABLED, not a retryable 503', async (t) => {
   const ctx = await build(t, { hardware: { enabled: false, controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: 1 }] } })
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', controllerId: 'ctl-1', address: 1 } })).json().id
