@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { nextLink, parseListQuery, type DerivedFilters, type QueryString } from './db/list-query.js'
 import type { Repository } from './db/repository.js'
 import type { Row } from './db/types.js'
+import { earliestShownFrom } from './db/time-zone.js'
 
 /** Fields left out of ETags: they change on every heartbeat and are not the resource's version. */
 const VOLATILE = new Set(['lastSeenAt'])
@@ -245,13 +246,17 @@ const DAY_MS = 86_400_000
  * just after it, carries a time before that query's. So it is the gateway's clock when the query
  * began less one step of the modified-time column (at least a second, or the mapping's commitLagMs;
  * two for date-only columns), rounded down to the second (to the minute for coarser columns): such
- * rows come again on the next run instead of never.
+ * rows come again on the next run instead of never. A column of local time (timeZone) shows the
+ * autumn's repeated hour's second occurrence as its first: from within that hour, back to its start.
  */
-export function syncPoint (queryStartedAt: number, resolutionMs: number, commitLagMs = 1000): string {
+export function syncPoint (queryStartedAt: number, resolutionMs: number, commitLagMs = 1000, timeZone?: string): string {
   const columnStep = resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs)
   const step = Math.max(columnStep, commitLagMs)
   const grain = Math.min(columnStep, 60_000)
-  return new Date(Math.floor((queryStartedAt - step) / grain) * grain).toISOString()
+  let at = Math.floor((queryStartedAt - step) / grain) * grain
+  // local wall-clock stamps: around the autumn change, the repeated hour's second occurrence reads as its first
+  if (timeZone !== undefined) at = Math.floor(earliestShownFrom(at, timeZone) / grain) * grain
+  return new Date(at).toISOString()
 }
 
 /**
@@ -293,9 +298,9 @@ export async function sendList<T> (
     reply.header('etag', hit.etag)
     if (hit.total !== undefined) reply.header('x-total-count', String(hit.total))
     if (notModified(request, hit.etag)) return reply.code(304).send()
-    return sendStored(reply, hit, syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs))
+    return sendStored(reply, hit, syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone))
   }
-  const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs)
+  const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone)
   const result = await repo.list(parsed)
   const meta = listMeta(request, reply, parsed, serverTime, result.total, result.next)
   const data = result.rows.map(toPublic)

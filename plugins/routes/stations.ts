@@ -38,7 +38,7 @@ const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row
     if (!q.inMemory) return await sendList(request, reply, repo, toPublic)
     // a stored sort key without a column is refused here as the database path would refuse it
     for (const key of q.query.sort) if (!Object.hasOwn(LIVE, key.field)) repo.sql.col(key.field)
-    const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs)
+    const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone)
     const stored = await repo.list(storedQuery(q))
     if (stored.next !== undefined) throw tooManyRows('stations', Object.keys(LIVE))
     const page = livePage(stored.rows.map(toPublic), q, kinds)

@@ -128,6 +128,8 @@ export class Repository {
   private countsChanges = false
   /** the steps the modified-time column stores times in (ResourceStorage's resolutionMs; 1 without the column) */
   modifiedResolutionMs = 1
+  /** the IANA zone of a modifiedAt column that holds local wall-clock time */
+  modifiedTimeZone: string | undefined = undefined
   /** the ids the id column can hold, when narrower than a path's (an int column: up to 2^31 - 1) */
   private idRange: [number, number] | undefined
   /** the id column is a GUID column: an id that is no GUID names no row (names) */
@@ -186,6 +188,7 @@ export class Repository {
     this.insteadOf = !sqlite && this.storage.columns?.some((c) => c.insteadOf === true) === true
     this.countsChanges = sqlite && this.storage.columns?.some((c) => c.viewWrites !== undefined) !== true
     this.modifiedResolutionMs = this.has('modifiedAt') ? this.storage.field('modifiedAt').resolutionMs : 1
+    this.modifiedTimeZone = this.has('modifiedAt') ? this.storage.field('modifiedAt').timeZone : undefined
     this.exactIntegers = this.storage.field(this.id).info?.wideValues === true
     // SQLite's integers are 64 bits whatever the declared type
     const idType = this.db.dialect === 'mssql' ? this.storage.field(this.id).info?.type.toLowerCase() : undefined

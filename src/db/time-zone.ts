@@ -130,3 +130,30 @@ export function wallToUtc (wall: Date, tz: string): Date {
   // no instant shows this wall time: a gap, moved forward by its length
   return withDelta(ms - before, wall)
 }
+
+/**
+ * The earliest instant that any moment from `ms` on shows as, once its wall-clock time is read
+ * back (wallToUtc: the first occurrence in the autumn's repeated hour). Usually `ms` itself; but
+ * from within the repeated hour (either occurrence) the wall times of the second occurrence are
+ * shown an hour early, back to the start of the first one. A sync point must not lie later than
+ * that, or a change stamped in the second occurrence is before it and never synced.
+ */
+export function earliestShownFrom (ms: number, tz: string): number {
+  if (UTC_ZONES.has(tz) || Number.isNaN(ms)) return ms
+  const shown = (t: number): number => wallToUtc(utcToWall(new Date(t), tz), tz).getTime()
+  let earliest = Math.min(ms, shown(ms))
+  const z = zone(tz)
+  const before = offsetAt(z, ms)
+  if (offsetAt(z, ms + DAY) < before) {
+    // a clock set back within the day: its moment (to the second), whose wall time repeats earlier ones
+    let lo = Math.floor(ms / 1000) * 1000
+    let hi = lo + DAY
+    while (hi - lo > 1000) {
+      const mid = lo + Math.floor((hi - lo) / 2000) * 1000
+      if (offsetAt(z, mid) === before) lo = mid
+      else hi = mid
+    }
+    earliest = Math.min(earliest, shown(hi))
+  }
+  return earliest
+}

@@ -4,7 +4,9 @@ import t from 'tap'
 import { sqlitePath } from '../../src/db/index.js'
 import { referenceMappings } from '../../src/db/resources.js'
 import { syncPoint } from '../../src/http.js'
-import { build } from '../helpers/build.js'
+import type { Database } from '../../src/db/types.js'
+import { build, testDatabaseUrl } from '../helpers/build.js'
+import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 t.test('syncPoint: a step of the column (a second at least) before the query, rounded down', async (t) => {
   const at = Date.parse('2026-11-25T21:09:46.069Z')
@@ -19,6 +21,47 @@ t.test('syncPoint: a step of the column (a second at least) before the query, ro
   t.equal(syncPoint(at, 1, 30_000), '2026-11-25T21:09:16.000Z', 'thirty seconds back, to the second')
   t.equal(syncPoint(at, 60_000, 300_000), '2026-11-25T21:04:00.000Z', 'smalldatetime: five minutes back, to the minute')
   t.equal(syncPoint(at, 1, 0), '2026-11-25T21:09:45.000Z', 'never less than a second')
+})
+
+t.test('syncPoint on local wall-clock stamps: from within the autumn\'s repeated hour, back to its start', async (t) => {
+  // Berlin sets its clocks back at 2026-10-25T01:00:00Z: 02:00-03:00 comes twice, read as its first occurrence
+  const at = (iso: string): number => Date.parse(iso)
+  t.equal(syncPoint(at('2026-10-25T00:59:30.500Z'), 1, 1000, 'Europe/Berlin'), '2026-10-25T00:00:00.000Z', 'in the first occurrence: its start, which the second one\'s stamps are shown from')
+  t.equal(syncPoint(at('2026-10-25T01:30:30.000Z'), 1, 1000, 'Europe/Berlin'), '2026-10-25T00:30:29.000Z', 'in the second occurrence: the time its wall clock is shown as')
+  t.equal(syncPoint(at('2026-10-24T23:59:30.000Z'), 1, 1000, 'Europe/Berlin'), '2026-10-24T23:59:29.000Z', 'before the repeated hour: unchanged')
+  t.equal(syncPoint(at('2026-10-25T02:00:30.000Z'), 1, 1000, 'Europe/Berlin'), '2026-10-25T02:00:29.000Z', 'after it: unchanged')
+  t.equal(syncPoint(at('2026-03-29T01:00:30.000Z'), 1, 1000, 'Europe/Berlin'), '2026-03-29T01:00:29.000Z', 'the spring change repeats nothing')
+  t.equal(syncPoint(at('2026-10-25T00:59:30.000Z'), 60_000, 1000, 'Europe/Berlin'), '2026-10-25T00:00:00.000Z', 'smalldatetime too')
+  t.equal(syncPoint(at('2026-11-01T05:30:00.000Z'), 1, 1000, 'America/New_York'), '2026-11-01T05:00:00.000Z', 'New York: 01:00-02:00 comes twice')
+  t.equal(syncPoint(at('2026-04-04T14:50:00.000Z'), 1, 1000, 'Australia/Lord_Howe'), '2026-04-04T14:30:00.000Z', 'Lord Howe: half an hour repeated')
+  t.equal(syncPoint(at('2026-10-25T00:59:30.500Z'), 1, 1000, 'UTC'), '2026-10-25T00:59:29.000Z', 'UTC: no change')
+})
+
+t.test('local wall-clock stamps: a change in the autumn\'s repeated hour is found with the serverTime of a page before it', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'the table is made with SQLite\'s text times' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrowMaterials('ArtDst', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', modifiedAt: 'Geaendert' }), timeZone: 'Europe/Berlin' } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtDst" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Geaendert" DATETIME)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  // polls at these instants, each followed by a change a picking system stamps with its local clock (GETDATE())
+  const rounds: Array<[string, string, string]> = [
+    ['2026-10-25T00:59:30.000Z', '2026-10-25 02:00:10', 'a poll in the first occurrence, a change in the second'],
+    ['2026-10-25T01:30:30.000Z', '2026-10-25 02:31:00', 'a poll and a change in the second occurrence']
+  ]
+  const realNow = Date.now
+  t.teardown(() => { Date.now = realNow })
+  let n = 0
+  for (const [pollAt, stamp, what] of rounds) {
+    n++
+    Date.now = () => Date.parse(pollAt)
+    const page = await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers })
+    Date.now = realNow
+    const since = page.json().meta.serverTime as string
+    await ctx.db.execute({ text: `INSERT INTO "ArtDst" VALUES (${n}, 'DST-${n}', 'x', '${stamp}')`, params: [] })
+    const next = await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${since}`, headers })
+    t.ok(next.json().data.some((m: { id: number }) => m.id === n), `${what}: stamped ${stamp} in Berlin, found with modifiedSince=${since}`)
+  }
 })
 
 const ON_SQLITE = !(process.env.GATEWAY_TEST_DB === 'mssql' && process.env.MSSQL_TEST_URL)
