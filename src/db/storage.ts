@@ -1197,6 +1197,9 @@ function formatProblem (dialect: DialectName, s: FieldStorage, format: ColumnTim
   const c = s.category
   // SQLite without a declared type (or BLOB) keeps numbers and text as given, which compare in no one order
   if (c === 'time' && dialect === 'sqlite' && sqliteUntyped(info.type.toLowerCase())) return `cannot hold a time in the format ${format}: without a declared type SQLite keeps numbers and text as given, which do not compare in one order`
+  // a declared time type binds nothing on SQLite: its NUMERIC (or INTEGER) affinity keeps the Unix
+  // times or digits a program writes there (strftime('%s','now') in a trigger) as numbers, in time order
+  if (c === 'time' && dialect === 'sqlite' && !/char|clob|text|real|floa|doub/.test(info.type.toLowerCase())) return undefined
   if (c === 'time') return `holds times itself; remove "format": "${format}"`
   const unix = format === 'unix' || format === 'unix-ms'
   if (c === 'text' || c === 'ntext') {

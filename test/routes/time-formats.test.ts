@@ -131,9 +131,35 @@ t.test('SQLite: Unix time with a fraction (a REAL column) reads as its whole sec
   t.same(await ids('modifiedSince=2024-04-02T10:00:00.200Z'), [], 'a later time does not')
 })
 
+t.test('SQLite: a DATETIME column a trigger fills with Unix seconds takes format unix, and a sync by serverTime finds its changes', { skip: sqliteOnly }, async (t) => {
+  const narrow = narrowMaterials('ArtSec', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrow, columns: { ...narrow.columns, modifiedAt: { column: 'Aend', format: 'unix' } } as TableMappingConfig['columns'] } }
+  }, async (db: Database) => {
+    // a declared time type, NUMERIC affinity: the text strftime('%s') gives is kept as a number
+    await db.execute({ text: 'CREATE TABLE "ArtSec" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Menge" INTEGER NOT NULL DEFAULT 0, "Aend" DATETIME DEFAULT (strftime(\'%s\', \'now\')))', params: [] })
+    await db.execute({ text: 'CREATE TRIGGER "ArtSecStamp" AFTER UPDATE OF "Menge" ON "ArtSec" BEGIN UPDATE "ArtSec" SET "Aend" = strftime(\'%s\', \'now\') WHERE "ArtID" = NEW."ArtID"; END', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtSec" ("ArtID", "ArtNr", "Bez", "Aend") VALUES (1, \'A-1\', \'a\', 1712052000), (2, \'A-2\', \'b\', 1712052000)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const ids = async (query: string) => (await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}&sort=id`, headers })).json().data.map((m: { id: number }) => m.id)
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json().modifiedAt, '2024-04-02T10:00:00.000Z')
+  t.same(await ids('modifiedSince=2024-04-02T10:00:00.000Z'), [1, 2], 'its shown time finds it')
+  const page = await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers })
+  const since = page.json().meta.serverTime as string
+  // the picking system's posting: its trigger stamps Unix seconds
+  await ctx.db.execute({ text: 'UPDATE "ArtSec" SET "Menge" = 5 WHERE "ArtID" = 2', params: [] })
+  t.same(await ids(`modifiedSince=${since}`), [2], `the trigger's stamp is found with modifiedSince=${since}`)
+  const updated = await ctx.app.inject({ method: 'POST', url: '/api/materials/1', headers, payload: { name: 'neu' } })
+  t.equal(updated.statusCode, 200)
+  const [row] = await ctx.db.query({ text: 'SELECT typeof("Aend") AS k FROM "ArtSec" WHERE "ArtID" = 1', params: [] })
+  t.equal((row as { k: string }).k, 'integer', 'the gateway writes Unix seconds too')
+  t.same(await ids(`modifiedSince=${since}`), [1, 2])
+})
+
 t.test('a format the column cannot keep is a start-up problem naming field, column and why', { skip: sqliteOnly }, async (t) => {
   const cases: Array<[string, object | string, RegExp]> = [
-    ['DATETIME', { column: 'T', format: 'unix' }, /materials\.modifiedAt: column 'T' \(datetime\) holds times itself; remove "format": "unix"/],
+    ['DATETIME TEXT', { column: 'T', format: 'unix' }, /materials\.modifiedAt: column 'T' \(datetime text\) holds times itself; remove "format": "unix"/],
     ['VARCHAR(20)', { column: 'T', format: 'unix' }, /is a text column, whose order is not that of Unix times; format unix needs a number column/],
     ['CHAR(8)', { column: 'T', format: 'yyyymmddhhmmss' }, /is too short for 14 digits \(yyyymmddhhmmss\)/],
     ['DECIMAL(10,2)', { column: 'T', format: 'yyyymmdd' }, /holds fractions; yyyymmdd needs whole numbers/],
