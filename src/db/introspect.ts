@@ -704,9 +704,11 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     const f = def.fields[m.field]
     const category = categoryOf(db.dialect, m.column, f.kind)
     const wantsCodes = f.kind === 'boolean' ? category !== 'bit' : CODE_FIELDS[resource]?.includes(m.field) === true
-    // a time kept as a number, or as digits in SQLite text ('20240101'): the format its values show
+    // a time kept as a number, or as digits in SQLite text ('20240101'), or as numbers in a SQLite
+    // DATETIME column, whose NUMERIC affinity keeps a trigger's strftime('%s','now'): the format its values show
     const fit = proposal.fits[m.field]
-    if (fit === 'format' || (db.dialect === 'sqlite' && f.kind === 'datetime' && category === 'text')) {
+    const sqliteTimeNumbers = db.dialect === 'sqlite' && category === 'time' && !/char|clob|text|real|floa|doub/.test(m.column.type.toLowerCase())
+    if (fit === 'format' || (db.dialect === 'sqlite' && f.kind === 'datetime' && (category === 'text' || sqliteTimeNumbers))) {
       const format = guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => r.v), db.dialect === 'sqlite')
       if (format !== undefined) {
         fields.push({ ...m, format, notes: [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`] })

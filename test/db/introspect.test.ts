@@ -481,6 +481,20 @@ t.test('SQLite text of date digits and a REAL of Unix time: proposed with their 
   t.match(found.resources.materials.mapping?.columns, { createdAt: { column: 'Angelegt', format: 'yyyymmdd' }, modifiedAt: { column: 'Geaendert', format: 'unix' } })
 })
 
+t.test('a SQLite DATETIME column of Unix seconds (a trigger\'s strftime(\'%s\')): proposed with format unix, and ISO text beside it with none', async (t) => {
+  const path = join(dir, 'times3.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec("CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Angelegt DATETIME, Geaendert DATETIME DEFAULT (strftime('%s', 'now')))")
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Angelegt, Geaendert) VALUES ('1', 'a', '2024-01-01 10:00:00', 1712052000), ('2', 'b', '2024-01-02 10:00:00', strftime('%s', 'now'))")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.match(found.resources.materials.mapping?.columns, { createdAt: 'Angelegt', modifiedAt: { column: 'Geaendert', format: 'unix' } })
+  const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
+  t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal starts')
+})
+
 t.test('a SQLite flag column without a declared type: its text codes get a value map, its numbers alone none', async (t) => {
   const path = join(dir, 'untyped-flags.db')
   const raw = new BetterSqlite3(path)
