@@ -43,6 +43,10 @@ const mismatch = (problems: string[]): string => `The database does not match th
     ? 'Fix the mapping in the configuration, or create the reference tables with: picking-gateway db init'
     : 'Fix the mapping in the configuration (picking-gateway db introspect proposes one)')
 
+/** How often the database server's clock is read (SQL Server), and from how far behind the gateway's a warning says so. */
+export const CLOCK_CHECK_MS = 60_000
+const CLOCK_BEHIND_WARN_MS = 1000
+
 async function database (fastify: FastifyInstance, opts: DatabasePluginOptions): Promise<void> {
   const { db, mappings } = opts
   const names = Object.keys(resources) as ResourceName[]
@@ -87,12 +91,41 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
     for (const name of names) repos[name].adopt(declared[name])
   }
 
+  // SQL Server: the picking system's triggers stamp its rows with the database server's clock, and
+  // serverTime is the gateway's. A server clock behind this host's sets serverTime back by as much, or
+  // a change stamped then would lie before the next run's modifiedSince (README, "Incremental sync").
+  const readClock = db.clock?.bind(db)
+  let clockWarned = false
+  const measureClock = async (): Promise<void> => {
+    if (readClock === undefined) return
+    let behind: number
+    try {
+      const server = await readClock()
+      // read at some moment of the round trip: from its end, it is behind by at most this much
+      behind = Math.max(0, Math.ceil(Date.now() - server))
+    } catch {
+      return // unreachable: the last measurement stands, and the outage is logged where requests meet it
+    }
+    if (!Number.isFinite(behind)) return
+    for (const name of names) repos[name].clockBehindMs = behind
+    if (behind > CLOCK_BEHIND_WARN_MS && !clockWarned) {
+      log.warn({ behindMs: behind }, "the database server's clock is behind this host's: meta.serverTime is set back by as much, so that no change stamped by the picking system is missed (more rows come again in each sync run); set both clocks by NTP")
+    } else if (behind <= CLOCK_BEHIND_WARN_MS && clockWarned) log.info({ behindMs: behind }, "the database server's clock is in step with this host's again")
+    clockWarned = behind > CLOCK_BEHIND_WARN_MS
+  }
+  if (readClock !== undefined) {
+    const timer = setInterval(() => { void measureClock() }, CLOCK_CHECK_MS)
+    timer.unref()
+    timers.add(timer)
+  }
+
   // A mapping that does not fit the database is a start-up error; a database that is
   // down at start is not: the gateway serves 503 until it is back (DESIGN §10), then checks.
   try {
     const { problems, declared } = await inspect()
     if (problems.length > 0) throw new SchemaMismatchError(mismatch(problems))
     adopt(declared)
+    await measureClock()
   } catch (err) {
     if (!(err instanceof DatabaseUnavailableError)) throw err
     fastify.log.warn({ err }, 'database unavailable at start; requests answer 503 until it is back, then the mapping is checked')

@@ -259,6 +259,11 @@ export function syncPoint (queryStartedAt: number, resolutionMs: number, commitL
   return new Date(at).toISOString()
 }
 
+/** meta.serverTime of a list of the repository's rows queried now, by the database server's clock where that is behind the gateway's. */
+export function serverTimeOf (repo: Repository): string {
+  return syncPoint(Date.now() - repo.clockBehindMs, repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone)
+}
+
 /**
  * A page's meta: limit and offset as asked, total (also as X-Total-Count) when counted, the link
  * to the page after `cursor`, and serverTime (syncPoint of `serverTime`, the time the query began).
@@ -298,9 +303,9 @@ export async function sendList<T> (
     reply.header('etag', hit.etag)
     if (hit.total !== undefined) reply.header('x-total-count', String(hit.total))
     if (notModified(request, hit.etag)) return reply.code(304).send()
-    return sendStored(reply, hit, syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone))
+    return sendStored(reply, hit, serverTimeOf(repo))
   }
-  const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone)
+  const serverTime = serverTimeOf(repo)
   const result = await repo.list(parsed)
   const meta = listMeta(request, reply, parsed, serverTime, result.total, result.next)
   const data = result.rows.map(toPublic)

@@ -4,7 +4,7 @@ import { Station, StationCreate, StationUpdate } from '../../schemas/stations.js
 import type { QueryString } from '../../src/db/list-query.js'
 import type { Id, Repository } from '../../src/db/repository.js'
 import type { FieldDef, FieldKind, Row } from '../../src/db/types.js'
-import { listMeta, sendList, sendListBody, syncPoint } from '../../src/http.js'
+import { listMeta, sendList, sendListBody, serverTimeOf } from '../../src/http.js'
 import { computedFilterParameter } from '../../src/column-schemas.js'
 import { livePage, parseLiveListQuery, storedQuery, tooManyRows, withLiveFields } from '../../src/live-list.js'
 import type { Hardware } from '../hardware.js'
@@ -38,7 +38,7 @@ const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row
     if (!q.inMemory) return await sendList(request, reply, repo, toPublic)
     // a stored sort key without a column is refused here as the database path would refuse it
     for (const key of q.query.sort) if (!Object.hasOwn(LIVE, key.field)) repo.sql.col(key.field)
-    const serverTime = syncPoint(Date.now(), repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone)
+    const serverTime = serverTimeOf(repo)
     const stored = await repo.list(storedQuery(q))
     if (stored.next !== undefined) throw tooManyRows('stations', Object.keys(LIVE))
     const page = livePage(stored.rows.map(toPublic), q, kinds)

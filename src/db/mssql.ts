@@ -13,6 +13,9 @@ const sql: Driver = new Proxy({} as Driver, {
   get: (_, key) => (driver ??= createRequire(import.meta.url)('mssql') as Driver)[key as keyof Driver]
 })
 
+/** The server's clock in UTC as ISO 8601 text to the millisecond (style 126, cut after the milliseconds). */
+export const CLOCK_STATEMENT = 'SELECT CONVERT(varchar(23), SYSUTCDATETIME(), 126) AS [now]'
+
 /** The pino subset the database layer logs through. */
 export interface DbLogger {
   info (obj: object, msg?: string): void
@@ -709,6 +712,12 @@ class MssqlDatabase implements Database {
 
   async ping (): Promise<void> {
     await this.query({ text: 'SELECT 1 AS [ok]', params: [] })
+  }
+
+  async clock (): Promise<number> {
+    // as text, to the millisecond: a Date would depend on the connection's useUTC option
+    const [row] = await this.query({ text: CLOCK_STATEMENT, params: [] })
+    return Date.parse(`${String(row?.now)}Z`)
   }
 
   /** SQL Server has no cheap commit counter a client can read: conditional GETs run their query. */

@@ -130,6 +130,8 @@ export class Repository {
   modifiedResolutionMs = 1
   /** the IANA zone of a modifiedAt column that holds local wall-clock time */
   modifiedTimeZone: string | undefined = undefined
+  /** how far the database server's clock is behind the gateway's (0 when not, or on SQLite): serverTime is set back by as much */
+  clockBehindMs = 0
   /** the ids the id column can hold, when narrower than a path's (an int column: up to 2^31 - 1) */
   private idRange: [number, number] | undefined
   /** the id column is a GUID column: an id that is no GUID names no row (names) */

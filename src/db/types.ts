@@ -147,6 +147,12 @@ export interface Database extends Executor {
   transaction<T> (fn: (tx: Executor) => Promise<T>): Promise<T>
   /** One round trip; throws DatabaseUnavailableError when the database cannot be reached. */
   ping (): Promise<void>
+  /**
+   * The database server's clock (ms since 1970): SQL Server only, whose triggers stamp the picking
+   * system's rows with it (GETDATE(), SYSDATETIME()), while serverTime is the gateway's clock. SQLite
+   * runs in the writer's own process, on its host's clock.
+   */
+  clock? (): Promise<number>
   close (): Promise<void>
   /** The mapped table's columns as the database declares them; empty when the table does not exist. */
   columns (mapping: TableMapping): Promise<ColumnInfo[]>

@@ -11,7 +11,7 @@ import { createReferenceTables, referenceColumns } from '../../src/db/init.js'
 import { isMissingTable, materials, referenceMappings, resources } from '../../src/db/resources.js'
 import type { ColumnInfo, Database, Executor, Statement, TableMapping } from '../../src/db/types.js'
 import {
-  backoffDelay, classifyMssqlError, columnsStatement, queryKeepingRaised, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, versionProblem, wideDecimal
+  backoffDelay, classifyMssqlError, CLOCK_STATEMENT, columnsStatement, queryKeepingRaised, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, versionProblem, wideDecimal
 } from '../../src/db/mssql.js'
 import { readUNumeric128LE } from 'tedious/lib/token/helpers.js'
 
@@ -679,4 +679,8 @@ t.test('SQL Server: a NOT NULL or length fault in another table (a trigger\'s hi
   await t.rejects(repo.update(1, { name: 'Ventil' }), { message: "The picking system's database refused the value of 'name' (a rule bound to a column of its table)" })
   fault = new sql.RequestError(tedious(513, "A column insert or update conflicts with a rule imposed by a previous CREATE RULE statement. The statement was terminated. The conflict occurred in database 'WMS', table 'archiv.materials', column 'name'."), 'EREQUEST')
   await t.rejects(repo.update(1, { name: 'Ventil' }), { message: "The picking system's database refused the values (a rule bound to a column of its table)" }, 'a table of that name in another schema is another table')
+})
+
+t.test("the server's clock: SYSUTCDATETIME() as ISO text to the millisecond, whatever the connection's useUTC", async (t) => {
+  t.equal(CLOCK_STATEMENT, 'SELECT CONVERT(varchar(23), SYSUTCDATETIME(), 126) AS [now]')
 })

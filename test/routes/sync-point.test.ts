@@ -140,3 +140,33 @@ t.test('a stored time the API shows is one modifiedSince finds: text SQLite cann
     if (time !== null) t.ok(await found(time), `'${text}': modifiedSince=${time} finds the row`)
   }
 })
+
+t.test("a database server whose clock is behind the gateway's: serverTime is set back by as much, so a change it stamps after a page is found", async (t) => {
+  const BEHIND = 5000
+  // SQL Server's clock, read by the database plugin (SQLite has none of its own): five seconds behind this host's
+  const ctx = await build(t, {}, async (db) => { (db as Database & { clock: () => Promise<number> }).clock = async () => Date.now() - BEHIND })
+  const file = sqlitePath(ctx.config.database.url)
+  if (file === null || file === undefined) return t.pass('the writer behind the back is a SQLite connection')
+  const headers = ctx.auth(ctx.adminToken)
+  const id = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'CLK-1', name: 'Clock' } })).json().id as number
+  const before = Date.now()
+  const page = await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers })
+  const since = page.json().meta.serverTime as string
+  // before: a second behind the gateway's clock, four seconds after what the server's clock stamps now
+  t.ok(Date.parse(since) <= before - BEHIND - 1000 + 5, `serverTime ${since} lies a second before the database server's clock`)
+  // the picking system's trigger stamps by its server's clock, to the second, after the page
+  const other = new BetterSqlite3(file)
+  t.teardown(() => other.close())
+  other.prepare("UPDATE materials SET stock_quantity = 7, modified_at = strftime('%Y-%m-%d %H:%M:%S', ?, 'unixepoch') WHERE id = ?").run(Math.floor((Date.now() - BEHIND) / 1000), id)
+  const changed = await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${since}&limit=1000`, headers })
+  t.ok(changed.json().data.some((m: { id: number }) => m.id === id), 'the change comes with modifiedSince=serverTime')
+})
+
+t.test("SQL Server's clock reads as an instant near the gateway's", { skip: ON_SQLITE && 'SQLite has no server clock' }, async (t) => {
+  const ctx = await build(t)
+  const clock = ctx.db.clock?.bind(ctx.db)
+  if (clock === undefined) return t.fail('the SQL Server database reads its clock')
+  const at = await clock()
+  // the CI server and the test host may differ by a little, not by hours (a time zone read as UTC)
+  t.ok(Math.abs(at - Date.now()) < 5 * 60_000, `SYSUTCDATETIME() read as ${new Date(at).toISOString()}, this host ${new Date().toISOString()}`)
+})
