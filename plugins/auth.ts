@@ -106,7 +106,7 @@ export interface Auth {
    */
   ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row>
   /** Stamps a login's lastLoginAt (and a rehash): a refusal or a busy database is logged, never the login's failure. */
-  recordLogin (userId: Id, changes: Row): Promise<void>
+  recordLogin (userId: Id, changes: Row): Promise<Row | undefined>
 }
 
 declare module 'fastify' {
@@ -291,19 +291,30 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       const verifiedHash = user.passwordHash
       if (passwords.needsRehash(verifiedHash as string)) changes.passwordHash = await passwords.hash(password)
       // the new hash replaces only the one just verified: a password changed meanwhile (its tokens revoked) is not set back to this one
-      await recordLogin(user.id as Id, changes, changes.passwordHash === undefined ? undefined : (row) => row.passwordHash === verifiedHash).catch((err: unknown) => {
+      const written = await recordLogin(user.id as Id, changes, changes.passwordHash === undefined ? undefined : (row) => row.passwordHash === verifiedHash).catch((err: unknown) => {
         // deleted while its password was checked: no user, as for a name that never was one
         throw err instanceof NotFoundError ? invalidCredentials() : err
       })
       // the row just read is the truth: a copy from before (disabled, another version) must not refuse the new tokens
       changed(user.id as Id)
+      // A revocation that committed while the password was checked would refuse tokens of the version read
+      // before it at once: a 200 whose tokens are dead. The row as the stamp left it decides: disabled, or a
+      // new password (the version moved and the hash is not the one verified), is the 401 the login would get
+      // a moment later; otherwise (a type change, a rename, another login's rehash) the tokens are of the row as it is now.
+      if (written !== undefined) {
+        if (written.enabled !== true || (Number(written.tokenVersion ?? 0) !== Number(user.tokenVersion ?? 0) && written.passwordHash !== verifiedHash && written.passwordHash !== changes.passwordHash)) {
+          throw invalidCredentials()
+        }
+        user = written
+      }
       return { accessToken: issue(user, 'access'), refreshToken: issue(user, 'refresh'), expiresIn: opts.accessTokenTtlSeconds }
     }
   }
 
-  async function recordLogin (userId: Id, changes: Row, check?: (current: Row) => boolean): Promise<void> {
+  /** the row as the stamp left it, or undefined when nothing could be written */
+  async function recordLogin (userId: Id, changes: Row, check?: (current: Row) => boolean): Promise<Row | undefined> {
     try {
-      await users.update(userId, changes, { touch: false, check })
+      return await users.update(userId, changes, { touch: false, check })
     } catch (err) {
       // the row's hash is no longer the one verified (a password change, another login's rehash): it stays, the time is stamped
       if (err instanceof PreconditionFailedError) return await recordLogin(userId, { lastLoginAt: changes.lastLoginAt })
