@@ -213,9 +213,10 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     ssoNewest.set(identity.marker, identity.issuedAt)
   }
 
-  async function loadUser (id: Id): Promise<Row | undefined> {
+  /** `fresh`: read the row even when a copy is cached (and keep what was read) */
+  async function loadUser (id: Id, fresh = false): Promise<Row | undefined> {
     const hit = cache.get(id)
-    if (hit && hit.expires > Date.now()) return hit.row
+    if (!fresh && hit && hit.expires > Date.now()) return hit.row
     const readAt = Date.now()
     const seq = ++reads
     const row = await users.get(id)
@@ -409,7 +410,11 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   }
 
   async function identifyUser (id: Id, tokenVersion: number, tokenType: TokenType, username?: string, issuedAt?: number): Promise<AuthUser> {
-    let user = await loadUser(id)
+    // A refresh token only ever makes new tokens (a refresh, an application token): judged by a cached
+    // copy, one revoked on another instance a moment ago would get a 200 with tokens of its old version,
+    // refused there at once and here within the cache time (a non-expiring one too). One read per
+    // refresh, some every 15 minutes per client; the access tokens of every other request keep the cache.
+    let user = await loadUser(id, tokenType === 'refresh')
     // A well-signed token that the cached copy refuses, issued after the copy was read (a login on
     // another instance after a password change, or after the user was enabled again), may prove the
     // copy stale: the row is read again rather than the new tokens refused for the cache time. Any

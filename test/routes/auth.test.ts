@@ -570,6 +570,26 @@ t.test('tokens another instance issued after a password change or a re-enable wo
   t.equal((await get(during)).statusCode, 200, 'an older token still rides on the cached copy until it expires (the documented revocation delay)')
 })
 
+t.test('a refresh token revoked on another instance makes no new tokens here, though this instance cached the row before', async (t) => {
+  // a cache time no test waits out: the 401s below come from the row being read, not from expiry
+  const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
+  const erp = await ctx.createUser('application')
+  const v = decode(erp.accessToken).ver as number
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${erp.id}`, headers: ctx.auth(erp.accessToken) })).statusCode, 200, 'the row (version v) is now cached')
+  // another instance changes the password (version v + 1): the tokens of version v are refused there at once
+  await ctx.app.repos.users.update(erp.id, { tokenVersion: v + 1 })
+  for (const url of ['/api/users/refresh', '/api/users/application-token']) {
+    const res = await ctx.app.inject({ method: 'POST', url, headers: ctx.auth(erp.refreshToken) })
+    t.equal(res.statusCode, 401, `${url}: no 200 with a token of version v, dead on every other instance (and a non-expiring one at that)`)
+    t.equal(res.json().code, 'TOKEN_INVALID')
+  }
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${erp.id}`, headers: ctx.auth(erp.accessToken) })).statusCode, 401, 'the copy read for the refresh is kept: the old access token is refused here now too')
+  // an unchanged row: the refresh token makes tokens as before
+  const again = await ctx.login(erp.username, erp.password)
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/users/refresh', headers: ctx.auth(again.refreshToken) })).statusCode, 200)
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/users/application-token', headers: ctx.auth(again.refreshToken) })).statusCode, 200)
+})
+
 t.test('a token another instance issued after the version came round to 0 (a narrow column\'s last value passed) works at once, though this instance cached the row at its last value', async (t) => {
   // a cache time no test waits out: the 200 below comes from the row being read again, not from expiry
   const ctx = await build(t, { auth: { revocationCacheMs: 60000 } })
