@@ -143,6 +143,9 @@ const BEARER_SCHEME = /^Bearer +\S/i
 /**
  * A user row as read (undefined: none), when it was read, and until when it stands for the row; `seq`
  * orders the reads and changes of this process (a change leaves an entry that stands for nothing).
+ * `readAt` is wall-clock time, compared with tokens' iat; `expires` is on the monotonic clock
+ * (performance.now()), so that a system clock set back (NTP, an operator) does not keep a copy, and
+ * with it a revoked token, for as long as the clock went back.
  */
 interface CachedUser { row: Row | undefined, readAt: number, expires: number, seq: number }
 
@@ -216,7 +219,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   /** `fresh`: read the row even when a copy is cached (and keep what was read) */
   async function loadUser (id: Id, fresh = false): Promise<Row | undefined> {
     const hit = cache.get(id)
-    if (!fresh && hit && hit.expires > Date.now()) return hit.row
+    if (!fresh && hit && hit.expires > performance.now()) return hit.row
     const readAt = Date.now()
     const seq = ++reads
     const row = await users.get(id)
@@ -226,7 +229,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       // is a read kept that began before a change made here since (its copy may show the user enabled),
       // nor one that began before the cache was emptied (which took the entry of such a change along)
       const current = cache.get(id)
-      if (current === undefined ? seq > emptiedAt : current.seq < seq) cache.set(id, { row, readAt, expires: Date.now() + opts.revocationCacheMs, seq })
+      if (current === undefined ? seq > emptiedAt : current.seq < seq) cache.set(id, { row, readAt, expires: performance.now() + opts.revocationCacheMs, seq })
     }
     return row
   }
