@@ -132,7 +132,10 @@ export class SsoProvider {
   /** where the keys are and which algorithms they sign with: settled once known */
   private params?: KeyParams
   private keys?: KeyLookup
+  /** when the keys were fetched, for the log (wall clock); the ages below are on the monotonic clock
+   * (performance.now()), so that a system clock set back (NTP) holds no refetch back for as long */
   private keysAt = 0
+  private keysFetchedAt = 0
   private keysAttemptedAt = Number.NEGATIVE_INFINITY
   /** the last fetch of the keys failed: a kid they lack may be one the provider has */
   private keysFailed = false
@@ -162,12 +165,12 @@ export class SsoProvider {
   /** The provider's metadata and the gateway's client there (openid-client), discovered once; a failure is tried again after retryMs. */
   async configuration (): Promise<client.Configuration> {
     if (this.discovery === undefined) {
-      if (this.discoveryFailure !== undefined && Date.now() - this.discoveryFailure.at < this.retryMs) {
-        throw new SsoError(`${this.discoveryFailure.message} (the last attempt failed ${Math.round((Date.now() - this.discoveryFailure.at) / 1000)} s ago; the next is made ${this.retryMs / 1000} s after it)`, { unavailable: true })
+      if (this.discoveryFailure !== undefined && performance.now() - this.discoveryFailure.at < this.retryMs) {
+        throw new SsoError(`${this.discoveryFailure.message} (the last attempt failed ${Math.round((performance.now() - this.discoveryFailure.at) / 1000)} s ago; the next is made ${this.retryMs / 1000} s after it)`, { unavailable: true })
       }
       this.discovery = this.discover().catch((err: SsoError) => {
         this.discovery = undefined
-        this.discoveryFailure = { at: Date.now(), message: err.message }
+        this.discoveryFailure = { at: performance.now(), message: err.message }
         throw err
       })
     }
@@ -283,12 +286,12 @@ export class SsoProvider {
       used.keys = this.keys!
       return await used.keys(header, jws)
     }
-    const now = Date.now()
+    const now = performance.now()
     if (this.keys === undefined) {
       // a fetch under way (the first token's, at start) has not failed: it is shared, as refreshKeys does
       if (this.keysPending === undefined && now - this.keysAttemptedAt < Math.min(this.retryMs, this.cooldownMs)) throw new SsoError('no signing keys: the last attempt to fetch them failed', { unavailable: true })
       await this.refreshKeys(url)
-    } else if (now - this.keysAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
+    } else if (now - this.keysFetchedAt > this.maxAgeMs && now - this.keysAttemptedAt >= this.cooldownMs) {
       // Stale keys are better than none while the provider is away; the next try is after the cooldown.
       // Fetched in the background: the cached keys check this token, which a provider that hangs would
       // otherwise hold for timeoutMs. Only the log can tell that the provider is away.
@@ -318,13 +321,13 @@ export class SsoProvider {
    */
   private mayRefetch (): boolean {
     const wait = this.keysFailed ? Math.min(this.retryMs, this.cooldownMs) : this.cooldownMs
-    return this.keysPending !== undefined || Date.now() - this.keysAttemptedAt >= wait
+    return this.keysPending !== undefined || performance.now() - this.keysAttemptedAt >= wait
   }
 
   /** One fetch at a time: concurrent callers share it. */
   private async refreshKeys (url: URL): Promise<void> {
     this.keysPending ??= (async () => {
-      this.keysAttemptedAt = Date.now()
+      this.keysAttemptedAt = performance.now()
       this.jwksFetches++
       try {
         const response = await this.fetch(url.href, {
@@ -339,6 +342,7 @@ export class SsoProvider {
         if (set === null || typeof set !== 'object' || !Array.isArray((set as { keys?: unknown }).keys) || (set as { keys: unknown[] }).keys.length === 0) throw new Error('the key set holds no keys')
         this.keys = createLocalJWKSet(keysFromCertificates(set) as Parameters<typeof createLocalJWKSet>[0])
         this.keysAt = Date.now()
+        this.keysFetchedAt = performance.now()
         this.keysFailed = false
       } catch (err) {
         this.keysFailed = true

@@ -25,7 +25,7 @@ async function rsaKey (members: JWK = {}, alg = 'RS256'): Promise<Key> {
 }
 
 /** A provider that is only a key set: the tests choose what it publishes. */
-async function setup (t: Test, published: () => JWK[]): Promise<{ call: (token: string) => Promise<LightMyRequestResponse>, sign: (key: Key, claims: Record<string, unknown>, kid?: string, alg?: string) => Promise<string>, logs: string[] }> {
+async function setup (t: Test, published: () => JWK[], timing?: { jwksCooldownMs?: number }): Promise<{ call: (token: string) => Promise<LightMyRequestResponse>, sign: (key: Key, claims: Record<string, unknown>, kid?: string, alg?: string) => Promise<string>, logs: string[] }> {
   const server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: published() }))
   })
@@ -35,7 +35,7 @@ async function setup (t: Test, published: () => JWK[]): Promise<{ call: (token: 
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}/idp`
   const logs: string[] = []
   const sso: Partial<Config['auth']['sso'][number]> = { id: 'keys', issuer, audience: AUDIENCE, jwksUri: `${issuer}/keys`, algorithms: ['RS256'], typeMap: { 'gateway-user': 'user' }, timeoutMs: 1000 }
-  const ctx = await build(t, { auth: { sso: [sso as Config['auth']['sso'][number]], revocationCacheMs: 0 }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const ctx = await build(t, { auth: { sso: [sso as Config['auth']['sso'][number]], revocationCacheMs: 0 }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } }, timing })
   let n = 0
   return {
     call: async (token) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } }),
@@ -87,4 +87,21 @@ t.test('a provider that signs with an algorithm not accepted: 401, and the log n
   const { call, sign, logs } = await setup(t, () => [key.jwk])
   t.equal((await call(await sign(key, {}, 'rs384', 'RS384'))).statusCode, 401)
   t.match(logs.join('\n'), /its alg is RS384, the accepted ones RS256 \(auth\.sso algorithms\)/, 'what to add to algorithms')
+})
+
+t.test('a system clock set back (NTP) holds back no refetch of the keys: a new kid after the cooldown is fetched, not refused for as long as the clock went back', async (t) => {
+  const first = await rsaKey({ kid: 'first' })
+  const second = await rsaKey({ kid: 'second' })
+  let published = [first.jwk]
+  const { call, sign } = await setup(t, () => published, { jwksCooldownMs: 200 })
+  // the gateway's clock is an hour ahead when the keys are fetched (jose and the provider keep the true time)
+  const realNow = Date.now
+  Date.now = () => realNow() + 3600 * 1000
+  t.teardown(() => { Date.now = realNow })
+  t.equal((await call(await sign(first, { exp: Math.floor(realNow() / 1000) + 7200 }, 'first'))).statusCode, 200, 'the keys are fetched')
+  // NTP sets it back; the provider rotates: a new key, past the cooldown
+  Date.now = realNow
+  published = [first.jwk, second.jwk]
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal((await call(await sign(second, {}, 'second'))).statusCode, 200, 'the new kid is fetched (before: 401 until the clock came back to the last fetch plus the cooldown, an hour)')
 })
