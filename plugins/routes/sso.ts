@@ -165,10 +165,14 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       throw badRequest(`The identity provider's answer did not pass the checks; start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')
     }
     if (claims === undefined) throw badRequest('The identity provider sent no ID token', 'SSO_LOGIN_FAILED')
-    const user = await fastify.auth.ssoUser(provider, claims, request.log)
+    let user = await fastify.auth.ssoUser(provider, claims, request.log)
     // the person proved who they are at the provider: no password to keep secret, so say what stops them
-    if (user.enabled !== true) throw forbidden(`The gateway account '${String(user.username)}' is disabled; an administrator can enable it again`)
-    await fastify.auth.recordLogin(user.id as Id, { lastLoginAt: new Date() })
+    const disabled = (row: { username?: unknown }) => forbidden(`The gateway account '${String(row.username)}' is disabled; an administrator can enable it again`)
+    if (user.enabled !== true) throw disabled(user)
+    // the row as the stamp left it, not the copy ssoUser may have had cached for auth.revocationCacheMs: a
+    // disable or revocation made on another instance meanwhile would refuse tokens of that copy at once
+    user = await fastify.auth.recordLogin(user.id as Id, { lastLoginAt: new Date() }) ?? user
+    if (user.enabled !== true) throw disabled(user)
     reply.header('cache-control', 'no-store')
     return {
       login: true as const,

@@ -7,7 +7,7 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, clientSecret?: string } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, clientSecret?: string, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
   const idp = await startProvider({ redirectUri: REDIRECT })
   t.teardown(() => idp.close())
   const logs: string[] = []
@@ -17,7 +17,7 @@ async function setup (t: Test, options: { licence?: number, stateTtlMs?: number,
         { id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri: REDIRECT },
         { id: 'tokens-only', issuer: `${idp.issuer}-other`, audience: AUDIENCE, typeMap: TYPE_MAP }
       ],
-      revocationCacheMs: 0
+      revocationCacheMs: options.revocationCacheMs ?? 0
     },
     licence: { logins: options.licence ?? 10 },
     logging: { level: 'info' }
@@ -152,6 +152,27 @@ t.test('browser login: claims, licence and disabled users as for tokens', async 
   await ctx.app.inject({ method: 'PATCH', url: `/api/users/${bob.id}`, headers: admin, payload: { enabled: false } })
   const disabled = await login('bob')
   t.equal(disabled.statusCode, 403, 'not "Invalid username or password": the person typed none')
+  t.same(disabled.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The gateway account 'bob' is disabled; an administrator can enable it again" })
+})
+
+t.test('a browser login of a row disabled on another instance a moment before is the 403, not a 200 with tokens of the copy cached here', async (t) => {
+  // a cache time no test waits out: the 403 comes from the row the login stamps, not from expiry
+  const { idp, ctx } = await setup(t, { revocationCacheMs: 60000 })
+  const login = async () => {
+    idp.loginAs = 'bob'
+    const { callback } = await start(ctx, idp)
+    return await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  }
+  idp.claims.set('bob', { preferred_username: 'bob', roles: ['gateway-user'] })
+  t.equal((await login()).statusCode, 200, 'the row is created')
+  const tokens = await login()
+  t.equal(tokens.statusCode, 200, 'and now cached')
+  const bob = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=bob', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  // another instance disables it (its version moves): this instance's copy still shows it enabled
+  const ver = JSON.parse(Buffer.from(tokens.json().accessToken.split('.')[1], 'base64url').toString()).ver as number
+  await ctx.app.repos.users.update(bob.id, { enabled: false, tokenVersion: ver + 1 })
+  const disabled = await login()
+  t.equal(disabled.statusCode, 403)
   t.same(disabled.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The gateway account 'bob' is disabled; an administrator can enable it again" })
 })
 
