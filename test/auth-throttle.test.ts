@@ -137,3 +137,20 @@ t.test('addressKey: IPv4 as it is, IPv6 by its /64 network, however it is writte
   t.equal(addressKey('64:ff9b::1.2.3.4'), '64:ff9b:0:0::/64')
   t.not(addressKey('2001:db8:abcd:12::1'), addressKey('2001:db8:abcd:13::1'), 'another /64')
 })
+
+t.test('a system clock set back (NTP) does not keep failures in the window for as long as it went back', async (t) => {
+  // the system clock as Date.now reads it, stepped below
+  const realNow = Date.now
+  let step = 0
+  Date.now = () => realNow() + step
+  t.teardown(() => { Date.now = realNow })
+  const throttle = new LoginThrottle(2, 50, 200)
+  for (let i = 0; i < 2; i++) {
+    t.same(await throttle.reserve('alice', '10.0.0.5'), { wait: 0 })
+    throttle.fail('alice', '10.0.0.5')
+  }
+  t.equal((await throttle.reserve('alice', '10.0.0.5')).wait, 1, 'refused')
+  step = -3600 * 1000
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  t.same(await throttle.reserve('alice', '10.0.0.5'), { wait: 0 }, 'the window has passed (before: refused for the hour, Retry-After some 3600 s)')
+})

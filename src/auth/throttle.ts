@@ -23,7 +23,11 @@ const idle = (entry: Entry): boolean => entry.failures.length === 0 && entry.pen
  */
 export class FailureThrottle {
   private readonly entries = new Map<string, Entry>()
-  constructor (private readonly max: number, private readonly windowMs: number, private readonly now: () => number = Date.now) {}
+  /**
+   * `now`: by default the monotonic clock, so that a system clock set back (NTP) does not keep the
+   * failures before it in the window, and their refusal, for as long as it went back.
+   */
+  constructor (private readonly max: number, private readonly windowMs: number, private readonly now: () => number = () => performance.now()) {}
 
   /**
    * 0 once an attempt is reserved (exactly one of fail, succeed or release must follow), or the
@@ -125,7 +129,7 @@ export class FailureThrottle {
 export class LoginThrottle {
   private readonly pairs: FailureThrottle
   private readonly users: FailureThrottle
-  constructor (perPair: number, perUser: number, windowMs: number, now: () => number = Date.now) {
+  constructor (perPair: number, perUser: number, windowMs: number, now: () => number = () => performance.now()) {
     this.pairs = new FailureThrottle(perPair, windowMs, now)
     this.users = new FailureThrottle(perUser, windowMs, now)
   }
