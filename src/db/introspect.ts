@@ -409,31 +409,67 @@ const FORMAT_NAMES: Record<TimeFormat, string> = {
   julianday: 'Julian days, as SQLite\'s julianday() returns them'
 }
 
+/** How many of a time column's most frequent values its format is guessed from. */
+export const TIME_SAMPLE = 1000
+
+/** A time column's format, guessed from its values, and the values it leaves out (they read as null). */
+export interface TimeFormatGuess {
+  format?: TimeFormat
+  /** the rows looked at that hold a date (not NULL, 0, 99999999 or blank) */
+  rows: number
+  /** values of those rows that do not fit the format proposed, most frequent first */
+  misfits: CodeCount[]
+}
+
+/** The share of the rows looked at that the format must fit: one stray value among thousands does not hide it. */
+const TIME_FORMAT_SHARE = 0.9
+
+function timeKind (s: string, text: boolean, julian: boolean): TimeFormat | 'other' {
+  // a fraction only in a number column (Unix time in a REAL one); digits of a date are whole
+  if (!(text ? /^\d+$/ : /^\d+(?:\.\d+)?$/).test(s)) return 'other'
+  const n = Number(s)
+  if ((s.length === 8 || s.length === 14) && compactTime(s) !== undefined) return s.length === 8 ? 'yyyymmdd' : 'yyyymmddhhmmss'
+  if (!text && n >= 1e8 && n < 1e10) return 'unix'
+  if (!text && n >= 1e11 && n < 1e13) return 'unix-ms'
+  // SQLite's own numeric time (julianday('now'): 2460400.5 and its fraction), which no legacy program writes as Unix time
+  if (julian && !text && isJulianDay(n)) return 'julianday'
+  return 'other'
+}
+
 /**
- * The format a time column's stored values show (a sample of them): every one (but NULL, 0 and
- * blanks, a legacy "no date") of one kind, Unix seconds from 1973 to 2286, milliseconds from 1973,
- * or calendar dates as digits; undefined when they show none or are mixed. Text columns hold digits only.
+ * The format a time column's stored values show (its most frequent values, with their row counts):
+ * the one kind (Unix seconds from 1973 to 2286, milliseconds from 1973, calendar dates as digits)
+ * that at least 90% of the rows holding a date show (NULL, 0 and blanks, a legacy "no date", do not
+ * count); none when they show none or are mixed. Text columns hold digits only. The rows the format
+ * does not fit are returned, so that they can be named: they read as null under it.
  */
-export function guessTimeFormat (category: Category, values: unknown[], julian = false): TimeFormat | undefined {
+export function timeFormatOf (category: Category, values: CodeCount[], julian = false): TimeFormatGuess {
   const text = category === 'text' || category === 'ntext'
-  const kinds = new Set<TimeFormat | 'other'>()
-  for (const raw of values) {
-    if (raw === null || raw === undefined) continue
-    const s = String(raw).trim()
+  const kinds = new Map<TimeFormat | 'other', number>()
+  const classified: Array<{ value: CodeCount, kind: TimeFormat | 'other' }> = []
+  let rows = 0
+  for (const v of values) {
+    if (v.value === null || v.value === undefined) continue
+    const s = String(v.value).trim()
     // a legacy "no date": 0, 99999999, blanks
     if (s === '' || /^0+$/.test(s) || /^9{8,}$/.test(s)) continue
-    // a fraction only in a number column (Unix time in a REAL one); digits of a date are whole
-    if (!(text ? /^\d+$/ : /^\d+(?:\.\d+)?$/).test(s)) { kinds.add('other'); continue }
-    const n = Number(s)
-    if ((s.length === 8 || s.length === 14) && compactTime(s) !== undefined) kinds.add(s.length === 8 ? 'yyyymmdd' : 'yyyymmddhhmmss')
-    else if (!text && n >= 1e8 && n < 1e10) kinds.add('unix')
-    else if (!text && n >= 1e11 && n < 1e13) kinds.add('unix-ms')
-    // SQLite's own numeric time (julianday('now'): 2460400.5 and its fraction), which no legacy program writes as Unix time
-    else if (julian && !text && isJulianDay(n)) kinds.add('julianday')
-    else kinds.add('other')
+    const kind = timeKind(s, text, julian)
+    kinds.set(kind, (kinds.get(kind) ?? 0) + v.count)
+    classified.push({ value: v, kind })
+    rows += v.count
   }
-  const [only] = kinds
-  return kinds.size === 1 && only !== 'other' ? only : undefined
+  let best: TimeFormat | undefined
+  let bestRows = 0
+  for (const [kind, count] of kinds) {
+    if (kind !== 'other' && count > bestRows) { best = kind; bestRows = count }
+  }
+  if (best === undefined || bestRows < rows * TIME_FORMAT_SHARE) return { rows, misfits: [] }
+  return { format: best, rows, misfits: classified.filter((c) => c.kind !== best).map((c) => c.value).sort((a, b) => b.count - a.count) }
+}
+
+/** timeFormatOf for values without counts (one row each). */
+export function guessTimeFormat (category: Category, values: unknown[], julian = false): TimeFormat | undefined {
+  return timeFormatOf(category, values.map((value) => ({ value, count: 1 })), julian).format
 }
 
 // ---- value maps ---------------------------------------------------------------------------
@@ -442,15 +478,20 @@ export function guessTimeFormat (category: Category, values: unknown[], julian =
  * A column's distinct values, most frequent first, at most MAX_CODES + 1 of them. SQL Server cannot
  * GROUP BY text or ntext (error 306): those through (n)varchar(max), as the gateway's filters compare them.
  */
-export function distinctValuesStatement (dialect: DialectName, table: TableInfo, column: string, type?: string): Statement {
+export function distinctValuesStatement (dialect: DialectName, table: TableInfo, column: string, type?: string, limit = MAX_CODES + 1): Statement {
   const d = dialectFor(dialect)
   const ident = d.ident(column)
   const legacy = dialect === 'mssql' ? type?.toLowerCase() : undefined
   const col = legacy === 'text' ? `CAST(${ident} AS varchar(max))` : legacy === 'ntext' ? `CAST(${ident} AS nvarchar(max))` : ident
   const from = d.table(tableMapping(table))
   return dialect === 'mssql'
-    ? { text: `SELECT TOP (${MAX_CODES + 1}) ${col} AS [v], COUNT(*) AS [n] FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC`, params: [] }
-    : { text: `SELECT ${col} AS "v", COUNT(*) AS "n" FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC LIMIT ${MAX_CODES + 1}`, params: [] }
+    ? { text: `SELECT TOP (${limit}) ${col} AS [v], COUNT(*) AS [n] FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC`, params: [] }
+    : { text: `SELECT ${col} AS "v", COUNT(*) AS "n" FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC LIMIT ${limit}`, params: [] }
+}
+
+/** A time column's most frequent values, TIME_SAMPLE of them, which its format is guessed from. */
+export function timeValuesStatement (dialect: DialectName, table: TableInfo, column: string, type?: string): Statement {
+  return distinctValuesStatement(dialect, table, column, type, TIME_SAMPLE)
 }
 
 /** Only short code columns are grouped: SQL Server cannot GROUP BY text/ntext, and a long text is no code. */
@@ -709,9 +750,17 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     const fit = proposal.fits[m.field]
     const sqliteTimeNumbers = db.dialect === 'sqlite' && category === 'time' && !/char|clob|text|real|floa|doub/.test(m.column.type.toLowerCase())
     if (fit === 'format' || (db.dialect === 'sqlite' && f.kind === 'datetime' && (category === 'text' || sqliteTimeNumbers))) {
-      const format = guessTimeFormat(category, (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => r.v), db.dialect === 'sqlite')
+      const sample = (await db.query(timeValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
+      const { format, rows, misfits } = timeFormatOf(category, sample, db.dialect === 'sqlite')
       if (format !== undefined) {
-        fields.push({ ...m, format, notes: [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`] })
+        const notes = [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`]
+        if (misfits.length > 0) {
+          const count = misfits.reduce((sum, v) => sum + v.count, 0)
+          const some = misfits.slice(0, 3).map((v) => show(v.value as StoredCode)).join(', ')
+          const looked = sample.length >= TIME_SAMPLE ? ` (its ${TIME_SAMPLE} most frequent values)` : ''
+          notes.push(`${count} of the ${rows} rows with a date looked at${looked} hold values that do not fit it, such as ${some}: they read as null under it (and are logged once); correct them in the database, or check the format`)
+        }
+        fields.push({ ...m, format, notes })
         continue
       }
       if (fit === 'format') {

@@ -8,7 +8,7 @@ import { openDatabase } from '../../src/db/index.js'
 import { createTableStatements } from '../../src/db/init.js'
 import {
   distinctValuesStatement, formatReport, introspect, listTablesStatement, mappingConfig, proposeBooleanMap,
-  guessTimeFormat, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, type CodeCount
+  guessTimeFormat, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, timeFormatOf, timeValuesStatement, type CodeCount
 } from '../../src/db/introspect.js'
 import { referenceMappings, resources } from '../../src/db/resources.js'
 import { compileValueMap, inspectStorage } from '../../src/db/storage.js'
@@ -448,6 +448,27 @@ t.test('times kept as numbers or digits: the format their values show, checked b
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [])
 })
 
+t.test('a time column with a few values of no format among many dates: the format proposed, the misfits named', async (t) => {
+  const path = join(dir, 'times-stray.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Angelegt INTEGER)')
+  const insert = raw.prepare("INSERT INTO Artikel (ArtNr, Bezeichnung, Angelegt) VALUES (?, 'a', ?)")
+  for (let i = 0; i < 200; i++) insert.run(`A${i}`, 20230101 + 100 * (i % 12) + (i % 28))
+  // a typo the picking system took twice, most frequent of all distinct values but far fewer than the dates
+  insert.run('B1', 2024010)
+  insert.run('B2', 2024010)
+  insert.run('B3', 2024010)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.match(found.resources.materials.mapping?.columns, { createdAt: { column: 'Angelegt', format: 'yyyymmdd' } })
+  t.same(found.resources.materials.fields.find((m) => m.field === 'createdAt')?.notes, [
+    'holds dates as YYYYMMDD: proposed "format": "yyyymmdd"',
+    '3 of the 203 rows with a date looked at hold values that do not fit it, such as 2024010: they read as null under it (and are logged once); correct them in the database, or check the format'
+  ])
+})
+
 t.test('time columns named by their word and how the time is kept: CREATED_MS, LAST_MODIFIED_EPOCH, INSERT_TIME, MODIFY_TS', async (t) => {
   const pairs: Array<[string, string, number, string]> = [
     ['CREATED_MS', 'CHANGED_MS', 1795320693301, 'unix-ms'],
@@ -547,6 +568,12 @@ t.test('guessTimeFormat', async (t) => {
   t.equal(guessTimeFormat('float', [2460403.25, 1712052000], true), undefined, 'mixed with Unix time')
   t.equal(guessTimeFormat('float', [1712052000.5], true), 'unix', 'Unix time in a REAL column is still Unix time')
   t.equal(guessTimeFormat('text', ['2460403.25'], true), undefined, 'text is no Julian day')
+  // one stray value among many good ones: the format stands, and the stray value is named
+  t.same(timeFormatOf('integer', [{ value: 20240101, count: 30 }, { value: 2024010, count: 2 }, { value: 0, count: 5 }, { value: 20240102, count: 20 }]),
+    { format: 'yyyymmdd', rows: 52, misfits: [{ value: 2024010, count: 2 }] }, 'a typo in 2 of 52 rows')
+  t.same(timeFormatOf('integer', [{ value: 1712052000, count: 9 }, { value: 20240101, count: 1 }]).format, 'unix', '90% of the rows')
+  t.same(timeFormatOf('integer', [{ value: 1712052000, count: 18 }, { value: 20240101, count: 1 }, { value: 'x', count: 1 }]).format, 'unix', '90%, however the rest is made up')
+  t.same(timeFormatOf('integer', [{ value: 1712052000, count: 8 }, { value: 20240101, count: 2 }, { value: 'x', count: 1 }]), { rows: 11, misfits: [] }, 'under 90%: mixed, no format')
 })
 
 t.test('boolean value maps', async (t) => {
@@ -681,7 +708,7 @@ t.test('SQL Server: columns a field cannot use after all, and an id the gateway 
     },
     {
       [distinctValuesStatement('mssql', item, 'Blocked').text]: [{ v: 'A', n: 1 }, { v: 'I', n: 1 }],
-      [distinctValuesStatement('mssql', item, 'LastChange', 'text').text]: [{ v: '20240101', n: 1 }, { v: '20240315', n: 1 }],
+      [timeValuesStatement('mssql', item, 'LastChange', 'text').text]: [{ v: '20240101', n: 1 }, { v: '20240315', n: 1 }],
       [distinctValuesStatement('mssql', station, 'Typ').text]: [{ v: 1, n: 1 }, { v: 2, n: 1 }]
     }
   )
