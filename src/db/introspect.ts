@@ -517,7 +517,15 @@ function codesOf (rows: CodeCount[], numeric: boolean): Array<{ code: StoredCode
     if (seen === undefined) codes.set(code, { code, count: r.count })
     else seen.count += r.count
   }
-  return [...codes.values()]
+  // the first of a value's codes is the one written: the most frequent after the merge ('J' and 'J '
+  // together outnumber 'j'), and on a tie, whose order the database leaves open, in a fixed order:
+  // text before a number, then alphabetically, upper case before lower ('J' rather than 'j' or -1)
+  const order = (a: StoredCode, b: StoredCode): number => {
+    if (typeof a === 'number' || typeof b === 'number') return typeof a === 'number' ? (typeof b === 'number' ? a - b : 1) : -1
+    const [la, lb] = [a.toLowerCase(), b.toLowerCase()]
+    return la < lb ? -1 : la > lb ? 1 : a < b ? -1 : a > b ? 1 : 0
+  }
+  return [...codes.values()].sort((a, b) => b.count - a.count || order(a.code, b.code))
 }
 
 const show = (code: StoredCode): string => JSON.stringify(code)
