@@ -698,6 +698,16 @@ export class Repository {
       // SQLite's message has no direction: no value the update set is missing from a parent table, and it
       // changed a column other tables' rows refer to (ON UPDATE RESTRICT or NO ACTION): they refuse it
       if (operation === 'update' && !key.exact && await this.refersToWritten(written)) return faultToError({ kind: 'referenced' }, ctx, { cause: err })
+      // a key of mapping.defaults' columns alone: the configuration, not the request, names a missing record, and
+      // every create fails alike until it is corrected (or the record added), as a newIds the ids defeat does
+      const configured = operation === 'create' && key.exact && key.columns.length > 0
+        ? key.columns.map((c) => this.storage.insertDefaults.find((d) => d.storage.column.toLowerCase() === c.toLowerCase()))
+        : []
+      if (configured.length > 0 && configured.every((d) => d !== undefined)) {
+        const values = configured.map((d) => `'${d!.storage.column}' = ${JSON.stringify(d!.value)}`).join(', ')
+        return new DatabaseUnavailableError(`New ${this.def.name} cannot be created: a value mapping.${this.def.name}.defaults writes into every new row refers to a record that does not exist in the picking system; correct the default or add the record (the log has it)`,
+          { cause: new Error(`${this.def.name}: mapping.${this.def.name}.defaults ${values} refers to no row of the table its foreign key names`, { cause: err }) })
+      }
       // the API's defaults are named as the cause only where the broken key's own columns are known
       return faultToError({ ...fault, columns: key.columns }, { ...ctx, defaulted: key.exact ? defaulted : undefined }, { cause: err })
     }

@@ -469,7 +469,13 @@ t.test('SQLite: the foreign key a write breaks is found by its values: a mapping
   }))
   const headers = ctx.auth(ctx.adminToken)
   const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-1', name: 'x', unit: 'ST' } })
-  t.match(res.json(), { statusCode: 400, message: 'A value refers to a record that does not exist in the picking system' }, 'not \'unit\', which exists')
+  t.equal(res.statusCode, 503, res.body)
+  t.same(res.json(), {
+    statusCode: 503,
+    code: 'DATABASE_UNAVAILABLE',
+    error: 'Service Unavailable',
+    message: 'New materials cannot be created: a value mapping.materials.defaults writes into every new row refers to a record that does not exist in the picking system; correct the default or add the record (the log has it)'
+  }, 'not \'unit\', which exists, and not a 400 "A value refers to a record that does not exist" that blamed a request no client could correct')
   await ctx.db.execute({ text: 'INSERT INTO "Lagerort" VALUES (7)', params: [] })
   const unit = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'F-2', name: 'x', unit: 'XX' } })
   t.match(unit.json(), { statusCode: 400, message: "'unit' refers to a record that does not exist in the picking system" },
