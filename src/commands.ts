@@ -657,11 +657,17 @@ async function emptyModifiedNotes (db: Database, mappings: Record<ResourceName, 
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     const column = mapping.columns.modifiedAt
     const info = column === undefined ? undefined : columnNamed(columns[name], column)
-    if (column === undefined || info === undefined || !info.nullable) continue
-    const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(info.name)} IS NULL`, params: [] })
+    // a digit format's legacy "no date" (0, blanks) reads as null too, and is compared as the number it is: below every time
+    const format = mapping.timeFormats?.modifiedAt
+    const digits = format === 'yyyymmdd' || format === 'yyyymmddhhmmss'
+    if (column === undefined || info === undefined || (!info.nullable && !digits)) continue
+    const c = d.ident(info.name)
+    const text = ['text', 'ntext'].includes(categoryOf(db.dialect, info, 'datetime'))
+    const noDate = !digits ? '' : text ? ` OR RTRIM(LTRIM(${c})) IN ('', '0', '00000000', '00000000000000')` : ` OR ${c} = 0`
+    const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${c} IS NULL${noDate}`, params: [] })
     const n = Number(row?.n ?? 0)
     if (n > 0) {
-      notes.push(`${name}.modifiedAt: ${n} row${n === 1 ? ' has' : 's have'} no time in column '${info.name}' (NULL): modifiedSince and the other time filters never find ${n === 1 ? 'it' : 'them'}, not even modifiedSince=1970-01-01T00:00:00Z, so an incremental sync started that way misses ${n === 1 ? 'it' : 'them'}; make a sync's first run a walk without modifiedSince, or have the picking system fill the column (README, "Incremental sync")`)
+      notes.push(`${name}.modifiedAt: ${n} row${n === 1 ? ' has' : 's have'} no time in column '${info.name}' (NULL${digits ? `, or 0 or blank, which "format": "${format}" reads as no date` : ''}): modifiedSince and the other time filters never find ${n === 1 ? 'it' : 'them'}, not even modifiedSince=1970-01-01T00:00:00Z, so an incremental sync started that way misses ${n === 1 ? 'it' : 'them'}; make a sync's first run a walk without modifiedSince, or have the picking system fill the column (README, "Incremental sync")`)
     }
   }
   return notes

@@ -237,6 +237,27 @@ t.test('check-config: a number column without a declared type, whose filters rea
   t.notMatch(res.stdout.join('\n'), /text that is no number/, "its filters read the text as the API does ('12,500' is null to both): no note (before: 4 rows, such as '12', then 1)")
 })
 
+t.test('check-config counts the rows whose modifiedAt a digit format reads as no date (0, blanks), which no modifiedSince finds, as it counts NULL', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'nodate.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await db.execute({ text: 'CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, AendDat INTEGER NOT NULL DEFAULT 0, ErfDat CHAR(8))', params: [] })
+  await db.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, AendDat, ErfDat) VALUES ('N-1', 'a', 20240102, '20240102'), ('N-2', 'b', 0, '        '), ('N-3', 'c', 0, '00000000'), ('N-4', 'd', 20240103, NULL)", params: [] })
+  await db.close()
+  const file = join(dir, 'nodate.json')
+  const columns = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null }
+  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { ...columns, modifiedAt: { column: 'AendDat', format: 'yyyymmdd' } } } } }))
+  const number = io({})
+  t.equal(await main(['check-config', file], number), 0, number.stderr.join('\n'))
+  t.match(number.stdout.join('\n'), /Note: materials\.modifiedAt: 2 rows have no time in column 'AendDat' \(NULL, or 0 or blank, which "format": "yyyymmdd" reads as no date\): modifiedSince and the other time filters never find them/,
+    'a NOT NULL column of 0s: before, no note at all')
+  writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { ...columns, modifiedAt: { column: 'ErfDat', format: 'yyyymmdd' } } } } }))
+  const text = io({})
+  t.equal(await main(['check-config', file], text), 0, text.stderr.join('\n'))
+  t.match(text.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows have no time in column 'ErfDat' \(NULL, or 0 or blank, which "format": "yyyymmdd" reads as no date\)/, 'blanks and zeros in text beside NULL: before, 1 row')
+})
+
 t.test('check-config checks the mapping against the database when it can reach it', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'legacy.db')}`
