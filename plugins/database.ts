@@ -1,7 +1,7 @@
 // Owns the database for the app's lifetime: checks the mapping at start, exposes one repository per resource, closes the pool.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { DatabaseUnavailableError, FileUncheckableError, MappingGoneError, SchemaMismatchError } from '../src/db/errors.js'
+import { DatabaseClosedError, DatabaseUnavailableError, FileUncheckableError, MappingGoneError, SchemaMismatchError } from '../src/db/errors.js'
 import { Repository } from '../src/db/repository.js'
 import { isMissingTable, resources, type ResourceName } from '../src/db/resources.js'
 import { inspectStorage } from '../src/db/storage.js'
@@ -127,7 +127,8 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
     adopt(declared)
     await measureClock()
   } catch (err) {
-    if (!(err instanceof DatabaseUnavailableError)) throw err
+    // closed under the start-up (a stop while SQL Server's connect attempt was under way): no outage to wait out
+    if (!(err instanceof DatabaseUnavailableError) || err instanceof DatabaseClosedError) throw err
     fastify.log.warn({ err }, 'database unavailable at start; requests answer 503 until it is back, then the mapping is checked')
     every(async () => {
       try {

@@ -166,6 +166,38 @@ t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up sto
   t.notMatch(run.out(), LISTENING)
 })
 
+t.test('SIGTERM while start-up waits for an unreachable SQL Server, with a grace period longer than the connect attempt: no "database unavailable at start" warning after the stop', async (t) => {
+  const sockets: Socket[] = []
+  let reached = false
+  const silent = createServer((socket) => {
+    reached = true
+    sockets.push(socket.on('error', () => {}))
+  })
+  silent.listen(0, '127.0.0.1')
+  await once(silent, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    silent.close()
+  })
+  // the defaults' order (grace 10 s, connect 5 s): the stop waits for the driver to give up its attempt
+  const { env } = await gatewaySetup(t, { closeGraceMs: 8000 })
+  const dbPort = (silent.address() as AddressInfo).port
+  const run = start(t, [CLI, 'serve'], { ...env, DATABASE_URL: `mssql://gw:pw@127.0.0.1:${dbPort}/Picking` })
+  await until(() => reached || run.child.exitCode !== null, 'the gateway to connect to the database', 30000)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(run.child.exitCode, null, 'still starting')
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(8000 + 7000)
+  t.ok(exit, 'exited')
+  if (!exit) return
+  t.equal(exit.code, 0)
+  t.match(run.err(), 'stopped during start-up: SIGTERM')
+  const lines = jsonLines(run.out())
+  t.ok(lines.some((l) => l.msg === 'stopped during start-up'))
+  t.notOk(lines.some((l) => String(l.msg).startsWith('database unavailable at start')),
+    'the pool the stop closed is no outage (before: once the attempt gave up, a warning that requests answer 503 until the database is back)')
+})
+
 t.test('SIGTERM while start-up waits for another process\'s lock on the SQLite file: start-up stops, exit 0', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
   const { env, dir } = await gatewaySetup(t)
   const file = join(dir, 'g.db')

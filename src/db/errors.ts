@@ -45,6 +45,11 @@ export class DatabaseUnavailableError extends DbError {
   constructor (message = 'The database is unavailable', options?: ErrorOptions) { super(503, 'DATABASE_UNAVAILABLE', message, options) }
 }
 
+/** The gateway closed the database itself (a stop): still a 503 to a caller, but no outage to report or wait out. */
+export class DatabaseClosedError extends DatabaseUnavailableError {
+  constructor (options?: ErrorOptions) { super('The database is unavailable: the gateway is stopping', options) }
+}
+
 /** The 503's message for a database that takes no writes (SQLite's file, SQL Server's 3906): either driver's. */
 export const READ_ONLY = 'The database is read-only: it takes no changes until it is writable again'
 

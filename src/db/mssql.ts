@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import type Mssql from 'mssql'
 import { knownCodePage } from './code-pages.js'
 import { mssqlDataFault } from './data-errors.js'
-import { ConflictError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, STORAGE_FULL, type DbError } from './errors.js'
+import { ConflictError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, MappingGoneError, READ_ONLY, STORAGE_FULL, type DbError } from './errors.js'
 import type { ColumnInfo, Database, Executor, Param, Row, SqlValue, Statement, TableMapping } from './types.js'
 
 type Driver = typeof Mssql
@@ -396,6 +396,8 @@ export class ConnectionSupervisor {
     if (this.state === 'starting' && this.inflight !== undefined) {
       if (await this.inflight) return
     }
+    // closed while it waited for the first attempt (a stop during start-up): not the server's outage
+    if (this.state === 'closed') throw new DatabaseClosedError({ cause: this.lastError })
     throw new DatabaseUnavailableError(undefined, { cause: this.lastError })
   }
 

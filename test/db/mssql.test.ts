@@ -525,13 +525,16 @@ t.test('ConnectionSupervisor', async (t) => {
     await sleep(30)
     t.equal(calls, after, 'no attempts after close')
     t.equal(sup.state, 'closed')
-    await t.rejects(sup.ready(), { name: 'DatabaseUnavailableError' })
+    await t.rejects(sup.ready(), { name: 'DatabaseClosedError', statusCode: 503, code: 'DATABASE_UNAVAILABLE' }, 'closed: still a 503')
   })
 
   t.test('close while the first attempt is running waits for it', async (t) => {
     let release: () => void = () => {}
     const sup = new ConnectionSupervisor({ logger: recorder().logger, connect: async () => { await new Promise<void>((resolve) => { release = resolve }) } })
     sup.start()
+    // a start-up's mapping check waiting for the attempt when a stop closes the pool
+    const waiting = sup.ready()
+    waiting.catch(() => {})
     let closed = false
     const closing = sup.close().then(() => { closed = true })
     await sleep(5)
@@ -539,6 +542,7 @@ t.test('ConnectionSupervisor', async (t) => {
     release()
     await closing
     t.equal(sup.state, 'closed', 'a success after close does not reopen')
+    await t.rejects(waiting, { name: 'DatabaseClosedError' }, 'the wait ends as closed, not as the server unavailable (which the start-up would report as an outage)')
   })
 })
 
