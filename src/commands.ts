@@ -356,7 +356,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       const notes = [
         ...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
         ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
-        ...await foreignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
+        ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins)
       ]
       for (const note of notes) io.out(`Note: ${note}`)
@@ -641,6 +641,39 @@ async function foreignKeyNotes (db: Database, mappings: Record<ResourceName, Tab
       const cols = named.map((c) => c.toLowerCase())
       if (cols.length > 0 && unique.includes(cols.slice().sort().join(','))) continue
       notes.push(`${name}: table '${String(rows[0].child)}' declares a foreign key to '${mapping.table}'${named.length > 0 ? ` (${named.join(', ')})` : ''} that SQLite cannot check, as no unique index covers those columns: the gateway runs with foreign keys on, and every create and delete of ${name}, and every change of those columns, answers 503 until the key is fixed (a unique index on the columns, or the key dropped)`)
+    }
+  }
+  return notes
+}
+
+/**
+ * SQLite: mapping.defaults values that a foreign key of the table's (of their columns alone) finds in no row of
+ * the table it refers to: every create would answer 503 until the default is corrected or the row added. A note,
+ * not a problem: the parent table is data, and the row may be added before the first create.
+ */
+async function defaultsForeignKeyNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+  if (db.dialect !== 'sqlite') return []
+  const notes: string[] = []
+  const d = dialectFor('sqlite')
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    const defaults = Object.entries(mapping.defaults ?? {})
+    if (defaults.length === 0 || mapping.readOnly === true) continue
+    const valueOf = (column: string) => defaults.find(([c]) => c.toLowerCase() === column.toLowerCase())?.[1]
+    const keys = await db.query({ text: 'SELECT "id" AS id, "table" AS parent, "from" AS c, "to" AS t FROM pragma_foreign_key_list(@table) ORDER BY "id", "seq"', params: [{ name: 'table', kind: 'string', value: mapping.table }] })
+    for (const key of grouped(keys, (r) => String(r.id))) {
+      const values = key.map((k) => valueOf(String(k.c)))
+      if (values.some((v) => v === undefined)) continue
+      const parent = String(key[0].parent)
+      // no "to": the parent's primary key
+      const to = key.some((k) => k.t === null)
+        ? (await db.query({ text: 'SELECT name AS n FROM pragma_table_info(@parent) WHERE pk > 0 ORDER BY pk', params: [{ name: 'parent', kind: 'string', value: parent }] })).map((r) => String(r.n))
+        : key.map((k) => String(k.t))
+      if (to.length !== key.length) continue
+      const where = to.map((t, i) => `${d.ident(t)} = @v${i}`).join(' AND ')
+      const found = await db.query({ text: `SELECT 1 AS x FROM ${d.ident(parent)} WHERE ${where} LIMIT 1`, params: values.map((v, i) => ({ name: `v${i}`, kind: 'string' as const, value: typeof v === 'boolean' ? (v ? 1 : 0) : v! })) })
+      if (found.length > 0) continue
+      const named = key.map((k, i) => `'${String(k.c)}' ${JSON.stringify(values[i])}`).join(', ')
+      notes.push(`${name}.defaults: ${named} refers to no row of table '${parent}' (its foreign key): every create of ${name} answers 503 until the default is corrected or the row added`)
     }
   }
   return notes

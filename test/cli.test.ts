@@ -237,6 +237,28 @@ t.test('check-config: a number column without a declared type, whose filters rea
   t.notMatch(res.stdout.join('\n'), /text that is no number/, "its filters read the text as the API does ('12,500' is null to both): no note (before: 4 rows, such as '12', then 1)")
 })
 
+t.test('check-config notes a mapping.defaults value that the table\'s foreign key finds in no row (SQLite), which every create would answer 503 to', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'fk.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await db.execute({ text: 'CREATE TABLE Zone (Code VARCHAR(4) PRIMARY KEY)', params: [] })
+  await db.execute({ text: "INSERT INTO Zone VALUES ('A')", params: [] })
+  await db.execute({ text: 'CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Lagerzone VARCHAR(4) NOT NULL REFERENCES Zone)', params: [] })
+  await db.close()
+  const file = join(dir, 'fk.json')
+  const columns = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: null }
+  const config = (zone: string): string => JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', defaults: { lagerzone: zone }, columns } } })
+  writeFileSync(file, config('ZZ'))
+  const missing = io({})
+  t.equal(await main(['check-config', file], missing), 0, 'a note: the row may be added before the first create')
+  t.match(missing.stdout.join('\n'), /Note: materials\.defaults: 'Lagerzone' "ZZ" refers to no row of table 'Zone' \(its foreign key\): every create of materials answers 503/)
+  writeFileSync(file, config('A'))
+  const found = io({})
+  t.equal(await main(['check-config', file], found), 0)
+  t.notMatch(found.stdout.join('\n'), /defaults/, 'a value the table holds: no note')
+})
+
 t.test('check-config counts the rows whose modifiedAt a digit format reads as no date (0, blanks), which no modifiedSince finds, as it counts NULL', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'nodate.db')}`
