@@ -42,7 +42,7 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   hardware?: Partial<HardwarePluginOptions>
   /** tests only: identity-provider key and discovery timings shorter than a minute */
-  ssoTiming?: AuthPluginOptions['ssoTiming'] & { stateTtlMs?: number }
+  ssoTiming?: AuthPluginOptions['ssoTiming'] & { stateTtlMs?: number, maxPending?: number }
 }
 
 export type App = FastifyInstance
@@ -452,7 +452,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       prefix: '/users/sso',
       loginAttemptsPerAddress: config.auth.loginThrottle.maxAttemptsPerAddress,
       loginAddressWindowMs: config.auth.loginThrottle.addressWindowMs,
-      stateTtlMs: options.ssoTiming?.stateTtlMs
+      stateTtlMs: options.ssoTiming?.stateTtlMs,
+      maxPending: options.ssoTiming?.maxPending
     })
     await scope.register(materialRoutes, { prefix: '/materials' })
     await scope.register(stationRoutes, { prefix: '/stations' })

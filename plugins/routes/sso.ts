@@ -5,6 +5,7 @@ import * as client from 'openid-client'
 import { errorResponses } from '../../schemas/common.js'
 import { LoginResponse } from '../../schemas/users.js'
 import { describeError, SsoError, type SsoProvider } from '../../src/auth/sso.js'
+import { addressKey } from '../../src/auth/throttle.js'
 import type { Id } from '../../src/db/repository.js'
 import { NotFoundError } from '../../src/db/errors.js'
 import { badRequest, clientRefused, forbidden, ssoUnavailable } from '../../src/errors.js'
@@ -14,10 +15,12 @@ export interface SsoRoutesOptions {
   loginAddressWindowMs: number
   /** how long a started login may take until its callback (default 10 minutes) */
   stateTtlMs?: number
+  /** pending logins kept at most (default MAX_PENDING) */
+  maxPending?: number
 }
 
 /** What the login remembers for its callback; the key is the state, used once. */
-interface Pending { provider: string, codeVerifier: string, nonce: string, expires: number }
+interface Pending { provider: string, codeVerifier: string, nonce: string, expires: number, address: string }
 
 /** Token-endpoint errors (RFC 6749 5.2) that blame the gateway's client, not the person signing in. */
 const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client'])
@@ -34,8 +37,13 @@ function clientRefusal (err: unknown): string | undefined {
   return undefined
 }
 
-/** Pending logins kept at most; beyond it the oldest are dropped (each is a browser that never came back). */
-const MAX_PENDING = 10000
+/**
+ * Pending logins kept at most. Beyond it, the oldest of the address (an IPv6 client's /64) that holds
+ * the most is dropped: a flood from many addresses (each within its rate limit) then drops its own
+ * logins, not the one or two a person's browser has pending (dropping the oldest overall gave a
+ * person's login a few seconds under a flood from some thousands of addresses).
+ */
+export const MAX_PENDING = 10000
 
 const Params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 32, description: 'the provider id from auth.sso' }) })
 
@@ -49,7 +57,37 @@ const CallbackQuery = Type.Object({
 
 const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) => {
   const ttl = opts.stateTtlMs ?? 600000
+  const maxPending = opts.maxPending ?? MAX_PENDING
   const pending = new Map<string, Pending>()
+  /** how many pending logins each address holds */
+  const held = new Map<string, number>()
+  const forget = (state: string): Pending | undefined => {
+    const entry = pending.get(state)
+    if (entry === undefined) return undefined
+    pending.delete(state)
+    const n = (held.get(entry.address) ?? 1) - 1
+    if (n === 0) held.delete(entry.address)
+    else held.set(entry.address, n)
+    return entry
+  }
+  const keep = (state: string, entry: Pending): void => {
+    pending.set(state, entry)
+    held.set(entry.address, (held.get(entry.address) ?? 0) + 1)
+  }
+  /** Room for one more: the expired go, then (all of them still open) the oldest of the address holding the most. */
+  const makeRoom = (now: number): void => {
+    for (const [state, entry] of pending) {
+      if (entry.expires > now) break // insertion order: the rest are younger
+      forget(state)
+    }
+    if (pending.size < maxPending) return
+    let most: string | undefined
+    let count = 0
+    for (const [address, n] of held) if (n > count) { most = address; count = n }
+    for (const [state, entry] of pending) {
+      if (entry.address === most) { forget(state); return }
+    }
+  }
   const rateLimit = { max: opts.loginAttemptsPerAddress, timeWindow: opts.loginAddressWindowMs }
 
   function browserProvider (id: string): SsoProvider {
@@ -85,14 +123,11 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     const provider = browserProvider(request.params.id)
     const config = await configuration(provider, request.log)
     const now = Date.now()
-    for (const [state, entry] of pending) {
-      if (entry.expires > now && pending.size < MAX_PENDING) break // insertion order: the rest are younger
-      pending.delete(state)
-    }
+    makeRoom(now)
     const codeVerifier = client.randomPKCECodeVerifier()
     const state = client.randomState()
     const nonce = client.randomNonce()
-    pending.set(state, { provider: provider.id, codeVerifier, nonce, expires: now + ttl })
+    keep(state, { provider: provider.id, codeVerifier, nonce, expires: now + ttl, address: addressKey(request.ip) })
     const url = client.buildAuthorizationUrl(config, {
       redirect_uri: provider.config.redirectUri!,
       scope: provider.config.scope,
@@ -118,8 +153,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     const provider = browserProvider(request.params.id)
     // Used once, whatever happens next (but a provider that cannot be asked): a replayed or forged callback finds nothing.
     const { state } = request.query
-    const entry = state === undefined ? undefined : pending.get(state)
-    if (state !== undefined) pending.delete(state)
+    const entry = state === undefined ? undefined : forget(state)
     if (entry === undefined || entry.provider !== provider.id || entry.expires <= Date.now()) {
       request.log.info({ provider: provider.id }, 'browser login callback with an unknown, used or expired state')
       throw badRequest(`The login state is unknown, used or expired; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')
@@ -127,7 +161,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     // The provider could not be asked: the login was not completed, so the browser may come back with
     // the same callback (the 503's Retry-After) instead of starting again.
     const unavailable = (err: unknown): never => {
-      if (state !== undefined && !pending.has(state)) pending.set(state, entry)
+      if (state !== undefined && !pending.has(state)) keep(state, entry)
       throw err
     }
     const config = await configuration(provider, request.log).catch(unavailable)

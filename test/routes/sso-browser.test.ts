@@ -7,7 +7,7 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, clientSecret?: string, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
   const idp = await startProvider({ redirectUri: REDIRECT })
   t.teardown(() => idp.close())
   const logs: string[] = []
@@ -21,7 +21,7 @@ async function setup (t: Test, options: { licence?: number, stateTtlMs?: number,
     },
     licence: { logins: options.licence ?? 10 },
     logging: { level: 'info' }
-  }, undefined, { timing: { stateTtlMs: options.stateTtlMs }, logStream: { write: (line: string) => { logs.push(line) } } })
+  }, undefined, { timing: { stateTtlMs: options.stateTtlMs, maxPending: options.maxPending }, logStream: { write: (line: string) => { logs.push(line) } } })
   return { idp, ctx, logs }
 }
 
@@ -128,6 +128,24 @@ t.test('forged, crossed and expired callbacks are a 400 that changes nothing', a
   await new Promise((resolve) => setTimeout(resolve, 350))
   t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(late.callback) })).json().code, 'SSO_STATE_INVALID', 'an expired state')
   t.equal(await count(), users + 1, 'no user was created by any of the refused ones (one by the rightful callback)')
+})
+
+t.test('a flood of started logins from many addresses, each within its rate limit, drops its own pending logins, not a person\'s', async (t) => {
+  const { idp, ctx } = await setup(t, { maxPending: 20 })
+  idp.loginAs = 'alice'
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  // the person's browser starts its login first
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', remoteAddress: '192.168.1.50' })
+  t.equal(res.statusCode, 302)
+  // then 60 logins that never come back, 5 from each of 12 addresses (an IPv6 client's /64 counts as one)
+  for (let i = 0; i < 60; i++) {
+    const flood = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', remoteAddress: `2001:db8:0:${i % 12}::${i}` })
+    t.equal(flood.statusCode, 302)
+  }
+  // before: the oldest pending login was dropped first, the person's; now the address holding the most loses one
+  const callback = await browserLogin(res.headers.location as string, REDIRECT)
+  const done = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  t.equal(done.statusCode, 200, `the person's login completes: ${done.body}`)
 })
 
 t.test('browser login: claims, licence and disabled users as for tokens', async (t) => {
