@@ -25,6 +25,8 @@ import { Value } from '@sinclair/typebox/value'
 export const EXIT_OK = 0
 export const EXIT_FAILURE = 1
 export const EXIT_USAGE = 64
+/** check-config: the file is valid, but the database could not be reached or opened, so the mapping was not checked (sysexits' EX_UNAVAILABLE) */
+export const EXIT_UNCHECKED = 69
 /** serve and simulate keep running; the process exits on a signal */
 export const KEEP_RUNNING = -1
 
@@ -346,7 +348,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     })
   } catch (err) {
     io.out(`Database: cannot open it (${(err as Error).message}); mapping not checked.`)
-    return EXIT_OK
+    return EXIT_UNCHECKED
   }
   try {
     const mappings = mappingsOf(config)
@@ -368,7 +370,8 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   } catch (err) {
     if (!(err instanceof DatabaseUnavailableError)) throw err
     io.out(`Database: not reachable (${err.message}); mapping not checked.`)
-    return EXIT_OK
+    // not 0: a deploy gated on check-config would pass a mapping nobody checked
+    return EXIT_UNCHECKED
   } finally {
     await database.close()
   }

@@ -144,7 +144,7 @@ t.test('check-config', async (t) => {
   const good = join(dir, 'good.json')
   writeFileSync(good, JSON.stringify({ database: { url: 'mssql://gw:p%40ss@db.local/Picking' }, auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: '10.0.0.5', port: 4001 }] } }))
   const ok = io({})
-  t.equal(await main(['check-config', good], ok), 0)
+  t.equal(await main(['check-config', good], ok), 69, 'the file is fine; db.local is not reached, so the mapping is unchecked')
   t.match(ok.stdout[0], /Configuration file OK .*database mssql:\/\/<credentials>@db.local\/Picking.*1 controller/)
   t.notMatch(ok.stdout.join(), /p%40ss|k7Jq/, 'no secrets printed')
 
@@ -354,7 +354,9 @@ t.test('check-config checks the mapping against the database when it can reach i
   const unreachable = join(dir, 'unreachable.json')
   writeFileSync(unreachable, JSON.stringify({ database: { url: 'mssql://gw@127.0.0.1:1/Picking', connectTimeoutMs: 500 }, auth: { jwtSecret: SECRET } }))
   const down = io({})
-  t.equal(await main(['check-config', unreachable], down), 0, 'a database that cannot be reached leaves the file check standing')
+  // the file check stands (no problem listed), but not 0: a deploy gated on check-config would pass a mapping nobody checked
+  t.equal(await main(['check-config', unreachable], down), 69, 'a database that cannot be reached: exit 69, the mapping not checked')
+  t.notOk(down.stderr.join('\n').includes('problem'), 'and no problem of the file is claimed')
   t.match(down.stdout.join('\n'), /Database: not reachable .*mapping not checked/)
   const listing = io({ PICKING_GATEWAY_CONFIG: unreachable })
   t.equal(await main(['user', 'list'], listing), 1, 'a one-shot command fails with the first error')
