@@ -1,6 +1,23 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { build } from '../helpers/build.js'
 import { unstorableCharacter } from '../../src/db/code-pages.js'
+
+type Users = Awaited<ReturnType<typeof build>>['app']['repos']['users']
+
+/**
+ * Runs `then` right after each read of a user row through users.get, before its caller goes on: a
+ * concurrent request that commits between a request's read and its lock. The real get is back when
+ * the test ends.
+ */
+function afterUserRead (t: Test, users: Users, then: (id: Parameters<Users['get']>[0], row: Awaited<ReturnType<Users['get']>>) => Promise<void>): void {
+  const get = users.get.bind(users)
+  t.teardown(() => { users.get = get })
+  users.get = async (id) => {
+    const row = await get(id)
+    await then(id, row)
+    return row
+  }
+}
 
 const USER_KEYS = ['createdAt', 'displayName', 'enabled', 'id', 'lastLoginAt', 'modifiedAt', 'source', 'type', 'username']
 
@@ -211,31 +228,27 @@ t.test('a revocation that commits between an update\'s read of the user and its 
   const admin = ctx.auth(ctx.adminToken)
   const user = await ctx.createUser('user')
   const users = ctx.app.repos.users
-  const get = users.get.bind(users)
-  t.teardown(() => { users.get = get })
   // the user's own new password (its token version one up) commits right after the admin's update read the row
   let bumps = 0
-  const racing = (times: number) => async (id: Parameters<typeof get>[0]): ReturnType<typeof get> => {
-    const row = await get(id)
+  let times = 1
+  afterUserRead(t, users, async (id, row) => {
     if (bumps++ < times) await users.update(id, { tokenVersion: Number(row!.tokenVersion) + 1 })
-    return row
-  }
-  users.get = racing(1)
+  })
   const res = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { enabled: false } })
   t.equal(res.statusCode, 200, `before: 412 PRECONDITION_FAILED, "The resource was changed since the given ETag": ${res.body}`)
   t.equal(res.json().enabled, false)
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken) })).statusCode, 401, 'and its tokens are revoked')
 
   // If-Match still decides: an ETag read before the revocation is an old version
-  users.get = get
+  times = 0
   const etag = (await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: admin })).headers.etag as string
   bumps = 0
-  users.get = racing(1)
+  times = 1
   const stale = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: { ...admin, 'if-match': etag }, payload: { displayName: 'x' } })
   t.equal(stale.statusCode, 412)
   // a row whose version keeps moving: a few tries, then the 412 stands
   bumps = 0
-  users.get = racing(10)
+  times = 10
   t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { displayName: 'y' } })).statusCode, 412)
   t.equal(bumps, 3, 'three reads')
 })
@@ -244,23 +257,16 @@ t.test('a user\'s own change whose token an admin revoked between its read of th
   const ctx = await build(t)
   const admin = ctx.auth(ctx.adminToken)
   const user = await ctx.createUser('user')
-  const users = ctx.app.repos.users
-  const get = users.get.bind(users)
-  t.teardown(() => { users.get = get })
   // the user's token checked once: its row is cached, so the next read is the update's own
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken) })).statusCode, 200)
   // the admin disables the user (its tokens revoked) right after the user's own password change read the row
   let raced = false
-  users.get = async (id) => {
-    const row = await get(id)
-    if (!raced) {
-      raced = true
-      t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { enabled: false } })).statusCode, 200)
-    }
-    return row
-  }
+  afterUserRead(t, ctx.app.repos.users, async () => {
+    if (raced) return
+    raced = true
+    t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { enabled: false } })).statusCode, 200)
+  })
   const res = await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: ctx.auth(user.accessToken), payload: { password: 'a-new-password-1' } })
-  users.get = get
   t.equal(res.statusCode, 412, `before: 200, the password of a user disabled meanwhile set by its revoked token: ${res.body}`)
   t.equal((await ctx.app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { enabled: true } })).statusCode, 200)
   const login = (password: string) => ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username: user.username, password } })
