@@ -889,10 +889,14 @@ t.test('a controller that sends but does not read: its frames are not read on wh
 })
 
 t.test('a controller that never reads again is dropped after deadAfter, and the reason says it did not read', async t => {
+  // the frames built before the link's deadAfter runs: built after, on a busy machine, they took longer
+  // than its 500 ms, which ran out before the link had read any of them ('no frame for 500 ms')
+  const one = (i: number): string => `\x02${String((i % 9999) + 1).padStart(4, '0')}|REQ|X|\x03`
+  const chunks: Buffer[] = []
+  for (let i = 0; i < 170000; i += 1000) chunks.push(Buffer.from(Array.from({ length: 1000 }, (_, k) => one(i + k)).join(''), 'latin1'))
   const { link, conn } = await connected(t, { deadAfter: 500, heartbeatIdle: 400 })
   conn.socket.pause()
-  const one = (i: number): string => `\x02${String((i % 9999) + 1).padStart(4, '0')}|REQ|X|\x03`
-  for (let i = 0; i < 170000; i += 1000) conn.socket.write(Buffer.from(Array.from({ length: 1000 }, (_, k) => one(i + k)).join(''), 'latin1'))
+  for (const chunk of chunks) conn.socket.write(chunk)
   const [reason] = await once(link, 'disconnected')
   t.match(reason, /^the controller did not read what it was sent, so none of its frames was read for 500 ms$/)
 })
