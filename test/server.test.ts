@@ -140,7 +140,8 @@ function switchable (db: Database): Database & { down: boolean } {
 t.test('database outage: readiness and requests answer 503, and recover by themselves', async (t) => {
   const ctx = await build(t)
   const flaky = switchable(ctx.db)
-  const config = validateConfig({ database: ctx.config.database, auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, logging: { level: 'silent' } })
+  // no overload check, as build() has none: on a busy machine this process lagged past its 1 s and answered OVERLOADED
+  const config = validateConfig({ database: ctx.config.database, auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, logging: { level: 'silent' }, server: { maxEventLoopDelayMs: 0 } })
   const app = await buildApp(config, { db: flaky })
   t.teardown(() => app.close())
   const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
@@ -169,7 +170,7 @@ t.test('database outage: readiness and requests answer 503, and recover by thems
 
 t.test('a database that is down at start: the gateway starts, answers 503, and checks the mapping once it is back', async (t) => {
   const ctx = await build(t)
-  const base = { auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, logging: { level: 'silent' as const } }
+  const base = { auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, logging: { level: 'silent' as const }, server: { maxEventLoopDelayMs: 0 } }
 
   const flaky = switchable(ctx.db)
   flaky.down = true
