@@ -11,6 +11,10 @@ import { REPEAT_MS } from '../src/lifecycle.js'
 import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
 import { sleep, until } from './helpers/wait.js'
 
+// gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
+// work) past .taprc's 120 s, which cut the file off midway
+t.setTimeout(8 * START_MS)
+
 const ROOT = join(import.meta.dirname, '..')
 const BUILT = existsSync(join(ROOT, 'dist', 'src', 'cli.js'))
 

@@ -9,6 +9,10 @@ import { main } from '../src/commands.js'
 import { CLI, LISTENING, START_MS, gatewaySetup, start, startCommand } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 
+// gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
+// work) past .taprc's 120 s, which cut the file off midway
+t.setTimeout(8 * START_MS)
+
 // root writes anyway: the gateway runs as nobody then (setpriv), without tap's coverage hook, which would write as nobody too
 const ROOT_USER = process.getuid?.() === 0
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))

@@ -6,8 +6,12 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { pino } from 'pino'
 import { logSink, requestLineWriter, sinkLogger, type RequestLine, type SinkStream } from '../src/logger.js'
-import { CLI, GRACE_MS, HUNG_MS, connectedBoth, gatewaySetup, jsonLines, listening, start } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, start } from './helpers/process.js'
 import { until } from './helpers/wait.js'
+
+// gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
+// work) past .taprc's 120 s, which cut the file off midway
+t.setTimeout(8 * START_MS)
 
 t.test('the stdout reader goes away: the gateway shuts down by itself within the grace period, exit 74 (systemd restarts it)', async (t) => {
   const { env } = await gatewaySetup(t)
