@@ -359,7 +359,8 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
         ...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
         ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
         ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
-        ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins)
+        ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
+        ...await clockNotes(database)
       ]
       for (const note of notes) io.out(`Note: ${note}`)
       return EXIT_OK
@@ -444,6 +445,22 @@ export async function sharedAddressNotes (db: Database, mappings: Record<Resourc
  * account is created or enabled (API, user add, user enable, single sign-on), so rows the picking
  * system's own program enabled, or a licence lowered since, all go on logging in, which nothing said.
  */
+/**
+ * SQL Server: the database server's clock against this host's. The picking system's triggers stamp
+ * rows with the server's; serve sets meta.serverTime back by as far as it is behind (README,
+ * "Incremental sync"), and this says so before the first sync run does.
+ */
+export async function clockNotes (db: Pick<Database, 'clock'>, now: () => number = Date.now): Promise<string[]> {
+  if (db.clock === undefined) return []
+  const server = await db.clock()
+  const behind = now() - server
+  if (!Number.isFinite(behind) || Math.abs(behind) <= 1000) return []
+  const by = `${(Math.abs(behind) / 1000).toFixed(1)} s`
+  return [behind > 0
+    ? `the database server's clock is ${by} behind this host's: serve sets meta.serverTime back by as much, so that incremental syncs miss no change the picking system stamps, and each run brings more rows again; set both clocks by NTP`
+    : `the database server's clock is ${by} ahead of this host's: the picking system's stamps lie later than the gateway's own (nothing is missed by a sync); set both clocks by NTP`]
+}
+
 export async function licenceNotes (db: Database, mappings: Record<ResourceName, TableMapping>, logins: number): Promise<string[]> {
   let used: number
   try {

@@ -5,7 +5,7 @@ import { constants } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { controllerNotes, idRangeNotes, main, readHidden, serveV8Flags, usernameNotes, type Io } from '../src/commands.js'
+import { clockNotes, controllerNotes, idRangeNotes, main, readHidden, serveV8Flags, usernameNotes, type Io } from '../src/commands.js'
 import { MappingGoneError } from '../src/db/errors.js'
 import { referenceMappings } from '../src/db/resources.js'
 import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
@@ -850,4 +850,13 @@ t.test('a one-shot command whose standard output fails (a full disk, a reader go
     t.equal(fine.status, 0, `${args.join(' ')} to a reader: exit 0`)
     t.notMatch(fine.stderr, 'standard output failed')
   }
+})
+
+t.test("check-config's note on the database server's clock (SQL Server; SQLite has none of its own)", async (t) => {
+  const at = Date.parse('2026-11-27T06:00:00.000Z')
+  const server = (offsetMs: number) => ({ clock: async () => at + offsetMs })
+  t.same(await clockNotes({}, () => at), [], 'SQLite: no note')
+  t.same(await clockNotes(server(-800), () => at), [], 'within a second: no note')
+  t.match(await clockNotes(server(-5000), () => at), [/^the database server's clock is 5\.0 s behind this host's: serve sets meta\.serverTime back by as much/])
+  t.match(await clockNotes(server(90_000), () => at), [/^the database server's clock is 90\.0 s ahead of this host's: .*nothing is missed/])
 })
