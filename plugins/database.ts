@@ -133,6 +133,8 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
     every(async () => {
       try {
         const { problems, declared } = await inspect()
+        // the server's clock, as a start that found the database reads it: not the gateway's own until the minute's reading
+        await measureClock()
         if (problems.length > 0) {
           status.mappingProblem = NOT_FITTING
           fastify.log.error({ problems }, 'the database is back but does not match the configured mapping')

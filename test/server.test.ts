@@ -200,6 +200,27 @@ t.test('a database that is down at start: the gateway starts, answers 503, and c
   t.notMatch(ready.body, /missing_stations/, 'public readiness names no table; the log does')
 })
 
+t.test("a SQL Server down at start whose clock is behind: once it is back, serverTime is set back at once, not from the minute's first reading", async (t) => {
+  const ctx = await build(t)
+  const BEHIND = 5000
+  const flaky = switchable(ctx.db) as ReturnType<typeof switchable> & { clock: () => Promise<number> }
+  // SQL Server's clock (SQLite has none), five seconds behind this host's, unreadable while the server is down
+  flaky.clock = async () => { if (flaky.down) throw new DatabaseUnavailableError(); return Date.now() - BEHIND }
+  flaky.down = true
+  const config = validateConfig({ database: { ...ctx.config.database, recheckMs: 50 }, auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, logging: { level: 'silent' }, server: { maxEventLoopDelayMs: 0 } })
+  const app = await buildApp(config, { db: flaky })
+  t.teardown(() => app.close())
+  flaky.down = false
+  await until(() => !app.repos.materials.storage.field('modifiedAt').nullable, 'columns read after the database came back', 5000)
+  const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  const before = Date.now()
+  const page = await app.inject({ method: 'GET', url: '/api/materials?limit=1', headers: { authorization: `Bearer ${login.json().accessToken}` } })
+  t.equal(page.statusCode, 200)
+  const since = page.json().meta.serverTime as string
+  // before: the gateway's own clock (less a second) until the clock was first read, up to a minute after start
+  t.ok(Date.parse(since) <= before - BEHIND, `serverTime ${since} lies before the database server's clock (${new Date(before - BEHIND).toISOString()})`)
+})
+
 t.test('overload protection answers 503 with Retry-After; liveness stays 200', async (t) => {
   const ctx = await build(t, { server: { maxHeapUsedRatio: 0.000001 } })
   const headers = ctx.auth(ctx.adminToken)
