@@ -318,6 +318,43 @@ t.test('SQL Server: a foreign key a write breaks names its field, from the const
   await t.rejects(repo.create({ materialNumber: 'M-1', name: 'x' }), { message: "'unit' refers to a record that does not exist in the picking system; the request gave no unit, so the API's default was written (unit \"pcs\"): send a value the picking system knows" })
 })
 
+t.test('SQL Server: a foreign key of mapping.defaults\' columns alone is a 503 naming the configuration, whatever the language of 547 and the case of its columns', async (t) => {
+  const messages = [
+    'The INSERT statement conflicted with the FOREIGN KEY constraint "FK_Artikel_Lagerort". The conflict occurred in database "WMS", table "wms.Lagerort", column \'Ort\'.',
+    'Die INSERT-Anweisung steht in Konflikt mit der FOREIGN KEY-Einschränkung "FK_Artikel_Lagerort". Der Konflikt trat in der WMS-Datenbank, Tabelle "wms.Lagerort", column \'Ort\' auf.',
+    'L\'instruction INSERT est en conflit avec la contrainte FOREIGN KEY "FK_Artikel_Lagerort". Le conflit s\'est produit dans la base de données "WMS", table "wms.Lagerort", column \'Ort\'.'
+  ]
+  let message = messages[0]
+  let keyColumns = [{ c: 'LAGERORT' }]
+  const seen: Statement[] = []
+  const db = {
+    dialect: 'mssql',
+    query: async (stmt: Statement) => { seen.push(stmt); return stmt.text.includes('sys.foreign_key_columns') ? keyColumns : [] },
+    execute: async () => 0,
+    queryValues: undefined,
+    transaction: async () => { throw toDbError(new sql.RequestError(tedious(547, message), 'EREQUEST')) }
+  } as unknown as Database
+  const mapping: TableMapping = { ...referenceMappings.materials, schema: 'wms', table: 'Artikel', defaults: { Lagerort: 7 } }
+  const columns = [...Object.values(referenceMappings.materials.columns), 'Lagerort'].map((c): ColumnInfo => ({ name: c as string, type: c === 'id' || c === 'Lagerort' ? 'int' : 'nvarchar', nullable: c !== 'id', hasDefault: c === 'id', identity: c === 'id', computed: false, unique: c === 'id' || c === 'material_number' }))
+  const repo = new Repository(db, materials, mapping, { columns })
+  const unavailable = { name: 'DatabaseUnavailableError', message: 'New materials cannot be created: a value mapping.materials.defaults writes into every new row refers to a record that does not exist in the picking system; correct the default or add the record (the log has it)' }
+  for (const m of messages) {
+    message = m
+    seen.length = 0
+    const err = await repo.create({ materialNumber: 'M-1', name: 'x' }).then(() => undefined, (e: unknown) => e as Error & { cause?: Error })
+    t.match(err, unavailable, m)
+    t.equal(err?.cause?.message, "materials: mapping.materials.defaults 'Lagerort' = 7 refers to no row of the table its foreign key names", 'the log has column and value')
+    t.same(seen.map((st) => st.params.map((p) => p.value)), [['FK_Artikel_Lagerort', '[wms].[Artikel]']], 'the constraint the message names, of the mapped table (schema-qualified, bracketed)')
+  }
+  // a key of a default's column and a field's: the request's value may be the one missing
+  message = messages[0]
+  keyColumns = [{ c: 'Lagerort' }, { c: 'unit' }]
+  await t.rejects(repo.create({ materialNumber: 'M-1', name: 'x', unit: 'XX' }), { name: 'ConstraintViolationError' })
+  // the constraint is not the mapped table's (a trigger's insert elsewhere): the catalog finds no columns, no blame on the configuration
+  keyColumns = []
+  await t.rejects(repo.create({ materialNumber: 'M-1', name: 'x' }), { name: 'ConstraintViolationError', message: 'A value refers to a record that does not exist in the picking system' })
+})
+
 t.test('columnsStatement', async (t) => {
   t.same(columnsStatement({ table: 'MaterialBase', columns: {} }), {
     text: 'SELECT [COLUMN_NAME] AS [name], [DATA_TYPE] AS [type], [CHARACTER_MAXIMUM_LENGTH] AS [maxLength], ' +
