@@ -96,6 +96,17 @@ t.test('the SQL Server statements, by their exact text', async (t) => {
     'SELECT "WpType" AS "v", COUNT(*) AS "n" FROM "Arbeitsplatz" GROUP BY "WpType" ORDER BY COUNT(*) DESC LIMIT 21', 'SQLite groups any column')
   t.same(distinctValuesStatement('sqlite', { name: 'Arbeitsplatz', view: false }, 'WpType').text,
     'SELECT "WpType" AS "v", COUNT(*) AS "n" FROM "Arbeitsplatz" GROUP BY "WpType" ORDER BY COUNT(*) DESC LIMIT 21')
+  // a time column's format is guessed from its 1000 most frequent values, text and ntext through (n)varchar(max) as above
+  t.same(timeValuesStatement('mssql', { schema: 'wms', name: 'Artikel', view: false }, 'Geaendert', 'int'), {
+    text: 'SELECT TOP (1000) [Geaendert] AS [v], COUNT(*) AS [n] FROM [wms].[Artikel] GROUP BY [Geaendert] ORDER BY COUNT(*) DESC',
+    params: []
+  })
+  t.equal(timeValuesStatement('mssql', { schema: 'wms', name: 'Artikel', view: false }, 'Geaendert', 'TEXT').text,
+    'SELECT TOP (1000) CAST([Geaendert] AS varchar(max)) AS [v], COUNT(*) AS [n] FROM [wms].[Artikel] GROUP BY CAST([Geaendert] AS varchar(max)) ORDER BY COUNT(*) DESC')
+  t.equal(timeValuesStatement('mssql', { schema: 'wms', name: 'Artikel', view: false }, 'Geaendert', 'ntext').text,
+    'SELECT TOP (1000) CAST([Geaendert] AS nvarchar(max)) AS [v], COUNT(*) AS [n] FROM [wms].[Artikel] GROUP BY CAST([Geaendert] AS nvarchar(max)) ORDER BY COUNT(*) DESC')
+  t.equal(timeValuesStatement('sqlite', { name: 'Artikel', view: false }, 'Geaendert', 'DATETIME').text,
+    'SELECT "Geaendert" AS "v", COUNT(*) AS "n" FROM "Artikel" GROUP BY "Geaendert" ORDER BY COUNT(*) DESC LIMIT 1000')
 })
 
 t.test('a legacy SQLite database', async (t) => {
