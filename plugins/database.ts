@@ -99,19 +99,25 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   const measureClock = async (): Promise<void> => {
     if (readClock === undefined) return
     let behind: number
+    let surely: number
     try {
+      const sent = Date.now()
       const server = await readClock()
-      // read at some moment of the round trip: from its end, it is behind by at most this much
+      // read at some moment of the round trip: from its end, it is behind by at most this much (what
+      // serverTime is set back by), from its start at least this much (what the warning goes by: a slow
+      // round trip, a busy event loop, is no clock to set by NTP)
       behind = Math.max(0, Math.ceil(Date.now() - server))
+      surely = sent - server
     } catch {
       return // unreachable: the last measurement stands, and the outage is logged where requests meet it
     }
     if (!Number.isFinite(behind)) return
     for (const name of names) repos[name].clockBehindMs = behind
-    if (behind > CLOCK_BEHIND_WARN_MS && !clockWarned) {
+    const off = surely > CLOCK_BEHIND_WARN_MS
+    if (off && !clockWarned) {
       log.warn({ behindMs: behind }, "the database server's clock is behind this host's: meta.serverTime is set back by as much, so that no change stamped by the picking system is missed (more rows come again in each sync run); set both clocks by NTP")
-    } else if (behind <= CLOCK_BEHIND_WARN_MS && clockWarned) log.info({ behindMs: behind }, "the database server's clock is in step with this host's again")
-    clockWarned = behind > CLOCK_BEHIND_WARN_MS
+    } else if (!off && clockWarned) log.info({ behindMs: behind }, "the database server's clock is in step with this host's again")
+    clockWarned = off
   }
   if (readClock !== undefined) {
     const timer = setInterval(() => { void measureClock() }, CLOCK_CHECK_MS)

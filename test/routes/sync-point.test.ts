@@ -162,6 +162,23 @@ t.test("a database server whose clock is behind the gateway's: serverTime is set
   t.ok(changed.json().data.some((m: { id: number }) => m.id === id), 'the change comes with modifiedSince=serverTime')
 })
 
+t.test("the warning about the database server's clock goes by how far behind it surely is: a slow round trip is no clock to set by NTP, though serverTime allows for it", async (t) => {
+  const warnings = async (clock: () => Promise<number>): Promise<{ said: unknown[], behindMs: number }> => {
+    const lines: string[] = []
+    const ctx = await build(t, { logging: { level: 'info' } }, async (db) => { (db as Database & { clock: () => Promise<number> }).clock = clock }, { logStream: { write: (line) => { lines.push(line) } } })
+    const said = lines.map((l) => JSON.parse(l)).filter((l) => String(l.msg).startsWith("the database server's clock")).map((l) => [l.level, l.behindMs])
+    return { said, behindMs: ctx.app.repos.materials.clockBehindMs }
+  }
+  // in step, but the answer took 1.5 s (a busy server, a busy event loop here)
+  const slow = await warnings(async () => { const at = Date.now(); await new Promise((resolve) => setTimeout(resolve, 1500)); return at })
+  t.same(slow.said, [], 'before: "the database server\'s clock is behind this host\'s" with behindMs 1500')
+  t.ok(slow.behindMs >= 1500, `serverTime is still set back by as much as it could be behind (${slow.behindMs} ms)`)
+  const behind = await warnings(async () => Date.now() - 5000)
+  t.equal(behind.said.length, 1)
+  t.match(behind.said[0], [40, Number])
+  t.ok(behind.behindMs >= 5000)
+})
+
 t.test("SQL Server's clock reads as an instant near the gateway's", { skip: ON_SQLITE && 'SQLite has no server clock' }, async (t) => {
   const ctx = await build(t)
   const clock = ctx.db.clock?.bind(ctx.db)
