@@ -452,9 +452,12 @@ export async function sharedAddressNotes (db: Database, mappings: Record<Resourc
  */
 export async function clockNotes (db: Pick<Database, 'clock'>, now: () => number = Date.now): Promise<string[]> {
   if (db.clock === undefined) return []
+  // the reading lies within the round trip: only what it is surely behind or ahead counts (a slow query is no clock)
+  const sent = now()
   const server = await db.clock()
-  const behind = now() - server
-  if (!Number.isFinite(behind) || Math.abs(behind) <= 1000) return []
+  const received = now()
+  const behind = sent - server > 1000 ? sent - server : server - received > 1000 ? received - server : 0
+  if (!Number.isFinite(behind) || behind === 0) return []
   const by = `${(Math.abs(behind) / 1000).toFixed(1)} s`
   return [behind > 0
     ? `the database server's clock is ${by} behind this host's: serve sets meta.serverTime back by as much, so that incremental syncs miss no change the picking system stamps, and each run brings more rows again; set both clocks by NTP`
