@@ -153,16 +153,17 @@ const CODE_FIELDS: Partial<Record<ResourceName, string[]>> = { stations: ['type'
 export function normalizeName (name: string): string {
   return name.toLowerCase().replaceAll('ä', 'ae').replaceAll('ö', 'oe').replaceAll('ü', 'ue').replaceAll('ß', 'ss')
     // other accents come off (libellé, quantità, unidad de medida, lösenord above): é -> e, å -> a, ñ -> n
-    .normalize('NFD').replace(/[\u0300-\u036f]/g, '').replaceAll('ø', 'o').replaceAll('æ', 'ae').replaceAll('œ', 'oe')
+    .normalize('NFD').replace(/[\u0300-\u036f]/g, '').replaceAll('ø', 'o').replaceAll('ł', 'l').replaceAll('đ', 'd').replaceAll('æ', 'ae').replaceAll('œ', 'oe')
     .replace(/[^a-z0-9]/g, '')
 }
 
 /** `MaterialBase` -> material, base; `ArtID` -> art, id; `stock_qty` -> stock, qty */
 export function nameTokens (name: string): string[] {
   return name
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
-    .split(/[^A-Za-z0-9äöüÄÖÜß]+/)
+    .replace(/([\p{Ll}0-9])(\p{Lu})/gu, '$1 $2')
+    .replace(/(\p{Lu}+)(\p{Lu}\p{Ll})/gu, '$1 $2')
+    // every script's letters are part of a word (PowódBlokady, Hasło, Libellé_Court), not where it breaks
+    .split(/[^\p{L}\p{N}]+/u)
     .map(normalizeName)
     .filter((t) => t !== '')
 }

@@ -8,7 +8,7 @@ import { openDatabase } from '../../src/db/index.js'
 import { createTableStatements } from '../../src/db/init.js'
 import {
   distinctValuesStatement, formatReport, introspect, listTablesStatement, mappingConfig, proposeBooleanMap,
-  guessTimeFormat, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, timeFormatOf, timeValuesStatement, type CodeCount
+  guessTimeFormat, nameTokens, normalizeName, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, timeFormatOf, timeValuesStatement, type CodeCount
 } from '../../src/db/introspect.js'
 import { referenceMappings, resources } from '../../src/db/resources.js'
 import { compileValueMap, inspectStorage } from '../../src/db/storage.js'
@@ -325,6 +325,22 @@ t.test('French, Italian and Swedish names, accents and all', async (t) => {
   t.match(mapped(found.resources.stations.mapping)?.columns, { id: 'id_postazione', name: 'nome', warehouse: 'magazzino', address: 'indirizzo', enabled: 'attivo' })
   t.equal(found.resources.users.table?.name, 'användare')
   t.match(mapped(found.resources.users.mapping)?.columns, { username: 'användarnamn', passwordHash: 'lösenord' })
+})
+
+t.test('letters outside ASCII are part of a word: Quantité_Réelle, PowódBlokady, Hasło', async (t) => {
+  t.equal(normalizeName('Hasło'), 'haslo', 'ł is l, as ø is o')
+  t.same(nameTokens('PowódBlokady'), ['powod', 'blokady'])
+  t.same(nameTokens('Quantité_Réelle'), ['quantite', 'reelle'])
+  t.same(nameTokens('ArtID_Größe'), ['art', 'id', 'groesse'])
+  const path = join(dir, 'accented-words.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`CREATE TABLE articles (id INTEGER PRIMARY KEY, code_article VARCHAR(20) NOT NULL, "libellé" VARCHAR(60) NOT NULL, "Qté_Réelle" REAL)`)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before, the words broke at each é: 'q', 't', 'r', 'elle', none of them a word for the stock
+  t.match(mapped(found.resources.materials.mapping)?.columns, { stockQuantity: 'Qté_Réelle' })
 })
 
 t.test('Swedish names written without their dots (Benamning, Sparrad, Andrad, Plockplatser, Losenord)', async (t) => {
