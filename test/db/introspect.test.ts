@@ -367,6 +367,45 @@ t.test('Swedish names written without their dots (Benamning, Sparrad, Andrad, Pl
   t.match(mapped(found.resources.users.mapping)?.columns, { username: 'Anvandarnamn', passwordHash: 'Losenord' })
 })
 
+t.test('Polish names: Towary, Indeks, Nazwa, Waga, Zablokowany, Stanowiska, Użytkownicy, Hasło', async (t) => {
+  const path = join(dir, 'polish.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE Jednostki (Kod VARCHAR(5) PRIMARY KEY);
+    INSERT INTO Jednostki VALUES ('szt');
+    CREATE TABLE Towary (Id INTEGER PRIMARY KEY AUTOINCREMENT, Indeks VARCHAR(30) NOT NULL UNIQUE, Nazwa VARCHAR(80) NOT NULL, Opis VARCHAR(200),
+      JednostkaMiary VARCHAR(5) NOT NULL DEFAULT 'szt' REFERENCES Jednostki (Kod), KodKreskowy VARCHAR(20), StanMinimalny DECIMAL(10,2),
+      StanMaksymalny DECIMAL(10,2), Waga REAL, Zablokowany CHAR(1) NOT NULL DEFAULT 'N', "PowódBlokady" VARCHAR(100), "Ilość" DECIMAL(12,3),
+      DataUtworzenia DATETIME, DataModyfikacji DATETIME);
+    INSERT INTO Towary (Indeks, Nazwa, Zablokowany) VALUES ('PL-1', 'Śruba', 'T'), ('PL-2', 'Nakrętka', 'N');
+    CREATE TABLE Stanowiska (IdStanowiska INTEGER PRIMARY KEY, Nazwa VARCHAR(40) NOT NULL UNIQUE, Opis VARCHAR(100), Rodzaj CHAR(1), Magazyn VARCHAR(10),
+      Sterownik VARCHAR(20), Adres INTEGER, Aktywny CHAR(1) NOT NULL DEFAULT 'T');
+    INSERT INTO Stanowiska (Nazwa, Aktywny) VALUES ('Winda 1', 'T'), ('Karuzela 1', 'N');
+    CREATE TABLE "Użytkownicy" (IdUzytkownika INTEGER PRIMARY KEY, "Użytkownik" VARCHAR(30) NOT NULL UNIQUE, "Hasło" VARCHAR(128), ImieNazwisko VARCHAR(60),
+      Rola CHAR(1), Aktywny CHAR(1), OstatnieLogowanie DATETIME, TokenVersion INTEGER NOT NULL DEFAULT 0);
+    INSERT INTO "Użytkownicy" ("Użytkownik", Aktywny) VALUES ('jkowalski', 'T'), ('anowak', 'N');
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.equal(found.resources.materials.table?.name, 'Towary')
+  t.same(mapped(found.resources.materials.mapping)?.columns, {
+    id: 'Id', materialNumber: 'Indeks', name: 'Nazwa', description: 'Opis', unit: 'JednostkaMiary', barcode: 'KodKreskowy',
+    minStock: 'StanMinimalny', maxStock: 'StanMaksymalny', weight: 'Waga', blocked: { column: 'Zablokowany', values: { true: 'T', false: 'N' } },
+    blockReason: 'PowódBlokady', stockQuantity: 'Ilość', createdAt: 'DataUtworzenia', modifiedAt: 'DataModyfikacji'
+  }, 'the T/N flag of Tak/Nie too')
+  t.equal(found.resources.stations.table?.name, 'Stanowiska')
+  t.match(mapped(found.resources.stations.mapping)?.columns, {
+    id: 'IdStanowiska', name: 'Nazwa', description: 'Opis', type: 'Rodzaj', warehouse: 'Magazyn', controllerId: 'Sterownik', address: 'Adres',
+    enabled: { column: 'Aktywny', values: { true: 'T', false: 'N' } }
+  })
+  t.equal(found.resources.users.table?.name, 'Użytkownicy')
+  t.match(mapped(found.resources.users.mapping)?.columns, {
+    id: 'IdUzytkownika', username: 'Użytkownik', passwordHash: 'Hasło', displayName: 'ImieNazwisko', type: 'Rola', enabled: { column: 'Aktywny', values: { true: 'T', false: 'N' } }, lastLoginAt: 'OstatnieLogowanie'
+  })
+})
+
 t.test('English abbreviations of another vendor: ITEM_CODE, DESCR, HOLD_FLAG, WS_ID, WHSE, OPERATOR', async (t) => {
   const path = join(dir, 'english.db')
   const raw = new BetterSqlite3(path)
