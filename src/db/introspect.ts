@@ -133,6 +133,8 @@ const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
 
 /** German column names suggest German codes (J/N) when a flag column shows only one of its two codes. */
 const GERMAN_WORDS = new Set(['gesperrt', 'sperre', 'sperrkz', 'sperrkennzeichen', 'aktiv', 'inbetrieb'])
+/** Polish ones suggest T/N (Tak/Nie): 'T' is no true/false pair there, and 'N' no English no */
+const POLISH_WORDS = new Set(['zablokowany', 'blokada', 'aktywny', 'aktywne', 'aktywna', 'czynny', 'czynne'])
 
 const TRUE_CODES = new Set(['y', 'yes', 'j', 'ja', '1', 't', 'true', 'x', 'on', 'w', 'wahr', 's', 'si', 'sim', 'o', 'oui', 'v', 'vrai'])
 const FALSE_CODES = new Set(['n', 'no', 'nein', '0', 'f', 'false', '', 'off', 'falsch', 'nao', 'non', 'faux'])
@@ -536,10 +538,12 @@ function oneOrMany (codes: StoredCode[]): StoredCode | StoredCode[] {
 }
 
 /** Keeps the case of the code seen: a partner of 'j' is 'n', of 'J' is 'N'. */
-function partnerOf (code: string, german: boolean): string | undefined {
+function partnerOf (code: string, language: 'de' | 'pl' | undefined): string | undefined {
   const lower = code.toLowerCase()
   if (lower === '') return 'X'
-  const partner = lower === 'n' ? (german ? 'j' : 'y') : PARTNERS[lower]
+  const partner = lower === 'n'
+    ? (language === 'de' ? 'j' : language === 'pl' ? 't' : 'y')
+    : lower === 't' && language === 'pl' ? 'n' : PARTNERS[lower]
   if (partner === undefined || code === lower) return partner
   return code === code.toUpperCase() ? partner.toUpperCase() : partner.charAt(0).toUpperCase() + partner.slice(1)
 }
@@ -581,11 +585,12 @@ export function proposeBooleanMap (column: ColumnInfo, category: Category, rows:
     return { usable: false, notes: [`column '${column.name}' holds ${unknown.map(show).join(', ')}, which do not read as true/false: map it by hand with a value map`] }
   }
   const notes: string[] = []
-  const german = GERMAN_WORDS.has(normalizeName(column.name)) || nameTokens(column.name).some((t) => GERMAN_WORDS.has(t))
+  const words = [normalizeName(column.name), ...nameTokens(column.name)]
+  const language = words.some((w) => GERMAN_WORDS.has(w)) ? 'de' : words.some((w) => POLISH_WORDS.has(w)) ? 'pl' : undefined
   if (yes.length === 0 || no.length === 0) {
     const missing = yes.length === 0 ? 'true' : 'false'
     const seen = String((yes.length > 0 ? yes : no)[0])
-    const partner = partnerOf(seen, german)
+    const partner = partnerOf(seen, language)
     if (partner === undefined) return { usable: false, notes: [`column '${column.name}' holds only ${show(seen)}: map it by hand with a value map`] }
     ;(missing === 'true' ? yes : no).push(partner)
     notes.push(`only ${show(seen)} seen: ${show(partner)} guessed for ${missing}; check it`)

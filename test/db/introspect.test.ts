@@ -650,6 +650,8 @@ t.test('boolean value maps', async (t) => {
   t.same(proposeBooleanMap(col('Sperre'), 'text', rows('X ', ' ')).values, { true: 'X', false: '' }, 'X and blank, padding removed')
   t.same(proposeBooleanMap(col('Gesperrt'), 'text', rows('N')), { usable: true, values: { true: 'J', false: 'N' }, notes: ['only "N" seen: "J" guessed for true; check it'] })
   t.same(proposeBooleanMap(col('Locked'), 'text', rows('N')).values, { true: 'Y', false: 'N' })
+  t.same(proposeBooleanMap(col('Zablokowany'), 'text', rows('N')).values, { true: 'T', false: 'N' }, 'Polish: T/N (Tak/Nie), not Y')
+  t.same(proposeBooleanMap(col('Aktywny'), 'text', rows('T')).values, { true: 'T', false: 'N' }, 'and T is paired with N, not F')
   t.same(proposeBooleanMap(col('Flag'), 'text', rows('t')).values, { true: 't', false: 'f' })
   t.same(proposeBooleanMap(col('Flag'), 'text', rows('Ja')).values, { true: 'Ja', false: 'Nein' })
   t.same(proposeBooleanMap(col('Flag'), 'text', rows('')).values, { true: 'X', false: '' })
