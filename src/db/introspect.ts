@@ -694,6 +694,9 @@ export function mappingBlock (dialect: DialectName, table: TableInfo, fields: Fi
   }
 }
 
+/** a column the gateway's own fields of a user table could be given in the picking system's table */
+const INTERNAL_COLUMNS: Record<string, string> = { passwordHash: 'PasswordHash VARCHAR(255)', tokenVersion: 'TokenVersion INT NOT NULL DEFAULT 0' }
+
 /**
  * Proposes one resource's mapping: the table (the configured one when it exists, else the best
  * by name and by how many fields its columns match), the columns, and value maps for code columns.
@@ -723,7 +726,9 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     const matched = proposal.fields.length
     const missingInternal = internal.filter((f) => proposal.unmatched.includes(f))
     if (missingInternal.length > 0) {
-      rejected.push(`${qualified(c.table)} (no column for ${missingInternal.join(', ')}, which only the gateway's own table has)`)
+      // not a dead end: the README's "picking system's own user table" adds the column to the table
+      rejected.push(`${qualified(c.table)} (no column for ${missingInternal.join(', ')}, which only the gateway's own table has until one is added: ` +
+        `${missingInternal.map((f) => `ALTER TABLE … ADD ${INTERNAL_COLUMNS[f] ?? f}`).join('; ')}, then introspect again)`)
       continue
     }
     if (c.table !== configuredTable && matched < 2) {
@@ -819,7 +824,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   const absent = unmatched.filter((f) => canBeAbsent(def, f))
   const essential = unmatched.filter((f) => !canBeAbsent(def, f))
   if (absent.length > 0) notes.push(`no column for ${absent.join(', ')}: mapped to null (always null in the API, not writable); map ${absent.length === 1 ? 'it' : 'them'} by hand if the table has one`)
-  if (essential.length > 0) notes.push(`no column for ${essential.join(', ')}: the gateway needs ${essential.length === 1 ? 'it' : 'them'}; map ${essential.length === 1 ? 'it' : 'them'} by hand`)
+  if (essential.length > 0) notes.push(`no column for ${essential.join(', ')}: the gateway needs ${essential.length === 1 ? 'it' : 'them'}; map ${essential.length === 1 ? 'it' : 'them'} by hand, or add ${essential.length === 1 ? 'a column' : 'columns'} to the table where it has none`)
   for (const c of unmappedRequired) {
     notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a value every create writes ("defaults": {"${c.name}": …}), give it a default in the database, or set "readOnly": true`)
   }

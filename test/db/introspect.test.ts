@@ -406,6 +406,23 @@ t.test('Polish names: Towary, Indeks, Nazwa, Waga, Zablokowany, Stanowiska, Uży
   })
 })
 
+t.test('the picking system\'s own user table without the gateway\'s columns: the report says which to add', async (t) => {
+  const path = join(dir, 'users-without-token-version.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE Operators (OperatorId INTEGER PRIMARY KEY, Login VARCHAR(30) NOT NULL UNIQUE, Password VARCHAR(128), Role CHAR(1), Active INTEGER, Modified DATETIME);
+    CREATE TABLE Staff (StaffId INTEGER PRIMARY KEY, Login VARCHAR(30) NOT NULL UNIQUE, Role CHAR(1), TokenVersion INTEGER NOT NULL DEFAULT 0);
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.equal(found.resources.users.table, undefined)
+  // before, "which only the gateway's own table has": as if the table could not serve, while a column added makes it (README)
+  t.match(found.resources.users.why, "Operators (no column for tokenVersion, which only the gateway's own table has until one is added: ALTER TABLE … ADD TokenVersion INT NOT NULL DEFAULT 0, then introspect again)")
+  t.match(found.resources.users.why, 'Staff (no column for passwordHash, which only the gateway\'s own table has until one is added: ALTER TABLE … ADD PasswordHash VARCHAR(255), then introspect again)')
+})
+
 t.test('English abbreviations of another vendor: ITEM_CODE, DESCR, HOLD_FLAG, WS_ID, WHSE, OPERATOR', async (t) => {
   const path = join(dir, 'english.db')
   const raw = new BetterSqlite3(path)
