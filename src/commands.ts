@@ -810,6 +810,9 @@ async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
     io.out(`Tables ready on ${db.dialect}${demo ? ' (embedded demo database)' : ''}.` +
       (result.adminCreated ? '' : ' The user table is not empty: no admin created.') +
       (values.demo === true ? (result.seeded ? ' Demo data added.' : ' Materials already present: demo data not added.') : ''))
+    // the picking system's own user table: its rows may hold no password the gateway checks, and then
+    // nobody can log in after step 4 of "Day one" unless told how to give one a password
+    if (!result.adminCreated) for (const note of await passwordNotes(db, mappings, await db.columns(mappings.users))) io.out(`Note: ${note}`)
     return EXIT_OK
   })
 }

@@ -364,6 +364,40 @@ t.test('check-config checks the mapping against the database when it can reach i
   t.notMatch(listing.stderr.join('\n'), /retrying/, 'and does not say it retries, as it does not')
 })
 
+t.test('db init on the picking system\'s own user table says who cannot log in yet, and how to change that', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const path = join(dir, 'own-users.db')
+  const url = `sqlite:${path}`
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE Uzytkownicy (Id INTEGER PRIMARY KEY, Login VARCHAR(30) NOT NULL UNIQUE, Haslo VARCHAR(128), Rola CHAR(1) NOT NULL, Aktywny CHAR(1) NOT NULL,
+      ImieNazwisko VARCHAR(60), OstatnieLogowanie DATETIME, DataUtworzenia DATETIME, DataModyfikacji DATETIME, TokenVersion INT NOT NULL DEFAULT 0);
+    INSERT INTO Uzytkownicy (Login, Haslo, Rola, Aktywny) VALUES ('jkowalski', '5f4dcc3b5aa765d61d8327deb882cf99', 'A', 'T'), ('anowak', NULL, 'O', 'T');
+  `)
+  raw.close()
+  const file = join(dir, 'config.json')
+  writeFileSync(file, JSON.stringify({
+    database: { url },
+    auth: { jwtSecret: SECRET },
+    mapping: {
+      users: {
+        table: 'Uzytkownicy',
+        columns: {
+          id: 'Id', username: 'Login', passwordHash: 'Haslo', type: { column: 'Rola', values: { admin: 'A', user: 'O', application: 'S' } },
+          displayName: 'ImieNazwisko', enabled: { column: 'Aktywny', values: { true: 'T', false: 'N' } }, tokenVersion: 'TokenVersion',
+          lastLoginAt: 'OstatnieLogowanie', createdAt: 'DataUtworzenia', modifiedAt: 'DataModyfikacji'
+        }
+      }
+    }
+  }))
+  const init = io({ PICKING_GATEWAY_CONFIG: file })
+  t.equal(await main(['db', 'init'], init), 0, init.stderr.join())
+  const printed = init.stdout.join('\n')
+  t.match(printed, /not empty: no admin created/)
+  // before, that was all: the README's step 4 promises a first admin, and nobody could log in
+  t.match(printed, /Note: users\.passwordHash: 2 users have no password the gateway can check \('anowak', 'jkowalski'\).*picking-gateway user passwd <name>/)
+})
+
 t.test('db init and user management on a database', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }
@@ -375,6 +409,7 @@ t.test('db init and user management on a database', async (t) => {
   const again = io({ ...env, PICKING_GATEWAY_ADMIN_PASSWORD: 'whatever-123' })
   t.equal(await main(['db', 'init'], again), 0)
   t.match(again.stdout.join(), /not empty: no admin created/, 'a second init changes nothing')
+  t.notMatch(again.stdout.join(), /users\.passwordHash/, 'every user can log in: no note')
   const clean = io(env)
   t.equal(await main(['check-config'], clean), 0)
   t.notMatch(clean.stdout.join('\n'), /users\.username/)
