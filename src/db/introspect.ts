@@ -143,10 +143,10 @@ const PARTNERS: Record<string, string> = { y: 'n', yes: 'no', j: 'n', ja: 'nein'
 
 /** stations.type: the API's values and the legacy codes that look like them. */
 const STATION_TYPES: Record<string, { codes: string[], prefixes: string[] }> = {
-  vlm: { codes: ['v', 'vlm', 'lift', 'l', 'shuttle', 'vertikallift', 'verticallift'], prefixes: ['vertik', 'vertic', 'lift', 'shuttle'] },
-  carousel: { codes: ['k', 'c', 'karussell', 'karussel', 'carousel', 'carrousel', 'paternoster', 'hk', 'vk'], prefixes: ['karus', 'carou', 'carro', 'pater'] },
+  vlm: { codes: ['v', 'vlm', 'lift', 'l', 'shuttle', 'vertikallift', 'verticallift', 'winda'], prefixes: ['vertik', 'vertic', 'lift', 'shuttle', 'winda'] },
+  carousel: { codes: ['k', 'c', 'karussell', 'karussel', 'carousel', 'carrousel', 'paternoster', 'hk', 'vk', 'karuzela'], prefixes: ['karus', 'carou', 'carro', 'pater', 'karuz'] },
   ptl: { codes: ['p', 'ptl', 'pbl', 'picktolight', 'pickbylight'], prefixes: ['picktol', 'pickbyl'] },
-  manual: { codes: ['m', 'man', 'manual', 'manuell', 'hand', 'handlager'], prefixes: ['manu'] }
+  manual: { codes: ['m', 'man', 'manual', 'manuell', 'hand', 'handlager', 'reczne', 'reczny', 'reczna'], prefixes: ['manu', 'reczn'] }
 }
 
 /** fields whose stored codes get a value map besides booleans */

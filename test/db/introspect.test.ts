@@ -689,6 +689,8 @@ t.test('station type value maps', async (t) => {
   t.same(proposeStationTypeMap('text', rows('vlm', 'manual')), { usable: true, notes: [] }, 'already the API values')
   t.same(proposeStationTypeMap('text', rows('Lift', 'Karussell', 'PTL', 'Manuell', 'VLM')).values,
     { vlm: ['Lift', 'VLM'], carousel: 'Karussell', ptl: 'PTL', manual: 'Manuell' })
+  t.same(proposeStationTypeMap('text', rows('Winda', 'Karuzela', 'PTL', 'Ręczne')).values,
+    { vlm: 'Winda', carousel: 'Karuzela', ptl: 'PTL', manual: 'Ręczne' }, 'Polish words: a lift is a winda, manual ręczne')
   t.same(proposeStationTypeMap('integer', rows(1, 2)), { usable: true, notes: ['codes not placed (returned as stored until mapped): 1, 2', 'a number column needs a value map from these codes to vlm, carousel, ptl, manual before the gateway starts'] })
   t.same(proposeStationTypeMap('text', rows()).notes, ['no rows: no value map proposed'])
   // 'P ' another program padded is the code 'P' once: a map naming it twice is refused at start
