@@ -817,6 +817,27 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
 
   // the configured table's own settings stay (its defaults fill columns no field maps)
   const kept = table === configuredTable ? current : undefined
+  // and so do its value maps and formats, which are the integrator's (a user type's codes are never
+  // guessed): a proposal pasted again must not drop them, nor a field whose codes no guess reads
+  if (kept !== undefined) {
+    for (const [field, name] of Object.entries(kept.columns)) {
+      const values = kept.values?.[field]
+      const format = kept.timeFormats?.[field]
+      const column = best.columns.find((c) => c.name.toLowerCase() === name.toLowerCase())
+      if ((values === undefined && format === undefined) || column === undefined) continue
+      const i = fields.findIndex((m) => m.field === field)
+      if (i >= 0 && fields[i].column !== column) continue
+      const match: FieldMatch = { field, column, reason: 'the configured column', values, format, notes: ['value map or format as configured'] }
+      if (i >= 0) fields[i] = { ...fields[i], values, format, notes: match.notes }
+      else {
+        fields.push(match)
+        if (unmatched.includes(field)) unmatched.splice(unmatched.indexOf(field), 1)
+        // the proposal's own note on the codes it could not read: the configured map reads them
+        for (let n = notes.length - 1; n >= 0; n--) if (notes[n].startsWith(`${field}: `)) notes.splice(n, 1)
+      }
+    }
+    fields.sort((a, b) => order.indexOf(a.field) - order.indexOf(b.field))
+  }
   const mapped = new Set([...fields.map((m) => m.column.name.toLowerCase()), ...Object.keys(kept?.defaults ?? {}).map((c) => c.toLowerCase())])
   const unmappedRequired = table.view
     ? []
@@ -845,6 +866,11 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     (others.length > 0 ? `; also considered: ${others.join(', ')}` : '')
   const mapping = mappingBlock(db.dialect, table, fields, absent)
   if (kept?.timeZone !== undefined) mapping.timeZone = kept.timeZone
+  for (const [field, timeZone] of Object.entries(kept?.timeZones ?? {})) {
+    const spec = mapping.columns[field]
+    if (typeof spec === 'string') mapping.columns[field] = { column: spec, timeZone }
+    else if (spec !== null && spec !== undefined) mapping.columns[field] = { ...spec, timeZone }
+  }
   if (kept?.newIds !== undefined && !keyed) mapping.newIds = kept.newIds
   if (kept?.defaults !== undefined) mapping.defaults = kept.defaults
   return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping }

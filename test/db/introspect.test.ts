@@ -491,6 +491,36 @@ t.test('a material master keyed by its article number: id and materialNumber sha
   t.notMatch(again.resources.materials.notes.join('\n'), /Mandant/)
 })
 
+t.test('introspect again with the configuration: the hand-written value maps and a column\'s time zone stay', async (t) => {
+  const path = join(dir, 'configured-maps.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE Stanowiska (IdStanowiska INTEGER PRIMARY KEY, Nazwa VARCHAR(40) NOT NULL UNIQUE, TypStanowiska INTEGER NOT NULL, Aktywny CHAR(1), DataModyfikacji DATETIME);
+    INSERT INTO Stanowiska (Nazwa, TypStanowiska, Aktywny) VALUES ('Winda 1', 1, 'A'), ('PTL', 3, 'I');
+    CREATE TABLE Uzytkownicy (Id INTEGER PRIMARY KEY, Login VARCHAR(30) NOT NULL UNIQUE, Haslo VARCHAR(128), Rola CHAR(1) NOT NULL, Aktywny CHAR(1) NOT NULL,
+      ImieNazwisko VARCHAR(60), OstatnieLogowanie DATETIME, DataUtworzenia DATETIME, DataModyfikacji DATETIME, TokenVersion INT NOT NULL DEFAULT 0);
+    INSERT INTO Uzytkownicy (Login, Rola, Aktywny) VALUES ('jkowalski', 'A', 'T'), ('anowak', 'O', 'T');
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const first = await introspect(db, {})
+  t.equal(first.resources.users.mapping?.columns.type, 'Rola', 'a user type is never guessed')
+  t.equal(first.resources.stations.mapping?.columns.enabled, null, 'A/I reads as no flag: enabled is proposed as no column')
+  const stations = { table: 'Stanowiska', timeZone: 'Europe/Warsaw', columns: { id: 'IdStanowiska', name: 'Nazwa', description: null, warehouse: null, controllerId: null, address: null, createdAt: null,
+    type: { column: 'TypStanowiska', values: { vlm: 1, carousel: 2, ptl: 3, manual: 4 } }, enabled: { column: 'Aktywny', values: { true: 'A', false: 'I' } }, modifiedAt: { column: 'DataModyfikacji', timeZone: 'UTC' } } }
+  const users = { ...first.resources.users.mapping!, columns: { ...first.resources.users.mapping!.columns, type: { column: 'Rola', values: { admin: 'A', user: 'O', application: 'S' } } } }
+  const config = validateConfig({ auth: { jwtSecret: SECRET }, database: { url: `sqlite:${path}` }, mapping: { stations, users } })
+  const again = await introspect(db, mappingsOf(config))
+  // before, the proposal to paste again gave 'Rola' bare (every user without rights, the admins too) and 'TypStanowiska' bare,
+  // left enabled out, so null, and dropped the column's own time zone
+  t.same(again.resources.users.mapping?.columns.type, { column: 'Rola', values: { admin: 'A', user: 'O', application: 'S' } })
+  t.same(again.resources.stations.mapping?.columns.type, { column: 'TypStanowiska', values: { vlm: 1, carousel: 2, ptl: 3, manual: 4 } })
+  t.same(again.resources.stations.mapping?.columns.enabled, { column: 'Aktywny', values: { true: 'A', false: 'I' } })
+  t.same(again.resources.stations.mapping?.columns.modifiedAt, { column: 'DataModyfikacji', timeZone: 'UTC' })
+  t.notMatch(again.resources.stations.notes.join('\n'), /enabled: column 'Aktywny' holds/)
+})
+
 t.test('a station table keyed by its code, and a material table keyed by GUIDs: the text key is the id, and the mapping proposed passes the start-up check', async (t) => {
   const path = join(dir, 'text-keyed.db')
   const raw = new BetterSqlite3(path)
