@@ -19,6 +19,8 @@ export interface LiveListQuery {
   live: Filter[]
   /** true when a live field is filtered or sorted on; otherwise the ordinary list path serves the request */
   inMemory: boolean
+  /** true when a live field is sorted on: its values move between pages */
+  liveSort: boolean
 }
 
 /** The resource's definition with its live fields added, so that the list parser knows them. */
@@ -48,7 +50,8 @@ export function parseLiveListQuery (raw: QueryString, def: ResourceDef, live: Re
     }
     liveFilters.push(filter)
   }
-  return { query, stored, live: liveFilters, inMemory: liveFilters.length > 0 || query.sort.some((k) => isLive(k.field)) }
+  const liveSort = query.sort.some((k) => isLive(k.field))
+  return { query, stored, live: liveFilters, inMemory: liveFilters.length > 0 || liveSort, liveSort }
 }
 
 /** The query the database runs for a live list: stored filters only, every match up to the cap (by id). */
@@ -161,8 +164,10 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
     // Live values move between pages, and every frame moves the lastSeenAt of all the stations of a controller at
     // once, the last page's row with them: by its old keys alone the next page began again at the first of them
     // (sort=lastSeenAt, for ever) or after the last (-lastSeenAt, ending the walk). So the walk goes on after that
-    // row where it stands now, and by its keys only when it is gone (deleted, or no longer matching).
-    const i = query.sort.findIndex((k) => k.field === idField)
+    // row where it stands now, and by its keys only when it is gone (deleted, or no longer matching). A sort by
+    // stored fields alone (live filters only) goes on by the keys, as the database's cursor does: a station edited
+    // meanwhile (renamed to the end) would otherwise take the walk past every station between its old and new place.
+    const i = q.liveSort ? query.sort.findIndex((k) => k.field === idField) : -1
     const last = i === -1 ? -1 : keyed.findIndex((r) => r.keys[i] === after[i])
     start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds) > 0)
     if (start < 0) start = keyed.length

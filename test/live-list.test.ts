@@ -133,6 +133,16 @@ t.test('paging by a live field that moves for every station of a controller at o
   t.same(p2.rows.map((r) => r.id), [3, 4])
 })
 
+t.test('paging by a stored field with a live filter goes on after the cursor\'s keys, as the database\'s cursor does: a station renamed meanwhile skips no other', async (t) => {
+  const p1 = page({ sort: 'name', connected: 'true', limit: '1' })
+  t.same(p1.rows.map((r) => r.id), [1])
+  // station 1 ('A') renamed to the end of the order between the pages
+  const renamed = ROWS.map((r) => r.id === 1 ? { ...r, name: 'Z' } : r)
+  const p2 = page({ sort: 'name', connected: 'true', limit: '5', cursor: p1.next! }, renamed)
+  // before: the next page began after 'Z', where station 1 stands now, and B and E were never listed
+  t.same(p2.rows.map((r) => r.id), [2, 5, 1], 'after A: B, E, and the renamed station where it stands now')
+})
+
 t.test('cursors', async (t) => {
   const sort = [{ field: 'lastSeenAt', desc: true }, { field: 'id', desc: false }]
   const cursor = encodeLiveCursor(sort, ROWS[0])
