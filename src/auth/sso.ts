@@ -148,7 +148,7 @@ export class SsoProvider {
    * it would without this (a refetch for a new kid finds it gone). A client sends the same token over
    * and over; checking its signature each time cost about 400 µs a request (tap, app.inject).
    */
-  private readonly checked = new VerifiedTokens<{ claims: SsoClaims, keys: KeyLookup, exp?: number }>(10000)
+  private readonly checked = new VerifiedTokens<{ claims: SsoClaims, keys: KeyLookup, exp?: number, at: number }>(10000)
   /** signatures checked (tokens not found among those checked before), for the tests */
   signatureChecks = 0
 
@@ -215,7 +215,8 @@ export class SsoProvider {
     const hit = this.checked.get(token, Date.now())
     // past its time: checked afresh, which also tells an expired token from one past the keys' age;
     // so is one checked with keys fetched again since, which may no longer have its key
-    if (hit !== undefined && hit !== 'expired' && hit.keys === this.keys) return hit.claims
+    // the keys' age on the monotonic clock, as the keys' own (a clock set back would keep a withdrawn key's token for as long)
+    if (hit !== undefined && hit !== 'expired' && hit.keys === this.keys && performance.now() - hit.at <= this.maxAgeMs) return hit.claims
     const { jwksUri, algorithms } = this.params ??= await this.keyParams()
     this.signatureChecks++
     let payload: JWTPayload
@@ -276,7 +277,7 @@ export class SsoProvider {
     if (typeof payload.iat === 'number' && payload.iat > Math.floor(Date.now() / 1000) + NBF_SKEW_SECONDS) throw new SsoError('the token was issued in the future (iat)')
     if (isIdToken(payload)) throw new SsoError('the token is an ID token, not an access token')
     const claims = payload as SsoClaims
-    this.checked.set(token, { claims, keys: used.keys! }, Math.min((claims.exp as number) * 1000, Date.now() + this.maxAgeMs))
+    this.checked.set(token, { claims, keys: used.keys!, at: performance.now() }, Math.min((claims.exp as number) * 1000, Date.now() + this.maxAgeMs))
     return claims
   }
 

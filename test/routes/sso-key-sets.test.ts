@@ -25,7 +25,7 @@ async function rsaKey (members: JWK = {}, alg = 'RS256'): Promise<Key> {
 }
 
 /** A provider that is only a key set: the tests choose what it publishes. */
-async function setup (t: Test, published: () => JWK[], timing?: { jwksCooldownMs?: number }): Promise<{ call: (token: string) => Promise<LightMyRequestResponse>, sign: (key: Key, claims: Record<string, unknown>, kid?: string, alg?: string) => Promise<string>, logs: string[] }> {
+async function setup (t: Test, published: () => JWK[], timing?: { jwksCooldownMs?: number, jwksMaxAgeMs?: number }): Promise<{ call: (token: string) => Promise<LightMyRequestResponse>, sign: (key: Key, claims: Record<string, unknown>, kid?: string, alg?: string) => Promise<string>, logs: string[] }> {
   const server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: published() }))
   })
@@ -104,4 +104,29 @@ t.test('a system clock set back (NTP) holds back no refetch of the keys: a new k
   published = [first.jwk, second.jwk]
   await new Promise((resolve) => setTimeout(resolve, 300))
   t.equal((await call(await sign(second, {}, 'second'))).statusCode, 200, 'the new kid is fetched (before: 401 until the clock came back to the last fetch plus the cooldown, an hour)')
+})
+
+t.test('a system clock set back (NTP) keeps no checked token past the keys\' age: a token of a key the provider withdrew is refused as soon as without the step, not until its exp', async (t) => {
+  const first = await rsaKey({ kid: 'first' })
+  const second = await rsaKey({ kid: 'second' })
+  let published = [first.jwk]
+  const { call, sign } = await setup(t, () => published, { jwksCooldownMs: 100, jwksMaxAgeMs: 300 })
+  // the gateway's clock is an hour ahead when the token is checked (jose and the provider keep the true time)
+  const realNow = Date.now
+  Date.now = () => realNow() + 3600 * 1000
+  t.teardown(() => { Date.now = realNow })
+  const token = await sign(first, { exp: Math.floor(realNow() / 1000) + 7200 }, 'first')
+  t.equal((await call(token)).statusCode, 200, 'checked with the first key')
+  // NTP sets it back; the provider withdraws the key
+  Date.now = realNow
+  published = [second.jwk]
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  // past the keys' age: checked again, with the keys in use, which are fetched anew meanwhile
+  await call(token)
+  let status = 200
+  for (let i = 0; i < 20 && status === 200; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    status = (await call(token)).statusCode
+  }
+  t.equal(status, 401, 'the withdrawn key\'s token is refused once the keys are fetched again (before: 200 from the checked tokens until the clock came back to their check plus the age, an hour, or the token\'s exp)')
 })
