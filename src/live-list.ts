@@ -149,9 +149,10 @@ export interface LivePage {
 
 /**
  * Filters (live conditions), sorts and pages rows that already passed the stored filters. `kinds`
- * gives every field's kind. The cursor is the last row's keys, so a walk through meta.next sees
- * every row exactly once even when rows come and go; a row whose sort key changes moves, as in
- * any sorted walk.
+ * gives every field's kind. The cursor is the last row's keys: sorted by stored fields, a walk through
+ * meta.next sees every row exactly once even when rows come and go; a row whose sort key changes
+ * moves, as in any sorted walk. Sorted by a live field, the walk goes on after the last row where it
+ * stands now (see below), so rows whose live value moves against it may be skipped or come twice.
  */
 export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>, idField = 'id'): LivePage {
   const { query } = q
