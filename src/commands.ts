@@ -356,7 +356,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     if (problems.length === 0) {
       io.out('Database: reachable; every mapped table and column fits.')
       const notes = [
-        ...await numericTimeNotes(database, mappings), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
+        ...await numericTimeNotes(database, mappings, columns), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
         ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
         ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
@@ -572,7 +572,7 @@ export async function idRangeNotes (db: Database, mappings: Record<ResourceName,
  * isJulianDay) are left out: strftime reads them as the API shows them. Text strftime does not read
  * ('02.04.2024 10:00', ''), which the API shows as null, is counted apart: no filter finds it either.
  */
-async function numericTimeNotes (db: Database, mappings: Record<ResourceName, TableMapping>): Promise<string[]> {
+async function numericTimeNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
   if (db.dialect !== 'sqlite') return []
   const notes: string[] = []
   const d = dialectFor('sqlite')
@@ -594,7 +594,11 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const u = Number(row?.u ?? 0)
       if (u > 0) notes.push(`${name}.${field}: ${u} row${u === 1 ? ' holds' : 's hold'} text that is no time SQLite reads (such as ${JSON.stringify(String(row?.example).slice(0, 40))}): the API shows null, and ${field === 'modifiedAt' ? 'modifiedSince and ' : ''}the time filters on ${field} never find ${u === 1 ? 'it' : 'them'} (sorting puts ${u === 1 ? 'it' : 'them'} with the rows without a time)${field === 'modifiedAt' ? `, so an incremental sync misses ${u === 1 ? 'it' : 'them'}` : ''}; have the picking system write ISO 8601 text, and correct or clear these values (README, "Values the declared type does not bind")`)
       const n = Number(row?.n ?? 0)
-      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; where the column holds nothing else, map it with "format": "unix" (or the format its digits show); otherwise have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
+      // a column without a declared type takes no format (its numbers and text compare in no one order): serve would refuse it
+      const info = columnNamed(columns[name], column)
+      const formattable = info !== undefined && !sqliteUntyped(info.type.toLowerCase())
+      const remedy = formattable ? 'where the column holds nothing else, map it with "format": "unix" (or the format its digits show); otherwise ' : ''
+      if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; ${remedy}have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
     }
   }
   return notes

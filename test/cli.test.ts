@@ -259,6 +259,31 @@ t.test('check-config notes a mapping.defaults value that the table\'s foreign ke
   t.notMatch(found.stdout.join('\n'), /defaults/, 'a value the table holds: no note')
 })
 
+t.test('check-config: the note on Unix times in a SQLite time column advises "format" only where serve would take it (a declared type, not an untyped column)', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'unix.db')}`
+  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
+  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await db.execute({ text: 'CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Aend, Angelegt DATETIME)', params: [] })
+  await db.execute({ text: "INSERT INTO Artikel VALUES (1, 'A-1', 'a', 1712052000, 1712052000), (2, 'A-2', 'b', 1712052001, 1712052001)", params: [] })
+  await db.close()
+  const file = join(dir, 'unix.json')
+  const base = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null }
+  const config = (columns: object): string => JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', columns: { ...base, ...columns } } } })
+  writeFileSync(file, config({ createdAt: 'Angelegt', modifiedAt: 'Aend' }))
+  const noted = io({})
+  t.equal(await main(['check-config', file], noted), 0)
+  const text = noted.stdout.join('\n')
+  t.match(text, /Note: materials\.createdAt: 2 rows hold their time as a number or as digits [^\n]*map it with "format": "unix"/, 'a DATETIME column takes the format')
+  t.match(text, /Note: materials\.modifiedAt: 2 rows hold their time as a number or as digits/)
+  t.notMatch(text, /Note: materials\.modifiedAt: [^\n]*"format"/, 'the untyped column: no advice that serve refuses (before: map it with "format": "unix", then exit 78)')
+  // the advice, followed, passes for the DATETIME column and is refused for the untyped one
+  writeFileSync(file, config({ createdAt: { column: 'Angelegt', format: 'unix' }, modifiedAt: null }))
+  t.equal(await main(['check-config', file], io({})), 0)
+  writeFileSync(file, config({ createdAt: null, modifiedAt: { column: 'Aend', format: 'unix' } }))
+  t.equal(await main(['check-config', file], io({})), 78)
+})
+
 t.test('check-config counts the rows whose modifiedAt a digit format reads as no date (0, blanks), which no modifiedSince finds, as it counts NULL', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'nodate.db')}`
