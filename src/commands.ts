@@ -691,6 +691,13 @@ async function defaultsForeignKeyNotes (db: Database, mappings: Record<ResourceN
       const values = key.map((k) => valueOf(String(k.c)))
       if (values.some((v) => v === undefined)) continue
       const parent = String(key[0].parent)
+      const named = key.map((k, i) => `'${String(k.c)}' ${JSON.stringify(values[i])}`).join(', ')
+      // SQLite takes a key to a table it does not have (and fails every insert that checks it)
+      const [table] = await db.query({ text: "SELECT name AS n FROM sqlite_schema WHERE type IN ('table', 'view') AND name = @parent COLLATE NOCASE", params: [{ name: 'parent', kind: 'string', value: parent }] })
+      if (table === undefined) {
+        notes.push(`${name}.defaults: ${named} is checked by a foreign key against table '${parent}', which the database does not have: every create of ${name} fails until that table is there (or the key is dropped)`)
+        continue
+      }
       // no "to": the parent's primary key
       const to = key.some((k) => k.t === null)
         ? (await db.query({ text: 'SELECT name AS n FROM pragma_table_info(@parent) WHERE pk > 0 ORDER BY pk', params: [{ name: 'parent', kind: 'string', value: parent }] })).map((r) => String(r.n))
@@ -699,7 +706,6 @@ async function defaultsForeignKeyNotes (db: Database, mappings: Record<ResourceN
       const where = to.map((t, i) => `${d.ident(t)} = @v${i}`).join(' AND ')
       const found = await db.query({ text: `SELECT 1 AS x FROM ${d.ident(parent)} WHERE ${where} LIMIT 1`, params: values.map((v, i) => ({ name: `v${i}`, kind: 'string' as const, value: typeof v === 'boolean' ? (v ? 1 : 0) : v! })) })
       if (found.length > 0) continue
-      const named = key.map((k, i) => `'${String(k.c)}' ${JSON.stringify(values[i])}`).join(', ')
       notes.push(`${name}.defaults: ${named} refers to no row of table '${parent}' (its foreign key): every create of ${name} answers 503 until the default is corrected or the row added`)
     }
   }

@@ -257,6 +257,14 @@ t.test('check-config notes a mapping.defaults value that the table\'s foreign ke
   const found = io({})
   t.equal(await main(['check-config', file], found), 0)
   t.notMatch(found.stdout.join('\n'), /defaults/, 'a value the table holds: no note')
+  // a key to a table the database does not have (SQLite takes it): before, no note, and with a column list a stack
+  const gone = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await gone.execute({ text: 'PRAGMA foreign_keys = OFF', params: [] })
+  await gone.execute({ text: 'DROP TABLE Zone', params: [] })
+  await gone.close()
+  const absent = io({})
+  t.equal(await main(['check-config', file], absent), 0, absent.stderr.join('\n'))
+  t.match(absent.stdout.join('\n'), /Note: materials\.defaults: 'Lagerzone' "A" is checked by a foreign key against table 'Zone', which the database does not have: every create of materials fails/)
 })
 
 t.test('check-config: the note on Unix times in a SQLite time column advises "format" only where serve would take it (a declared type, not an untyped column)', async (t) => {
