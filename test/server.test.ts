@@ -1,7 +1,7 @@
 // The gateway as a process and as a server: signals, exit codes, timeouts, TLS, faults, logs.
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, fstatSync, openSync, writeFileSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
 import { connect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -39,7 +39,8 @@ t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
   const config = join(dir, 'config.json')
   // Expensive hashing makes a login last long enough to be in flight when the signal comes.
   writeFileSync(config, JSON.stringify({
-    server: { port: 0 },
+    // no overload check: a busy machine's event-loop delay at start would answer the login 503
+    server: { port: 0, maxEventLoopDelayMs: 0 },
     database: { url: `sqlite:${join(dir, 'g.db')}` },
     auth: { jwtSecret: SECRET, argon2: { memoryCost: 131072, timeCost: 6, parallelism: 1 } },
     hardware: { enabled: false }
@@ -54,7 +55,10 @@ t.test('SIGTERM lets requests in flight finish and exits 0', async (t) => {
   const login = fetch(`http://127.0.0.1:${port}/api/users/login`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD })
   })
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  // in flight once its hash runs: the process's CPU time climbs (a fixed wait lost the race on a busy machine)
+  const cpu = (): number => { const f = readFileSync(`/proc/${server.child.pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+  const idle = cpu()
+  await until(() => cpu() - idle >= 20, 'the login\'s password check running (0.2 s of CPU)', 15000)
   server.child.kill('SIGTERM')
   const res = await login
   t.equal(res.status, 200, 'the login in flight completed')
