@@ -250,18 +250,38 @@ const DAY_MS = 86_400_000
  * autumn's repeated hour's second occurrence as its first: from within that hour, back to its start.
  */
 export function syncPoint (queryStartedAt: number, resolutionMs: number, commitLagMs = 1000, timeZone?: string): string {
-  const columnStep = resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs)
-  const step = Math.max(columnStep, commitLagMs)
-  const grain = Math.min(columnStep, 60_000)
-  let at = Math.floor((queryStartedAt - step) / grain) * grain
+  const grain = syncGrain(resolutionMs)
+  return syncPointAt(Math.floor((queryStartedAt - syncStep(resolutionMs, commitLagMs)) / grain), grain, timeZone)
+}
+
+/** one step of the column back (a second at least, two for date-only columns), or commitLagMs */
+const syncStep = (resolutionMs: number, commitLagMs: number): number =>
+  Math.max(resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs), commitLagMs)
+/** what the point is rounded down to: the second, the minute for coarser columns */
+const syncGrain = (resolutionMs: number): number => Math.min(resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs), 60_000)
+
+/** the sync point of the grain'th step `k` */
+function syncPointAt (k: number, grain: number, timeZone: string | undefined): string {
+  let at = k * grain
   // local wall-clock stamps: around the autumn change, the repeated hour's second occurrence reads as its first
   if (timeZone !== undefined) at = Math.floor(earliestShownFrom(at, timeZone) / grain) * grain
   return new Date(at).toISOString()
 }
 
+/** the last serverTime per repository: it moves once a second at most, and a local zone's costs some microseconds */
+const lastServerTime = new WeakMap<Repository, { k: number, grain: number, timeZone: string | undefined, text: string }>()
+
 /** meta.serverTime of a list of the repository's rows queried now, by the database server's clock where that is behind the gateway's. */
 export function serverTimeOf (repo: Repository): string {
-  return syncPoint(Date.now() - repo.clockBehindMs, repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs, repo.modifiedTimeZone)
+  const resolution = repo.modifiedResolutionMs
+  const grain = syncGrain(resolution)
+  const k = Math.floor((Date.now() - repo.clockBehindMs - syncStep(resolution, repo.storage.mapping.commitLagMs ?? 1000)) / grain)
+  const timeZone = repo.modifiedTimeZone
+  const last = lastServerTime.get(repo)
+  if (last !== undefined && last.k === k && last.grain === grain && last.timeZone === timeZone) return last.text
+  const text = syncPointAt(k, grain, timeZone)
+  lastServerTime.set(repo, { k, grain, timeZone, text })
+  return text
 }
 
 /**
