@@ -5,10 +5,10 @@ import { cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSy
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError, plainHttpWarning } from '../src/server.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo, type Run } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 import { ADMIN_PASSWORD } from './helpers/build.js'
@@ -136,8 +136,11 @@ t.test('SIGTERM with a slow upload in flight: the upload is cut after the grace 
   t.ok(jsonLines(run.out()).some((l) => l.msg === 'controller disconnected'), 'and then closed the rest')
 })
 
-t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up stops, exit 0', async (t) => {
-  // a server that accepts connections and never answers: the driver waits for its connect timeout
+/**
+ * A "SQL Server" that accepts connections and never answers (the driver waits for its connect timeout), and a
+ * gateway starting against it, returned once the driver has connected: the start-up is under way.
+ */
+async function startingAgainstSilentSqlServer (t: Test, server: Record<string, unknown> = {}): Promise<Run> {
   let reached = false
   const sockets: Socket[] = []
   const silent = createServer((socket) => {
@@ -150,13 +153,18 @@ t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up sto
     for (const socket of sockets) socket.destroy()
     silent.close()
   })
-  const { env } = await gatewaySetup(t)
+  const { env } = await gatewaySetup(t, server)
   const dbPort = (silent.address() as AddressInfo).port
   const run = start(t, [CLI, 'serve'], { ...env, DATABASE_URL: `mssql://gw:pw@127.0.0.1:${dbPort}/Picking` })
   // the driver's connection: the start-up is under way (buildApp checks the mapping)
   await until(() => reached || run.child.exitCode !== null, 'the gateway to connect to the database', 30000)
   await new Promise((resolve) => setTimeout(resolve, 300))
   t.equal(run.child.exitCode, null, 'still starting')
+  return run
+}
+
+t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up stops, exit 0', async (t) => {
+  const run = await startingAgainstSilentSqlServer(t)
   const sent = Date.now()
   run.child.kill('SIGTERM')
   const exit = await run.exitWithin(HUNG_MS)
@@ -172,25 +180,8 @@ t.test('SIGTERM while start-up waits for an unreachable SQL Server: start-up sto
 })
 
 t.test('SIGTERM while start-up waits for an unreachable SQL Server, with a grace period longer than the connect attempt: no "database unavailable at start" warning after the stop', async (t) => {
-  const sockets: Socket[] = []
-  let reached = false
-  const silent = createServer((socket) => {
-    reached = true
-    sockets.push(socket.on('error', () => {}))
-  })
-  silent.listen(0, '127.0.0.1')
-  await once(silent, 'listening')
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    silent.close()
-  })
   // the defaults' order (grace 10 s, connect 5 s): the stop waits for the driver to give up its attempt
-  const { env } = await gatewaySetup(t, { closeGraceMs: 8000 })
-  const dbPort = (silent.address() as AddressInfo).port
-  const run = start(t, [CLI, 'serve'], { ...env, DATABASE_URL: `mssql://gw:pw@127.0.0.1:${dbPort}/Picking` })
-  await until(() => reached || run.child.exitCode !== null, 'the gateway to connect to the database', 30000)
-  await new Promise((resolve) => setTimeout(resolve, 300))
-  t.equal(run.child.exitCode, null, 'still starting')
+  const run = await startingAgainstSilentSqlServer(t, { closeGraceMs: 8000 })
   run.child.kill('SIGTERM')
   const exit = await run.exitWithin(8000 + 7000)
   t.ok(exit, 'exited')
