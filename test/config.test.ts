@@ -110,6 +110,9 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   const mapping = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'MaterialBase', columns: { id: 'MatID' } } } }))
   t.match(mapping.join('\n'), /mapping\.materials\.columns\.name: no column configured/)
   t.match(mapping.join('\n'), /mapping\.materials\.columns\.barcode: no column configured \(map it to null if the table has none\)/)
+  // a legacy operator table without a modified time: what to do, not only what is missing
+  const users = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, mapping: { users: { table: 'Uzytkownicy', columns: { id: 'Id', username: 'Login' } } } }))
+  t.match(users.join('\n'), /mapping\.users\.columns\.modifiedAt: no column configured; the user table needs a column for every field: add one to the table and map it/)
   const pattern = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'Line A!', host: 'h', port: 1 }] } }))
   t.same(pattern, [`hardware.controllers.0.id: expected string to match '^[A-Za-z0-9_.-]+$', got "Line A!"`], 'the pattern keeps its case')
   const twice = problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: 'a', port: 1 }, { id: 'ctl-2', host: 'b', port: 1 }, { id: 'ctl-1', host: 'c', port: 1 }] } }))

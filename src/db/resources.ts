@@ -155,7 +155,11 @@ export function mappingProblems (def: ResourceDef, mapping: TableMapping): strin
     }
     const col = mapping.columns[field]
     if (typeof col !== 'string' || col === '') {
-      problems.push(`${def.name}.${field}: no column configured${canBeAbsent(def, field) ? ' (map it to null if the table has none)' : ''}`)
+      // a users table without one (a legacy operator table without a modified time): say what to do, not only what is missing
+      const remedy = canBeAbsent(def, field)
+        ? ' (map it to null if the table has none)'
+        : def.name === 'users' ? "; the user table needs a column for every field: add one to the table and map it (README, \"The picking system's own user table\")" : ''
+      problems.push(`${def.name}.${field}: no column configured${remedy}`)
     }
   }
   for (const field of [...Object.keys(mapping.columns), ...absent]) {
