@@ -3,7 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
 import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
-import { categoryOf, compactTime, describeType, isJulianDay, kindFit, type Category, type Fit } from './storage.js'
+import { categoryOf, compactTime, describeType, isJulianDay, kindFit, sqliteNumericTime, type Category, type Fit } from './storage.js'
 import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, TimeFormat, ValueMap } from './types.js'
 
 export interface TableInfo {
@@ -470,10 +470,6 @@ export function timeFormatOf (category: Category, values: CodeCount[], julian = 
   return { format: best, rows, misfits: classified.filter((c) => c.kind !== best).map((c) => c.value).sort((a, b) => b.count - a.count) }
 }
 
-/** timeFormatOf for values without counts (one row each). */
-export function guessTimeFormat (category: Category, values: unknown[], julian = false): TimeFormat | undefined {
-  return timeFormatOf(category, values.map((value) => ({ value, count: 1 })), julian).format
-}
 
 // ---- value maps ---------------------------------------------------------------------------
 
@@ -490,6 +486,11 @@ export function distinctValuesStatement (dialect: DialectName, table: TableInfo,
   return dialect === 'mssql'
     ? { text: `SELECT TOP (${limit}) ${col} AS [v], COUNT(*) AS [n] FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC`, params: [] }
     : { text: `SELECT ${col} AS "v", COUNT(*) AS "n" FROM ${from} GROUP BY ${col} ORDER BY COUNT(*) DESC LIMIT ${limit}`, params: [] }
+}
+
+/** A column's values with their row counts, most frequent first (distinctValuesStatement or timeValuesStatement). */
+async function valueCounts (db: Database, statement: Statement): Promise<CodeCount[]> {
+  return (await db.query(statement)).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
 }
 
 /** A time column's most frequent values, TIME_SAMPLE of them, which its format is guessed from. */
@@ -767,9 +768,9 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     // a time kept as a number, or as digits in SQLite text ('20240101'), or as numbers in a SQLite
     // DATETIME column, whose NUMERIC affinity keeps a trigger's strftime('%s','now'): the format its values show
     const fit = proposal.fits[m.field]
-    const sqliteTimeNumbers = db.dialect === 'sqlite' && category === 'time' && !/char|clob|text|real|floa|doub/.test(m.column.type.toLowerCase())
+    const sqliteTimeNumbers = db.dialect === 'sqlite' && category === 'time' && sqliteNumericTime(m.column.type)
     if (fit === 'format' || (db.dialect === 'sqlite' && f.kind === 'datetime' && (category === 'text' || sqliteTimeNumbers))) {
-      const sample = (await db.query(timeValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
+      const sample = await valueCounts(db, timeValuesStatement(db.dialect, table, m.column.name, m.column.type))
       const { format, rows, misfits } = timeFormatOf(category, sample, db.dialect === 'sqlite')
       if (format !== undefined) {
         const notes = [`holds ${FORMAT_NAMES[format]}: proposed "format": "${format}"`]
@@ -792,10 +793,11 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     // too: SQLite binds no type): 'J'/'N' text needs a map (without one it reads as null, and true is
     // written as 1), a 0/1 number does not
     const sqliteFlag = db.dialect === 'sqlite' && f.kind === 'boolean' && (category === 'bit' || category === 'integer')
-    const flagRows = sqliteFlag ? (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) })) : []
+    const values = async (): Promise<CodeCount[]> => await valueCounts(db, distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))
+    const flagRows = sqliteFlag ? await values() : []
     const textFlag = flagRows.some((r) => typeof r.value === 'string')
     if ((wantsCodes && groupable(db.dialect, m.column, category)) || textFlag) {
-      const rows = textFlag ? flagRows : (await db.query(distinctValuesStatement(db.dialect, table, m.column.name, m.column.type))).map((r: Row) => ({ value: r.v, count: Number(r.n) }))
+      const rows = textFlag ? flagRows : await values()
       const map = f.kind === 'boolean' ? proposeBooleanMap(m.column, textFlag ? 'text' : category, rows) : resource === 'users' ? proposeUserTypeMap(m.column, category, rows) : proposeStationTypeMap(category, rows)
       if (!map.usable) {
         unmatched.push(m.field)

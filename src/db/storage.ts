@@ -177,6 +177,15 @@ export function sqliteUntyped (type: string): boolean {
   return type === '' || (/blob/.test(type) && !/int|char|clob|text/.test(type))
 }
 
+/**
+ * A SQLite time column (DATETIME, DATE, TIMESTAMP) of NUMERIC or INTEGER affinity, not TEXT or REAL: SQLite
+ * binds no time type, so the Unix times or digits a program writes there (strftime('%s','now') in a
+ * trigger) stay numbers, in time order, and a column format (unix, yyyymmdd) can read them.
+ */
+export function sqliteNumericTime (type: string): boolean {
+  return !/char|clob|text|real|floa|doub/.test(type.toLowerCase())
+}
+
 function mssqlParamType (info: ColumnInfo | undefined, category: Category): string | undefined {
   if (info === undefined) return undefined
   const t = info.type.toLowerCase()
@@ -1197,9 +1206,7 @@ function formatProblem (dialect: DialectName, s: FieldStorage, format: ColumnTim
   const c = s.category
   // SQLite without a declared type (or BLOB) keeps numbers and text as given, which compare in no one order
   if (c === 'time' && dialect === 'sqlite' && sqliteUntyped(info.type.toLowerCase())) return `cannot hold a time in the format ${format}: without a declared type SQLite keeps numbers and text as given, which do not compare in one order`
-  // a declared time type binds nothing on SQLite: its NUMERIC (or INTEGER) affinity keeps the Unix
-  // times or digits a program writes there (strftime('%s','now') in a trigger) as numbers, in time order
-  if (c === 'time' && dialect === 'sqlite' && !/char|clob|text|real|floa|doub/.test(info.type.toLowerCase())) return undefined
+  if (c === 'time' && dialect === 'sqlite' && sqliteNumericTime(info.type)) return undefined
   if (c === 'time') return `holds times itself; remove "format": "${format}"`
   const unix = format === 'unix' || format === 'unix-ms'
   if (c === 'text' || c === 'ntext') {

@@ -8,10 +8,10 @@ import { openDatabase } from '../../src/db/index.js'
 import { createTableStatements } from '../../src/db/init.js'
 import {
   distinctValuesStatement, formatReport, introspect, listTablesStatement, mappingConfig, proposeBooleanMap,
-  guessTimeFormat, nameTokens, normalizeName, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, timeFormatOf, timeValuesStatement, type CodeCount
+  nameTokens, normalizeName, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, timeFormatOf, timeValuesStatement, type CodeCount
 } from '../../src/db/introspect.js'
 import { referenceMappings, resources } from '../../src/db/resources.js'
-import { compileValueMap, inspectStorage } from '../../src/db/storage.js'
+import { compileValueMap, inspectStorage, type Category } from '../../src/db/storage.js'
 import type { ColumnInfo, Database, Row, Statement } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
 
@@ -664,6 +664,9 @@ t.test('a SQLite flag column declared BOOLEAN or INTEGER keeps text too: its tex
   const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal is one the gateway starts with')
 })
+
+/** timeFormatOf for values without counts (one row each) */
+const guessTimeFormat = (category: Category, values: unknown[], julian = false) => timeFormatOf(category, values.map((value) => ({ value, count: 1 })), julian).format
 
 t.test('guessTimeFormat', async (t) => {
   t.equal(guessTimeFormat('integer', [20240101, 19991231, null, 0, 99999999]), 'yyyymmdd', '0 and 99999999: no date')
