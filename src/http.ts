@@ -254,11 +254,12 @@ export function syncPoint (queryStartedAt: number, resolutionMs: number, commitL
   return syncPointAt(Math.floor((queryStartedAt - syncStep(resolutionMs, commitLagMs)) / grain), grain, timeZone)
 }
 
-/** one step of the column back (a second at least, two for date-only columns), or commitLagMs */
-const syncStep = (resolutionMs: number, commitLagMs: number): number =>
-  Math.max(resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs), commitLagMs)
+/** one step of the column: a second at least, two days for date-only columns */
+const columnStep = (resolutionMs: number): number => resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs)
+/** how far back the point lies: a step of the column, or commitLagMs */
+const syncStep = (resolutionMs: number, commitLagMs: number): number => Math.max(columnStep(resolutionMs), commitLagMs)
 /** what the point is rounded down to: the second, the minute for coarser columns */
-const syncGrain = (resolutionMs: number): number => Math.min(resolutionMs >= DAY_MS ? 2 * resolutionMs : Math.max(1000, resolutionMs), 60_000)
+const syncGrain = (resolutionMs: number): number => Math.min(columnStep(resolutionMs), 60_000)
 
 /** the sync point of the grain'th step `k` */
 function syncPointAt (k: number, grain: number, timeZone: string | undefined): string {
