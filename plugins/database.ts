@@ -2,6 +2,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { DatabaseClosedError, DatabaseUnavailableError, FileUncheckableError, MappingGoneError, SchemaMismatchError } from '../src/db/errors.js'
+import { readServerClock } from '../src/db/index.js'
 import { Repository } from '../src/db/repository.js'
 import { isMissingTable, resources, type ResourceName } from '../src/db/resources.js'
 import { inspectStorage } from '../src/db/storage.js'
@@ -94,32 +95,22 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   // SQL Server: the picking system's triggers stamp its rows with the database server's clock, and
   // serverTime is the gateway's. A server clock behind this host's sets serverTime back by as much, or
   // a change stamped then would lie before the next run's modifiedSince (README, "Incremental sync").
-  const readClock = db.clock?.bind(db)
   let clockWarned = false
   const measureClock = async (): Promise<void> => {
-    if (readClock === undefined) return
-    let behind: number
-    let surely: number
-    try {
-      const sent = Date.now()
-      const server = await readClock()
-      // read at some moment of the round trip: from its end, it is behind by at most this much (what
-      // serverTime is set back by), from its start at least this much (what the warning goes by: a slow
-      // round trip, a busy event loop, is no clock to set by NTP)
-      behind = Math.max(0, Math.ceil(Date.now() - server))
-      surely = sent - server
-    } catch {
-      return // unreachable: the last measurement stands, and the outage is logged where requests meet it
-    }
-    if (!Number.isFinite(behind)) return
+    // unreachable: the last measurement stands, and the outage is logged where requests meet it
+    const reading = await readServerClock(db).catch(() => undefined)
+    if (reading === undefined) return
+    // serverTime is set back by the most it can be behind; the warning goes by the least (a slow round
+    // trip, a busy event loop, is no clock to set by NTP)
+    const behind = Math.max(0, Math.ceil(reading.behindAtMost))
     for (const name of names) repos[name].clockBehindMs = behind
-    const off = surely > CLOCK_BEHIND_WARN_MS
+    const off = reading.behindAtLeast > CLOCK_BEHIND_WARN_MS
     if (off && !clockWarned) {
       log.warn({ behindMs: behind }, "the database server's clock is behind this host's: meta.serverTime is set back by as much, so that no change stamped by the picking system is missed (more rows come again in each sync run); set both clocks by NTP")
     } else if (!off && clockWarned) log.info({ behindMs: behind }, "the database server's clock is in step with this host's again")
     clockWarned = off
   }
-  if (readClock !== undefined) {
+  if (db.clock !== undefined) {
     const timer = setInterval(() => { void measureClock() }, CLOCK_CHECK_MS)
     timer.unref()
     timers.add(timer)

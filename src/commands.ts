@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8'
 import { argon2HashLength, createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, type LoadedConfig } from './config.js'
-import { openDatabase, sqlitePath, type DbLogger } from './db/index.js'
+import { openDatabase, readServerClock, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { foreignKeysTo } from './db/data-errors.js'
 import { dialectFor } from './db/dialect.js'
@@ -451,13 +451,11 @@ export async function sharedAddressNotes (db: Database, mappings: Record<Resourc
  * "Incremental sync"), and this says so before the first sync run does.
  */
 export async function clockNotes (db: Pick<Database, 'clock'>, now: () => number = Date.now): Promise<string[]> {
-  if (db.clock === undefined) return []
-  // the reading lies within the round trip: only what it is surely behind or ahead counts (a slow query is no clock)
-  const sent = now()
-  const server = await db.clock()
-  const received = now()
-  const behind = sent - server > 1000 ? sent - server : server - received > 1000 ? received - server : 0
-  if (!Number.isFinite(behind) || behind === 0) return []
+  // only what the reading surely shows counts (a slow query is no clock)
+  const reading = await readServerClock(db, now)
+  if (reading === undefined) return []
+  const behind = reading.behindAtLeast > 1000 ? reading.behindAtLeast : reading.behindAtMost < -1000 ? reading.behindAtMost : 0
+  if (behind === 0) return []
   const by = `${(Math.abs(behind) / 1000).toFixed(1)} s`
   return [behind > 0
     ? `the database server's clock is ${by} behind this host's: serve sets meta.serverTime back by as much, so that incremental syncs miss no change the picking system stamps, and each run brings more rows again; set both clocks by NTP`

@@ -47,6 +47,21 @@ export function openDatabase (url: string, opts: OpenDatabaseOptions): Database 
   throw new Error('database URL: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>')
 }
 
+/**
+ * One reading of the database server's clock (SQL Server; undefined on SQLite, which has none of its own)
+ * against this host's: it was taken at some moment of the round trip, so the server is behind this host by
+ * at most `behindAtMost` (from the round trip's end) and at least `behindAtLeast` (from its start; ahead by
+ * at least -behindAtMost when that is negative). A slow round trip widens the range, and is no clock to set.
+ */
+export async function readServerClock (db: Pick<Database, 'clock'>, now: () => number = Date.now): Promise<{ behindAtMost: number, behindAtLeast: number } | undefined> {
+  if (db.clock === undefined) return undefined
+  const sent = now()
+  const server = await db.clock()
+  const received = now()
+  if (!Number.isFinite(server)) return undefined
+  return { behindAtMost: received - server, behindAtLeast: sent - server }
+}
+
 export type { DbLogger } from './mssql.js'
 export type { Database, DialectName, Executor, FieldDef, FieldKind, Param, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
 export { BadQueryError, ConflictError, DatabaseUnavailableError, DbError, NotFoundError, PreconditionFailedError, SchemaMismatchError } from './errors.js'
