@@ -154,7 +154,7 @@ export interface LivePage {
  * moves, as in any sorted walk. Sorted by a live field, the walk goes on after the last row where it
  * stands now (see below), so rows whose live value moves against it may be skipped or come twice.
  */
-export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>, idField = 'id'): LivePage {
+export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>): LivePage {
   const { query } = q
   const matching = rows.filter((row) => q.live.every((f) => matches(row, f, kinds[f.field])))
   const keyed = matching.map((row) => ({ row, keys: keysOf(row, query.sort) }))
@@ -168,7 +168,7 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
     // row where it stands now, and by its keys only when it is gone (deleted, or no longer matching). A sort by
     // stored fields alone (live filters only) goes on by the keys, as the database's cursor does: a station edited
     // meanwhile (renamed to the end) would otherwise take the walk past every station between its old and new place.
-    const i = q.liveSort ? query.sort.findIndex((k) => k.field === idField) : -1
+    const i = q.liveSort ? query.sort.findIndex((k) => k.field === 'id') : -1
     const last = i === -1 ? -1 : keyed.findIndex((r) => r.keys[i] === after[i])
     start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds) > 0)
     if (start < 0) start = keyed.length

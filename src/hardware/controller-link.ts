@@ -457,11 +457,17 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     const waiting = [...session.inFlight.values()]
     for (const p of waiting) {
       clearTimeout(p.timer)
-      session.inFlight.delete(p.seq)
-      session.timedOut.set(p.seq, { cmd: p.cmd, args: p.args })
-      p.reject(new HardwareError('TIMEOUT', `the gateway is shutting down: controller ${this.id} had not acknowledged ${p.cmd} when the grace period ended; it may have carried it out`, { controllerId: this.id, seq: p.seq }))
+      this.giveUp(session, p, `the gateway is shutting down: controller ${this.id} had not acknowledged ${p.cmd} when the grace period ended; it may have carried it out`)
     }
     return waiting.length
+  }
+
+  /** A command given up on without its ACK: 504 to its caller, kept as timed out so that a late ACK still counts. */
+  private giveUp (session: Session, p: Pending, message: string): void {
+    session.inFlight.delete(p.seq)
+    session.timedOut.set(p.seq, { cmd: p.cmd, args: p.args })
+    if (session.timedOut.size > TIMED_OUT_KEPT) session.timedOut.delete(session.timedOut.keys().next().value as number)
+    p.reject(new HardwareError('TIMEOUT', message, { controllerId: this.id, seq: p.seq }))
   }
 
   private notSent (): HardwareError {
@@ -774,11 +780,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       this.transmit(session, p)
       return
     }
-    session.inFlight.delete(p.seq)
-    session.timedOut.set(p.seq, { cmd: p.cmd, args: p.args })
-    if (session.timedOut.size > TIMED_OUT_KEPT) session.timedOut.delete(session.timedOut.keys().next().value as number)
     this.stats.timeouts++
-    p.reject(new HardwareError('TIMEOUT', `controller ${this.id} did not acknowledge ${p.cmd}`, { controllerId: this.id, seq: p.seq }))
+    this.giveUp(session, p, `controller ${this.id} did not acknowledge ${p.cmd}`)
     if (++session.consecutiveTimeouts >= 3) {
       this.log.warn({ timeouts: session.consecutiveTimeouts }, 'controller stopped acknowledging, reconnecting')
       this.endSession(session, 'three commands in a row unacknowledged')
