@@ -222,14 +222,11 @@ t.test('db init makes a new SQLite file readable by its owner alone (it holds th
 })
 
 t.test('check-config: a number column without a declared type, whose filters read its text as the API does: no note for it', async (t) => {
-  const dir = tempDir(t, 'pg-cli-')
-  const url = `sqlite:${join(dir, 'untyped.db')}`
-  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
-  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await db.execute({ text: 'CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Gew)', params: [] })
   // '12' and ' 7 ' stay text in a column without a type, and read as 12 and 7; '12,500' reads as null
-  await db.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Gew) VALUES ('U-1', 'a', '12'), ('U-2', 'b', ' 7 '), ('U-3', 'c', 1.5), ('U-4', 'd', '12,500'), ('U-5', 'e', '12')", params: [] })
-  await db.close()
+  const { dir, url } = await legacyDatabase(t, `
+    CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Gew);
+    INSERT INTO Artikel (ArtNr, Bez, Gew) VALUES ('U-1', 'a', '12'), ('U-2', 'b', ' 7 '), ('U-3', 'c', 1.5), ('U-4', 'd', '12,500'), ('U-5', 'e', '12');
+  `)
   const file = join(dir, 'untyped.json')
   writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', weight: 'Gew', description: null, unit: null, barcode: null, minStock: null, maxStock: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: null } } } }))
   const res = io({})
@@ -238,14 +235,11 @@ t.test('check-config: a number column without a declared type, whose filters rea
 })
 
 t.test('check-config notes a mapping.defaults value that the table\'s foreign key finds in no row (SQLite), which every create would answer 503 to', async (t) => {
-  const dir = tempDir(t, 'pg-cli-')
-  const url = `sqlite:${join(dir, 'fk.db')}`
-  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
-  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await db.execute({ text: 'CREATE TABLE Zone (Code VARCHAR(4) PRIMARY KEY)', params: [] })
-  await db.execute({ text: "INSERT INTO Zone VALUES ('A')", params: [] })
-  await db.execute({ text: 'CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Lagerzone VARCHAR(4) NOT NULL REFERENCES Zone)', params: [] })
-  await db.close()
+  const { dir, url } = await legacyDatabase(t, `
+    CREATE TABLE Zone (Code VARCHAR(4) PRIMARY KEY);
+    INSERT INTO Zone VALUES ('A');
+    CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Lagerzone VARCHAR(4) NOT NULL REFERENCES Zone);
+  `)
   const file = join(dir, 'fk.json')
   const columns = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null, modifiedAt: null }
   const config = (zone: string): string => JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', defaults: { lagerzone: zone }, columns } } })
@@ -268,13 +262,10 @@ t.test('check-config notes a mapping.defaults value that the table\'s foreign ke
 })
 
 t.test('check-config: the note on Unix times in a SQLite time column advises "format" only where serve would take it (a declared type, not an untyped column)', async (t) => {
-  const dir = tempDir(t, 'pg-cli-')
-  const url = `sqlite:${join(dir, 'unix.db')}`
-  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
-  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await db.execute({ text: 'CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Aend, Angelegt DATETIME)', params: [] })
-  await db.execute({ text: "INSERT INTO Artikel VALUES (1, 'A-1', 'a', 1712052000, 1712052000), (2, 'A-2', 'b', 1712052001, 1712052001)", params: [] })
-  await db.close()
+  const { dir, url } = await legacyDatabase(t, `
+    CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Aend, Angelegt DATETIME);
+    INSERT INTO Artikel VALUES (1, 'A-1', 'a', 1712052000, 1712052000), (2, 'A-2', 'b', 1712052001, 1712052001);
+  `)
   const file = join(dir, 'unix.json')
   const base = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null }
   const config = (columns: object): string => JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', columns: { ...base, ...columns } } } })
@@ -293,13 +284,10 @@ t.test('check-config: the note on Unix times in a SQLite time column advises "fo
 })
 
 t.test('check-config counts the rows whose modifiedAt a digit format reads as no date (0, blanks), which no modifiedSince finds, as it counts NULL', async (t) => {
-  const dir = tempDir(t, 'pg-cli-')
-  const url = `sqlite:${join(dir, 'nodate.db')}`
-  t.equal(await main(['db', 'init'], io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })), 0)
-  const db = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await db.execute({ text: 'CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, AendDat INTEGER NOT NULL DEFAULT 0, ErfDat CHAR(8))', params: [] })
-  await db.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, AendDat, ErfDat) VALUES ('N-1', 'a', 20240102, '20240102'), ('N-2', 'b', 0, '        '), ('N-3', 'c', 0, '00000000'), ('N-4', 'd', 20240103, NULL)", params: [] })
-  await db.close()
+  const { dir, url } = await legacyDatabase(t, `
+    CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, AendDat INTEGER NOT NULL DEFAULT 0, ErfDat CHAR(8));
+    INSERT INTO Artikel (ArtNr, Bez, AendDat, ErfDat) VALUES ('N-1', 'a', 20240102, '20240102'), ('N-2', 'b', 0, '        '), ('N-3', 'c', 0, '00000000'), ('N-4', 'd', 20240103, NULL);
+  `)
   const file = join(dir, 'nodate.json')
   const columns = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null, createdAt: null }
   writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { ...columns, modifiedAt: { column: 'AendDat', format: 'yyyymmdd' } } } } }))
