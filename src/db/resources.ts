@@ -51,7 +51,8 @@ export const users: ResourceDef = {
     passwordHash: { kind: 'string', internal: true, notNull: true, maxLength: 255 },
     type: { kind: 'string', notNull: true, maxLength: 32, default: 'user', enum: ['admin', 'user', 'application'] },
     displayName: { kind: 'string', maxLength: 200 },
-    enabled: { kind: 'boolean', notNull: true, default: true },
+    // toUser shows a NULL or an unknown code as false
+    enabled: { kind: 'boolean', notNull: true, default: true, unknownIsFalse: true },
     tokenVersion: { kind: 'integer', internal: true, notNull: true, default: 0 },
     lastLoginAt: { kind: 'datetime', readOnly: true },
     createdAt: { kind: 'datetime', readOnly: true, notNull: true },

@@ -254,7 +254,9 @@ export class SqlBuilder {
           const codes = [...new Set(map.codes.get(String(value))!.flatMap((code) => asCompared(this.storage.codeValue(s, code))))].map((code) => this.param(params, s, code))
           return `WHEN ${expr} ${codes.length === 1 ? `= ${codes[0]}` : `IN (${codes.join(', ')})`} THEN ${i + 1}`
         })
-        return `CASE ${whens.join(' ')} WHEN ${c} IS NULL THEN NULL ELSE ${map.order.length + 1} END`
+        // a field that shows a NULL or an unknown code as false (users.enabled) ranks them with false
+        const unknown = s.def.unknownIsFalse === true ? `${map.order.indexOf(false) + 1}` : undefined
+        return `CASE ${whens.join(' ')} WHEN ${c} IS NULL THEN ${unknown ?? 'NULL'} ELSE ${unknown ?? map.order.length + 1} END`
       }
       case 'time-text': return SQLITE_TIME(c)
       case 'number-text': return SQLITE_NUMBER(c)

@@ -22,6 +22,11 @@ export interface FieldDef {
   default?: string | number | boolean
   /** strings: the values the API knows; a stored value outside them is returned as is and logged once */
   enum?: string[]
+  /**
+   * booleans: the API shows a NULL or a code no value map knows as false (a user's active flag:
+   * such a row is not enabled), so sorting ranks it with false, not after true
+   */
+  unknownIsFalse?: boolean
 }
 
 export interface ResourceDef {

@@ -338,3 +338,27 @@ t.test('legacy users: enabled=false finds every row the list shows as disabled, 
     t.same(await ids(query), shownTrue, query)
   }
 })
+
+t.test('legacy users: sort=enabled orders by the flag the list shows, codes no map knows with false', { skip: MSSQL && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, async (db) => {
+    await legacyTables(db)
+    await db.execute({ text: 'UPDATE "Benutzer" SET "Aktiv" = CASE "BenID" WHEN 52 THEN \'N\' WHEN 53 THEN \'X\' WHEN 54 THEN \'?\' ELSE "Aktiv" END', params: [] })
+  })
+  const admin = ctx.auth(ctx.adminToken)
+  const shown = async (url: string): Promise<string[]> => {
+    const seen: string[] = []
+    for (let next: string | undefined = url; next !== undefined;) {
+      const res = await ctx.app.inject({ method: 'GET', url: next, headers: admin })
+      t.equal(res.statusCode, 200, `${next}: ${res.body}`)
+      const body = res.json() as { data: Array<{ id: number, enabled: boolean }>, meta: { next?: string } }
+      seen.push(...body.data.map((u) => `${u.id}:${String(u.enabled)}`))
+      next = body.meta.next
+    }
+    return seen
+  }
+  // before: 53 and 54 ('X', '?'), shown as false, sorted after every enabled user
+  const ascending = ['52:false', '53:false', '54:false', '49:true', '50:true', '51:true', '55:true']
+  t.same(await shown('/api/users?sort=enabled'), ascending, 'false first, ties by id')
+  t.same(await shown('/api/users?sort=enabled&limit=2'), ascending, 'the same walked page by page')
+  t.same(await shown('/api/users?sort=-enabled&limit=2'), ['49:true', '50:true', '51:true', '55:true', '52:false', '53:false', '54:false'], 'descending')
+})
