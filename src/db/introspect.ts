@@ -71,7 +71,7 @@ const bothSpellingsEach = <K extends string>(lists: Record<K, string[]>): Record
 const TABLE_SYNONYMS: Record<ResourceName, string[]> = bothSpellingsEach({
   materials: ['materials', 'material', 'materialbase', 'materialmaster', 'materialstamm', 'artikel', 'artikelstamm', 'article', 'articles', 'items', 'item', 'itemmaster', 'parts', 'part', 'products', 'product', 'produkt', 'artikelen', 'artikels', 'materialen', 'mat', 'art', 'produit', 'produits', 'articolo', 'articoli', 'materiale', 'materiali', 'prodotto', 'prodotti', 'articulo', 'articulos', 'producto', 'productos', 'artiklar', 'vara', 'varor', 'produkter', 'sku', 'skus', 'partmaster', 'stockitem', 'stockitems', 'inventoryitem', 'inventoryitems', 'teile', 'teil', 'materialien', 'towary', 'towar', 'artykuly', 'artykul', 'materialy', 'kartotekatowarow'],
   stations: ['stations', 'station', 'workplaces', 'workplace', 'workstations', 'workstation', 'arbeitsplatz', 'arbeitsplaetze', 'pickstation', 'terminals', 'terminal', 'lifts', 'lift', 'werkplekken', 'werkplek', 'werkplaatsen', 'vlm', 'wp', 'ap', 'poste', 'postes', 'postetravail', 'postesdetravail', 'postazione', 'postazioni', 'stazione', 'stazioni', 'estacion', 'estaciones', 'puesto', 'puestos', 'stationer', 'arbetsplats', 'arbetsplatser', 'plockplats', 'plockplatser', 'plockstation', 'plockstationer', 'ws', 'pickstations', 'pickingstation', 'pickingstations', 'stationen', 'kommissionierplatz', 'kommissionierplaetze', 'pickplatz', 'pickplaetze', 'stanowiska', 'stanowisko', 'stanowiskapracy', 'stanowiskakompletacji'],
-  users: ['gatewayusers', 'users', 'user', 'benutzer', 'anwender', 'bediener', 'gebruikers', 'gebruiker', 'operators', 'accounts', 'logins', 'utilisateur', 'utilisateurs', 'utente', 'utenti', 'operatore', 'operatori', 'usuario', 'usuarios', 'anvaendare', 'operator', 'employees', 'employee', 'staff', 'pickers', 'picker', 'uzytkownicy', 'uzytkownik', 'operatorzy', 'pracownicy']
+  users: ['gatewayusers', 'users', 'user', 'benutzer', 'anwender', 'bediener', 'gebruikers', 'gebruiker', 'operators', 'accounts', 'logins', 'utilisateur', 'utilisateurs', 'operateur', 'operateurs', 'utente', 'utenti', 'operatore', 'operatori', 'usuario', 'usuarios', 'anvaendare', 'operator', 'employees', 'employee', 'staff', 'pickers', 'picker', 'uzytkownicy', 'uzytkownik', 'operatorzy', 'pracownicy']
 })
 
 /** Tables with these words in their name or schema hold history or copies, not the master data. */
@@ -125,7 +125,7 @@ const COLUMN_SYNONYMS: Record<ResourceName, Record<string, string[]>> = {
     displayName: ['fullname', 'name', 'anzeigename', 'naam', 'volledigenaam', 'nomcomplet', 'nom', 'nomecompleto', 'nombrecompleto', 'fulltnamn', 'namn', 'opname', 'operatorname', 'employeename', 'displayname', 'imienazwisko', 'nazwisko', 'nazwiskoimie'],
     enabled: ['active', 'aktiv', 'isactive', 'actief', 'actif', 'attivo', 'activo', 'habilitado', 'enabledyn', 'activeyn', 'activeflag', 'aktywny', 'aktywne', 'czynny'],
     tokenVersion: ['tokenversion'],
-    lastLoginAt: ['lastlogin', 'letzteanmeldung', 'ostatnielogowanie', 'dataostatniegologowania'],
+    lastLoginAt: ['lastlogin', 'letzteanmeldung', 'derniereconnexion', 'dernierlogin', 'dernieracces', 'ostatnielogowanie', 'dataostatniegologowania'],
     createdAt: CREATED,
     modifiedAt: MODIFIED
   })

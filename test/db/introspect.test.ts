@@ -327,6 +327,20 @@ t.test('French, Italian and Swedish names, accents and all', async (t) => {
   t.match(mapped(found.resources.users.mapping)?.columns, { username: 'användarnamn', passwordHash: 'lösenord' })
 })
 
+t.test('a French operator table: Opérateurs, Identifiant, Mot_de_passe, Dernière_connexion', async (t) => {
+  const path = join(dir, 'french-operators.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`CREATE TABLE "Opérateurs" (Matricule INTEGER PRIMARY KEY, Identifiant VARCHAR(30) NOT NULL UNIQUE, Mot_de_passe VARCHAR(255), "Rôle" CHAR(1),
+    Nom_complet VARCHAR(60), Actif CHAR(1), "Dernière_connexion" DATETIME, token_version INTEGER NOT NULL DEFAULT 0)`)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: no table looked like users, and the last login had no French word
+  t.equal(found.resources.users.table?.name, 'Opérateurs')
+  t.match(mapped(found.resources.users.mapping)?.columns, { username: 'Identifiant', passwordHash: 'Mot_de_passe', displayName: 'Nom_complet', lastLoginAt: 'Dernière_connexion' })
+})
+
 t.test('letters outside ASCII are part of a word: Quantité_Réelle, PowódBlokady, Hasło', async (t) => {
   t.equal(normalizeName('Hasło'), 'haslo', 'ł is l, as ø is o')
   t.same(nameTokens('PowódBlokady'), ['powod', 'blokady'])
