@@ -857,13 +857,16 @@ export class Repository {
   /**
    * A unique text (a material number, a station's name) may not begin or end with white space: 'P-1 '
    * would be a second material beside 'P-1' that looks the same (SQL Server would even take them for
-   * one), nor hold a control or invisible character. A value the row already shows is no new claim.
+   * one), nor hold a control or invisible character, nor be written in another Unicode form than NFC
+   * ('E' and a combining accent, as some keyboards and macOS file names send 'É': a second station
+   * beside 'É01' that looks the same). A value the row already shows is no new claim.
    */
   private assertTrimmed (given: Row, current?: Row): void {
     for (const f of this.uniqueFields) {
       const value = given[f]
-      if (typeof value !== 'string' || (value === value.trim() && !HIDDEN_CHARACTER.test(value)) || (current !== undefined && this.sameShown(f, current[f], value))) continue
+      if (typeof value !== 'string' || (value === value.trim() && !HIDDEN_CHARACTER.test(value) && value === value.normalize('NFC')) || (current !== undefined && this.sameShown(f, current[f], value))) continue
       if (value !== value.trim()) throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
+      if (value !== value.normalize('NFC')) throw new InvalidValueError(`'${f}' must be in Unicode NFC (an accented letter as one character, not a letter and a combining accent): it would look like ${JSON.stringify(value.normalize('NFC'))}, a second ${this.noun} that looks the same; send it in that form`)
       // 'PTL-01' with a zero-width space after it would be a second station that looks like PTL-01 (the create schemas' VISIBLE_KEY)
       throw new InvalidValueError(`'${f}' may hold no control or invisible characters (zero-width spaces, direction marks): it would look like another ${this.noun}'s`)
     }
