@@ -38,6 +38,17 @@ function clientRefusal (err: unknown): string | undefined {
 }
 
 /**
+ * The HTTP status of a server error (5xx) the token endpoint answered, else undefined: a provider
+ * that is overloaded or restarting (500 server_error, 503 temporarily_unavailable) or a proxy before
+ * it (502, 504). openid-client gives it as a ResponseBodyError's status when the body is an OAuth
+ * error, else as the status of the response it puts in the error's cause.
+ */
+function serverError (err: unknown): number | undefined {
+  const status = err instanceof client.ResponseBodyError ? err.status : (err as { cause?: { status?: unknown } } | undefined)?.cause?.status
+  return typeof status === 'number' && status >= 500 && status <= 599 ? status : undefined
+}
+
+/**
  * Pending logins kept at most. Beyond it, the oldest of the address (an IPv6 client's /64) that holds
  * the most is dropped: a flood from many addresses (each within its rate limit) then drops its own
  * logins, not the one or two a person's browser has pending (dropping the oldest overall gave a
@@ -184,6 +195,13 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
         // provider does not know): no browser login works until the administrator fixes it.
         request.log.warn({ provider: provider.id, error: refusal }, 'the identity provider refused the gateway\'s client at its token endpoint: check auth.sso clientId and the client secret')
         throw clientRefused(provider.id)
+      }
+      const status = serverError(err)
+      if (status !== undefined) {
+        // The provider (or a proxy before it) could not serve the token request now: not the person's
+        // fault, and the code was not taken, so the same callback completes the login once it is back.
+        request.log.warn({ provider: provider.id, reason: describeError(err) }, 'identity provider unreachable for a browser login')
+        unavailable(ssoUnavailable(provider.id))
       }
       if (err instanceof client.AuthorizationResponseError || err instanceof client.ResponseBodyError) {
         request.log.info({ provider: provider.id, error: err.error }, 'browser login refused by the identity provider')

@@ -278,3 +278,27 @@ t.test('the provider goes away between login and callback', async (t) => {
   t.equal(again.statusCode, 200, `the provider back: the same callback completes the login, as the 503's Retry-After promised (${again.body})`)
   t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })).json().code, 'SSO_STATE_INVALID', 'and only once')
 })
+
+t.test('a token endpoint that answers a server error (the provider overloaded or restarting, a proxy before it): 503, and the same callback completes the login once it is back', async (t) => {
+  const { idp, ctx, logs } = await setup(t)
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const cases: Array<[string, NonNullable<typeof idp.tokenAnswer>]> = [
+    ['500 server_error', { status: 500, body: { error: 'server_error' } }],
+    ['503 temporarily_unavailable', { status: 503, body: { error: 'temporarily_unavailable' } }],
+    ['a proxy\'s 502, no OAuth error', { status: 502, body: { message: 'bad gateway' } }]
+  ]
+  for (const [what, answer] of cases) {
+    idp.tokenAnswer = undefined
+    const { callback } = await start(ctx, idp)
+    idp.tokenAnswer = answer
+    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    t.equal(res.statusCode, 503, `${what}: ${res.body}`)
+    t.equal(res.json().code, 'SSO_UNAVAILABLE', what)
+    t.equal(res.headers['retry-after'], '10', what)
+    idp.tokenAnswer = undefined
+    const again = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    t.equal(again.statusCode, 200, `${what}: the provider back, the same callback completes the login (${again.body})`)
+  }
+  t.equal(logs.filter((line) => line.includes('identity provider unreachable for a browser login')).length, 3, 'a warning for each')
+  t.notMatch(logs.join('\n'), /code=/, 'no code in the log')
+})
