@@ -185,8 +185,8 @@ export class SsoProvider {
         clientSecret === undefined ? client.None() : client.ClientSecretPost(clientSecret), {
           [client.customFetch]: this.fetch as client.CustomFetch,
           timeout: timeoutMs / 1000,
-          // ID tokens of the browser login: signature checked too, not only trusted for arriving over TLS
-          execute: [...(insecure ? [client.allowInsecureRequests] : []), ...(clientId === undefined ? [] : [client.enableNonRepudiationChecks])]
+          // the ID token's signature is checked by verify (plugins/routes/sso.ts), with the keys access tokens use
+          execute: insecure ? [client.allowInsecureRequests] : []
         })
     } catch (err) {
       // the address openid-client asked: an issuer's trailing slash (Auth0, Authentik) is not doubled
@@ -210,9 +210,13 @@ export class SsoProvider {
   /**
    * Verifies an access token of this provider: signature by kid (asymmetric algorithms only), iss,
    * aud, exp (required, no skew), nbf (at most 60 s skew), sub, and that it is no ID token. Throws SsoError.
+   * With `idTokenOf`, the ID token of a browser login instead (its aud the gateway's client id), with
+   * the same keys and rules (several keys under its kid, keys given as certificates, a key set that
+   * cannot be fetched: unavailable), which openid-client's own key cache did not apply. Never remembered:
+   * it is no access token.
    */
-  async verify (token: string): Promise<SsoClaims> {
-    const hit = this.checked.get(token, Date.now())
+  async verify (token: string, idTokenOf?: { clientId: string }): Promise<SsoClaims> {
+    const hit = idTokenOf === undefined ? this.checked.get(token, Date.now()) : undefined
     // past its time: checked afresh, which also tells an expired token from one past the keys' age;
     // so is one checked with keys fetched again since, which may no longer have its key
     // the keys' age on the monotonic clock, as the keys' own (a clock set back would keep a withdrawn key's token for as long)
@@ -224,7 +228,7 @@ export class SsoProvider {
     const used: { keys?: KeyLookup } = {}
     const options: JWTVerifyOptions = {
       issuer: this.config.issuer,
-      audience: this.config.audience,
+      audience: idTokenOf?.clientId ?? this.config.audience,
       algorithms,
       clockTolerance: NBF_SKEW_SECONDS,
       requiredClaims: ['exp', 'sub']
@@ -275,8 +279,9 @@ export class SsoProvider {
     if ((payload.exp as number) <= Math.floor(Date.now() / 1000)) throw new SsoError('the token has expired', { expired: true })
     if (typeof payload.sub !== 'string' || payload.sub === '') throw new SsoError('the token has no sub')
     if (typeof payload.iat === 'number' && payload.iat > Math.floor(Date.now() / 1000) + NBF_SKEW_SECONDS) throw new SsoError('the token was issued in the future (iat)')
-    if (isIdToken(payload)) throw new SsoError('the token is an ID token, not an access token')
     const claims = payload as SsoClaims
+    if (idTokenOf !== undefined) return claims
+    if (isIdToken(payload)) throw new SsoError('the token is an ID token, not an access token')
     this.checked.set(token, { claims, keys: used.keys!, at: performance.now() }, Math.min((claims.exp as number) * 1000, Date.now() + this.maxAgeMs))
     return claims
   }

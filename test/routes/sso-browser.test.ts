@@ -1,4 +1,5 @@
 // Browser login at a real OpenID provider (oidc-provider on loopback): code + PKCE, state and nonce, ending in the gateway's token pair.
+import { exportJWK, generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
 import { build, type TestContext } from '../helpers/build.js'
 import { AUDIENCE, BROWSER_CLIENT, browserLogin, CLIENT_SECRET, startProvider, type TestProvider } from '../helpers/oidc.js'
@@ -301,4 +302,37 @@ t.test('a token endpoint that answers a server error (the provider overloaded or
   }
   t.equal(logs.filter((line) => line.includes('identity provider unreachable for a browser login')).length, 3, 'a warning for each')
   t.notMatch(logs.join('\n'), /code=/, 'no code in the log')
+})
+
+t.test('the browser login\'s ID token is checked with the keys access tokens are: several keys under its kid, or a key set the provider cannot give', async (t) => {
+  t.test('one kid given to two keys: the one whose signature verifies is used', async (t) => {
+    const { idp, ctx } = await setup(t)
+    idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+    const { publicKey } = await generateKeyPair('RS256', { extractable: true })
+    const twin = { ...await exportJWK(publicKey), kid: idp.keys[0].kid, alg: 'RS256', use: 'sig' }
+    idp.jwksAnswer = { keys: [twin, idp.keys[0].publicJwk] }
+    const { callback } = await start(ctx, idp)
+    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    t.equal(res.statusCode, 200, res.body)
+    // and still checked: signed with a key the provider does not publish, it is refused
+    const other = await setup(t)
+    other.idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+    other.idp.jwksAnswer = { keys: [{ ...twin, kid: other.idp.keys[0].kid }] }
+    const forged = await start(other.ctx, other.idp)
+    const refused = await other.ctx.app.inject({ method: 'GET', url: callbackOf(forged.callback) })
+    t.equal(refused.statusCode, 400, refused.body)
+    t.equal(refused.json().code, 'SSO_LOGIN_FAILED')
+    t.match(other.logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'browser login response refused'), { reason: /signature verification failed/ })
+  })
+  t.test('a key set without keys (a provider restarted before loading them): 503, not the person\'s 400', async (t) => {
+    const { idp, ctx, logs } = await setup(t)
+    idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+    idp.jwksAnswer = { keys: [] }
+    const { callback } = await start(ctx, idp)
+    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    t.equal(res.statusCode, 503, res.body)
+    t.equal(res.json().code, 'SSO_UNAVAILABLE')
+    t.equal(res.headers['retry-after'], '10')
+    t.match(logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'identity provider unreachable for a browser login'), { reason: /key set .* holds no keys/ })
+  })
 })
