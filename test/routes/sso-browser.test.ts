@@ -96,7 +96,8 @@ t.test('code + PKCE end to end: the same answer as a password login, then refres
 })
 
 t.test('forged, crossed and expired callbacks are a 400 that changes nothing', async (t) => {
-  const { idp, ctx } = await setup(t, { stateTtlMs: 300 })
+  // the short lifetime on a gateway of its own: two browser logins on a loaded machine outlast 300 ms
+  const { idp, ctx } = await setup(t)
   idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
   const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total
   const users = await count()
@@ -125,9 +126,11 @@ t.test('forged, crossed and expired callbacks are a 400 that changes nothing', a
   t.match(denied.json().message, /refused the login \(access_denied\)/)
 
   // Too late
-  const late = await start(ctx, idp)
+  const short = await setup(t, { stateTtlMs: 300 })
+  short.idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const late = await start(short.ctx, short.idp)
   await new Promise((resolve) => setTimeout(resolve, 350))
-  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(late.callback) })).json().code, 'SSO_STATE_INVALID', 'an expired state')
+  t.equal((await short.ctx.app.inject({ method: 'GET', url: callbackOf(late.callback) })).json().code, 'SSO_STATE_INVALID', 'an expired state')
   t.equal(await count(), users + 1, 'no user was created by any of the refused ones (one by the rightful callback)')
 })
 
