@@ -12,6 +12,7 @@ import { buildApp } from '../src/app.js'
 import { main } from '../src/commands.js'
 import { validateConfig } from '../src/config.js'
 import { DatabaseUnavailableError } from '../src/db/errors.js'
+import { openDatabase } from '../src/db/index.js'
 import type { Database } from '../src/db/types.js'
 import { loggerOptions, redactUrl, scrub, toJournal, withSyslogPriority } from '../src/logger.js'
 import { ADMIN_PASSWORD, build } from './helpers/build.js'
@@ -202,6 +203,21 @@ t.test('a database that is down at start: the gateway starts, answers 503, and c
   t.equal(ready.statusCode, 503)
   t.match(ready.json().database.error, /^The database does not match the configured mapping; the log names what differs/)
   t.notMatch(ready.body, /missing_stations/, 'public readiness names no table; the log does')
+})
+
+t.test('a SQLite database closed under the start-up (a stop during its mapping check): the build fails as stopped, no "database unavailable at start" warning', async (t) => {
+  const ctx = await build(t)
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _enc, cb) { lines.push(String(chunk)); cb() } })
+  const db = openDatabase(ctx.config.database.url, { create: false, connectTimeoutMs: 5000, requestTimeoutMs: 15000, logger: { info () {}, warn () {}, error () {} } })
+  const config = validateConfig({ database: ctx.config.database, auth: { jwtSecret: SECRET, argon2: ctx.config.auth.argon2 }, server: { maxEventLoopDelayMs: 0 } })
+  const building = buildApp(config, { db, logger: pino(loggerOptions('info'), stream) })
+  t.teardown(() => building.then((app) => app.close(), () => {}))
+  // serve closes the database at a signal while the app is still being built
+  await db.close()
+  await t.rejects(building, { name: 'DatabaseClosedError' }, 'before: the build went on, retrying a database the stop had closed')
+  const warned = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => String(line.msg).startsWith('database unavailable at start'))
+  t.same(warned, [], 'no outage reported for the stop (before: a warning with the stack of "The database is closed" after "stopped during start-up")')
 })
 
 t.test("a SQL Server down at start whose clock is behind: once it is back, serverTime is set back at once, not from the minute's first reading", async (t) => {

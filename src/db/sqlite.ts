@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -609,7 +609,8 @@ class SqliteDatabase implements Database {
     if (this.closed) return
     // refuse new calls at once; let the queued ones finish
     this.closed = true
-    this.refused = new DatabaseUnavailableError('The database is closed')
+    // a stop, not an outage: a start-up's mapping check it cuts short must not report one (plugins/database.ts)
+    this.refused = new DatabaseClosedError()
     if (this.held) await new Promise<void>((resolve) => { this.turns.push(resolve) })
     else this.held = true
     this.cache.clear()

@@ -724,11 +724,11 @@ t.test('driver plumbing', async (t) => {
     'the same text with its parameters in another order binds each by its name')
   const queued = mem.query({ text: 'SELECT 42 AS answer', params: [] })
   const closing = mem.close()
-  await t.rejects(mem.ping(), { name: 'DatabaseUnavailableError' }, 'refused once closing')
+  await t.rejects(mem.ping(), { name: 'DatabaseClosedError', statusCode: 503, code: 'DATABASE_UNAVAILABLE' }, 'refused once closing: still a 503, and no outage (a stop)')
   t.same(await queued, [{ answer: 42 }], 'a call queued before close still runs')
   await closing
   await mem.close()
-  await t.rejects(mem.ping(), { name: 'DatabaseUnavailableError' }, 'closed')
+  await t.rejects(mem.ping(), { name: 'DatabaseClosedError' }, 'closed')
 })
 
 t.test('the compiled row mapper: fields in order, each through its reader, names kept as data', async (t) => {
