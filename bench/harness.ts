@@ -30,6 +30,17 @@ export function installCleanup (): void {
       process.exit(code) // the exit handler above does the rest
     })
   }
+  // Run by npm (npm run bench execs it: npm is its parent), the end of npm is a stop too: npm passes on SIGTERM and
+  // SIGINT but dies of a SIGHUP sent to it alone, and passes nothing on when killed; the bench ran on for its
+  // 7 minutes, at full load. An orphan is given to init (or a subreaper): its parent pid changes.
+  if (process.env.npm_lifecycle_event !== undefined) {
+    const npm = process.ppid
+    setInterval(() => {
+      if (process.ppid === npm) return
+      process.stderr.write(`\nthe process that started the bench (pid ${npm}) is gone: stopping the servers\n`)
+      process.exit(143) // as the SIGTERM npm would have passed on
+    }, 500).unref()
+  }
   // Its output's reader gone (`npm run bench | head`): the next write was an unhandled EPIPE, a stack
   // and exit 1. It stops as a shell pipeline's command does, exit 141 (128 + SIGPIPE) for a closed
   // pipe, 74 (EX_IOERR) for another failure, saying so in one line on standard error if that still

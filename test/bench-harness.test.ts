@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { fetchWithin, fillSqliteInWorker, pacedRound, startHelper, startServer, unitFileEnvironment, type Server } from '../bench/harness.js'
 import { openDatabase } from '../src/db/index.js'
-import { CLI, gatewaySetup, HUNG_MS, start, START_MS, type Run } from './helpers/process.js'
+import { CLI, gatewaySetup, HUNG_MS, start, startCommand, START_MS, type Run } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 
@@ -115,6 +115,29 @@ t.test('the bench ends by SIGTERM, SIGINT or SIGHUP and takes its servers with i
     t.same([exitCode, exitSignal], [code, null], `${signal}: the bench exits ${code}, by its handler, not killed by the signal`)
     t.ok(await gone(bench.serverPid, HUNG_MS), `${signal}: its server is gone too (before, SIGHUP left it running)`)
   }
+})
+
+t.test('a bench run by npm ends when npm does (a SIGHUP to npm alone, which npm does not pass on), taking its servers with it', async (t) => {
+  const dir = tempDir(t, 'pg-bench-parent-')
+  const server = join(dir, 'server.mjs')
+  writeFileSync(server, `import { createServer } from 'node:http'\ncreateServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
+  const script = join(dir, 'bench.mjs')
+  writeFileSync(script, `import { installCleanup, startServer } from ${JSON.stringify(HARNESS)}
+installCleanup()
+const s = await startServer('stub', ${JSON.stringify(server)}, [], {}, ${JSON.stringify(join(dir, 'stub.log'))})
+process.stdout.write(process.pid + ' ' + s.pid + '\\n')
+setInterval(() => {}, 1000)
+`)
+  // npm's place: a shell that forks the bench (a command follows it) and then dies without passing anything on
+  const npm = startCommand(t, 'sh', ['-c', '"$@"; exit $?', 'sh', process.execPath, ...process.execArgv, script], { npm_lifecycle_event: 'bench' })
+  await until(() => npm.out().includes('\n') || npm.child.exitCode !== null, 'the bench to print its pids', 4 * START_MS)
+  const [benchPid, serverPid] = npm.out().trim().split(' ').map(Number)
+  if (!(serverPid > 0)) throw new Error(`the bench did not start its server (${npm.child.exitCode}): ${npm.err()}`)
+  t.teardown(() => { for (const pid of [benchPid, serverPid]) if (alive(pid)) process.kill(pid, 'SIGKILL') })
+  npm.child.kill('SIGKILL')
+  await npm.exited
+  t.ok(await gone(benchPid, HUNG_MS), 'the bench ends (before: it ran on, its 7 minutes at full load)')
+  t.ok(await gone(serverPid, HUNG_MS), 'its server is gone too')
 })
 
 t.test('a bench killed with SIGKILL does not leave its gateway server behind', async (t) => {
