@@ -130,9 +130,12 @@ export async function createReferenceTables (db: Database, mappings: Record<Reso
     if (problems.length > 1 || !isMissingTable(problems[0])) {
       throw new SchemaMismatchError(`The existing table does not match the configured mapping: ${problems.join('; ')}`)
     }
-    for (const text of createTableStatements(db.dialect, resources[name], mappings[name])) {
-      await db.execute({ text, params: [] })
-    }
+    const statements = createTableStatements(db.dialect, resources[name], mappings[name])
+    // a table and its index (and schema) together or not at all: a stop between them left a table
+    // without its index, and the next db init, finding the table there, never added it
+    await db.transaction(async (tx) => {
+      for (const text of statements) await tx.execute({ text, params: [] })
+    })
     created.push(name)
   }
   return created

@@ -10,6 +10,7 @@ import { materials, referenceMappings, resources, stations, users, type Resource
 import { openSqlite } from '../../src/db/sqlite.js'
 import { initDatabase } from '../../src/bootstrap.js'
 import { ConflictError } from '../../src/db/errors.js'
+import type { Database, Executor, Statement } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
 
 const dir = tempDir(t, 'pg-init-')
@@ -118,6 +119,30 @@ t.test('createReferenceTables and seedDemoData on SQLite', async (t) => {
 
   await t.rejects(seedDemoData(db, referenceMappings, { now: NOW }), { name: 'ConflictError' }, 'seeding twice hits the unique key')
   t.equal(await mats.count(), 1200, 'and the whole second seed rolled back')
+})
+
+t.test('db init stopped between a table and its index: neither is left, and the next db init creates both', async (t) => {
+  const db = openSqlite(join(dir, 'index-cut.db'), { create: true })
+  t.teardown(() => db.close())
+  // the stop (a SIGTERM, a dropped connection) as the statement after CREATE TABLE fails
+  const cut = (stmt: Statement): void => { if (/^CREATE INDEX/.test(stmt.text)) throw new Error('stopped') }
+  const stopping = new Proxy(db, {
+    get (target, prop) {
+      if (prop === 'execute') return async (stmt: Statement) => { cut(stmt); return await target.execute(stmt) }
+      if (prop === 'transaction') {
+        return async <T>(fn: (tx: Executor) => Promise<T>) => await target.transaction(async (tx) =>
+          await fn({ ...tx, query: tx.query.bind(tx), queryValues: tx.queryValues?.bind(tx), execute: async (stmt: Statement) => { cut(stmt); return await tx.execute(stmt) } }))
+      }
+      const value = Reflect.get(target, prop) as unknown
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+    }
+  }) as Database
+  await t.rejects(createReferenceTables(stopping, referenceMappings), { message: 'stopped' })
+  const objects = async () => (await db.query({ text: "SELECT type AS type, name AS name FROM sqlite_schema WHERE tbl_name = 'materials' AND name NOT LIKE 'sqlite_%' ORDER BY type, name", params: [] })).map((r) => `${String(r.type)} ${String(r.name)}`)
+  // before: the table stayed without its index, and db init, finding the table there, never added it
+  t.same(await objects(), [], 'no materials table without its index')
+  await createReferenceTables(db, referenceMappings)
+  t.same(await objects(), ['index IX_materials_modified_at', 'table materials'])
 })
 
 t.test('the users table keeps internal fields', async (t) => {
