@@ -43,8 +43,11 @@ export const NOT_BLANK = '\\S'
  * Characters that show as nothing (soft hyphen, zero-width space and joiners, direction marks and
  * embeddings, word joiner, BOM): 'ad\u200bmin' reads as admin in a list, and SQL Server's collations
  * give most of them no weight, so at a login it could find admin's row under a throttle count of its own.
+ * Also the rest of Unicode's default-ignorable characters in the BMP (combining grapheme joiner,
+ * Hangul fillers, Khmer inherent vowels, Mongolian variation selectors, variation selectors, U+FFF0 to
+ * U+FFF8): 'M-1\u034fX' showed as M-1X and was a second material beside it.
  */
-const INVISIBLE = '\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb'
+const INVISIBLE = '\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb'
 /** control characters (C0, DEL, C1) and the invisible ones: what no key may hold */
 const HIDDEN = `\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}`
 /**

@@ -113,6 +113,9 @@ t.test('bad bodies are refused and change nothing', async (t) => {
     // stored as sent, a blank number or name matches nothing a person types (before: 201)
     ['materialNumber of spaces', { materialNumber: '   ', name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
     ['materialNumber with a zero-width space', { materialNumber: 'M-1\u200b', name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters/],
+    // the rest of Unicode's default-ignorable characters show as nothing too (before: 201, a second 'M-1X')
+    ...['\u034f', '\u115f', '\u1160', '\u17b4', '\u180b', '\u3164', '\ufe0f', '\uffa0', '\ufff0'].map((c): [string, object, RegExp] =>
+      [`materialNumber with U+${c.charCodeAt(0).toString(16).toUpperCase()}`, { materialNumber: `M-1${c}X`, name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters/]),
     ['name of a tab', { materialNumber: 'M-2', name: '\t' }, /^body\/name must hold a character other than spaces$/]
   ]
   for (const [name, payload, message] of cases) {
