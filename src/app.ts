@@ -436,6 +436,15 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       const response = route.schema.response as Record<string, unknown> | undefined
       route.schema = { ...route.schema, querystring: NO_QUERY, ...(response !== undefined && response['400'] === undefined && { response: { ...response, ...errorResponses(400) } }) }
     })
+    // and a route that takes no body (a delete, a refresh, a ticket) refuses one, for the same reason:
+    // DELETE /api/materials/30 with {"ids": [1, 2, 3]} must not delete 30 alone and answer 204
+    scope.addHook('onRoute', (route) => {
+      if (route.schema === undefined || route.schema.body !== undefined) return
+      const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]
+      route.preValidation = [...existing, async (request: FastifyRequest) => {
+        if (request.body !== undefined) throw new ApiError(400, 'VALIDATION_ERROR', `body: ${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`)
+      }]
+    })
     scope.addHook('onRoute', (route) => {
       const body = route.schema?.body as { properties?: Record<string, unknown>, additionalProperties?: unknown } | undefined
       if (body?.properties === undefined || body.additionalProperties !== false) return
