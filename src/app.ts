@@ -436,13 +436,19 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       const response = route.schema.response as Record<string, unknown> | undefined
       route.schema = { ...route.schema, querystring: NO_QUERY, ...(response !== undefined && response['400'] === undefined && { response: { ...response, ...errorResponses(400) } }) }
     })
-    // and a route that takes no body (a delete, a refresh, a ticket) refuses one, for the same reason:
-    // DELETE /api/materials/30 with {"ids": [1, 2, 3]} must not delete 30 alone and answer 204
+    // and a route that takes no body (a delete, a refresh, a ticket) refuses one that says something, for
+    // the same reason: DELETE /api/materials/30 with {"ids": [1, 2, 3]} must not delete 30 alone and
+    // answer 204. `{}` and `null` say nothing and pass (scripts that send a JSON body on every POST).
+    // GET and HEAD bodies are never read: no hook on their path. A callback hook: it runs on every delete.
     scope.addHook('onRoute', (route) => {
       if (route.schema === undefined || route.schema.body !== undefined) return
+      const methods = Array.isArray(route.method) ? route.method : [route.method]
+      if (methods.every((m) => m === 'GET' || m === 'HEAD')) return
       const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]
-      route.preValidation = [...existing, async (request: FastifyRequest) => {
-        if (request.body !== undefined) throw new ApiError(400, 'VALIDATION_ERROR', `body: ${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`)
+      route.preValidation = [...existing, (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
+        const body = request.body
+        const empty = body === undefined || body === null || (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)
+        done(empty ? undefined : new ApiError(400, 'VALIDATION_ERROR', `body: ${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`))
       }]
     })
     scope.addHook('onRoute', (route) => {
