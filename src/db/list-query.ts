@@ -242,7 +242,7 @@ export function parseFilter (field: string, def: FieldDef, raw: string, codes = 
 }
 
 /** Parses a sort parameter (`-modifiedAt,materialNumber`); the id field is appended as the final tie-breaker. */
-export function parseSort (def: ResourceDef, raw: string | undefined): SortKey[] {
+export function parseSort (def: ResourceDef, raw: string | undefined, derived?: DerivedFilters): SortKey[] {
   const id = idField(def)
   const keys: SortKey[] = []
   for (const part of (raw ?? '').split(',')) {
@@ -251,6 +251,8 @@ export function parseSort (def: ResourceDef, raw: string | undefined): SortKey[]
     if (name === '') continue
     let desc = false
     if (name.startsWith('-')) { desc = true; name = name.slice(1) } else if (name.startsWith('+')) name = name.slice(1)
+    // a derived field (a user's source) filters by what its values stand for, but has no column to sort by
+    if (derived !== undefined && Object.hasOwn(derived, name)) throw new BadQueryError(`'${name}' cannot be sorted by in 'sort': it is derived from other columns, not stored (filter by it instead: ?${name}=…)`)
     if (!Object.hasOwn(def.fields, name) || !isVisible(def.fields[name])) throw new BadQueryError(`Unknown sort field '${name}' in 'sort'`)
     if (keys.some((k) => k.field === name)) throw new BadQueryError(`Sort field '${name}' given twice in 'sort'`)
     keys.push({ field: name, desc })
@@ -285,7 +287,7 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
     if (parsed === undefined) throw new BadQueryError(`Query parameter 'count' must be true or false, got '${countRaw}'`)
     count = parsed
   }
-  const sort = parseSort(def, single(query, 'sort'))
+  const sort = parseSort(def, single(query, 'sort'), derived)
 
   const filters: Filter[] = []
   if (sinceRaw !== undefined) {
