@@ -251,9 +251,11 @@ export function parseSort (def: ResourceDef, raw: string | undefined, derived?: 
     if (name === '') continue
     let desc = false
     if (name.startsWith('-')) { desc = true; name = name.slice(1) } else if (name.startsWith('+')) name = name.slice(1)
-    // a derived field (a user's source) filters by what its values stand for, but has no column to sort by
-    if (derived !== undefined && Object.hasOwn(derived, name)) throw new BadQueryError(`'${name}' cannot be sorted by in 'sort': it is derived from other columns, not stored (filter by it instead: ?${name}=…)`)
-    if (!Object.hasOwn(def.fields, name) || !isVisible(def.fields[name])) throw new BadQueryError(`Unknown sort field '${name}' in 'sort'`)
+    if (!Object.hasOwn(def.fields, name) || !isVisible(def.fields[name])) {
+      // a response field that is no column (a user's source) filters by what its values stand for, but has nothing to sort by
+      if (derived !== undefined && Object.hasOwn(derived, name)) throw new BadQueryError(`'${name}' cannot be sorted by in 'sort': it is derived from other columns, not stored (filter by it instead: ?${name}=…)`)
+      throw new BadQueryError(`Unknown sort field '${name}' in 'sort'`)
+    }
     if (keys.some((k) => k.field === name)) throw new BadQueryError(`Sort field '${name}' given twice in 'sort'`)
     keys.push({ field: name, desc })
   }
