@@ -43,6 +43,24 @@ async function gone (pid: number | (() => string[]), ms: number): Promise<boolea
 
 const HARNESS = pathToFileURL(join(import.meta.dirname, '..', 'bench', 'harness.ts')).href
 
+/** A bench in `dir` (bench.mjs) that installs the harness's cleanup, starts one server as `s` (`startServer(<serverArgs>)`), then runs `then`; its path. */
+function benchScript (dir: string, serverArgs: string, then: string): string {
+  const script = join(dir, 'bench.mjs')
+  writeFileSync(script, `import { installCleanup, startServer } from ${JSON.stringify(HARNESS)}
+installCleanup()
+const s = await startServer(${serverArgs})
+${then}
+`)
+  return script
+}
+
+/** A server in `dir` that answers /health (anything: ok) and would run forever; the startServer arguments that start it. */
+function stubServer (dir: string): string {
+  const server = join(dir, 'server.mjs')
+  writeFileSync(server, `import { createServer } from 'node:http'\ncreateServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
+  return `'stub', ${JSON.stringify(server)}, [], {}, ${JSON.stringify(join(dir, 'stub.log'))}`
+}
+
 /**
  * Runs a bench in `dir` that starts one server (`startServer(<serverArgs>)`), prints its pid and waits;
  * resolves once it has, with that pid, and fails the test with the bench's error output when it ends
@@ -50,13 +68,8 @@ const HARNESS = pathToFileURL(join(import.meta.dirname, '..', 'bench', 'harness.
  * It waits for the line, not for a time: the bench gives up at its own start deadline and says why.
  */
 async function startBench (t: Test, dir: string, serverArgs: string, env: NodeJS.ProcessEnv): Promise<{ run: Run, serverPid: number }> {
-  const script = join(dir, 'bench.mjs')
-  writeFileSync(script, `import { installCleanup, startServer } from ${JSON.stringify(HARNESS)}
-installCleanup()
-const s = await startServer(${serverArgs})
-process.stdout.write(s.pid + '\\n')
-setInterval(() => {}, 1000)
-`)
+  const script = benchScript(dir, serverArgs, `process.stdout.write(s.pid + '\\n')
+setInterval(() => {}, 1000)`)
   const run = start(t, [script], env)
   let serverPid = 0
   t.teardown(() => { if (serverPid > 0 && alive(serverPid)) process.kill(serverPid, 'SIGKILL') })
@@ -105,10 +118,7 @@ t.test('a helper that ends before it is ready fails the start with its exit code
 t.test('the bench ends by SIGTERM, SIGINT or SIGHUP and takes its servers with it', async (t) => {
   for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130], ['SIGHUP', 129]] as const) {
     const dir = tempDir(t, 'pg-bench-signal-')
-    // a server that answers /health and would run forever
-    const server = join(dir, 'server.mjs')
-    writeFileSync(server, `import { createServer } from 'node:http'\ncreateServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
-    const bench = await startBench(t, dir, `'stub', ${JSON.stringify(server)}, [], {}, ${JSON.stringify(join(dir, 'stub.log'))}`, {})
+    const bench = await startBench(t, dir, stubServer(dir), {})
     t.ok(alive(bench.serverPid), `${signal}: the bench's server runs (pid ${bench.serverPid})`)
     bench.run.child.kill(signal)
     const { code: exitCode, signal: exitSignal } = await bench.run.exited
@@ -119,15 +129,8 @@ t.test('the bench ends by SIGTERM, SIGINT or SIGHUP and takes its servers with i
 
 t.test('a bench run by npm ends when npm does (a SIGHUP to npm alone, which npm does not pass on), taking its servers with it', async (t) => {
   const dir = tempDir(t, 'pg-bench-parent-')
-  const server = join(dir, 'server.mjs')
-  writeFileSync(server, `import { createServer } from 'node:http'\ncreateServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
-  const script = join(dir, 'bench.mjs')
-  writeFileSync(script, `import { installCleanup, startServer } from ${JSON.stringify(HARNESS)}
-installCleanup()
-const s = await startServer('stub', ${JSON.stringify(server)}, [], {}, ${JSON.stringify(join(dir, 'stub.log'))})
-process.stdout.write(process.pid + ' ' + s.pid + '\\n')
-setInterval(() => {}, 1000)
-`)
+  const script = benchScript(dir, stubServer(dir), `process.stdout.write(process.pid + ' ' + s.pid + '\\n')
+setInterval(() => {}, 1000)`)
   // npm's place: a shell that forks the bench (a command follows it) and then dies without passing anything on
   const npm = startCommand(t, 'sh', ['-c', '"$@"; exit $?', 'sh', process.execPath, ...process.execArgv, script], { npm_lifecycle_event: 'bench' })
   await until(() => npm.out().includes('\n') || npm.child.exitCode !== null, 'the bench to print its pids', 4 * START_MS)
@@ -204,18 +207,10 @@ t.test('the bench gives the gateway the systemd unit\'s environment, in each of 
 })
 
 t.test('a bench whose output pipe closes says so in one line and exits 141, taking its servers with it (before: an EPIPE stack, exit 1)', async (t) => {
-  const harness = pathToFileURL(join(import.meta.dirname, '..', 'bench', 'harness.ts')).href
   const dir = tempDir(t, 'pg-bench-pipe-')
-  const server = join(dir, 'server.mjs')
-  writeFileSync(server, `import { createServer } from 'node:http'\ncreateServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
-  const bench = join(dir, 'bench.mjs')
   // its server's pid on standard error, then a line of results every 50 ms, as the rounds print theirs
-  writeFileSync(bench, `import { installCleanup, startServer } from ${JSON.stringify(harness)}
-installCleanup()
-const s = await startServer('stub', ${JSON.stringify(server)}, [], {}, ${JSON.stringify(join(dir, 'stub.log'))})
-process.stderr.write('pid ' + s.pid + '\\n')
-setInterval(() => console.log('a round'), 50)
-`)
+  const bench = benchScript(dir, stubServer(dir), `process.stderr.write('pid ' + s.pid + '\\n')
+setInterval(() => console.log('a round'), 50)`)
   const child = spawn(process.execPath, [...process.execArgv, bench], { stdio: ['ignore', 'pipe', 'pipe'] })
   let err = ''
   child.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
