@@ -14,7 +14,7 @@ import { until } from './helpers/wait.js'
 t.setTimeout(8 * START_MS)
 
 t.test('the stdout reader goes away: the gateway shuts down by itself within the grace period, exit 74 (systemd restarts it)', async (t) => {
-  const { env } = await gatewaySetup(t)
+  const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
   const run = start(t, [CLI, 'serve'], env)
   const port = await listening(run)
   await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
@@ -35,7 +35,7 @@ t.test('the stdout reader goes away: the gateway shuts down by itself within the
 })
 
 t.test('serve 2>&1 into one pipe whose reader goes away: exits 74 with no output left', async (t) => {
-  const { env } = await gatewaySetup(t)
+  const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
   const script = `const { spawn } = require('node:child_process')
 const child = spawn(process.execPath, ${JSON.stringify([...process.execArgv, CLI, 'serve'])}, { stdio: ['ignore', 'pipe', 'pipe'] })
 let seen = false
@@ -64,7 +64,7 @@ child.on('exit', (code, signal) => { clearTimeout(killer); clearTimeout(overall)
 })
 
 t.test('SIGTERM with a stalled stdout reader that goes away during shutdown: exits within the grace period', async (t) => {
-  const { env } = await gatewaySetup(t)
+  const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
   const run = start(t, [CLI, 'serve'], env)
   const port = await listening(run)
   await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
@@ -87,7 +87,7 @@ t.test('SIGTERM with a stalled stdout reader that goes away during shutdown: exi
 })
 
 t.test('SIGHUP ends it like SIGTERM, with exit 129 (systemd restarts it: no reload, and not left down)', async (t) => {
-  const { env } = await gatewaySetup(t)
+  const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
   const run = start(t, [CLI, 'serve'], env)
   await listening(run)
   await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
@@ -145,7 +145,7 @@ print(json.dumps({
 const python = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0
 
 t.test('the terminal goes away: the gateway ends within the grace period, exit 129 (hung up)', { skip: python ? false : 'needs python3 (pty)' }, async (t) => {
-  const { env } = await gatewaySetup(t)
+  const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
   const argv = [process.execPath, ...process.execArgv, CLI, 'serve']
   const helper = spawn('python3', ['-c', PTY_RUN, JSON.stringify(argv), String(HUNG_MS / 1000)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''

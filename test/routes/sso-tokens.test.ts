@@ -13,6 +13,10 @@ import type { Config } from '../../src/config.js'
 import { createTableStatements } from '../../src/db/init.js'
 import { referenceMappings, users as usersDef } from '../../src/db/resources.js'
 
+// some 45 s alone (key rotations wait out their cooldowns), 156 s once beside three reviewers' npm ci:
+// past .taprc's 120 s for a file, which cut it off midway, a failure of the machine, not of the tests
+t.setTimeout(300_000)
+
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 const header = (token: string) => JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString())
