@@ -65,7 +65,7 @@ export const sortAlias = (i: number): string => `__s${i}`
  * What a sort key compares: the column itself; a value map's rank of the API value; SQLite's time
  * text read as time; SQLite's number text read as a number; a flag in a number column as 0 or 1.
  */
-export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag'
+export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag' | 'fold'
 
 export class SqlBuilder {
   readonly dialect: Dialect
@@ -238,6 +238,10 @@ export class SqlBuilder {
     if (s.def.kind === 'datetime' && this.dialect.name === 'sqlite' && s.timeFormat === undefined) return 'time-text'
     if (this.numberInText(s)) return 'number-text'
     if (this.numericFlag(s)) return 'flag'
+    // SQLite: a caseless field (usernames) sorted as its filters compare it (unicode_fold, without trailing
+    // blanks), not by its bytes, which put 'anna' after 'Zoé' and [gt]Admin's rows in another order than
+    // the list's. Not the id, which stays a seek on the key and the unique tie-breaker.
+    if (this.dialect.name === 'sqlite' && s.def.caseless === true && field !== this.id) return 'fold'
     return 'column'
   }
 
@@ -262,6 +266,7 @@ export class SqlBuilder {
       case 'number-text': return SQLITE_NUMBER(c)
       // false before true, as the API shows the values: -1 and 2 are true, not below 0 or above 1
       case 'flag': return `CASE WHEN ${c} = 0 THEN 0 WHEN ${c} IS NOT NULL THEN 1 END`
+      case 'fold': return this.shownText(s, c, true, true).expr
       default: return this.comparable(field)
     }
   }
@@ -749,6 +754,8 @@ export class SqlBuilder {
         case 'flag': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
         case 'time-text': return params.add('string', v)
         case 'number-text': return params.add('number', v)
+        // the folded text the cursor kept (or a number another program stored there, compared as it is)
+        case 'fold': return params.add(typeof v === 'number' ? 'number' : 'string', v)
         default: return this.param(params, s, v)
       }
     }
