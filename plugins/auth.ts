@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import fastifyJwt from '@fastify/jwt'
 import { createDecoder, createVerifier } from 'fast-jwt'
-import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { createPasswords, isCheckableHash, normalizeUsername, spelledUsername, type Argon2Params, type Passwords } from '../src/auth/passwords.js'
 import { LoginThrottle } from '../src/auth/throttle.js'
@@ -115,7 +115,7 @@ declare module 'fastify' {
     /** preHandler that answers 403 unless the caller's user type is one of `types` */
     requireType (...types: UserType[]): preHandlerAsyncHookHandler
     /** onRequest hook of the /api scope */
-    authenticate (request: FastifyRequest): Promise<void>
+    authenticate (request: FastifyRequest, reply: FastifyReply): Promise<void>
   }
   interface FastifyRequest {
     identity: AuthUser | null
@@ -535,11 +535,16 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   })
 
   // Added as one onRequest hook on the /api scope; each route says in its config which token it takes.
-  fastify.decorate('authenticate', async function (request: FastifyRequest) {
+  fastify.decorate('authenticate', async function (request: FastifyRequest, reply: FastifyReply) {
     // routeOptions is a getter that builds a new object of the route's options on every read
     const { config } = request.routeOptions
     const mode = config.auth ?? 'access'
     if (mode === 'none') return
+    // An answer to a credential is that caller's: no shared cache keeps it (nginx with proxy_cache and
+    // proxy_cache_valid caches what carries no Cache-Control, Authorization or not, and hands it to the
+    // next caller of the URL, one without a token too), and a browser asks again (If-None-Match) before
+    // reusing its copy. Routes that send tokens or tickets replace it with no-store.
+    reply.header('cache-control', 'private, no-cache')
     request.identity = await config.credential?.(request) ??
       await identify(request, mode === 'refresh' ? ['refresh'] : ['access', 'application'])
     // A role code of the picking system's own that no value map knows ('L' for a warehouse login) grants

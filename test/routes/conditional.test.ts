@@ -214,3 +214,32 @@ t.test('the page cache keeps a page from its second request on', async (t) => {
   for (let i = 0; i < 3; i++) cache.set('/big', 'm2', big)
   t.equal(cache.get('/big', 'm2'), undefined)
 })
+
+t.test('an answer to a credential is private and asked for again: no shared cache keeps it, no copy is reused unchecked', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'CC-1', name: 'Cached' } })
+  t.equal(created.headers['cache-control'], 'private, no-cache', 'a create')
+  const id = created.json().id as number
+  const station = (await app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'CC station' } })).json().id as number
+  const user = await ctx.createUser('user')
+  const mine = ctx.auth(user.accessToken)
+  for (const [url, auth] of [['/api/materials?limit=5', headers], [`/api/materials/${id}`, headers], ['/api/stations', headers], [`/api/stations/${station}`, headers],
+    ['/api/users', headers], [`/api/users/${user.id}`, mine]] as const) {
+    // twice: the second page of a list may come from the page cache
+    for (let i = 0; i < 2; i++) {
+      const res = await app.inject({ method: 'GET', url, headers: auth })
+      t.equal(res.statusCode, 200, url)
+      t.equal(res.headers['cache-control'], 'private, no-cache', `GET ${url}`)
+      const again = await app.inject({ method: 'GET', url, headers: { ...auth, 'if-none-match': res.headers.etag as string } })
+      t.equal(again.statusCode, 304, url)
+      t.equal(again.headers['cache-control'], 'private, no-cache', `a 304 of GET ${url} says so too`)
+    }
+  }
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: 'Cached 2' } })).headers['cache-control'], 'private, no-cache', 'an update')
+  // token answers keep their no-store
+  const login = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: user.username, password: user.password } })
+  t.equal(login.headers['cache-control'], 'no-store')
+  t.equal((await app.inject({ method: 'POST', url: '/api/users/refresh', headers: ctx.auth(login.json().refreshToken) })).headers['cache-control'], 'no-store')
+})
