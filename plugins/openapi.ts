@@ -166,7 +166,15 @@ async function openapi (fastify: FastifyInstance): Promise<void> {
     hideUntagged: false,
     transform
   })
-  await fastify.register(swaggerUi, { routePrefix: '/api/docs', staticCSP: true })
+  // The library's policy says upgrade-insecure-requests: a browser then fetches the page's own scripts
+  // and styles over https, so on a gateway served in plain HTTP to other machines (http://10.0.0.5:3000)
+  // the page stays blank (browsers exempt only localhost). Its assets are all on the page's own origin,
+  // so over HTTPS the directive changes nothing either.
+  await fastify.register(swaggerUi, {
+    routePrefix: '/api/docs',
+    staticCSP: true,
+    transformStaticCSP: (header) => header.split(';').map((part) => part.trim()).filter((part) => part !== '' && part !== 'upgrade-insecure-requests').join('; ')
+  })
   fastify.get('/api/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
 }
 

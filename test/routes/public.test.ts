@@ -18,6 +18,12 @@ t.test('OpenAPI document and docs page are public and describe the API', async (
   const page = await app.inject({ method: 'GET', url: '/api/docs/' })
   t.equal(page.statusCode, 200)
   t.match(page.headers['content-type'], /text\/html/)
+  // a gateway served in plain HTTP on the network: a page that asks the browser to load its scripts over https stays blank there
+  for (const url of ['/api/docs', '/api/docs/', '/api/docs/static/index.html', '/api/docs/static/swagger-ui-bundle.js']) {
+    const csp = (await app.inject({ method: 'GET', url })).headers['content-security-policy'] as string
+    t.match(csp, /script-src 'self'/, `${url} keeps its policy`)
+    t.notMatch(csp, /upgrade-insecure-requests/, `${url} loads over the scheme it is served with`)
+  }
 })
 
 t.test('a 500 carries no SQL, stack or internal names', async (t) => {
