@@ -257,6 +257,8 @@ class Session {
   readonly queue: Pending[] = []
   private readonly seen = new Set<number>()
   private readonly seenOrder: number[] = []
+  /** events acted on since the controller's last HELLO (or since the connection opened, without one) */
+  eventsSinceHello = 0
   connectTimer: NodeJS.Timeout | undefined
   idleTimer: NodeJS.Timeout | undefined
   deadTimer: NodeJS.Timeout | undefined
@@ -294,7 +296,14 @@ class Session {
     this.seen.add(seq)
     this.seenOrder.push(seq)
     if (this.seenOrder.length > 64) this.seen.delete(this.seenOrder.shift()!)
+    this.eventsSinceHello++
     return true
+  }
+
+  /** The controller started again on this connection (its HELLO after other events): its SEQs count from 0001 again. */
+  forget (): void {
+    this.seen.clear()
+    this.seenOrder.length = 0
   }
 
   clearTimers (): void {
@@ -727,11 +736,28 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       return
     }
     this.write(session, { seq: frame.seq, kind: 'ACK', cmd: frame.cmd })
+    // A HELLO after other events: the controller started again while the TCP connection stayed (a serial device
+    // server keeps it over the controller's reboot). It counts its SEQs from 0001 again, so the window of the SEQs
+    // acted on before would take its new events for duplicates, ACK them and drop them (a pick lost), and what it
+    // had lit is gone: the window is forgotten and STATUS asked again, as after a reconnect. A HELLO sent again
+    // before any other event (its ACK lost) is a duplicate as any other.
+    const restarted = frame.cmd === 'HELLO' && session.eventsSinceHello > 0
+    if (restarted) {
+      this.log.warn({ seq: frame.seq }, 'controller said HELLO again on the same connection: it started again; asking its STATUS')
+      session.forget()
+    }
     if (!session.remember(frame.seq)) {
       this.log.debug({ seq: frame.seq, cmd: frame.cmd }, 'duplicate event acknowledged again')
       return
     }
+    if (frame.cmd === 'HELLO') session.eventsSinceHello = 0
     this.safeEmit('event', { cmd: frame.cmd, args: frame.args, seq: frame.seq })
+    // not while shutting down: nothing goes to the controller after stopSending() but what is on the wire
+    if (restarted && !session.ended && !this.draining && !this.closing) {
+      this.enqueue(session, 'STATUS', {}).catch((err: HardwareError) => {
+        this.log.debug({ err }, 'controller did not answer STATUS after its HELLO')
+      })
+    }
   }
 
   private applyStatus (args: FrameArgs): void {

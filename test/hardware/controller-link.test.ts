@@ -542,6 +542,32 @@ t.test('events: ACKed with the same SEQ and CMD, a duplicate SEQ is ACKed again 
   t.same(events.at(-1), { seq: 8, cmd: 'TRAYREADY', args: { addr: '2', tray: 'T-5' } })
 })
 
+t.test('a controller that starts again on the same connection (its HELLO after other events): its new events are acted on, not taken for duplicates, and STATUS is asked again', async t => {
+  const { lines, logger } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger })
+  const events: ControllerEvent[] = []
+  link.on('event', e => events.push(e))
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } })
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }) // sent again before any other event: a duplicate
+  conn.send({ seq: 2, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: 1, ref: 'before' } })
+  await until(() => events.length === 2, 'the first HELLO and CONFIRM')
+  t.same(events.map(e => e.cmd), ['HELLO', 'CONFIRM'])
+
+  // a serial device server keeps the TCP connection while the controller behind it reboots: SEQ 0001 again
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } })
+  conn.send({ seq: 2, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 1, qty: 1, ref: 'after' } })
+  await conn.next(f => f.kind === 'ACK' && f.cmd === 'CONFIRM' && f.seq === 2 && conn.all.filter(a => a.kind === 'ACK' && a.cmd === 'CONFIRM').length === 2, 'the second CONFIRM ACKed')
+  await until(() => events.length === 4, 'the HELLO and CONFIRM after the restart')
+  t.same(events.map(e => [e.cmd, e.args.ref]), [['HELLO', undefined], ['CONFIRM', 'before'], ['HELLO', undefined], ['CONFIRM', 'after']])
+  const status = await conn.cmd('STATUS')
+  t.equal(status.seq, 2, 'STATUS asked again on the same connection')
+  const resynced = once(link, 'status')
+  conn.ack(status, { state: 'idle' })
+  await resynced
+  t.equal(link.state?.state, 'idle')
+  t.equal(lines.filter(l => l.level === 'warn' && /HELLO again/.test(l.msg ?? '')).length, 1, 'one warning for the restart')
+})
+
 t.test('a burst of thousands of events in one write is worked off in batches: the event loop turns between them, every event is ACKed and emitted once, in order', async t => {
   const { conn, link } = await connected(t)
   const events: ControllerEvent[] = []
