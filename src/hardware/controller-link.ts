@@ -655,17 +655,20 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
 
   private onFrame (session: Session, frame: Frame): void {
     this.stats.framesIn++
-    this.lastSeenAt = new Date()
     session.deadTimer?.refresh()
     session.idleTimer?.refresh()
     if (frame.invalid !== undefined) {
+      if (session.identified) this.lastSeenAt = new Date()
       // SEQ, KIND and CMD read, the ARGS did not (counted as dropped): a REQ or EVT gets a NAK saying
       // why, as every one is answered, instead of being sent again and again unanswered. Before
       // identify(): a HELLO whose id did not read says nothing about who the controller is.
       if (frame.kind === 'REQ' || frame.kind === 'EVT') this.nak(session, frame, 'INVALID_FRAME', frame.invalid)
       return
     }
+    // lastSeenAt is this controller's last frame: not one of a controller that answered as another id (a swapped
+    // cable), whose HELLO at every retry would otherwise show a station offline but seen just now
     if (!this.identify(session, frame)) return
+    this.lastSeenAt = new Date()
     switch (frame.kind) {
       case 'HBT':
         if (frame.cmd === 'PING') this.write(session, { seq: frame.seq, kind: 'HBT', cmd: 'PONG' })

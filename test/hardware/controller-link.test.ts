@@ -286,6 +286,7 @@ t.test('HELLO with another id: refused and never connected, retried with backoff
     t.equal(link.connected, false)
   }
   t.equal(ups, 0, 'neither connected nor disconnected events')
+  t.equal(link.lastSeenAt, null, 'a frame of another controller is not this one seen')
   t.equal(link.problem, `controller at 127.0.0.1:${ctl.port} answered as 'ctl-2', not 'ctl-1'`)
   const errors = lines.filter(l => l.level === 'error')
   t.equal(errors.length, 1, 'one error while the same mismatch goes on')
@@ -301,6 +302,7 @@ t.test('HELLO with another id: refused and never connected, retried with backoff
     await up
     t.equal(link.problem, null)
     t.equal(link.connected, true)
+    t.type(link.lastSeenAt, Date)
     conn.socket.destroy()
     await once(link, 'disconnected')
   }
@@ -328,6 +330,7 @@ t.test('a controller refused for another id that sends an event before its HELLO
     t.notOk(conn.all.some(f => f.kind === 'ACK' || f.kind === 'NAK'), 'the event before the HELLO is not answered')
   }
   t.same(seen, [], 'no event emitted, never connected')
+  t.equal(link.lastSeenAt, null, 'nor seen')
   t.equal(lines.filter(l => l.level === 'error').length, 1, 'one error while the same mismatch goes on')
 
   // the right controller now, sending its event before its HELLO: the event is taken once it is sent again after it
