@@ -304,7 +304,11 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       link.on('acknowledged', ({ cmd, args }) => {
         // At the ACK, not once send() resolves: a CONFIRM read right behind the ACK of its LIGHT (the same read) was
         // acted on before that, and the LIGHT's busy then overwrote its idle, for good.
-        const status = cmd === 'LIGHT' || cmd === 'CALLTRAY' ? 'busy' : cmd === 'CLEAR' ? 'idle' : undefined
+        let status: StationStatus | undefined = cmd === 'LIGHT' || cmd === 'CALLTRAY' ? 'busy' : cmd === 'CLEAR' ? 'idle' : undefined
+        // a LIGHT or CALLTRAY whose answer (CONFIRM, SHORTAGE, TRAYREADY) came before its ACK (a controller that
+        // answers its resent copy only after the operator confirmed, or sends the event first): the position is
+        // done, and busy would stay until the next STATUS
+        if (status === 'busy' && typeof args.addr === 'number' && commanded.get(link.id)?.get(args.addr)?.cmd !== cmd) status = undefined
         if (status !== undefined && typeof args.addr === 'number') setStatus(link.id, args.addr, status)
         // a cleared position answers nothing any more
         if (cmd === 'CLEAR' && typeof args.addr === 'number') commanded.get(link.id)?.delete(args.addr)

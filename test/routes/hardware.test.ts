@@ -337,6 +337,21 @@ t.test('a CONFIRM read right behind the ACK of its LIGHT leaves the station idle
   t.equal((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: ctx.auth(ctx.adminToken) })).json().status, 'idle')
 })
 
+t.test('a CONFIRM that comes before the ACK of its LIGHT leaves the station idle, not busy', async (t) => {
+  // a controller that sends the operator's confirmation first and its ACK after it
+  let lightAcked = false
+  const { ctx, station } = await rawController(t, (frame, socket) => {
+    if (frame.kind !== 'REQ') return
+    if (frame.cmd !== 'LIGHT') return socket.write(ackOf(frame))
+    socket.write(encodeFrame({ seq: 2, kind: 'EVT', cmd: 'CONFIRM', args: { addr: frame.args.addr, qty: frame.args.qty } }))
+    setTimeout(() => { socket.write(ackOf(frame)); lightAcked = true }, 50)
+  })
+  t.equal((await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 2 })).statusCode, 200)
+  t.ok(lightAcked)
+  // before: busy until the next STATUS, though the position was confirmed
+  t.equal((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: ctx.auth(ctx.adminToken) })).json().status, 'idle')
+})
+
 t.test('a LIGHT whose ACK comes after its 504: the station shows busy, as the controller lit it', async (t) => {
   // a controller that acknowledges a LIGHT only after the gateway gave up on it (both sends)
   let lightAcked = false
