@@ -95,8 +95,14 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
 
 /** Validates a raw object (defaults applied); throws ConfigError listing every problem. */
 export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false): Config {
+  // Value.Default turns an object where a list with a default belongs into that (empty) list, and a list where
+  // an object belongs into the defaults: "controllers": {…} without brackets would run with no controllers,
+  // "server": […] on 127.0.0.1:3000. So the shape is checked on the file as written, before the defaults.
+  const misshapen = shapeProblems(Config, raw ?? {}, '')
+  for (const { path, expected, value } of misshapen) problems.push(describeError(path, `Expected ${expected}`, value))
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   for (const error of Value.Errors(Config, withDefaults)) {
+    if (misshapen.some(({ path }) => error.path === path || error.path.startsWith(path + '/'))) continue
     // a column given as an object: what is wrong inside it (an unknown key, a misspelt format), not "expected union value"
     if (/^\/mapping\/\w+\/columns\/[^/]+$/.test(error.path) && typeof error.value !== 'string') {
       if (error.value === null || typeof error.value !== 'object' || Array.isArray(error.value)) {
@@ -133,6 +139,19 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
 
 function dedupe (list: string[]): string[] {
   return [...new Set(list)]
+}
+
+/** Where the raw configuration has a list for an object or an object for a list (JSON pointer paths). */
+function shapeProblems (schema: any, value: unknown, path: string): Array<{ path: string, expected: string, value: unknown }> {
+  if (value === undefined || value === null || typeof value !== 'object' || schema === null || typeof schema !== 'object') return []
+  if (schema.type === 'array' && !Array.isArray(value)) return [{ path, expected: 'array', value }]
+  if (schema.type === 'object' && Array.isArray(value)) return [{ path, expected: 'object', value }]
+  if (schema.type === 'array' && Array.isArray(value)) return value.flatMap((item, i) => shapeProblems(schema.items, item, `${path}/${i}`))
+  if (schema.type === 'object' && schema.properties !== undefined) {
+    return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) =>
+      Object.hasOwn(schema.properties, key) ? shapeProblems(schema.properties[key], item, `${path}/${key}`) : [])
+  }
+  return []
 }
 
 function describeError (path: string, message: string, value: unknown, schema?: { anyOf?: Array<{ const?: unknown }> }): string {

@@ -323,3 +323,20 @@ t.test('config.example.json is valid and shows every setting that has a default'
   walk(Config as unknown as Parameters<typeof walk>[0], example, '')
   t.same(missing, [], 'every setting with a default is in the example')
 })
+
+t.test('a list written as an object, or an object as a list, is refused naming the key, not replaced by the default', async (t) => {
+  // before: "controllers": {…} without brackets ran with no controllers, "server": [] on 127.0.0.1:3000, check-config OK
+  const problems = problemsOf(() => validateConfig({
+    auth: { jwtSecret: SECRET, sso: { id: 'x' }, argon2: [] },
+    server: [],
+    hardware: { controllers: { id: 'ctl-1', host: '10.0.20.11', port: 4001 }, timings: [1] }
+  }))
+  t.same(problems, [
+    'auth.sso: expected array, got <hidden>',
+    'auth.argon2: expected object, got []',
+    'server: expected object, got []',
+    'hardware.controllers: expected array, got {"id":"ctl-1","host":"10.0.20.11","port":4001}',
+    'hardware.timings: expected object, got [1]'
+  ])
+  t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: 'h', port: 1 }] } })), [], 'a list as a list passes')
+})
