@@ -5,7 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import { argon2HashLength, createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
 import { initDatabase } from './bootstrap.js'
-import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, type LoadedConfig } from './config.js'
+import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, tlsValidityWarning, type LoadedConfig } from './config.js'
 import { openDatabase, readServerClock, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { foreignKeysTo } from './db/data-errors.js'
@@ -310,6 +310,8 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   const { config, source, demo }: LoadedConfig = loadConfig({ env })
   // what serve refuses when it builds the server: a certificate or key it cannot read or use
   if (config.server.tls !== undefined) readTls(config.server.tls)
+  const expired = config.server.tls === undefined ? undefined : tlsValidityWarning(config.server.tls)
+  if (expired !== undefined) io.err(`Warning: ${expired}`)
   const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
   // the embedded demo runs its simulated controllers (one per two stations) when none are configured
   const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0

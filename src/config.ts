@@ -1,5 +1,6 @@
 // Loads the configuration (file, then environment, then systemd credentials), validates it, and explains what is wrong.
 import { randomBytes } from 'node:crypto'
+import { X509Certificate } from 'node:crypto'
 import { createSecureContext } from 'node:tls'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
@@ -490,6 +491,25 @@ export function readTls (tls: { cert: string, key: string }): { cert: Buffer, ke
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return { cert: cert!, key: key! }
+}
+
+/**
+ * An expired (or not yet valid) certificate: the gateway serves with it, but every client that checks
+ * certificates refuses the connection, so serve logs it and check-config says it. Nothing when the file
+ * cannot be read or parsed (readTls reports that).
+ */
+export function tlsValidityWarning (tls: { cert: string }, now = Date.now()): string | undefined {
+  let cert: X509Certificate
+  try {
+    cert = new X509Certificate(readFileSync(tls.cert))
+  } catch {
+    return undefined
+  }
+  const from = Date.parse(cert.validFrom)
+  const to = Date.parse(cert.validTo)
+  if (now > to) return `server.tls.cert: the certificate ${JSON.stringify(tls.cert)} expired on ${new Date(to).toISOString()}; clients that check certificates refuse the connection: renew it`
+  if (now < from) return `server.tls.cert: the certificate ${JSON.stringify(tls.cert)} is valid only from ${new Date(from).toISOString()}; clients that check certificates refuse the connection until then (check the clock)`
+  return undefined
 }
 
 function checkHardware (hardware: Config['hardware'], problems: string[]): void {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { EventEmitter, once } from 'node:events'
 import { chmodSync, existsSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { constants } from 'node:os'
@@ -918,4 +918,25 @@ t.test("check-config's note on the database server's clock (SQL Server; SQLite h
   // a reading that took 3 s to come back from an in-step server: not a clock behind
   let calls = 0
   t.same(await clockNotes({ clock: async () => at }, () => at + (calls++ === 0 ? 0 : 3000)), [], 'a slow round trip is no clock to set')
+})
+
+t.test('check-config warns of an expired TLS certificate, which every client that checks certificates refuses', async (t) => {
+  // before: "Configuration file OK" and serve started with it, silent; curl -fsS https://… then failed with exit 60
+  const { dir, url } = await legacyDatabase(t, '')
+  const certificate = (name: string, days: string): { cert: string, key: string } => {
+    const cert = join(dir, `${name}.crt`)
+    const key = join(dir, `${name}.key`)
+    const csr = join(dir, `${name}.csr`)
+    execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', '/CN=localhost'], { stdio: 'ignore' })
+    execFileSync('openssl', ['x509', '-req', '-in', csr, '-signkey', key, '-out', cert, '-days', days], { stdio: 'ignore' })
+    return { cert, key }
+  }
+  for (const [name, days, warned] of [['expired', '-1', true], ['current', '30', false]] as const) {
+    const file = join(dir, `${name}.json`)
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, server: { tls: certificate(name, days) } }))
+    const res = io({})
+    t.equal(await main(['check-config', file], res), 0, 'it is served all the same')
+    if (warned) t.match(res.stderr.join('\n'), /^Warning: server\.tls\.cert: the certificate ".*expired\.crt" expired on \d{4}-\d\d-\d\dT.*: renew it$/, name)
+    else t.same(res.stderr, [], name)
+  }
 })
