@@ -208,7 +208,12 @@ function applyEnv (raw: Record<string, any>, env: NodeJS.ProcessEnv, problems: s
   }
   if (env.DATABASE_URL) section('database').url = env.DATABASE_URL
   if (env.PICKING_GATEWAY_JWT_SECRET) section('auth').jwtSecret = env.PICKING_GATEWAY_JWT_SECRET
-  if (env.LOG_LEVEL) section('logging').level = env.LOG_LEVEL
+  if (env.LOG_LEVEL) {
+    // named as set: "logging.level" sent people to a configuration file that said "info"
+    const levels = Config.properties.logging.properties.level.anyOf.map((s) => s.const)
+    if ((levels as string[]).includes(env.LOG_LEVEL)) section('logging').level = env.LOG_LEVEL
+    else problems.push(`LOG_LEVEL: expected one of ${levels.join(', ')}, got ${JSON.stringify(env.LOG_LEVEL)}`)
+  }
   for (const provider of ssoEntries(raw)) {
     const secret = env[ssoSecretEnv(provider.id)]
     if (secret) provider.clientSecret = secret
