@@ -942,3 +942,12 @@ t.test('check-config warns of an expired TLS certificate, which every client tha
     else t.same(res.stderr, [], name)
   }
 })
+
+t.test('db init at a path whose directory does not exist names the directory', async (t) => {
+  // before: 'picking-gateway: ENOENT: no such file or directory, open …', after check-config and serve had said to run db init
+  const dir = join(tempDir(t, 'pg-cli-'), 'missing')
+  const res = io({ DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })
+  t.equal(await main(['db', 'init'], res), 1)
+  t.same(res.stderr, [`picking-gateway: SQLite database file '${join(dir, 'g.db')}' cannot be created: its directory '${dir}' does not exist; create it first (mkdir -p '${dir}')`])
+  t.notOk(existsSync(dir), 'nothing is created')
+})

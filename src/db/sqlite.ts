@@ -1,5 +1,6 @@
 // The embedded dialect: better-sqlite3 behind the async Database interface, one connection, calls serialized.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
@@ -737,7 +738,12 @@ const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1')
  */
 export function sqliteFileProblem (path: string, create: boolean): string | undefined {
   if (path === ':memory:') return undefined
-  if (!existsSync(path)) return create ? undefined : `SQLite database file '${path}' does not exist`
+  if (!existsSync(path)) {
+    if (!create) return `SQLite database file '${path}' does not exist`
+    // SQLite makes no directories: its own 'unable to open database file' (ENOENT) named no directory
+    const dir = dirname(path)
+    return existsSync(dir) ? undefined : `SQLite database file '${path}' cannot be created: its directory '${dir}' does not exist; create it first (mkdir -p '${dir}')`
+  }
   const stat = statSync(path)
   if (stat.isDirectory()) return `SQLite database '${path}' is a directory, not a database file`
   if (stat.size === 0) return undefined
