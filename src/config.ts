@@ -1,6 +1,5 @@
 // Loads the configuration (file, then environment, then systemd credentials), validates it, and explains what is wrong.
-import { randomBytes } from 'node:crypto'
-import { X509Certificate } from 'node:crypto'
+import { randomBytes, X509Certificate } from 'node:crypto'
 import { createSecureContext } from 'node:tls'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
