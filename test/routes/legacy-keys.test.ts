@@ -1,11 +1,11 @@
 // A picking system's own user table and CHAR keys on SQLite: what its rows hold is reached as the API shows it.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { TableMappingConfig } from '../../schemas/config.js'
 import { createPasswords, normalizeUsername } from '../../src/auth/passwords.js'
 import { Repository } from '../../src/db/repository.js'
 import { referenceMappings, resources } from '../../src/db/resources.js'
 import type { Database } from '../../src/db/types.js'
-import { ADMIN_PASSWORD, TEST_ARGON2, build } from '../helpers/build.js'
+import { ADMIN_PASSWORD, TEST_ARGON2, build, type TestContext } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const MSSQL = process.env.GATEWAY_TEST_DB === 'mssql' && Boolean(process.env.MSSQL_TEST_URL)
@@ -49,6 +49,19 @@ async function legacyTables (db: Database): Promise<void> {
     'CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" CHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "Geaendert" DATETIME)',
     'INSERT INTO "Artikel" ("ArtID", "ArtNr", "Bez") VALUES (1, \'A-10003             \', \'padded by the picking system\')'
   ]) await db.execute({ text, params: text.includes('@hash') ? [{ name: 'hash', kind: 'string', value: hash }, { name: 'admin', kind: 'string', value: adminHash }, { name: 'twin', kind: 'string', value: twinHash }] : [] })
+}
+
+/** Every user a list shows, walked page by page through meta.next from `url`, each as `show` gives it. */
+async function walkUsers<T> (t: Test, ctx: TestContext, url: string, show: (u: { id: number, enabled: boolean }) => T): Promise<T[]> {
+  const seen: T[] = []
+  for (let next: string | undefined = url; next !== undefined;) {
+    const res: { statusCode: number, body: string, json: () => unknown } = await ctx.app.inject({ method: 'GET', url: next, headers: ctx.auth(ctx.adminToken) })
+    t.equal(res.statusCode, 200, `${next}: ${res.body}`)
+    const body = res.json() as { data: Array<{ id: number, enabled: boolean }>, meta: { next?: string } }
+    seen.push(...body.data.map(show))
+    next = body.meta.next
+  }
+  return seen
 }
 
 t.test('legacy users: mixed-case names reached, unknown roles and NULL times shown, never a 500', { skip: MSSQL && 'SQLite only: SQL Server compares case and padding by its collation' }, async (t) => {
@@ -344,18 +357,7 @@ t.test('legacy users: sort=enabled orders by the flag the list shows, codes no m
     await legacyTables(db)
     await db.execute({ text: 'UPDATE "Benutzer" SET "Aktiv" = CASE "BenID" WHEN 52 THEN \'N\' WHEN 53 THEN \'X\' WHEN 54 THEN \'?\' ELSE "Aktiv" END', params: [] })
   })
-  const admin = ctx.auth(ctx.adminToken)
-  const shown = async (url: string): Promise<string[]> => {
-    const seen: string[] = []
-    for (let next: string | undefined = url; next !== undefined;) {
-      const res = await ctx.app.inject({ method: 'GET', url: next, headers: admin })
-      t.equal(res.statusCode, 200, `${next}: ${res.body}`)
-      const body = res.json() as { data: Array<{ id: number, enabled: boolean }>, meta: { next?: string } }
-      seen.push(...body.data.map((u) => `${u.id}:${String(u.enabled)}`))
-      next = body.meta.next
-    }
-    return seen
-  }
+  const shown = async (url: string): Promise<string[]> => await walkUsers(t, ctx, url, (u) => `${u.id}:${String(u.enabled)}`)
   // before: 53 and 54 ('X', '?'), shown as false, sorted after every enabled user
   const ascending = ['52:false', '53:false', '54:false', '49:true', '50:true', '51:true', '55:true']
   t.same(await shown('/api/users?sort=enabled'), ascending, 'false first, ties by id')
@@ -369,18 +371,7 @@ t.test('legacy users: sort=username orders as the username filters compare, rega
     // a name the picking system stored in lower case, beside its capitalized ones
     await db.execute({ text: 'INSERT INTO "Benutzer" ("BenID", "Login", "PwHash") VALUES (56, \'anna\', \'x\')', params: [] })
   })
-  const admin = ctx.auth(ctx.adminToken)
-  const shown = async (url: string): Promise<number[]> => {
-    const seen: number[] = []
-    for (let next: string | undefined = url; next !== undefined;) {
-      const res = await ctx.app.inject({ method: 'GET', url: next, headers: admin })
-      t.equal(res.statusCode, 200, `${next}: ${res.body}`)
-      const body = res.json() as { data: Array<{ id: number }>, meta: { next?: string } }
-      seen.push(...body.data.map((u) => u.id))
-      next = body.meta.next
-    }
-    return seen
-  }
+  const shown = async (url: string): Promise<number[]> => await walkUsers(t, ctx, url, (u) => u.id)
   // Admin, anna, JSmith, Lager, 'Schulz ', Twin and TWIN (one name to the filters: ties by id), ÖZTÜRK
   // (before: by bytes, capitals first, anna after TWIN)
   const ascending = [49, 56, 50, 51, 55, 52, 53, 54]
