@@ -250,8 +250,14 @@ const DAY_MS = 86_400_000
  * autumn's repeated hour's second occurrence as its first: from within that hour, back to its start.
  */
 export function syncPoint (queryStartedAt: number, resolutionMs: number, commitLagMs = 1000, timeZone?: string): string {
+  const { k, grain } = syncStepOf(queryStartedAt, resolutionMs, commitLagMs)
+  return syncPointAt(k, grain, timeZone)
+}
+
+/** which grain'th step the sync point of a query started at `queryStartedAt` lies in, and the grain */
+function syncStepOf (queryStartedAt: number, resolutionMs: number, commitLagMs = 1000): { k: number, grain: number } {
   const grain = syncGrain(resolutionMs)
-  return syncPointAt(Math.floor((queryStartedAt - syncStep(resolutionMs, commitLagMs)) / grain), grain, timeZone)
+  return { k: Math.floor((queryStartedAt - syncStep(resolutionMs, commitLagMs)) / grain), grain }
 }
 
 /** one step of the column: a second at least, two days for date-only columns */
@@ -274,9 +280,7 @@ const lastServerTime = new WeakMap<Repository, { k: number, grain: number, timeZ
 
 /** meta.serverTime of a list of the repository's rows queried now, by the database server's clock where that is behind the gateway's. */
 export function serverTimeOf (repo: Repository): string {
-  const resolution = repo.modifiedResolutionMs
-  const grain = syncGrain(resolution)
-  const k = Math.floor((Date.now() - repo.clockBehindMs - syncStep(resolution, repo.storage.mapping.commitLagMs ?? 1000)) / grain)
+  const { k, grain } = syncStepOf(Date.now() - repo.clockBehindMs, repo.modifiedResolutionMs, repo.storage.mapping.commitLagMs)
   const timeZone = repo.modifiedTimeZone
   const last = lastServerTime.get(repo)
   if (last !== undefined && last.k === k && last.grain === grain && last.timeZone === timeZone) return last.text
