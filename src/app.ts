@@ -208,13 +208,27 @@ function jsonParser (app: FastifyInstance) {
       if (err === null) {
         // only a \u escape can put a lone surrogate or a NUL into a string (raw ones are no UTF-8 or no JSON)
         const odd = text.includes('\\u') ? oddCharacter(value, 'body') : undefined
-        if (odd === undefined) done(null, value)
-        else done(new ApiError(400, 'VALIDATION_ERROR', odd))
+        if (odd !== undefined) done(new ApiError(400, 'VALIDATION_ERROR', odd))
+        // A route that takes no body (a delete, a refresh, a ticket) refuses one that says something, as routes
+        // that take no query refuse one: DELETE /api/materials/30 with {"ids": [1, 2, 3]} must not delete 30
+        // alone and answer 204. `{}` and `null` say nothing and pass (scripts send a JSON body with every POST).
+        else if (!saysNothing(value) && takesNoBody(request)) done(new ApiError(400, 'VALIDATION_ERROR', `body: ${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`))
+        else done(null, value)
         return
       }
       done(err.message.startsWith('Body is not valid JSON') ? invalidJson(text, err) : err)
     })
   }
+}
+
+/** `null` or `{}`: a JSON body that says nothing */
+const saysNothing = (value: unknown): boolean =>
+  value === null || (typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length === 0)
+
+/** A route with a schema but none for a body (routeOptions is a getter that builds its object anew: read only when asked) */
+function takesNoBody (request: FastifyRequest): boolean {
+  const schema = request.routeOptions.schema
+  return schema !== undefined && schema.body === undefined
 }
 
 /**
@@ -435,21 +449,6 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       if (route.schema === undefined || route.schema.querystring !== undefined || route.config?.anyQuery === true) return
       const response = route.schema.response as Record<string, unknown> | undefined
       route.schema = { ...route.schema, querystring: NO_QUERY, ...(response !== undefined && response['400'] === undefined && { response: { ...response, ...errorResponses(400) } }) }
-    })
-    // and a route that takes no body (a delete, a refresh, a ticket) refuses one that says something, for
-    // the same reason: DELETE /api/materials/30 with {"ids": [1, 2, 3]} must not delete 30 alone and
-    // answer 204. `{}` and `null` say nothing and pass (scripts that send a JSON body on every POST).
-    // GET and HEAD bodies are never read: no hook on their path. A callback hook: it runs on every delete.
-    scope.addHook('onRoute', (route) => {
-      if (route.schema === undefined || route.schema.body !== undefined) return
-      const methods = Array.isArray(route.method) ? route.method : [route.method]
-      if (methods.every((m) => m === 'GET' || m === 'HEAD')) return
-      const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]
-      route.preValidation = [...existing, (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
-        const body = request.body
-        const empty = body === undefined || body === null || (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)
-        done(empty ? undefined : new ApiError(400, 'VALIDATION_ERROR', `body: ${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`))
-      }]
     })
     scope.addHook('onRoute', (route) => {
       const body = route.schema?.body as { properties?: Record<string, unknown>, additionalProperties?: unknown } | undefined
