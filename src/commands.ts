@@ -1,5 +1,8 @@
 // The picking-gateway commands: serve, db init, db introspect, user, check-config, simulate. Exit codes follow sysexits.h.
+import { lookup } from 'node:dns/promises'
 import { existsSync, readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
+import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
@@ -312,6 +315,8 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   if (config.server.tls !== undefined) readTls(config.server.tls)
   const expired = config.server.tls === undefined ? undefined : tlsValidityWarning(config.server.tls)
   if (expired !== undefined) io.err(`Warning: ${expired}`)
+  const elsewhere = await hostWarning(config.server.host)
+  if (elsewhere !== undefined) io.err(`Warning: ${elsewhere}`)
   const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
   // the embedded demo runs its simulated controllers (one per two stations) when none are configured
   const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0
@@ -331,6 +336,31 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
     return EXIT_OK
   }
   return await checkDatabase(config, demo, io)
+}
+
+/**
+ * A listen address this machine does not have now: serve would fail to start (EADDRNOTAVAIL,
+ * ENOTFOUND) and systemd would start it again until the address is there, as at boot before the
+ * network is up. Only a warning: the address may be on its way (a VRRP address, an interface
+ * configured later); the configuration itself is right.
+ */
+export async function hostWarning (host: string, interfaces = networkInterfaces(), resolve = lookup): Promise<string | undefined> {
+  const set = `server.host (or HOST) ${host}`
+  let addresses: string[]
+  try {
+    addresses = isIP(host) !== 0
+      ? [host]
+      : (await Promise.race([
+          resolve(host, { all: true, verbatim: true }),
+          new Promise<never>((_resolve, reject) => setTimeout(() => reject(Object.assign(new Error('no answer within 5 s'), { code: 'ETIMEOUT' })), 5000).unref())
+        ])).map((a) => a.address)
+  } catch (err) {
+    return `${set} does not resolve here (${(err as NodeJS.ErrnoException).code ?? 'error'}): serve cannot listen until it does; set an address of this machine`
+  }
+  const own = new Set(Object.values(interfaces).flatMap((list) => (list ?? []).map((i) => i.address.toLowerCase())))
+  const local = (address: string): boolean => address === '0.0.0.0' || address === '::' || own.has(address.toLowerCase().replace(/%.*$/, ''))
+  if (addresses.some(local)) return undefined
+  return `${set}${addresses.length === 1 && addresses[0] === host ? '' : ` (${addresses.join(', ')})`} is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all`
 }
 
 /**

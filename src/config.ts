@@ -1,5 +1,6 @@
 // Loads the configuration (file, then environment, then systemd credentials), validates it, and explains what is wrong.
 import { randomBytes, X509Certificate } from 'node:crypto'
+import { isIP } from 'node:net'
 import { createSecureContext } from 'node:tls'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
@@ -121,7 +122,11 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource, secretOptional)
   if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems, config.database.password !== undefined)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
-  if (config.server !== null && typeof config.server === 'object') checkTrustProxy(config.server.trustProxy, problems)
+  if (config.server !== null && typeof config.server === 'object') {
+    checkTrustProxy(config.server.trustProxy, problems)
+    const problem = typeof config.server.host === 'string' ? hostProblem(config.server.host) : undefined
+    if (problem !== undefined) problems.push(`server.host: ${problem}`)
+  }
   if (config.hardware !== null && typeof config.hardware === 'object') checkHardware(config.hardware, problems)
   for (const name of Object.keys(config.mapping ?? {}) as ResourceName[]) {
     const mapping = config.mapping[name]
@@ -199,7 +204,12 @@ function applyEnv (raw: Record<string, any>, env: NodeJS.ProcessEnv, problems: s
     if (raw[name] === undefined) raw[name] = {}
     return raw[name]
   }
-  if (env.HOST) section('server').host = env.HOST
+  if (env.HOST) {
+    // named as set, as PORT and LOG_LEVEL are: not the file's server.host
+    const problem = hostProblem(env.HOST)
+    if (problem === undefined) section('server').host = env.HOST
+    else problems.push(`HOST: ${problem}`)
+  }
   if (env.PORT) {
     const port = /^\d+$/.test(env.PORT) ? Number(env.PORT) : NaN
     if (Number.isInteger(port) && port <= 65535) section('server').port = port
@@ -441,6 +451,24 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
       }
     }
   })
+}
+
+/** a host name's labels (RFC 1123; an underscore too, as Windows networks name machines), 253 characters at most */
+const HOST_NAME = /^(?=.{1,253}\.?$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/
+
+/**
+ * Why a listen address is none: serve would fail at every start with ENOTFOUND, which systemd
+ * restarts as a passing fault (an address not yet on the machine), and check-config passed it.
+ * Undefined for an IP address or a host name, which only the listen itself can try.
+ */
+export function hostProblem (host: string): string | undefined {
+  if (isIP(host) !== 0 || HOST_NAME.test(host)) return undefined
+  const got = `got ${JSON.stringify(host)}`
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(host)) return `expected an IP address or host name without a scheme (the gateway serves HTTPS when server.tls is set), ${got}`
+  if (/^\[.*\]$/.test(host) && isIP(host.slice(1, -1)) === 6) return `expected an IPv6 address without brackets (${host.slice(1, -1)}), ${got}`
+  const port = /^(.*):(\d+)$/.exec(host)
+  if (port !== null && (isIP(port[1].replace(/^\[|\]$/g, '')) !== 0 || HOST_NAME.test(port[1]))) return `expected an IP address or host name without a port (the port is server.port, or PORT in the environment), ${got}`
+  return `expected an IP address (0.0.0.0 for every interface of this machine, 127.0.0.1 for itself alone) or a host name, ${got}`
 }
 
 /**

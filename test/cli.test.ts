@@ -5,7 +5,7 @@ import { constants } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { clockNotes, controllerNotes, idRangeNotes, main, readHidden, serveV8Flags, usernameNotes, type Io } from '../src/commands.js'
+import { clockNotes, controllerNotes, hostWarning, idRangeNotes, main, readHidden, serveV8Flags, usernameNotes, type Io } from '../src/commands.js'
 import { MappingGoneError } from '../src/db/errors.js'
 import { referenceMappings } from '../src/db/resources.js'
 import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
@@ -941,6 +941,28 @@ t.test('check-config warns of an expired TLS certificate, which every client tha
     if (warned) t.match(res.stderr.join('\n'), /^Warning: server\.tls\.cert: the certificate ".*expired\.crt" expired on \d{4}-\d\d-\d\dT.*: renew it$/, name)
     else t.same(res.stderr, [], name)
   }
+})
+
+t.test('check-config warns of a listen address this machine does not have, where serve could not start', async (t) => {
+  const nic = (address: string, family: 'IPv4' | 'IPv6') => ({ address, family, netmask: '', mac: '', internal: false, cidr: null }) as never
+  const interfaces = { lo: [nic('127.0.0.1', 'IPv4'), nic('::1', 'IPv6')], eth0: [nic('10.1.2.3', 'IPv4'), nic('fe80::1', 'IPv6')] }
+  const names: Record<string, string[]> = { 'gw.example.com': ['10.1.2.3'], 'other.example.com': ['10.9.9.9', '2001:db8::9'] }
+  const resolve = (async (host: string) => {
+    if (names[host] === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' })
+    return names[host].map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
+  }) as never
+  for (const here of ['0.0.0.0', '::', '127.0.0.1', '10.1.2.3', 'FE80::1', 'fe80::1%eth0', 'gw.example.com']) {
+    t.equal(await hostWarning(here, interfaces, resolve), undefined, `${here} is this machine's`)
+  }
+  t.equal(await hostWarning('10.9.9.9', interfaces, resolve), "server.host (or HOST) 10.9.9.9 is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all")
+  t.equal(await hostWarning('other.example.com', interfaces, resolve), "server.host (or HOST) other.example.com (10.9.9.9, 2001:db8::9) is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all")
+  t.equal(await hostWarning('nowhere.example.com', interfaces, resolve), 'server.host (or HOST) nowhere.example.com does not resolve here (ENOTFOUND): serve cannot listen until it does; set an address of this machine')
+
+  // end to end: a warning, and the configuration is still valid (the address may come later, a VRRP address)
+  const { url } = await legacyDatabase(t, '')
+  const res = io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET, HOST: '192.0.2.77' })
+  t.equal(await main(['check-config'], res), 0)
+  t.match(res.stderr, [/^Warning: server\.host \(or HOST\) 192\.0\.2\.77 is no address of this machine's network interfaces now/])
 })
 
 t.test('db init at a path whose directory does not exist names the directory', async (t) => {
