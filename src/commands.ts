@@ -339,6 +339,30 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
 }
 
 /**
+ * An unavailable database's message with the driver's own reason, for the operator at the console:
+ * "The database is unavailable" alone did not tell a host name that does not resolve from a refused
+ * connection, a login the server refuses or a database that is not there. The API's 503 keeps the
+ * short words; the service's log has the cause as well. A password is never in the driver's words
+ * (the URL's credentials are not), and the text is cut to one line.
+ */
+export function withDriverReason (err: Error): string {
+  const reasons: string[] = []
+  const add = (text: string): void => {
+    text = text.replace(/\s+/g, ' ').trim()
+    // each wrapper repeats its cause's words: only what no earlier one said
+    if (text !== '' && !err.message.includes(text) && !reasons.some((r) => r.includes(text))) reasons.push(text)
+  }
+  // mssql keeps tedious's error as originalError, tedious the socket's as cause
+  const next = (e: Error): unknown => e.cause ?? (e as { originalError?: unknown }).originalError
+  for (let cause = next(err); cause instanceof Error && reasons.length < 3; cause = next(cause)) {
+    add(cause.message)
+    // tedious tries each address of the name in turn: "Could not connect (sequence)" with each one's error inside
+    if (cause instanceof AggregateError) add([...new Set(cause.errors.map((e: unknown) => e instanceof Error ? e.message : String(e)))].join('; '))
+  }
+  return reasons.length === 0 ? err.message : `${err.message}: ${reasons.join(': ')}`
+}
+
+/**
  * A listen address this machine does not have now: serve would fail to start (EADDRNOTAVAIL,
  * ENOTFOUND) and systemd would start it again until the address is there, as at boot before the
  * network is up. Only a warning: the address may be on its way (a VRRP address, an interface
@@ -402,7 +426,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
     return EXIT_CONFIG
   } catch (err) {
     if (!(err instanceof DatabaseUnavailableError)) throw err
-    io.out(`Database: not reachable (${err.message}); mapping not checked.`)
+    io.out(`Database: not reachable (${withDriverReason(err)}); mapping not checked.`)
     // not 0: a deploy gated on check-config would pass a mapping nobody checked
     return EXIT_UNCHECKED
   } finally {

@@ -5,8 +5,8 @@ import { constants } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { clockNotes, controllerNotes, hostWarning, idRangeNotes, main, readHidden, serveV8Flags, usernameNotes, type Io } from '../src/commands.js'
-import { MappingGoneError } from '../src/db/errors.js'
+import { clockNotes, controllerNotes, hostWarning, idRangeNotes, main, readHidden, serveV8Flags, usernameNotes, withDriverReason, type Io } from '../src/commands.js'
+import { DatabaseUnavailableError, MappingGoneError } from '../src/db/errors.js'
 import { referenceMappings } from '../src/db/resources.js'
 import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
 import { openDatabase } from '../src/db/index.js'
@@ -380,7 +380,8 @@ t.test('check-config checks the mapping against the database when it can reach i
   // the file check stands (no problem listed), but not 0: a deploy gated on check-config would pass a mapping nobody checked
   t.equal(await main(['check-config', unreachable], down), 69, 'a database that cannot be reached: exit 69, the mapping not checked')
   t.notOk(down.stderr.join('\n').includes('problem'), 'and no problem of the file is claimed')
-  t.match(down.stdout.join('\n'), /Database: not reachable .*mapping not checked/)
+  // with the driver's reason: "The database is unavailable" alone did not tell a refused port from a name that does not resolve
+  t.match(down.stdout.join('\n'), /^Database: not reachable \(The database is unavailable: Failed to connect to 127\.0\.0\.1:1 - .*connect ECONNREFUSED 127\.0\.0\.1:1\); mapping not checked\.$/m)
   const listing = io({ PICKING_GATEWAY_CONFIG: unreachable })
   t.equal(await main(['user', 'list'], listing), 1, 'a one-shot command fails with the first error')
   t.match(listing.stderr.join('\n'), /database unreachable/)
@@ -941,6 +942,16 @@ t.test('check-config warns of an expired TLS certificate, which every client tha
     if (warned) t.match(res.stderr.join('\n'), /^Warning: server\.tls\.cert: the certificate ".*expired\.crt" expired on \d{4}-\d\d-\d\dT.*: renew it$/, name)
     else t.same(res.stderr, [], name)
   }
+})
+
+t.test('an unavailable database\'s message carries the driver\'s reason once, through mssql\'s originalError and tedious\'s AggregateError', async (t) => {
+  const socket = new AggregateError([new Error('connect ECONNREFUSED 10.0.0.5:1433'), new Error('connect ECONNREFUSED 10.0.0.5:1433'), new Error('connect ETIMEDOUT 10.0.0.6:1433')], 'Could not connect (sequence)')
+  const tedious = Object.assign(new Error('Failed to connect to sql01:1433 - Could not connect (sequence)'), { cause: socket })
+  const mssql = Object.assign(new Error('Failed to connect to sql01:1433 - Could not connect (sequence)'), { originalError: tedious })
+  t.equal(withDriverReason(new DatabaseUnavailableError(undefined, { cause: mssql })),
+    'The database is unavailable: Failed to connect to sql01:1433 - Could not connect (sequence): connect ECONNREFUSED 10.0.0.5:1433; connect ETIMEDOUT 10.0.0.6:1433')
+  t.equal(withDriverReason(new DatabaseUnavailableError(undefined, { cause: new Error("Login failed for user 'gw'.") })), "The database is unavailable: Login failed for user 'gw'.")
+  t.equal(withDriverReason(new DatabaseUnavailableError('The database did not answer in time')), 'The database did not answer in time', 'no cause: the message alone')
 })
 
 t.test('check-config warns of a listen address this machine does not have, where serve could not start', async (t) => {
