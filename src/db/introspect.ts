@@ -585,6 +585,11 @@ export function proposeBooleanMap (column: ColumnInfo, category: Category, rows:
   if (unknown.length > 0) {
     return { usable: false, notes: [`column '${column.name}' holds ${unknown.map(show).join(', ')}, which do not read as true/false: map it by hand with a value map`] }
   }
+  // a blank beside a letter (Y/N with rows left blank, often the most of them) is a row never set, not the
+  // code the program writes: 'N' is written, '' still reads as false. Blank alone (X/'') stays the code.
+  const blankLast = (list: StoredCode[]): void => { list.sort((a, b) => Number(a === '') - Number(b === '')) }
+  blankLast(yes)
+  blankLast(no)
   const notes: string[] = []
   const words = [normalizeName(column.name), ...nameTokens(column.name)]
   const language = words.some((w) => GERMAN_WORDS.has(w)) ? 'de' : words.some((w) => POLISH_WORDS.has(w)) ? 'pl' : undefined

@@ -712,6 +712,8 @@ t.test('boolean value maps', async (t) => {
   t.same(proposeBooleanMap(col('Locked'), 'text', rows('N', 'Y')), { usable: true, values: { true: 'Y', false: 'N' }, notes: [] })
   t.same(proposeBooleanMap(col('Locked'), 'text', rows('n', 'Y', 'y', null)).values, { true: ['Y', 'y'], false: 'n' }, 'the most frequent code is the one written; NULL is no code')
   t.same(proposeBooleanMap(col('Sperre'), 'text', rows('X ', ' ')).values, { true: 'X', false: '' }, 'X and blank, padding removed')
+  // before: blank, in the most rows, was the code written, where the program itself writes 'N' (u1's VB6 table)
+  t.same(proposeBooleanMap(col('bolLocked'), 'text', rows(' ', 'N', 'Y')).values, { true: 'Y', false: ['N', ''] }, 'a blank beside a letter reads as false but is not written')
   t.same(proposeBooleanMap(col('Gesperrt'), 'text', rows('N')), { usable: true, values: { true: 'J', false: 'N' }, notes: ['only "N" seen: "J" guessed for true; check it'] })
   t.same(proposeBooleanMap(col('Locked'), 'text', rows('N')).values, { true: 'Y', false: 'N' })
   t.same(proposeBooleanMap(col('Zablokowany'), 'text', rows('N')).values, { true: 'T', false: 'N' }, 'Polish: T/N (Tak/Nie), not Y')
