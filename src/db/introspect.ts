@@ -82,8 +82,11 @@ const CREATED = ['created', 'createdate', 'createddate', 'creationdate', 'datecr
 const MODIFIED = ['lastchange', 'lastchanged', 'modified', 'changed', 'geaendert', 'geaendertam', 'aenderungsdatum', 'updatedat', 'updated', 'lastmodified', 'lastupdate', 'changedate', 'modifydate', 'moddate', 'modifiedat', 'modifiedon', 'updatedon',
   'lastmodifieddate', 'updatetime', 'changetime', 'aenddat', 'aendzeit', 'aenderungszeit', 'aenderung', 'aenderungam', 'letzteaenderung', 'upddat', 'gewijzigd', 'gewijzigdop', 'datumgewijzigd', 'mutatiedatum', 'mutdat', 'datemodif', 'datemodification', 'modifiele', 'modification', 'datamodifica', 'modificato', 'dataultimamodifica', 'fechamodificacion', 'modificado', 'aendrad', 'aendraddatum', 'uppdaterad', 'senastaendrad', 'lastupd', 'lastupdated', 'lastupdt', 'updts', 'updatets', 'updatedts', 'changedts', 'chgdate', 'chgdt', 'lastchg', 'lastmod', 'moddt', 'upddate', 'upddt', 'updatedate', 'changedon', 'datamodyfikacji', 'zmodyfikowano', 'zmodyfikowany', 'datazmiany', 'ostatniazmiana']
 
-/** Words of a time column's name that say how or which time it keeps, beside the word for what happened. */
-const TIME_WORDS = new Set(['ms', 'msec', 'millis', 'epoch', 'unix', 'utc', 'ts', 'tstamp', 'stamp', 'timestamp', 'time', 'date', 'datetime', 'dt', 'at', 'on', 'sec', 'secs', 'seconds', 'last', 'datum', 'zeit'])
+/**
+ * Words of a time column's name that say how or which time it keeps, beside the word for what happened;
+ * also the type prefixes of Hungarian notation (VB6 and Access programs: dtmChanged, datCreated).
+ */
+const TIME_WORDS = new Set(['ms', 'msec', 'millis', 'epoch', 'unix', 'utc', 'ts', 'tstamp', 'stamp', 'timestamp', 'time', 'date', 'datetime', 'dt', 'at', 'on', 'sec', 'secs', 'seconds', 'last', 'datum', 'zeit', 'dtm', 'dat'])
 /** Verb stems that name a time field's event as a word of a longer name (INSERT_TIME, MODIFY_TS). */
 const TIME_STEMS: Record<string, string[]> = { createdAt: ['create', 'insert', 'ins', 'crt', 'add'], modifiedAt: ['modify', 'change', 'update', 'upd', 'chg', 'mod'] }
 

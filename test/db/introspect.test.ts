@@ -617,6 +617,21 @@ t.test('time columns named by their word and how the time is kept: CREATED_MS, L
   }
 })
 
+t.test('time columns in Hungarian notation (dtmChanged CHAR(14), datCreated INTEGER): proposed with their formats', async (t) => {
+  const path = join(dir, 'hungarian.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE tblArticle (lngArtID INTEGER PRIMARY KEY, strArtNo CHAR(20) NOT NULL UNIQUE, strName TEXT NOT NULL, datCreated INTEGER, dtmChanged CHAR(14))')
+  raw.exec("INSERT INTO tblArticle (strArtNo, strName, datCreated, dtmChanged) VALUES ('A-1                 ', 'a', 1712052000, '20241107153012'), ('A-2                 ', 'b', 1712052999, NULL)")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: both were 'no column' (the word after the type prefix scored too low for a number or text column)
+  t.match(found.resources.materials.mapping?.columns, { createdAt: { column: 'datCreated', format: 'unix' }, modifiedAt: { column: 'dtmChanged', format: 'yyyymmddhhmmss' } })
+  const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
+  t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal starts')
+})
+
 t.test('SQLite text of date digits and a REAL of Unix time: proposed with their formats', async (t) => {
   const path = join(dir, 'times2.db')
   const raw = new BetterSqlite3(path)
