@@ -233,9 +233,16 @@ t.test('"Browser login": the login URL, the provider\'s sign-in, the callback\'s
   t.ok(q.get('state') !== null && q.get('nonce') !== null, 'state and nonce')
   t.equal(q.get('redirect_uri'), redirectUri, 'back to the configured redirect URI')
 
+  // the gateway's cookie for this login, which the browser sends back with the callback
+  const cookie = (login.headers.getSetCookie()[0] ?? '').split(';')[0]
+  t.match(cookie, /^sso-login-[\w-]+=[\w-]+$/, 'the login sets a cookie that binds it to this browser')
+
   const jar = new CookieJar()
   const callback = await browserLogin(location, redirectUri, jar)
-  const res = await fetch(callback, { redirect: 'manual' })
+  const elsewhere = await fetch(callback, { redirect: 'manual' })
+  t.equal(elsewhere.status, 400, 'the callback URL opened without the login\'s cookie (another browser) is a 400')
+  t.match(await elsewhere.json(), { code: 'SSO_STATE_INVALID', message: /must come back to the browser that started the login/ }, 'SSO_STATE_INVALID, saying why')
+  const res = await fetch(callback, { redirect: 'manual', headers: { cookie } })
   const text = await res.text()
   t.equal(res.status, 200, `the callback answers 200 (${text.slice(0, 300)})`)
   const body = json(text)
@@ -255,7 +262,7 @@ t.test('"Browser login": the login URL, the provider\'s sign-in, the callback\'s
   t.equal(refreshed.status, 200, 'refresh works as for a password login')
   await refreshed.arrayBuffer()
 
-  const replay = await fetch(callback, { redirect: 'manual' })
+  const replay = await fetch(callback, { redirect: 'manual', headers: { cookie } })
   t.equal(replay.status, 400, 'a replayed callback is a 400')
   t.equal((await replay.json() as { code?: string }).code, 'SSO_STATE_INVALID', 'SSO_STATE_INVALID, as documented')
 })

@@ -1,4 +1,5 @@
 // /api/users/sso/<id>: browser login at an identity provider (authorization code + PKCE, state, nonce), ending in the gateway's own token pair.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import * as client from 'openid-client'
@@ -19,8 +20,35 @@ export interface SsoRoutesOptions {
   maxPending?: number
 }
 
-/** What the login remembers for its callback; the key is the state, used once. */
-interface Pending { provider: string, codeVerifier: string, nonce: string, expires: number, address: string }
+/**
+ * What the login remembers for its callback; the key is the state, used once. `browser` is the
+ * SHA-256 of the value of the cookie the login set: only the browser that holds it completes the login.
+ */
+interface Pending { provider: string, codeVerifier: string, nonce: string, expires: number, address: string, browser: Buffer }
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest()
+
+/**
+ * The name of a pending login's cookie, from its state (which the callback brings back): one cookie
+ * per login, so logins started in two tabs of one browser do not overwrite each other's.
+ */
+export const loginCookieName = (state: string): string => `sso-login-${sha256(state).subarray(0, 12).toString('base64url')}`
+
+/**
+ * The values of the cookie `name` in a Cookie header (RFC 6265 5.4: `name=value` pairs joined by `;`).
+ * Several when the browser holds it for two paths; a value may be quoted (RFC 6265 4.1.1).
+ */
+export function cookieValues (header: string | undefined, name: string): string[] {
+  if (header === undefined) return []
+  const values: string[] = []
+  for (const pair of header.split(';')) {
+    const at = pair.indexOf('=')
+    if (at === -1 || pair.slice(0, at).trim() !== name) continue
+    const value = pair.slice(at + 1).trim()
+    values.push(value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value)
+  }
+  return values
+}
 
 /** Token-endpoint errors (RFC 6749 5.2) that blame the gateway's client, not the person signing in. */
 const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client'])
@@ -109,6 +137,18 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     return provider
   }
 
+  /**
+   * The Set-Cookie of a pending login (maxAge 0: clears it). Lax, as the provider sends the browser back
+   * with a top-level GET; its path is the redirect URI's up to /api/users/sso/ (behind a proxy that adds
+   * a prefix, the prefix too); Secure when the browser reached the gateway over HTTPS, itself or through
+   * a trusted proxy's X-Forwarded-Proto (a browser refuses a Secure cookie sent over plain HTTP).
+   */
+  function loginCookie (provider: SsoProvider, request: { protocol: string }, name: string, value: string, maxAge: number): string {
+    const callback = new URL(provider.config.redirectUri!).pathname
+    const path = callback.slice(0, callback.length - `${provider.id}/callback`.length)
+    return `${name}=${value}; Max-Age=${maxAge}; Path=${path}; HttpOnly; SameSite=Lax${request.protocol === 'https' ? '; Secure' : ''}`
+  }
+
   async function configuration (provider: SsoProvider, log: typeof fastify.log): Promise<client.Configuration> {
     try {
       return await provider.configuration()
@@ -123,7 +163,8 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     config: { auth: 'none', rateLimit, logQuery: false, anyQuery: true },
     schema: {
       summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
-      description: '400 for an id longer than 32 characters (VALIDATION_ERROR) or a path that does not decode (BAD_URL). ' +
+      description: 'Sets a cookie for this login (sso-login-…, HttpOnly, SameSite=Lax, Path /api/users/sso/) that its callback needs: only the browser that started the login completes it. ' +
+        '400 for an id longer than 32 characters (VALIDATION_ERROR) or a path that does not decode (BAD_URL). ' +
         'An id holding ? or # must be percent-encoded: sent as it is, the path ends before it, at /api/users/sso, which is a user\'s record and answers 401 TOKEN_MISSING.',
       tags: ['auth'],
       security: [],
@@ -138,7 +179,10 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     const codeVerifier = client.randomPKCECodeVerifier()
     const state = client.randomState()
     const nonce = client.randomNonce()
-    keep(state, { provider: provider.id, codeVerifier, nonce, expires: now + ttl, address: addressKey(request.ip) })
+    // binds the login to this browser (RFC 9700 4.7.1): whoever else holds the callback URL cannot complete it
+    const browser = randomBytes(32).toString('base64url')
+    keep(state, { provider: provider.id, codeVerifier, nonce, expires: now + ttl, address: addressKey(request.ip), browser: sha256(browser) })
+    reply.header('set-cookie', loginCookie(provider, request, loginCookieName(state), browser, Math.max(1, Math.ceil(ttl / 1000))))
     const url = client.buildAuthorizationUrl(config, {
       redirect_uri: provider.config.redirectUri!,
       scope: provider.config.scope,
@@ -154,6 +198,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     config: { auth: 'none', rateLimit, logQuery: false },
     schema: {
       summary: 'Where the identity provider sends the browser back: the same answer as POST /api/users/login',
+      description: '400 SSO_STATE_INVALID for an unknown, used or expired state, or without the cookie that the login set in the browser that started it. Clears that cookie, but on a 503 that keeps the login open.',
       tags: ['auth'],
       security: [],
       params: Params,
@@ -162,17 +207,35 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     }
   }, async (request, reply) => {
     const provider = browserProvider(request.params.id)
-    // Used once, whatever happens next (but a provider that cannot be asked): a replayed or forged callback finds nothing.
     const { state } = request.query
-    const entry = state === undefined ? undefined : forget(state)
-    if (entry === undefined || entry.provider !== provider.id || entry.expires <= Date.now()) {
+    // The login's cookie is cleared whatever the answer, but a 503 that keeps the login open.
+    if (state !== undefined) reply.header('set-cookie', loginCookie(provider, request, loginCookieName(state), '', 0))
+    const entry = state === undefined ? undefined : pending.get(state)
+    const now = Date.now()
+    if (entry !== undefined && entry.expires <= now) forget(state!)
+    if (entry === undefined || entry.expires <= now) {
+      request.log.info({ provider: provider.id }, 'browser login callback with an unknown, used or expired state')
+      throw badRequest(`The login state is unknown, used or expired; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')
+    }
+    // Only the browser that started the login completes it: another one's callback (a callback URL that
+    // leaked, or one an attacker makes a victim's browser open to sign it into the attacker's account)
+    // changes nothing, and the login stays open for its own browser.
+    const presented = cookieValues(request.headers.cookie, loginCookieName(state!))
+    if (!presented.some((value) => timingSafeEqual(sha256(value), entry.browser))) {
+      request.log.info({ provider: provider.id, cookie: presented.length > 0 }, 'browser login callback from another browser than the one that started the login')
+      throw badRequest(`This login was not started in this browser (or its cookie is gone): the callback must come back to the browser that started the login, at the address of the redirect URI; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')
+    }
+    // Used once, whatever happens next (but a provider that cannot be asked): a replayed callback finds nothing.
+    forget(state!)
+    if (entry.provider !== provider.id) {
       request.log.info({ provider: provider.id }, 'browser login callback with an unknown, used or expired state')
       throw badRequest(`The login state is unknown, used or expired; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')
     }
     // The provider could not be asked: the login was not completed, so the browser may come back with
-    // the same callback (the 503's Retry-After) instead of starting again.
+    // the same callback (the 503's Retry-After) instead of starting again, with its cookie kept.
     const unavailable = (err: unknown): never => {
-      if (state !== undefined && !pending.has(state)) keep(state, entry)
+      if (!pending.has(state!)) keep(state!, entry)
+      reply.removeHeader('set-cookie')
       throw err
     }
     const config = await configuration(provider, request.log).catch(unavailable)

@@ -1,4 +1,12 @@
 // Browser login at a real OpenID provider (oidc-provider on loopback): code + PKCE, state and nonce, ending in the gateway's token pair.
+import { execFileSync } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { exportJWK, generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
 import { build, type TestContext } from '../helpers/build.js'
@@ -8,33 +16,50 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
-  const idp = await startProvider({ redirectUri: REDIRECT })
+async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } } } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+  const redirectUri = options.redirectUri ?? REDIRECT
+  const idp = await startProvider({ redirectUri })
   t.teardown(() => idp.close())
   const logs: string[] = []
   const ctx = await build(t, {
     auth: {
       sso: [
-        { id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri: REDIRECT },
+        { id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri },
         { id: 'tokens-only', issuer: `${idp.issuer}-other`, audience: AUDIENCE, typeMap: TYPE_MAP }
       ],
       revocationCacheMs: options.revocationCacheMs ?? 0
     },
     licence: { logins: options.licence ?? 10 },
-    logging: { level: 'info' }
+    logging: { level: 'info' },
+    ...(options.server === undefined ? {} : { server: options.server })
   }, undefined, { timing: { stateTtlMs: options.stateTtlMs, maxPending: options.maxPending }, logStream: { write: (line: string) => { logs.push(line) } } })
   return { idp, ctx, logs }
 }
 
-/** GET /login, then the provider's pages as a browser follows them: the callback URL the provider sends back. */
-async function start (ctx: TestContext, idp: TestProvider): Promise<{ authorization: URL, callback: URL }> {
-  const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login' })
+/** A started login: the callback URL the provider sends the browser back to, and the login's cookie as the browser sends it (`name=value`). */
+interface Login { authorization: URL, callback: URL, cookie: string }
+
+/** The Set-Cookie lines of an answer. */
+const setCookies = (res: { headers: Record<string, unknown> }): string[] => {
+  const value = res.headers['set-cookie']
+  return value === undefined ? [] : Array.isArray(value) ? value.map(String) : [String(value)]
+}
+
+/** GET /login (with the request's options), then the provider's pages as a browser follows them. */
+async function start (ctx: TestContext, idp: TestProvider, request: { remoteAddress?: string, headers?: Record<string, string> } = {}): Promise<Login> {
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', ...request })
   if (res.statusCode !== 302) throw new Error(`login: ${res.statusCode} ${res.body}`)
+  const [line] = setCookies(res)
+  if (line === undefined) throw new Error('login: no cookie set')
   const authorization = new URL(res.headers.location as string)
-  return { authorization, callback: await browserLogin(authorization.href, REDIRECT) }
+  return { authorization, callback: await browserLogin(authorization.href, REDIRECT), cookie: line.split(';')[0] }
 }
 
 const callbackOf = (url: URL) => `${url.pathname}${url.search}`
+
+/** The callback as the browser that started the login opens it: with that login's cookie (or the cookie header given). */
+const finish = async (ctx: TestContext, login: Login, url = login.callback, cookie = login.cookie) =>
+  await ctx.app.inject({ method: 'GET', url: callbackOf(url), headers: cookie === '' ? {} : { cookie } })
 
 t.test('code + PKCE end to end: the same answer as a password login, then refresh as usual', async (t) => {
   const { idp, ctx, logs } = await setup(t)
@@ -44,6 +69,9 @@ t.test('code + PKCE end to end: the same answer as a password login, then refres
   const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login' })
   t.equal(res.statusCode, 302)
   t.equal(res.headers['cache-control'], 'no-store')
+  const [setCookie] = setCookies(res)
+  t.match(setCookie, /^sso-login-[\w-]{16}=[\w-]{43}; Max-Age=600; Path=\/api\/users\/sso\/; HttpOnly; SameSite=Lax$/, 'a cookie for this login: random, HttpOnly, Lax, the login\'s lifetime, only for /api/users/sso/; not Secure over plain HTTP')
+  const cookie = setCookie.split(';')[0]
   const authorization = new URL(res.headers.location as string)
   t.equal(`${authorization.origin}${authorization.pathname}`, `${idp.issuer}/auth`, 'to the provider\'s authorization endpoint (discovered; issuer with a path)')
   const q = authorization.searchParams
@@ -59,9 +87,10 @@ t.test('code + PKCE end to end: the same answer as a password login, then refres
   const callback = await browserLogin(authorization.href, REDIRECT)
   t.equal(callback.searchParams.get('state'), q.get('state'))
   t.ok(callback.searchParams.get('code'))
-  const done = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  const done = await ctx.app.inject({ method: 'GET', url: callbackOf(callback), headers: { cookie } })
   t.equal(done.statusCode, 200, done.body)
   t.equal(done.headers['cache-control'], 'no-store')
+  t.same(setCookies(done), [`${cookie.split('=')[0]}=; Max-Age=0; Path=/api/users/sso/; HttpOnly; SameSite=Lax`], 'the login\'s cookie is cleared')
   const body = done.json()
   t.same(Object.keys(body).sort(), ['accessToken', 'expiresIn', 'login', 'refreshToken'])
   t.equal(body.login, true)
@@ -78,7 +107,7 @@ t.test('code + PKCE end to end: the same answer as a password login, then refres
 
   // Replayed: the state was used up; nothing changes
   const before = (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total
-  const replay = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  const replay = await ctx.app.inject({ method: 'GET', url: callbackOf(callback), headers: { cookie } })
   t.equal(replay.statusCode, 400)
   t.equal(replay.json().code, 'SSO_STATE_INVALID')
   t.match(replay.json().message, /unknown, used or expired/)
@@ -86,12 +115,13 @@ t.test('code + PKCE end to end: the same answer as a password login, then refres
 
   // A second login of the same person: the same row
   const second = await start(ctx, idp)
-  const again = await ctx.app.inject({ method: 'GET', url: callbackOf(second.callback) })
+  const again = await finish(ctx, second)
   t.equal(again.statusCode, 200)
   t.equal(decode(again.json().accessToken).sub, decode(body.accessToken).sub, 'one identity, one row')
 
   const logged = logs.join('\n')
   t.notMatch(logged, new RegExp(callback.searchParams.get('code')!), 'the code is not logged')
+  t.notMatch(logged, new RegExp(cookie.split('=')[1]), 'nor the cookie')
   t.match(logged, /"url":"\/api\/users\/sso\/warehouse\/callback\?\[redacted\]"/)
 })
 
@@ -112,16 +142,16 @@ t.test('forged, crossed and expired callbacks are a 400 that changes nothing', a
   const other = await start(ctx, idp)
   const crossed = new URL(one.callback)
   crossed.searchParams.set('code', other.callback.searchParams.get('code')!)
-  const refused = await ctx.app.inject({ method: 'GET', url: callbackOf(crossed) })
+  const refused = await finish(ctx, one, crossed)
   t.equal(refused.statusCode, 400, 'a code issued for another login (its PKCE verifier does not match)')
   t.equal(refused.json().code, 'SSO_LOGIN_FAILED')
-  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(one.callback) })).json().code, 'SSO_STATE_INVALID', 'the state was used by the failed attempt')
+  t.equal((await finish(ctx, one)).json().code, 'SSO_STATE_INVALID', 'the state was used by the failed attempt')
   // The code's own login still completes: without that login's PKCE verifier the crossed attempt got nothing.
-  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(other.callback) })).statusCode, 200, 'the rightful callback')
+  t.equal((await finish(ctx, other)).statusCode, 200, 'the rightful callback')
 
   // The provider says no
   const third = await start(ctx, idp)
-  const denied = await ctx.app.inject({ method: 'GET', url: `/api/users/sso/warehouse/callback?error=access_denied&state=${third.callback.searchParams.get('state')}&iss=${encodeURIComponent(idp.issuer)}` })
+  const denied = await finish(ctx, third, new URL(`${REDIRECT}?error=access_denied&state=${third.callback.searchParams.get('state')}&iss=${encodeURIComponent(idp.issuer)}`))
   t.equal(denied.statusCode, 400)
   t.match(denied.json().message, /refused the login \(access_denied\)/)
 
@@ -130,8 +160,118 @@ t.test('forged, crossed and expired callbacks are a 400 that changes nothing', a
   short.idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
   const late = await start(short.ctx, short.idp)
   await new Promise((resolve) => setTimeout(resolve, 350))
-  t.equal((await short.ctx.app.inject({ method: 'GET', url: callbackOf(late.callback) })).json().code, 'SSO_STATE_INVALID', 'an expired state')
+  t.equal((await finish(short.ctx, late)).json().code, 'SSO_STATE_INVALID', 'an expired state')
   t.equal(await count(), users + 1, 'no user was created by any of the refused ones (one by the rightful callback)')
+})
+
+t.test('the login is bound to the browser that started it: a callback without its cookie, or with another, is a 400 that changes nothing', async (t) => {
+  const { idp, ctx, logs } = await setup(t)
+  idp.loginAs = 'alice'
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total
+  const users = await count()
+  const nameOf = (login: Login) => login.cookie.split('=')[0]
+  const valueOf = (login: Login) => login.cookie.split('=')[1]
+  const mine = await start(ctx, idp)
+  const another = await start(ctx, idp)
+  t.not(nameOf(mine), nameOf(another), 'each pending login has a cookie of its own name')
+
+  const refusals: Array<[string, string]> = [
+    ['no cookie: the callback URL opened in another browser', ''],
+    ['a cookie of that name with another value', `${nameOf(mine)}=${'A'.repeat(43)}`],
+    ['the cookie of another pending login', another.cookie],
+    ['another pending login\'s value under this login\'s name', `${nameOf(mine)}=${valueOf(another)}`],
+    ['a quoted value that is not the cookie', `${nameOf(mine)}="${valueOf(mine)}x"`]
+  ]
+  for (const [what, cookie] of refusals) {
+    const res = await finish(ctx, mine, mine.callback, cookie)
+    t.equal(res.statusCode, 400, what)
+    t.equal(res.json().code, 'SSO_STATE_INVALID', what)
+    t.match(res.json().message, /the callback must come back to the browser that started the login/, what)
+    t.same(setCookies(res), [`${nameOf(mine)}=; Max-Age=0; Path=/api/users/sso/; HttpOnly; SameSite=Lax`], `${what}: the cookie is cleared`)
+  }
+  t.equal(await count(), users, 'no row was created')
+  t.notMatch(logs.join('\n'), new RegExp(`${valueOf(mine)}|${valueOf(another)}`), 'no cookie value in the log')
+  t.equal(logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'browser login callback from another browser than the one that started the login').length, refusals.length, 'each refusal is logged')
+
+  // the refused callbacks left the login open: its own browser, which sends both logins' cookies, completes it
+  const both = `${another.cookie}; ${mine.cookie}`
+  const done = await finish(ctx, mine, mine.callback, both)
+  t.equal(done.statusCode, 200, done.body)
+  t.same(setCookies(done), [`${nameOf(mine)}=; Max-Age=0; Path=/api/users/sso/; HttpOnly; SameSite=Lax`], 'its cookie is cleared, the other login\'s kept')
+  // the cookie after completion: the callback again is refused, and so is the cookie under a new login's name
+  t.equal((await finish(ctx, mine, mine.callback, both)).json().code, 'SSO_STATE_INVALID', 'the used callback with its cookie again')
+  const later = await start(ctx, idp)
+  const reused = await finish(ctx, later, later.callback, `${nameOf(later)}=${valueOf(mine)}`)
+  t.equal(reused.json().code, 'SSO_STATE_INVALID', 'the used cookie\'s value does not complete a new login')
+  t.equal((await finish(ctx, later)).statusCode, 200, 'which its own cookie completes')
+  t.equal((await finish(ctx, another, another.callback, both)).statusCode, 200, 'the other pending login of the same browser completes too')
+  t.equal(await count(), users + 1, 'one row, alice\'s')
+})
+
+t.test('two logins started in one browser (two tabs) both complete, in either order', async (t) => {
+  const { idp, ctx } = await setup(t)
+  idp.loginAs = 'alice'
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const first = await start(ctx, idp)
+  const second = await start(ctx, idp)
+  // the browser sends every cookie it holds for the path: both logins' cookies
+  const jar = `${first.cookie}; ${second.cookie}`
+  const b = await finish(ctx, second, second.callback, jar)
+  t.equal(b.statusCode, 200, `the second tab first: ${b.body}`)
+  const a = await finish(ctx, first, first.callback, first.cookie)
+  t.equal(a.statusCode, 200, `then the first: ${a.body}`)
+})
+
+t.test('the cookie is Secure over HTTPS: the gateway\'s own TLS, or a trusted proxy\'s X-Forwarded-Proto', async (t) => {
+  t.test('behind a trusted proxy', async (t) => {
+    const { idp, ctx } = await setup(t, { server: { trustProxy: '127.0.0.1' } })
+    idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+    const proxied = await start(ctx, idp, { headers: { 'x-forwarded-proto': 'https' } })
+    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(proxied.callback), headers: { cookie: proxied.cookie, 'x-forwarded-proto': 'https' } })
+    t.equal(res.statusCode, 200, res.body)
+    t.match(setCookies(res), [/; Secure$/], 'cleared with the same attributes')
+    const login = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', headers: { 'x-forwarded-proto': 'https' } })
+    t.match(setCookies(login), [/^sso-login-[\w-]+=[\w-]+; Max-Age=600; Path=\/api\/users\/sso\/; HttpOnly; SameSite=Lax; Secure$/])
+    const untrusted = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', remoteAddress: '192.0.2.7', headers: { 'x-forwarded-proto': 'https' } })
+    t.notMatch(setCookies(untrusted)[0], /Secure/, 'not for a header from an address that is not the trusted proxy')
+    const plain = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', headers: { 'x-forwarded-proto': 'http' } })
+    t.notMatch(setCookies(plain)[0], /Secure/, 'not where the proxy says the browser came over plain HTTP')
+  })
+  t.test('with server.tls', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'pg-sso-tls-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const key = join(dir, 'key.pem')
+    const cert = join(dir, 'cert.pem')
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
+    const { idp, ctx } = await setup(t, { server: { tls: { cert, key } } })
+    idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+    await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = ctx.app.server.address() as AddressInfo
+    const get = async (path: string, cookie?: string): Promise<{ status: number, headers: IncomingHttpHeaders, body: string }> => {
+      const req = httpsRequest({ host: '127.0.0.1', port, path, rejectUnauthorized: false, headers: cookie === undefined ? {} : { cookie } })
+      req.end()
+      const [res] = await once(req, 'response') as [IncomingMessage]
+      let body = ''
+      for await (const chunk of res) body += String(chunk)
+      return { status: res.statusCode ?? 0, headers: res.headers, body }
+    }
+    const login = await get('/api/users/sso/warehouse/login')
+    t.equal(login.status, 302)
+    t.match(login.headers['set-cookie'], [/^sso-login-[\w-]+=[\w-]+; Max-Age=600; Path=\/api\/users\/sso\/; HttpOnly; SameSite=Lax; Secure$/])
+    const callback = await browserLogin(login.headers.location!, REDIRECT)
+    const done = await get(callbackOf(callback), login.headers['set-cookie']![0].split(';')[0])
+    t.equal(done.status, 200, done.body)
+    t.match(done.headers['set-cookie'], [/Max-Age=0; .*; Secure$/])
+  })
+})
+
+t.test('behind a proxy that adds a path prefix: the cookie\'s path is the redirect URI\'s', async (t) => {
+  const redirectUri = 'https://gateway.example.com/picking/api/users/sso/warehouse/callback'
+  const { ctx } = await setup(t, { redirectUri })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login' })
+  t.equal(res.statusCode, 302)
+  t.match(setCookies(res), [/; Path=\/picking\/api\/users\/sso\/;/])
 })
 
 t.test('a flood of started logins from many addresses, each within its rate limit, drops its own pending logins, not a person\'s', async (t) => {
@@ -141,6 +281,7 @@ t.test('a flood of started logins from many addresses, each within its rate limi
   // the person's browser starts its login first
   const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', remoteAddress: '192.168.1.50' })
   t.equal(res.statusCode, 302)
+  const cookie = setCookies(res)[0].split(';')[0]
   // then 60 logins that never come back, 5 from each of 12 addresses (an IPv6 client's /64 counts as one)
   for (let i = 0; i < 60; i++) {
     const flood = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', remoteAddress: `2001:db8:0:${i % 12}::${i}` })
@@ -148,7 +289,7 @@ t.test('a flood of started logins from many addresses, each within its rate limi
   }
   // before: the oldest pending login was dropped first, the person's; now the address holding the most loses one
   const callback = await browserLogin(res.headers.location as string, REDIRECT)
-  const done = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  const done = await ctx.app.inject({ method: 'GET', url: callbackOf(callback), headers: { cookie } })
   t.equal(done.statusCode, 200, `the person's login completes: ${done.body}`)
 })
 
@@ -157,8 +298,7 @@ t.test('browser login: claims, licence and disabled users as for tokens', async 
   const admin = ctx.auth(ctx.adminToken)
   const login = async (account: string) => {
     idp.loginAs = account
-    const { callback } = await start(ctx, idp)
-    return await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    return await finish(ctx, await start(ctx, idp))
   }
   idp.claims.set('nobody', { preferred_username: 'nobody', roles: ['visitor'] })
   const unmapped = await login('nobody')
@@ -182,8 +322,7 @@ t.test('a browser login of a row disabled on another instance a moment before is
   const { idp, ctx } = await setup(t, { revocationCacheMs: 60000 })
   const login = async () => {
     idp.loginAs = 'bob'
-    const { callback } = await start(ctx, idp)
-    return await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    return await finish(ctx, await start(ctx, idp))
   }
   idp.claims.set('bob', { preferred_username: 'bob', roles: ['gateway-user'] })
   t.equal((await login()).statusCode, 200, 'the row is created')
@@ -216,10 +355,10 @@ t.test('unknown providers, providers without browser login, an unreachable provi
 t.test('a callback that fails the checks: the log says which check, for the administrator', async (t) => {
   const { idp, ctx, logs } = await setup(t)
   idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
-  const { callback } = await start(ctx, idp)
-  const mixedUp = new URL(callback)
+  const login = await start(ctx, idp)
+  const mixedUp = new URL(login.callback)
   mixedUp.searchParams.set('iss', 'https://another-provider.example.com')
-  const res = await ctx.app.inject({ method: 'GET', url: callbackOf(mixedUp) })
+  const res = await finish(ctx, login, mixedUp)
   t.equal(res.statusCode, 400)
   t.equal(res.json().code, 'SSO_LOGIN_FAILED')
   const line = logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'browser login response refused')
@@ -231,8 +370,8 @@ t.test('a client secret the provider refuses (wrong, expired) is a fault of the 
   const wrong = 'an-expired-client-secret-0123456789'
   const { idp, ctx, logs } = await setup(t, { clientSecret: wrong })
   idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
-  const { callback } = await start(ctx, idp)
-  const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  const login = await start(ctx, idp)
+  const res = await finish(ctx, login)
   t.equal(res.statusCode, 503, res.body)
   t.same(res.json(), { statusCode: 503, code: 'SSO_UNAVAILABLE', error: 'Service Unavailable', message: "The identity provider 'warehouse' refused the gateway's client; the administrator must check its client id and client secret" })
   t.equal(res.headers['retry-after'], '10')
@@ -254,9 +393,9 @@ t.test('a client refused in other words: Auth0\'s 401 access_denied, a 401 with 
   ]
   for (const [what, answer, status, code] of cases) {
     idp.tokenAnswer = undefined
-    const { callback } = await start(ctx, idp)
+    const login = await start(ctx, idp)
     idp.tokenAnswer = answer
-    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    const res = await finish(ctx, login)
     t.equal(res.statusCode, status, `${what}: ${res.body}`)
     t.equal(res.json().code, code, what)
     if (status === 503) t.match(res.json().message, /refused the gateway's client/, what)
@@ -267,20 +406,22 @@ t.test('a client refused in other words: Auth0\'s 401 access_denied, a 401 with 
 t.test('the provider goes away between login and callback', async (t) => {
   const { idp, ctx } = await setup(t)
   idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
-  const { callback } = await start(ctx, idp)
+  const login = await start(ctx, idp)
   idp.mode = 'hang'
   const started = Date.now()
-  const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  const res = await finish(ctx, login)
   t.equal(res.statusCode, 503, 'the token endpoint does not answer')
   t.ok(Date.now() - started < 2500, `within the timeout (${Date.now() - started} ms)`)
   idp.mode = 'up'
   await idp.stop()
-  const refused = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  const refused = await finish(ctx, login)
   t.equal(refused.statusCode, 503, 'the provider stopped: the same callback again is still a 503, not a used state')
+  t.same(setCookies(res), [], 'the login stays open: its cookie is kept')
   await idp.start()
-  const again = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+  const again = await finish(ctx, login)
   t.equal(again.statusCode, 200, `the provider back: the same callback completes the login, as the 503's Retry-After promised (${again.body})`)
-  t.equal((await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })).json().code, 'SSO_STATE_INVALID', 'and only once')
+  t.match(setCookies(again), [/Max-Age=0/], 'and clears the cookie')
+  t.equal((await finish(ctx, login)).json().code, 'SSO_STATE_INVALID', 'and only once')
 })
 
 t.test('a token endpoint that answers a server error (the provider overloaded or restarting, a proxy before it): 503, and the same callback completes the login once it is back', async (t) => {
@@ -293,14 +434,14 @@ t.test('a token endpoint that answers a server error (the provider overloaded or
   ]
   for (const [what, answer] of cases) {
     idp.tokenAnswer = undefined
-    const { callback } = await start(ctx, idp)
+    const login = await start(ctx, idp)
     idp.tokenAnswer = answer
-    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    const res = await finish(ctx, login)
     t.equal(res.statusCode, 503, `${what}: ${res.body}`)
     t.equal(res.json().code, 'SSO_UNAVAILABLE', what)
     t.equal(res.headers['retry-after'], '10', what)
     idp.tokenAnswer = undefined
-    const again = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    const again = await finish(ctx, login)
     t.equal(again.statusCode, 200, `${what}: the provider back, the same callback completes the login (${again.body})`)
   }
   t.equal(logs.filter((line) => line.includes('identity provider unreachable for a browser login')).length, 3, 'a warning for each')
@@ -314,15 +455,15 @@ t.test('the browser login\'s ID token is checked with the keys access tokens are
     const { publicKey } = await generateKeyPair('RS256', { extractable: true })
     const twin = { ...await exportJWK(publicKey), kid: idp.keys[0].kid, alg: 'RS256', use: 'sig' }
     idp.jwksAnswer = { keys: [twin, idp.keys[0].publicJwk] }
-    const { callback } = await start(ctx, idp)
-    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    const login = await start(ctx, idp)
+    const res = await finish(ctx, login)
     t.equal(res.statusCode, 200, res.body)
     // and still checked: signed with a key the provider does not publish, it is refused
     const other = await setup(t)
     other.idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
     other.idp.jwksAnswer = { keys: [{ ...twin, kid: other.idp.keys[0].kid }] }
     const forged = await start(other.ctx, other.idp)
-    const refused = await other.ctx.app.inject({ method: 'GET', url: callbackOf(forged.callback) })
+    const refused = await finish(other.ctx, forged)
     t.equal(refused.statusCode, 400, refused.body)
     t.equal(refused.json().code, 'SSO_LOGIN_FAILED')
     t.match(other.logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'browser login response refused'), { reason: /signature verification failed/ })
@@ -331,8 +472,8 @@ t.test('the browser login\'s ID token is checked with the keys access tokens are
     const { idp, ctx, logs } = await setup(t)
     idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
     idp.jwksAnswer = { keys: [] }
-    const { callback } = await start(ctx, idp)
-    const res = await ctx.app.inject({ method: 'GET', url: callbackOf(callback) })
+    const login = await start(ctx, idp)
+    const res = await finish(ctx, login)
     t.equal(res.statusCode, 503, res.body)
     t.equal(res.json().code, 'SSO_UNAVAILABLE')
     t.equal(res.headers['retry-after'], '10')
