@@ -128,6 +128,21 @@ function toApiError (err: Error): ApiError | undefined {
   return new ApiError(err.statusCode, ERROR_CODES[err.code] ?? err.code, message, { headers, extra, expected: true })
 }
 
+/**
+ * Station lookups of one controller's events that run at once. The lookups of a controller that sends faster than
+ * the database answers otherwise ran one per event, without bound, each holding a connection of SQL Server's pool
+ * (10) that requests then waited for.
+ */
+const LOOKUPS_PER_CONTROLLER = 2
+
+/** An event waiting for its stations: answered by the lookup it shares, or given up at its deadline. */
+interface StationWaiter {
+  /** its lookup runs (it no longer waits for a place among LOOKUPS_PER_CONTROLLER) */
+  started: boolean
+  answer: (stations: Row[]) => void
+  fail: (err: unknown) => void
+}
+
 /** The addresses the protocol carries (`addr`, README: Protocol reference). */
 const MAX_ADDRESS = 65535
 
@@ -217,16 +232,88 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     return rows.filter((station) => station.controllerId === controllerId && (address === undefined || station.address === address))
   }
 
-  /** wiredTo for an event: a failed lookup publishes the event without a station id. */
-  async function stationsOf (controllerId: string, address?: number): Promise<Row[]> {
-    try {
-      return await wiredTo(controllerId, address)
-    } catch (err) {
-      // an outage (503) is expected, as for requests: a warning per event without a stack; the outage itself is logged once, with its cause
-      if (err instanceof DbError && err.statusCode === 503) log.warn({ controllerId, code: err.code, reason: err.message }, 'station lookup failed; event sent without station id')
-      else log.warn({ err, controllerId }, 'station lookup failed; event sent without station id')
-      return []
+  /**
+   * Per controller: how many of its events' station lookups run (at most LOOKUPS_PER_CONTROLLER), and the events
+   * waiting for one to end, by address (undefined: all its stations, for a connect or disconnect), the oldest
+   * first. Events waiting at one address share the lookup that starts after all of them arrived, so it reads the
+   * table as each one's own would have, and a burst at a few addresses is a few lookups.
+   */
+  const lookups = new Map<string, { running: number, waiting: Map<number | undefined, Array<StationWaiter>> }>()
+
+  function runLookups (controllerId: string): void {
+    const lane = lookups.get(controllerId)!
+    while (lane.running < LOOKUPS_PER_CONTROLLER && lane.waiting.size > 0) {
+      const [address, waiters] = lane.waiting.entries().next().value as [number | undefined, StationWaiter[]]
+      lane.waiting.delete(address)
+      lane.running++
+      for (const waiter of waiters) waiter.started = true
+      let running = true
+      const done = (): void => {
+        if (!running) return
+        running = false
+        clearTimeout(giveUp)
+        lane.running--
+        runLookups(controllerId)
+      }
+      // a call the database never answers gives its place up after stationLookupMs: it cannot keep the controller's events from the database for good
+      const giveUp = setTimeout(done, opts.stationLookupMs).unref()
+      wiredTo(controllerId, address).then(
+        (stations) => { for (const waiter of waiters) waiter.answer(stations) },
+        (err: unknown) => { for (const waiter of waiters) waiter.fail(err) }
+      ).finally(done)
     }
+  }
+
+  /**
+   * wiredTo for an event, run at most LOOKUPS_PER_CONTROLLER at once per controller (a slow database, SQL Server
+   * behind a lock the picking system holds, is not asked again for each event meanwhile, and its pool keeps
+   * connections for requests). Without an answer within stationLookupMs of the event, or after a failed lookup,
+   * the event is published without a station id, with a warning saying why, rather than held.
+   */
+  function stationsOf (controllerId: string, address?: number): Promise<Row[]> {
+    return new Promise((resolve) => {
+      let lane = lookups.get(controllerId)
+      if (lane === undefined) lookups.set(controllerId, lane = { running: 0, waiting: new Map() })
+      let waiters = lane.waiting.get(address)
+      if (waiters === undefined) lane.waiting.set(address, waiters = [])
+      let pending = true
+      /** true once: the first of the answer, the failure and the deadline settles the event */
+      const settle = (): boolean => {
+        if (!pending) return false
+        pending = false
+        clearTimeout(deadline)
+        return true
+      }
+      const waiter: StationWaiter = {
+        started: false,
+        answer: (stations) => {
+          if (settle()) resolve(stations)
+        },
+        fail: (err) => {
+          if (!settle()) return
+          // an outage (503) is expected, as for requests: a warning per event without a stack; the outage itself is logged once, with its cause
+          if (err instanceof DbError && err.statusCode === 503) log.warn({ controllerId, address, code: err.code, reason: err.message }, 'station lookup failed; event sent without station id')
+          else log.warn({ err, controllerId, address }, 'station lookup failed; event sent without station id')
+          resolve([])
+        }
+      }
+      const deadline = setTimeout(() => {
+        if (!settle()) return
+        const reason = waiter.started
+          ? `the database did not answer the station lookup within ${opts.stationLookupMs} ms (hardware.stationLookupMs)`
+          : `the database did not answer within ${opts.stationLookupMs} ms (hardware.stationLookupMs): ${LOOKUPS_PER_CONTROLLER} earlier station lookups of this controller still running`
+        if (!waiter.started) {
+          // its lookup is not asked for any more
+          const still = lane.waiting.get(address)?.filter((other) => other !== waiter)
+          if (still === undefined || still.length === 0) lane.waiting.delete(address)
+          else lane.waiting.set(address, still)
+        }
+        log.warn({ controllerId, address, code: 'STATION_LOOKUP_TIMEOUT', reason }, 'station lookup failed; event sent without station id')
+        resolve([])
+      }, opts.stationLookupMs).unref()
+      waiters.push(waiter)
+      runLookups(controllerId)
+    })
   }
 
   function setStatus (controllerId: string, address: number | undefined, status: StationStatus): void {
@@ -246,11 +333,12 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     if (type === 'station.fault') setStatus(link.id, address, 'error')
     else if (type === 'tray.ready') setStatus(link.id, address, 'busy')
     else setStatus(link.id, address, 'idle')
-    const lookup = address === undefined ? Promise.resolve([]) : stationsOf(link.id, address)
     // the command this event answers, taken now (a LIGHT sent while the lookup runs is answered by a later event)
     const pending = address === undefined ? undefined : commanded.get(link.id)?.get(address)
     const sent = pending !== undefined && ANSWERS[type] === pending.cmd ? pending.id : undefined
     if (sent !== undefined) commanded.get(link.id)!.delete(address!)
+    // the answer to a command names the station it was sent for: nothing to ask the database
+    const lookup = address === undefined || sent !== undefined ? Promise.resolve([]) : stationsOf(link.id, address)
     const data = {
       controllerId: link.id,
       address: address ?? null,

@@ -166,6 +166,8 @@ export const Config = Type.Object({
     controllers: Type.Array(ControllerConfig, { default: [] }),
     maxQueue: Type.Integer({ minimum: 1, default: 32 }),
     maxFrameBytes: Type.Integer({ minimum: 64, default: 65536 }),
+    /** how long an event waits for the database to name its station before it goes out without one */
+    stationLookupMs: Ms(5000),
     timings: Type.Object({
       ackTimeout: Ms(2000),
       heartbeatIdle: Ms(10000),

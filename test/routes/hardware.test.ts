@@ -868,3 +868,73 @@ t.test('a client that stops reading is cut off; the others keep receiving', asyn
   good.close()
   await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
 })
+
+t.test('a station lookup the database never answers holds no event: it goes out without station id after hardware.stationLookupMs, a warning says why, and the next lookups run once it answers again (before: every later event of the controller held for good, silently)', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 60000 } })
+  t.teardown(() => sim.close())
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 200 }, logging: { level: 'warn' } }, undefined,
+    { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  const stationId = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, ctx.adminToken)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  t.equal((await ctx.app.inject({ method: 'POST', url: `/api/stations/${stationId as number}/commands`, headers: ctx.auth(ctx.adminToken), payload: { command: 'light', quantity: 1 } })).statusCode, 200)
+  const stations = ctx.app.repos.stations
+  const list = stations.list.bind(stations)
+  // SQL Server behind a lock the picking system holds: the lookups never answer
+  const stuck: Array<(value: Awaited<ReturnType<typeof list>>) => void> = []
+  stations.list = async () => await new Promise((resolve) => { stuck.push(resolve) })
+  const simulated = sim.controllers.get('ctl-1')!
+  // the answer to the gateway's own light names its station without asking the database
+  simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'answer' })
+  await until(() => stream.events.length === 1, 'the answer to the light')
+  t.same(stream.events.splice(0).map((e) => [e.data.ref, e.data.stationId]), [['answer', stationId]])
+  t.equal(stuck.length, 0, 'no lookup for it')
+  for (let i = 0; i < 50; i++) simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: `stuck-${i}` })
+  await until(() => stream.events.length === 50, 'the events, without their station', 5000)
+  t.same(stream.events.map((e) => [e.data.ref, e.data.stationId]), Array.from({ length: 50 }, (_, i) => [`stuck-${i}`, null]), 'each in order, none held')
+  // two at once; a lookup that has not answered within stationLookupMs gives its place to the next (before: one per event, 50)
+  t.ok(stuck.length <= 4, `the database is asked a bounded number of times: ${stuck.length}`)
+  const warnings = lines.filter((line) => line.msg === 'station lookup failed; event sent without station id')
+  t.equal(warnings.length, 50, 'one warning per event')
+  t.match(warnings[0], { level: 40, controllerId: 'ctl-1', address: 3, code: 'STATION_LOOKUP_TIMEOUT', reason: /200 ms/ })
+  // the database answers again (the lock is released): the stuck lookups end, the next events name their station
+  stations.list = list
+  for (const resolve of stuck) resolve({ rows: [] } as unknown as Awaited<ReturnType<typeof list>>)
+  simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'back' })
+  await until(() => stream.events.length === 51, 'the event after the database is back')
+  t.match(stream.events[50].data, { ref: 'back', stationId })
+  stream.close()
+})
+
+t.test('a slow database: one controller\'s lookups run at most two at once, events waiting at one address share the lookup started after them, and all are published in order with their station', async (t) => {
+  const { ctx, sim, stationId, token } = await setup(t)
+  const admin = ctx.auth(ctx.adminToken)
+  const other = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-2', type: 'ptl', controllerId: 'ctl-1', address: 4 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, token)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  const stations = ctx.app.repos.stations
+  const list = stations.list.bind(stations)
+  let running = 0
+  let most = 0
+  let calls = 0
+  stations.list = async (...args: Parameters<typeof list>) => {
+    calls++
+    most = Math.max(most, ++running)
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      return await list(...args)
+    } finally {
+      running--
+    }
+  }
+  const simulated = sim.controllers.get('ctl-1')!
+  for (let i = 0; i < 40; i++) simulated.emitEvent('CONFIRM', { addr: i % 2 === 0 ? 3 : 4, qty: 1, ref: `r-${i}` })
+  await until(() => stream.events.length === 40, 'every event', 10000)
+  t.same(stream.events.map((e) => [e.data.ref, e.data.stationId]), Array.from({ length: 40 }, (_, i) => [`r-${i}`, i % 2 === 0 ? stationId : other]))
+  t.ok(most <= 2, `at most two at once (${most})`)
+  t.ok(calls < 40, `fewer lookups than events (${calls})`)
+  stream.close()
+})
