@@ -183,7 +183,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
    * before the station.disconnected of a quick reconnect, leaving a stream's client with the wrong state).
    */
   const published = new Map<string, Promise<void>>()
-  function inOrder (controllerId: string, lookup: Promise<Row[]>, publishAll: (stations: Row[]) => void): Promise<void> {
+  function inOrder<T> (controllerId: string, lookup: Promise<T>, publishAll: (stations: T) => void): Promise<void> {
     // a failure must not stop the chain: every later publication waits on it. A lookup failing before its turn
     // is handled at its turn, not an unhandled rejection meanwhile.
     lookup.catch(() => {})
@@ -268,9 +268,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
    * wiredTo for an event, run at most LOOKUPS_PER_CONTROLLER at once per controller (a slow database, SQL Server
    * behind a lock the picking system holds, is not asked again for each event meanwhile, and its pool keeps
    * connections for requests). Without an answer within stationLookupMs of the event, or after a failed lookup,
-   * the event is published without a station id, with a warning saying why, rather than held.
+   * the event is published without a station id, with a warning saying why, rather than held: undefined then.
    */
-  function stationsOf (controllerId: string, address?: number): Promise<Row[]> {
+  function stationsOf (controllerId: string, address?: number): Promise<Row[] | undefined> {
     return new Promise((resolve) => {
       let lane = lookups.get(controllerId)
       if (lane === undefined) lookups.set(controllerId, lane = { running: 0, waiting: new Map() })
@@ -294,7 +294,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           // an outage (503) is expected, as for requests: a warning per event without a stack; the outage itself is logged once, with its cause
           if (err instanceof DbError && err.statusCode === 503) log.warn({ controllerId, address, code: err.code, reason: err.message }, 'station lookup failed; event sent without station id')
           else log.warn({ err, controllerId, address }, 'station lookup failed; event sent without station id')
-          resolve([])
+          resolve(undefined)
         }
       }
       const deadline = setTimeout(() => {
@@ -309,7 +309,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           else lane.waiting.set(address, still)
         }
         log.warn({ controllerId, address, code: 'STATION_LOOKUP_TIMEOUT', reason }, 'station lookup failed; event sent without station id')
-        resolve([])
+        resolve(undefined)
       }, opts.stationLookupMs).unref()
       waiters.push(waiter)
       runLookups(controllerId)
@@ -338,7 +338,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     const sent = pending !== undefined && ANSWERS[type] === pending.cmd ? pending.id : undefined
     if (sent !== undefined) commanded.get(link.id)!.delete(address!)
     // the answer to a command names the station it was sent for: nothing to ask the database
-    const lookup = address === undefined || sent !== undefined ? Promise.resolve([]) : stationsOf(link.id, address)
+    const lookup = address === undefined || sent !== undefined ? Promise.resolve([]) : stationsOf(link.id, address).then((stations) => stations ?? [])
     const data = {
       controllerId: link.id,
       address: address ?? null,
@@ -369,6 +369,12 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
       else addressStatus.delete(link.id)
     }
     await inOrder(link.id, stationsOf(link.id), (stations) => {
+      // its stations could not be looked up (the warning says why): one event for the controller, not none, so a
+      // stream's client still learns that the link went down or came back
+      if (stations === undefined) {
+        publish(type, { stationId: null, controllerId: link.id, address: null })
+        return
+      }
       for (const station of stations) {
         // a station without an address (or one outside the protocol's) stays disconnected, a disabled one too (stationState): no event says otherwise
         if (!drivable(station.address) || !inUse(station)) continue

@@ -938,3 +938,33 @@ t.test('a slow database: one controller\'s lookups run at most two at once, even
   t.ok(calls < 40, `fewer lookups than events (${calls})`)
   stream.close()
 })
+
+t.test('a link that drops and comes back while its stations cannot be looked up: one station.disconnected and one station.connected without station id, as the warning says (before: none, and a warning that an event was sent)', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50 } })
+  t.teardown(() => sim.close())
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 200 }, logging: { level: 'warn' } }, undefined,
+    { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  const stationId = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, ctx.adminToken)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  const stations = ctx.app.repos.stations
+  const list = stations.list.bind(stations)
+  stations.list = async () => { throw new DatabaseUnavailableError('database down (test)') }
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => stream.events.length === 2, 'the disconnect and the reconnect')
+  t.same(stream.events.map((e) => [e.type, e.data.controllerId, e.data.stationId, e.data.address]), [['station.disconnected', 'ctl-1', null, null], ['station.connected', 'ctl-1', null, null]])
+  t.equal(lines.filter((line) => line.msg === 'station lookup failed; event sent without station id').length, 2)
+  // a lookup that does not answer in time: the same
+  stations.list = async () => await new Promise(() => {})
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => stream.events.length === 4, 'the disconnect and the reconnect, at their deadline')
+  t.same(stream.events.slice(2).map((e) => [e.type, e.data.stationId]), [['station.disconnected', null], ['station.connected', null]])
+  // the database is back: the next drop names the station again
+  stations.list = list
+  sim.controllers.get('ctl-1')!.drop()
+  await until(() => stream.events.length === 6, 'the disconnect and the reconnect with the station')
+  t.same(stream.events.slice(4).map((e) => [e.type, e.data.stationId, e.data.address]), [['station.disconnected', stationId, 3], ['station.connected', stationId, 3]])
+  stream.close()
+})
