@@ -382,7 +382,12 @@ export async function hostWarning (host: string, interfaces = networkInterfaces(
     return `${set} does not resolve here (${(err as NodeJS.ErrnoException).code ?? 'error'}): serve cannot listen until it does; set an address of this machine`
   }
   const own = new Set(Object.values(interfaces).flatMap((list) => (list ?? []).map((i) => i.address.toLowerCase())))
-  const local = (address: string): boolean => address === '0.0.0.0' || address === '::' || own.has(address.toLowerCase().replace(/%.*$/, ''))
+  const local = (address: string): boolean => {
+    // an IPv4-mapped IPv6 address (::ffff:10.1.2.3) is listened on as its IPv4 address
+    const plain = address.toLowerCase().replace(/%.*$/, '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '')
+    // the whole of 127.0.0.0/8 is the loopback's, though it lists 127.0.0.1 alone (Debian names the machine 127.0.1.1)
+    return plain === '0.0.0.0' || plain === '::' || own.has(plain) || (/^127\./.test(plain) && own.has('127.0.0.1'))
+  }
   if (addresses.some(local)) return undefined
   return `${set}${addresses.length === 1 && addresses[0] === host ? '' : ` (${addresses.join(', ')})`} is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all`
 }
