@@ -317,7 +317,8 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   if (expired !== undefined) io.err(`Warning: ${expired}`)
   const elsewhere = await hostWarning(config.server.host)
   if (elsewhere !== undefined) io.err(`Warning: ${elsewhere}`)
-  const db = config.database.url.replace(/\/\/[^@/]*@/, '//<credentials>@')
+  // up to the last '@': a password's own '@' (not percent-encoded) is taken as the password's by the URL, and so by the connection
+  const db = config.database.url.replace(/\/\/.*@/, '//<credentials>@')
   // the embedded demo runs its simulated controllers (one per two stations) when none are configured
   const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0
   // what serve refuses at start (exit 78), said the same way, and before the line that calls the

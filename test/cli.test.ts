@@ -149,6 +149,13 @@ t.test('check-config', async (t) => {
   t.equal(await main(['check-config', good], ok), 69, 'the file is fine; db.local is not reached, so the mapping is unchecked')
   t.match(ok.stdout[0], /Configuration file OK .*database mssql:\/\/<credentials>@db.local\/Picking.*1 controller/)
   t.notMatch(ok.stdout.join(), /p%40ss|k7Jq/, 'no secrets printed')
+  // a password with an '@' not percent-encoded, which the URL (and so the connection) takes as the password's
+  const at = join(dir, 'at.json')
+  writeFileSync(at, JSON.stringify({ database: { url: 'mssql://gw:Xy@Secret9@db.local/Picking' }, auth: { jwtSecret: SECRET } }))
+  const atOk = io({})
+  t.equal(await main(['check-config', at], atOk), 69)
+  t.match(atOk.stdout[0], /Configuration file OK .*database mssql:\/\/<credentials>@db.local\/Picking,/)
+  t.notMatch(atOk.stdout.join('\n'), /Secret9/, 'no part of the password printed (before: \'<credentials>@Secret9@db.local\')')
 
   const bad = join(dir, 'bad.json')
   writeFileSync(bad, JSON.stringify({ server: { port: 70000, tls: { cert: 5 } }, auth: { jwtSecret: 'short-secret' }, hardware: { controllers: [{ id: 'x' }] } }))
