@@ -4,7 +4,7 @@ import { isIP } from 'node:net'
 import { createSecureContext } from 'node:tls'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { domainToASCII, fileURLToPath } from 'node:url'
 import proxyAddr from '@fastify/proxy-addr'
 import { Value } from '@sinclair/typebox/value'
 import { ColumnMappingConfig, Config, type TableMappingConfig } from '../schemas/config.js'
@@ -463,6 +463,8 @@ const HOST_NAME = /^(?=.{1,253}\.?$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9
  */
 export function hostProblem (host: string): string | undefined {
   if (isIP(host) !== 0 || HOST_NAME.test(host)) return undefined
+  // an internationalized name (lager-süd.example): the listen looks it up as its punycode, as a browser does
+  if (/[^\x00-\x7f]/.test(host) && HOST_NAME.test(domainToASCII(host))) return undefined
   const got = `got ${JSON.stringify(host)}`
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(host)) return `expected an IP address or host name without a scheme (the gateway serves HTTPS when server.tls is set), ${got}`
   if (/^\[.*\]$/.test(host) && isIP(host.slice(1, -1)) === 6) return `expected an IPv6 address without brackets (${host.slice(1, -1)}), ${got}`

@@ -310,14 +310,14 @@ t.test('server.tls (read by serve and check-config) and server.trustProxy (check
 t.test('a listen address with a scheme, a port, brackets or blanks is refused at load, named as set (HOST or server.host)', async (t) => {
   // before: check-config said OK and serve failed at every start with ENOTFOUND, an exit 1 systemd restarts for good
   const host = (value: string): string[] => problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, server: { host: value } }))
-  for (const ok of ['127.0.0.1', '0.0.0.0', '::', '::1', 'fe80::1%eth0', 'localhost', 'gw.example.com', 'gw.example.com.', 'PICK_SRV01', 'host-1']) {
+  for (const ok of ['127.0.0.1', '0.0.0.0', '::', '::1', 'fe80::1%eth0', 'localhost', 'gw.example.com', 'gw.example.com.', 'PICK_SRV01', 'host-1', 'lager-süd.example', 'xn--lager-sd-d6a.example']) {
     t.same(host(ok), [], `${ok} is taken`)
   }
   t.same(host('http://gw.example.com'), ['server.host: expected an IP address or host name without a scheme (the gateway serves HTTPS when server.tls is set), got "http://gw.example.com"'])
   t.same(host('0.0.0.0:8080'), ['server.host: expected an IP address or host name without a port (the port is server.port, or PORT in the environment), got "0.0.0.0:8080"'])
   t.same(host('gw.example.com:443'), ['server.host: expected an IP address or host name without a port (the port is server.port, or PORT in the environment), got "gw.example.com:443"'])
   t.same(host('[::1]'), ['server.host: expected an IPv6 address without brackets (::1), got "[::1]"'])
-  for (const bad of ['my host', ' 127.0.0.1', '-gw', 'gw..example', 'a'.repeat(64) + '.example', '']) {
+  for (const bad of ['my host', ' 127.0.0.1', '-gw', 'gw..example', 'a'.repeat(64) + '.example', '', 'lager süd.example']) {
     t.match(host(bad), [bad === '' ? /^server\.host: / : /^server\.host: expected an IP address \(0\.0\.0\.0 for every interface of this machine, 127\.0\.0\.1 for itself alone\) or a host name, got /], JSON.stringify(bad))
   }
   const fromEnv = (env: NodeJS.ProcessEnv): string => {
