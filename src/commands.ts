@@ -389,8 +389,9 @@ export async function hostWarning (host: string, interfaces = networkInterfaces(
     // the whole of 127.0.0.0/8 is the loopback's, though it lists 127.0.0.1 alone (Debian names the machine 127.0.1.1)
     return plain === '0.0.0.0' || plain === '::' || own.has(plain) || (/^127\./.test(plain) && own.has('127.0.0.1'))
   }
-  if (addresses.some(local)) return undefined
-  return `${set}${addresses.length === 1 && addresses[0] === host ? '' : ` (${addresses.join(', ')})`} is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all`
+  // serve listens on the first address the name resolves to (Node's listen looks it up once), not on any of them
+  if (addresses.length > 0 && local(addresses[0])) return undefined
+  return `${set}${addresses.length === 1 && addresses[0] === host ? '' : ` (${addresses.join(', ')}${addresses.length > 1 ? ': serve listens on the first' : ''})`} is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all`
 }
 
 /**

@@ -964,12 +964,12 @@ t.test('an unavailable database\'s message carries the driver\'s reason once, th
 t.test('check-config warns of a listen address this machine does not have, where serve could not start', async (t) => {
   const nic = (address: string, family: 'IPv4' | 'IPv6') => ({ address, family, netmask: '', mac: '', internal: false, cidr: null }) as never
   const interfaces = { lo: [nic('127.0.0.1', 'IPv4'), nic('::1', 'IPv6')], eth0: [nic('10.1.2.3', 'IPv4'), nic('fe80::1', 'IPv6')] }
-  const names: Record<string, string[]> = { 'gw.example.com': ['10.1.2.3'], 'other.example.com': ['10.9.9.9', '2001:db8::9'], debian: ['127.0.1.1'] }
+  const names: Record<string, string[]> = { 'gw.example.com': ['10.1.2.3'], 'other.example.com': ['10.9.9.9', '2001:db8::9'], debian: ['127.0.1.1'], 'vip.example.com': ['10.9.9.9', '10.1.2.3'], 'dual.example.com': ['10.1.2.3', '10.9.9.9'] }
   const resolve = (async (host: string) => {
     if (names[host] === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' })
     return names[host].map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
   }) as never
-  for (const here of ['0.0.0.0', '::', '127.0.0.1', '10.1.2.3', 'FE80::1', 'fe80::1%eth0', 'gw.example.com']) {
+  for (const here of ['0.0.0.0', '::', '127.0.0.1', '10.1.2.3', 'FE80::1', 'fe80::1%eth0', 'gw.example.com', 'dual.example.com']) {
     t.equal(await hostWarning(here, interfaces, resolve), undefined, `${here} is this machine's`)
   }
   // where serve listens all the same: the loopback takes all of 127.0.0.0/8 (Debian's /etc/hosts names the machine
@@ -979,7 +979,9 @@ t.test('check-config warns of a listen address this machine does not have, where
   }
   t.match(await hostWarning('::ffff:10.9.9.9', interfaces, resolve), /^server\.host \(or HOST\) ::ffff:10\.9\.9\.9 is no address of this machine's network interfaces now/)
   t.equal(await hostWarning('10.9.9.9', interfaces, resolve), "server.host (or HOST) 10.9.9.9 is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all")
-  t.equal(await hostWarning('other.example.com', interfaces, resolve), "server.host (or HOST) other.example.com (10.9.9.9, 2001:db8::9) is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all")
+  t.equal(await hostWarning('other.example.com', interfaces, resolve), "server.host (or HOST) other.example.com (10.9.9.9, 2001:db8::9: serve listens on the first) is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all")
+  // serve listens on the name's first address alone (Node's listen looks it up once): this machine's second one does not help
+  t.equal(await hostWarning('vip.example.com', interfaces, resolve), "server.host (or HOST) vip.example.com (10.9.9.9, 10.1.2.3: serve listens on the first) is no address of this machine's network interfaces now: serve cannot listen there (EADDRNOTAVAIL) until it is; use one of them, or 0.0.0.0 for all")
   t.equal(await hostWarning('nowhere.example.com', interfaces, resolve), 'server.host (or HOST) nowhere.example.com does not resolve here (ENOTFOUND): serve cannot listen until it does; set an address of this machine')
 
   // end to end: a warning, and the configuration is still valid (the address may come later, a VRRP address)
