@@ -88,7 +88,10 @@ export interface Hardware {
   readonly subscribers: number
 }
 
-export type HardwarePluginOptions = Config['hardware']
+export type HardwarePluginOptions = Config['hardware'] & {
+  /** database.requestTimeoutMs: by then the driver has ended a station lookup the database did not answer */
+  databaseRequestTimeoutMs?: number
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -141,6 +144,8 @@ interface StationWaiter {
   started: boolean
   answer: (stations: Row[]) => void
   fail: (err: unknown) => void
+  /** the gateway stops: published at once without a station id, and without a warning */
+  drop: () => void
 }
 
 /** The addresses the protocol carries (`addr`, README: Protocol reference). */
@@ -239,10 +244,19 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
    * table as each one's own would have, and a burst at a few addresses is a few lookups.
    */
   const lookups = new Map<string, { running: number, waiting: Map<number | undefined, Array<StationWaiter>> }>()
+  /**
+   * How long a lookup keeps its place: until the driver has ended it (SQL Server's request timeout), not only
+   * until its events' deadline, so that a controller never holds more than LOOKUPS_PER_CONTROLLER of the pool's
+   * connections (with 5 s deadlines against 15 s requests it otherwise held up to six). A second beyond, for the
+   * driver's own timer; and a place is given up in the end even for a call that never returns.
+   */
+  const lookupPlaceMs = Math.max(opts.stationLookupMs, opts.databaseRequestTimeoutMs ?? 0) + 1000
+  /** set when the gateway stops: no lookup is started any more, and the events waiting go out without a word */
+  let stopping = false
 
   function runLookups (controllerId: string): void {
     const lane = lookups.get(controllerId)!
-    while (lane.running < LOOKUPS_PER_CONTROLLER && lane.waiting.size > 0) {
+    while (!stopping && lane.running < LOOKUPS_PER_CONTROLLER && lane.waiting.size > 0) {
       const [address, waiters] = lane.waiting.entries().next().value as [number | undefined, StationWaiter[]]
       lane.waiting.delete(address)
       lane.running++
@@ -255,8 +269,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         lane.running--
         runLookups(controllerId)
       }
-      // a call the database never answers gives its place up after stationLookupMs: it cannot keep the controller's events from the database for good
-      const giveUp = setTimeout(done, opts.stationLookupMs).unref()
+      // a call the database never answers gives its place up in the end: it cannot keep the controller's events from the database for good
+      const giveUp = setTimeout(done, lookupPlaceMs).unref()
       wiredTo(controllerId, address).then(
         (stations) => { for (const waiter of waiters) waiter.answer(stations) },
         (err: unknown) => { for (const waiter of waiters) waiter.fail(err) }
@@ -272,6 +286,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
    */
   function stationsOf (controllerId: string, address?: number): Promise<Row[] | undefined> {
     return new Promise((resolve) => {
+      if (stopping) { resolve(undefined); return }
       let lane = lookups.get(controllerId)
       if (lane === undefined) lookups.set(controllerId, lane = { running: 0, waiting: new Map() })
       let waiters = lane.waiting.get(address)
@@ -291,14 +306,20 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         },
         fail: (err) => {
           if (!settle()) return
+          // the gateway closed the database itself: no outage to report
+          if (stopping) { resolve(undefined); return }
           // an outage (503) is expected, as for requests: a warning per event without a stack; the outage itself is logged once, with its cause
           if (err instanceof DbError && err.statusCode === 503) log.warn({ controllerId, address, code: err.code, reason: err.message }, 'station lookup failed; event sent without station id')
           else log.warn({ err, controllerId, address }, 'station lookup failed; event sent without station id')
           resolve(undefined)
+        },
+        drop: () => {
+          if (settle()) resolve(undefined)
         }
       }
       const deadline = setTimeout(() => {
         if (!settle()) return
+        if (stopping) { resolve(undefined); return }
         const reason = waiter.started
           ? `the database did not answer the station lookup within ${opts.stationLookupMs} ms (hardware.stationLookupMs)`
           : `the database did not answer within ${opts.stationLookupMs} ms (hardware.stationLookupMs): ${LOOKUPS_PER_CONTROLLER} earlier station lookups of this controller still running`
@@ -427,7 +448,16 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   }
 
   // preClose runs before the server waits for requests in flight: queued commands are answered now, not sent
-  fastify.addHook('preClose', async () => { for (const link of links.values()) link.stopSending() })
+  fastify.addHook('preClose', async () => {
+    for (const link of links.values()) link.stopSending()
+    // no lookup starts on a database about to close (it would fail, or wait out its deadline, and warn of it):
+    // the events waiting for one go out now, without a station id, to the streams still open
+    stopping = true
+    for (const lane of lookups.values()) {
+      for (const waiters of lane.waiting.values()) for (const waiter of waiters) waiter.drop()
+      lane.waiting.clear()
+    }
+  })
   fastify.addHook('onClose', async () => {
     listeners.clear()
     await Promise.all([...links.values()].map((link) => link.close()))

@@ -438,7 +438,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   await app.register(openapi)
   await app.register(databasePlugin, { db: options.db, mappings, recheckMs: config.database.recheckMs, passwordHashLength: argon2HashLength(config.auth.argon2) })
   await app.register(authPlugin, { ...config.auth, keys: signingKeys(config), licenceLogins: config.licence.logins, ssoTiming: options.ssoTiming })
-  await app.register(hardwarePlugin, { ...config.hardware, ...options.hardware })
+  await app.register(hardwarePlugin, { ...config.hardware, databaseRequestTimeoutMs: config.database.requestTimeoutMs, ...options.hardware })
 
   await app.register(healthRoutes)
   await app.register(async function api (scope) {

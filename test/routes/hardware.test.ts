@@ -908,6 +908,68 @@ t.test('a station lookup the database never answers holds no event: it goes out 
   stream.close()
 })
 
+t.test('a lookup past its events\' deadline keeps its place until the driver ends it (database.requestTimeoutMs): a controller holds at most two of the pool\'s connections, however long the database does not answer (before: a place freed at each 200 ms deadline, and another call started)', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 60000 } })
+  t.teardown(() => sim.close())
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 100 }, database: { requestTimeoutMs: 10000 }, logging: { level: 'error' } })
+  await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, ctx.adminToken)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  const stations = ctx.app.repos.stations
+  const list = stations.list.bind(stations)
+  const hung: Array<() => void> = []
+  stations.list = async () => await new Promise((resolve) => { hung.push(() => resolve({ rows: [] } as unknown as Awaited<ReturnType<typeof list>>)) })
+  const simulated = sim.controllers.get('ctl-1')!
+  // events over a second, at two addresses, each past its 100 ms deadline long before the calls end
+  for (let i = 0; i < 10; i++) {
+    simulated.emitEvent('CONFIRM', { addr: 3 + (i % 2), qty: 1, ref: `slow-${i}` })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  await until(() => stream.events.length === 10, 'every event, without its station')
+  t.same(stream.events.map((e) => e.data.stationId), Array.from({ length: 10 }, () => null))
+  t.equal(hung.length, 2, 'two calls, held until the database answers them')
+  // it answers: the places are free, the next event is looked up
+  stations.list = list
+  for (const end of hung) end()
+  simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'back' })
+  await until(() => stream.events.length === 11, 'the event after the database answered')
+  t.match(stream.events[10].data, { ref: 'back', stationId: Number })
+  stream.close()
+})
+
+t.test('a stop while station lookups hang starts none on the closing database and warns of none: the events waiting go out without a station id (before: lookups on the closed database, and a warning each)', async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 60000 } })
+  t.teardown(() => sim.close())
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 300 }, logging: { level: 'warn' } }, undefined,
+    { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stations = ctx.app.repos.stations
+  const list = stations.list.bind(stations)
+  let calls = 0
+  let afterClose = 0
+  let closing = false
+  stations.list = async (...args: Parameters<typeof list>) => {
+    calls++
+    if (closing) afterClose++
+    // the first two hang; the rest would read the table
+    if (calls <= 2) return await new Promise(() => {})
+    return await list(...args)
+  }
+  const simulated = sim.controllers.get('ctl-1')!
+  for (let addr = 0; addr < 10; addr++) simulated.emitEvent('CONFIRM', { addr, qty: 1, ref: `r-${addr}` })
+  await until(() => calls === 2, 'two lookups hang')
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const before = lines.length
+  closing = true
+  await ctx.app.close()
+  // past every deadline
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  t.equal(afterClose, 0, 'no lookup on the closing database')
+  t.same(lines.slice(before).filter((line) => line.msg === 'station lookup failed; event sent without station id'), [], 'and no warning of one')
+})
+
 t.test('a slow database: one controller\'s lookups run at most two at once, events waiting at one address share the lookup started after them, and all are published in order with their station', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   const admin = ctx.auth(ctx.adminToken)
@@ -957,12 +1019,14 @@ t.test('a link that drops and comes back while its stations cannot be looked up:
   t.same(stream.events.map((e) => [e.type, e.data.controllerId, e.data.stationId, e.data.address]), [['station.disconnected', 'ctl-1', null, null], ['station.connected', 'ctl-1', null, null]])
   t.equal(lines.filter((line) => line.msg === 'station lookup failed; event sent without station id').length, 2)
   // a lookup that does not answer in time: the same
-  stations.list = async () => await new Promise(() => {})
+  const hung: Array<() => void> = []
+  stations.list = async () => await new Promise((resolve) => { hung.push(() => resolve({ rows: [] } as unknown as Awaited<ReturnType<typeof list>>)) })
   sim.controllers.get('ctl-1')!.drop()
   await until(() => stream.events.length === 4, 'the disconnect and the reconnect, at their deadline')
   t.same(stream.events.slice(2).map((e) => [e.type, e.data.stationId]), [['station.disconnected', null], ['station.connected', null]])
-  // the database is back: the next drop names the station again
+  // the database is back: the calls it held end (as SQL Server answers them once the lock is released), the next drop names the station again
   stations.list = list
+  for (const end of hung) end()
   sim.controllers.get('ctl-1')!.drop()
   await until(() => stream.events.length === 6, 'the disconnect and the reconnect with the station')
   t.same(stream.events.slice(4).map((e) => [e.type, e.data.stationId, e.data.address]), [['station.disconnected', stationId, 3], ['station.connected', stationId, 3]])
