@@ -137,16 +137,27 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     return provider
   }
 
+  /** The browser reached the gateway over HTTPS, itself or through a trusted proxy's X-Forwarded-Proto (in any case). */
+  const overHttps = (request: { protocol: string }): boolean => request.protocol.toLowerCase() === 'https'
+
+  /**
+   * The name of a pending login's cookie as this request sees it: over HTTPS with the __Host- prefix, which
+   * a browser takes only from this very host (Secure, Path=/, no Domain), so that a sibling host
+   * (evil.example.com beside gateway.example.com) cannot plant a cookie of its own login for the
+   * gateway's callback (cookie tossing) and so sign a person into its account.
+   */
+  const cookieName = (request: { protocol: string }, state: string): string => `${overHttps(request) ? '__Host-' : ''}${loginCookieName(state)}`
+
   /**
    * The Set-Cookie of a pending login (maxAge 0: clears it). Lax, as the provider sends the browser back
-   * with a top-level GET; its path is the redirect URI's up to /api/users/sso/ (behind a proxy that adds
-   * a prefix, the prefix too); Secure when the browser reached the gateway over HTTPS, itself or through
-   * a trusted proxy's X-Forwarded-Proto (a browser refuses a Secure cookie sent over plain HTTP).
+   * with a top-level GET. Over HTTPS: __Host-, Secure and Path=/ (the prefix asks for both); over plain
+   * HTTP (a browser refuses Secure there): the redirect URI's path up to /api/users/sso/ (behind a proxy
+   * that adds a prefix, the prefix too).
    */
-  function loginCookie (provider: SsoProvider, request: { protocol: string }, name: string, value: string, maxAge: number): string {
+  function loginCookie (provider: SsoProvider, request: { protocol: string }, state: string, value: string, maxAge: number): string {
     const callback = new URL(provider.config.redirectUri!).pathname
-    const path = callback.slice(0, callback.length - `${provider.id}/callback`.length)
-    return `${name}=${value}; Max-Age=${maxAge}; Path=${path}; HttpOnly; SameSite=Lax${request.protocol === 'https' ? '; Secure' : ''}`
+    const path = overHttps(request) ? '/' : callback.slice(0, callback.length - `${provider.id}/callback`.length)
+    return `${cookieName(request, state)}=${value}; Max-Age=${maxAge}; Path=${path}; HttpOnly; SameSite=Lax${overHttps(request) ? '; Secure' : ''}`
   }
 
   async function configuration (provider: SsoProvider, log: typeof fastify.log): Promise<client.Configuration> {
@@ -163,7 +174,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     config: { auth: 'none', rateLimit, logQuery: false, anyQuery: true },
     schema: {
       summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
-      description: 'Sets a cookie for this login (sso-login-…, HttpOnly, SameSite=Lax, Path /api/users/sso/) that its callback needs: only the browser that started the login completes it. ' +
+      description: 'Sets a cookie for this login (sso-login-…, HttpOnly, SameSite=Lax, Path /api/users/sso/; over HTTPS __Host-sso-login-…, Secure, Path /) that its callback needs: only the browser that started the login completes it. ' +
         '400 for an id longer than 32 characters (VALIDATION_ERROR) or a path that does not decode (BAD_URL). ' +
         'An id holding ? or # must be percent-encoded: sent as it is, the path ends before it, at /api/users/sso, which is a user\'s record and answers 401 TOKEN_MISSING.',
       tags: ['auth'],
@@ -182,7 +193,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     // binds the login to this browser (RFC 9700 4.7.1): whoever else holds the callback URL cannot complete it
     const browser = randomBytes(32).toString('base64url')
     keep(state, { provider: provider.id, codeVerifier, nonce, expires: now + ttl, address: addressKey(request.ip), browser: sha256(browser) })
-    reply.header('set-cookie', loginCookie(provider, request, loginCookieName(state), browser, Math.max(1, Math.ceil(ttl / 1000))))
+    reply.header('set-cookie', loginCookie(provider, request, state, browser, Math.max(1, Math.ceil(ttl / 1000))))
     const url = client.buildAuthorizationUrl(config, {
       redirect_uri: provider.config.redirectUri!,
       scope: provider.config.scope,
@@ -209,7 +220,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     const provider = browserProvider(request.params.id)
     const { state } = request.query
     // The login's cookie is cleared whatever the answer, but a 503 that keeps the login open.
-    if (state !== undefined) reply.header('set-cookie', loginCookie(provider, request, loginCookieName(state), '', 0))
+    if (state !== undefined) reply.header('set-cookie', loginCookie(provider, request, state, '', 0))
     const entry = state === undefined ? undefined : pending.get(state)
     const now = Date.now()
     if (entry !== undefined && entry.expires <= now) forget(state!)
@@ -220,7 +231,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     // Only the browser that started the login completes it: another one's callback (a callback URL that
     // leaked, or one an attacker makes a victim's browser open to sign it into the attacker's account)
     // changes nothing, and the login stays open for its own browser.
-    const presented = cookieValues(request.headers.cookie, loginCookieName(state!))
+    const presented = cookieValues(request.headers.cookie, cookieName(request, state!))
     if (!presented.some((value) => timingSafeEqual(sha256(value), entry.browser))) {
       request.log.info({ provider: provider.id, cookie: presented.length > 0 }, 'browser login callback from another browser than the one that started the login')
       throw badRequest(`This login was not started in this browser (or its cookie is gone): the callback must come back to the browser that started the login, at the address of the redirect URI; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')

@@ -232,11 +232,22 @@ t.test('the cookie is Secure over HTTPS: the gateway\'s own TLS, or a trusted pr
     t.equal(res.statusCode, 200, res.body)
     t.match(setCookies(res), [/; Secure$/], 'cleared with the same attributes')
     const login = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', headers: { 'x-forwarded-proto': 'https' } })
-    t.match(setCookies(login), [/^sso-login-[\w-]+=[\w-]+; Max-Age=600; Path=\/api\/users\/sso\/; HttpOnly; SameSite=Lax; Secure$/])
+    t.match(setCookies(login), [/^__Host-sso-login-[\w-]+=[\w-]+; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax; Secure$/], 'the __Host- prefix (Secure, Path=/, no Domain): only this host sets it')
     const untrusted = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', remoteAddress: '192.0.2.7', headers: { 'x-forwarded-proto': 'https' } })
     t.notMatch(setCookies(untrusted)[0], /Secure/, 'not for a header from an address that is not the trusted proxy')
     const plain = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', headers: { 'x-forwarded-proto': 'http' } })
     t.notMatch(setCookies(plain)[0], /Secure/, 'not where the proxy says the browser came over plain HTTP')
+    const shouting = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', headers: { 'x-forwarded-proto': 'HTTPS' } })
+    t.match(setCookies(shouting), [/^__Host-.*; Secure$/], 'a proxy that sends HTTPS in capitals')
+    // cookie tossing: a sibling host (evil.example.com) plants, for the parent domain, the cookie of a login of its own
+    // without the prefix, which a browser takes from it; over HTTPS the gateway reads only the __Host- one
+    const tossed = await start(ctx, idp, { headers: { 'x-forwarded-proto': 'https' } })
+    const unprefixed = tossed.cookie.replace(/^__Host-/, '')
+    const refused = await ctx.app.inject({ method: 'GET', url: callbackOf(tossed.callback), headers: { cookie: unprefixed, 'x-forwarded-proto': 'https' } })
+    t.equal(refused.statusCode, 400, 'a cookie without the prefix completes no login over HTTPS')
+    t.equal(refused.json().code, 'SSO_STATE_INVALID')
+    const own = await ctx.app.inject({ method: 'GET', url: callbackOf(tossed.callback), headers: { cookie: tossed.cookie, 'x-forwarded-proto': 'https' } })
+    t.equal(own.statusCode, 200, `the login stays open for its own browser: ${own.body}`)
   })
   t.test('with server.tls', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'pg-sso-tls-'))
@@ -258,7 +269,7 @@ t.test('the cookie is Secure over HTTPS: the gateway\'s own TLS, or a trusted pr
     }
     const login = await get('/api/users/sso/warehouse/login')
     t.equal(login.status, 302)
-    t.match(login.headers['set-cookie'], [/^sso-login-[\w-]+=[\w-]+; Max-Age=600; Path=\/api\/users\/sso\/; HttpOnly; SameSite=Lax; Secure$/])
+    t.match(login.headers['set-cookie'], [/^__Host-sso-login-[\w-]+=[\w-]+; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax; Secure$/])
     const callback = await browserLogin(login.headers.location!, REDIRECT)
     const done = await get(callbackOf(callback), login.headers['set-cookie']![0].split(';')[0])
     t.equal(done.status, 200, done.body)
