@@ -2,7 +2,7 @@
 // a TLS certificate or key it cannot read or use, a SQLite file it may not write. Exit 78 (systemd does
 // not restart), naming the key or the path.
 import { execFileSync } from 'node:child_process'
-import { chmodSync, existsSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { main } from '../src/commands.js'
@@ -32,8 +32,30 @@ t.test('a SQLite file the gateway may not write: a configuration error (78) nami
     : startCommand(t, node[0]!, node.slice(1), env)
   const exit = await run.exitWithin(START_MS)
   t.equal(exit?.code, 78, 'exit 78, systemd does not restart (before: exit 1, "it takes no changes until it is writable again")')
-  t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written: the gateway writes to it and creates '${file}-wal' and '${file}-shm' beside it, so the file and its directory must be writable for the user the gateway runs as (uid ${root ? 65534 : process.getuid!()})`)
+  t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written: the gateway writes to it and creates '${file}-wal' and '${file}-shm' beside it, so the file, its directory and any -wal and -shm file there must be writable for the user the gateway runs as (uid ${root ? 65534 : process.getuid!()})`)
   t.notMatch(run.out(), LISTENING)
+})
+
+t.test('a SQLite file in WAL mode (as after every first start) that the gateway may not write, in a directory it may: exit 78 too, not serving read-only', { skip: ROOT_USER && SETPRIV === undefined ? 'running as root without setpriv' : false }, async (t) => {
+  const { env, dir } = await gatewaySetup(t)
+  const file = join(dir, 'g.db')
+  // the header's read and write versions: 2 is WAL (https://sqlite.org/fileformat.html)
+  t.same([...readFileSync(file).subarray(18, 20)], [2, 2], 'db init left it in WAL mode, which opening it needs no write for')
+  chmodSync(join(dir, 'config.json'), 0o644)
+  // its own file, made read-only (root's would not open at all for nobody: SQLite cannot make its -wal for it)
+  if (ROOT_USER) chownSync(file, 65534, 65534)
+  chmodSync(file, 0o444)
+  chmodSync(dir, 0o777)
+  t.teardown(() => chmodSync(dir, 0o700))
+  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'serve']
+  const run = ROOT_USER
+    ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
+    : startCommand(t, node[0]!, node.slice(1), env)
+  const exit = await run.exitWithin(START_MS)
+  t.equal(exit?.code, 78, 'exit 78 (before: SQLite opened it read-only without a word, and the gateway served, every write a 503)')
+  t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written`)
+  t.notMatch(run.out(), LISTENING)
+  t.notOk(existsSync(`${file}-shm`), 'no -shm left beside it, as read-only as the file, for the next start to meet once the file is writable')
 })
 
 t.test('server.tls with a file it cannot read or a key that is not the certificate\'s: exit 78 naming the key, as check-config says', async (t) => {

@@ -1,5 +1,5 @@
 // The embedded dialect: better-sqlite3 behind the async Database interface, one connection, calls serialized.
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
@@ -131,6 +131,27 @@ function fileId (path: string): FileId | undefined {
 const sameFile = (a: FileId | undefined, b: FileId | undefined): boolean => a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino
 
 interface ConnectOptions { create: boolean, readonly: boolean, busyTimeoutMs: number }
+
+/**
+ * May this process write the file at `path`, and its -wal and -shm files (or create them in its
+ * directory)? SQLite opens a file it may not write read-only without a word, and a -wal or -shm it
+ * may not write makes the connection read-only too: every write then fails with SQLITE_READONLY,
+ * and the connection stays so after the file is made writable. access(2), as SQLite's open meets
+ * the same modes, ACLs and read-only mounts.
+ */
+function writable (path: string): boolean {
+  const may = (file: string): boolean | undefined => {
+    try {
+      accessSync(file, constants.W_OK)
+      return true
+    } catch (err) {
+      return (err as { code?: unknown }).code === 'ENOENT' ? undefined : false
+    }
+  }
+  if (may(path) !== true) return false
+  // a missing -wal or -shm is created in the directory
+  return ['-wal', '-shm'].every((suffix) => may(`${path}${suffix}`) ?? may(dirname(path)) === true)
+}
 
 /** A LIKE pattern's parts: any run (%), one character (_), or a character (folded to lower case). */
 type LikeToken = { any: true } | { one: true } | { char: string }
@@ -778,7 +799,7 @@ export function sqliteFileError (path: string, create: boolean): string | undefi
 export function sqliteReadOnlyError (path: string, err: unknown): string | undefined {
   if (!(err instanceof DatabaseUnavailableError) || err.message !== READ_ONLY) return undefined
   const user = process.getuid === undefined ? 'the user the gateway runs as' : `the user the gateway runs as (uid ${process.getuid()})`
-  return `database.url: the SQLite database file '${path}' cannot be written: the gateway writes to it and creates '${path}-wal' and '${path}-shm' beside it, so the file and its directory must be writable for ${user}; correct the permissions, or DATABASE_URL or database.url`
+  return `database.url: the SQLite database file '${path}' cannot be written: the gateway writes to it and creates '${path}-wal' and '${path}-shm' beside it, so the file, its directory and any -wal and -shm file there must be writable for ${user}; correct the permissions, or DATABASE_URL or database.url`
 }
 
 export function openSqlite (path: string, opts: SqliteOptions): Database {
@@ -790,6 +811,10 @@ export function openSqlite (path: string, opts: SqliteOptions): Database {
   }
   const problem = sqliteFileProblem(path, options.create)
   if (problem !== undefined) throw new DatabaseUnavailableError(problem)
+  // SQLite would open it read-only without a word (a file in WAL mode, as it is after the first start, needs
+  // no write to open), and leave -wal and -shm files as read-only as it beside it: every write would answer
+  // 503, and go on doing so after the file was made writable
+  if (!readonly && path !== ':memory:' && !path.startsWith('file:') && existsSync(path) && !writable(path)) throw new DatabaseUnavailableError(READ_ONLY)
   let db: BetterSqlite3.Database
   try {
     db = connect(path, options)
