@@ -161,7 +161,13 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
         else if (found === 'diverged') log.error(`the database file's -wal or -shm file was removed while the gateway had it open, and another process has opened the file since: the gateway's commits since the removal are in its own -wal, the other process's in the new one, and neither is written into the file (either could overwrite the other's pages); requests answer 503 until a restart. Stop the gateway while the other process still has the file open (the gateway's writes since the removal are lost, the other's are kept), then start it again`)
         else if (found === 'sidecars') log.warn("the database file's -wal or -shm file was removed while the gateway had it open: wrote the gateway's commits into the file and opened it again; serving")
         else if (found !== 'unchanged') {
-          log.warn(found === 'back' ? 'a database file is back at its path: opened it; serving again' : 'the database file was replaced by another file: closed the old connection and opened the new file')
+          log.warn(found === 'back'
+            ? 'a database file is back at its path: opened it; serving again'
+            : found === 'readonly'
+              ? "a database file at its path (back, or another) was opened, but the gateway's user may not write it, its -wal or -shm file or its directory (their modes or owner, or a read-only file system): reads are served, writes answer 503 until it is writable again (checked every database.recheckMs)"
+              : found === 'writable'
+                ? 'the database file is writable again: opened it anew; writes are served again'
+                : 'the database file was replaced by another file: closed the old connection and opened the new file')
           // the new file's tables decide from now on, as at start
           const { problems, declared } = await inspect()
           status.mappingProblem = problems.length > 0 ? NOT_FITTING : null

@@ -270,6 +270,8 @@ class SqliteDatabase implements Database {
   private sidecars: Array<FileId | undefined> = [undefined, undefined]
   /** set once the -wal or -shm at the path was found to be another process's: nothing runs until a restart */
   private diverged = false
+  /** the file opened at a recheck was one this process may not write: SQLite opened it read-only, and a recheck opens it anew once it is writable */
+  private readOnlyFile = false
 
   private begin!: BetterSqlite3.Statement
   private commit!: BetterSqlite3.Statement
@@ -536,7 +538,9 @@ class SqliteDatabase implements Database {
       throw err
     }
     if (found === undefined && !open) return 'unchanged'
-    if (unchanged) {
+    // a read-only connection stays so: once the file may be written again it is opened anew
+    const reopenWritable = unchanged && sidecars === 'same' && this.readOnlyFile && writable(this.path)
+    if (unchanged && !reopenWritable) {
       if (sidecars === 'same') return 'unchanged'
       if (sidecars === 'taken') {
         // the gateway's commits and the other process's are in two -wal files now: merging either into the
@@ -557,7 +561,8 @@ class SqliteDatabase implements Database {
         this.refused = new DatabaseUnavailableError('The database file is being reopened')
         throw new Error('the database file\'s -wal or -shm file was removed while the gateway had it open, and the commits only the gateway sees could not be written into the file (a full disk?); the connection stays open, and the next check tries again')
       }
-      if (open) this.retire()
+      // the same file opened anew (writable again): the -wal at the path is its own, not an old file's
+      if (open) this.retire(!unchanged)
       if (found === undefined) {
         this.refused = new DatabaseUnavailableError('The database file is missing')
         return 'missing'
@@ -583,7 +588,9 @@ class SqliteDatabase implements Database {
       // a change mark that the old file never had: no list page cached from it is served
       this.ownWrites++
       this.refused = undefined
-      return sidecars === 'removed' ? 'sidecars' : open ? 'reopened' : 'back'
+      this.readOnlyFile = !this.options.readonly && !writable(this.path)
+      if (this.readOnlyFile) return 'readonly'
+      return reopenWritable ? 'writable' : sidecars === 'removed' ? 'sidecars' : open ? 'reopened' : 'back'
     } finally {
       this.release()
     }
@@ -621,8 +628,8 @@ class SqliteDatabase implements Database {
    * are first written into it (wherever it is now) and the -wal emptied: SQLite's own close does
    * neither for a moved file, and a -wal left at the path would be read as the next file's.
    */
-  private retire (): void {
-    if (!this.checkpoint()) this.staleWal = fileId(`${this.path}-wal`)
+  private retire (replaced = true): void {
+    if (!this.checkpoint() && replaced) this.staleWal = fileId(`${this.path}-wal`)
     this.cache.clear()
     this.db.close()
   }

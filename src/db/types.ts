@@ -129,9 +129,11 @@ export type DialectName = 'sqlite' | 'mssql'
 /**
  * What Database.recheck found: the file as it was, gone, back after being gone, replaced by another
  * (then opened), its -wal or -shm removed (its commits written into the file, then opened again), or
- * those removed and another process's there since (calls refused).
+ * those removed and another process's there since (calls refused); SQLite: a file opened (back or
+ * replaced) that this process may not write ('readonly': reads only), or such a file writable again
+ * (opened anew, 'writable').
  */
-export type RecheckResult = 'unchanged' | 'missing' | 'back' | 'reopened' | 'sidecars' | 'diverged'
+export type RecheckResult = 'unchanged' | 'missing' | 'back' | 'reopened' | 'sidecars' | 'diverged' | 'readonly' | 'writable'
 
 /** Runs statements. Rows come back keyed by API field name (the builder aliases every column). */
 export interface Executor {
