@@ -572,6 +572,9 @@ class SqliteDatabase implements Database {
         throw new Error(`the old database file's ${this.path}-wal is still at the path (another process has the old file open); opening the new file would read it as its own: stop that process, or remove ${this.path}-wal and ${this.path}-shm if they hold nothing of the new file`)
       }
       this.staleWal = undefined
+      // looked at before SQLite opens it: a -wal it may not write (one a read-only connection left) makes the
+      // connection read-only, and SQLite then gives that -wal, empty, the file's mode, so that it looks writable after
+      const mayWrite = this.options.readonly || writable(this.path)
       // not `create`: a file gone again in between is not made anew, empty
       try {
         this.db = connect(this.path, { ...this.options, create: false, busyTimeoutMs: 0 })
@@ -588,7 +591,7 @@ class SqliteDatabase implements Database {
       // a change mark that the old file never had: no list page cached from it is served
       this.ownWrites++
       this.refused = undefined
-      this.readOnlyFile = !this.options.readonly && !writable(this.path)
+      this.readOnlyFile = !mayWrite || !(this.options.readonly || writable(this.path))
       if (this.readOnlyFile) return 'readonly'
       return reopenWritable ? 'writable' : sidecars === 'removed' ? 'sidecars' : open ? 'reopened' : 'back'
     } finally {
