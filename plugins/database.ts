@@ -1,7 +1,7 @@
 // Owns the database for the app's lifetime: checks the mapping at start, exposes one repository per resource, closes the pool.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { DatabaseClosedError, DatabaseUnavailableError, FileUncheckableError, MappingGoneError, SchemaMismatchError } from '../src/db/errors.js'
+import { DatabaseClosedError, DatabaseUnavailableError, FileUncheckableError, MappingGoneError, SchemaMismatchError, STORAGE_FAULTS } from '../src/db/errors.js'
 import { readServerClock } from '../src/db/index.js'
 import { Repository } from '../src/db/repository.js'
 import { isMissingTable, resources, type ResourceName } from '../src/db/resources.js'
@@ -191,7 +191,18 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   const mapped = new Set(Object.values(mappings).flatMap((m) => [m.table, ...Object.values(m.columns), ...Object.keys(m.defaults ?? {})]).map((name) => name.toLowerCase()))
   const unmappedSeen = new Set<string>()
   let checkingMapping = false
+  // A storage fault (a full disk, a read-only or damaged file): each request refused by it logs a warning,
+  // and the fault itself an error, which `journalctl -p err` shows, once and then every ten minutes while it lasts.
+  const faultLogged = new Map<string, number>()
   fastify.addHook('onError', async (_request, _reply, err) => {
+    if (err instanceof DatabaseUnavailableError && STORAGE_FAULTS.has(err.message)) {
+      const now = performance.now()
+      const last = faultLogged.get(err.message)
+      if (last !== undefined && now - last < STORAGE_FAULT_LOG_MS) return
+      faultLogged.set(err.message, now)
+      log.error({ err: err.cause ?? err }, `${err.message.replace(/ \(the log has the details\)$|; the log has the details$|\.$/, '')}: requests that need it answer 503 until it is mended (logged again every ${STORAGE_FAULT_LOG_MS / 60000} minutes while it lasts)`)
+      return
+    }
     if (!(err instanceof MappingGoneError) || checkingMapping) return
     if (err.missing === undefined || !mapped.has(err.missing.toLowerCase())) {
       if (unmappedSeen.has(err.detail) || unmappedSeen.size >= 100) return
@@ -227,5 +238,8 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   fastify.decorate('repos', repos)
   fastify.decorate('databaseStatus', status)
 }
+
+/** how often a storage fault that lasts is logged again as an error */
+const STORAGE_FAULT_LOG_MS = 10 * 60 * 1000
 
 export default fp(database, { name: 'database', fastify: '5.x' })

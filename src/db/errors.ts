@@ -56,6 +56,22 @@ export const READ_ONLY = 'The database is read-only: it takes no changes until i
 /** The 503's message for a database whose disk, file group or transaction log is full (SQLite's SQLITE_FULL, SQL Server's 1101, 1105, 9002). */
 export const STORAGE_FULL = 'The database\'s storage is full: it takes no changes until space is freed (the log says what is full)'
 
+/** The 503's message for a database file that could not be read or written (SQLite's SQLITE_IOERR, SQLITE_NOMEM). */
+export const IO_ERROR = 'The database file could not be read or written (an I/O error); the log has the details'
+
+/** The 503's message for a damaged database file (SQLite's SQLITE_CORRUPT). */
+export const DAMAGED = 'The database file is damaged; its administrator has to restore it (the log has the details)'
+
+/** The 503's message for a file at the database path that is no SQLite database (SQLITE_NOTADB). */
+export const NOT_A_DATABASE = 'The file at the database path is not a SQLite database'
+
+/**
+ * Faults of the database's storage, not of a request, which no retry of the client mends: the
+ * gateway logs each as an error (once, then again every ten minutes while it lasts), beside the
+ * warning of every request it refuses.
+ */
+export const STORAGE_FAULTS: ReadonlySet<string> = new Set([READ_ONLY, STORAGE_FULL, IO_ERROR, DAMAGED, NOT_A_DATABASE])
+
 /**
  * SQLite: the database file's path cannot be looked at (its directory made unreadable: EACCES),
  * while the file already open serves on. Not a request's error: what the file check reports.

@@ -5,7 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
-import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
+import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, DAMAGED, IO_ERROR, NOT_A_DATABASE, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
 import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
 
@@ -55,7 +55,6 @@ export function compileBinder (names: readonly string[]): (params: Param[]) => B
 const SIDECARS_TAKEN = 'The database file\'s -wal or -shm file was removed while the gateway had it open, and another process has opened the file since; the log says what to do'
 
 /** What the answers say while the file at the database path is something else (SQLITE_NOTADB). */
-const NOT_A_DATABASE = 'The file at the database path is not a SQLite database'
 
 /** The 503's message for a write that meets a foreign key SQLite cannot check (the log names it). */
 export const FOREIGN_KEY_MISMATCH = 'The picking system\'s database declares a foreign key SQLite cannot check (the columns it refers to have no unique index), so this write cannot be done; its administrator has to fix that key (the log names it, and picking-gateway check-config lists it)'
@@ -77,9 +76,9 @@ export function mapSqliteError (err: unknown): unknown {
   if (code.startsWith('SQLITE_FULL')) return new DatabaseUnavailableError(STORAGE_FULL, { cause: err })
   // the file could not be read or written (a disk fault, a network share gone), or memory ran out: a
   // fault of the machine, not of the request
-  if (code.startsWith('SQLITE_IOERR') || code === 'SQLITE_NOMEM') return new DatabaseUnavailableError('The database file could not be read or written (an I/O error); the log has the details', { cause: err })
+  if (code.startsWith('SQLITE_IOERR') || code === 'SQLITE_NOMEM') return new DatabaseUnavailableError(IO_ERROR, { cause: err })
   // a damaged file does not mend itself, but it is the installation's fault all the same: its administrator restores it
-  if (code.startsWith('SQLITE_CORRUPT')) return new DatabaseUnavailableError('The database file is damaged; its administrator has to restore it (the log has the details)', { cause: err })
+  if (code.startsWith('SQLITE_CORRUPT')) return new DatabaseUnavailableError(DAMAGED, { cause: err })
   if (code === 'SQLITE_NOTADB') return new DatabaseUnavailableError(NOT_A_DATABASE, { cause: err })
   // a table or column renamed or dropped under the running gateway; SQLite's hint about quotes is no help here
   const message = String((err as { message?: unknown }).message).replace(/ - should this be a string literal in single-quotes\?$/, '')

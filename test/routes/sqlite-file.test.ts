@@ -376,3 +376,29 @@ t.test('a full disk (SQLITE_FULL): writes answer 503 saying so and change nothin
   t.equal(again.statusCode, 201, 'room again: the next write goes through')
   t.equal(await count(), written + 1, 'the refused create left nothing behind')
 })
+
+t.test('a storage fault (the disk full) is logged as an error once, beside each refused request\'s warning, and the writes work again once there is room (before: warnings only, and journalctl -p err showed nothing)', async (t) => {
+  const lines: Array<Record<string, unknown>> = []
+  const ctx = await build(t, { logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  if (ctx.app.db.dialect !== 'sqlite') {
+    t.pass('SQLite only')
+    return
+  }
+  // a full disk as SQLite meets it: no page beyond the file's present ones (SQLITE_FULL)
+  const count = (await ctx.app.db.query({ text: 'PRAGMA page_count', params: [] }))[0] as Record<string, number>
+  await ctx.app.db.query({ text: `PRAGMA max_page_count = ${Object.values(count)[0]}`, params: [] })
+  const create = async (n: number) => await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: `FULL-${n}`, name: 'x'.repeat(200), description: 'y'.repeat(2000) } })
+  let n = 0
+  let res = await create(n++)
+  while (res.statusCode === 201 && n < 500) res = await create(n++)
+  t.equal(res.statusCode, 503, 'the disk is full')
+  t.match(res.json(), { code: 'DATABASE_UNAVAILABLE', message: /storage is full/ })
+  for (let i = 0; i < 3; i++) t.equal((await create(n++)).statusCode, 503)
+  const errors = lines.filter((line) => line.level === 50)
+  t.equal(errors.length, 1, 'one error for the fault')
+  t.match(errors[0], { msg: /^The database's storage is full.*: requests that need it answer 503 until it is mended \(logged again every 10 minutes while it lasts\)$/, err: { message: /full/ } })
+  t.equal(lines.filter((line) => line.level === 40 && /storage is full/.test(String(line.msg))).length, 4, 'and a warning per refused request')
+  // space freed: the next write works, without a restart
+  await ctx.app.db.query({ text: 'PRAGMA max_page_count = 1073741823', params: [] })
+  t.equal((await create(n++)).statusCode, 201)
+})
