@@ -21,7 +21,12 @@ export const ColumnMappingConfig = Type.Object({
   values: Type.Optional(Type.Record(Type.String(), Type.Union([StoredCode, Type.Array(StoredCode, { minItems: 1 })]), { minProperties: 1 })),
   timeZone: Type.Optional(TimeZoneName),
   /** a date-time field kept in a number or text column: Unix time, or the digits of a date (and time) */
-  format: Type.Optional(Type.Union(TIME_FORMATS.map((f) => Type.Literal(f))))
+  format: Type.Optional(Type.Union(TIME_FORMATS.map((f) => Type.Literal(f)))),
+  /**
+   * SQLite, a CHAR(n)/NCHAR(n) column: write its values padded with blanks to n characters (true), as
+   * the picking system and SQL Server keep them, or as sent (false); without it the column's data decides at start
+   */
+  pad: Type.Optional(Type.Boolean())
 }, { additionalProperties: false })
 
 export const TableMappingConfig = Type.Object({

@@ -13,7 +13,7 @@ import { openDatabase, readServerClock, sqlitePath, type DbLogger } from './db/i
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
 import { foreignKeysTo } from './db/data-errors.js'
 import { dialectFor } from './db/dialect.js'
-import { categoryOf, columnNamed, inspectStorage, ResourceStorage, sqliteUntyped } from './db/storage.js'
+import { categoryOf, columnNamed, describeType, inspectStorage, ResourceStorage, sqliteUntyped } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, resources, stationInUse, type ResourceName } from './db/resources.js'
@@ -421,7 +421,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       const notes = [
         ...await numericTimeNotes(database, mappings, columns), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
         ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
-        ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
+        ...paddingNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
         ...await clockNotes(database)
       ]
@@ -439,6 +439,31 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   } finally {
     await database.close()
   }
+}
+
+/**
+ * SQLite: how the gateway writes each field on a CHAR(n)/NCHAR(n) column (n > 1, or padded): padded
+ * to n, as the picking system keeps its values there (and SQL Server would), or as sent. Decided at
+ * start from the column's values (ColumnInfo.padsToWidth) unless the mapping's `pad` says.
+ */
+export function paddingNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
+  if (dialect !== 'sqlite') return []
+  const notes: string[] = []
+  for (const name of Object.keys(resources) as ResourceName[]) {
+    const mapping = mappings[name]
+    const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
+    for (const s of Object.values(storage.fields)) {
+      if (s.info === undefined || s.absent || !s.padded || s.info.maxLength === undefined || s.info.maxLength <= 0) continue
+      const col = `column '${s.column}' (${describeType(s.info)})`
+      const configured = mapping.pads?.[s.field] !== undefined
+      if (s.padsTo !== undefined) {
+        notes.push(`${name}.${s.field}: ${col} is written padded with blanks to ${s.padsTo} characters, as SQL Server stores a char column's values (${configured ? 'the mapping\'s "pad": true' : 'every value it holds is padded so'})`)
+      } else if (s.info.maxLength > 1) {
+        notes.push(`${name}.${s.field}: ${col} is written as sent, without padding (${configured ? 'the mapping\'s "pad": false' : 'its values are not all padded to its width'}); if the picking system pads its values there (SQL Server does), set "pad": true on the column's mapping`)
+      }
+    }
+  }
+  return notes
 }
 
 /**

@@ -341,6 +341,7 @@ export function normalizeMapping (config: TableMappingConfig): TableMapping {
     if (entry.timeZone !== undefined) (mapping.timeZones ??= {})[field] = entry.timeZone
     // the schema reports a format of another type (null); only a known one reaches the database layer
     if (typeof entry.format === 'string') (mapping.timeFormats ??= {})[field] = entry.format
+    if (entry.pad !== undefined) (mapping.pads ??= {})[field] = entry.pad
   }
   return mapping
 }

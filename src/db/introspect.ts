@@ -926,7 +926,7 @@ export function formatReport (result: Introspection): string[] {
         lines.push(`  ${field.padEnd(fieldWidth)}  -  (no column)`)
         continue
       }
-      const flags = [describeType(m.column), ...(m.column.nullable ? [] : ['not null']), ...(m.column.identity ? ['identity'] : []), ...(m.column.computed ? ['computed'] : [])]
+      const flags = [describeType(m.column), ...(m.column.padsToWidth === true ? [`padded to ${m.column.maxLength!}, written so`] : []), ...(m.column.nullable ? [] : ['not null']), ...(m.column.identity ? ['identity'] : []), ...(m.column.computed ? ['computed'] : [])]
       lines.push(`  ${field.padEnd(fieldWidth)}  ${m.column.name} (${flags.join(', ')}; by ${m.reason})${m.values === undefined ? '' : `  values ${JSON.stringify(m.values)}`}`)
       for (const note of m.notes) lines.push(`  ${''.padEnd(fieldWidth)}    ${note}`)
     }

@@ -921,13 +921,18 @@ export class Repository {
     if (this.elsewhere(err.table)) {
       return new ConflictError('The picking system refused the change: a trigger of its table wrote a row that another table already holds (a unique key there); nothing was changed', { cause: err })
     }
-    const message = (f: string): ConflictError => new ConflictError(`${f} '${String(vals[f])}' already exists`, { cause: err })
+    // a value as the API shows it: without the padding a CHAR(n) column's value was written with (storage padsTo)
+    const shown = (f: string): string => {
+      const v = vals[f]
+      return typeof v === 'string' && this.storage.fields[f]?.padsTo !== undefined ? v.trimEnd() : String(v)
+    }
+    const message = (f: string): ConflictError => new ConflictError(`${f} '${shown(f)}' already exists`, { cause: err })
     if (err.columns !== undefined) {
       const fields = err.columns.map((c) => this.storage.fieldOf(c))
       if (fields.length === 1 && fields[0] !== undefined && vals[fields[0]] !== undefined) return message(fields[0])
       if (fields.length > 1 && fields.every((f) => f !== undefined)) {
-        const shown = (fields as string[]).map((f) => vals[f] === undefined ? `${f} (as stored)` : `${f} '${String(vals[f])}'`).join(', ')
-        return new ConflictError(`Another ${this.noun} already has this combination of values, which the picking system's table keeps unique: ${shown}`, { cause: err })
+        const values = (fields as string[]).map((f) => vals[f] === undefined ? `${f} (as stored)` : `${f} '${shown(f)}'`).join(', ')
+        return new ConflictError(`Another ${this.noun} already has this combination of values, which the picking system's table keeps unique: ${values}`, { cause: err })
       }
       if (fields.some((f) => f === undefined)) {
         const known = fields.filter((f): f is string => f !== undefined)

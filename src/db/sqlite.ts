@@ -696,6 +696,20 @@ class SqliteDatabase implements Database {
       const writes = (['insert', 'update', 'delete'] as const).filter((op) => triggers.some((t) => new RegExp(`\\bINSTEAD\\s+OF\\s+${op}\\b`, 'i').test(String(t.sql ?? ''))))
       for (const c of columns) c.viewWrites = writes
     }
+    // CHAR(n) values a program pads to n (SQL Server pads them by itself, SQLite never): written padded too, or its lookups of
+    // the padded code, foreign keys holding it and its unique index all miss the gateway's. One scan of the table, at start
+    const fixed = columns.filter((c) => /^n?char$/.test(c.type) && c.maxLength !== undefined && c.maxLength > 0)
+    if (fixed.length > 0) {
+      const sums = fixed.map((c, i) => {
+        const q = sqliteDialect.ident(c.name)
+        const text = `typeof(${q}) = 'text' AND ${q} <> ''`
+        return `SUM(${text} AND length(${q}) <> ${c.maxLength!}) AS "other${i}", SUM(${text} AND length(${q}) = ${c.maxLength!} AND substr(${q}, -1) = ' ') AS "padded${i}"`
+      })
+      const [counts] = await this.query({ text: `SELECT ${sums.join(', ')} FROM ${sqliteDialect.table(mapping)}`, params: [] })
+      fixed.forEach((c, i) => {
+        if (Number(counts?.[`other${i}`] ?? 0) === 0 && Number(counts?.[`padded${i}`] ?? 0) > 0) c.padsToWidth = true
+      })
+    }
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)
     const key = columns.find((c) => c.name.toLowerCase() === mapping.columns.id?.toLowerCase())
     const keyRow = key === undefined ? undefined : rows.find((r) => String(r.name) === key.name)

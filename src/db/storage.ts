@@ -39,6 +39,12 @@ export interface FieldStorage {
   /** a fixed-width text column (char, nchar): its values come padded with spaces */
   readonly padded: boolean
   /**
+   * SQLite: the width a CHAR(n)/NCHAR(n) column's values are written padded to, as SQL Server stores
+   * them, where the picking system pads them (its data shows it, ColumnInfo.padsToWidth, or the
+   * mapping's `pad`); undefined: written as sent
+   */
+  readonly padsTo: number | undefined
+  /**
    * SQL Server's uniqueidentifier (a table keyed by GUIDs): read and compared as text, but only a GUID
    * is written or compared with it (the server's conversion of other text is error 8169)
    */
@@ -336,6 +342,7 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     info,
     category,
     padded: info !== undefined && /^n?char$/.test(info.type),
+    padsTo: padWidth(dialect, info, undefined),
     // SQLite: only GUIDs are written, so a value of digits alone is never stored as a number by the column's affinity
     guid: info !== undefined && (dialect === 'mssql' ? info.type.toLowerCase() === 'uniqueidentifier' : SQLITE_GUID.test(info.type.toLowerCase())),
     nullable: info?.nullable ?? true,
@@ -348,6 +355,16 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     julianDays: false,
     paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
   }
+}
+
+/**
+ * SQLite: the width a CHAR(n)/NCHAR(n) column's values are written padded to: the mapping's `pad`
+ * where it gives one, else what the column's data shows (ColumnInfo.padsToWidth). SQL Server pads
+ * char columns itself.
+ */
+function padWidth (dialect: DialectName, info: ColumnInfo | undefined, pad: boolean | undefined): number | undefined {
+  if (dialect !== 'sqlite' || info === undefined || !/^n?char$/.test(info.type) || info.maxLength === undefined || info.maxLength <= 0) return undefined
+  return (pad ?? info.padsToWidth === true) ? info.maxLength : undefined
 }
 
 /**
@@ -432,7 +449,8 @@ export class ResourceStorage {
         timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
         resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info, format) : 1,
         timeFormat: format === 'julianday' ? undefined : format,
-        julianDays: format === 'julianday'
+        julianDays: format === 'julianday',
+        padsTo: padWidth(dialect, info, mapping.pads?.[field])
       })
     }
     this.coded = new Set(Object.values(this.fields).filter((s) => s.map !== undefined).map((s) => s.field))
@@ -815,10 +833,10 @@ export class ResourceStorage {
     if (s.map !== undefined) {
       const codes = s.map.codes.get(value instanceof Date ? value.toISOString() : String(value))
       if (codes === undefined) throw new InvalidValueError(`'${s.field}' must be one of ${s.map.order.map((v) => JSON.stringify(v)).join(', ')}`)
-      return this.codeValue(s, codes[0])
+      return this.padText(s, this.codeValue(s, codes[0]))
     }
     switch (s.def.kind) {
-      case 'string': return this.checkText(s, value as string)
+      case 'string': return this.padText(s, this.checkText(s, value as string))
       case 'integer':
       case 'number': {
         const n = this.checkNumber(s, value as number)
@@ -840,6 +858,13 @@ export class ResourceStorage {
       return Number.isFinite(n) ? n : code
     }
     return typeof code === 'string' ? code : String(code)
+  }
+
+  /** Text for a CHAR(n) column the picking system pads (padsTo): padded with blanks to n characters, as SQL Server stores it. */
+  private padText (s: FieldStorage, value: SqlValue): SqlValue {
+    if (s.padsTo === undefined || typeof value !== 'string') return value
+    const length = codePoints(value)
+    return length < s.padsTo ? value + ' '.repeat(s.padsTo - length) : value
   }
 
   private checkText (s: FieldStorage, text: string): SqlValue {
@@ -1065,6 +1090,13 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     }
     const formatted = s.julianDays ? julianDaysProblem(storage.dialect, c) : s.timeFormat === undefined ? undefined : formatProblem(storage.dialect, s, s.timeFormat)
     if (formatted !== undefined) problems.push(`${where}.${s.field}: ${col} ${formatted}`)
+    const pad = mapping.pads?.[s.field]
+    // padding is for fixed-width text; SQL Server pads a char column by itself, so it cannot keep a value unpadded
+    if (pad !== undefined && (!s.padded || s.info.maxLength === undefined || s.info.maxLength <= 0)) {
+      problems.push(`mapping.${def.name}.columns.${s.field}.pad: ${col} is no CHAR(n) or NCHAR(n) column, whose values are padded to n characters; remove "pad"`)
+    } else if (pad === false && storage.dialect === 'mssql') {
+      problems.push(`mapping.${def.name}.columns.${s.field}.pad: SQL Server pads a ${s.info.type} column's values to its width by itself; remove "pad": false`)
+    }
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
     const fits = s.timeFormat !== undefined || s.julianDays || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
     if (!fits) {

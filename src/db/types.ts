@@ -78,6 +78,8 @@ export interface TableMapping {
   timeZones?: Record<string, string>
   /** per date-time field kept in a number or text column: how it is written there */
   timeFormats?: Record<string, TimeFormat>
+  /** per text field on a SQLite CHAR(n)/NCHAR(n) column: written padded to n (true) or as sent (false); else ColumnInfo.padsToWidth decides */
+  pads?: Record<string, boolean>
   /** a view or a table the picking system owns alone: list and read only, writes answer 405 */
   readOnly?: boolean
   /**
@@ -211,6 +213,12 @@ export interface ColumnInfo {
   codePage?: number
   /** text with a case-sensitive or binary collation (SQL Server): 'V' = 'v' is false */
   caseSensitive?: boolean
+  /**
+   * SQLite: a CHAR(n) or NCHAR(n) column whose stored values show that the picking system pads them
+   * with blanks to n characters, as SQL Server's char does by itself: every non-empty value is n
+   * characters long, and at least one ends in a blank. The gateway writes its values padded too.
+   */
+  padsToWidth?: boolean
   /** SQL Server: a text column's collation (Latin1_General_CI_AS, …) */
   collation?: string
   /**
