@@ -881,6 +881,12 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     if (typeof spec === 'string') mapping.columns[field] = { column: spec, timeZone }
     else if (spec !== null && spec !== undefined) mapping.columns[field] = { ...spec, timeZone }
   }
+  // a configured "pad" is the integrator's decision, where the data cannot tell (an empty table): kept as configured
+  for (const [field, pad] of Object.entries(kept?.pads ?? {})) {
+    const spec = mapping.columns[field]
+    if (typeof spec === 'string') mapping.columns[field] = { column: spec, pad }
+    else if (spec !== null && spec !== undefined) mapping.columns[field] = { ...spec, pad }
+  }
   if (kept?.newIds !== undefined && !keyed) mapping.newIds = kept.newIds
   if (kept?.defaults !== undefined) mapping.defaults = kept.defaults
   return { resource, table, why, fields, unmatched, unmappedRequired, notes, mapping }
@@ -926,7 +932,10 @@ export function formatReport (result: Introspection): string[] {
         lines.push(`  ${field.padEnd(fieldWidth)}  -  (no column)`)
         continue
       }
-      const flags = [describeType(m.column), ...(m.column.padsToWidth === true ? [`padded to ${m.column.maxLength!}, written so`] : []), ...(m.column.nullable ? [] : ['not null']), ...(m.column.identity ? ['identity'] : []), ...(m.column.computed ? ['computed'] : [])]
+      const spec = p.mapping?.columns[field]
+      const pad = typeof spec === 'object' && spec !== null ? spec.pad : undefined
+      const padding = pad !== undefined ? [pad ? 'written padded ("pad": true)' : 'written as sent ("pad": false)'] : m.column.padsToWidth === true ? [`padded to ${m.column.maxLength!}, written so`] : []
+      const flags = [describeType(m.column), ...padding, ...(m.column.nullable ? [] : ['not null']), ...(m.column.identity ? ['identity'] : []), ...(m.column.computed ? ['computed'] : [])]
       lines.push(`  ${field.padEnd(fieldWidth)}  ${m.column.name} (${flags.join(', ')}; by ${m.reason})${m.values === undefined ? '' : `  values ${JSON.stringify(m.values)}`}`)
       for (const note of m.notes) lines.push(`  ${''.padEnd(fieldWidth)}    ${note}`)
     }

@@ -211,4 +211,8 @@ t.test('SQLite: what the data decides, as check-config and db introspect say it'
 
   const report = formatReport(await introspect(db, { materials: normalizeMapping(PADDED) })).join('\n')
   t.match(report, /ArtNr \(char\(20\), padded to 20, written so, not null/)
+  // a configured "pad" is shown and stays in the proposed mapping, which is pasted back
+  const configured = await introspect(db, { materials: normalizeMapping({ ...PADDED, columns: { ...PADDED.columns, materialNumber: { column: 'ArtNr', pad: false } } }) })
+  t.match(formatReport(configured).join('\n'), /ArtNr \(char\(20\), written as sent \("pad": false\), not null/)
+  t.same(configured.resources.materials.mapping?.columns.materialNumber, { column: 'ArtNr', pad: false })
 })
