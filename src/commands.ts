@@ -459,7 +459,7 @@ export function paddingNotes (dialect: Database['dialect'], mappings: Record<Res
       if (s.padsTo !== undefined) {
         notes.push(`${name}.${s.field}: ${col} is written padded with blanks to ${s.padsTo} characters, as SQL Server stores a char column's values (${configured ? 'the mapping\'s "pad": true' : 'every value it holds is padded so'})`)
       } else if (s.info.maxLength > 1) {
-        notes.push(`${name}.${s.field}: ${col} is written as sent, without padding (${configured ? 'the mapping\'s "pad": false' : 'its values are not all padded to its width'}); if the picking system pads its values there (SQL Server does), set "pad": true on the column's mapping`)
+        notes.push(`${name}.${s.field}: ${col} is written as sent, without padding (${configured ? 'the mapping\'s "pad": false' : 'its values do not show it: not all are as long as the column is wide, or none ends in a blank'}); if the picking system pads its values there (SQL Server does), set "pad": true on the column's mapping`)
       }
     }
   }
