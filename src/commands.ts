@@ -834,16 +834,17 @@ function consoleLogger (io: Io): DbLogger {
 
 /**
  * Runs fn on the configured database. 'existing': a SQLite file that is not there is an error
- * saying how to make it, not a new empty database (user commands need db init's table).
+ * saying how to make it, not a new empty database (user commands need db init's table); 'read': the
+ * same, opened read-only; 'readonly': read-only, whatever is at the path.
  * `secretNeeded` false: the configuration may lack a JWT secret (LoadOptions.secretNeeded).
  */
-async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'existing' | 'readonly' = 'create', secretNeeded = true): Promise<T> {
+async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig, mappings: Record<ResourceName, TableMapping>) => Promise<T>, access: 'create' | 'existing' | 'read' | 'readonly' = 'create', secretNeeded = true): Promise<T> {
   const loaded = loadConfig({ env: io.env, secretNeeded })
   const { config } = loaded
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)
   // a file that is not there (or no database) is said as such, and no empty database is left behind
-  const problem = access === 'existing' && path !== undefined ? sqliteFileProblem(path, false) : undefined
+  const problem = (access === 'existing' || access === 'read') && path !== undefined ? sqliteFileProblem(path, false) : undefined
   if (problem !== undefined) {
     throw new Error(existsSync(path!)
       ? problem
@@ -852,8 +853,8 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
         : `the database '${path!}' does not exist: create it with 'picking-gateway db init'`)
   }
   const db = openDatabase(config.database.url, {
-    create: access !== 'readonly',
-    readonly: access === 'readonly',
+    create: access === 'create' || access === 'existing',
+    readonly: access === 'readonly' || access === 'read',
     password: config.database.password,
     connectTimeoutMs: config.database.connectTimeoutMs,
     requestTimeoutMs: config.database.requestTimeoutMs,
@@ -995,5 +996,6 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       ? `Password of '${row.username as string}' changed; its tokens are revoked.`
       : `User '${row.username as string}' ${action}d${action === 'disable' ? '; its tokens are revoked' : ''}.`)
     return EXIT_OK
-  }, 'existing')
+  // 'user list' only reads: a file the command's user may not write (a copy, a backup, a file in WAL mode owned by the service) is listed all the same
+  }, action === 'list' ? 'read' : 'existing')
 }

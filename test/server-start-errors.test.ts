@@ -58,6 +58,24 @@ t.test('a SQLite file in WAL mode (as after every first start) that the gateway 
   t.notOk(existsSync(`${file}-shm`), 'no -shm left beside it, as read-only as the file, for the next start to meet once the file is writable')
 })
 
+t.test('user list on a SQLite file its user may not write lists it, read-only: it only reads (before: exit 1, "the database is read-only")', { skip: ROOT_USER && SETPRIV === undefined ? 'running as root without setpriv' : false }, async (t) => {
+  const { env, dir } = await gatewaySetup(t)
+  const file = join(dir, 'g.db')
+  chmodSync(join(dir, 'config.json'), 0o644)
+  if (ROOT_USER) chownSync(file, 65534, 65534)
+  chmodSync(file, 0o444)
+  chmodSync(dir, 0o777)
+  t.teardown(() => chmodSync(dir, 0o700))
+  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'user', 'list']
+  const run = ROOT_USER
+    ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
+    : startCommand(t, node[0]!, node.slice(1), env)
+  // its exit code is not looked at: under tap's loaders as nobody, the coverage hook's own write at exit may fail
+  t.ok(await run.exitWithin(START_MS), 'it ends')
+  t.notMatch(run.err(), /read-only/)
+  t.match(run.out(), /^ID\tUSERNAME\tTYPE\tENABLED\tLAST LOGIN\n1\tadmin\tadmin\tyes\t/)
+})
+
 t.test('server.tls with a file it cannot read or a key that is not the certificate\'s: exit 78 naming the key, as check-config says', async (t) => {
   const dir = tempDir(t, 'pg-tls-')
   const pem = (name: string) => join(dir, name)
