@@ -2,7 +2,7 @@
 import { once } from 'node:events'
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createServer, type Socket } from 'node:net'
 import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { DatabaseUnavailableError } from '../../src/db/errors.js'
@@ -869,12 +869,21 @@ t.test('a client that stops reading is cut off; the others keep receiving', asyn
   await until(() => ctx.app.hardware.subscribers === 0, 'no listener left')
 })
 
-t.test('a station lookup the database never answers holds no event: it goes out without station id after hardware.stationLookupMs, a warning says why, and the next lookups run once it answers again (before: every later event of the controller held for good, silently)', async (t) => {
-  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 60000 } })
+/**
+ * One simulated controller and a gateway on it whose warnings are kept in `lines`, for the station-lookup tests:
+ * `stationLookupMs`, the simulator's confirmDelay and the database settings as each test needs them.
+ */
+async function lookupSetup (t: Test, stationLookupMs: number, confirmDelay: number, database: { requestTimeoutMs?: number } = {}) {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay } })
   t.teardown(() => sim.close())
   const lines: Array<Record<string, unknown>> = []
-  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 200 }, logging: { level: 'warn' } }, undefined,
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs }, database, logging: { level: 'warn' } }, undefined,
     { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  return { sim, ctx, lines }
+}
+
+t.test('a station lookup the database never answers holds no event: it goes out without station id after hardware.stationLookupMs, a warning says why, and the next lookups run once it answers again (before: every later event of the controller held for good, silently)', async (t) => {
+  const { sim, ctx, lines } = await lookupSetup(t, 200, 60000)
   const stationId = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })).json().id
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const stream = await openStream(ctx, ctx.adminToken)
@@ -909,9 +918,7 @@ t.test('a station lookup the database never answers holds no event: it goes out 
 })
 
 t.test('a lookup past its events\' deadline keeps its place until the driver ends it (database.requestTimeoutMs): a controller holds at most two of the pool\'s connections, however long the database does not answer (before: a place freed at each 200 ms deadline, and another call started)', async (t) => {
-  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 60000 } })
-  t.teardown(() => sim.close())
-  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 100 }, database: { requestTimeoutMs: 10000 }, logging: { level: 'error' } })
+  const { sim, ctx } = await lookupSetup(t, 100, 60000, { requestTimeoutMs: 10000 })
   await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const stream = await openStream(ctx, ctx.adminToken)
@@ -939,11 +946,7 @@ t.test('a lookup past its events\' deadline keeps its place until the driver end
 })
 
 t.test('a stop while station lookups hang starts none on the closing database and warns of none: the events waiting go out without a station id (before: lookups on the closed database, and a warning each)', async (t) => {
-  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 60000 } })
-  t.teardown(() => sim.close())
-  const lines: Array<Record<string, unknown>> = []
-  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 300 }, logging: { level: 'warn' } }, undefined,
-    { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  const { sim, ctx, lines } = await lookupSetup(t, 300, 60000)
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const stations = ctx.app.repos.stations
   const list = stations.list.bind(stations)
@@ -1002,11 +1005,7 @@ t.test('a slow database: one controller\'s lookups run at most two at once, even
 })
 
 t.test('a link that drops and comes back while its stations cannot be looked up: one station.disconnected and one station.connected without station id, as the warning says (before: none, and a warning that an event was sent)', async (t) => {
-  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50 } })
-  t.teardown(() => sim.close())
-  const lines: Array<Record<string, unknown>> = []
-  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: sim.controllers.get('ctl-1')!.port }], timings: FAST, stationLookupMs: 200 }, logging: { level: 'warn' } }, undefined,
-    { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+  const { sim, ctx, lines } = await lookupSetup(t, 200, 50)
   const stationId = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })).json().id
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const stream = await openStream(ctx, ctx.adminToken)
