@@ -2,7 +2,7 @@
 // a TLS certificate or key it cannot read or use, a SQLite file it may not write. Exit 78 (systemd does
 // not restart), naming the key or the path.
 import { execFileSync } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, readFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { main } from '../src/commands.js'
@@ -74,6 +74,25 @@ t.test('user list on a SQLite file its user may not write lists it, read-only: i
   t.ok(await run.exitWithin(START_MS), 'it ends')
   t.notMatch(run.err(), /read-only/)
   t.match(run.out(), /^ID\tUSERNAME\tTYPE\tENABLED\tLAST LOGIN\n1\tadmin\tadmin\tyes\t/)
+})
+
+t.test('user list on a SQLite file in WAL mode without its -wal and -shm, in a directory its user may not write: says why SQLite cannot read it, not "read-only"', { skip: ROOT_USER && SETPRIV === undefined ? 'running as root without setpriv' : false }, async (t) => {
+  const { env, dir } = await gatewaySetup(t)
+  const file = join(dir, 'g.db')
+  t.same([...readFileSync(file).subarray(18, 20)], [2, 2], 'db init left it in WAL mode')
+  // as when the gateway has stopped: no process has it open, so no -wal and -shm are there
+  for (const suffix of ['-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+  chmodSync(join(dir, 'config.json'), 0o644)
+  if (ROOT_USER) chownSync(file, 65534, 65534)
+  chmodSync(dir, 0o555)
+  t.teardown(() => chmodSync(dir, 0o700))
+  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'user', 'list']
+  const run = ROOT_USER
+    ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
+    : startCommand(t, node[0]!, node.slice(1), env)
+  t.ok(await run.exitWithin(START_MS), 'it ends')
+  t.notMatch(run.err(), /it takes no changes/, 'before: "The database is read-only: it takes no changes until it is writable again", for a command that writes nothing')
+  t.match(run.err(), `the SQLite database file '${file}' is in WAL mode and its -wal and -shm files are not beside it (no process has it open now), so SQLite reads it only for a user that may write its directory '${dir}'`)
 })
 
 t.test('server.tls with a file it cannot read or a key that is not the certificate\'s: exit 78 naming the key, as check-config says', async (t) => {

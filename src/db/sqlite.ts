@@ -842,6 +842,13 @@ export function openSqlite (path: string, opts: SqliteOptions): Database {
   try {
     db = connect(path, options)
   } catch (err) {
+    // A file in WAL mode without its -wal and -shm files (the gateway stopped) is read only by a user that may
+    // write its directory, where SQLite makes them (SQLITE_READONLY_DIRECTORY at the connection's first read): a
+    // command that only reads said 'The database is read-only: it takes no changes …', which told neither why nor what to do
+    if (readonly && err instanceof DatabaseUnavailableError && (err.cause as { code?: unknown } | undefined)?.code === 'SQLITE_READONLY_DIRECTORY') {
+      const user = process.getuid === undefined ? 'this user' : `this user (uid ${process.getuid()})`
+      throw new DatabaseUnavailableError(`the SQLite database file '${path}' is in WAL mode and its -wal and -shm files are not beside it (no process has it open now), so SQLite reads it only for a user that may write its directory '${dirname(path)}', which ${user} may not; run the command as the gateway's user, or while the gateway runs`, { cause: err.cause })
+    }
     // said where it ends a command or the start (exit 1): which file, held by whom, and what to do;
     // a bare 'The database is busy' named neither
     if (!isBusy(err)) throw err
