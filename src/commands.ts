@@ -843,7 +843,11 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
   const { config } = loaded
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)
-  // a file that is not there (or no database) is said as such, and no empty database is left behind
+  // a path that holds no SQLite database (a directory, another file) is a configuration error (78), as serve and
+  // check-config say: every command refuses it alike (before: exit 1 from the user and db commands)
+  const fileError = path === undefined || path === ':memory:' || !existsSync(path) ? undefined : sqliteFileError(path, false)
+  if (fileError !== undefined) throw new ConfigError([fileError])
+  // a file that is not there is said as such, and no empty database is left behind
   const problem = (access === 'existing' || access === 'read') && path !== undefined ? sqliteFileProblem(path, false) : undefined
   if (problem !== undefined) {
     throw new Error(existsSync(path!)

@@ -127,9 +127,12 @@ t.test('configuration and input errors name what is wrong', async (t) => {
     t.match(text.stderr.join(), `database.url: '${join(dir, 'notes.txt')}' is not a SQLite database file`)
     t.notMatch(text.stdout.join('\n'), /OK/, `${argv[0]}: nothing calls the configuration OK`)
   }
-  const listed = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'notes.txt')}` })
-  t.equal(await main(['user', 'list'], listed), 1, 'user commands too')
-  t.match(listed.stderr.join(), `'${join(dir, 'notes.txt')}' is not a SQLite database file`)
+  // the one-shot commands alike, a directory too (before: exit 1 from the user and db commands)
+  for (const [argv, path] of [[['user', 'list'], 'notes.txt'], [['db', 'introspect'], 'notes.txt'], [['db', 'init'], 'notes.txt'], [['user', 'list'], '.']] as const) {
+    const listed = io({ ...env, DATABASE_URL: `sqlite:${join(dir, path)}`, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })
+    t.equal(await main([...argv], listed), 78, `${argv.join(' ')} on ${path}`)
+    t.match(listed.stderr.join(), path === '.' ? 'is a directory, not a database file' : `'${join(dir, 'notes.txt')}' is not a SQLite database file`)
+  }
   for (const argv of [['user', 'list'], ['user', 'passwd', 'admin', '--password-stdin']]) {
     const none = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'missing.db')}` }, 'a-new-password-1')
     t.equal(await main(argv, none), 1, argv.join(' '))
