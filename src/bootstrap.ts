@@ -46,15 +46,23 @@ export async function initDatabase (db: Database, opts: InitOptions): Promise<In
   return { adminCreated, seeded }
 }
 
+/**
+ * Why PICKING_GATEWAY_ADMIN_PASSWORD cannot be the admin's password: the API's rule, counted as it
+ * counts (a longer password would be stored, but no login could send it). Checked before the
+ * database is opened, so that a refused value leaves no new database behind.
+ */
+export function adminPasswordProblem (given: string | undefined): string | undefined {
+  const length = given === undefined ? 0 : [...given].length
+  if (given === undefined || (length >= PASSWORD_LENGTH.min && length <= PASSWORD_LENGTH.max)) return undefined
+  return `PICKING_GATEWAY_ADMIN_PASSWORD must be ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters long, got ${length}`
+}
+
 /** Creates user `admin` when the user table is empty. */
 async function ensureAdmin (users: Repository, opts: InitOptions): Promise<boolean> {
   if (await users.count([]) > 0) return false
   const given = opts.adminPassword
-  // the API's rule, counted as it counts: a longer password would be stored, but no login could send it
-  const length = given === undefined ? 0 : [...given].length
-  if (given !== undefined && (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max)) {
-    throw new Error(`PICKING_GATEWAY_ADMIN_PASSWORD must be ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters long, got ${length}`)
-  }
+  const problem = adminPasswordProblem(given)
+  if (problem !== undefined) throw new Error(problem)
   const password = given ?? randomBytes(15).toString('base64url')
   const passwords = await createPasswords(opts.argon2)
   let row: Row

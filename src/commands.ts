@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import { argon2HashLength, createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
-import { initDatabase } from './bootstrap.js'
+import { adminPasswordProblem, initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, tlsValidityWarning, type LoadedConfig } from './config.js'
 import { openDatabase, readServerClock, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
@@ -900,6 +900,9 @@ async function dbIntrospect (json: boolean, io: Io): Promise<number> {
 }
 
 async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
+  // a value the admin's password cannot be: a configuration error, with no database made for it
+  const refused = adminPasswordProblem(io.env.PICKING_GATEWAY_ADMIN_PASSWORD)
+  if (refused !== undefined) throw new ConfigError([refused])
   return await withDatabase(io, async (db, { config, demo }, mappings) => {
     const result = await initDatabase(db, {
       demo: values.demo === true,

@@ -1,6 +1,6 @@
 // Entry of `picking-gateway serve`: load configuration, open the database, build the app, listen, stop on request.
 import { buildApp, type App } from './app.js'
-import { initDatabase } from './bootstrap.js'
+import { adminPasswordProblem, initDatabase } from './bootstrap.js'
 import { ConfigError, loadConfig, mappingsOf, tlsValidityWarning, type LoadOptions } from './config.js'
 import { openDatabase, sqlitePath } from './db/index.js'
 import { sqliteFileError, sqliteReadOnlyError } from './db/sqlite.js'
@@ -45,6 +45,9 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   const file = sqlitePath(config.database.url)
   const fileError = file === undefined ? undefined : sqliteFileError(file, demo)
   if (fileError !== undefined) throw new ConfigError([fileError])
+  // the demo makes its admin from PICKING_GATEWAY_ADMIN_PASSWORD: a value it cannot be stops the start before a database is made
+  const refused = demo ? adminPasswordProblem(env.PICKING_GATEWAY_ADMIN_PASSWORD) : undefined
+  if (refused !== undefined) throw new ConfigError([refused])
   const logger = await untilStopped(serviceLogger(config.logging.level))
   let db: ReturnType<typeof openService>
   try {

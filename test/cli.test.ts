@@ -994,6 +994,18 @@ t.test('check-config warns of a listen address this machine does not have, where
   t.match(res.stderr, [/^Warning: server\.host \(or HOST\) 192\.0\.2\.77 is no address of this machine's network interfaces now/])
 })
 
+t.test('db init with a PICKING_GATEWAY_ADMIN_PASSWORD no login could send: a configuration error (78), and no database is made', async (t) => {
+  // before: exit 1 with the same words, and an empty database file left at the path
+  const dir = tempDir(t, 'pg-cli-')
+  for (const password of ['short', 'x'.repeat(1025)]) {
+    const file = join(dir, `g-${password.length}.db`)
+    const res = io({ DATABASE_URL: `sqlite:${file}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: password })
+    t.equal(await main(['db', 'init'], res), 78)
+    t.match(res.stderr.join('\n'), `PICKING_GATEWAY_ADMIN_PASSWORD must be 8 to 1024 characters long, got ${password.length}`)
+    t.notOk(existsSync(file), 'no database file')
+  }
+})
+
 t.test('db init at a path whose directory does not exist names the directory', async (t) => {
   // before: 'picking-gateway: ENOENT: no such file or directory, open …', after check-config and serve had said to run db init
   const dir = join(tempDir(t, 'pg-cli-'), 'missing')
