@@ -454,6 +454,8 @@ export function paddingNotes (dialect: Database['dialect'], mappings: Record<Res
     const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
     for (const s of Object.values(storage.fields)) {
       if (s.info === undefined || s.absent || !s.padded || s.info.maxLength === undefined || s.info.maxLength <= 0) continue
+      // only text is padded (a field's own or a value map's codes): a time in digits or a number is written as it is
+      if (s.def.kind !== 'string' && s.map === undefined) continue
       const col = `column '${s.column}' (${describeType(s.info)})`
       const configured = mapping.pads?.[s.field] !== undefined
       if (s.padsTo !== undefined) {

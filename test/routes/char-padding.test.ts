@@ -208,6 +208,11 @@ t.test('SQLite: what the data decides, as check-config and db introspect say it'
   const checked = await inspectStorage(db, { ...mappings, materials: zone })
   t.match(checked.problems.filter((p) => !/^(?:stations|users)\b/.test(p)), [/^mapping\.materials\.columns\.name\.pad: column 'Bezeichnung' \(varchar\(40\)\) is no CHAR\(n\)/])
   t.match(paddingNotes('sqlite', { ...mappings, materials: normalizeMapping({ ...PADDED, columns: { ...PADDED.columns, unit: 'Zone' } }) }, all).filter((n) => n.startsWith('materials.unit')), [/column 'Zone' \(char\(3\)\) is written as sent, without padding \(its values do not show it/])
+  // a time kept as digits in a CHAR(14) is no text to pad: no note advising "pad" for it (w3's finding)
+  await db.execute({ text: 'ALTER TABLE "Artikel" ADD COLUMN "Geaendert" CHAR(14)', params: [] })
+  await db.execute({ text: "UPDATE \"Artikel\" SET \"Geaendert\" = '20241107153012'", params: [] })
+  const timed = { ...mappings, materials: normalizeMapping({ ...PADDED, columns: { ...PADDED.columns, modifiedAt: { column: 'Geaendert', format: 'yyyymmddhhmmss' } } }) }
+  t.same(paddingNotes('sqlite', timed, (await inspectStorage(db, timed)).columns).filter((n) => n.startsWith('materials.modifiedAt')), [])
 
   const report = formatReport(await introspect(db, { materials: normalizeMapping(PADDED) })).join('\n')
   t.match(report, /ArtNr \(char\(20\), padded to 20, written so, not null/)
