@@ -17,22 +17,25 @@ t.setTimeout(8 * START_MS)
 const ROOT_USER = process.getuid?.() === 0
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
 
+/** The CLI with `args` as nobody when the tests run as root (setpriv), else as the tests' own user; without tap's coverage hook. */
+function asNobody (t: Parameters<typeof startCommand>[0], env: NodeJS.ProcessEnv, args: string[]): ReturnType<typeof startCommand> {
+  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, ...args]
+  return ROOT_USER
+    ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
+    : startCommand(t, node[0]!, node.slice(1), env)
+}
+
 t.test('a SQLite file the gateway may not write: a configuration error (78) naming the path and what to make writable', { skip: ROOT_USER && SETPRIV === undefined ? 'running as root without setpriv' : false }, async (t) => {
   const { env, dir } = await gatewaySetup(t)
   const file = join(dir, 'g.db')
-  const root = ROOT_USER
-  const setpriv = SETPRIV
   chmodSync(join(dir, 'config.json'), 0o644)
   chmodSync(file, 0o444)
   chmodSync(dir, 0o555)
   t.teardown(() => chmodSync(dir, 0o700))
-  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'serve']
-  const run = root
-    ? startCommand(t, setpriv!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
-    : startCommand(t, node[0]!, node.slice(1), env)
+  const run = asNobody(t, env, ['serve'])
   const exit = await run.exitWithin(START_MS)
   t.equal(exit?.code, 78, 'exit 78, systemd does not restart (before: exit 1, "it takes no changes until it is writable again")')
-  t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written: the gateway writes to it and creates '${file}-wal' and '${file}-shm' beside it, so the file, its directory and any -wal and -shm file there must be writable for the user the gateway runs as (uid ${root ? 65534 : process.getuid!()})`)
+  t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written: the gateway writes to it and creates '${file}-wal' and '${file}-shm' beside it, so the file, its directory and any -wal and -shm file there must be writable for the user the gateway runs as (uid ${ROOT_USER ? 65534 : process.getuid!()})`)
   t.notMatch(run.out(), LISTENING)
 })
 
@@ -47,10 +50,7 @@ t.test('a SQLite file in WAL mode (as after every first start) that the gateway 
   chmodSync(file, 0o444)
   chmodSync(dir, 0o777)
   t.teardown(() => chmodSync(dir, 0o700))
-  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'serve']
-  const run = ROOT_USER
-    ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
-    : startCommand(t, node[0]!, node.slice(1), env)
+  const run = asNobody(t, env, ['serve'])
   const exit = await run.exitWithin(START_MS)
   t.equal(exit?.code, 78, 'exit 78 (before: SQLite opened it read-only without a word, and the gateway served, every write a 503)')
   t.match(run.err(), `database.url: the SQLite database file '${file}' cannot be written`)
@@ -66,10 +66,7 @@ t.test('user list on a SQLite file its user may not write lists it, read-only: i
   chmodSync(file, 0o444)
   chmodSync(dir, 0o777)
   t.teardown(() => chmodSync(dir, 0o700))
-  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'user', 'list']
-  const run = ROOT_USER
-    ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
-    : startCommand(t, node[0]!, node.slice(1), env)
+  const run = asNobody(t, env, ['user', 'list'])
   // its exit code is not looked at: under tap's loaders as nobody, the coverage hook's own write at exit may fail
   t.ok(await run.exitWithin(START_MS), 'it ends')
   t.notMatch(run.err(), /read-only/)
@@ -86,10 +83,7 @@ t.test('user list on a SQLite file in WAL mode without its -wal and -shm, in a d
   if (ROOT_USER) chownSync(file, 65534, 65534)
   chmodSync(dir, 0o555)
   t.teardown(() => chmodSync(dir, 0o700))
-  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'user', 'list']
-  const run = ROOT_USER
-    ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
-    : startCommand(t, node[0]!, node.slice(1), env)
+  const run = asNobody(t, env, ['user', 'list'])
   t.ok(await run.exitWithin(START_MS), 'it ends')
   t.notMatch(run.err(), /it takes no changes/, 'before: "The database is read-only: it takes no changes until it is writable again", for a command that writes nothing')
   t.match(run.err(), `the SQLite database file '${file}' is in WAL mode and its -wal and -shm files are not beside it (no process has it open now), so SQLite reads it only for a user that may write its directory '${dir}'`)
