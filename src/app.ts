@@ -16,7 +16,7 @@ import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
 import { COMMON_PATTERN_RULES, errorResponses } from '../schemas/common.js'
 import { User, UserCreate } from '../schemas/users.js'
-import { mappingsOf, readTls, signingKeys } from './config.js'
+import { mappingsOf, readTls, signingKeys, tlsValidityWarning } from './config.js'
 import { argon2HashLength } from './auth/passwords.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import databasePlugin from '../plugins/database.js'
@@ -364,8 +364,12 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     clientErrorHandler,
     frameworkErrors
   }
+  // the certificate as read for the server, checked for its dates: logged once the logger is there
+  let expired: string | undefined
   if (server.tls) {
-    fastifyOptions.https = readTls(server.tls)
+    const https = readTls(server.tls)
+    fastifyOptions.https = https
+    expired = tlsValidityWarning(server.tls.cert, https.cert)
   }
   if (options.logger && typeof (options.logger as { info?: unknown }).info === 'function') {
     fastifyOptions.loggerInstance = options.logger as FastifyServerOptions['loggerInstance']
@@ -374,6 +378,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   }
 
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
+  if (expired !== undefined) app.log.warn(expired)
   // an Expect other than 100-continue: Node's own 417 had no body at all, unlike every other error
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const body = JSON.stringify(buildErrorBody(417, 'EXPECTATION_FAILED', `The Expect header '${String(req.headers.expect).slice(0, 100)}' is not supported; send 100-continue or none`))

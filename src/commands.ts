@@ -312,8 +312,7 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   const env = positionals[0] ? { ...io.env, PICKING_GATEWAY_CONFIG: positionals[0] } : io.env
   const { config, source, demo }: LoadedConfig = loadConfig({ env })
   // what serve refuses when it builds the server: a certificate or key it cannot read or use
-  if (config.server.tls !== undefined) readTls(config.server.tls)
-  const expired = config.server.tls === undefined ? undefined : tlsValidityWarning(config.server.tls)
+  const expired = config.server.tls === undefined ? undefined : tlsValidityWarning(config.server.tls.cert, readTls(config.server.tls).cert)
   if (expired !== undefined) io.err(`Warning: ${expired}`)
   const elsewhere = await hostWarning(config.server.host)
   if (elsewhere !== undefined) io.err(`Warning: ${elsewhere}`)

@@ -530,20 +530,20 @@ export function readTls (tls: { cert: string, key: string }): { cert: Buffer, ke
 
 /**
  * An expired (or not yet valid) certificate: the gateway serves with it, but every client that checks
- * certificates refuses the connection, so serve logs it and check-config says it. Nothing when the file
- * cannot be read or parsed (readTls reports that).
+ * certificates refuses the connection, so serve logs it and check-config says it. `pem`: the file at
+ * `path` as readTls read it. Nothing when it does not parse as a certificate (readTls reports that).
  */
-export function tlsValidityWarning (tls: { cert: string }, now = Date.now()): string | undefined {
+export function tlsValidityWarning (path: string, pem: Buffer, now = Date.now()): string | undefined {
   let cert: X509Certificate
   try {
-    cert = new X509Certificate(readFileSync(tls.cert))
+    cert = new X509Certificate(pem)
   } catch {
     return undefined
   }
   const from = Date.parse(cert.validFrom)
   const to = Date.parse(cert.validTo)
-  if (now > to) return `server.tls.cert: the certificate ${JSON.stringify(tls.cert)} expired on ${new Date(to).toISOString()}; clients that check certificates refuse the connection: renew it`
-  if (now < from) return `server.tls.cert: the certificate ${JSON.stringify(tls.cert)} is valid only from ${new Date(from).toISOString()}; clients that check certificates refuse the connection until then (check the clock)`
+  if (now > to) return `server.tls.cert: the certificate ${JSON.stringify(path)} expired on ${new Date(to).toISOString()}; clients that check certificates refuse the connection: renew it`
+  if (now < from) return `server.tls.cert: the certificate ${JSON.stringify(path)} is valid only from ${new Date(from).toISOString()}; clients that check certificates refuse the connection until then (check the clock)`
   return undefined
 }
 

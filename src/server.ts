@@ -1,7 +1,7 @@
 // Entry of `picking-gateway serve`: load configuration, open the database, build the app, listen, stop on request.
 import { buildApp, type App } from './app.js'
 import { adminPasswordProblem, initDatabase } from './bootstrap.js'
-import { ConfigError, loadConfig, mappingsOf, tlsValidityWarning, type LoadOptions } from './config.js'
+import { ConfigError, loadConfig, mappingsOf, type LoadOptions } from './config.js'
 import { openDatabase, sqlitePath } from './db/index.js'
 import { sqliteFileError, sqliteReadOnlyError } from './db/sqlite.js'
 import { createStop, describeStop, shutdown, StoppedError, watchProcess, type Stop } from './lifecycle.js'
@@ -129,8 +129,6 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   app.log.info({ config: source, demo, database: db.dialect }, 'picking-gateway ready')
   const plain = demo ? undefined : plainHttpWarning(config.server)
   if (plain !== undefined) app.log.warn({ host, port }, plain)
-  const expired = config.server.tls === undefined ? undefined : tlsValidityWarning(config.server.tls)
-  if (expired !== undefined) app.log.warn(expired)
   if (stop !== undefined) stopOnRequest(app, stop, close, config.server.closeGraceMs, exit)
   return app
 }

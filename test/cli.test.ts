@@ -10,6 +10,7 @@ import { DatabaseUnavailableError, MappingGoneError } from '../src/db/errors.js'
 import { referenceMappings } from '../src/db/resources.js'
 import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
 import { openDatabase } from '../src/db/index.js'
+import { build } from './helpers/build.js'
 import { narrowMaterials } from './helpers/legacy-fixture.js'
 import { tempDir } from './helpers/temp.js'
 import { sleep, until } from './helpers/wait.js'
@@ -951,6 +952,12 @@ t.test('check-config warns of an expired TLS certificate, which every client tha
     t.equal(await main(['check-config', file], res), 0, 'it is served all the same')
     if (warned) t.match(res.stderr.join('\n'), /^Warning: server\.tls\.cert: the certificate ".*expired\.crt" expired on \d{4}-\d\d-\d\dT.*: renew it$/, name)
     else t.same(res.stderr, [], name)
+    // and the server built with it logs the same warning, from the certificate it read to serve
+    const lines: Array<Record<string, unknown>> = []
+    await build(t, { server: { tls: certificate(`${name}-served`, days) }, logging: { level: 'warn' } }, undefined, { logStream: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } } })
+    const said = lines.filter((line) => /^server\.tls\.cert: /.test(String(line.msg)))
+    if (warned) t.match(said, [{ level: 40, msg: /expired on .*: renew it$/ }], `${name}: served, with the warning`)
+    else t.same(said, [], `${name}: served without one`)
   }
 })
 
