@@ -6,6 +6,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { dirname, join, resolve } from 'node:path'
 import { domainToASCII, fileURLToPath } from 'node:url'
 import proxyAddr from '@fastify/proxy-addr'
+import type { TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ColumnMappingConfig, Config, type TableMappingConfig } from '../schemas/config.js'
 import { mappingProblems, referenceMappings, resources, type ResourceName } from './db/resources.js'
@@ -147,14 +148,14 @@ function dedupe (list: string[]): string[] {
 }
 
 /** Where the raw configuration has a list for an object or an object for a list (JSON pointer paths). */
-function shapeProblems (schema: any, value: unknown, path: string): Array<{ path: string, expected: string, value: unknown }> {
-  if (value === undefined || value === null || typeof value !== 'object' || schema === null || typeof schema !== 'object') return []
+function shapeProblems (schema: TSchema | undefined, value: unknown, path: string): Array<{ path: string, expected: string, value: unknown }> {
+  if (value === undefined || value === null || typeof value !== 'object' || schema === undefined || schema === null || typeof schema !== 'object') return []
   if (schema.type === 'array' && !Array.isArray(value)) return [{ path, expected: 'array', value }]
   if (schema.type === 'object' && Array.isArray(value)) return [{ path, expected: 'object', value }]
   if (schema.type === 'array' && Array.isArray(value)) return value.flatMap((item, i) => shapeProblems(schema.items, item, `${path}/${i}`))
   if (schema.type === 'object' && schema.properties !== undefined) {
     return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) =>
-      Object.hasOwn(schema.properties, key) ? shapeProblems(schema.properties[key], item, `${path}/${key}`) : [])
+      Object.hasOwn(schema.properties, key) ? shapeProblems(schema.properties[key] as TSchema, item, `${path}/${key}`) : [])
   }
   return []
 }
