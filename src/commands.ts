@@ -10,7 +10,7 @@ import { argon2HashLength, createPasswords, normalizeUsername, spelledUsername }
 import { adminPasswordProblem, initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, tlsValidityWarning, type LoadedConfig } from './config.js'
 import { openDatabase, readServerClock, sqlitePath, type DbLogger } from './db/index.js'
-import { sqliteFileError, sqliteFileProblem } from './db/sqlite.js'
+import { sqliteFileError } from './db/sqlite.js'
 import { foreignKeysTo } from './db/data-errors.js'
 import { dialectFor } from './db/dialect.js'
 import { categoryOf, columnNamed, describeType, inspectStorage, ResourceStorage, sqliteUntyped } from './db/storage.js'
@@ -844,18 +844,17 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
   const { config } = loaded
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)
+  const file = path === undefined || path === ':memory:' ? undefined : path
+  const exists = file === undefined || existsSync(file)
   // a path that holds no SQLite database (a directory, another file) is a configuration error (78), as serve and
   // check-config say: every command refuses it alike (before: exit 1 from the user and db commands)
-  const fileError = path === undefined || path === ':memory:' || !existsSync(path) ? undefined : sqliteFileError(path, false)
+  const fileError = file === undefined || !exists ? undefined : sqliteFileError(file, false)
   if (fileError !== undefined) throw new ConfigError([fileError])
   // a file that is not there is said as such, and no empty database is left behind
-  const problem = (access === 'existing' || access === 'read') && path !== undefined ? sqliteFileProblem(path, false) : undefined
-  if (problem !== undefined) {
-    throw new Error(existsSync(path!)
-      ? problem
-      : loaded.demo
-        ? 'no configuration (PICKING_GATEWAY_CONFIG) and the embedded demo database is not set up yet: start the demo once (npm start), or point PICKING_GATEWAY_CONFIG at the configuration'
-        : `the database '${path!}' does not exist: create it with 'picking-gateway db init'`)
+  if (!exists && (access === 'existing' || access === 'read')) {
+    throw new Error(loaded.demo
+      ? 'no configuration (PICKING_GATEWAY_CONFIG) and the embedded demo database is not set up yet: start the demo once (npm start), or point PICKING_GATEWAY_CONFIG at the configuration'
+      : `the database '${file!}' does not exist: create it with 'picking-gateway db init'`)
   }
   const db = openDatabase(config.database.url, {
     create: access === 'create' || access === 'existing',
