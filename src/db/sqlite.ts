@@ -54,8 +54,6 @@ export function compileBinder (names: readonly string[]): (params: Param[]) => B
 /** What the answers say once another process opened the file after its -wal or -shm was removed under the gateway. */
 const SIDECARS_TAKEN = 'The database file\'s -wal or -shm file was removed while the gateway had it open, and another process has opened the file since; the log says what to do'
 
-/** What the answers say while the file at the database path is something else (SQLITE_NOTADB). */
-
 /** The 503's message for a write that meets a foreign key SQLite cannot check (the log names it). */
 export const FOREIGN_KEY_MISMATCH = 'The picking system\'s database declares a foreign key SQLite cannot check (the columns it refers to have no unique index), so this write cannot be done; its administrator has to fix that key (the log names it, and picking-gateway check-config lists it)'
 
@@ -590,7 +588,8 @@ class SqliteDatabase implements Database {
       // a change mark that the old file never had: no list page cached from it is served
       this.ownWrites++
       this.refused = undefined
-      this.readOnlyFile = !mayWrite || !(this.options.readonly || writable(this.path))
+      // decided before the open: the -wal and -shm SQLite made for a writable file are this process's own
+      this.readOnlyFile = !mayWrite
       if (this.readOnlyFile) return 'readonly'
       return reopenWritable ? 'writable' : sidecars === 'removed' ? 'sidecars' : open ? 'reopened' : 'back'
     } finally {
