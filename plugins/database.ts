@@ -26,6 +26,13 @@ export interface DatabaseStatus {
    * /health/ready shows, without a stack, to anyone: the problems themselves are in the log.
    */
   mappingProblem: string | null
+  /**
+   * The last storage fault a request met (a full disk, a read-only, damaged or unreadable file): what it
+   * said, when (ISO), and when on the monotonic clock. /health/ready shows it for STORAGE_FAULT_SHOWN_MS
+   * after the last request it refused, without changing the status: reads go on, and every instance
+   * shares the storage, so taking this one out of a load balancer's rotation would help nothing.
+   */
+  storageFault: { error: string, lastSeenAt: string, seen: number } | null
 }
 
 const NOT_FITTING = 'The database does not match the configured mapping; the log names what differs (so does picking-gateway check-config)'
@@ -51,7 +58,7 @@ const CLOCK_BEHIND_WARN_MS = 1000
 async function database (fastify: FastifyInstance, opts: DatabasePluginOptions): Promise<void> {
   const { db, mappings } = opts
   const names = Object.keys(resources) as ResourceName[]
-  const status: DatabaseStatus = { mappingProblem: null }
+  const status: DatabaseStatus = { mappingProblem: null, storageFault: null }
   const timers = new Set<NodeJS.Timeout>()
   fastify.addHook('onClose', async () => {
     for (const timer of timers) clearInterval(timer)
@@ -197,6 +204,7 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
   fastify.addHook('onError', async (_request, _reply, err) => {
     if (err instanceof DatabaseUnavailableError && STORAGE_FAULTS.has(err.message)) {
       const now = performance.now()
+      status.storageFault = { error: err.message, lastSeenAt: new Date().toISOString(), seen: now }
       const last = faultLogged.get(err.message)
       if (last !== undefined && now - last < STORAGE_FAULT_LOG_MS) return
       faultLogged.set(err.message, now)
@@ -241,5 +249,7 @@ async function database (fastify: FastifyInstance, opts: DatabasePluginOptions):
 
 /** how often a storage fault that lasts is logged again as an error */
 const STORAGE_FAULT_LOG_MS = 10 * 60 * 1000
+/** how long /health/ready shows a storage fault after the last request it refused */
+export const STORAGE_FAULT_SHOWN_MS = STORAGE_FAULT_LOG_MS
 
 export default fp(database, { name: 'database', fastify: '5.x' })

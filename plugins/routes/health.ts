@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { ErrorResponse } from '../../schemas/common.js'
+import { STORAGE_FAULT_SHOWN_MS, type DatabaseStatus } from '../database.js'
 
 const Health = Type.Object({ status: Type.Literal('ok') })
 
@@ -10,7 +11,11 @@ const Ready = Type.Object({
   database: Type.Object({
     ok: Type.Boolean(),
     latencyMs: Type.Optional(Type.Number()),
-    error: Type.Optional(Type.String())
+    error: Type.Optional(Type.String()),
+    fault: Type.Optional(Type.Object({
+      error: Type.String(),
+      lastSeenAt: Type.String({ format: 'date-time' })
+    }, { description: 'a fault of the storage (a full disk, a read-only, damaged or unreadable file) that refused a request in the last 10 minutes: writes answer 503 while it lasts, reads go on, and the status stays ready' }))
   }),
   controllers: Type.Array(Type.Object({
     id: Type.String(),
@@ -20,6 +25,13 @@ const Ready = Type.Object({
     error: Type.Optional(Type.String({ description: 'why the link is refused: the controller answered as another id' }))
   }))
 })
+
+/** The storage fault to show: one that refused a request within STORAGE_FAULT_SHOWN_MS. */
+function recentFault (status: DatabaseStatus): { fault?: { error: string, lastSeenAt: string } } {
+  const fault = status.storageFault
+  if (fault === null || performance.now() - fault.seen > STORAGE_FAULT_SHOWN_MS) return {}
+  return { fault: { error: fault.error, lastSeenAt: fault.lastSeenAt } }
+}
 
 /** under-pressure's handler for liveness: a busy process is alive (a supervisor would restart it for nothing) */
 const alive = (): undefined => undefined
@@ -47,7 +59,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
       if (problem !== null) {
         return reply.code(503).send({ status: 'unavailable' as const, database: { ok: false, latencyMs, error: problem }, controllers })
       }
-      return { status: 'ready' as const, database: { ok: true, latencyMs }, controllers }
+      return { status: 'ready' as const, database: { ok: true, latencyMs, ...recentFault(fastify.databaseStatus) }, controllers }
     } catch (err) {
       if (reachable) request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'readiness: database unreachable')
       reachable = false

@@ -402,3 +402,38 @@ t.test('a storage fault (the disk full) is logged as an error once, beside each 
   await ctx.app.db.query({ text: 'PRAGMA max_page_count = 1073741823', params: [] })
   t.equal((await create(n++)).statusCode, 201)
 })
+
+t.test('a storage fault shows in /health/ready for 10 minutes after the last request it refused, and the status stays ready (before: nothing there, only the log said so)', { skip: !onSqlite }, async (t) => {
+  const ctx = await build(t, { logging: { level: 'fatal' } })
+  const ready = async () => await ctx.app.inject({ method: 'GET', url: '/health/ready' })
+  const healthy = await ready()
+  t.equal(healthy.statusCode, 200)
+  t.notOk('fault' in healthy.json().database, 'no fault before one happened')
+  // a full disk as SQLite meets it: no page beyond the file's present ones (SQLITE_FULL)
+  const count = (await ctx.app.db.query({ text: 'PRAGMA page_count', params: [] }))[0] as Record<string, number>
+  await ctx.app.db.query({ text: `PRAGMA max_page_count = ${Object.values(count)[0]}`, params: [] })
+  const create = async (n: number) => await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: `SHOWN-${n}`, name: 'x'.repeat(200), description: 'y'.repeat(2000) } })
+  let n = 0
+  let res = await create(n++)
+  while (res.statusCode === 201 && n < 500) res = await create(n++)
+  t.equal(res.statusCode, 503, 'the disk is full')
+  const before = Date.now()
+  const faulty = await ready()
+  t.equal(faulty.statusCode, 200, 'still ready: reads go on')
+  t.match(faulty.json(), { status: 'ready', database: { ok: true, fault: { error: res.json().message } } })
+  const seen = Date.parse(faulty.json().database.fault.lastSeenAt)
+  t.ok(seen <= before && seen > before - 60_000, 'lastSeenAt is when the request was refused')
+  // space freed: shown on until 10 minutes after the last refusal, then gone (the monotonic clock moved on)
+  await ctx.app.db.query({ text: 'PRAGMA max_page_count = 1073741823', params: [] })
+  t.equal((await create(n++)).statusCode, 201)
+  t.ok('fault' in (await ready()).json().database, 'within the 10 minutes')
+  const now = performance.now.bind(performance)
+  performance.now = () => now() + 10 * 60_000 + 1000
+  try {
+    const later = await ready()
+    t.equal(later.statusCode, 200)
+    t.notOk('fault' in later.json().database, 'gone 10 minutes after the last refusal')
+  } finally {
+    performance.now = now
+  }
+})
