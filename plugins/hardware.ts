@@ -485,8 +485,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         connected: link.connected,
         lastSeenAt: link.lastSeenAt?.toISOString() ?? null,
         droppedBytes: link.stats.droppedBytes,
-        // refused (another id), or reset for an oversize frame at every connect: connected for a moment each time
-        ...(link.problem !== null ? { error: link.problem } : !link.connected && link.tooLong !== null ? { error: link.tooLong } : {})
+        // refused (another id), or reset for an oversize frame at every connect: connected for a moment each time;
+        // otherwise, while down, how the last connection ended or the last connect failed
+        ...(link.problem !== null ? { error: link.problem } : link.connected ? {} : (link.tooLong ?? link.downReason) !== null ? { error: link.tooLong ?? link.downReason! } : {})
       }))
     },
 

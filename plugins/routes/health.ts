@@ -22,7 +22,7 @@ const Ready = Type.Object({
     connected: Type.Boolean(),
     lastSeenAt: Type.Union([Type.String(), Type.Null()]),
     droppedBytes: Type.Integer({ description: 'bytes from the controller dropped since the start (garbage between frames, malformed frames)' }),
-    error: Type.Optional(Type.String({ description: 'why the link is refused: the controller answered as another id' }))
+    error: Type.Optional(Type.String({ description: 'why the link is refused (the controller answered as another id), or, while it is down, how its last connection ended or its last connect failed' }))
   }))
 })
 

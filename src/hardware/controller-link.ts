@@ -330,6 +330,12 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   problem: string | null = null
   /** why the last connection was reset, when it was for a frame longer than maxFrameBytes (cleared when one ends for another reason) */
   tooLong: string | null = null
+  /**
+   * Why the link is down: how the last connection ended (`link dropped: no frame for 30000 ms`) or
+   * the last connect failed (`cannot connect: connect ECONNREFUSED 10.0.20.12:4001`); null once a
+   * controller is connected, and while none was ever tried.
+   */
+  downReason: string | null = null
   readonly stats: LinkStats = { framesIn: 0, framesOut: 0, droppedBytes: 0, malformedFrames: 0, reconnects: 0, connectFailures: 0, timeouts: 0 }
 
   private readonly log: Logger
@@ -585,6 +591,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     }
     session.identified = true
     this.problem = null
+    this.downReason = null
     this.failuresInRow = 0
     if (this.everConnected) this.stats.reconnects++
     this.everConnected = true
@@ -885,6 +892,8 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
         controllerId: this.id, seq: p.seq === 0 ? undefined : p.seq
       }))
     }
+    // a shutdown's own closing is no reason to show
+    if (!this.closing && !this.draining) this.downReason = `${session.identified ? 'link dropped' : 'cannot connect'}: ${reason}`
     if (session.identified) {
       if (Date.now() - session.connectedAt >= this.timings.stableAfter) this.attempt = 0
       this.state = null

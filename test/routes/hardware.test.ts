@@ -263,6 +263,52 @@ t.test('a controller answering as another id is not driven; readiness says why',
   t.equal(res.json().code, 'CONTROLLER_OFFLINE')
 })
 
+t.test('while a link is down, readiness says why: the connect refused, a controller silent after connecting, a link the controller closed; nothing once it is up (before: only the log said so)', async (t) => {
+  // a port with nothing listening: taken from a server closed at once
+  const probe = createServer()
+  probe.listen(0, '127.0.0.1')
+  await once(probe, 'listening')
+  const port = (probe.address() as AddressInfo).port
+  await new Promise((resolve) => probe.close(resolve))
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST } })
+  const ready = async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json().controllers[0]
+  await until(async () => (await ready()).error !== undefined, 'the refused connect in /health/ready')
+  t.match(await ready(), { id: 'ctl-1', connected: false, error: new RegExp(`^cannot connect: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`) })
+
+  // now something listens there: silent first, then a controller that says HELLO, answers, and is closed on demand
+  let mode: 'silent' | 'controller' = 'silent'
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => {})
+    if (mode === 'silent') return
+    const decoder = new FrameDecoder()
+    socket.write(encodeFrame({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }))
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of decoder.push(chunk)) {
+        if (frame.kind === 'HBT' && frame.cmd === 'PING') socket.write(encodeFrame({ seq: frame.seq, kind: 'HBT', cmd: 'PONG', args: {} }))
+        else if (frame.kind === 'REQ') socket.write(encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} }))
+      }
+    })
+  })
+  server.listen(port, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
+  await until(async () => /no frame/.test((await ready()).error ?? ''), 'the silent controller in /health/ready')
+  t.match(await ready(), { connected: false, error: `cannot connect: no frame for ${FAST.deadAfter} ms` })
+
+  mode = 'controller'
+  await until(async () => (await ready()).connected === true, 'connected')
+  t.notOk('error' in (await ready()), 'no reason while it is up')
+  mode = 'silent'
+  for (const socket of sockets) socket.end()
+  // taken as seen: the reconnect to the silent listener replaces the reason after FAST.deadAfter
+  let dropped: Record<string, unknown> = {}
+  await until(async () => /closed by the controller/.test(String((dropped = await ready()).error)), 'the dropped link in /health/ready')
+  t.match(dropped, { connected: false, error: 'link dropped: closed by the controller' })
+})
+
 t.test('a NAK without code: 502 with controllerCode null', async (t) => {
   // a controller that acknowledges STATUS and refuses everything else with a bare NAK
   const sockets = new Set<Socket>()
