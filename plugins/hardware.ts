@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../schemas/config.js'
 import { ApiError } from '../src/errors.js'
 import { ControllerLink, HardwareError, type ControllerEvent, type FrameArgsInput } from '../src/hardware/index.js'
+import { WarningLimit } from '../src/hardware/controller-link.js'
 import { DbError } from '../src/db/errors.js'
 import type { Filter } from '../src/db/list-query.js'
 import type { Id } from '../src/db/repository.js'
@@ -137,6 +138,9 @@ function toApiError (err: Error): ApiError | undefined {
  * (10) that requests then waited for.
  */
 const LOOKUPS_PER_CONTROLLER = 2
+/** a failed station lookup's warning: the first at once, then one summary per this interval (per controller and cause) */
+const LOOKUP_WARNING_MS = 60_000
+const LOOKUP_FAILED = 'station lookup failed; event sent without station id'
 
 /** An event waiting for its stations: answered by the lookup it shares, or given up at its deadline. */
 interface StationWaiter {
@@ -309,8 +313,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           // the gateway closed the database itself: no outage to report
           if (stopping) { resolve(undefined); return }
           // an outage (503) is expected, as for requests: a warning per event without a stack; the outage itself is logged once, with its cause
-          if (err instanceof DbError && err.statusCode === 503) log.warn({ controllerId, address, code: err.code, reason: err.message }, 'station lookup failed; event sent without station id')
-          else log.warn({ err, controllerId, address }, 'station lookup failed; event sent without station id')
+          if (err instanceof DbError && err.statusCode === 503) lookupFailed(controllerId, err.code, () => { log.warn({ controllerId, address, code: err.code, reason: err.message }, LOOKUP_FAILED) })
+          else lookupFailed(controllerId, undefined, () => { log.warn({ err, controllerId, address }, LOOKUP_FAILED) })
           resolve(undefined)
         },
         drop: () => {
@@ -329,12 +333,30 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
           if (still === undefined || still.length === 0) lane.waiting.delete(address)
           else lane.waiting.set(address, still)
         }
-        log.warn({ controllerId, address, code: 'STATION_LOOKUP_TIMEOUT', reason }, 'station lookup failed; event sent without station id')
+        lookupFailed(controllerId, 'STATION_LOOKUP_TIMEOUT', () => { log.warn({ controllerId, address, code: 'STATION_LOOKUP_TIMEOUT', reason }, LOOKUP_FAILED) })
         resolve(undefined)
       }, opts.stationLookupMs).unref()
       waiters.push(waiter)
       runLookups(controllerId)
     })
+  }
+
+  /**
+   * The warning of an event sent without station id because its lookup failed: the first of a controller's
+   * for one cause (`code`: an outage's, a timeout; undefined: an error with a stack) at once, the others
+   * counted and said in one summary a minute later (and at the stop): a burst of events during an outage
+   * is not a line each.
+   */
+  const lookupWarnings = new Map<string, WarningLimit>()
+  function lookupFailed (controllerId: string, code: string | undefined, warn: () => void): void {
+    const key = `${controllerId}\0${code ?? ''}`
+    let limit = lookupWarnings.get(key)
+    if (limit === undefined) {
+      lookupWarnings.set(key, limit = new WarningLimit(LOOKUP_WARNING_MS, (count) => {
+        log.warn({ controllerId, ...(code === undefined ? {} : { code }), count, intervalMs: LOOKUP_WARNING_MS }, `station lookup failed: ${count} more events sent without station id since the last warning`)
+      }))
+    }
+    if (limit.first(1)) warn()
   }
 
   function setStatus (controllerId: string, address: number | undefined, status: StationStatus): void {
@@ -460,6 +482,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   })
   fastify.addHook('onClose', async () => {
     listeners.clear()
+    for (const limit of lookupWarnings.values()) limit.end()
     await Promise.all([...links.values()].map((link) => link.close()))
   })
 

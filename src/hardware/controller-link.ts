@@ -194,7 +194,7 @@ interface Pending {
  * A warning that may come thousands of times a second: the first is logged at once; what comes in
  * the next interval is counted, and then said in one summary (with the amount counted).
  */
-class WarningLimit {
+export class WarningLimit {
   private at = Number.NEGATIVE_INFINITY
   private amount = 0
   private timer: NodeJS.Timeout | undefined
