@@ -306,6 +306,23 @@ function earlyRequestLine (method: string, url: string, statusCode: number, code
   return { method, url: redactUrl(url.slice(0, 2048)), statusCode, code }
 }
 
+/** The scheme and authority of a request line's absolute URL (`GET http://host/api/materials`, as proxies send it) */
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i
+
+/**
+ * The request's path and query without the scheme and host of an absolute URL: the router finds the
+ * route either way, but meta.next, a 405's Allow and the fixed paths (/api/users/login) read the path.
+ */
+function originForm (req: IncomingMessage): string {
+  const url = req.url ?? '/'
+  // (the usual origin form, /…, at the cost of one character's test)
+  if (url.charCodeAt(0) === 47) return url
+  const authority = ABSOLUTE_FORM.exec(url)
+  if (authority === null) return url
+  const rest = url.slice(authority[0].length)
+  return rest.startsWith('/') ? rest : `/${rest}`
+}
+
 /** Errors Fastify raises before routing (a URL that does not decode, a parameter too long): the documented shape and codes. */
 function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = err.statusCode ?? 500
@@ -362,7 +379,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     logController: new LogController({ disableRequestLogging: true }),
     ajv: { customOptions: { strict: false } },
     clientErrorHandler,
-    frameworkErrors
+    frameworkErrors,
+    rewriteUrl: originForm
   }
   // the certificate as read for the server, checked for its dates: logged once the logger is there
   let expired: string | undefined

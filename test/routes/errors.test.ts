@@ -157,6 +157,24 @@ t.test('an Expect header other than 100-continue: a 417 with the same body shape
   t.same(res.body, { statusCode: 417, code: 'EXPECTATION_FAILED', error: 'Expectation Failed', message: "The Expect header 'fancy-thing' is not supported; send 100-continue or none" })
 })
 
+t.test('a request line with an absolute URL, as proxies send it, is the same request as its path: meta.next, 405 and fixed paths', async (t) => {
+  const ctx = await build(t)
+  const auth = `Authorization: Bearer ${ctx.adminToken}\r\n`
+  for (const n of [1, 2]) t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: `ABS-${n}`, name: 'absolute' } })).statusCode, 201)
+  for (const prefix of ['http://gateway.example:8080', 'HTTP://127.0.0.1']) {
+    const list = await raw(ctx, `GET ${prefix}/api/materials?limit=1 HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`)
+    t.equal(list.status, 200, prefix)
+    t.match((list.body as { meta: { next: string } }).meta.next, /^\/api\/materials\?limit=1&cursor=/, 'meta.next is a path to append to the base URL, without the scheme and host of the request line')
+    const options = await raw(ctx, `OPTIONS ${prefix}/api/materials HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`)
+    t.equal(options.status, 405, `${prefix}: a method the path does not take, not a 404`)
+    t.match(options.headers, /allow: GET, HEAD, POST/i)
+    const login = await raw(ctx, `DELETE ${prefix}/api/users/login HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`)
+    t.equal(login.status, 405, `${prefix}: /api/users/login is no user id`)
+  }
+  const root = await raw(ctx, `GET http://gateway.example?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+  t.same(root.body, { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET / not found' }, 'an absolute URL without a path is /')
+})
+
 t.test('what the HTTP parser refuses has the same body shape: 431, malformed requests', async (t) => {
   const ctx = await build(t)
   const big = await raw(ctx, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`)
