@@ -404,6 +404,26 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     res.end(body)
     app.log.info(earlyRequestLine(String(req.method), String(req.url), 417, 'EXPECTATION_FAILED'), 'request')
   })
+  // Expect: 100-continue (Java's HttpURLConnection, .NET's HttpClient, curl for bodies over 1 KB): Node
+  // answered 100 at once, so the client sent its body before a 401, 413 or 415 that needed none of it
+  // (a 5 MB upload then met a closed connection). The 100 now goes out when the body is first read,
+  // after the token, the route, the content type and the declared length are checked; a refusal comes
+  // instead of it, and Node then closes the connection, as the client may not send the body at all.
+  app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    // no body to wait for (a GET, a DELETE with Content-Length: 0): the 100 at once, as before, and the connection stays open
+    if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0') {
+      res.writeContinue()
+      app.server.emit('request', req, res)
+      return
+    }
+    const read = req._read
+    req._read = function (size: number): void {
+      req._read = read
+      if (!res.headersSent) res.writeContinue()
+      read.call(this, size)
+    }
+    app.server.emit('request', req, res)
+  })
   app.setValidatorCompiler(validatorCompiler())
   // JSON only, and only UTF-8; any other content type (text/plain too) is a 415 naming it
   app.removeContentTypeParser(['application/json', 'text/plain'])

@@ -175,6 +175,50 @@ t.test('a request line with an absolute URL, as proxies send it, is the same req
   t.same(root.body, { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET / not found' }, 'an absolute URL without a path is /')
 })
 
+t.test('Expect: 100-continue: a refusal (401, 413, 415) comes instead of the 100, before the client sends its body; the 100 only once the body is wanted', async (t) => {
+  const ctx = await build(t)
+  if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const body = JSON.stringify({ materialNumber: 'EXP-1', name: 'sent after the 100' })
+  /** sends the head alone and waits for the first answer, as Java's and .NET's clients do; then the body if it was a 100 */
+  async function expect (head: string): Promise<{ first: string, all: string, closed: boolean }> {
+    const socket = connect(port, '127.0.0.1')
+    socket.setEncoding('latin1')
+    let all = ''
+    let closed = false
+    socket.on('close', () => { closed = true })
+    const first = await new Promise<string>((resolve, reject) => {
+      socket.once('data', (chunk: string) => resolve(chunk))
+      socket.on('error', reject)
+      socket.write(`POST /api/materials HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n${head}\r\n`)
+    })
+    all += first
+    socket.on('data', (chunk: string) => { all += chunk })
+    if (first.startsWith('HTTP/1.1 100 ')) socket.write(body)
+    // the final answer's body (JSON, one line), or the end of the connection
+    for (let waited = 0; waited < 5000 && !closed && !/\r\n\r\n\{.*\}$/.test(all.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')); waited += 10) await new Promise((resolve) => setTimeout(resolve, 10))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    socket.destroy()
+    return { first, all, closed }
+  }
+  const token = `Authorization: Bearer ${ctx.adminToken}\r\n`
+  const length = `Content-Length: ${body.length}\r\n`
+
+  const noToken = await expect(`Content-Type: application/json\r\n${length}`)
+  t.match(noToken.first, /^HTTP\/1\.1 401 /, 'no token: the 401 and no 100 Continue')
+  t.match(noToken.first, /"code":"TOKEN_MISSING"/)
+  t.ok(noToken.closed, 'the connection is closed: the body the client did not send is not read as the next request')
+  const tooLarge = await expect(`${token}Content-Type: application/json\r\nContent-Length: 5000000\r\n`)
+  t.match(tooLarge.first, /^HTTP\/1\.1 413 /, 'a declared length beyond server.bodyLimit: the 413 and no 100 Continue')
+  const wrongType = await expect(`${token}Content-Type: text/plain\r\n${length}`)
+  t.match(wrongType.first, /^HTTP\/1\.1 415 /, 'a content type other than JSON: the 415 and no 100 Continue')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 0, 'nothing written')
+
+  const created = await expect(`${token}Content-Type: application/json\r\n${length}`)
+  t.equal(created.first, 'HTTP/1.1 100 Continue\r\n\r\n', 'a request the gateway takes gets its 100 Continue')
+  t.match(created.all, /HTTP\/1\.1 201 Created[^]*"materialNumber":"EXP-1"/, 'and the body sent after it is created')
+})
+
 t.test('what the HTTP parser refuses has the same body shape: 431, malformed requests', async (t) => {
   const ctx = await build(t)
   const big = await raw(ctx, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`)
