@@ -120,7 +120,7 @@ export const FRAMEWORK_ERRORS = {
   415: 'UNSUPPORTED_MEDIA_TYPE: a body that is not application/json, declares a charset other than UTF-8, or has a Content-Encoding',
   408: 'REQUEST_TIMEOUT: the request (headers and body) did not arrive within server.requestTimeoutMs; the connection is closed',
   417: 'EXPECTATION_FAILED: an Expect header other than 100-continue',
-  431: 'HEADERS_TOO_LARGE: the request\'s header block is larger than Node\'s limit (16 KB unless --max-http-header-size says otherwise)',
+  431: 'HEADERS_TOO_LARGE: the request line and headers together are larger than Node\'s limit (16 KB unless --max-http-header-size says otherwise; a long URL counts)',
   500: 'INTERNAL_ERROR: a bug; the body carries only the request id, the log has the details'
 } as const
 

@@ -280,7 +280,8 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
   if (err.code === 'HPE_HEADER_OVERFLOW') {
     status = 431
     code = 'HEADERS_TOO_LARGE'
-    message = `The request's header block is larger than ${Math.round(maxHeaderSize / 1024)} KB`
+    // Node's limit covers the request line too: a long query string (an [or] list of 500 values) meets it first
+    message = `The request line and headers together are larger than ${Math.round(maxHeaderSize / 1024)} KB (a long URL counts: split a long filter over several requests)`
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     status = 408
     code = 'REQUEST_TIMEOUT'

@@ -224,7 +224,12 @@ t.test('what the HTTP parser refuses has the same body shape: 431, malformed req
   const big = await raw(ctx, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`)
   t.equal(big.status, 431)
   t.match(big.headers, /content-type: application\/json; charset=utf-8/i)
-  t.same(big.body, { statusCode: 431, code: 'HEADERS_TOO_LARGE', error: 'Request Header Fields Too Large', message: "The request's header block is larger than 16 KB" })
+  const tooLarge = { statusCode: 431, code: 'HEADERS_TOO_LARGE', error: 'Request Header Fields Too Large', message: 'The request line and headers together are larger than 16 KB (a long URL counts: split a long filter over several requests)' }
+  t.same(big.body, tooLarge)
+  // a long [or] list of an ERP's GUIDs: the URL is what is too long, and the message must not send the client looking at its headers
+  const longUrl = await raw(ctx, `GET /api/materials?materialNumber=[or]${Array.from({ length: 450 }, (_, i) => `0a1b2c3d-0000-4000-8000-${String(i).padStart(12, '0')}`).join(';')} HTTP/1.1\r\nHost: x\r\n\r\n`)
+  t.equal(longUrl.status, 431)
+  t.same(longUrl.body, tooLarge, 'a URL past the limit says that the URL counts')
 
   const garbage = await raw(ctx, 'THIS IS NOT HTTP\r\n\r\n')
   t.equal(garbage.status, 400)
