@@ -408,6 +408,9 @@ function cursorBlob (raw: unknown): SqlValue | undefined {
 
 const integerText = (raw: string): number | string => Number.isSafeInteger(Number(raw)) ? Number(raw) : raw
 
+/** Digits a 64-bit integer (SQL Server's bigint) holds: a cursor's text beyond it (9999999999999999999) is none of ours, and the driver would refuse it (a 500). */
+const int64Text = (raw: string): boolean => /^-?\d{1,19}$/.test(raw) && BigInt(raw) >= -(2n ** 63n) && BigInt(raw) < 2n ** 63n
+
 /**
  * Reads a cursor back into keyset values of the given types; BadQueryError when it is malformed
  * or made for another sort. `nullable[i]` false refuses a null (the id).
@@ -427,7 +430,7 @@ export function decodeCursor (cursor: string, sort: SortKey[], types: CursorValu
       case 'string': value = typeof raw === 'string' ? raw : undefined; break
       case 'boolean': value = typeof raw === 'boolean' ? raw : raw === 0 || raw === 1 ? raw : undefined; break
       // SQL Server's bigint arrives as text (and beyond 2^53 stays text: encodeCursor)
-      case 'integer': value = Number.isSafeInteger(raw) ? raw as number : typeof raw === 'string' && /^-?\d{1,19}$/.test(raw) ? integerText(raw) : undefined; break
+      case 'integer': value = Number.isSafeInteger(raw) ? raw as number : typeof raw === 'string' && int64Text(raw) ? integerText(raw) : undefined; break
       case 'number': value = cursorNumber(raw); break
       case 'time': value = typeof raw === 'string' ? timeFromText(raw) : undefined; break
       case 'scalar': value = typeof raw === 'string' || typeof raw === 'boolean' ? raw : cursorBlob(raw) ?? cursorNumber(raw); break

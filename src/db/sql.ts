@@ -140,7 +140,9 @@ export class SqlBuilder {
         const fit = INTEGER_RANGES[type]
         if (typeof value !== 'number') return type
         if (!Number.isInteger(value)) return 'float'
-        return fit === undefined || (value >= fit[0] && value <= fit[1]) ? type : 'bigint'
+        if (fit === undefined || (value >= fit[0] && value <= fit[1])) return type
+        // a bigint parameter holds what a 64-bit integer does: the driver refuses 1e20 (EPARAM, a 500), a float compares it
+        return value >= -(2 ** 63) && value < 2 ** 63 ? 'bigint' : 'float'
       }
       case 'decimal': {
         if (typeof value !== 'number') return type

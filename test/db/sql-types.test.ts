@@ -145,6 +145,21 @@ t.test('a value the column type cannot hold is compared with a wider type, never
   t.equal(msMat.insert({ maxStock: 3000000000 }).params[0].type, 'bigint', 'after an insert of the same shape with an int')
 })
 
+t.test('a whole number beyond what a 64-bit integer holds, against an integer column, compares as a float: the driver refuses it as a bigint', async (t) => {
+  // maxStock is a number field on an int column: 1e20 is a whole number, and more than bigint holds (9223372036854775807)
+  const s = list(msMat, { maxStock: '[or]3000000000;1e20;-1e19;9223372036854775807' })
+  t.equal(where(s.text), '[MaxB] IN (@p1, @p2, @p3, @p4)')
+  t.same(types(s.params).slice(0, 4), [
+    ['p1', 3000000000, 'bigint'],
+    ['p2', 1e20, 'float'],
+    ['p3', -1e19, 'float'],
+    // as a double 2^63, one past bigint's last value
+    ['p4', 9223372036854775807, 'float']
+  ])
+  for (const p of s.params) t.doesNotThrow(() => { driverWrites(p) }, `${p.name} (${String(p.value)} as ${p.type ?? ''}) passes the driver`)
+  t.equal(msMat.paramType(msMat.storage.field('maxStock'), -(2 ** 63)), 'bigint', "bigint's first value is one")
+})
+
 t.test('decimals of more than 19 digits: a parameter type the driver can write (it encodes round(|v| * 10^scale) in 64 bits)', async (t) => {
   // Dynamics NAV declares every decimal as decimal(38,20); others decimal(28,8)
   const nav = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials, matMapping, matColumns.map((c) =>
