@@ -984,12 +984,19 @@ export class ResourceStorage {
       }
     }
     // before the column's first value (DateTime.MinValue against a datetime column): that first value;
-    // past its last, none (a legacy table's 9999-12-31 or 2079-06-06 "no date" sentinel is its last value)
-    const range = this.dialect === 'mssql' ? MSSQL_TIME_RANGES[s.info?.type.toLowerCase() ?? ''] : undefined
+    // past its last, none (a legacy table's 9999-12-31 or 2079-06-06 "no date" sentinel is its last value).
+    // date, datetime2 and datetimeoffset end with the year 9999 too: a bound past it (a filter at .NET's
+    // DateTime.MaxValue rounded up to the next second or day, or moved by the column's zone into the year
+    // 10000) is a parameter the driver refuses ('Out of range', a 500), and no stored value lies there
+    const plainTime = s.category === 'time' && s.timeFormat === undefined && !s.julianDays
+    const range = this.dialect === 'mssql' ? MSSQL_TIME_RANGES[s.info?.type.toLowerCase() ?? ''] ?? (plainTime ? TIME_RANGE : undefined) : undefined
     if (range !== undefined && wall < range[0]) return new Date(range[0])
     if (range !== undefined && wall > range[1]) return undefined
     const r = s.resolutionMs
-    if (r > 1) return new Date(Math.ceil(wall / r) * r)
+    if (r > 1) {
+      const up = Math.ceil(wall / r) * r
+      return range !== undefined && up > range[1] ? undefined : new Date(up)
+    }
     if (r === -1) {
       // datetime: 300 ticks a second; the driver reads tick k as round(k * 10 / 3) ms into the day
       const day = Math.floor(wall / 86400000) * 86400000

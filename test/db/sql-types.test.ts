@@ -385,6 +385,35 @@ t.test('time filters compare what the API shows, on every time type', async (t) 
   t.same(at(coarse('datetimeoffset', { scale: 7 }), '2021-03-15T14:22:05.500Z')[1].map((p) => p[2]), ['datetimeoffset(7)', 'datetimeoffset(7)'])
 })
 
+t.test('date, datetime2 and datetimeoffset end with the year 9999: a filter bound past it (rounded up, or moved by the zone) is none, never a parameter the driver refuses', async (t) => {
+  const built = (type: string, extra: Partial<ColumnInfo> = {}, timeZone?: string): SqlBuilder => new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', materials,
+    { ...matMapping, ...(timeZone === undefined ? {} : { timeZone }) }, matColumns.map((c) => c.name === 'Angelegt' ? col('Angelegt', type, extra) : c)))
+  const at = (b: SqlBuilder, q: string): [string, Array<[string, SqlValue, string | undefined]>] => {
+    const s = list(b, { createdAt: q })
+    for (const p of s.params) t.doesNotThrow(() => { driverWrites(p) }, `${q}: ${p.name} (${p.value instanceof Date ? p.value.toISOString() : String(p.value)} as ${p.type ?? ''}) passes the driver`)
+    return [where(s.text), types(s.params).slice(0, -2)]
+  }
+  // .NET's DateTime.MaxValue (9999-12-31T23:59:59.9999999) as an upper bound: up to the end of its millisecond is every row with a time
+  const fine = built('datetime2', { scale: 7 })
+  t.same(at(fine, '[lte]9999-12-31T23:59:59.999Z'), ['[Angelegt] IS NOT NULL', []], 'datetime2(7): before, a bound of 10000-01-01')
+  t.same(at(fine, '[gt]9999-12-31T23:59:59.999Z'), ['1 = 0', []])
+  t.same(at(fine, '[lte]9999-12-31T23:59:59.9999999Z'), ['[Angelegt] IS NOT NULL', []], 'as .NET writes it, seven digits')
+  t.same(at(fine, '9999-12-31T23:59:59.999Z'), ['[Angelegt] >= @p1', [['p1', new Date('9999-12-31T23:59:59.999Z'), 'datetime2(7)']]], 'equal: nothing later to bound it')
+  t.same(at(fine, '[not]9999-12-31T23:59:59.999Z'), ['([Angelegt] < @p1 OR [Angelegt] IS NULL)', [['p1', new Date('9999-12-31T23:59:59.999Z'), 'datetime2(7)']]])
+  t.same(at(built('datetimeoffset', { scale: 7 }), '[lte]9999-12-31T23:59:59.999Z'), ['[Angelegt] IS NOT NULL', []], 'datetimeoffset(7)')
+  // rounded up to what the column holds
+  t.same(at(built('datetime2', { scale: 0 }), '[gt]9999-12-31T23:59:59.500Z'), ['1 = 0', []], 'datetime2(0): the next second is the year 10000')
+  t.same(at(built('datetime2', { scale: 0 }), '[gte]9999-12-31T23:59:59Z'), ['[Angelegt] >= @p1', [['p1', new Date('9999-12-31T23:59:59Z'), 'datetime2(0)']]], 'its last second itself')
+  t.same(at(built('date'), '[gt]9999-12-31T00:00:00Z'), ['1 = 0', []], 'date: the next day is the year 10000')
+  t.same(at(built('date'), '[lt]9999-12-31T12:00:00Z'), ['[Angelegt] IS NOT NULL', []])
+  t.same(at(built('date'), '9999-12-31T00:00:00Z'), ['[Angelegt] >= @p1', [['p1', new Date('9999-12-31T00:00:00Z'), 'date']]])
+  // a local-time column: the last hours of 9999 in UTC are already the year 10000 in Berlin, which no column holds
+  const berlin = built('datetime2', { scale: 3 }, 'Europe/Berlin')
+  t.same(at(berlin, '[gte]9999-12-31T23:30:00Z'), ['1 = 0', []], 'Berlin: 10000-01-01T00:30 local')
+  t.same(at(berlin, '[lt]9999-12-31T23:30:00Z'), ['[Angelegt] IS NOT NULL', []])
+  t.same(at(berlin, '[gte]9999-12-31T22:30:00Z'), ['[Angelegt] >= @p1', [['p1', new Date('9999-12-31T23:30:00Z'), 'datetime2(3)']]], 'an hour earlier is 23:30 local, which it holds')
+})
+
 t.test('a time written to a datetime2 or datetimeoffset of scale 0 to 2 goes as the column holds it: the day\'s last half second is the next day\'s midnight, not 24:00:00 (error 8023)', async (t) => {
   // tedious writes the time as units of the day (3 bytes at scales 0 to 2, 4 at 3 and 4), then the days since 0001-01-01
   // (3 bytes); it rounds the units and did not carry into the date, which SQL Server refuses as no valid datetime2
