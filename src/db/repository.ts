@@ -309,6 +309,8 @@ export class Repository {
       // a cursor is the client's text: SQL Server converts the one compared with a uniqueidentifier (error 8169 for no GUID)
       const decoded = after
       if (q.sort.some((k, i) => this.storage.field(k.field).guid && typeof decoded[i] === 'string' && !isGuid(decoded[i] as string))) throw invalidCursor()
+      // nor can the driver send a time past the column's range, or a rank beyond an int
+      if (q.sort.some((k, i) => !this.sql.cursorValueFits(k.field, decoded[i]))) throw invalidCursor()
     }
     // not {...q, after}: q lacks `after` (it has the cursor), and on Node 20 such a clone gets a hidden class of its own (README, Performance)
     return this.sql.list(Object.assign({}, q, { after }))

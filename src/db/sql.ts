@@ -247,6 +247,18 @@ export class SqlBuilder {
     return 'column'
   }
 
+  /**
+   * Whether a list cursor's value for a sort key can be the keyset's parameter. SQL Server's driver refuses
+   * a rank or flag beyond an int, and a time outside its column's type (a forged cursor's year 1000 on a
+   * datetime): such a cursor is none of ours (400), not a 500.
+   */
+  cursorValueFits (field: string, v: SqlValue): boolean {
+    if (this.dialect.name !== 'mssql' || v === null) return true
+    const kind = this.sortValueKind(field)
+    if (kind === 'rank' || kind === 'flag') return typeof v === 'number' && v >= INTEGER_RANGES.int[0] && v <= INTEGER_RANGES.int[1]
+    return !(v instanceof Date) || this.storage.holdsTime(this.s(field), v)
+  }
+
   /** The expression ORDER BY and the keyset use for a field. */
   private sortExpr (field: string, params: Params): string {
     const s = this.s(field)

@@ -953,6 +953,14 @@ export class ResourceStorage {
     return stored.toISOString().replace('T', ' ').replace('Z', '')
   }
 
+  /** SQL Server: whether a time column (without a format) holds this stored value (as the driver gives it), within its type's range. */
+  holdsTime (s: FieldStorage, date: Date): boolean {
+    if (this.dialect !== 'mssql' || s.category !== 'time' || s.timeFormat !== undefined) return true
+    const [min, max] = MSSQL_TIME_RANGES[s.info?.type.toLowerCase() ?? ''] ?? TIME_RANGE
+    const t = date.getTime()
+    return t >= min && t <= max
+  }
+
   /**
    * The first value the column can hold (as the driver gives it: a Date, wall-clock for local
    * columns) that the API shows as UTC time `t` or later. Exact for every time type: datetime's

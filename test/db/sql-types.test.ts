@@ -988,6 +988,36 @@ t.test('a GUID column takes only GUIDs as writes, and a repository reads no row 
   t.equal(queries.length, 2, 'a GUID cursor pages on')
 })
 
+t.test("a cursor whose time lies outside its column's range, or whose rank is beyond an int, is no cursor (400): the driver would refuse its parameter (a 500)", async (t) => {
+  const queries: Array<{ text: string, params: Param[] }> = []
+  const db = { dialect: 'mssql', query: async (stmt: { text: string, params: Param[] }) => { queries.push(stmt); return [] } } as unknown as Database
+  // LastChange is a datetime (1753 to 9999); Angelegt a datetime2(7); Gesperrt a bit, mapped to codes below
+  const repo = new Repository(db, materials, matMapping, { columns: matColumns })
+  const page = (sortText: string, values: unknown[]): Promise<unknown> => {
+    const sort = parseListQuery({ sort: sortText }, materials).sort
+    return repo.list({ limit: 10, sort, filters: [], count: false, cursor: encodeCursor(sort, values) })
+  }
+  const invalid = { name: 'BadQueryError', message: "Query parameter 'cursor' is not a valid cursor" }
+  await t.rejects(page('modifiedAt', [new Date('1000-01-01T00:00:00Z'), 1]), invalid, 'the year 1000 on a datetime')
+  await t.rejects(page('modifiedAt', [new Date('9999-12-31T23:59:59.999Z'), 1]), invalid, "past a datetime's last tick (.997)")
+  t.equal(queries.length, 0, 'no statement for them')
+  await page('modifiedAt', [new Date('1753-01-01T00:00:00Z'), 1])
+  await page('modifiedAt', [new Date('9999-12-31T23:59:59.997Z'), 1])
+  await page('createdAt', [new Date('0001-01-01T00:00:00Z'), 1])
+  t.equal(queries.length, 3, "the column's first and last values page on")
+  for (const q of queries) for (const p of q.params) t.doesNotThrow(() => { driverWrites(p) }, `${p.name} passes the driver`)
+  const small = new Repository(db, materials, matMapping, { columns: matColumns.map((c) => c.name === 'LastChange' ? col('LastChange', 'smalldatetime', { nullable: false }) : c) })
+  const sort = parseListQuery({ sort: 'modifiedAt' }, materials).sort
+  await t.rejects(small.list({ limit: 10, sort, filters: [], count: false, cursor: encodeCursor(sort, [new Date('2100-01-01T00:00:00Z'), 1]) }), invalid, 'past 2079-06-06 on a smalldatetime')
+  // a value map's rank and a flag's 0 or 1 go as int parameters
+  const coded = new Repository(db, materials, { ...matMapping, values: { blocked: { true: 'J', false: 'N' } } }, { columns: matColumns.map((c) => c.name === 'Gesperrt' ? col('Gesperrt', 'char', { maxLength: 1, nullable: false }) : c) })
+  const byBlocked = parseListQuery({ sort: 'blocked' }, materials).sort
+  await t.rejects(coded.list({ limit: 10, sort: byBlocked, filters: [], count: false, cursor: encodeCursor(byBlocked, [3000000000, 1]) }), invalid, 'a rank beyond an int')
+  const before = queries.length
+  await coded.list({ limit: 10, sort: byBlocked, filters: [], count: false, cursor: encodeCursor(byBlocked, [2, 1]) })
+  t.equal(queries.length, before + 1, 'a rank pages on')
+})
+
 t.test('SQL Server reads a GUID back upper-case without braces: an update sending it in another spelling writes nothing, and modifiedAt stays', async (t) => {
   // a material's barcode kept in a uniqueidentifier column; .NET's Guid.ToString() writes lower case
   const columns = matColumns.map((c) => c.name === 'EAN' ? col('EAN', 'uniqueidentifier') : c)
