@@ -1190,12 +1190,18 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
   }
   const mapped = new Set(Object.entries(mapping.columns).filter(([field]) => mapping.absent?.includes(field) !== true).map(([, c]) => c.toLowerCase()))
   const names = new Set(storage.columns.map((c) => c.name.toLowerCase()))
+  const type = (d: ResourceStorage['insertDefaults'][number]): string => d.storage.info?.type.toLowerCase() ?? ''
   for (const d of storage.insertDefaults) {
     const column = d.storage.column
     if (!names.has(column.toLowerCase())) problems.push(`${where}.defaults: the table has no column '${column}'`)
     else if (mapped.has(column.toLowerCase())) problems.push(`${where}.defaults: column '${column}' is mapped to a field, whose value a create sets; remove it from defaults`)
-    else if (d.storage.info?.computed === true || d.storage.info?.identity === true) problems.push(`${where}.defaults: column '${column}' is filled by the database; remove it from defaults`)
-    else if (typeof d.value === 'string' && ['integer', 'decimal', 'float', 'bit'].includes(d.storage.category) && !/^-?\d+(?:\.\d+)?$/.test(d.value)) {
+    else if (d.storage.info?.computed === true || d.storage.info?.identity === true || (storage.dialect === 'mssql' && ['timestamp', 'rowversion'].includes(type(d)))) {
+      // a rowversion too: SQL Server refuses any value written to it (error 273)
+      problems.push(`${where}.defaults: column '${column}' is filled by the database; remove it from defaults`)
+    } else if (storage.dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(type(d))) {
+      // text converts to bytes only explicitly (CONVERT): every create would fail (error 257), a number would become its 4 or 8 bytes
+      problems.push(`${where}.defaults.${column}: the column (${describeType(d.storage.info!)}) holds bytes, which no value of the configuration is; give it a default in the database (ALTER TABLE … ADD DEFAULT 0x FOR [${column}]) and remove it from defaults`)
+    } else if (typeof d.value === 'string' && ['integer', 'decimal', 'float', 'bit'].includes(d.storage.category) && !/^-?\d+(?:\.\d+)?$/.test(d.value)) {
       problems.push(`${where}.defaults.${column}: the column (${describeType(d.storage.info!)}) holds numbers; give a number, got ${JSON.stringify(d.value)}`)
     } else if (d.problem !== undefined) problems.push(`${where}.defaults.${column}: ${d.problem}`)
   }
@@ -1214,7 +1220,10 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     const written = new Set([...Object.values(storage.fields).filter((s) => !s.absent).map((s) => s.info), ...storage.insertDefaults.map((d) => d.storage.info)])
     for (const column of storage.columns) {
       if (written.has(column) || column.nullable || column.hasDefault) continue
-      problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a value every create writes (mapping.${def.name}.defaults: {"${column.name}": …}), give it a default in the database, ${readOnlyHint}`)
+      // bytes take no value of the configuration (defaults refuses them): only the database's own default
+      const bytes = storage.dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(column.type.toLowerCase())
+      const given = bytes ? '' : `give it a value every create writes (mapping.${def.name}.defaults: {"${column.name}": …}), `
+      problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, ${given}give it a default in the database, ${readOnlyHint}`)
     }
   }
   return problems

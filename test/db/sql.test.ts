@@ -218,6 +218,29 @@ t.test('mapping.defaults: a number or flag for a text column is written as text,
   t.strictSame(lite.insert({}).params.map((p) => p.value), ['4711', '1', '2.5', '0'])
 })
 
+t.test('mapping.defaults for a column SQL Server fills (rowversion) or that holds bytes (varbinary, image): a problem at start, not a failed create each time', async (t) => {
+  const column = (name: string, type: string, o: Partial<ColumnInfo> = {}): ColumnInfo => ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...o })
+  const extra = [column('Bild', 'varbinary', { maxLength: -1 }), column('Sig', 'binary', { maxLength: 16 }), column('Foto', 'image', { maxLength: 2147483647 }), column('RV', 'timestamp', { hasDefault: true }), column('Kst', 'varchar', { maxLength: 10 })]
+  const storage = (dialect: 'mssql' | 'sqlite', defaults: Record<string, string | number | boolean>): ResourceStorage => new ResourceStorage(dialect, materials, { ...referenceMappings.materials, defaults },
+    [...referenceColumns(dialect === 'mssql' ? mssqlDialect : sqliteDialect, materials, referenceMappings.materials), ...extra])
+  // before: every create failed, error 257 (nvarchar to varbinary is an explicit conversion only) or 273 (an explicit value for a timestamp column)
+  t.same(storageProblems(storage('mssql', { Bild: '', Sig: 0, Foto: 'x', RV: 0, Kst: '1' })), [
+    "materials.defaults.Bild: the column (varbinary(max)) holds bytes, which no value of the configuration is; give it a default in the database (ALTER TABLE … ADD DEFAULT 0x FOR [Bild]) and remove it from defaults",
+    "materials.defaults.Sig: the column (binary(16)) holds bytes, which no value of the configuration is; give it a default in the database (ALTER TABLE … ADD DEFAULT 0x FOR [Sig]) and remove it from defaults",
+    "materials.defaults.Foto: the column (image(2147483647)) holds bytes, which no value of the configuration is; give it a default in the database (ALTER TABLE … ADD DEFAULT 0x FOR [Foto]) and remove it from defaults",
+    "materials.defaults: column 'RV' is filled by the database; remove it from defaults"
+  ])
+  t.same(storageProblems(storage('mssql', { Kst: '1' })), [], 'a text column takes its text')
+  // SQLite: a BLOB column keeps any value, and TIMESTAMP is a time type there
+  t.same(storageProblems(storage('sqlite', { Bild: '', RV: '2024-01-01 00:00:00' })), [])
+  // nor does the NOT NULL check advise a value from the configuration for bytes
+  const required = new ResourceStorage('mssql', materials, referenceMappings.materials, [...referenceColumns(mssqlDialect, materials, referenceMappings.materials), column('Bild', 'varbinary', { maxLength: -1, nullable: false }), column('Kst', 'varchar', { maxLength: 10, nullable: false })])
+  t.same(storageProblems(required), [
+    "materials: column 'Bild' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a default in the database, or set mapping.materials.readOnly to true",
+    "materials: column 'Kst' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, give it a value every create writes (mapping.materials.defaults: {\"Kst\": …}), give it a default in the database, or set mapping.materials.readOnly to true"
+  ])
+})
+
 t.test('T-SQL update, delete, select by id and for update', async (t) => {
   const upd = ms.update(5, { name: "O'Brien", modifiedAt: new Date(0) })
   t.equal(upd.text, 'UPDATE [dbo].[materials] SET [name] = @p1, [modified_at] = @p2 WHERE [id] = @id')
