@@ -249,13 +249,15 @@ export class SqlBuilder {
 
   /**
    * Whether a list cursor's value for a sort key can be the keyset's parameter. SQL Server's driver refuses
-   * a rank or flag beyond an int, and a time outside its column's type (a forged cursor's year 1000 on a
-   * datetime): such a cursor is none of ours (400), not a 500.
+   * a rank or flag beyond an int, digits beyond 2^53 for an int column, and a time outside its column's
+   * type (a forged cursor's year 1000 on a datetime): such a cursor is none of ours (400), not a 500.
    */
   cursorValueFits (field: string, v: SqlValue): boolean {
     if (this.dialect.name !== 'mssql' || v === null) return true
     const kind = this.sortValueKind(field)
     if (kind === 'rank' || kind === 'flag') return typeof v === 'number' && v >= INTEGER_RANGES.int[0] && v <= INTEGER_RANGES.int[1]
+    // digits beyond 2^53 stay text in a cursor (a bigint's exact value): the parameter has the column's type, which only a bigint holds them in
+    if (typeof v === 'string' && kind === 'column' && this.s(field).category === 'integer') return this.s(field).paramType === 'bigint'
     return !(v instanceof Date) || this.storage.holdsTime(this.s(field), v)
   }
 

@@ -1016,6 +1016,15 @@ t.test("a cursor whose time lies outside its column's range, or whose rank is be
   const before = queries.length
   await coded.list({ limit: 10, sort: byBlocked, filters: [], count: false, cursor: encodeCursor(byBlocked, [2, 1]) })
   t.equal(queries.length, before + 1, 'a rank pages on')
+  // digits beyond 2^53 (a bigint's exact value, kept as text) for an int column (MaxB)
+  const byMax = parseListQuery({ sort: 'maxStock' }, materials).sort
+  await t.rejects(repo.list({ limit: 10, sort: byMax, filters: [], count: false, cursor: encodeCursor(byMax, [9007199254740993n, 1]) }), invalid, 'an int holds no 9007199254740993')
+  t.throws(() => { driverWrites({ name: 'p1', kind: 'number', value: '9007199254740993', type: 'int' }) }, TypeError, 'what the driver did with it')
+  const byId = parseListQuery({}, materials).sort
+  await repo.list({ limit: 10, sort: byId, filters: [], count: false, cursor: encodeCursor(byId, [9007199254740993n]) })
+  const last = queries[queries.length - 1]
+  t.same(types(last.params)[0], ['p1', '9007199254740993', 'bigint'], 'the bigint key (ArtID) takes it exactly')
+  t.doesNotThrow(() => { driverWrites(last.params[0]) })
 })
 
 t.test('SQL Server reads a GUID back upper-case without braces: an update sending it in another spelling writes nothing, and modifiedAt stays', async (t) => {
