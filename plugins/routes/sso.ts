@@ -209,7 +209,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     config: { auth: 'none', rateLimit, logQuery: false },
     schema: {
       summary: 'Where the identity provider sends the browser back: the same answer as POST /api/users/login',
-      description: '400 SSO_STATE_INVALID for an unknown, used or expired state, or without the cookie that the login set in the browser that started it. Clears that cookie, but on a 503 that keeps the login open.',
+      description: '400 SSO_STATE_INVALID for an unknown, used or expired state, or without the cookie that the login set in the browser that started it. Clears that cookie when it ends the login (completed, refused, expired), not on a 503 that keeps the login open, nor for a state it does not find (used, or being completed by another callback) or a browser without the login\'s cookie.',
       tags: ['auth'],
       security: [],
       params: Params,
@@ -219,11 +219,16 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
   }, async (request, reply) => {
     const provider = browserProvider(request.params.id)
     const { state } = request.query
-    // The login's cookie is cleared whatever the answer, but a 503 that keeps the login open.
-    if (state !== undefined) reply.header('set-cookie', loginCookie(provider, request, state, '', 0))
+    // The login's cookie is cleared by the callback that ends the login (completed, refused, expired), but a
+    // 503 that keeps it open; not by one that finds no login (a reload while the first callback is still at
+    // the provider: that one may yet answer a 503 whose retry needs the cookie) or comes from another browser.
+    const clearCookie = (): void => { reply.header('set-cookie', loginCookie(provider, request, state!, '', 0)) }
     const entry = state === undefined ? undefined : pending.get(state)
     const now = Date.now()
-    if (entry !== undefined && entry.expires <= now) forget(state!)
+    if (entry !== undefined && entry.expires <= now) {
+      forget(state!)
+      clearCookie()
+    }
     if (entry === undefined || entry.expires <= now) {
       request.log.info({ provider: provider.id }, 'browser login callback with an unknown, used or expired state')
       throw badRequest(`The login state is unknown, used or expired; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')
@@ -238,6 +243,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     }
     // Used once, whatever happens next (but a provider that cannot be asked): a replayed callback finds nothing.
     forget(state!)
+    clearCookie()
     if (entry.provider !== provider.id) {
       request.log.info({ provider: provider.id }, 'browser login callback with an unknown, used or expired state')
       throw badRequest(`The login state is unknown, used or expired; start again at /api/users/sso/${provider.id}/login`, 'SSO_STATE_INVALID')

@@ -188,7 +188,7 @@ t.test('the login is bound to the browser that started it: a callback without it
     t.equal(res.statusCode, 400, what)
     t.equal(res.json().code, 'SSO_STATE_INVALID', what)
     t.match(res.json().message, /the callback must come back to the browser that started the login/, what)
-    t.same(setCookies(res), [`${nameOf(mine)}=; Max-Age=0; Path=/api/users/sso/; HttpOnly; SameSite=Lax`], `${what}: the cookie is cleared`)
+    t.same(setCookies(res), [], `${what}: no cookie is cleared (the login is not this callback's to end)`)
   }
   t.equal(await count(), users, 'no row was created')
   t.notMatch(logs.join('\n'), new RegExp(`${valueOf(mine)}|${valueOf(another)}`), 'no cookie value in the log')
@@ -433,6 +433,29 @@ t.test('the provider goes away between login and callback', async (t) => {
   t.equal(again.statusCode, 200, `the provider back: the same callback completes the login, as the 503's Retry-After promised (${again.body})`)
   t.match(setCookies(again), [/Max-Age=0/], 'and clears the cookie')
   t.equal((await finish(ctx, login)).json().code, 'SSO_STATE_INVALID', 'and only once')
+})
+
+t.test('a reload while the first callback is still at the provider: the second\'s 400 leaves the cookie, so the first\'s 503 can be retried', async (t) => {
+  const { idp, ctx } = await setup(t)
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const login = await start(ctx, idp)
+  const name = login.cookie.split('=')[0]
+  idp.mode = 'hang'
+  const first = finish(ctx, login)
+  while (idp.hung === 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  const reload = await finish(ctx, login)
+  t.equal(reload.statusCode, 400, 'the reload finds the login taken by the first callback')
+  t.equal(reload.json().code, 'SSO_STATE_INVALID')
+  t.same(setCookies(reload), [], 'and leaves its cookie alone: it did not end the login')
+  const res = await first
+  t.equal(res.statusCode, 503, 'the first: the token endpoint does not answer')
+  t.same(setCookies(res), [], 'the login stays open with its cookie')
+  // the browser's jar: each answer's Set-Cookie applied in the order they came
+  const cleared = [...setCookies(reload), ...setCookies(res)].some((line) => line.startsWith(`${name}=;`))
+  idp.mode = 'up'
+  const again = await finish(ctx, login, login.callback, cleared ? '' : login.cookie)
+  t.equal(again.statusCode, 200, `the retry after the Retry-After completes the login (${again.body})`)
+  t.match(setCookies(again), [new RegExp(`^${name}=; Max-Age=0`)], 'and clears the cookie')
 })
 
 t.test('a token endpoint that answers a server error (the provider overloaded or restarting, a proxy before it): 503, and the same callback completes the login once it is back', async (t) => {
