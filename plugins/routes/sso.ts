@@ -26,6 +26,14 @@ export interface SsoRoutesOptions {
  */
 interface Pending { provider: string, codeVerifier: string, nonce: string, expires: number, address: string, browser: Buffer }
 
+/**
+ * Pending logins of one browser that keep their cookie: a new login ends the oldest beyond these. Each
+ * cookie is about 72 bytes and lives the login's 10 minutes; without a bound some 110 logins abandoned
+ * in that time (a user who starts over and over at a provider that fails) pass a proxy's 8 KB header
+ * limit (nginx's default) and the browser can no longer reach the site. Logins in a few tabs still complete.
+ */
+export const MAX_BROWSER_LOGINS = 5
+
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest()
 
 /**
@@ -98,12 +106,15 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
   const ttl = opts.stateTtlMs ?? 600000
   const maxPending = opts.maxPending ?? MAX_PENDING
   const pending = new Map<string, Pending>()
+  /** the state of each pending login by its cookie's name (without __Host-) */
+  const byCookie = new Map<string, string>()
   /** how many pending logins each address holds */
   const held = new Map<string, number>()
   const forget = (state: string): Pending | undefined => {
     const entry = pending.get(state)
     if (entry === undefined) return undefined
     pending.delete(state)
+    byCookie.delete(loginCookieName(state))
     const n = (held.get(entry.address) ?? 1) - 1
     if (n === 0) held.delete(entry.address)
     else held.set(entry.address, n)
@@ -111,6 +122,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
   }
   const keep = (state: string, entry: Pending): void => {
     pending.set(state, entry)
+    byCookie.set(loginCookieName(state), state)
     held.set(entry.address, (held.get(entry.address) ?? 0) + 1)
   }
   /** Room for one more: the expired go, then (all of them still open) the oldest of the address holding the most. */
@@ -175,6 +187,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     schema: {
       summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
       description: 'Sets a cookie for this login (sso-login-…, HttpOnly, SameSite=Lax, Path /api/users/sso/; over HTTPS __Host-sso-login-…, Secure, Path /) that its callback needs: only the browser that started the login completes it. ' +
+        `A browser keeps ${MAX_BROWSER_LOGINS} pending logins at most: a new one ends its oldest others (those whose cookies it sends) and clears their cookies. ` +
         '400 for an id longer than 32 characters (VALIDATION_ERROR) or a path that does not decode (BAD_URL). ' +
         'An id holding ? or # must be percent-encoded: sent as it is, the path ends before it, at /api/users/sso, which is a user\'s record and answers 401 TOKEN_MISSING.',
       tags: ['auth'],
@@ -194,6 +207,23 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     const browser = randomBytes(32).toString('base64url')
     keep(state, { provider: provider.id, codeVerifier, nonce, expires: now + ttl, address: addressKey(request.ip), browser: sha256(browser) })
     reply.header('set-cookie', loginCookie(provider, request, state, browser, Math.max(1, Math.ceil(ttl / 1000))))
+    // This browser's other pending logins (the cookies it sent, with their values) beyond MAX_BROWSER_LOGINS - 1:
+    // the oldest end, their cookies cleared, so that abandoned logins do not pile up in its Cookie header.
+    const host = overHttps(request) ? '__Host-' : ''
+    const mine: Array<[string, Pending]> = []
+    for (const pair of (request.headers.cookie ?? '').split(';')) {
+      const name = pair.slice(0, Math.max(0, pair.indexOf('='))).trim()
+      if (!name.startsWith(`${host}sso-login-`)) continue
+      const other = byCookie.get(name.slice(host.length))
+      const entry = other === undefined ? undefined : pending.get(other)
+      if (entry === undefined || other === state || mine.some(([known]) => known === other)) continue
+      if (cookieValues(pair, name).some((value) => timingSafeEqual(sha256(value), entry.browser))) mine.push([other!, entry])
+    }
+    mine.sort(([, a], [, b]) => a.expires - b.expires)
+    for (const [other, entry] of mine.slice(0, Math.max(0, mine.length - (MAX_BROWSER_LOGINS - 1)))) {
+      forget(other)
+      reply.header('set-cookie', loginCookie(fastify.auth.sso.byId.get(entry.provider) ?? provider, request, other, '', 0))
+    }
     const url = client.buildAuthorizationUrl(config, {
       redirect_uri: provider.config.redirectUri!,
       scope: provider.config.scope,

@@ -11,6 +11,7 @@ import { exportJWK, generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
 import { build, type TestContext } from '../helpers/build.js'
 import { AUDIENCE, BROWSER_CLIENT, browserLogin, CLIENT_SECRET, startProvider, type TestProvider } from '../helpers/oidc.js'
+import { MAX_BROWSER_LOGINS } from '../../plugins/routes/sso.js'
 
 const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
@@ -36,8 +37,8 @@ async function setup (t: Test, options: { licence?: number, stateTtlMs?: number,
   return { idp, ctx, logs }
 }
 
-/** A started login: the callback URL the provider sends the browser back to, and the login's cookie as the browser sends it (`name=value`). */
-interface Login { authorization: URL, callback: URL, cookie: string }
+/** A started login: the callback URL the provider sends the browser back to, the login's cookie as the browser sends it (`name=value`), and every Set-Cookie of the answer. */
+interface Login { authorization: URL, callback: URL, cookie: string, setCookies: string[] }
 
 /** The Set-Cookie lines of an answer. */
 const setCookies = (res: { headers: Record<string, unknown> }): string[] => {
@@ -52,7 +53,7 @@ async function start (ctx: TestContext, idp: TestProvider, request: { remoteAddr
   const [line] = setCookies(res)
   if (line === undefined) throw new Error('login: no cookie set')
   const authorization = new URL(res.headers.location as string)
-  return { authorization, callback: await browserLogin(authorization.href, REDIRECT), cookie: line.split(';')[0] }
+  return { authorization, callback: await browserLogin(authorization.href, REDIRECT), cookie: line.split(';')[0], setCookies: setCookies(res) }
 }
 
 const callbackOf = (url: URL) => `${url.pathname}${url.search}`
@@ -223,6 +224,47 @@ t.test('two logins started in one browser (two tabs) both complete, in either or
   t.equal(a.statusCode, 200, `then the first: ${a.body}`)
 })
 
+t.test('abandoned logins do not pile up in the browser: a new login ends this browser\'s oldest pending ones beyond MAX_BROWSER_LOGINS', async (t) => {
+  const { idp, ctx } = await setup(t)
+  idp.loginAs = 'alice'
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  // the browser's cookie jar for /api/users/sso/: each answer's Set-Cookie applied, Max-Age=0 deletes
+  const jar = new Map<string, string>()
+  const header = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
+  const store = (res: { headers: Record<string, unknown> }) => {
+    for (const line of setCookies(res)) {
+      const [name, value] = line.split(';')[0].split('=')
+      if (/Max-Age=0(;|$)/.test(line)) jar.delete(name)
+      else jar.set(name, value)
+    }
+  }
+  // another browser's pending login, whose name this browser also sends (with its own value): not this browser's to end
+  const theirs = await start(ctx, idp, { remoteAddress: '192.0.2.7' })
+  const forged = `${theirs.cookie.split('=')[0]}=${'A'.repeat(43)}`
+  const oldest = await start(ctx, idp, { headers: { cookie: forged } })
+  store({ headers: { 'set-cookie': oldest.setCookies } })
+  let most = jar.size
+  for (let n = 0; n < 8; n++) {
+    const res = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', headers: { cookie: `${header()}; ${forged}` } })
+    t.equal(res.statusCode, 302)
+    t.notOk(setCookies(res).some((line) => line.startsWith(`${theirs.cookie.split('=')[0]}=`)), 'the other browser\'s cookie name is left alone')
+    store(res)
+    most = Math.max(most, jar.size)
+  }
+  t.equal(most, MAX_BROWSER_LOGINS, `at most ${MAX_BROWSER_LOGINS} login cookies at a time, after 9 logins`)
+  t.notOk(jar.has(oldest.cookie.split('=')[0]), 'the oldest login\'s cookie was cleared')
+  t.equal((await finish(ctx, oldest)).json().code, 'SSO_STATE_INVALID', 'and that login ended: even with its cookie it completes no more')
+  // two tabs: both complete, with the cookies the browser has
+  const tab1 = await start(ctx, idp, { headers: { cookie: header() } })
+  store({ headers: { 'set-cookie': tab1.setCookies } })
+  const tab2 = await start(ctx, idp, { headers: { cookie: header() } })
+  store({ headers: { 'set-cookie': tab2.setCookies } })
+  t.equal(jar.size, MAX_BROWSER_LOGINS)
+  t.equal((await finish(ctx, tab1, tab1.callback, header())).statusCode, 200, 'the first tab')
+  t.equal((await finish(ctx, tab2, tab2.callback, header())).statusCode, 200, 'the second tab')
+  t.equal((await finish(ctx, theirs)).statusCode, 200, 'the other browser\'s login was not ended by the forged cookie')
+})
+
 t.test('the cookie is Secure over HTTPS: the gateway\'s own TLS, or a trusted proxy\'s X-Forwarded-Proto', async (t) => {
   t.test('behind a trusted proxy', async (t) => {
     const { idp, ctx } = await setup(t, { server: { trustProxy: '127.0.0.1' } })
@@ -248,6 +290,15 @@ t.test('the cookie is Secure over HTTPS: the gateway\'s own TLS, or a trusted pr
     t.equal(refused.json().code, 'SSO_STATE_INVALID')
     const own = await ctx.app.inject({ method: 'GET', url: callbackOf(tossed.callback), headers: { cookie: tossed.cookie, 'x-forwarded-proto': 'https' } })
     t.equal(own.statusCode, 200, `the login stays open for its own browser: ${own.body}`)
+    // a browser's pending logins beyond MAX_BROWSER_LOGINS end by their __Host- names too
+    const held: string[] = []
+    for (let n = 0; n <= MAX_BROWSER_LOGINS; n++) {
+      const next = await ctx.app.inject({ method: 'GET', url: '/api/users/sso/warehouse/login', headers: { cookie: held.join('; '), 'x-forwarded-proto': 'https' } })
+      const [made, ...cleared] = setCookies(next)
+      if (n < MAX_BROWSER_LOGINS) t.same(cleared, [], `login ${n + 1}: none cleared`)
+      else t.match(cleared, [new RegExp(`^${held[0].split('=')[0]}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax; Secure$`)], 'the next clears the oldest, with its attributes')
+      held.push(made.split(';')[0])
+    }
   })
   t.test('with server.tls', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'pg-sso-tls-'))
