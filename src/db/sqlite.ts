@@ -7,7 +7,7 @@ import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.j
 import { sqliteDialect } from './dialect.js'
 import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, DAMAGED, IO_ERROR, NOT_A_DATABASE, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
 import { storedNumber } from './storage.js'
-import type { ColumnInfo, Database, Executor, Param, RecheckResult, Row, Statement, TableMapping } from './types.js'
+import { isFixedWidthText, type ColumnInfo, type Database, type Executor, type Param, type RecheckResult, type Row, type Statement, type TableMapping } from './types.js'
 
 export interface SqliteOptions {
   /** create the file when it does not exist (only the embedded demo does) */
@@ -697,7 +697,7 @@ class SqliteDatabase implements Database {
     }
     // CHAR(n) values a program pads to n (SQL Server pads them by itself, SQLite never): written padded too, or its lookups of
     // the padded code, foreign keys holding it and its unique index all miss the gateway's. One scan of the table, at start
-    const fixed = columns.filter((c) => /^n?char$/.test(c.type) && c.maxLength !== undefined && c.maxLength > 0)
+    const fixed = columns.filter((c) => isFixedWidthText(c.type) && c.maxLength !== undefined && c.maxLength > 0)
     if (fixed.length > 0) {
       const sums = fixed.map((c, i) => {
         const q = sqliteDialect.ident(c.name)

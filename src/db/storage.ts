@@ -7,7 +7,7 @@ import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { spellingsStatement, synonymsStatement, VERSION_STATEMENT, versionProblem } from './mssql.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
-import { TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
+import { isFixedWidthText, TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
 
 /** What the gateway makes of a column's declared type. */
 export type Category = 'text' | 'ntext' | 'integer' | 'decimal' | 'float' | 'bit' | 'time' | 'other'
@@ -341,7 +341,7 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     absent: false,
     info,
     category,
-    padded: info !== undefined && /^n?char$/.test(info.type),
+    padded: info !== undefined && isFixedWidthText(info.type),
     padsTo: padWidth(dialect, info, undefined),
     // SQLite: only GUIDs are written, so a value of digits alone is never stored as a number by the column's affinity
     guid: info !== undefined && (dialect === 'mssql' ? info.type.toLowerCase() === 'uniqueidentifier' : SQLITE_GUID.test(info.type.toLowerCase())),
@@ -363,7 +363,7 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
  * char columns itself.
  */
 function padWidth (dialect: DialectName, info: ColumnInfo | undefined, pad: boolean | undefined): number | undefined {
-  if (dialect !== 'sqlite' || info === undefined || !/^n?char$/.test(info.type) || info.maxLength === undefined || info.maxLength <= 0) return undefined
+  if (dialect !== 'sqlite' || info === undefined || !isFixedWidthText(info.type) || info.maxLength === undefined || info.maxLength <= 0) return undefined
   return (pad ?? info.padsToWidth === true) ? info.maxLength : undefined
 }
 

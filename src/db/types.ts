@@ -49,6 +49,17 @@ export interface ResourceDef {
 export type TimeFormat = 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss' | 'julianday'
 
 export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd', 'yyyymmddhhmmss', 'julianday']
+
+/**
+ * A column of fixed-width text, whose values are (or are to be) padded with blanks to its length:
+ * SQL Server's char and nchar, and on SQLite every spelling of CHAR(n) a schema exported from another
+ * database carries (ColumnInfo.type: the declared name in lower case, its blanks collapsed): char,
+ * character, nchar, national char(acter), native character. Not the varying ones (varchar, character
+ * varying, char varying, nchar varying, national character varying, varying character), nor a longer
+ * name that holds one (SQLite gives any type containing CHAR text affinity).
+ */
+export const isFixedWidthText = (type: string): boolean => /^(?:n|national |native )?char(?:acter)?$/.test(type)
+
 /** The formats whose column keeps numbers or digits in time's order, compared as they are (julianday goes through SQLite's strftime instead). */
 export type ColumnTimeFormat = Exclude<TimeFormat, 'julianday'>
 
@@ -214,7 +225,7 @@ export interface ColumnInfo {
   /** text with a case-sensitive or binary collation (SQL Server): 'V' = 'v' is false */
   caseSensitive?: boolean
   /**
-   * SQLite: a CHAR(n) or NCHAR(n) column whose stored values show that the picking system pads them
+   * SQLite: a CHAR(n) or NCHAR(n) column (isFixedWidthText) whose stored values show that the picking system pads them
    * with blanks to n characters, as SQL Server's char does by itself: every non-empty value is n
    * characters long, and at least one ends in a blank. The gateway writes its values padded too.
    */

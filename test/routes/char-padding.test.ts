@@ -221,3 +221,24 @@ t.test('SQLite: what the data decides, as check-config and db introspect say it'
   t.match(formatReport(configured).join('\n'), /ArtNr \(char\(20\), written as sent \("pad": false\), not null/)
   t.same(configured.resources.materials.mapping?.columns.materialNumber, { column: 'ArtNr', pad: false })
 })
+
+// A legacy schema exported from another database spells CHAR(n) in the standard's words (CHARACTER(n),
+// NATIONAL CHARACTER(n), NATIVE CHARACTER(n)) or with its own spacing and case; SQLite keeps the spelling.
+t.test('SQLite: every spelling of CHAR(n) is fixed width, the varying ones are not', { skip: MSSQL && 'SQL Server pads CHAR by itself' }, async (t) => {
+  const fixed = ['CHAR(20)', 'CHARACTER(20)', 'NATIONAL CHARACTER(20)', 'National  Char(20)', 'NCHAR(20)', 'NATIVE CHARACTER(20)', 'char ( 20 )', 'character\t(20)']
+  const varying = ['VARCHAR(20)', 'CHARACTER VARYING(20)', 'CHAR VARYING(20)', 'NATIONAL CHARACTER VARYING(20)', 'NCHAR VARYING(20)', 'VARYING CHARACTER(20)', 'NVARCHAR(20)']
+  for (const declared of [...fixed, ...varying]) {
+    const ctx = await build(t, { mapping: { materials: PADDED } }, async (db) => {
+      await db.execute({ text: `CREATE TABLE "Artikel" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" ${declared} NOT NULL UNIQUE, "Bezeichnung" VARCHAR(40) NOT NULL, "ME" VARCHAR(10))`, params: [] })
+      await db.execute({ text: `INSERT INTO "Artikel" VALUES (1, '${pad('A-1', 20)}', 'Artikel 1', 'ST')`, params: [] })
+    })
+    const headers = ctx.auth(ctx.adminToken)
+    const padded = fixed.includes(declared)
+    t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json().materialNumber, padded ? 'A-1' : pad('A-1', 20), `${declared}: ${padded ? 'shown without the padding' : 'shown as stored'}`)
+    const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'P-1', name: 'Neu' } })
+    t.equal(created.statusCode, 201, `${declared}: ${created.body}`)
+    const [row] = await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "Artikel" WHERE "ArtID" = @id', params: [{ name: 'id', kind: 'integer', value: (created.json() as { id: number }).id }] })
+    t.same(row, { nr: padded ? pad('P-1', 20) : 'P-1' }, `${declared}: ${padded ? 'written padded, as the data shows' : 'written as sent'}`)
+    await ctx.app.close()
+  }
+})
