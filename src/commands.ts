@@ -657,7 +657,8 @@ export async function idRangeNotes (db: Database, mappings: Record<ResourceName,
  * their time, but SQLite's strftime, which filters and sorting compare, does not read them: an
  * incremental sync by modifiedSince would miss those rows. Julian days (julianday(), storage.ts
  * isJulianDay) are left out: strftime reads them as the API shows them. Text strftime does not read
- * ('02.04.2024 10:00', ''), which the API shows as null, is counted apart: no filter finds it either.
+ * ('02.04.2024 10:00', ''), which the API shows as null, is counted apart: no filter finds it either; so are
+ * digits of no real date ('20240230', '20241301'), which the reads do not take for one (compactTime) and show as null.
  */
 async function numericTimeNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
   if (db.dialect !== 'sqlite') return []
@@ -670,9 +671,11 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       if (def.kind !== 'datetime' || column === undefined || mapping.timeFormats?.[field] !== undefined) continue
       const c = d.ident(column)
       // text of date digits ('20240101', '20240402120530') reads as that date too, and strftime does not read it either
-      const digits = `(typeof(${c}) = 'text' AND (rtrim(${c}) GLOB '${'[0-9]'.repeat(8)}' OR rtrim(${c}) GLOB '${'[0-9]'.repeat(14)}'))`
-      // text strftime does not read at all ('02.04.2024 10:00', ''): shown as null, and no filter finds it either
-      const unreadable = `(typeof(${c}) = 'text' AND strftime('%Y-%m-%dT%H:%M:%fZ', ${c}) IS NULL AND NOT ${digits})`
+      const digitText = `(typeof(${c}) = 'text' AND (rtrim(${c}) GLOB '${'[0-9]'.repeat(8)}' OR rtrim(${c}) GLOB '${'[0-9]'.repeat(14)}'))`
+      // but only a real date ('20240230120000', '20241301' are none): the reads' own rule (compactTime, the SQL function compact_time)
+      const digits = `(${digitText} AND compact_time(${c}) = 1)`
+      // text strftime does not read at all ('02.04.2024 10:00', ''), and digits of no real date: shown as null, and no filter finds it either
+      const unreadable = `(typeof(${c}) = 'text' AND NOT ${digits} AND (strftime('%Y-%m-%dT%H:%M:%fZ', ${c}) IS NULL OR ${digitText}))`
       const [row] = await db.query({
         text: `SELECT SUM(CASE WHEN (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5)) OR ${digits} THEN 1 ELSE 0 END) AS n, ` +
           `SUM(CASE WHEN ${unreadable} THEN 1 ELSE 0 END) AS u, MAX(CASE WHEN ${unreadable} THEN ${c} END) AS example FROM ${d.table(mapping)}`,

@@ -360,6 +360,15 @@ t.test('check-config checks the mapping against the database when it can reach i
   t.match(noted.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows have no time in column 'Geaendert' \(NULL\): modifiedSince and the other time filters never find them, not even modifiedSince=1970-01-01T00:00:00Z/)
   t.notMatch(noted.stdout.join('\n'), /(stations|users)\.modifiedAt: \d+ rows? ha(s|ve) no time/)
   t.notMatch(noted.stdout.join('\n'), /text that is no number/, 'numbers in the number columns: no note')
+  // digits of no real date (a 30 February, a month 13) read as null, as text that is no time does: counted with it, by the reads' own rule
+  const impossible = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
+  await impossible.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert, Angelegt) VALUES ('D-1', 'n', 'A', '2024-01-05 10:00:00', '20240230120000'), ('D-2', 'o', 'A', '2024-01-05 10:00:00', '20241301 ')", params: [] })
+  const dates = io({})
+  t.equal(await main(['check-config', file], dates), 0)
+  t.match(dates.stdout.join('\n'), /Note: materials\.createdAt: 2 rows hold text that is no time SQLite reads \(such as "20241301 "\): the API shows null, and the time filters on createdAt never find them/)
+  t.match(dates.stdout.join('\n'), /Note: materials\.createdAt: 1 row holds its time as a number or as digits/, 'A-6\'s real date is still counted as shown')
+  await impossible.execute({ text: "DELETE FROM Artikel WHERE ArtNr IN ('D-1', 'D-2')", params: [] })
+  await impossible.close()
   // text a number column's affinity could not make a number of: shown as null, but filters compare the text
   const commas = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
   await commas.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Gew, Bestand) VALUES ('C-1', 'k', 'A', '12,500', 1), ('C-2', 'l', 'A', 'n/a', ' 7 '), ('C-3', 'm', 'A', 1.5, 2)", params: [] })
