@@ -357,6 +357,12 @@ export class Repository {
   }
 
   /** The first row a statement that selects the select list returns, mapped (as values where the driver can). */
+  /** Every row a statement returns, as the API shows them. */
+  private async rowsOf (ex: Executor, stmt: Statement): Promise<Row[]> {
+    if (ex.queryValues !== undefined) return (await ex.queryValues(stmt)).map((r) => this.mapValues(r))
+    return (await ex.query(stmt)).map((r) => this.mapRow(r))
+  }
+
   private async first (ex: Executor, stmt: Statement): Promise<Row | undefined> {
     if (ex.queryValues !== undefined) {
       const rows = await ex.queryValues(stmt)
@@ -640,8 +646,12 @@ export class Repository {
 
   /** The row, locked for the rest of the transaction: 404 when missing, 412 when `check` (If-Match) rejects it. */
   private async lockRow (tx: Executor, id: Id, opts: WriteOptions): Promise<Row> {
-    const row = this.names(id) ? await this.first(tx, this.sql.selectById(id, { forUpdate: true })) : undefined
+    const rows = this.names(id) ? await this.rowsOf(tx, this.sql.selectById(id, { forUpdate: true })) : []
+    const row = rows[0]
     if (row === undefined) throw new NotFoundError(`${this.def.name} ${id} not found`)
+    // an id column that is not unique by itself (one column of a composite key: ArtNr of (Mandant, ArtNr)):
+    // the update or delete would change every row holding the id, so it changes none
+    if (rows.length > 1) throw new ConflictError(`${rows.length} rows of the picking system's table hold the ${this.noun} id ${id} (its column is not unique by itself), so the gateway cannot tell which one is meant; nothing was changed`)
     if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
     return row
   }

@@ -146,3 +146,23 @@ t.test('a table keyed by a numeric article number: materialNumber is the id, a w
     if (bad !== 'A-1') t.match(res.json().message, /it must be a whole number up to 9007199254740991 in magnitude, without plus sign or leading zero/, bad)
   }
 })
+
+t.test('an id column that is one column of a composite key (ArtNr of (Mandant, ArtNr)): an update or delete of an id two rows hold is a 409 and changes neither', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite DDL' }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtMandant', { id: 'ArtNr', materialNumber: 'ArtNr', name: 'Bez' }) } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "ArtMandant" ("Mandant" INTEGER NOT NULL DEFAULT 1, "ArtNr" VARCHAR(20) NOT NULL, "Bez" VARCHAR(40) NOT NULL, PRIMARY KEY ("Mandant", "ArtNr"))', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtMandant" VALUES (1, \'A-1\', \'eins\'), (2, \'A-1\', \'zwei\'), (1, \'B-1\', \'allein\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const rows = async (): Promise<string[]> => (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=name', headers })).json().data.map((m: { id: string, name: string }) => `${m.id}:${m.name}`)
+  const before = await rows()
+  t.same(before, ['B-1:allein', 'A-1:eins', 'A-1:zwei'])
+  for (const [method, payload] of [['PATCH', { name: 'beide?' }], ['POST', { name: 'beide?' }], ['DELETE', undefined]] as const) {
+    const res = await ctx.app.inject({ method, url: '/api/materials/A-1', headers, ...(payload !== undefined && { payload }) })
+    t.equal(res.statusCode, 409, `${method}: ${res.body}`)
+    t.match(res.json(), { code: 'CONFLICT', message: /^2 rows of the picking system's table hold the material id A-1 .*nothing was changed/ })
+  }
+  t.same(await rows(), before, 'neither row changed, none deleted')
+  const single = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/B-1', headers, payload: { name: 'geändert' } })
+  t.equal(single.statusCode, 200, `an id one row holds is written as before: ${single.body}`)
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/B-1', headers })).statusCode, 204)
+})
