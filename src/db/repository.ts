@@ -651,7 +651,7 @@ export class Repository {
     if (row === undefined) throw new NotFoundError(`${this.def.name} ${id} not found`)
     // an id column that is not unique by itself (one column of a composite key: ArtNr of (Mandant, ArtNr)):
     // the update or delete would change every row holding the id, so it changes none
-    if (rows.length > 1) throw new ConflictError(`${rows.length} rows of the picking system's table hold the ${this.noun} id ${id} (its column is not unique by itself), so the gateway cannot tell which one is meant; nothing was changed`)
+    if (rows.length > 1) throw new ConflictError(`${rows.length} rows of the picking system's table hold the ${this.noun} id ${id} (its id column is not unique as the table compares it: one column of a composite key, or a unique index that tells apart what the column compares as equal), so the gateway cannot tell which one is meant; nothing was changed`)
     if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
     return row
   }
