@@ -639,8 +639,10 @@ export async function idRangeNotes (db: Database, mappings: Record<ResourceName,
     // as the catalog spells it: under a case-sensitive collation another spelling is error 207, which ended check-config
     const c = d.ident(info.name)
     const count = (condition: string): string => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`
+    const beyond = `${c} > ${Number.MAX_SAFE_INTEGER} OR ${c} < -${Number.MAX_SAFE_INTEGER}`
     const [row] = await db.query({
-      text: `SELECT ${count(wide ? `${c} > ${Number.MAX_SAFE_INTEGER} OR ${c} < -${Number.MAX_SAFE_INTEGER}` : '1 = 0')} AS ${d.ident('wide')}, ` +
+      // SQLite orders every text and BLOB above every number: only numbers count as beyond 2^53 (text is an odd id below)
+      text: `SELECT ${count(!wide ? '1 = 0' : db.dialect === 'sqlite' ? `typeof(${c}) IN ('integer', 'real') AND (${beyond})` : beyond)} AS ${d.ident('wide')}, ` +
         `${count(odd ? `typeof(${c}) NOT IN ('integer', 'null') AND NOT (typeof(${c}) = 'real' AND ${c} = CAST(${c} AS INTEGER))` : '1 = 0')} AS ${d.ident('odd')} FROM ${d.table(mapping)}`,
       params: []
     })
@@ -708,7 +710,8 @@ async function textInNumberNotes (db: Database, mappings: Record<ResourceName, T
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     for (const [field, def] of Object.entries(resources[name].fields)) {
       const info = mapping.columns[field] === undefined ? undefined : columnNamed(columns[name], mapping.columns[field])
-      if ((def.kind !== 'number' && def.kind !== 'integer') || info === undefined || mapping.values?.[field] !== undefined) continue
+      // an id's text is idRangeNotes' (the API shows it as the id 0, not null)
+      if ((def.kind !== 'number' && def.kind !== 'integer') || def.id === true || info === undefined || mapping.values?.[field] !== undefined) continue
       if (sqliteUntyped(info.type.toLowerCase()) || !['integer', 'float', 'decimal'].includes(categoryOf('sqlite', info, def.kind))) continue
       const c = d.ident(info.name)
       const [row] = await db.query({ text: `SELECT SUM(CASE WHEN typeof(${c}) IN ('text', 'blob') THEN 1 ELSE 0 END) AS n, MAX(CASE WHEN typeof(${c}) = 'text' THEN ${c} END) AS example FROM ${d.table(mapping)}`, params: [] })
