@@ -115,6 +115,16 @@ export class SqlBuilder {
     return type === 'text' ? `CAST(${c} AS varchar(max))` : type === 'ntext' ? `CAST(${c} AS nvarchar(max))` : c
   }
 
+  /**
+   * Lists and counts leave out the rows without an id, where the id column may hold NULL (a nullable
+   * unique column, a SQLite key not declared NOT NULL): no path names such a row, the API's id cannot
+   * show it, and the keyset of a walk, which takes the id as unique and never NULL, would stop at it.
+   */
+  private keyed (): string[] {
+    const info = this.s(this.id).info
+    return info?.nullable === true || info?.nullKey === true ? [`${this.col(this.id)} IS NOT NULL`] : []
+  }
+
   private s (field: string): FieldStorage {
     return this.storage.field(field)
   }
@@ -344,7 +354,7 @@ export class SqlBuilder {
   list (q: Pick<ListQuery, 'filters' | 'sort' | 'limit' | 'offset' | 'after'>): Statement {
     const params = new Params()
     const extra = q.sort.map((k, i) => this.sortValueKind(k.field) === 'column' ? '' : `, ${this.sortExpr(k.field, params)} AS ${this.dialect.ident(sortAlias(i))}`).join('')
-    const conditions = q.filters.map((f) => this.condition(f, params))
+    const conditions = [...this.keyed(), ...q.filters.map((f) => this.condition(f, params))]
     const keys = this.distinctKeys(q.sort)
     const after = q.after
     if (after !== undefined) conditions.push(this.keyset(keys.map((i) => q.sort[i]), keys.map((i) => after[i]), params))
@@ -376,7 +386,7 @@ export class SqlBuilder {
    */
   count (filters: Filter[], opts: { lock?: boolean } = {}): Statement {
     const params = new Params()
-    const conditions = filters.map((f) => this.condition(f, params))
+    const conditions = [...this.keyed(), ...filters.map((f) => this.condition(f, params))]
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''
     this.checkParams(params)
     const hint = opts.lock === true && this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''

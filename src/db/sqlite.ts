@@ -770,6 +770,8 @@ export function sqliteColumnInfo (r: Row, pkColumns = 1, strict = false): Column
     } else if (/time/.test(type)) info.scale = n
   }
   if (info.identity || info.computed) info.hasDefault = true
+  // a WITHOUT ROWID table (pkColumns 0) refuses a NULL key itself
+  if (Number(r.pk) > 0 && Number(r.required) === 0 && pkColumns > 0 && !info.identity) info.nullKey = true
   if (strict) info.strict = true
   return info
 }

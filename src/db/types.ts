@@ -270,6 +270,12 @@ export interface ColumnInfo {
    */
   wideValues?: boolean
   /**
+   * SQLite: a primary key column that may hold NULL all the same: in a table with a rowid, a key
+   * column not declared NOT NULL (other than an INTEGER PRIMARY KEY, the rowid itself), as SQLite
+   * has allowed for compatibility since its early versions; each such NULL is a row of its own.
+   */
+  nullKey?: boolean
+  /**
    * SQLite: the column's table is STRICT, whose INTEGER and REAL columns refuse text that is no
    * number, as SQL Server's number columns do (elsewhere SQLite keeps such text).
    */
