@@ -419,7 +419,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       io.out('Database: reachable; every mapped table and column fits.')
       const notes = [
         ...await numericTimeNotes(database, mappings, columns), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
-        ...await idRangeNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
+        ...await idRangeNotes(database, mappings, columns), ...await nullIdNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
         ...paddingNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
         ...await clockNotes(database)
@@ -692,6 +692,25 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const remedy = formattable ? 'where the column holds nothing else, map it with "format": "unix" (or the format its digits show); otherwise ' : ''
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; ${remedy}have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
     }
+  }
+  return notes
+}
+
+/**
+ * Rows without an id, where the id column may hold NULL (a nullable unique column; on SQLite a key not
+ * declared NOT NULL, ColumnInfo.nullKey): lists leave them out, as no id shows or names them.
+ * `columns`: every mapped table's, as inspectStorage read them.
+ */
+async function nullIdNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
+  const notes: string[] = []
+  const d = dialectFor(db.dialect)
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    const column = mapping.columns[idField(resources[name])]
+    const info = column === undefined ? undefined : columnNamed(columns[name], column)
+    if (info === undefined || (!info.nullable && info.nullKey !== true)) continue
+    const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(info.name)} IS NULL`, params: [] })
+    const n = Number(row?.n ?? 0)
+    if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has' : 's have'} no id (NULL in column '${info.name}'): the API does not list ${n === 1 ? 'it' : 'them'}, as no id could show or name ${n === 1 ? 'it' : 'them'}; give ${n === 1 ? 'it a key' : 'them keys'} in the picking system (README, "Day one: mapping")`)
   }
   return notes
 }
