@@ -419,7 +419,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       io.out('Database: reachable; every mapped table and column fits.')
       const notes = [
         ...await numericTimeNotes(database, mappings, columns), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
-        ...await idRangeNotes(database, mappings, columns), ...await nullIdNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
+        ...await idRangeNotes(database, mappings, columns), ...await nullIdNotes(database, mappings, columns), ...await duplicateIdNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
         ...paddingNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
         ...await clockNotes(database)
@@ -711,6 +711,33 @@ async function nullIdNotes (db: Database, mappings: Record<ResourceName, TableMa
     const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(info.name)} IS NULL`, params: [] })
     const n = Number(row?.n ?? 0)
     if (n > 0) notes.push(`${name}.id: ${n} row${n === 1 ? ' has' : 's have'} no id (NULL in column '${info.name}'): the API does not list ${n === 1 ? 'it' : 'them'}, as no id could show or name ${n === 1 ? 'it' : 'them'}; give ${n === 1 ? 'it a key' : 'them keys'} in the picking system (README, "Day one: mapping")`)
+  }
+  return notes
+}
+
+/**
+ * Ids several rows hold, where the id column has no unique index of its own (one column of a composite
+ * key: ArtNr of (Mandant, ArtNr)): a read shows one of them, an update or delete of such an id is a 409.
+ * `columns`: every mapped table's, as inspectStorage read them.
+ */
+async function duplicateIdNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
+  const notes: string[] = []
+  const d = dialectFor(db.dialect)
+  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
+    const column = mapping.columns[idField(resources[name])]
+    const info = column === undefined ? undefined : columnNamed(columns[name], column)
+    if (info === undefined || info.unique === true) continue
+    const c = d.ident(info.name)
+    let rows: Row[]
+    try {
+      rows = await db.query({ text: `SELECT MIN(${c}) AS ${d.ident('id')}, COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${c} IS NOT NULL GROUP BY ${c} HAVING COUNT(*) > 1`, params: [] })
+    } catch {
+      // best effort: a legacy text column, which SQL Server does not group
+      continue
+    }
+    if (rows.length === 0) continue
+    const ids = rows.slice(0, 5).map((r) => `${JSON.stringify(r.id)} (${Number(r.n)} rows)`).join(', ')
+    notes.push(`${name}.id: ${rows.length} id${rows.length === 1 ? ' is' : 's are'} held by more than one row in column '${info.name}', which is not unique by itself (${ids}${rows.length > 5 ? ', …' : ''}): a read by such an id shows one of the rows, and an update or delete of it is a 409 that changes none; map id to a column that is unique by itself (README, "Day one: mapping")`)
   }
   return notes
 }
