@@ -356,13 +356,13 @@ export class Repository {
     return await this.first(this.db, this.sql.selectById(id))
   }
 
-  /** The first row a statement that selects the select list returns, mapped (as values where the driver can). */
-  /** Every row a statement returns, as the API shows them. */
+  /** Every row a statement that selects the select list returns, mapped (as values where the driver can). */
   private async rowsOf (ex: Executor, stmt: Statement): Promise<Row[]> {
     if (ex.queryValues !== undefined) return (await ex.queryValues(stmt)).map((r) => this.mapValues(r))
     return (await ex.query(stmt)).map((r) => this.mapRow(r))
   }
 
+  /** The first row a statement that selects the select list returns, mapped (as values where the driver can). */
   private async first (ex: Executor, stmt: Statement): Promise<Row | undefined> {
     if (ex.queryValues !== undefined) {
       const rows = await ex.queryValues(stmt)
