@@ -28,6 +28,20 @@ async function material (ctx: TestContext, materialNumber: string): Promise<numb
   return res.json().id as number
 }
 
+/**
+ * A full disk as SQLite meets it: no page beyond the file's present ones (SQLITE_FULL). Creates (numbered
+ * from 0) until one is refused; `create(n)` makes more, numbered from 1000 on to stay clear of those.
+ */
+async function fillDisk (ctx: TestContext, prefix: string) {
+  const count = (await ctx.app.db.query({ text: 'PRAGMA page_count', params: [] }))[0] as Record<string, number>
+  await ctx.app.db.query({ text: `PRAGMA max_page_count = ${Object.values(count)[0]}`, params: [] })
+  const create = async (n: number) => await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: `${prefix}-${n}`, name: 'x'.repeat(200), description: 'y'.repeat(2000) } })
+  let n = 0
+  let refused = await create(n++)
+  while (refused.statusCode === 201 && n < 500) refused = await create(n++)
+  return { create, refused }
+}
+
 /** Another process's connection holding the write lock, as the picking system's BEGIN EXCLUSIVE; UPDATE … does. */
 function holdLock (file: string): BetterSqlite3.Database {
   const other = new BetterSqlite3(file)
@@ -384,13 +398,8 @@ t.test('a storage fault (the disk full) is logged as an error once, beside each 
     t.pass('SQLite only')
     return
   }
-  // a full disk as SQLite meets it: no page beyond the file's present ones (SQLITE_FULL)
-  const count = (await ctx.app.db.query({ text: 'PRAGMA page_count', params: [] }))[0] as Record<string, number>
-  await ctx.app.db.query({ text: `PRAGMA max_page_count = ${Object.values(count)[0]}`, params: [] })
-  const create = async (n: number) => await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: `FULL-${n}`, name: 'x'.repeat(200), description: 'y'.repeat(2000) } })
-  let n = 0
-  let res = await create(n++)
-  while (res.statusCode === 201 && n < 500) res = await create(n++)
+  const { create, refused: res } = await fillDisk(ctx, 'FULL')
+  let n = 1000
   t.equal(res.statusCode, 503, 'the disk is full')
   t.match(res.json(), { code: 'DATABASE_UNAVAILABLE', message: /storage is full/ })
   for (let i = 0; i < 3; i++) t.equal((await create(n++)).statusCode, 503)
@@ -409,13 +418,7 @@ t.test('a storage fault shows in /health/ready for 10 minutes after the last req
   const healthy = await ready()
   t.equal(healthy.statusCode, 200)
   t.notOk('fault' in healthy.json().database, 'no fault before one happened')
-  // a full disk as SQLite meets it: no page beyond the file's present ones (SQLITE_FULL)
-  const count = (await ctx.app.db.query({ text: 'PRAGMA page_count', params: [] }))[0] as Record<string, number>
-  await ctx.app.db.query({ text: `PRAGMA max_page_count = ${Object.values(count)[0]}`, params: [] })
-  const create = async (n: number) => await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: `SHOWN-${n}`, name: 'x'.repeat(200), description: 'y'.repeat(2000) } })
-  let n = 0
-  let res = await create(n++)
-  while (res.statusCode === 201 && n < 500) res = await create(n++)
+  const { create, refused: res } = await fillDisk(ctx, 'SHOWN')
   t.equal(res.statusCode, 503, 'the disk is full')
   const before = Date.now()
   const faulty = await ready()
@@ -425,7 +428,7 @@ t.test('a storage fault shows in /health/ready for 10 minutes after the last req
   t.ok(seen <= before && seen > before - 60_000, 'lastSeenAt is when the request was refused')
   // space freed: shown on until 10 minutes after the last refusal, then gone (the monotonic clock moved on)
   await ctx.app.db.query({ text: 'PRAGMA max_page_count = 1073741823', params: [] })
-  t.equal((await create(n++)).statusCode, 201)
+  t.equal((await create(1000)).statusCode, 201)
   t.ok('fault' in (await ready()).json().database, 'within the 10 minutes')
   const now = performance.now.bind(performance)
   performance.now = () => now() + 10 * 60_000 + 1000
