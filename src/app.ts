@@ -403,7 +403,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     const body = JSON.stringify(buildErrorBody(417, 'EXPECTATION_FAILED', `The Expect header '${String(req.headers.expect).slice(0, 100)}' is not supported; send 100-continue or none`))
     res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
     res.end(body)
-    app.log.info(earlyRequestLine(String(req.method), String(req.url), 417, 'EXPECTATION_FAILED'), 'request')
+    // before routing, so not yet rewritten: an absolute URL's scheme and host (and a user:password@ in it) left out here too
+    app.log.info(earlyRequestLine(String(req.method), originForm(req), 417, 'EXPECTATION_FAILED'), 'request')
   })
   // Expect: 100-continue (Java's HttpURLConnection, .NET's HttpClient, curl for bodies over 1 KB): Node
   // answered 100 at once, so the client sent its body before a 401, 413 or 415 that needed none of it

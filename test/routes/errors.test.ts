@@ -157,6 +157,19 @@ t.test('an Expect header other than 100-continue: a 417 with the same body shape
   t.same(res.body, { statusCode: 417, code: 'EXPECTATION_FAILED', error: 'Expectation Failed', message: "The Expect header 'fancy-thing' is not supported; send 100-continue or none" })
 })
 
+t.test('an absolute URL\'s user:password@ is in no log line, the 417\'s (answered before routing) included', async (t) => {
+  const logs: string[] = []
+  const ctx = await build(t, { logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const refused = await raw(ctx, 'GET http://erp:Pr0xy-Passw0rd@gateway.example/api/materials?limit=1 HTTP/1.1\r\nHost: x\r\nExpect: fancy-thing\r\nConnection: close\r\n\r\n')
+  t.equal(refused.status, 417)
+  const routed = await raw(ctx, 'GET http://erp:Pr0xy-Passw0rd@gateway.example/api/materials?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  t.equal(routed.status, 401)
+  const lines = logs.filter((line) => line.includes('"msg":"request"') && line.includes('"method":"GET"'))
+  t.equal(lines.length, 2, 'both requests are logged')
+  for (const line of lines) t.match(line, /"url":"\/api\/materials\?limit=1"/, 'the path and query, as the request line of its path')
+  t.notMatch(logs.join('\n'), /Pr0xy-Passw0rd/, 'the password is in no log line')
+})
+
 t.test('a request line with an absolute URL, as proxies send it, is the same request as its path: meta.next, 405 and fixed paths', async (t) => {
   const ctx = await build(t)
   const auth = `Authorization: Bearer ${ctx.adminToken}\r\n`
