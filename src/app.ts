@@ -299,11 +299,24 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
   socket.destroy(err)
 }
 
+/** The paths of each app's routes that say logQuery: false (the SSO callback's code and state), by the app */
+const queryUnlogged = new WeakMap<object, RegExp[]>()
+
+/** A route's URL (`/api/users/sso/:id/callback`) as a pattern of the paths it takes */
+const routePattern = (url: string): RegExp =>
+  new RegExp(`^${url.split('/').map((part) => part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')}/?$`)
+
 /**
  * The log line of a request answered before routing, where the onResponse hook writes none: its URL
- * cut to 2 KB (the logger's formatter scrubs tokens in it, as in every line).
+ * cut to 2 KB (the logger's formatter scrubs tokens in it, as in every line), and without the query of
+ * a route that says logQuery: false, as its own line would be.
  */
-function earlyRequestLine (method: string, url: string, statusCode: number, code: string): object {
+function earlyRequestLine (app: FastifyInstance, method: string, url: string, statusCode: number, code: string): object {
+  const query = url.indexOf('?')
+  if (query >= 0) {
+    const path = url.slice(0, query)
+    if (queryUnlogged.get(app)?.some((pattern) => pattern.test(path)) === true) return { method, url: `${path.slice(0, 2048)}?[redacted]`, statusCode, code }
+  }
   return { method, url: redactUrl(url.slice(0, 2048)), statusCode, code }
 }
 
@@ -337,7 +350,7 @@ function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: Fas
   const message = code === 'URI_TOO_LONG' ? `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters, the most an id may have` : err.message
   void reply.code(status).send(buildErrorBody(status, code, message))
   // answered before routing, so without the onResponse hook's line: one here
-  request.log.info(earlyRequestLine(request.method, request.url, status, code), 'request')
+  request.log.info(earlyRequestLine(request.server, request.method, request.url, status, code), 'request')
 }
 
 declare module 'fastify' {
@@ -397,6 +410,9 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   }
 
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
+  const unlogged: RegExp[] = []
+  queryUnlogged.set(app, unlogged)
+  app.addHook('onRoute', (route) => { if (route.config?.logQuery === false) unlogged.push(routePattern(route.url)) })
   if (expired !== undefined) app.log.warn(expired)
   // an Expect other than 100-continue: Node's own 417 had no body at all, unlike every other error
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -404,7 +420,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
     res.end(body)
     // before routing, so not yet rewritten: an absolute URL's scheme and host (and a user:password@ in it) left out here too
-    app.log.info(earlyRequestLine(String(req.method), originForm(req), 417, 'EXPECTATION_FAILED'), 'request')
+    app.log.info(earlyRequestLine(app, String(req.method), originForm(req), 417, 'EXPECTATION_FAILED'), 'request')
   })
   // Expect: 100-continue (Java's HttpURLConnection, .NET's HttpClient, curl for bodies over 1 KB): Node
   // answered 100 at once, so the client sent its body before a 401, 413 or 415 that needed none of it

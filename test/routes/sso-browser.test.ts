@@ -565,3 +565,24 @@ t.test('the browser login\'s ID token is checked with the keys access tokens are
     t.match(logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'identity provider unreachable for a browser login'), { reason: /key set .* holds no keys/ })
   })
 })
+
+t.test('a callback answered before routing (an Expect the gateway does not take: 417) logs no code or state either, as its own line would not (before: both in the log)', async (t) => {
+  const { ctx, logs } = await setup(t)
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = ctx.app.server.address() as AddressInfo
+  const { connect } = await import('node:net')
+  const socket = connect(port, '127.0.0.1')
+  let answer = ''
+  socket.setEncoding('utf8').on('data', (chunk: string) => { answer += chunk })
+  socket.write('GET /api/users/sso/warehouse/callback?code=Auth-Code-4711&state=State-0815 HTTP/1.1\r\nHost: x\r\nExpect: fancy-thing\r\nConnection: close\r\n\r\n')
+  await once(socket, 'close')
+  t.match(answer, /^HTTP\/1\.1 417 /)
+  const line = logs.find((l) => l.includes('"statusCode":417'))
+  t.match(line, /"url":"\/api\/users\/sso\/warehouse\/callback\?\[redacted\]"/)
+  t.notMatch(logs.join('\n'), /Auth-Code-4711|State-0815/, 'neither code nor state in any line')
+  // another route's query is logged as before
+  const other = connect(port, '127.0.0.1')
+  other.resume().write('GET /api/materials?limit=7 HTTP/1.1\r\nHost: x\r\nExpect: fancy-thing\r\nConnection: close\r\n\r\n')
+  await once(other, 'close')
+  t.ok(logs.some((l) => l.includes('"url":"/api/materials?limit=7"') && l.includes('"statusCode":417')), 'a list\'s query stays in its line')
+})
