@@ -509,8 +509,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         lastSeenAt: link.lastSeenAt?.toISOString() ?? null,
         droppedBytes: link.stats.droppedBytes,
         // refused (another id), or reset for an oversize frame at every connect: connected for a moment each time;
-        // otherwise, while down, how the last connection ended or the last connect failed
-        ...(link.problem !== null ? { error: link.problem } : link.connected ? {} : (link.tooLong ?? link.downReason) !== null ? { error: link.tooLong ?? link.downReason! } : {})
+        // otherwise, while down, how the last connection ended or the last connect failed. Anyone may read
+        // readiness: the controller's address is left out (the log has it)
+        ...(link.problem !== null ? { error: `the controller answered as '${link.answeredAs ?? ''}', not '${link.id}'` } : link.connected ? {} : (link.tooLong ?? link.downReason) !== null ? { error: link.tooLong ?? link.downReason! } : {})
       }))
     },
 

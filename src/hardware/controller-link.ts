@@ -328,12 +328,15 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   state: ControllerState | null = null
   /** Why the last connection was refused (the controller answered as another id); null once one is accepted. */
   problem: string | null = null
+  /** The id the refused controller answered as (the problem's), without its address; null with the problem. */
+  answeredAs: string | null = null
   /** why the last connection was reset, when it was for a frame longer than maxFrameBytes (cleared when one ends for another reason) */
   tooLong: string | null = null
   /**
-   * Why the link is down: how the last connection ended (`link dropped: no frame for 30000 ms`) or
-   * the last connect failed (`cannot connect: connect ECONNREFUSED 10.0.20.12:4001`); null once a
-   * controller is connected, and while none was ever tried.
+   * Why the link is down, as readiness shows it to anyone, without the controller's address: how the
+   * last connection ended (`link dropped: no frame for 30000 ms`) or the last connect failed
+   * (`cannot connect: ECONNREFUSED`, a socket error by its code); null once a controller is connected,
+   * and while none was ever tried.
    */
   downReason: string | null = null
   readonly stats: LinkStats = { framesIn: 0, framesOut: 0, droppedBytes: 0, malformedFrames: 0, reconnects: 0, connectFailures: 0, timeouts: 0 }
@@ -577,6 +580,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       const problem = `controller at ${this.host}:${this.port} answered as '${id}', not '${this.id}'`
       this.log[this.problem === problem ? 'debug' : 'error']({ host: this.host, port: this.port, answeredAs: id }, `${problem}: not driving it; check hardware.controllers`)
       this.problem = problem
+      this.answeredAs = id
       session.refused = true
       this.endSession(session, problem)
       return false
@@ -591,6 +595,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     }
     session.identified = true
     this.problem = null
+    this.answeredAs = null
     this.downReason = null
     this.failuresInRow = 0
     if (this.everConnected) this.stats.reconnects++
@@ -892,8 +897,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
         controllerId: this.id, seq: p.seq === 0 ? undefined : p.seq
       }))
     }
-    // a shutdown's own closing is no reason to show
-    if (!this.closing && !this.draining) this.downReason = `${session.identified ? 'link dropped' : 'cannot connect'}: ${reason}`
+    // a shutdown's own closing is no reason to show; a socket error by its code, as its message names the address
+    const code = (session.error as NodeJS.ErrnoException | undefined)?.code
+    const shown = reason === session.error?.message && code !== undefined ? code : reason
+    if (!this.closing && !this.draining) this.downReason = `${session.identified ? 'link dropped' : 'cannot connect'}: ${shown}`
     if (session.identified) {
       if (Date.now() - session.connectedAt >= this.timings.stableAfter) this.attempt = 0
       this.state = null

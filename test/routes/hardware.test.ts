@@ -255,7 +255,8 @@ t.test('a controller answering as another id is not driven; readiness says why',
   const station = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: admin, payload: { name: 'PTL-3', type: 'ptl', controllerId: 'ctl-3', address: 1 } })).json().id
   const ready = async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json().controllers[0]
   await until(async () => (await ready()).error !== undefined, 'the refusal in /health/ready')
-  t.match(await ready(), { id: 'ctl-3', connected: false, droppedBytes: 0, error: `controller at 127.0.0.1:${port} answered as 'ctl-2', not 'ctl-3'` })
+  t.match(await ready(), { id: 'ctl-3', connected: false, droppedBytes: 0, error: "the controller answered as 'ctl-2', not 'ctl-3'" })
+  t.notMatch(JSON.stringify(await ready()), String(port), 'anyone may read readiness: no address of the controller')
   await until(() => sim.controllers.get('ctl-2')!.connectionCount === 0, 'link closed')
   t.match((await ctx.app.inject({ method: 'GET', url: `/api/stations/${station}`, headers: admin })).json(), { connected: false, status: 'offline' })
   const res = await command(ctx, ctx.adminToken, station, { command: 'light', quantity: 1 })
@@ -273,7 +274,9 @@ t.test('while a link is down, readiness says why: the connect refused, a control
   const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST } })
   const ready = async () => (await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json().controllers[0]
   await until(async () => (await ready()).error !== undefined, 'the refused connect in /health/ready')
-  t.match(await ready(), { id: 'ctl-1', connected: false, error: new RegExp(`^cannot connect: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`) })
+  t.match(await ready(), { id: 'ctl-1', connected: false })
+  t.equal((await ready()).error, 'cannot connect: ECONNREFUSED')
+  t.notMatch(JSON.stringify(await ready()), String(port), 'no address of the controller')
 
   // now something listens there: silent first, then a controller that says HELLO, answers, and is closed on demand
   let mode: 'silent' | 'controller' = 'silent'
@@ -296,7 +299,8 @@ t.test('while a link is down, readiness says why: the connect refused, a control
   await once(server, 'listening')
   t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
   await until(async () => /no frame/.test((await ready()).error ?? ''), 'the silent controller in /health/ready')
-  t.match(await ready(), { connected: false, error: `cannot connect: no frame for ${FAST.deadAfter} ms` })
+  t.match(await ready(), { connected: false })
+  t.equal((await ready()).error, `cannot connect: no frame for ${FAST.deadAfter} ms`)
 
   mode = 'controller'
   await until(async () => (await ready()).connected === true, 'connected')
@@ -306,7 +310,8 @@ t.test('while a link is down, readiness says why: the connect refused, a control
   // taken as seen: the reconnect to the silent listener replaces the reason after FAST.deadAfter
   let dropped: Record<string, unknown> = {}
   await until(async () => /closed by the controller/.test(String((dropped = await ready()).error)), 'the dropped link in /health/ready')
-  t.match(dropped, { connected: false, error: 'link dropped: closed by the controller' })
+  t.match(dropped, { connected: false })
+  t.equal(dropped.error, 'link dropped: closed by the controller')
 })
 
 t.test('a NAK without code: 502 with controllerCode null', async (t) => {
