@@ -857,7 +857,10 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   if (absent.length > 0) notes.push(`no column for ${absent.join(', ')}: mapped to null (always null in the API, not writable); map ${absent.length === 1 ? 'it' : 'them'} by hand if the table has one`)
   if (essential.length > 0) notes.push(`no column for ${essential.join(', ')}: the gateway needs ${essential.length === 1 ? 'it' : 'them'}; map ${essential.length === 1 ? 'it' : 'them'} by hand, or add ${essential.length === 1 ? 'a column' : 'columns'} to the table where it has none`)
   for (const c of unmappedRequired) {
-    notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a value every create writes ("defaults": {"${c.name}": …}), give it a default in the database, or set "readOnly": true`)
+    // bytes take no value of the configuration (start-up refuses them in "defaults"): only the database's own default
+    const bytes = db.dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(c.type.toLowerCase())
+    const given = bytes ? '' : `give it a value every create writes ("defaults": {"${c.name}": …}), `
+    notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, ${given}give it a default in the database${bytes ? ` (ALTER TABLE … ADD DEFAULT 0x FOR [${c.name}])` : ''}, or set "readOnly": true`)
   }
   const id = fields.find((m) => m.field === 'id')
   const keyed = id !== undefined && fields.some((m) => m.field === def.naturalKey && m.column === id.column)

@@ -851,6 +851,30 @@ t.test('SQL Server: schemas, row counts as text, codes in a char column', async 
   t.match(formatReport(result).join('\n'), /\n {2}archive\.MaterialBase {2}table {2}120000 rows\n/)
 })
 
+t.test('SQL Server: a NOT NULL bytes column is not advised into "defaults", which start-up refuses for bytes', async (t) => {
+  const c = (name: string, type: string, extra: Partial<ColumnInfo> = {}): ColumnInfo => ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...extra })
+  const db = fakeMssql(
+    [{ schema: 'dbo', name: 'Material', type: 'BASE TABLE', rows: '2' }],
+    {
+      'dbo.Material': [
+        c('MatID', 'int', { identity: true, hasDefault: true, nullable: false }),
+        c('MatNo', 'varchar', { maxLength: 40, nullable: false }),
+        c('MatName', 'nvarchar', { maxLength: 80, nullable: false }),
+        c('Bild', 'varbinary', { maxLength: -1, nullable: false }),
+        c('Hash', 'binary', { maxLength: 16, nullable: false }),
+        c('Kst', 'varchar', { maxLength: 4, nullable: false })
+      ]
+    },
+    {}
+  )
+  const notes = (await introspect(db, {})).resources.materials.notes.filter((n) => n.includes('NOT NULL without a default'))
+  t.same(notes, [
+    'column \'Bild\' (varbinary(max)) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a default in the database (ALTER TABLE … ADD DEFAULT 0x FOR [Bild]), or set "readOnly": true',
+    'column \'Hash\' (binary(16)) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a default in the database (ALTER TABLE … ADD DEFAULT 0x FOR [Hash]), or set "readOnly": true',
+    'column \'Kst\' (varchar(4)) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, give it a value every create writes ("defaults": {"Kst": …}), give it a default in the database, or set "readOnly": true'
+  ], 'before: "defaults" advised for Bild and Hash too')
+})
+
 t.test('SQL Server: columns a field cannot use after all, and an id the gateway cannot fill', async (t) => {
   const c = (name: string, type: string, extra: Partial<ColumnInfo> = {}): ColumnInfo => ({ name, type, nullable: true, hasDefault: false, identity: false, computed: false, ...extra })
   const item = { schema: 'dbo', name: 'Item', view: false }
