@@ -67,6 +67,20 @@ export const sortAlias = (i: number): string => `__s${i}`
  */
 export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag' | 'fold'
 
+/**
+ * A decimal(precision,scale) parameter type (`type`) tedious writes `value` in exactly. It sends
+ * round(|v| * 10^scale), computed in doubles, as a 64-bit integer: past 2^53 that product is no longer
+ * exact (123456789012345 as decimal(19,4) arrived as 123456789012345.0112, money's 922337203685477.5
+ * as 922337203685477.4784). The value's own decimals (at most the column's) keep it exact; a value
+ * that is not exact even so (a filter value of 17 digits) keeps the column's scale.
+ */
+function exactDecimal (type: string, precision: number, scale: number, value: number): string {
+  if (Math.abs(value) * 10 ** scale <= Number.MAX_SAFE_INTEGER) return type
+  let own = 0
+  while (own < scale && Number(value.toFixed(own)) !== value) own++
+  return Math.round(Math.abs(value * 10 ** own)) <= Number.MAX_SAFE_INTEGER ? `decimal(${precision},${own})` : type
+}
+
 export class SqlBuilder {
   readonly dialect: Dialect
   readonly storage: ResourceStorage
@@ -165,7 +179,7 @@ export class SqlBuilder {
         const scale = info.scale ?? 0
         const fits = Math.abs(value) < 10 ** (precision - scale) && Number(value.toFixed(scale)) === value
         if (!fits) return 'float'
-        if (precision <= 19) return type
+        if (precision <= 19) return exactDecimal(type, precision, scale, value)
         // tedious writes a decimal parameter as round(|v| * 10^scale) in 64 bits, whatever its
         // precision: in decimal(38,20) (Dynamics NAV's every decimal) 1.5 is already too much.
         // The value's own decimals (at most the column's) keep it exact; beyond 2^64 it is a float.
@@ -190,7 +204,7 @@ export class SqlBuilder {
     const money = type === 'money' || type === 'smallmoney'
     // tedious writes a money parameter as value * 10000 truncated (19.99 arrives as 19.9899): it goes
     // as a decimal, which tedious rounds, cast back to the column's type so the column is not converted
-    const p = params.add(this.storedKind(s, value), value, money ? (type === 'money' ? 'decimal(19,4)' : 'decimal(10,4)') : type)
+    const p = params.add(this.storedKind(s, value), value, money ? (type === 'money' && typeof value === 'number' ? exactDecimal('decimal(19,4)', 19, 4, value) : type === 'money' ? 'decimal(19,4)' : 'decimal(10,4)') : type)
     return money ? `CAST(${p} AS ${type})` : compared ? this.inColumnCodePage(s, value, type, p) : p
   }
 

@@ -840,6 +840,7 @@ export class ResourceStorage {
       case 'integer':
       case 'number': {
         const n = this.checkNumber(s, value as number)
+        this.checkDigits(s, value as number)
         // SQLite: a number a legacy program keeps as text is written as text, '12' (bound as a
         // number, SQLite's TEXT affinity would store '12.0'), never in exponent form
         return this.dialect === 'sqlite' && s.category === 'text' && typeof n === 'number' ? plainNumber(n) : n
@@ -891,9 +892,27 @@ export class ResourceStorage {
     if (s.category === 'integer' || s.category === 'decimal' || s.category === 'float') {
       // a text field the picking system keeps as a number (warehouse 3)
       if (!/^-?\d+(?:\.\d+)?$/.test(text)) throw new InvalidValueError(`'${s.field}' must be a number written as text in this installation, got '${text}'`)
-      return this.checkNumber(s, Number(text))
+      const n = this.checkNumber(s, Number(text))
+      this.checkDigits(s, Number(text))
+      return n
     }
     return text
+  }
+
+  /**
+   * A decimal column keeps a value digit for digit, but a JSON number carries only 15 significant
+   * digits for sure: with more, the double the body's parser made may already be another number
+   * (12345678901234.567 is the double 12345678901234.566, 99999999999999.999 is 1e14,
+   * 1234567890123456.1234567891 is 1234567890123456), stored as such without a word. Refused, as a
+   * value past the column's scale is; a whole number within 2^53 for a column without decimals is exact.
+   */
+  private checkDigits (s: FieldStorage, n: number): void {
+    const info = s.info
+    if (s.category !== 'decimal' || info === undefined || !Number.isFinite(n) || Number(n.toPrecision(15)) === n) return
+    const type = info.type.toLowerCase()
+    const scale = type === 'money' || type === 'smallmoney' ? 4 : info.scale ?? 0
+    if (scale === 0 && Number.isSafeInteger(n)) return
+    throw new InvalidValueError(`'${s.field}' must have at most 15 significant digits, all a JSON number carries exactly (its database column, ${describeType(info)}, would keep another number than the one sent), got ${n}`)
   }
 
   private checkNumber (s: FieldStorage, n: number): SqlValue {
