@@ -908,9 +908,17 @@ export class Repository {
     }
   }
 
-  /** SQL Server: holds the value of a unique field for this transaction (sp_getapplock), as it compares: trimmed, any case. */
+  /**
+   * SQL Server: holds a unique field for this transaction (sp_getapplock), so that a second write of a
+   * value equal to this one waits. Named by the value (trimmed, any case) only under a binary
+   * collation, whose equality trim() and toLowerCase() cannot split. Any other collation compares as
+   * no text function here can ('Müller' = 'Muller' accent-insensitive, 'ß' = 'ss' and 'æ' = 'ae' in
+   * Windows collations, a full-width 'Ａ' = 'A' width-insensitive), and a number column compares '7' and
+   * '07' as one: two such writes took different locks and both passed. There the lock is the field's.
+   */
   private async lockValue (tx: Executor, field: string, value: unknown): Promise<void> {
-    const name = `picking-gateway:${this.mapping.schema ?? 'dbo'}.${this.mapping.table}:${field}:${String(value).trim().toLowerCase()}`
+    const byValue = /_BIN2?(_|$)/i.test(this.storage.field(field).info?.collation ?? '')
+    const name = `picking-gateway:${this.mapping.schema ?? 'dbo'}.${this.mapping.table}:${field}${byValue ? `:${String(value).trim().toLowerCase()}` : ''}`
     // sp_getapplock takes names of up to 255 characters
     const resource = name.length <= 255 ? name : `picking-gateway:${createHash('sha256').update(name).digest('hex')}`
     const [row] = await tx.query(this.sql.appLock(resource, 10000))

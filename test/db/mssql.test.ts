@@ -245,7 +245,7 @@ t.test('a create on SQL Server runs in a transaction, so that a trigger\'s RAISE
   t.match(seen[1], /^SELECT \[id\] AS \[id\]/)
 })
 
-t.test('SQL Server: a unique value no index guards is locked by name, then looked for; a lock not granted in time is a 503', async (t) => {
+t.test('SQL Server: a unique value no index guards is locked (per field, or per value under a binary collation), then looked for; a lock not granted in time is a 503', async (t) => {
   const row = { id: 1, materialNumber: 'M-1', name: 'x', createdAt: new Date(), modifiedAt: new Date() }
   const seen: string[] = []
   let rc = 0
@@ -262,7 +262,23 @@ t.test('SQL Server: a unique value no index guards is locked by name, then looke
   const columns = Object.values(referenceMappings.materials.columns).map((c): ColumnInfo => ({ name: c as string, type: c === 'id' ? 'int' : 'nvarchar', nullable: c !== 'id', hasDefault: c === 'id', identity: c === 'id', computed: false, unique: c === 'id' }))
   const repo = new Repository(db, materials, referenceMappings.materials, { columns })
   await repo.create({ materialNumber: 'Ab-1', name: 'x' })
-  t.same(seen, ['lock picking-gateway:dbo.materials:materialNumber:ab-1', 'SELECT [id] AS [id],', 'DECLARE @inserted TA'], 'the lock first, as the value compares (any case)')
+  t.same(seen, ['lock picking-gateway:dbo.materials:materialNumber', 'SELECT [id] AS [id],', 'DECLARE @inserted TA'], 'the lock first: the field\'s, whose collation is not known')
+  // under a collation that compares as no text function of the gateway does, every value takes the field's lock:
+  // before, 'Müller' and 'Muller' (accent-insensitive), 'Maß' and 'Mass' (a Windows collation) took two locks and both passed
+  const collated = (collation: string): Repository => new Repository(db, materials, referenceMappings.materials, { columns: columns.map((c) => c.name === 'material_number' ? { ...c, collation } : c) })
+  for (const collation of ['Latin1_General_CI_AI', 'Latin1_General_100_CI_AS_WS', 'Latin1_General_CS_AS', 'SQL_Latin1_General_CP1_CI_AS']) {
+    seen.length = 0
+    await collated(collation).create({ materialNumber: 'Müller', name: 'x' })
+    await collated(collation).create({ materialNumber: 'Muller', name: 'x' })
+    await collated(collation).create({ materialNumber: 'Maß', name: 'x' })
+    t.same(seen.filter((s) => s.startsWith('lock')), Array(3).fill('lock picking-gateway:dbo.materials:materialNumber'), `${collation}: one lock for all`)
+  }
+  // a binary collation compares code points (trailing blanks aside): the value, trimmed and in any case, names its lock
+  for (const collation of ['Latin1_General_BIN2', 'Latin1_General_100_BIN2_UTF8', 'Latin1_General_BIN']) {
+    seen.length = 0
+    await collated(collation).create({ materialNumber: 'Ab-1', name: 'x' })
+    t.same(seen[0], 'lock picking-gateway:dbo.materials:materialNumber:ab-1', collation)
+  }
   rc = -1
   await t.rejects(repo.create({ materialNumber: 'Ab-2', name: 'x' }), { name: 'DatabaseUnavailableError', message: "Another write of materialNumber 'Ab-2' is still running; try again" })
 })
