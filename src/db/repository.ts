@@ -922,7 +922,8 @@ export class Repository {
     // sp_getapplock takes names of up to 255 characters
     const resource = name.length <= 255 ? name : `picking-gateway:${createHash('sha256').update(name).digest('hex')}`
     const [row] = await tx.query(this.sql.appLock(resource, 10000))
-    if (Number(row?.rc) < 0) throw new DatabaseUnavailableError(`Another write of ${field} '${String(value)}' is still running; try again`)
+    // the field's lock: the write that holds it may be of another value
+    if (Number(row?.rc) < 0) throw new DatabaseUnavailableError(`Another write of ${field}${byValue ? ` '${String(value)}'` : ''} is still running; try again`)
   }
 
   /** Two values of a field as the API compares them: a caseless field's regardless of case. */
