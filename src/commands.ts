@@ -633,8 +633,10 @@ export async function idRangeNotes (db: Database, mappings: Record<ResourceName,
     const category = info === undefined ? undefined : categoryOf(db.dialect, info, 'integer')
     // SQLite's key columns of another type (NUMERIC) may hold fractions or text another program left
     const odd = db.dialect === 'sqlite' && (category === 'decimal' || category === 'float' || category === 'integer')
-    // SQL Server's int, smallint and tinyint hold nothing beyond 2^53
-    const wide = category === 'integer' && (db.dialect === 'sqlite' || info!.type.toLowerCase() === 'bigint')
+    // SQL Server's int, smallint and tinyint hold nothing beyond 2^53; a decimal(p,0) or numeric(p,0) of 16 digits or more does
+    // (a numeric(18,0) identity), but the driver reads it as a double: its cursors are not exact either
+    const decimalKey = db.dialect === 'mssql' && category === 'decimal' && (info!.scale ?? 0) === 0 && (info!.precision ?? 18) > 15
+    const wide = decimalKey || (category === 'integer' && (db.dialect === 'sqlite' || info!.type.toLowerCase() === 'bigint'))
     if (info === undefined || (!odd && !wide)) continue
     // as the catalog spells it: under a case-sensitive collation another spelling is error 207, which ended check-config
     const c = d.ident(info.name)
@@ -647,7 +649,8 @@ export async function idRangeNotes (db: Database, mappings: Record<ResourceName,
       params: []
     })
     const n = Number(row?.wide ?? 0)
-    if (n > 0) notes.push(`${name}.id: ${rows(n, 'beyond 9007199254740991 in magnitude')}, which JSON numbers do not hold exactly: the API shows ${them(n)} rounded (a walk by meta.next still returns ${them(n)} once), and a path cannot name ${them(n)} (README, "Tokens and errors")`)
+    if (n > 0 && decimalKey) notes.push(`${name}.id: ${rows(n, 'beyond 9007199254740991 in magnitude')}, which JSON numbers do not hold exactly: the API shows ${them(n)} rounded and a path cannot name ${them(n)}; the driver reads a ${info!.type.toLowerCase()} column as a double, so a list cursor does not keep ${them(n)} exact either, and a walk by meta.next sorted by id may return ${n === 1 ? 'it' : 'each'} more than once or skip rows next to ${them(n)} (a bigint column keeps such ids exact in cursors; README, "Tokens and errors")`)
+    else if (n > 0) notes.push(`${name}.id: ${rows(n, 'beyond 9007199254740991 in magnitude')}, which JSON numbers do not hold exactly: the API shows ${them(n)} rounded (a walk by meta.next still returns ${them(n)} once), and a path cannot name ${them(n)} (README, "Tokens and errors")`)
     const m = Number(row?.odd ?? 0)
     if (m > 0) notes.push(`${name}.id: ${rows(m, 'that is not a whole number (2.5, text)')}: the API's ids are whole numbers, so ${m === 1 ? 'it is' : 'they are'} shown with the id 0, which ${m === 1 ? 'it does' : 'they do'} not have, and no path names ${them(m)}; give ${m === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
   }

@@ -864,6 +864,26 @@ t.test('check-config\'s notes on SQL Server name columns as its catalog spells t
   t.equal(texts[texts.length - 1], 'SELECT [ControllerID] AS [controller] FROM [dbo].[Platz] WHERE [ControllerID] IS NOT NULL')
 })
 
+t.test('check-config: ids beyond 2^53 in a SQL Server decimal or numeric key are counted, and the note says their cursors are not exact', async (t) => {
+  const texts: string[] = []
+  const db = { dialect: 'mssql', query: async (stmt: Statement) => { texts.push(stmt.text); return [{ wide: 2, odd: 0 }] } } as unknown as Database
+  const key = (type: string, precision: number, scale = 0): Record<'materials' | 'stations' | 'users', ColumnInfo[]> => ({
+    materials: [{ name: 'ArtID', type, precision, scale, nullable: false, hasDefault: true, identity: true, computed: false }],
+    stations: [],
+    users: []
+  })
+  const mappings = { ...referenceMappings, materials: { ...referenceMappings.materials, table: 'Artikel', columns: { ...referenceMappings.materials.columns, id: 'ArtID' } } }
+  // before: skipped as no integer column, and the README promised exact cursors
+  const notes = await idRangeNotes(db, mappings, key('numeric', 20))
+  t.equal(texts[0], 'SELECT SUM(CASE WHEN [ArtID] > 9007199254740991 OR [ArtID] < -9007199254740991 THEN 1 ELSE 0 END) AS [wide], SUM(CASE WHEN 1 = 0 THEN 1 ELSE 0 END) AS [odd] FROM [dbo].[Artikel]')
+  t.same(notes, ['materials.id: 2 rows have ids beyond 9007199254740991 in magnitude, which JSON numbers do not hold exactly: the API shows them rounded and a path cannot name them; the driver reads a numeric column as a double, so a list cursor does not keep them exact either, and a walk by meta.next sorted by id may return each more than once or skip rows next to them (a bigint column keeps such ids exact in cursors; README, "Tokens and errors")'])
+  t.equal((await idRangeNotes(db, mappings, key('decimal', 18))).length, 1, 'a decimal(18,0) identity too')
+  texts.length = 0
+  t.same(await idRangeNotes(db, mappings, key('decimal', 15)), [], 'decimal(15,0) holds nothing beyond 2^53')
+  t.same(await idRangeNotes(db, mappings, key('decimal', 20, 2)), [], 'nor is a key with decimals counted (the API\'s ids are whole numbers)')
+  t.same(texts, [], 'not asked')
+})
+
 // A terminal that is the command's standard input but not its controlling terminal (started by a daemon
 // or with setsid): when it goes away no SIGHUP comes, only the end of its input. 'close' closes it at the
 // prompt; a signal name sends that signal instead and reports whether the terminal echoes again after.
