@@ -5,7 +5,7 @@ import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } 
 import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
-import { spellingsStatement, synonymsStatement, VERSION_STATEMENT, versionProblem } from './mssql.js'
+import { spellingsStatement, synonymsStatement, VERSION_STATEMENT, versionProblem, wideDecimal } from './mssql.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
 import { isFixedWidthText, TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
 
@@ -839,8 +839,7 @@ export class ResourceStorage {
       case 'string': return this.padText(s, this.checkText(s, value as string))
       case 'integer':
       case 'number': {
-        const n = this.checkNumber(s, value as number)
-        this.checkDigits(s, value as number)
+        const n = this.checkDigits(s, this.checkNumber(s, value as number))
         // SQLite: a number a legacy program keeps as text is written as text, '12' (bound as a
         // number, SQLite's TEXT affinity would store '12.0'), never in exponent form
         return this.dialect === 'sqlite' && s.category === 'text' && typeof n === 'number' ? plainNumber(n) : n
@@ -892,26 +891,36 @@ export class ResourceStorage {
     if (s.category === 'integer' || s.category === 'decimal' || s.category === 'float') {
       // a text field the picking system keeps as a number (warehouse 3)
       if (!/^-?\d+(?:\.\d+)?$/.test(text)) throw new InvalidValueError(`'${s.field}' must be a number written as text in this installation, got '${text}'`)
-      const n = this.checkNumber(s, Number(text))
-      this.checkDigits(s, Number(text))
-      return n
+      return this.checkDigits(s, this.checkNumber(s, Number(text)))
     }
     return text
   }
 
   /**
-   * A decimal column keeps a value digit for digit, but a JSON number carries only 15 significant
-   * digits for sure: with more, the double the body's parser made may already be another number
-   * (12345678901234.567 is the double 12345678901234.566, 99999999999999.999 is 1e14,
+   * SQL Server: a decimal column keeps a value digit for digit, but a JSON number carries only 15
+   * significant digits for sure: with more, the double the body's parser made may already be another
+   * number (12345678901234.567 is the double 12345678901234.566, 99999999999999.999 is 1e14,
    * 1234567890123456.1234567891 is 1234567890123456), stored as such without a word. Refused, as a
-   * value past the column's scale is; a whole number within 2^53 for a column without decimals is exact.
+   * value past the column's scale is; a whole number within 2^53 for a column without decimals is
+   * exact. In a column of more than 15 digits with decimals (Dynamics NAV's decimal(38,20)) a value of
+   * 17 digits within 4 units in the last place of its 15 digits is the noise of a sum in doubles (0.1 + 0.2
+   * is 0.30000000000000004, which an ERP computing in doubles sends; 16 digits are a value meant so):
+   * written as those 15 digits, which is what a read of such a column shows (wideDecimal). SQLite keeps
+   * the double itself, as sent.
+   * Returns the value to write.
    */
-  private checkDigits (s: FieldStorage, n: number): void {
+  private checkDigits (s: FieldStorage, value: SqlValue): SqlValue {
     const info = s.info
-    if (s.category !== 'decimal' || info === undefined || !Number.isFinite(n) || Number(n.toPrecision(15)) === n) return
+    if (this.dialect !== 'mssql' || typeof value !== 'number') return value
+    const n = value
+    if (s.category !== 'decimal' || info === undefined || !Number.isFinite(n) || Number(n.toPrecision(15)) === n) return n
     const type = info.type.toLowerCase()
     const scale = type === 'money' || type === 'smallmoney' ? 4 : info.scale ?? 0
-    if (scale === 0 && Number.isSafeInteger(n)) return
+    if (scale === 0 && Number.isSafeInteger(n)) return n
+    if ((info.precision ?? 0) > 15 && scale > 0 && Number(n.toPrecision(16)) !== n) {
+      const short = wideDecimal(n)
+      if (short !== n && Math.abs(short) < 10 ** ((info.precision ?? 0) - scale)) return short
+    }
     throw new InvalidValueError(`'${s.field}' must have at most 15 significant digits, all a JSON number carries exactly (its database column, ${describeType(info)}, would keep another number than the one sent), got ${n}`)
   }
 

@@ -206,6 +206,17 @@ t.test('a decimal write arrives as sent or is refused naming the field: 15 signi
   // before, each passed and arrived changed: what the body's JSON parser and tedious's round(|v| * 10^scale) in doubles make of it
   refused(msMat, 12345678901234.567) // arrived as 12345678901234.566
   refused(msMat, 9007199254740.993) // 9007199254740.992
+  // 17 digits within 4 units in the last place of its 15: the noise of a sum in doubles, written as the 15 digits a
+  // read of a column of more than 15 digits shows (wideDecimal), not refused: an ERP computing in doubles sends such values
+  // (a column of fewer decimals refuses them for its scale, as before)
+  const nav = withColumn(col('MinB', 'decimal', { precision: 38, scale: 20 }))
+  t.equal(nav.storage.toDb(nav.storage.field('minStock'), 1.1 * 1.1), 1.21, '1.2100000000000002 is 1.21')
+  refused(nav, 1234567890123456.1) // 17 digits, but no noise: the digits after the 15th are the value's
+  t.equal(nav.storage.toDb(nav.storage.field('minStock'), 0.1 + 0.2), 0.3, 'Dynamics NAV\'s decimal(38,20): 0.30000000000000004 is 0.3')
+  t.equal(arrives(write(nav, 3.3000000000000003)), '3.3')
+  // SQLite keeps the double itself, as sent and as a read shows it: nothing to refuse
+  const lite = new ResourceStorage('sqlite', materials, matMapping, matColumns.map((m) => m.name === 'MinB' ? col('MinB', 'decimal', { precision: 18, scale: 3 }) : m))
+  t.equal(lite.toDb(lite.field('minStock'), 12345678901234.567), 12345678901234.567)
   refused(d184, 12345678901234.5678) // 12345678901234.5680
   refused(d3810, 1234567890123456.1234567891) // 1234567890123456, as decimal(38,0)
   refused(d3810, 1234567890123456)
