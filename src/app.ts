@@ -172,24 +172,40 @@ export function firstInvalidByte (body: Buffer): number {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
+/** The methods whose requests Fastify never reads a body of */
+const BODYLESS = new Set(['GET', 'HEAD', 'TRACE'])
+
 /**
- * JSON bodies are UTF-8 (RFC 8259 §8.1): bytes that are not, or another declared charset, are
- * refused before anything is parsed or written, instead of being stored as U+FFFD. The text then
- * goes to Fastify's own JSON parser (which refuses __proto__ and constructor.prototype keys).
+ * What a JSON body's headers alone refuse (a Content-Encoding, a declared charset other than
+ * UTF-8), for the requests whose body goes to the JSON parser. A preParsing hook asks it, before the
+ * body is read: a client that sent Expect: 100-continue gets this 415 instead of the 100, and
+ * does not send its body for nothing.
+ */
+function refusedByHeaders (request: FastifyRequest): ApiError | undefined {
+  const type = request.headers['content-type']
+  if (type === undefined || BODYLESS.has(request.method)) return undefined
+  const semicolon = type.indexOf(';')
+  if ((semicolon === -1 ? type : type.slice(0, semicolon)).trim().toLowerCase() !== 'application/json') return undefined
+  const encoding = request.headers['content-encoding']
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Encoding '${encoding}' is not supported: send the body uncompressed`)
+  }
+  const charset = semicolon === -1 ? undefined : declaredCharset(type)
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares charset=${charset}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`)
+  }
+  return undefined
+}
+
+/**
+ * JSON bodies are UTF-8 (RFC 8259 §8.1): bytes that are not are refused before anything is parsed
+ * or written, instead of being stored as U+FFFD (another declared charset, or a Content-Encoding,
+ * was refused before the body was read: refusedByHeaders). The text then goes to Fastify's own
+ * JSON parser (which refuses __proto__ and constructor.prototype keys).
  */
 function jsonParser (app: FastifyInstance) {
   const parse = app.getDefaultJsonParser('error', 'error')
   return (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void => {
-    const encoding = request.headers['content-encoding']
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Encoding '${encoding}' is not supported: send the body uncompressed`))
-      return
-    }
-    const charset = declaredCharset(request.headers['content-type'])
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares charset=${charset}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`))
-      return
-    }
     // A route that takes no body (a delete, a refresh, a ticket) reads nothing from a client that sends its
     // JSON Content-Type on every request, as scripts and ERP middleware do: it sent no body, not an empty one.
     if ((body as Buffer).length === 0 && request.routeOptions.schema?.body === undefined) {
@@ -465,6 +481,11 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     // before authentication: kept as sent, '%FF' would be searched for, or taken for a ticket.
     const malformed = (request.query as ParsedQuery)[MALFORMED_QUERY]
     done(malformed === undefined ? undefined : badRequest(malformedQueryMessage(malformed), 'BAD_QUERY'))
+  })
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const refused = refusedByHeaders(request)
+    if (refused === undefined) done(null, payload)
+    else done(refused)
   })
   app.addHook('onResponse', async (request, reply) => {
     const socket = request.raw.socket as (Socket & { [IN_FLIGHT]?: number }) | null

@@ -188,7 +188,7 @@ t.test('a request line with an absolute URL, as proxies send it, is the same req
   t.same(root.body, { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET / not found' }, 'an absolute URL without a path is /')
 })
 
-t.test('Expect: 100-continue: a refusal (401, 413, 415) comes instead of the 100, before the client sends its body; the 100 only once the body is wanted', async (t) => {
+t.test('Expect: 100-continue: a refusal (401, 413, 415, a charset or a Content-Encoding too) comes instead of the 100, before the client sends its body; the 100 only once the body is wanted', async (t) => {
   const ctx = await build(t)
   if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = ctx.app.server.address() as AddressInfo
@@ -225,6 +225,12 @@ t.test('Expect: 100-continue: a refusal (401, 413, 415) comes instead of the 100
   t.match(tooLarge.first, /^HTTP\/1\.1 413 /, 'a declared length beyond server.bodyLimit: the 413 and no 100 Continue')
   const wrongType = await expect(`${token}Content-Type: text/plain\r\n${length}`)
   t.match(wrongType.first, /^HTTP\/1\.1 415 /, 'a content type other than JSON: the 415 and no 100 Continue')
+  // checked on the headers alone, before the body is read (before: after the 100 and the whole body)
+  const latin1 = await expect(`${token}Content-Type: application/json; charset=iso-8859-1\r\n${length}`)
+  t.match(latin1.first, /^HTTP\/1\.1 415 [^]*"message":"Content-Type declares charset=iso-8859-1: /, 'a declared charset other than UTF-8: the 415 and no 100 Continue')
+  t.ok(latin1.closed, 'and the connection is closed')
+  const gzipped = await expect(`${token}Content-Type: application/json\r\nContent-Encoding: gzip\r\n${length}`)
+  t.match(gzipped.first, /^HTTP\/1\.1 415 [^]*"message":"Content-Encoding 'gzip' is not supported/, 'a Content-Encoding: the 415 and no 100 Continue')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 0, 'nothing written')
 
   const created = await expect(`${token}Content-Type: application/json\r\n${length}`)
