@@ -340,11 +340,15 @@ function earlyRequestLine (app: FastifyInstance, method: string, url: string, st
 const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i
 
 /**
- * The request's path and query without the scheme and host of an absolute URL: the router finds the
+ * The request's path and query without the scheme and host of an absolute URL, and without a fragment: the router finds the
  * route either way, but meta.next, a 405's Allow and the fixed paths (/api/users/login) read the path.
  */
 function originForm (req: IncomingMessage): string {
-  const url = req.url ?? '/'
+  let url = req.url ?? '/'
+  // a fragment (#…) is the client's own and no part of the request target (RFC 9110 §7.1); a URL pasted
+  // into a raw request line kept it, and the router read what follows '#' as a query ('unknown field x')
+  const hash = url.indexOf('#')
+  if (hash !== -1) url = url.slice(0, hash)
   // (the usual origin form, /…, at the cost of one character's test)
   if (url.charCodeAt(0) === 47) return url
   const authority = ABSOLUTE_FORM.exec(url)

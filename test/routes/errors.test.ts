@@ -188,6 +188,23 @@ t.test('a request line with an absolute URL, as proxies send it, is the same req
   t.same(root.body, { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET / not found' }, 'an absolute URL without a path is /')
 })
 
+t.test('a fragment in the request line (#…, a pasted URL) is no part of the request: not read as a query', async (t) => {
+  const ctx = await build(t)
+  const auth = `Authorization: Bearer ${ctx.adminToken}\r\n`
+  const id = (await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'FRAG-1', name: 'fragment' } })).json().id as number
+  await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'FRAG-2', name: 'fragment' } })
+  for (const target of [`/api/materials/${id}#x`, `/api/materials/${id}#`, `http://gateway.example/api/materials/${id}#details`]) {
+    const res = await raw(ctx, `GET ${target} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`)
+    t.equal(res.status, 200, target)
+    t.match(res.body, { id, materialNumber: 'FRAG-1' }, target)
+  }
+  const list = await raw(ctx, `GET /api/materials?limit=1#page-2 HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`)
+  t.equal(list.status, 200, 'the query before the fragment is read, the fragment is not')
+  t.match((list.body as { meta: { next: string } }).meta.next, /^\/api\/materials\?limit=1&cursor=[^#]*$/, 'meta.next carries no fragment')
+  const root = await raw(ctx, `GET /#top HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+  t.same(root.body, { statusCode: 404, code: 'ROUTE_NOT_FOUND', error: 'Not Found', message: 'Route GET / not found' })
+})
+
 t.test('Expect: 100-continue: a refusal (401, 413, 415, a charset or a Content-Encoding too) comes instead of the 100, before the client sends its body; the 100 only once the body is wanted', async (t) => {
   const ctx = await build(t)
   if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
