@@ -37,8 +37,11 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
   fastify.post('/login', {
     config: {
       auth: 'none',
-      // @fastify/rate-limit counts an IPv6 client by its /64 by itself, as the failure count does (addressKey)
-      rateLimit: { max: opts.loginAttemptsPerAddress, timeWindow: opts.loginAddressWindowMs }
+      // @fastify/rate-limit counts an IPv6 client by its /64 by itself, as the failure count does (addressKey).
+      // Counted once the body has passed (preHandler, not onRequest): a request refused for its body (a form post's
+      // 415, a 400 without a password) checks no password, and a client stuck on a wrong Content-Type locked its own
+      // address out for the window; every attempt that reaches the password check still counts.
+      rateLimit: { max: opts.loginAttemptsPerAddress, timeWindow: opts.loginAddressWindowMs, hook: 'preHandler' }
     },
     schema: {
       summary: 'Log in with username and password',

@@ -179,6 +179,26 @@ t.test('login attempts per address are throttled', async (t) => {
   t.equal(res.json().statusCode, 429)
 })
 
+t.test('a login refused for its body (415, 400) checks no password and uses up none of the address\'s attempts', async (t) => {
+  const { app } = await build(t, { auth: { loginThrottle: { maxAttemptsPerAddress: 4 } } })
+  // build() already logged the admin in once from this address: 3 attempts are left
+  for (const [type, payload, status] of [
+    ['application/x-www-form-urlencoded', 'username=admin&password=x', 415], ['text/plain', '{"username":"admin","password":"x"}', 415],
+    ['application/json; charset=iso-8859-1', '{"username":"admin","password":"x"}', 415], ['application/json', '{"username":"admin"}', 400],
+    ['application/json', '{"username":"admin",', 400]
+  ] as const) {
+    for (let i = 0; i < 4; i++) {
+      const res = await app.inject({ method: 'POST', url: '/api/users/login', headers: { 'content-type': type }, payload })
+      t.equal(res.statusCode, status, `${type} ${payload} (${i + 1})`)
+    }
+  }
+  for (let i = 0; i < 2; i++) t.equal((await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: 'wrong-password' } })).statusCode, 401)
+  const ok = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  t.equal(ok.statusCode, 200, 'the refused bodies took none of the 3 attempts left (before: a 429)')
+  const limited = await app.inject({ method: 'POST', url: '/api/users/login', payload: { username: 'admin', password: ADMIN_PASSWORD } })
+  t.equal(limited.statusCode, 429, 'every attempt that reached the password check counted: the limit holds')
+})
+
 t.test('refresh and application tokens', async (t) => {
   const ctx = await build(t)
   const { app, auth } = ctx
