@@ -192,7 +192,9 @@ function refusedByHeaders (request: FastifyRequest): ApiError | undefined {
   }
   const charset = semicolon === -1 ? undefined : declaredCharset(type)
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares charset=${charset}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`)
+    // `charset=` or `charset=""` (a client's charset variable left empty) read as "declares charset=:"
+    const declared = charset === '' ? 'an empty charset (charset=)' : `charset=${charset}`
+    return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares ${declared}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`)
   }
   return undefined
 }

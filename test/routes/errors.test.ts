@@ -35,6 +35,14 @@ t.test('JSON bodies are UTF-8: other bytes or another declared charset are refus
       message: `Content-Type declares charset=${/charset="?([^"]+)/.exec(type)![1].toLowerCase()}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`
     }, type)
   }
+  for (const type of [`${json}; charset=`, `${json}; charset=""`, `${json};charset= `]) {
+    t.same((await post('{"materialNumber":"M-0","name":"plain"}', type)).json(), {
+      statusCode: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      error: 'Unsupported Media Type',
+      message: 'Content-Type declares an empty charset (charset=): JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)'
+    }, `${type}: said so, not "declares charset=:"`)
+  }
   const ascii = await post('{"materialNumber":"M-0","name":"plain"}', `${json}; charset=ISO-8859-1`)
   t.equal(ascii.statusCode, 415, 'the declared charset is refused even when the bytes happen to be ASCII')
   t.equal(await count(), 0, 'nothing was written')
