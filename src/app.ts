@@ -172,6 +172,14 @@ export function firstInvalidByte (body: Buffer): number {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
+/**
+ * US-ASCII's names (IANA's registry, and Python's `ascii`). Refused as other charsets are, although every
+ * ASCII body is UTF-8: the clients that declare it encode with an ASCII encoder (.NET's Encoding.ASCII, Java's
+ * US_ASCII), which sends '?' for each character beyond ASCII; the gateway would store "Schl?ssel" unwarned.
+ */
+const ASCII_NAMES = new Set(['us-ascii', 'ascii', 'ansi_x3.4-1968', 'ansi_x3.4-1986', 'iso646-us', 'iso_646.irv:1991', 'iso-ir-6', 'us', 'ibm367', 'cp367', 'csascii'])
+const ASCII_LOSES = "; an ASCII encoder (.NET's Encoding.ASCII, Java's US_ASCII) sends '?' for every character beyond ASCII, which would be stored as '?': encode the body as UTF-8"
+
 /** The methods whose requests Fastify never reads a body of */
 const BODYLESS = new Set(['GET', 'HEAD', 'TRACE'])
 
@@ -194,7 +202,8 @@ function refusedByHeaders (request: FastifyRequest): ApiError | undefined {
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     // `charset=` or `charset=""` (a client's charset variable left empty) read as "declares charset=:"
     const declared = charset === '' ? 'an empty charset (charset=)' : `charset=${charset}`
-    return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares ${declared}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)`)
+    const why = ASCII_NAMES.has(charset) ? ASCII_LOSES : ''
+    return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares ${declared}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)${why}`)
   }
   return undefined
 }

@@ -43,6 +43,13 @@ t.test('JSON bodies are UTF-8: other bytes or another declared charset are refus
       message: 'Content-Type declares an empty charset (charset=): JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)'
     }, `${type}: said so, not "declares charset=:"`)
   }
+  // .NET's StringContent with Encoding.ASCII: its bytes are ASCII, but 'ü' was sent as '?' already
+  for (const type of [`${json}; charset=us-ascii`, `${json}; charset=US-ASCII`, `${json}; charset=ascii`, `${json}; charset=ANSI_X3.4-1968`]) {
+    const res = await post('{"materialNumber":"M-0","name":"Schl?ssel"}', type)
+    t.equal(res.statusCode, 415, type)
+    t.equal(res.json().message, `Content-Type declares charset=${/charset=(.+)/.exec(type)![1].toLowerCase()}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset); ` +
+      "an ASCII encoder (.NET's Encoding.ASCII, Java's US_ASCII) sends '?' for every character beyond ASCII, which would be stored as '?': encode the body as UTF-8", `${type}: says why an ASCII body is refused`)
+  }
   const ascii = await post('{"materialNumber":"M-0","name":"plain"}', `${json}; charset=ISO-8859-1`)
   t.equal(ascii.statusCode, 415, 'the declared charset is refused even when the bytes happen to be ASCII')
   t.equal(await count(), 0, 'nothing was written')
