@@ -117,7 +117,7 @@ export const FRAMEWORK_ERRORS = {
   405: 'METHOD_NOT_ALLOWED: the path is a route, the method is not one it takes; Allow lists those it does',
   413: 'BODY_TOO_LARGE: the body is larger than server.bodyLimit (1 MiB by default)',
   414: 'URI_TOO_LONG: a path parameter longer than 100 characters',
-  415: 'UNSUPPORTED_MEDIA_TYPE: a body that is not application/json, declares a charset other than UTF-8, or has a Content-Encoding',
+  415: 'UNSUPPORTED_MEDIA_TYPE: a body that is not application/json (or application/merge-patch+json on PATCH), declares a charset other than UTF-8, or has a Content-Encoding',
   408: 'REQUEST_TIMEOUT: the request (headers and body) did not arrive within server.requestTimeoutMs; the connection is closed',
   417: 'EXPECTATION_FAILED: an Expect header other than 100-continue',
   431: 'HEADERS_TOO_LARGE: the request line and headers together are larger than Node\'s limit (16 KB unless --max-http-header-size says otherwise; a long URL counts)',

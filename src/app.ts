@@ -180,6 +180,13 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 const ASCII_NAMES = new Set(['us-ascii', 'ascii', 'ansi_x3.4-1968', 'ansi_x3.4-1986', 'iso646-us', 'iso_646.irv:1991', 'iso-ir-6', 'us', 'ibm367', 'cp367', 'csascii'])
 const ASCII_LOSES = "; an ASCII encoder (.NET's Encoding.ASCII, Java's US_ASCII) sends '?' for every character beyond ASCII, which would be stored as '?': encode the body as UTF-8"
 
+/**
+ * JSON Merge Patch (RFC 7396), which generated clients and HTTP libraries send on PATCH: an update's
+ * body already means that (a flat record: the fields sent change, null empties a field), so it is
+ * read as JSON there; on any other method it is a 415 (a create or a POST update is no patch).
+ */
+const MERGE_PATCH = 'application/merge-patch+json'
+
 /** The methods whose requests Fastify never reads a body of */
 const BODYLESS = new Set(['GET', 'HEAD', 'TRACE'])
 
@@ -193,7 +200,10 @@ function refusedByHeaders (request: FastifyRequest): ApiError | undefined {
   const type = request.headers['content-type']
   if (type === undefined || BODYLESS.has(request.method)) return undefined
   const semicolon = type.indexOf(';')
-  if ((semicolon === -1 ? type : type.slice(0, semicolon)).trim().toLowerCase() !== 'application/json') return undefined
+  const media = (semicolon === -1 ? type : type.slice(0, semicolon)).trim().toLowerCase()
+  if (media === MERGE_PATCH) {
+    if (request.method !== 'PATCH') return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type '${type}' is taken on PATCH only: send application/json`)
+  } else if (media !== 'application/json') return undefined
   const encoding = request.headers['content-encoding']
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
     return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Encoding '${encoding}' is not supported: send the body uncompressed`)
@@ -474,9 +484,12 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     app.server.emit('request', req, res)
   })
   app.setValidatorCompiler(validatorCompiler())
-  // JSON only, and only UTF-8; any other content type (text/plain too) is a 415 naming it
+  // JSON only (and JSON Merge Patch on PATCH), and only UTF-8; any other content type (text/plain too) is a 415 naming it
   app.removeContentTypeParser(['application/json', 'text/plain'])
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonParser(app))
+  const parseJson = jsonParser(app)
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJson)
+  // on PATCH only: refusedByHeaders refuses it on other methods before the body is read
+  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'buffer' }, parseJson)
 
   // the service's own logger: its request lines go straight to its sink, the same bytes for less CPU
   const requestLine = requestLineWriter(options.logger)
@@ -546,6 +559,10 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       if (route.schema === undefined || route.schema.querystring !== undefined || route.config?.anyQuery === true) return
       const response = route.schema.response as Record<string, unknown> | undefined
       route.schema = { ...route.schema, querystring: NO_QUERY, ...(response !== undefined && response['400'] === undefined && { response: { ...response, ...errorResponses(400) } }) }
+    })
+    // an update by PATCH lists the JSON Merge Patch it takes beside JSON (generated clients pick the first)
+    scope.addHook('onRoute', (route) => {
+      if (route.method === 'PATCH' && route.schema?.body !== undefined && route.schema.consumes === undefined) route.schema = { ...route.schema, consumes: ['application/json', MERGE_PATCH] }
     })
     scope.addHook('onRoute', (route) => {
       const body = route.schema?.body as { properties?: Record<string, unknown>, additionalProperties?: unknown } | undefined

@@ -122,6 +122,33 @@ t.test('JSON bodies are UTF-8: other bytes or another declared charset are refus
   t.equal(await count(), 5)
 })
 
+t.test('JSON Merge Patch (RFC 7396) is taken on PATCH, with its meaning: the fields sent change, null empties one; on other methods a 415', async (t) => {
+  const ctx = await build(t)
+  const { app } = ctx
+  const admin = ctx.auth(ctx.adminToken)
+  const merge = 'application/merge-patch+json'
+  const id = (await app.inject({ method: 'POST', url: '/api/materials', headers: admin, payload: { materialNumber: 'MP-1', name: 'before', description: 'old', barcode: '4006381333931', minStock: 5 } })).json().id as number
+  const patched = await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers: { ...admin, 'content-type': merge }, payload: '{"name":"after","description":null,"minStock":null}' })
+  t.equal(patched.statusCode, 200, patched.body)
+  t.match(patched.json(), { id, materialNumber: 'MP-1', name: 'after', description: null, barcode: '4006381333931', minStock: null }, 'sent fields changed, null emptied, the rest kept')
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers: { ...admin, 'content-type': `${merge}; charset=utf-8` }, payload: '{"name":"again"}' })).statusCode, 200, 'with charset=utf-8')
+  const required = await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers: { ...admin, 'content-type': merge }, payload: '{"name":null}' })
+  t.match(required.json(), { statusCode: 400, code: 'VALIDATION_ERROR', message: 'body/name must be string' }, 'a field the record cannot lack is not removed')
+  t.match((await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers: { ...admin, 'content-type': merge }, payload: '"x"' })).json(), { statusCode: 400, message: 'body must be object' }, 'a patch that would replace the whole record is refused')
+  t.match((await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers: { ...admin, 'content-type': `${merge}; charset=iso-8859-1` }, payload: '{"name":"x"}' })).json(), { statusCode: 415, message: /^Content-Type declares charset=iso-8859-1: / })
+  for (const [method, url] of [['POST', `/api/materials/${id}`], ['POST', '/api/materials'], ['DELETE', `/api/materials/${id}`]] as const) {
+    const res = await app.inject({ method, url, headers: { ...admin, 'content-type': merge }, payload: '{"materialNumber":"MP-2","name":"x"}' })
+    t.same(res.json(), { statusCode: 415, code: 'UNSUPPORTED_MEDIA_TYPE', error: 'Unsupported Media Type', message: `Content-Type '${merge}' is taken on PATCH only: send application/json` }, `${method} ${url}`)
+  }
+  t.match((await app.inject({ method: 'GET', url: `/api/materials/${id}`, headers: admin })).json(), { name: 'again' }, 'none of those changed it')
+  const user = await app.inject({ method: 'PATCH', url: '/api/users/1', headers: { ...admin, 'content-type': merge }, payload: '{"displayName":null}' })
+  t.equal(user.statusCode, 200, 'users too')
+  t.equal(user.json().displayName, null)
+  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  t.same(Object.keys(doc.paths['/api/materials/{id}'].patch.requestBody.content), ['application/json', merge], 'the OpenAPI document lists it on PATCH')
+  t.same(Object.keys(doc.paths['/api/materials/{id}'].post.requestBody.content), ['application/json'], 'and not on POST')
+})
+
 t.test('firstInvalidByte: the offset of the first bad byte in one pass, past characters of every length and real U+FFFD', async (t) => {
   const { firstInvalidByte } = await import('../../src/app.js')
   const at = (text: string, bad = Buffer.from([0xff])): number => firstInvalidByte(Buffer.concat([Buffer.from(text), bad]))
