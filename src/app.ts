@@ -10,7 +10,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import Ajv, { type ErrorObject, type FuncKeywordDefinition, type SchemaValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type RequestPayload } from 'fastify'
 import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
@@ -216,6 +216,13 @@ function refusedByHeaders (request: FastifyRequest): ApiError | undefined {
     return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type declares ${declared}: JSON bodies must be UTF-8 (declare charset=utf-8 or no charset)${why}`)
   }
   return undefined
+}
+
+/** refusedByHeaders as a preParsing hook (a callback one: it runs on every write) */
+function refuseByHeaders (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (err: Error | null, payload?: RequestPayload) => void): void {
+  const refused = refusedByHeaders(request)
+  if (refused === undefined) done(null, payload)
+  else done(refused)
 }
 
 /**
@@ -510,10 +517,11 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     const malformed = (request.query as ParsedQuery)[MALFORMED_QUERY]
     done(malformed === undefined ? undefined : badRequest(malformedQueryMessage(malformed), 'BAD_QUERY'))
   })
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    const refused = refusedByHeaders(request)
-    if (refused === undefined) done(null, payload)
-    else done(refused)
+  // on the routes that read a body only: a GET runs no hook for it, and a path that no route has stays a 404
+  app.addHook('onRoute', (route) => {
+    if ((Array.isArray(route.method) ? route.method : [route.method]).every((method) => BODYLESS.has(method))) return
+    const existing = route.preParsing === undefined ? [] : Array.isArray(route.preParsing) ? route.preParsing : [route.preParsing]
+    route.preParsing = [...existing, refuseByHeaders]
   })
   app.addHook('onResponse', async (request, reply) => {
     const socket = request.raw.socket as (Socket & { [IN_FLIGHT]?: number }) | null

@@ -288,6 +288,8 @@ t.test('Expect: 100-continue: a refusal (401, 413, 415, a charset or a Content-E
   const latin1 = await expect(`${token}Content-Type: application/json; charset=iso-8859-1\r\n${length}`)
   t.match(latin1.first, /^HTTP\/1\.1 415 [^]*"message":"Content-Type declares charset=iso-8859-1: /, 'a declared charset other than UTF-8: the 415 and no 100 Continue')
   t.ok(latin1.closed, 'and the connection is closed')
+  const nowhere = await ctx.app.inject({ method: 'POST', url: '/api/nowhere', headers: { ...ctx.auth(ctx.adminToken), 'content-type': 'application/json; charset=iso-8859-1' }, payload: '{}' })
+  t.equal(nowhere.json().code, 'ROUTE_NOT_FOUND', 'a path that no route has is a 404 whatever the charset')
   const gzipped = await expect(`${token}Content-Type: application/json\r\nContent-Encoding: gzip\r\n${length}`)
   t.match(gzipped.first, /^HTTP\/1\.1 415 [^]*"message":"Content-Encoding 'gzip' is not supported/, 'a Content-Encoding: the 415 and no 100 Continue')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 0, 'nothing written')
