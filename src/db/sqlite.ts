@@ -718,7 +718,9 @@ class SqliteDatabase implements Database {
     if (key !== undefined && list?.type === 'table' && Number(keyRow?.pk) === 1 && /int/i.test(key.type)) {
       const limit = Number.MAX_SAFE_INTEGER
       const quoted = sqliteDialect.ident(key.name)
-      const [range] = await this.query({ text: `SELECT EXISTS (SELECT 1 FROM ${sqliteDialect.table(mapping)} WHERE ${quoted} > ${limit} OR ${quoted} < -${limit}) AS wide`, params: [] })
+      // SQLite orders every text and BLOB above every number: only numbers count ('G-7' in an INT PRIMARY KEY is no wide id);
+      // `< ''` (below the least text) keeps the upper range on the index
+      const [range] = await this.query({ text: `SELECT EXISTS (SELECT 1 FROM ${sqliteDialect.table(mapping)} WHERE (${quoted} > ${limit} AND ${quoted} < '') OR ${quoted} < -${limit}) AS wide`, params: [] })
       if (Number(range?.wide) === 1) key.wideValues = true
     }
     return columns

@@ -852,3 +852,18 @@ t.test('recheck: the -wal and -shm removed, and their commits cannot be written 
   t.equal(await db.recheck!(), 'sidecars')
   t.same(readInOtherProcess(file, 'SELECT a FROM t'), [[1]], 'before: the connection was closed with its commit, which was gone')
 })
+
+t.test('ids beyond 2^53: only numbers count, not text another program left in an INT PRIMARY KEY (SQLite sorts text above every number)', async (t) => {
+  const db = openDatabase('sqlite::memory:', { logger: silent })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE "H" ("id" INT PRIMARY KEY, "n" TEXT)', params: [] })
+  await db.execute({ text: "INSERT INTO \"H\" VALUES (1, 'a'), ('G-7', 'b'), (x'01', 'c')", params: [] })
+  const mapping = { table: 'H', columns: { id: 'id' } } as unknown as TableMapping
+  const wide = async (): Promise<boolean | undefined> => (await db.columns(mapping)).find((c) => c.name === 'id')?.wideValues
+  t.equal(await wide(), undefined, 'text and a BLOB are no id beyond 2^53')
+  await db.execute({ text: "INSERT INTO \"H\" VALUES (9007199254740993, 'd')", params: [] })
+  t.equal(await wide(), true, 'a number beyond it is')
+  await db.execute({ text: 'DELETE FROM "H" WHERE "id" = 9007199254740993', params: [] })
+  await db.execute({ text: "INSERT INTO \"H\" VALUES (-9007199254740993, 'e')", params: [] })
+  t.equal(await wide(), true, 'and one below its negative')
+})
