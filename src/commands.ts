@@ -740,7 +740,7 @@ async function duplicateIdNotes (db: Database, mappings: Record<ResourceName, Ta
     }
     if (rows.length === 0) continue
     const ids = rows.slice(0, 5).map((r) => `${JSON.stringify(r.id)} (${Number(r.n)} rows)`).join(', ')
-    notes.push(`${name}.id: ${rows.length} id${rows.length === 1 ? ' is' : 's are'} held by more than one row in column '${info.name}', which is not unique by itself (${ids}${rows.length > 5 ? ', …' : ''}): a read by such an id shows one of the rows, and an update or delete of it is a 409 that changes none; map id to a column that is unique by itself (README, "Day one: mapping")`)
+    notes.push(`${name}.id: ${rows.length} id${rows.length === 1 ? ' is' : 's are'} held by more than one row in column '${info.name}', which is not unique by itself (${ids}${rows.length > 5 ? ', …' : ''}): a read, update or delete of such an id is a 409 that shows and changes none of them; map id to a column that is unique by itself (README, "Day one: mapping")`)
   }
   return notes
 }

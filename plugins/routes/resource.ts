@@ -148,7 +148,7 @@ export function resourceRoutes (opts: ResourceRoutesOptions): FastifyPluginAsync
         summary: `Read a ${opts.noun}`,
         tags: [opts.tag],
         params,
-        response: { 200: item, 304: Type.Null(), ...errorResponses(401, 403, 404, 503) }
+        response: { 200: item, 304: Type.Null(), ...errorResponses(401, 403, 404, 409, 503) }
       }
     }, async (request, reply) => {
       const id = idOf(request)

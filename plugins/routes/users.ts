@@ -118,7 +118,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       summary: 'Read a user (admin, or your own record)',
       tags: ['users'],
       params,
-      response: { 200: item, 304: Type.Null(), ...errorResponses(401, 403, 404, 503) }
+      response: { 200: item, 304: Type.Null(), ...errorResponses(401, 403, 404, 409, 503) }
     }
   }, async (request, reply) => {
     const id = idOf(request)

@@ -351,9 +351,20 @@ export class Repository {
     return Number(rows[0]?.total ?? 0)
   }
 
+  /**
+   * The row the id names. Where several rows hold it (an id column not unique by itself), a 409 as
+   * for an update or delete: showing one of them would hand a client another's row (README, "Day one: mapping").
+   */
   async get (id: Id): Promise<Row | undefined> {
     if (!this.names(id)) return undefined
-    return await this.first(this.db, this.sql.selectById(id))
+    const rows = await this.rowsOf(this.db, this.sql.selectById(id))
+    if (rows.length > 1) throw this.ambiguous(id, rows.length, 'nothing was read')
+    return rows[0]
+  }
+
+  /** Several rows hold the id `id`: the gateway cannot tell which one is meant. */
+  private ambiguous (id: Id, n: number, outcome: string): ConflictError {
+    return new ConflictError(`${n} rows of the picking system's table hold the ${this.noun} id ${id} (its id column is not unique as the table compares it: one column of a composite key, or a unique index that tells apart what the column compares as equal), so the gateway cannot tell which one is meant; ${outcome}`)
   }
 
   /** Every row a statement that selects the select list returns, mapped (as values where the driver can). */
@@ -651,7 +662,7 @@ export class Repository {
     if (row === undefined) throw new NotFoundError(`${this.def.name} ${id} not found`)
     // an id column that is not unique by itself (one column of a composite key: ArtNr of (Mandant, ArtNr)):
     // the update or delete would change every row holding the id, so it changes none
-    if (rows.length > 1) throw new ConflictError(`${rows.length} rows of the picking system's table hold the ${this.noun} id ${id} (its id column is not unique as the table compares it: one column of a composite key, or a unique index that tells apart what the column compares as equal), so the gateway cannot tell which one is meant; nothing was changed`)
+    if (rows.length > 1) throw this.ambiguous(id, rows.length, 'nothing was changed')
     if (opts.check !== undefined && !opts.check(row)) throw new PreconditionFailedError()
     return row
   }

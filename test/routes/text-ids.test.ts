@@ -147,7 +147,7 @@ t.test('a table keyed by a numeric article number: materialNumber is the id, a w
   }
 })
 
-t.test('an id column that is one column of a composite key (ArtNr of (Mandant, ArtNr)): an update or delete of an id two rows hold is a 409 and changes neither', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite DDL' }, async (t) => {
+t.test('an id column that is one column of a composite key (ArtNr of (Mandant, ArtNr)): a read, update or delete of an id two rows hold is a 409 and changes neither', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite DDL' }, async (t) => {
   const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtMandant', { id: 'ArtNr', materialNumber: 'ArtNr', name: 'Bez' }) } }, async (db) => {
     await db.execute({ text: 'CREATE TABLE "ArtMandant" ("Mandant" INTEGER NOT NULL DEFAULT 1, "ArtNr" VARCHAR(20) NOT NULL, "Bez" VARCHAR(40) NOT NULL, PRIMARY KEY ("Mandant", "ArtNr"))', params: [] })
     await db.execute({ text: 'INSERT INTO "ArtMandant" VALUES (1, \'A-1\', \'eins\'), (2, \'A-1\', \'zwei\'), (1, \'B-1\', \'allein\')', params: [] })
@@ -162,6 +162,16 @@ t.test('an id column that is one column of a composite key (ArtNr of (Mandant, A
     t.match(res.json(), { code: 'CONFLICT', message: /^2 rows of the picking system's table hold the material id A-1 .*nothing was changed/ })
   }
   t.same(await rows(), before, 'neither row changed, none deleted')
+  // a read too: showing one of them would hand a client another's row (before: a 200 with one of them)
+  for (const extra of [{}, { 'if-none-match': '*' }, { 'if-none-match': 'W/"x"' }]) {
+    const read = await ctx.app.inject({ method: 'GET', url: '/api/materials/A-1', headers: { ...headers, ...extra } })
+    t.equal(read.statusCode, 409, `GET ${JSON.stringify(extra)}: ${read.body}`)
+    t.match(read.json(), { code: 'CONFLICT', message: /^2 rows of the picking system's table hold the material id A-1 .*nothing was read/ })
+    t.equal(read.headers.etag, undefined, 'no ETag')
+  }
+  const one = await ctx.app.inject({ method: 'GET', url: '/api/materials/B-1', headers })
+  t.equal(one.statusCode, 200, 'an id one row holds is read as before')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/B-1', headers: { ...headers, 'if-none-match': one.headers.etag as string } })).statusCode, 304)
   const single = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/B-1', headers, payload: { name: 'geändert' } })
   t.equal(single.statusCode, 200, `an id one row holds is written as before: ${single.body}`)
   t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/B-1', headers })).statusCode, 204)
