@@ -125,6 +125,10 @@ export class SqlBuilder {
    */
   private comparable (field: string): string {
     const c = this.col(field)
+    // SQLite: a key column whose unique index compares in another collation than the column declares:
+    // as the index does, so that its keys ('a' and 'A') are two ids, a walk's keyset passes none over, and the index seeks
+    const unique = this.dialect.name === 'sqlite' ? this.s(field).info?.uniqueCollation : undefined
+    if (unique !== undefined) return `${c} COLLATE ${unique}`
     const type = this.dialect.name === 'mssql' ? this.s(field).info?.type.toLowerCase() : undefined
     return type === 'text' ? `CAST(${c} AS varchar(max))` : type === 'ntext' ? `CAST(${c} AS nvarchar(max))` : c
   }

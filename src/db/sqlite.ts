@@ -670,14 +670,20 @@ class SqliteDatabase implements Database {
     const columns = rows.map((r) => sqliteColumnInfo(r, pkColumns, Number(list?.strict) === 1))
     // unique indexes of one column (a UNIQUE constraint, a TEXT PRIMARY KEY, CREATE UNIQUE INDEX); partial ones let duplicates in
     const unique = await this.query({
-      text: 'SELECT ii.name AS name FROM pragma_index_list(@table) AS il JOIN pragma_index_info(il.name) AS ii ' +
-        'WHERE il."unique" = 1 AND il.partial = 0 AND (SELECT COUNT(*) FROM pragma_index_info(il.name)) = 1',
+      text: 'SELECT ii.name AS name, ii.coll AS coll FROM pragma_index_list(@table) AS il JOIN pragma_index_xinfo(il.name) AS ii ' +
+        'WHERE ii.key = 1 AND il."unique" = 1 AND il.partial = 0 AND (SELECT COUNT(*) FROM pragma_index_info(il.name)) = 1',
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
     const uniqueNames = new Set(unique.map((r) => String(r.name).toLowerCase()))
+    const [table] = unique.length === 0 ? [] : await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'table' AND name = @table COLLATE NOCASE", params: [{ name: 'table', kind: 'string', value: mapping.table }] })
     for (const c of columns) {
       // the rowid (identity) is unique by itself
       if (uniqueNames.has(c.name.toLowerCase()) || c.identity) c.unique = true
+      // a unique index in another collation than the column's own ('Nr' COLLATE NOCASE, its index COLLATE BINARY):
+      // 'a' and 'A' are two keys, which the column's comparison takes for one
+      const colls = unique.filter((r) => String(r.name).toLowerCase() === c.name.toLowerCase()).map((r) => String(r.coll).toUpperCase())
+      const own = declaredCollation(String(table?.sql ?? ''), c.name)
+      if (colls.length > 0 && !colls.includes(own) && /^\w+$/.test(colls[0])) c.uniqueCollation = colls[0]
     }
     const triggers = await this.query({
       text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",
@@ -725,6 +731,44 @@ class SqliteDatabase implements Database {
     }
     return columns
   }
+}
+
+/**
+ * The collation a column of a CREATE TABLE statement declares (COLLATE NOCASE), upper case; BINARY,
+ * SQLite's default, where it declares none. The column definitions are split at the commas outside
+ * parentheses and quotes.
+ */
+export function declaredCollation (sql: string, column: string): string {
+  const open = sql.indexOf('(')
+  if (open < 0) return 'BINARY'
+  const defs: string[] = []
+  let depth = 0
+  let quote: string | undefined
+  let start = open + 1
+  for (let i = start; i < sql.length; i++) {
+    const ch = sql[i]
+    if (quote !== undefined) {
+      if (ch === quote) quote = undefined
+    } else if (ch === '"' || ch === "'" || ch === '`') quote = ch
+    else if (ch === '[') quote = ']'
+    else if (ch === '(') depth++
+    else if (ch === ')' && depth-- === 0) {
+      defs.push(sql.slice(start, i))
+      break
+    } else if (ch === ',' && depth === 0) {
+      defs.push(sql.slice(start, i))
+      start = i + 1
+    }
+  }
+  const name = column.toLowerCase()
+  for (const def of defs) {
+    const m = /^\s*(?:"((?:[^"]|"")*)"|\[([^\]]*)\]|`((?:[^`]|``)*)`|'((?:[^']|'')*)'|([^\s(]+))/.exec(def)
+    const named = (m?.[1]?.replace(/""/g, '"') ?? m?.[2] ?? m?.[3]?.replace(/``/g, '`') ?? m?.[4]?.replace(/''/g, "'") ?? m?.[5] ?? '').toLowerCase()
+    if (named !== name) continue
+    const coll = /\bCOLLATE\s+(?:"([^"]+)"|'([^']+)'|\[([^\]]+)\]|(\w+))/i.exec(def.slice(m![0].length))
+    return (coll?.[1] ?? coll?.[2] ?? coll?.[3] ?? coll?.[4] ?? 'BINARY').toUpperCase()
+  }
+  return 'BINARY'
 }
 
 /**

@@ -239,6 +239,12 @@ export interface ColumnInfo {
    */
   unique?: boolean
   /**
+   * SQLite: the collation of the column's unique index (BINARY) where it is not the one the column
+   * declares (COLLATE NOCASE): ids and the column's other fields compare, sort and page in the
+   * index's, which tells apart the keys 'a' and 'A'
+   */
+  uniqueCollation?: string
+  /**
    * SQLite: the table has a trigger that may change the row after an insert: AFTER or INSTEAD OF
    * INSERT, with an UPDATE or REPLACE in its body, or, on a view, any INSTEAD OF INSERT. RETURNING shows the row before such a trigger
    * ran, so a create reads the row back. Set on every column of the table.

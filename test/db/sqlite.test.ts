@@ -10,7 +10,7 @@ import { createReferenceTables } from '../../src/db/init.js'
 import { parseListQuery, parseSort, type QueryString } from '../../src/db/list-query.js'
 import { compileMapper, Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, stations } from '../../src/db/resources.js'
-import { compileBinder, mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
+import { compileBinder, declaredCollation, mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
 import { mappingFit } from '../../src/db/storage.js'
 import type { Database, Executor, Param, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
@@ -866,4 +866,19 @@ t.test('ids beyond 2^53: only numbers count, not text another program left in an
   await db.execute({ text: 'DELETE FROM "H" WHERE "id" = 9007199254740993', params: [] })
   await db.execute({ text: "INSERT INTO \"H\" VALUES (-9007199254740993, 'e')", params: [] })
   t.equal(await wide(), true, 'and one below its negative')
+})
+
+t.test('a unique index in another collation than its column declares: the column says which (ids compare as the index does)', async (t) => {
+  t.equal(declaredCollation('CREATE TABLE "A" ("Nr" TEXT COLLATE NOCASE NOT NULL, b TEXT)', 'nr'), 'NOCASE')
+  t.equal(declaredCollation('CREATE TABLE A([my col] varchar(10) collate "rtrim", x DECIMAL(10, 2) COLLATE nocase)', 'my col'), 'RTRIM')
+  t.equal(declaredCollation('CREATE TABLE A(a, x DECIMAL(10, 2) COLLATE nocase)', 'x'), 'NOCASE', 'past the comma in parentheses')
+  t.equal(declaredCollation('CREATE TABLE A(a TEXT DEFAULT \'x, y COLLATE nocase\', y TEXT)', 'y'), 'BINARY', 'not from a quoted default')
+  t.equal(declaredCollation('CREATE TABLE A(a, x, PRIMARY KEY(a COLLATE nocase))', 'a'), 'BINARY', 'SQLite\'s default where the column declares none')
+  const db = openDatabase('sqlite::memory:', { logger: silent })
+  t.teardown(() => db.close())
+  await db.execute({ text: 'CREATE TABLE "C" ("a" TEXT COLLATE NOCASE UNIQUE, "b" TEXT COLLATE NOCASE, "c" TEXT UNIQUE, "d" TEXT)', params: [] })
+  await db.execute({ text: 'CREATE UNIQUE INDEX "ix_b" ON "C" ("b" COLLATE BINARY)', params: [] })
+  await db.execute({ text: 'CREATE UNIQUE INDEX "ix_d" ON "C" ("d" COLLATE NOCASE)', params: [] })
+  const columns = await db.columns({ table: 'C', columns: {} } as unknown as TableMapping)
+  t.same(columns.map((c) => [c.name, c.unique, c.uniqueCollation]), [['a', true, undefined], ['b', true, 'BINARY'], ['c', true, undefined], ['d', true, 'NOCASE']])
 })
