@@ -681,11 +681,16 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const digits = `(${digitText} AND compact_time(${c}) = 1)`
       // text strftime does not read at all ('02.04.2024 10:00', ''), and digits of no real date: shown as null, and no filter finds it either
       const unreadable = `(typeof(${c}) = 'text' AND NOT ${digits} AND (strftime('%Y-%m-%dT%H:%M:%fZ', ${c}) IS NULL OR ${digitText}))`
+      // a number shaped as date digits that is no real date (20240230120000): shown as null, not as Unix time, and no filter finds it
+      const broken = `broken_compact_time(${c}) = 1`
       const [row] = await db.query({
-        text: `SELECT SUM(CASE WHEN (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5)) OR ${digits} THEN 1 ELSE 0 END) AS n, ` +
-          `SUM(CASE WHEN ${unreadable} THEN 1 ELSE 0 END) AS u, MAX(CASE WHEN ${unreadable} THEN ${c} END) AS example FROM ${d.table(mapping)}`,
+        text: `SELECT SUM(CASE WHEN (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5) AND NOT ${broken}) OR ${digits} THEN 1 ELSE 0 END) AS n, ` +
+          `SUM(CASE WHEN ${unreadable} THEN 1 ELSE 0 END) AS u, MAX(CASE WHEN ${unreadable} THEN ${c} END) AS example, ` +
+          `SUM(CASE WHEN ${broken} THEN 1 ELSE 0 END) AS b, MIN(CASE WHEN ${broken} THEN ${c} END) AS "brokenExample" FROM ${d.table(mapping)}`,
         params: []
       })
+      const b = Number(row?.b ?? 0)
+      if (b > 0) notes.push(`${name}.${field}: ${b} row${b === 1 ? ' holds' : 's hold'} a number shaped as date digits that is no real date (such as ${String(row?.brokenExample)}): the API shows null (not Unix time), and ${field === 'modifiedAt' ? 'modifiedSince and ' : ''}the time filters on ${field} never find ${b === 1 ? 'it' : 'them'}; correct or clear these values in the picking system (README, "Values the declared type does not bind")`)
       const u = Number(row?.u ?? 0)
       if (u > 0) notes.push(`${name}.${field}: ${u} row${u === 1 ? ' holds' : 's hold'} text that is no time SQLite reads (such as ${JSON.stringify(String(row?.example).slice(0, 40))}): the API shows null, and ${field === 'modifiedAt' ? 'modifiedSince and ' : ''}the time filters on ${field} never find ${u === 1 ? 'it' : 'them'} (sorting puts ${u === 1 ? 'it' : 'them'} with the rows without a time)${field === 'modifiedAt' ? `, so an incremental sync misses ${u === 1 ? 'it' : 'them'}` : ''}; have the picking system write ISO 8601 text, and correct or clear these values (README, "Values the declared type does not bind")`)
       const n = Number(row?.n ?? 0)

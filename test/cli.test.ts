@@ -362,12 +362,15 @@ t.test('check-config checks the mapping against the database when it can reach i
   t.notMatch(noted.stdout.join('\n'), /text that is no number/, 'numbers in the number columns: no note')
   // digits of no real date (a 30 February, a month 13) read as null, as text that is no time does: counted with it, by the reads' own rule
   const impossible = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await impossible.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert, Angelegt) VALUES ('D-1', 'n', 'A', '2024-01-05 10:00:00', '20240230120000'), ('D-2', 'o', 'A', '2024-01-05 10:00:00', '20241301 ')", params: [] })
+  await impossible.execute({ text: "INSERT INTO Artikel (ArtNr, Bez, Lagerzone, Geaendert, Angelegt) VALUES ('D-1', 'n', 'A', '2024-01-05 10:00:00', '20240230120000'), ('D-2', 'o', 'A', '2024-01-05 10:00:00', '20241301 '), ('D-3', 'p', 'A', 20240230120000, '2024-01-05 10:00:00')", params: [] })
   const dates = io({})
   t.equal(await main(['check-config', file], dates), 0)
   t.match(dates.stdout.join('\n'), /Note: materials\.createdAt: 2 rows hold text that is no time SQLite reads \(such as "20241301 "\): the API shows null, and the time filters on createdAt never find them/)
+  // such digits a DATETIME column (NUMERIC affinity) stored as a number: shown as null too, not as Unix milliseconds of 2611 (before: counted as a time the API shows)
+  t.match(dates.stdout.join('\n'), /Note: materials\.modifiedAt: 1 row holds a number shaped as date digits that is no real date \(such as 20240230120000\): the API shows null \(not Unix time\), and modifiedSince and the time filters on modifiedAt never find it/)
+  t.match(dates.stdout.join('\n'), /Note: materials\.modifiedAt: 3 rows hold their time as a number or as digits/, 'A-1\'s, A-2\'s and A-4\'s, not D-3\'s')
   t.match(dates.stdout.join('\n'), /Note: materials\.createdAt: 1 row holds its time as a number or as digits/, 'A-6\'s real date is still counted as shown')
-  await impossible.execute({ text: "DELETE FROM Artikel WHERE ArtNr IN ('D-1', 'D-2')", params: [] })
+  await impossible.execute({ text: "DELETE FROM Artikel WHERE ArtNr IN ('D-1', 'D-2', 'D-3')", params: [] })
   await impossible.close()
   // text a number column's affinity could not make a number of: shown as null, but filters compare the text
   const commas = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })

@@ -6,7 +6,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
 import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, DAMAGED, IO_ERROR, NOT_A_DATABASE, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
-import { compactTime, storedNumber } from './storage.js'
+import { compactShaped, compactTime, storedNumber } from './storage.js'
 import { isFixedWidthText, type ColumnInfo, type Database, type Executor, type Param, type RecheckResult, type Row, type Statement, type TableMapping } from './types.js'
 
 export interface SqliteOptions {
@@ -230,6 +230,8 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     db.function('number_text', { deterministic: true }, (value: unknown) => storedNumber(value))
     // text of digits that reads as a date, YYYYMMDD or YYYYMMDDhhmmss, by the reads' own rule (no 30 February, no month 13): 1, else 0
     db.function('compact_time', { deterministic: true }, (value: unknown) => typeof value === 'string' && compactTime(value.trimEnd()) !== undefined ? 1 : 0)
+    // a number shaped as such digits that is no real date (20240230120000), which reads show as null, not as Unix time: 1, else 0
+    db.function('broken_compact_time', { deterministic: true }, (value: unknown) => (typeof value === 'number' || typeof value === 'bigint') && compactTime(String(value)) === undefined && compactShaped(String(value)) ? 1 : 0)
     // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
     db.function('unicode_like', { deterministic: true }, (value: unknown, pattern: unknown) =>
       value === null || value === undefined ? null : likeMatches(String(value), String(pattern)) ? 1 : 0)

@@ -658,6 +658,9 @@ export class ResourceStorage {
       const n = Number(raw)
       date = compactTime(String(raw))
       if (date !== undefined) this.compactNote(s, n)
+      // digits of a date that is none (20240230120000, 20241301): a legacy program's broken date is far likelier
+      // than Unix time of the year 2611 or of autumn 1970, so no time (as such text is none either)
+      else if (compactShaped(String(raw))) date = undefined
       else if (this.dialect === 'sqlite' && isJulianDay(n)) {
         // SQLite's own numeric time (julianday('now')): a day and its fraction, read as strftime
         // reads it, so filters and sorting see the time the API shows (in the column's zone, as text)
@@ -1311,6 +1314,14 @@ function formatProblem (dialect: DialectName, s: FieldStorage, format: ColumnTim
     if (digits !== undefined && digits < FORMAT_DIGITS[format] && !(format === 'unix' && digits === 9)) return `is too small for ${format} (${FORMAT_DIGITS[format]} digits)`
   }
   return undefined
+}
+
+/**
+ * Digits shaped as YYYYMMDD or YYYYMMDDhhmmss with a year from 1900 to 2999, a real date or not: as Unix
+ * time they would be seconds of August to December 1970 or milliseconds of the years 2572 to 2920.
+ */
+export function compactShaped (digits: string): boolean {
+  return /^(?:19|2\d)\d{6}(?:\d{6})?$/.test(digits)
 }
 
 /**

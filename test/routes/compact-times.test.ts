@@ -65,3 +65,21 @@ t.test("SQLite: a Julian day (julianday('now'), SQLite's own numeric time) shows
   const on = (await ctx.app.inject({ method: 'GET', url: '/api/materials?createdAt=2023-02-25T23:00:00.000Z', headers })).json().data
   t.same(on.map((m: { id: number }) => m.id), [1], 'equality on the shown time')
 })
+
+t.test('SQLite: a number shaped as YYYYMMDD or YYYYMMDDhhmmss that is no real date (20240230120000) shows null, not Unix time of the year 2611; no time filter finds it', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite stores any value in any column' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtKaputt', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }) }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtKaputt" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Angelegt" DATE, "Geaendert" DATETIME)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtKaputt" VALUES (1, \'A-1\', \'a\', 20241301, 20240230120000), (2, \'A-2\', \'b\', 20240101, 1712052000000)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data
+  // before: 2611-05-22 (Unix milliseconds) and 1970-08-23 (Unix seconds)
+  t.match(rows[0], { createdAt: null, modifiedAt: null }, 'no date, shown as null')
+  t.match(rows[1], { createdAt: '2024-01-01T00:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, 'a real date, and Unix milliseconds, as before')
+  for (const filter of ['modifiedAt=%5Bgt%5D2024-01-01T00:00:00Z', 'modifiedAt=%5Bgt%5D2500-01-01T00:00:00Z', 'createdAt=%5Bgt%5D1970-01-01T00:00:00Z']) {
+    const found = (await ctx.app.inject({ method: 'GET', url: `/api/materials?${filter}`, headers })).json().data
+    t.notOk(found.some((m: { id: number }) => m.id === 1), `${filter} does not find the row it shows without a time`)
+  }
+})
