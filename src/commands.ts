@@ -672,9 +672,21 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
   for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
     for (const [field, def] of Object.entries(resources[name].fields)) {
       const column = mapping.columns[field]
-      // a column mapped with a format keeps its time as a number on purpose, and is compared as one
-      if (def.kind !== 'datetime' || column === undefined || mapping.timeFormats?.[field] !== undefined) continue
+      if (def.kind !== 'datetime' || column === undefined) continue
       const c = d.ident(column)
+      // a column mapped with a format keeps its time as a number on purpose, and is compared as one; but values
+      // the reads take for no time in it (20240230, 20241301, text that is no number) show as null, while filters compare them as numbers
+      const format = mapping.timeFormats?.[field]
+      if (format !== undefined) {
+        if (format === 'julianday') continue
+        // not the legacy "no date" of a digit format (0, blanks), which emptyModifiedNotes counts with NULL
+        const noDate = format === 'yyyymmdd' || format === 'yyyymmddhhmmss' ? ` AND trim(${c}) NOT IN ('', '0', '00000000', '00000000000000')` : ''
+        const bad = `${c} IS NOT NULL AND formatted_time(${c}, '${format}') = 0${noDate}`
+        const [row] = await db.query({ text: `SELECT COUNT(*) AS n, MIN(${c}) AS example FROM ${d.table(mapping)} WHERE ${bad}`, params: [] })
+        const n = Number(row?.n ?? 0)
+        if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds' : 's hold'} a value that is no time in the format ${format} (such as ${JSON.stringify(String(row?.example).slice(0, 40))}, no real date or no number): the API shows null, but the time filters on ${field} compare the stored ${format === 'unix' || format === 'unix-ms' ? 'value' : 'digits'} and may find ${n === 1 ? 'it' : 'them'} (${field}=[null] does not); correct or clear these values in the picking system (README, "Values the declared type does not bind")`)
+        continue
+      }
       // text of date digits ('20240101', '20240402120530') reads as that date too, and strftime does not read it either
       const digitText = `(typeof(${c}) = 'text' AND (rtrim(${c}) GLOB '${'[0-9]'.repeat(8)}' OR rtrim(${c}) GLOB '${'[0-9]'.repeat(14)}'))`
       // but only a real date ('20240230120000', '20241301' are none): the reads' own rule (compactTime, the SQL function compact_time)

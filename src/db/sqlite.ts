@@ -6,8 +6,8 @@ import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
 import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, DAMAGED, IO_ERROR, NOT_A_DATABASE, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
-import { compactShaped, compactTime, storedNumber } from './storage.js'
-import { isFixedWidthText, type ColumnInfo, type Database, type Executor, type Param, type RecheckResult, type Row, type Statement, type TableMapping } from './types.js'
+import { compactShaped, compactTime, formattedDate, storedNumber } from './storage.js'
+import { isFixedWidthText, type ColumnInfo, type ColumnTimeFormat, type Database, type Executor, type Param, type RecheckResult, type Row, type Statement, type TableMapping } from './types.js'
 
 export interface SqliteOptions {
   /** create the file when it does not exist (only the embedded demo does) */
@@ -232,6 +232,8 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     db.function('compact_time', { deterministic: true }, (value: unknown) => typeof value === 'string' && compactTime(value.trimEnd()) !== undefined ? 1 : 0)
     // a number shaped as such digits that is no real date (20240230120000), which reads show as null, not as Unix time: 1, else 0
     db.function('broken_compact_time', { deterministic: true }, (value: unknown) => (typeof value === 'number' || typeof value === 'bigint') && compactTime(String(value)) === undefined && compactShaped(String(value)) ? 1 : 0)
+    // a value of a column mapped with a time format ('yyyymmdd', 'unix') that reads show as a time (formattedDate): 1, else 0
+    db.function('formatted_time', { deterministic: true }, (value: unknown, format: unknown) => formattedDate(String(format) as ColumnTimeFormat, value) !== undefined ? 1 : 0)
     // LIKE folds ASCII letters only: a pattern with other letters ('écrou') goes through this (SqlBuilder)
     db.function('unicode_like', { deterministic: true }, (value: unknown, pattern: unknown) =>
       value === null || value === undefined ? null : likeMatches(String(value), String(pattern)) ? 1 : 0)

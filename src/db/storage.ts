@@ -700,16 +700,8 @@ export class ResourceStorage {
    * text that is no number) is null, logged once.
    */
   private formattedTimeFromDb (s: FieldStorage, format: ColumnTimeFormat, raw: unknown): string | null {
-    let date: Date | undefined
-    const n = storedNumber(raw) ?? Number.NaN
-    if (format === 'unix' || format === 'unix-ms') {
-      // whole seconds (milliseconds), as filters compare them: a fraction another program left (a REAL column) is dropped
-      if (Number.isFinite(n)) date = new Date(format === 'unix' ? Math.floor(n) * 1000 : Math.floor(n))
-    } else if (Number.isInteger(n) && n >= 0) {
-      date = compactTime(String(n))
-      if (date !== undefined && (String(n).length === 8) !== (format === 'yyyymmdd')) date = undefined
-    }
-    if (date === undefined || Number.isNaN(date.getTime())) {
+    const date = formattedDate(format, raw)
+    if (date === undefined) {
       this.odd(s, raw, `not a time in the format ${format}`)
       return null
     }
@@ -1314,6 +1306,24 @@ function formatProblem (dialect: DialectName, s: FieldStorage, format: ColumnTim
     if (digits !== undefined && digits < FORMAT_DIGITS[format] && !(format === 'unix' && digits === 9)) return `is too small for ${format} (${FORMAT_DIGITS[format]} digits)`
   }
   return undefined
+}
+
+/**
+ * A stored value of a column mapped with a time format as reads take it (a wall-clock Date for digits),
+ * or undefined where they show null: no number, or digits of no real date (20240230). The SQL function
+ * formatted_time (sqlite.ts) counts by it.
+ */
+export function formattedDate (format: ColumnTimeFormat, raw: unknown): Date | undefined {
+  let date: Date | undefined
+  const n = storedNumber(raw) ?? Number.NaN
+  if (format === 'unix' || format === 'unix-ms') {
+    // whole seconds (milliseconds), as filters compare them: a fraction another program left (a REAL column) is dropped
+    if (Number.isFinite(n)) date = new Date(format === 'unix' ? Math.floor(n) * 1000 : Math.floor(n))
+  } else if (Number.isInteger(n) && n >= 0) {
+    date = compactTime(String(n))
+    if (date !== undefined && (String(n).length === 8) !== (format === 'yyyymmdd')) date = undefined
+  }
+  return date === undefined || Number.isNaN(date.getTime()) ? undefined : date
 }
 
 /**
