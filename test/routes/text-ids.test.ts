@@ -1,10 +1,10 @@
 // A picking system's article master keyed by its article number (text, leading zeros and all):
 // the id and the materialNumber are one column, and the ids in paths, bodies and Location are text.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { validateConfig } from '../../src/config.js'
 import type { Database } from '../../src/db/types.js'
-import { build, testDatabaseUrl } from '../helpers/build.js'
+import { build, testDatabaseUrl, type TestContext } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const NUMBERS = ['0099', '100234', 'A/7 Ü', '100235']
@@ -25,6 +25,21 @@ async function createTable (db: Database): Promise<void> {
 
 const mapping = narrowMaterials('ArtStamm', { id: 'ArtikelNr', materialNumber: 'ArtikelNr', name: 'Bez', modifiedAt: 'Geaendert' })
 
+
+/** The materials a walk by meta.next from `/api/materials?<query>` returns, each as `show` writes it; each page must be a 200. */
+async function walkMaterials (t: Test, ctx: TestContext, query: string, show: (m: Record<string, unknown>) => string): Promise<string[]> {
+  const seen: string[] = []
+  let url: string | undefined = `/api/materials?${query}`
+  while (url !== undefined) {
+    const res: Awaited<ReturnType<typeof ctx.app.inject>> = await ctx.app.inject({ method: 'GET', url, headers: ctx.auth(ctx.adminToken) })
+    t.equal(res.statusCode, 200, `${url}: ${res.body}`)
+    if (res.statusCode !== 200) break
+    const page: { data: Array<Record<string, unknown>>, meta: { next?: string } } = res.json()
+    seen.push(...page.data.map(show))
+    url = page.meta.next
+  }
+  return seen
+}
 t.test('the configuration may map id and materialNumber to one column (and only those two)', async (t) => {
   const auth = { jwtSecret: randomBytes(32).toString('hex') }
   t.doesNotThrow(() => validateConfig({ auth, mapping: { materials: mapping } }))
@@ -183,19 +198,7 @@ t.test('SQLite: a TEXT PRIMARY KEY not declared NOT NULL, where the picking syst
     await db.execute({ text: 'INSERT INTO "ArtNull" VALUES (NULL, \'ohne 1\'), (\'B\', \'b\'), (NULL, \'ohne 2\'), (\'A\', \'a\'), (\'\', \'leer\'), (NULL, \'ohne 3\')', params: [] })
   })
   const headers = ctx.auth(ctx.adminToken)
-  const walk = async (query: string): Promise<string[]> => {
-    const seen: string[] = []
-    let url: string | undefined = `/api/materials?${query}`
-    while (url !== undefined) {
-      const res = await ctx.app.inject({ method: 'GET', url, headers })
-      t.equal(res.statusCode, 200, `${url}: ${res.body}`)
-      if (res.statusCode !== 200) break
-      const page: { data: Array<{ id: string, name: string }>, meta: { next?: string } } = res.json()
-      seen.push(...page.data.map((m) => `${m.id}:${m.name}`))
-      url = page.meta.next
-    }
-    return seen
-  }
+  const walk = async (query: string): Promise<string[]> => await walkMaterials(t, ctx, query, (m) => `${String(m.id)}:${String(m.name)}`)
   t.same(await walk('limit=1'), [':leer', 'A:a', 'B:b'], 'sorted by id: the empty key is one, the rows without any are not')
   t.same(await walk('limit=1&sort=-id'), ['B:b', 'A:a', ':leer'])
   t.same(await walk('limit=2&sort=name'), ['A:a', 'B:b', ':leer'])
@@ -212,19 +215,7 @@ t.test('SQLite: a key column declared COLLATE NOCASE whose unique index is BINAR
     await db.execute({ text: 'INSERT INTO "ArtCase" VALUES (\'a\', \'klein\'), (\'A\', \'gross\'), (\'b\', \'bee\')', params: [] })
   })
   const headers = ctx.auth(ctx.adminToken)
-  const walk = async (query: string): Promise<string[]> => {
-    const seen: string[] = []
-    let url: string | undefined = `/api/materials?${query}`
-    while (url !== undefined) {
-      const res = await ctx.app.inject({ method: 'GET', url, headers })
-      t.equal(res.statusCode, 200, `${url}: ${res.body}`)
-      if (res.statusCode !== 200) break
-      const page: { data: Array<{ id: string }>, meta: { next?: string } } = res.json()
-      seen.push(...page.data.map((m) => m.id))
-      url = page.meta.next
-    }
-    return seen
-  }
+  const walk = async (query: string): Promise<string[]> => await walkMaterials(t, ctx, query, (m) => String(m.id))
   // before: a, b ('A' skipped: the keyset compared with the column's NOCASE)
   for (const sort of ['id', '-id', 'materialNumber', '-materialNumber']) {
     const seen = await walk(`limit=1&sort=${sort}`)
