@@ -627,9 +627,7 @@ export async function idRangeNotes (db: Database, mappings: Record<ResourceName,
   const d = dialectFor(db.dialect)
   const rows = (n: number, what: string): string => `${n} row${n === 1 ? ` has an id ${what}` : `s have ids ${what.replace(' is ', ' are ').replace(' a whole number', ' whole numbers')}`}`
   const them = (n: number): string => n === 1 ? 'it' : 'them'
-  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
-    const column = mapping.columns[idField(resources[name])]
-    const info = column === undefined ? undefined : columnNamed(columns[name], column)
+  for (const { name, mapping, info } of idColumns(mappings, columns)) {
     const category = info === undefined ? undefined : categoryOf(db.dialect, info, 'integer')
     // SQLite's key columns of another type (NUMERIC) may hold fractions or text another program left
     const odd = db.dialect === 'sqlite' && (category === 'decimal' || category === 'float' || category === 'integer')
@@ -716,6 +714,14 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
   return notes
 }
 
+/** Each mapped table with the column its id is mapped to, as the database declares it (undefined: not found). */
+function idColumns (mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Array<{ name: ResourceName, mapping: TableMapping, info: ColumnInfo | undefined }> {
+  return (Object.entries(mappings) as Array<[ResourceName, TableMapping]>).map(([name, mapping]) => {
+    const column = mapping.columns[idField(resources[name])]
+    return { name, mapping, info: column === undefined ? undefined : columnNamed(columns[name], column) }
+  })
+}
+
 /**
  * Rows without an id, where the id column may hold NULL (a nullable unique column; on SQLite a key not
  * declared NOT NULL, ColumnInfo.nullKey): lists leave them out, as no id shows or names them.
@@ -724,9 +730,7 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
 async function nullIdNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
   const notes: string[] = []
   const d = dialectFor(db.dialect)
-  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
-    const column = mapping.columns[idField(resources[name])]
-    const info = column === undefined ? undefined : columnNamed(columns[name], column)
+  for (const { name, mapping, info } of idColumns(mappings, columns)) {
     if (info === undefined || (!info.nullable && info.nullKey !== true)) continue
     const [row] = await db.query({ text: `SELECT COUNT(*) AS ${d.ident('n')} FROM ${d.table(mapping)} WHERE ${d.ident(info.name)} IS NULL`, params: [] })
     const n = Number(row?.n ?? 0)
@@ -743,9 +747,7 @@ async function nullIdNotes (db: Database, mappings: Record<ResourceName, TableMa
 async function duplicateIdNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
   const notes: string[] = []
   const d = dialectFor(db.dialect)
-  for (const [name, mapping] of Object.entries(mappings) as Array<[ResourceName, TableMapping]>) {
-    const column = mapping.columns[idField(resources[name])]
-    const info = column === undefined ? undefined : columnNamed(columns[name], column)
+  for (const { name, mapping, info } of idColumns(mappings, columns)) {
     if (info === undefined || info.unique === true) continue
     const c = d.ident(info.name)
     let rows: Row[]
