@@ -4,7 +4,7 @@ import { TableMappingConfig } from '../../schemas/config.js'
 import { dialectFor } from './dialect.js'
 import { canBeAbsent, referenceMappings, resources, type ResourceName } from './resources.js'
 import { categoryOf, compactTime, describeType, isJulianDay, kindFit, sqliteNumericTime, type Category, type Fit } from './storage.js'
-import type { ColumnInfo, Database, DialectName, Row, Statement, StoredCode, TableMapping, TimeFormat, ValueMap } from './types.js'
+import { holdsBytes, type ColumnInfo, type Database, type DialectName, type Row, type Statement, type StoredCode, type TableMapping, type TimeFormat, type ValueMap } from './types.js'
 
 export interface TableInfo {
   /** SQL Server schema; undefined on SQLite */
@@ -858,7 +858,7 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   if (essential.length > 0) notes.push(`no column for ${essential.join(', ')}: the gateway needs ${essential.length === 1 ? 'it' : 'them'}; map ${essential.length === 1 ? 'it' : 'them'} by hand, or add ${essential.length === 1 ? 'a column' : 'columns'} to the table where it has none`)
   for (const c of unmappedRequired) {
     // bytes take no value of the configuration (start-up refuses them in "defaults"): only the database's own default
-    const bytes = db.dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(c.type.toLowerCase())
+    const bytes = holdsBytes(db.dialect, c.type)
     const given = bytes ? '' : `give it a value every create writes ("defaults": {"${c.name}": …}), `
     notes.push(`column '${c.name}' (${describeType(c)}) is NOT NULL without a default and not mapped: inserts through the gateway would fail; map it, ${given}give it a default in the database${bytes ? ` (ALTER TABLE … ADD DEFAULT 0x FOR [${c.name}])` : ''}, or set "readOnly": true`)
   }

@@ -7,7 +7,7 @@ import { parseIsoDateTime, parseValue } from './list-query.js'
 import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { spellingsStatement, synonymsStatement, VERSION_STATEMENT, versionProblem, wideDecimal } from './mssql.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
-import { isFixedWidthText, TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
+import { holdsBytes, isFixedWidthText, TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
 
 /** What the gateway makes of a column's declared type. */
 export type Category = 'text' | 'ntext' | 'integer' | 'decimal' | 'float' | 'bit' | 'time' | 'other'
@@ -1221,7 +1221,7 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     else if (d.storage.info?.computed === true || d.storage.info?.identity === true || (storage.dialect === 'mssql' && ['timestamp', 'rowversion'].includes(type(d)))) {
       // a rowversion too: SQL Server refuses any value written to it (error 273)
       problems.push(`${where}.defaults: column '${column}' is filled by the database; remove it from defaults`)
-    } else if (storage.dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(type(d))) {
+    } else if (holdsBytes(storage.dialect, type(d))) {
       // text converts to bytes only explicitly (CONVERT): every create would fail (error 257), a number would become its 4 or 8 bytes
       problems.push(`${where}.defaults.${column}: the column (${describeType(d.storage.info!)}) holds bytes, which no value of the configuration is; give it a default in the database (ALTER TABLE … ADD DEFAULT 0x FOR [${column}]) and remove it from defaults`)
     } else if (typeof d.value === 'string' && ['integer', 'decimal', 'float', 'bit'].includes(d.storage.category) && !/^-?\d+(?:\.\d+)?$/.test(d.value)) {
@@ -1244,7 +1244,7 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     for (const column of storage.columns) {
       if (written.has(column) || column.nullable || column.hasDefault) continue
       // bytes take no value of the configuration (defaults refuses them): only the database's own default
-      const bytes = storage.dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(column.type.toLowerCase())
+      const bytes = holdsBytes(storage.dialect, column.type)
       const given = bytes ? '' : `give it a value every create writes (mapping.${def.name}.defaults: {"${column.name}": …}), `
       problems.push(`${where}: column '${column.name}' is NOT NULL without a default and not mapped, so inserts through the gateway would fail; map it, ${given}give it a default in the database, ${readOnlyHint}`)
     }

@@ -60,6 +60,12 @@ export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd
  */
 export const isFixedWidthText = (type: string): boolean => /^(?:n|national |native )?char(?:acter)?$/.test(type)
 
+/**
+ * SQL Server: a column of bytes (binary, varbinary, image), which no value of the configuration is: text
+ * converts to bytes only explicitly (error 257), so "defaults" cannot fill one; only the database's own default.
+ */
+export const holdsBytes = (dialect: DialectName, type: string): boolean => dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(type.toLowerCase())
+
 /** The formats whose column keeps numbers or digits in time's order, compared as they are (julianday goes through SQLite's strftime instead). */
 export type ColumnTimeFormat = Exclude<TimeFormat, 'julianday'>
 
