@@ -43,19 +43,24 @@ const sha256 = (text: string): Buffer => createHash('sha256').update(text).diges
 export const loginCookieName = (state: string): string => `sso-login-${sha256(state).subarray(0, 12).toString('base64url')}`
 
 /**
- * The values of the cookie `name` in a Cookie header (RFC 6265 5.4: `name=value` pairs joined by `;`).
- * Several when the browser holds it for two paths; a value may be quoted (RFC 6265 4.1.1).
+ * The cookies of a Cookie header as [name, value], in its order (RFC 6265 5.4: `name=value` pairs joined
+ * by `;`; a value may be quoted, RFC 6265 4.1.1). A name comes twice when the browser holds it for two paths.
  */
-export function cookieValues (header: string | undefined, name: string): string[] {
+function cookiePairs (header: string | undefined): Array<[string, string]> {
   if (header === undefined) return []
-  const values: string[] = []
+  const pairs: Array<[string, string]> = []
   for (const pair of header.split(';')) {
     const at = pair.indexOf('=')
-    if (at === -1 || pair.slice(0, at).trim() !== name) continue
+    if (at === -1) continue
     const value = pair.slice(at + 1).trim()
-    values.push(value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value)
+    pairs.push([pair.slice(0, at).trim(), value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value])
   }
-  return values
+  return pairs
+}
+
+/** The values of the cookie `name` in a Cookie header (several when the browser holds it for two paths). */
+export function cookieValues (header: string | undefined, name: string): string[] {
+  return cookiePairs(header).filter(([n]) => n === name).map(([, value]) => value)
 }
 
 /** Token-endpoint errors (RFC 6749 5.2) that blame the gateway's client, not the person signing in. */
@@ -211,13 +216,12 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     // the oldest end, their cookies cleared, so that abandoned logins do not pile up in its Cookie header.
     const host = overHttps(request) ? '__Host-' : ''
     const mine: Array<[string, Pending]> = []
-    for (const pair of (request.headers.cookie ?? '').split(';')) {
-      const name = pair.slice(0, Math.max(0, pair.indexOf('='))).trim()
+    for (const [name, value] of cookiePairs(request.headers.cookie)) {
       if (!name.startsWith(`${host}sso-login-`)) continue
       const other = byCookie.get(name.slice(host.length))
       const entry = other === undefined ? undefined : pending.get(other)
       if (entry === undefined || other === state || mine.some(([known]) => known === other)) continue
-      if (cookieValues(pair, name).some((value) => timingSafeEqual(sha256(value), entry.browser))) mine.push([other!, entry])
+      if (timingSafeEqual(sha256(value), entry.browser)) mine.push([other!, entry])
     }
     mine.sort(([, a], [, b]) => a.expires - b.expires)
     for (const [other, entry] of mine.slice(0, Math.max(0, mine.length - (MAX_BROWSER_LOGINS - 1)))) {
