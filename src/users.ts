@@ -181,9 +181,22 @@ export class UserService {
     if (actor.type === 'admin' || names(actor, id)) return await this.opts.repo.get(id)
     // the path may spell the actor's own key otherwise (another case, a GUID's braces): the row decides.
     // Another user's record, or none, is the same 403 as before: a path tells nothing of who exists.
-    const row = await this.opts.repo.get(id)
+    const row = await this.othersRow(id)
     if (row === undefined || !isOwn(actor, row)) throw forbidden('You may only read your own user record')
     return row
+  }
+
+  /**
+   * The row a path names for an actor that is no admin and does not name itself: an id several rows hold
+   * is no row of its own (its token names none of them), and a 409 would tell it that the id exists
+   */
+  private async othersRow (id: Id): Promise<Row | undefined> {
+    try {
+      return await this.opts.repo.get(id)
+    } catch (err) {
+      if (err instanceof ConflictError) return undefined
+      throw err
+    }
   }
 
   async update (id: Id, patch: UserUpdate, actor: Actor, check?: (current: Row) => boolean): Promise<User> {
@@ -199,7 +212,7 @@ export class UserService {
 
   /** update(), or undefined when `retry` and the token version moved between the read and the lock. */
   private async updateOnce (id: Id, patch: UserUpdate, actor: Actor, check: ((current: Row) => boolean) | undefined, retry: boolean): Promise<User | undefined> {
-    const current = await this.opts.repo.get(id)
+    const current = actor.type === 'admin' || names(actor, id) ? await this.opts.repo.get(id) : await this.othersRow(id)
     this.assertMayUpdate(id, actor, current)
     if (!current) throw new NotFoundError(`User ${id} not found`)
     this.assertOwnChanges(id, patch, actor, current)

@@ -3,8 +3,10 @@
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { validateConfig } from '../../src/config.js'
+import type { TableMappingConfig } from '../../schemas/config.js'
+import { createPasswords } from '../../src/auth/passwords.js'
 import type { Database } from '../../src/db/types.js'
-import { build, testDatabaseUrl, type TestContext } from '../helpers/build.js'
+import { ADMIN_PASSWORD, TEST_ARGON2, build, testDatabaseUrl, type TestContext } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const NUMBERS = ['0099', '100234', 'A/7 Ü', '100235']
@@ -206,6 +208,46 @@ t.test('SQLite: a TEXT PRIMARY KEY not declared NOT NULL, where the picking syst
   const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'C', name: 'c' } })
   t.equal(created.statusCode, 201, created.body)
   t.same(await walk('limit=2'), [':leer', 'A:a', 'B:b', 'C:c'])
+})
+
+t.test('a user table whose id column is one column of a composite key (Nr of (Mandant, Nr)): a token of an id two rows hold is a 401, and a user learns no more of such an id than of another\'s', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite DDL' }, async (t) => {
+  const users: TableMappingConfig = {
+    table: 'BenMandant',
+    newIds: 'max+1',
+    columns: { id: 'Nr', username: 'Login', passwordHash: 'PwHash', type: { column: 'Rolle', values: { admin: 'A', user: 'B', application: 'S' } }, displayName: 'Name', enabled: 'Aktiv', tokenVersion: 'TokVer', lastLoginAt: 'Login_am', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }
+  }
+  const password = 'legacy-password-1'
+  const ctx = await build(t, { mapping: { users } }, async (db) => {
+    const passwords = await createPasswords(TEST_ARGON2)
+    await db.execute({ text: 'CREATE TABLE "BenMandant" ("Mandant" INTEGER NOT NULL DEFAULT 1, "Nr" INTEGER NOT NULL, "Login" VARCHAR(64) NOT NULL UNIQUE, "PwHash" VARCHAR(255) NOT NULL, "Rolle" CHAR(1) NOT NULL DEFAULT \'B\', "Aktiv" BOOLEAN NOT NULL DEFAULT 1, "TokVer" INTEGER NOT NULL DEFAULT 0, "Name" VARCHAR(200), "Login_am" DATETIME, "Angelegt" DATETIME, "Geaendert" DATETIME, PRIMARY KEY ("Mandant", "Nr"))', params: [] })
+    await db.execute({
+      text: 'INSERT INTO "BenMandant" ("Mandant", "Nr", "Login", "PwHash", "Rolle") VALUES (1, 1, \'admin\', @admin, \'A\'), (1, 7, \'schulz\', @hash, \'B\'), (2, 7, \'meier\', @hash, \'B\'), (1, 8, \'lager\', @hash, \'B\')',
+      params: [{ name: 'admin', kind: 'string', value: await passwords.hash(ADMIN_PASSWORD) }, { name: 'hash', kind: 'string', value: await passwords.hash(password) }]
+    })
+  })
+  const { app } = ctx
+  // schulz's tokens name id 7, which meier's row holds too (before: a 409 CONFLICT on every request, the refresh too)
+  const schulz = await ctx.login('schulz', password)
+  for (const [method, url, token] of [['GET', '/api/materials', schulz.accessToken], ['GET', '/api/users/7', schulz.accessToken], ['POST', '/api/users/refresh', schulz.refreshToken]] as const) {
+    const res = await app.inject({ method, url, headers: ctx.auth(token) })
+    t.equal(res.statusCode, 401, `${method} ${url}: ${res.body}`)
+    t.match(res.json(), { code: 'TOKEN_INVALID', message: 'The token is invalid' })
+  }
+  // another user: id 7 is another's record, as an id no row holds (before: a 409 that told it the id exists)
+  const lager = ctx.auth((await ctx.login('lager', password)).accessToken)
+  for (const id of ['7', '99']) {
+    const read = await app.inject({ method: 'GET', url: `/api/users/${id}`, headers: lager })
+    t.equal(read.statusCode, 403, `GET ${id}: ${read.body}`)
+    t.match(read.json(), { code: 'FORBIDDEN', message: 'You may only read your own user record' })
+    const update = await app.inject({ method: 'POST', url: `/api/users/${id}`, headers: lager, payload: { password: 'takeover-password' } })
+    t.equal(update.statusCode, 403, `POST ${id}: ${update.body}`)
+    t.match(update.json(), { code: 'FORBIDDEN', message: 'You may only change your own user record' })
+  }
+  // an admin is told why
+  const admin = await app.inject({ method: 'GET', url: '/api/users/7', headers: ctx.auth(ctx.adminToken) })
+  t.equal(admin.statusCode, 409, admin.body)
+  t.match(admin.json(), { code: 'CONFLICT', message: /^2 rows of the picking system's table hold the user id 7 / })
+  t.equal((await app.inject({ method: 'GET', url: '/api/users/8', headers: lager })).statusCode, 200, 'an id one row holds is its user\'s as before')
 })
 
 t.test('SQLite: a key column declared COLLATE NOCASE whose unique index is BINARY (\'a\', \'A\', \'b\'): ids compare as the index does, so a walk loses no row and each id names its own row', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite DDL' }, async (t) => {
