@@ -739,40 +739,76 @@ class SqliteDatabase implements Database {
 
 /**
  * The collation a column of a CREATE TABLE statement declares (COLLATE NOCASE), upper case; BINARY,
- * SQLite's default, where it declares none. The column definitions are split at the commas outside
- * parentheses and quotes.
+ * SQLite's default, where it declares none. Read from the column definition's own tokens: comments,
+ * quoted names and text ('x, y', "c COLLATE NOCASE") and what is in parentheses (a CHECK, a DEFAULT or
+ * a generated column's expression, which may hold a COLLATE of its own) are no part of the answer.
  */
 export function declaredCollation (sql: string, column: string): string {
-  const open = sql.indexOf('(')
-  if (open < 0) return 'BINARY'
-  const defs: string[] = []
-  let depth = 0
-  let quote: string | undefined
-  let start = open + 1
-  for (let i = start; i < sql.length; i++) {
-    const ch = sql[i]
-    if (quote !== undefined) {
-      if (ch === quote) quote = undefined
-    } else if (ch === '"' || ch === "'" || ch === '`') quote = ch
-    else if (ch === '[') quote = ']'
-    else if (ch === '(') depth++
-    else if (ch === ')' && depth-- === 0) {
-      defs.push(sql.slice(start, i))
-      break
-    } else if (ch === ',' && depth === 0) {
-      defs.push(sql.slice(start, i))
-      start = i + 1
-    }
-  }
   const name = column.toLowerCase()
-  for (const def of defs) {
-    const m = /^\s*(?:"((?:[^"]|"")*)"|\[([^\]]*)\]|`((?:[^`]|``)*)`|'((?:[^']|'')*)'|([^\s(]+))/.exec(def)
-    const named = (m?.[1]?.replace(/""/g, '"') ?? m?.[2] ?? m?.[3]?.replace(/``/g, '`') ?? m?.[4]?.replace(/''/g, "'") ?? m?.[5] ?? '').toLowerCase()
-    if (named !== name) continue
-    const coll = /\bCOLLATE\s+(?:"([^"]+)"|'([^']+)'|\[([^\]]+)\]|(\w+))/i.exec(def.slice(m![0].length))
-    return (coll?.[1] ?? coll?.[2] ?? coll?.[3] ?? coll?.[4] ?? 'BINARY').toUpperCase()
+  for (const tokens of columnDefinitions(sql)) {
+    // a table constraint (PRIMARY KEY (a COLLATE NOCASE), CONSTRAINT … CHECK) names no column of its own
+    if (tokens.length === 0 || /^(?:constraint|primary|unique|check|foreign)$/i.test(tokens[0]) || unquoted(tokens[0]).toLowerCase() !== name) continue
+    const at = tokens.findIndex((token, i) => i > 0 && token.toUpperCase() === 'COLLATE')
+    return at === -1 || at + 1 >= tokens.length ? 'BINARY' : unquoted(tokens[at + 1]).toUpperCase()
   }
   return 'BINARY'
+}
+
+/** An identifier token without its quotes ("a""b", [a b], `a`, 'a') */
+function unquoted (token: string): string {
+  const open = token[0]
+  if (open === '[') return token.slice(1, -1)
+  if (open === '"' || open === "'" || open === '`') return token.slice(1, -1).replaceAll(open + open, open)
+  return token
+}
+
+/**
+ * The column definitions and table constraints of a CREATE TABLE statement, each as its tokens: words,
+ * quoted names and text whole, a parenthesized part as '()', without comments.
+ */
+function columnDefinitions (sql: string): string[][] {
+  const defs: string[][] = []
+  let depth = 0
+  let current: string[] = []
+  let i = 0
+  while (i < sql.length) {
+    const ch = sql[i]
+    if (ch === '-' && sql[i + 1] === '-') {
+      const end = sql.indexOf('\n', i)
+      i = end === -1 ? sql.length : end + 1
+    } else if (ch === '/' && sql[i + 1] === '*') {
+      const end = sql.indexOf('*/', i + 2)
+      i = end === -1 ? sql.length : end + 2
+    } else if (ch === '"' || ch === "'" || ch === '`' || ch === '[') {
+      const close = ch === '[' ? ']' : ch
+      let end = sql.indexOf(close, i + 1)
+      // a doubled quote is one quote character inside ([…] has no escape)
+      while (close !== ']' && end !== -1 && sql[end + 1] === close) end = sql.indexOf(close, end + 2)
+      if (end === -1) end = sql.length - 1
+      if (depth === 1) current.push(sql.slice(i, end + 1))
+      i = end + 1
+    } else if (ch === '(') {
+      if (depth === 1) current.push('()')
+      depth++
+      i++
+    } else if (ch === ')') {
+      depth--
+      i++
+      if (depth === 0) break
+    } else if (ch === ',' && depth === 1) {
+      defs.push(current)
+      current = []
+      i++
+    } else if (/\s/.test(ch) || depth !== 1) {
+      i++
+    } else {
+      const word = /^[^\s(),'"`[]+/.exec(sql.slice(i, i + 200))![0]
+      current.push(word)
+      i += word.length
+    }
+  }
+  defs.push(current)
+  return defs
 }
 
 /**

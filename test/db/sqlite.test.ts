@@ -882,3 +882,29 @@ t.test('a unique index in another collation than its column declares: the column
   const columns = await db.columns({ table: 'C', columns: {} } as unknown as TableMapping)
   t.same(columns.map((c) => [c.name, c.unique, c.uniqueCollation]), [['a', true, undefined], ['b', true, 'BINARY'], ['c', true, undefined], ['d', true, 'NOCASE']])
 })
+
+t.test('the collation a column declares, from DDL with comments, quoted names with parentheses or commas, and COLLATE inside a CHECK, DEFAULT or generated expression', async (t) => {
+  // before: the first '(' (the table name's) began the column list, a comment's apostrophe or comma split it, and any COLLATE in the definition counted
+  t.equal(declaredCollation('CREATE TABLE Art ( -- articles (per client)\n  "Nr" TEXT COLLATE NOCASE, b TEXT)', 'Nr'), 'NOCASE', 'after a comment')
+  t.equal(declaredCollation('CREATE TABLE Art (a TEXT, -- the client\'s own number\n "Nr" TEXT COLLATE NOCASE)', 'Nr'), 'NOCASE', 'after a comment with an apostrophe')
+  t.equal(declaredCollation('CREATE TABLE Art (/* a, b ( */ "Nr" TEXT COLLATE NOCASE)', 'Nr'), 'NOCASE', 'after a block comment')
+  t.equal(declaredCollation('CREATE TABLE "Art(1,2)" ("Nr" TEXT COLLATE NOCASE, b TEXT)', 'Nr'), 'NOCASE', 'a quoted table name with parentheses')
+  t.equal(declaredCollation('CREATE TABLE [Art(x] ("Nr" TEXT COLLATE NOCASE, b TEXT)', 'Nr'), 'NOCASE', 'a bracketed one')
+  t.equal(declaredCollation('CREATE TABLE Art(Nr TEXT COLLATE"NOCASE", b TEXT)', 'Nr'), 'NOCASE', 'a quoted collation without a blank')
+  t.equal(declaredCollation('CREATE TABLE Art (Nr TEXT CHECK (Nr <> \'x\' COLLATE NOCASE), b TEXT)', 'Nr'), 'BINARY', 'not from a CHECK')
+  t.equal(declaredCollation('CREATE TABLE Art (Nr TEXT GENERATED ALWAYS AS (lower(b) COLLATE NOCASE) STORED, b TEXT)', 'Nr'), 'BINARY', 'not from a generated column\'s expression')
+  t.equal(declaredCollation('CREATE TABLE Art (Nr TEXT DEFAULT (\'a\' COLLATE NOCASE) COLLATE RTRIM)', 'Nr'), 'RTRIM', 'its own past a DEFAULT\'s')
+  t.equal(declaredCollation('CREATE TABLE Art (Nr TEXT CONSTRAINT "c COLLATE NOCASE" NOT NULL)', 'Nr'), 'BINARY', 'not from a constraint name')
+  const db = openDatabase('sqlite::memory:', { logger: silent })
+  t.teardown(() => db.close())
+  for (const ddl of ['CREATE TABLE "K" ( -- article master\n "Nr" TEXT COLLATE NOCASE NOT NULL, "Bez" TEXT)', 'CREATE TABLE "K" ("Nr" TEXT NOT NULL CHECK ("Nr" <> \'\' COLLATE NOCASE), "Bez" TEXT)']) {
+    await db.execute({ text: 'DROP TABLE IF EXISTS "K"', params: [] })
+    await db.execute({ text: ddl, params: [] })
+    await db.execute({ text: 'CREATE UNIQUE INDEX "ix_K" ON "K" ("Nr" COLLATE BINARY)', params: [] })
+    await db.execute({ text: 'INSERT INTO "K" VALUES (\'a\', \'klein\'), (\'A\', \'gross\')', params: [] })
+    // as SQLite itself compares the column ('a' = 'A' under NOCASE)
+    const [own] = await db.query({ text: 'SELECT COUNT(*) AS n FROM "K" WHERE "Nr" = \'a\'', params: [] })
+    const info = (await db.columns({ table: 'K', columns: {} } as unknown as TableMapping)).find((c) => c.name === 'Nr')
+    t.equal(info?.uniqueCollation, Number(own?.n) === 2 ? 'BINARY' : undefined, `${ddl}: compared as the index does where the column compares otherwise`)
+  }
+})
