@@ -92,6 +92,11 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 /** on a connection's socket: its requests whose answer has not gone yet (pipelined ones too) */
 const IN_FLIGHT = Symbol('requests in flight')
 
+/** Ends a connection whose answers have all gone, without waiting for the rest of a body the client still sends. */
+function closeAnswered (socket: Socket): void {
+  socket.end(() => socket.destroy())
+}
+
 /**
  * A preValidation hook naming every field a body may not carry at once: an edit form that posts a
  * whole row back learns all the read-only fields (id, stockQuantity, createdAt, …) from one 400,
@@ -508,7 +513,14 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   // (a count kept on the socket itself, and a callback hook: this runs on every request, and a
   // WeakMap lookup or a promise per request costs more than the field)
   let closing = false
-  app.addHook('preClose', async () => { closing = true })
+  // Connections whose request was answered before its body had all arrived (a 401, a 415 refused from the
+  // headers, a 413 by Content-Length): Node reads the rest of the body to keep the connection, so it is not
+  // idle, and a shutdown waited the whole grace period for a body nobody reads, then cut it as in flight.
+  const unread = new Set<Socket & { [IN_FLIGHT]?: number }>()
+  app.addHook('preClose', async () => {
+    closing = true
+    for (const socket of unread) if ((socket[IN_FLIGHT] ?? 0) <= 0) closeAnswered(socket)
+  })
   app.addHook('onRequest', (request, _reply, done) => {
     const socket = request.raw.socket as (Socket & { [IN_FLIGHT]?: number }) | null
     if (socket != null) socket[IN_FLIGHT] = (socket[IN_FLIGHT] ?? 0) + 1
@@ -529,7 +541,15 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       const left = (socket[IN_FLIGHT] ?? 1) - 1
       socket[IN_FLIGHT] = left
       // (an injected request's socket is a stand-in without end())
-      if (closing && left <= 0 && typeof socket.end === 'function') socket.end()
+      if (left <= 0 && typeof socket.end === 'function') {
+        if (request.raw.complete === false) {
+          if (closing) closeAnswered(socket)
+          else if (!unread.has(socket)) {
+            unread.add(socket)
+            socket.once('close', () => unread.delete(socket))
+          }
+        } else if (closing) socket.end()
+      }
     }
     // routeOptions is a getter that builds a new object of the route's options on every read
     const { config, url: route } = request.routeOptions

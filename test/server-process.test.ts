@@ -136,6 +136,35 @@ t.test('SIGTERM with a slow upload in flight: the upload is cut after the grace 
   t.ok(jsonLines(run.out()).some((l) => l.msg === 'controller disconnected'), 'and then closed the rest')
 })
 
+t.test('SIGTERM after a write was refused from its headers while its body still comes: the gateway does not wait for the body, it exits at once', async (t) => {
+  const { env } = await gatewaySetup(t)
+  const run = start(t, [CLI, 'serve'], env)
+  const port = await listening(run)
+  const login = await fetch(`http://127.0.0.1:${port}/api/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })
+  const { accessToken } = await login.json() as { accessToken: string }
+  const client = connect(port, '127.0.0.1')
+  client.on('error', () => {})
+  t.teardown(() => { client.destroy() })
+  await once(client, 'connect')
+  let answer = ''
+  client.setEncoding('utf8').on('data', (c: string) => { answer += c })
+  // a gzip body, refused (415) from its headers before it is read, and the first pieces of it, slowly: it never ends
+  client.write(`POST /api/materials HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${accessToken}\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n`)
+  await until(() => answer.includes('UNSUPPORTED_MEDIA_TYPE'), 'the 415', 5000)
+  t.match(answer, /^HTTP\/1\.1 415 /)
+  const more = setInterval(() => { if (!client.destroyed) client.write('1\r\n"\r\n') }, 200)
+  t.teardown(() => { clearInterval(more) })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  const sent = Date.now()
+  run.child.kill('SIGTERM')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'exited')
+  if (!exit) return
+  t.equal(exit.code, 0)
+  t.ok(exit.at - sent < GRACE_MS - 1000, `no grace period spent on a request already answered (${exit.at - sent} ms; before: ${GRACE_MS} ms and a connection cut)`)
+  t.notOk(jsonLines(run.out()).some((l) => /^grace period over/.test(l.msg)), 'no connection left to cut')
+})
+
 /**
  * A "SQL Server" that accepts connections and never answers (the driver waits for its connect timeout), and a
  * gateway starting against it, returned once the driver has connected: the start-up is under way.
