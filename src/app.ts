@@ -1,6 +1,6 @@
 // buildApp: the one Fastify instance, used by the server and by every test.
 import type { Socket } from 'node:net'
-import { maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http'
+import { maxHeaderSize, ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { getHeapStatistics } from 'node:v8'
 import rateLimit from '@fastify/rate-limit'
@@ -426,6 +426,20 @@ function redactQuery (request: FastifyRequest, config: FastifyContextConfig | un
 
 export async function buildApp (config: Config, options: BuildOptions): Promise<App> {
   const { server } = config
+  // set by the preClose hook below: the gateway is draining
+  let closing = false
+  /**
+   * While closing, the answer after which its connection is ended (the last one the connection
+   * carries, see the onResponse hook) says Connection: close (RFC 9112 §9.6), where it said
+   * keep-alive and the connection then ended at once. Every answer's head passes writeHead
+   * (an implicit one too): outside a shutdown, one flag test.
+   */
+  class DrainingResponse extends ServerResponse {
+    override writeHead (statusCode: number, reason?: string | OutgoingHttpHeaders | OutgoingHttpHeader[], headers?: OutgoingHttpHeaders | OutgoingHttpHeader[]): this {
+      if (closing && ((this.req.socket as (Socket & { [IN_FLIGHT]?: number }) | null)?.[IN_FLIGHT] ?? 0) <= 1) this.shouldKeepAlive = false
+      return super.writeHead(statusCode, reason as string, headers)
+    }
+  }
   const fastifyOptions: FastifyServerOptions & Record<string, unknown> = {
     bodyLimit: server.bodyLimit,
     trustProxy: server.trustProxy as FastifyServerOptions['trustProxy'],
@@ -433,7 +447,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     requestTimeout: server.requestTimeoutMs,
     keepAliveTimeout: server.keepAliveTimeoutMs,
     connectionTimeout: server.requestTimeoutMs + server.headersTimeoutMs,
-    http: { headersTimeout: server.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    http: { headersTimeout: server.headersTimeoutMs, connectionsCheckingInterval: 1000, ServerResponse: DrainingResponse },
     // While closing, answer with Connection: close so keep-alive clients do not hold shutdown (DESIGN §10).
     return503OnClosing: true,
     // /api/materials/17/ is /api/materials/17, as /api/materials/ is /api/materials
@@ -453,7 +467,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   let expired: string | undefined
   if (server.tls) {
     const https = readTls(server.tls)
-    fastifyOptions.https = https
+    fastifyOptions.https = { ...https, ServerResponse: DrainingResponse }
     expired = tlsValidityWarning(server.tls.cert, https.cert)
   }
   if (options.logger && typeof (options.logger as { info?: unknown }).info === 'function') {
@@ -512,7 +526,6 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   // this one would lose its answer (a light sent, the client never told).
   // (a count kept on the socket itself, and a callback hook: this runs on every request, and a
   // WeakMap lookup or a promise per request costs more than the field)
-  let closing = false
   // Connections whose request was answered before its body had all arrived (a 401, a 415 refused from the
   // headers, a 413 by Content-Length): Node reads the rest of the body to keep the connection, so it is not
   // idle, and a shutdown waited the whole grace period for a body nobody reads, then cut it as in flight.

@@ -529,6 +529,9 @@ t.test('shutdown: a keep-alive connection whose command was in flight is closed 
   const [res] = await once(req, 'response') as [IncomingMessage]
   res.resume()
   t.equal(res.statusCode, 200, 'the command in flight is answered')
+  // before: "keep-alive" and "Keep-Alive: timeout=5", and the connection ended right after (RFC 9112 §9.6)
+  t.equal(res.headers.connection, 'close', 'the answer says that the connection closes after it')
+  t.equal(res.headers['keep-alive'], undefined)
   await closing
   const ms = Date.now() - started
   // before: the connection stayed open, idle, until keepAliveTimeoutMs (5 s), and the close waited for it
@@ -555,6 +558,10 @@ t.test('shutdown: pipelined requests in flight on one keep-alive connection are 
   await closed
   // before: the first answer ended the connection, and the two lights sent behind it were never answered
   t.same(received.match(/HTTP\/1\.1 \d+/g), ['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 200'], 'each request the gateway acted on is answered')
+  // only the last answer may say close: a client told so earlier would give up the answers behind it
+  const connection = received.match(/^Connection: \S+/gim) ?? []
+  t.equal(connection.length, 3)
+  t.same(connection.slice(0, 2).map((h) => h.toLowerCase()), ['connection: keep-alive', 'connection: keep-alive'])
   t.ok(Date.now() - started < 2000, 'and the connection is ended after the last, not held until keepAliveTimeoutMs')
 })
 
