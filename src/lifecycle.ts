@@ -199,8 +199,11 @@ export interface ShutdownLog {
 export interface ShutdownOptions {
   /** stops accepting, lets requests in flight finish, closes everything; resolves when done */
   close: () => Promise<void>
-  /** cuts the connections still open once the grace period is over; resolves with how many it cut */
-  cut: () => Promise<number>
+  /**
+   * Once the grace period is over: answers the station commands still waiting for their controller's ACK
+   * (504), then cuts the connections still open; resolves with how many of each
+   */
+  cut: () => Promise<{ commands: number, connections: number }>
   graceMs: number
   /** how long closing may take after the cut (the links and the pool) before the shutdown counts as failed */
   afterCutMs?: number
@@ -222,13 +225,17 @@ export async function shutdown (reason: StopReason, opts: ShutdownOptions): Prom
   const over = Symbol('over')
   const first = await race(closing, opts.graceMs, over)
   if (first !== over) return first ? code : 1
-  let cut = 0
+  let cut = { commands: 0, connections: 0 }
   try {
     cut = await opts.cut()
   } catch (err) {
     opts.log.error({ err }, 'could not cut the connections left')
   }
-  opts.log.warn({ connections: cut, graceMs: opts.graceMs }, `grace period over: ${cut} connection(s) still open cut`)
+  // a warning only for clients really cut off: a command answered 504 has its own warning, and its client its answer
+  const { commands, connections } = cut
+  const msg = `grace period over: ${commands > 0 ? `${commands} station command(s) still waiting for an ACK answered 504, ` : ''}${connections > 0 ? `${connections} connection(s) still open cut` : 'no connection cut'}`
+  if (connections > 0) opts.log.warn({ commands, connections, graceMs: opts.graceMs }, msg)
+  else opts.log.info({ commands, connections, graceMs: opts.graceMs }, msg)
   const afterCut = await race(closing, opts.afterCutMs ?? 3000, over)
   if (afterCut === over) {
     opts.log.error({ afterCutMs: opts.afterCutMs ?? 3000 }, 'shutdown did not finish after the connections were cut: exiting anyway')

@@ -160,10 +160,11 @@ function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceM
       cut: async () => {
         // a station command still waiting for its controller's ACK gets its 504 before its connection goes (a reset
         // would leave its client guessing too, without saying so)
-        if (app.hardware.abandon() > 0) await new Promise((resolve) => setTimeout(resolve, 100))
-        const open = await new Promise<number>((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)))
+        const commands = app.hardware.abandon()
+        if (commands > 0) await new Promise((resolve) => setTimeout(resolve, 100))
+        const connections = await new Promise<number>((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)))
         app.server.closeAllConnections()
-        return open
+        return { commands, connections }
       },
       graceMs,
       log: app.log

@@ -345,4 +345,7 @@ t.test('SIGTERM while a station command waits for its ACK past the grace period:
   t.match(res.body, { code: 'CONTROLLER_TIMEOUT', message: /shutting down.*LIGHT.*may have carried it out/ })
   const exit = await run.exitWithin(HUNG_MS)
   t.equal(exit?.code, 0, 'a requested stop: exit 0')
+  // before: a warning 'grace period over: 0 connection(s) still open cut', where nothing was cut
+  const over = jsonLines(run.out()).filter((l) => /^grace period over/.test(l.msg))
+  t.match(over, [{ level: 30, commands: 1, connections: 0, graceMs: GRACE_MS, msg: 'grace period over: 1 station command(s) still waiting for an ACK answered 504, no connection cut' }])
 })
