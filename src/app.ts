@@ -489,6 +489,19 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     // before routing, so not yet rewritten: an absolute URL's scheme and host (and a user:password@ in it) left out here too
     app.log.info(earlyRequestLine(app, String(req.method), originForm(req), 417, 'EXPECTATION_FAILED'), 'request')
   })
+  // CONNECT (a client that takes the gateway for a proxy): Node hands its socket to a 'connect' listener and,
+  // without one, destroyed it unanswered and unlogged. The gateway tunnels nothing: a 405 whose empty Allow
+  // says that the target (host:port) takes no method here (RFC 9110 §10.2.1), and the connection closed.
+  app.server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    // the HTTP server no longer listens on this socket: a reset by the client would be an uncaught error
+    socket.on('error', () => {})
+    const body = JSON.stringify(buildErrorBody(405, 'METHOD_NOT_ALLOWED', 'CONNECT is not allowed: the gateway is no proxy and opens no tunnel; send each request to the gateway itself'))
+    socket.end(`HTTP/1.1 405 ${statusText(405)}\r\nAllow: \r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
+    // the target is host:port; a user:password@ a client put before it is left out
+    const target = String(req.url)
+    app.log.info(earlyRequestLine(app, 'CONNECT', target.slice(target.lastIndexOf('@') + 1), 405, 'METHOD_NOT_ALLOWED'), 'request')
+  })
   // Expect: 100-continue (Java's HttpURLConnection, .NET's HttpClient, curl for bodies over 1 KB): Node
   // answered 100 at once, so the client sent its body before a 401, 413 or 415 that needed none of it
   // (a 5 MB upload then met a closed connection). The 100 now goes out when the body is first read,

@@ -199,6 +199,21 @@ t.test('an Expect header other than 100-continue: a 417 with the same body shape
   t.same(res.body, { statusCode: 417, code: 'EXPECTATION_FAILED', error: 'Expectation Failed', message: "The Expect header 'fancy-thing' is not supported; send 100-continue or none" })
 })
 
+t.test('CONNECT (a client that takes the gateway for a proxy): a 405 with the same body shape and Connection: close, and a request line in the log (before: the connection dropped unanswered, no line)', async (t) => {
+  const logs: string[] = []
+  const ctx = await build(t, { logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
+  const res = await raw(ctx, 'CONNECT erp:Pr0xy-Passw0rd@gateway.example:443 HTTP/1.1\r\nHost: gateway.example:443\r\n\r\n')
+  t.equal(res.status, 405)
+  t.match(res.headers, /\r\nconnection: close(\r\n|$)/i)
+  t.match(res.headers, /\r\nallow: (\r\n|$)/i, 'an empty Allow: the target takes no method here')
+  t.match(res.headers, /content-type: application\/json; charset=utf-8/i)
+  t.same(res.body, { statusCode: 405, code: 'METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: 'CONNECT is not allowed: the gateway is no proxy and opens no tunnel; send each request to the gateway itself' })
+  const line = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.method === 'CONNECT')
+  t.match(line, { level: 30, msg: 'request', method: 'CONNECT', url: 'gateway.example:443', statusCode: 405, code: 'METHOD_NOT_ALLOWED' })
+  t.notMatch(logs.join('\n'), /Pr0xy-Passw0rd/, 'the password before the target is in no log line')
+  t.equal((await raw(ctx, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status, 200, 'and the gateway serves on')
+})
+
 t.test('an absolute URL\'s user:password@ is in no log line, the 417\'s (answered before routing) included', async (t) => {
   const logs: string[] = []
   const ctx = await build(t, { logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
