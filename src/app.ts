@@ -440,6 +440,9 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       return super.writeHead(statusCode, reason as string, headers)
     }
   }
+  // Node's server options, for HTTPS too: Fastify hands https.createServer the TLS options alone, and with them
+  // the headers came under Node's own 60 s limit, checked every 30 s, not server.headersTimeoutMs
+  const serverOptions = { headersTimeout: server.headersTimeoutMs, connectionsCheckingInterval: 1000, ServerResponse: DrainingResponse }
   const fastifyOptions: FastifyServerOptions & Record<string, unknown> = {
     bodyLimit: server.bodyLimit,
     trustProxy: server.trustProxy as FastifyServerOptions['trustProxy'],
@@ -447,7 +450,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     requestTimeout: server.requestTimeoutMs,
     keepAliveTimeout: server.keepAliveTimeoutMs,
     connectionTimeout: server.requestTimeoutMs + server.headersTimeoutMs,
-    http: { headersTimeout: server.headersTimeoutMs, connectionsCheckingInterval: 1000, ServerResponse: DrainingResponse },
+    http: serverOptions,
     // While closing, answer with Connection: close so keep-alive clients do not hold shutdown (DESIGN §10).
     return503OnClosing: true,
     // /api/materials/17/ is /api/materials/17, as /api/materials/ is /api/materials
@@ -467,7 +470,7 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   let expired: string | undefined
   if (server.tls) {
     const https = readTls(server.tls)
-    fastifyOptions.https = { ...https, ServerResponse: DrainingResponse }
+    fastifyOptions.https = { ...https, ...serverOptions }
     expired = tlsValidityWarning(server.tls.cert, https.cert)
   }
   if (options.logger && typeof (options.logger as { info?: unknown }).info === 'function') {

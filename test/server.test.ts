@@ -4,6 +4,7 @@ import { once } from 'node:events'
 import { closeSync, fstatSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
 import { connect, type AddressInfo } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
@@ -113,7 +114,7 @@ t.test('HTTPS with server.tls', async (t) => {
   const key = join(dir, 'key.pem')
   const cert = join(dir, 'cert.pem')
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
-  const ctx = await build(t, { server: { tls: { cert, key } } })
+  const ctx = await build(t, { server: { tls: { cert, key }, headersTimeoutMs: 800 } })
   await ctx.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = ctx.app.server.address() as AddressInfo
   const req = httpsRequest({ host: '127.0.0.1', port, path: '/health', rejectUnauthorized: false })
@@ -123,6 +124,21 @@ t.test('HTTPS with server.tls', async (t) => {
   for await (const chunk of res) body += chunk
   t.equal(res.statusCode, 200)
   t.same(JSON.parse(body), { status: 'ok' })
+  // headers sent one line at a time: cut off after server.headersTimeoutMs over HTTPS too (before: Node's 60 s)
+  const slow = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false })
+  slow.on('error', () => {})
+  t.teardown(() => { slow.destroy() })
+  await once(slow, 'secureConnect')
+  let answer = ''
+  slow.setEncoding('latin1').on('data', (c: string) => { answer += c })
+  slow.write('GET /health HTTP/1.1\r\nHost: x\r\n')
+  const drip = setInterval(() => { if (!slow.destroyed) slow.write('X-a: b\r\n') }, 200)
+  const t0 = Date.now()
+  await Promise.race([once(slow, 'close'), new Promise((resolve) => setTimeout(resolve, 8000))])
+  clearInterval(drip)
+  t.ok(slow.destroyed || slow.readableEnded, `headers sent one line at a time are cut off (${Date.now() - t0} ms)`)
+  t.ok(Date.now() - t0 < 5000, 'within a few seconds')
+  t.match(answer, /^HTTP\/1\.1 408 /)
 })
 
 /** A database that can be switched off, as when SQL Server goes away. */
