@@ -40,33 +40,56 @@ export function textIdParams (maxLength: number | undefined, key?: string): TObj
  */
 export const NOT_BLANK = '\\S'
 /**
- * Characters that show as nothing (soft hyphen, zero-width space and joiners, direction marks and
- * embeddings, word joiner, BOM): 'ad\u200bmin' reads as admin in a list, and SQL Server's collations
- * give most of them no weight, so at a login it could find admin's row under a throttle count of its own.
- * Also the rest of Unicode's default-ignorable characters in the BMP (combining grapheme joiner,
- * Hangul fillers, Khmer inherent vowels, Mongolian variation selectors, variation selectors, U+FFF0 to
- * U+FFF8): 'M-1\u034fX' showed as M-1X and was a second material beside it.
+ * Characters that show as nothing or as something else, in every plane (the patterns are compiled with
+ * the 'u' flag, as Ajv does; TypeBox's Value.Check compiles without it, so check them with
+ * hiddenCharacter, not Value.Check): control characters (C0, DEL, C1); Unicode's default-ignorable
+ * characters (soft hyphen, zero-width space and joiners, direction marks and embeddings, word joiner,
+ * BOM, combining grapheme joiner, Hangul fillers, variation selectors, and beyond the BMP the tag
+ * characters U+E0000 to U+E0FFF, musical symbol formatting, shorthand format controls, and those not
+ * yet assigned): 'ad\u200bmin' reads as admin in a list, SQL Server's collations give most of them no
+ * weight, and 'M-1\u034fX' or 'PTL-01' with a tag character after it was a second material or station
+ * that looks like the first; noncharacters (U+FDD0 to U+FDEF, U+FFFE, U+FFFF and their like in every
+ * plane), which are no text; half of a surrogate pair; and the line breaks U+2028, U+2029 and the
+ * Ogham space mark U+1680, which Unicode NFKC leaves as they are.
  */
-const INVISIBLE = '\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb'
-/** control characters (C0, DEL, C1) and the invisible ones: what no key may hold */
-const HIDDEN = `\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}`
+const HIDDEN = '\\p{Cc}\\p{Default_Ignorable_Code_Point}\\p{Noncharacter_Code_Point}\\p{Cs}\\u1680\\u2028\\u2029'
 /**
- * A text that names one thing and must look like nothing else: a username, a material number, a
- * station's name. Something besides spaces, and no control or invisible characters: 'PTL-01' with a
- * zero-width space after it was a second station that looks like PTL-01 in every list.
+ * Spaces that look like the plain space U+0020 but are other characters (no-break space, en to hair
+ * spaces, figure and narrow no-break spaces, the mathematical and ideographic spaces): 'PTL\u00a001'
+ * was a second station beside 'PTL 01'. A username is stored in Unicode NFKC, which makes each of them
+ * U+0020, so only the keys stored as sent (material numbers, station names) refuse them.
  */
-export const VISIBLE_KEY = `^[^${HIDDEN}]*[^\\s${HIDDEN}][^${HIDDEN}]*$`
+const SPACE_LOOKALIKE = '\\u00a0\\u2000-\\u200a\\u202f\\u205f\\u3000'
+/**
+ * A text that names one thing and must look like nothing else: a material number, a station's name.
+ * Something besides spaces, and no control, invisible or space look-alike characters (one at either
+ * end is left to the repository, whose 400 says that a key may not begin or end with white space).
+ */
+export const VISIBLE_KEY = `^[ ${SPACE_LOOKALIKE}]*[^${HIDDEN}${SPACE_LOOKALIKE}]*[^\\s${HIDDEN}][^${HIDDEN}${SPACE_LOOKALIKE}]*[ ${SPACE_LOOKALIKE}]*$`
+/** A username as sent: VISIBLE_KEY, but the space look-alikes are taken (NFKC stores them as U+0020). */
+export const VISIBLE_USERNAME = `^[^${HIDDEN}]*[^\\s${HIDDEN}][^${HIDDEN}]*$`
+
+const HIDDEN_CHARACTER = new RegExp(`[${HIDDEN}]`, 'u')
+const LOOKALIKE_INSIDE = new RegExp(`(?<=[^\\s][ ${SPACE_LOOKALIKE}]*)[${SPACE_LOOKALIKE}](?=[ ${SPACE_LOOKALIKE}]*[^\\s])`, 'u')
 
 /**
- * A control or invisible character (VISIBLE_KEY's): an update refuses one only in a value the row does
- * not already show (Repository), since an edit form sends back what the picking system stored.
+ * The first control or invisible character of a key, else its first space look-alike between two
+ * other characters (VISIBLE_KEY's; of a username as sent, VISIBLE_USERNAME's, without the space
+ * look-alikes, which NFKC makes U+0020), named by its code point ('U+200B');
+ * undefined when it holds none. An update refuses one only in a value the row does not already show
+ * (Repository), since an edit form sends back what the picking system stored.
  */
-export const HIDDEN_CHARACTER = new RegExp(`[${HIDDEN}]`, 'u')
+export function hiddenCharacter (value: string, username = false): string | undefined {
+  const m = HIDDEN_CHARACTER.exec(value) ?? (username ? null : LOOKALIKE_INSIDE.exec(value))
+  if (m === null) return undefined
+  return `U+${m[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`
+}
 
 /** What each pattern of the API's schemas asks, in words: a validation error says this instead of the expression. */
 export const COMMON_PATTERN_RULES: Record<string, string> = {
   [NOT_BLANK]: 'must hold a character other than spaces',
-  [VISIBLE_KEY]: 'must hold a character other than spaces, and no control or invisible characters (zero-width spaces, direction marks)'
+  [VISIBLE_KEY]: 'must hold a character other than spaces, and no control or invisible characters (zero-width spaces, direction marks) nor spaces other than U+0020',
+  [VISIBLE_USERNAME]: 'must hold a character other than spaces, and no control or invisible characters (zero-width spaces, direction marks)'
 }
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' })

@@ -1,14 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { COMMON_PATTERN_RULES, NullableString, Timestamp, VISIBLE_KEY } from './common.js'
+import { COMMON_PATTERN_RULES, NullableString, Timestamp, VISIBLE_USERNAME } from './common.js'
 
 export const UserType = Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('application')], {
   description: '`application` may exchange its refresh token for a non-expiring application token'
 })
 export type UserType = Static<typeof UserType>
 
-/** Something besides spaces (names are stored trimmed), and no control or invisible characters: VISIBLE_KEY, whose words the 400 gives */
-export const USERNAME_RULE = COMMON_PATTERN_RULES[VISIBLE_KEY]
-export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: VISIBLE_KEY, description: 'Case-insensitive; stored trimmed and in lower case' })
+/** Something besides spaces (names are stored trimmed), and no control or invisible characters: VISIBLE_USERNAME, whose words the 400 gives (a 'u' pattern: check it with hiddenCharacter, not Value.Check) */
+export const USERNAME_RULE = COMMON_PATTERN_RULES[VISIBLE_USERNAME]
+/** VISIBLE_USERNAME compiled as Ajv does, with the 'u' flag: TypeBox's Value.Check compiles a pattern without it */
+export const VISIBLE_USERNAME_RE = new RegExp(VISIBLE_USERNAME, 'u')
+export const Username = Type.String({ minLength: 1, maxLength: 64, pattern: VISIBLE_USERNAME, description: 'Case-insensitive; stored trimmed and in lower case' })
 /** a password's length in characters (code points, as the API's validator counts them); the command line checks the same */
 export const PASSWORD_LENGTH = { min: 8, max: 1024 } as const
 const Password = Type.String({ minLength: PASSWORD_LENGTH.min, maxLength: PASSWORD_LENGTH.max, description: 'Write-only; stored as an argon2id hash' })
@@ -49,7 +51,7 @@ export type UserUpdate = Static<typeof UserUpdate>
 export const LoginBody = Type.Object({
   // the rule of every stored name: a control character could find a row under SQL Server's collation
   // (which gives NCHAR(0) no weight) while counting as another name for the login throttle
-  username: Type.String({ minLength: 1, maxLength: 256, pattern: VISIBLE_KEY }),
+  username: Type.String({ minLength: 1, maxLength: 256, pattern: VISIBLE_USERNAME }),
   password: Type.String({ minLength: 1, maxLength: 1024 })
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBody>

@@ -14,7 +14,7 @@ import Fastify, { LogController, type FastifyContextConfig, type FastifyError, t
 import type { Config } from '../schemas/config.js'
 import { Material, MaterialCreate } from '../schemas/materials.js'
 import { Station, StationCreate } from '../schemas/stations.js'
-import { COMMON_PATTERN_RULES, errorResponses } from '../schemas/common.js'
+import { COMMON_PATTERN_RULES, errorResponses, hiddenCharacter, NOT_BLANK, VISIBLE_USERNAME } from '../schemas/common.js'
 import { User, UserCreate } from '../schemas/users.js'
 import { mappingsOf, readTls, signingKeys, tlsValidityWarning } from './config.js'
 import { argon2HashLength } from './auth/passwords.js'
@@ -79,7 +79,8 @@ const digitsOnly: FuncKeywordDefinition = { keyword: 'digitsOnly', schemaType: '
  * Query strings and path parameters are text by nature and are coerced.
  */
 function validatorCompiler () {
-  const base = { allErrors: false, useDefaults: true, strict: false, removeAdditional: false as const }
+  // verbose: an error carries the value it refuses, so that a 400 can name a key's invisible character
+  const base = { allErrors: false, useDefaults: true, strict: false, removeAdditional: false as const, verbose: true }
   const body = addFormats.default(new Ajv.default({ ...base, coerceTypes: false }))
   const text = addFormats.default(new Ajv.default({ ...base, coerceTypes: 'array' }))
   text.addKeyword(digitsOnly)
@@ -133,6 +134,9 @@ function describeValidation (errors: ErrorObject[], dataVar: string): Error {
     message = READ_ONLY_FIELDS.has(field) ? `${path}/${field} is read-only` : `${path} has unknown field '${field}'`
   } else if (first.keyword === 'pattern' && Object.hasOwn(COMMON_PATTERN_RULES, params.pattern as string)) {
     message = `${path} ${COMMON_PATTERN_RULES[params.pattern as string]}`
+    // the character itself, by its code point: 'PTL-01' and a tag character after it look the same in the request too
+    const hidden = typeof first.data === 'string' ? hiddenCharacter(first.data, params.pattern === VISIBLE_USERNAME) : undefined
+    if (hidden !== undefined && params.pattern !== NOT_BLANK) message += `, got ${hidden}`
   } else if (first.keyword === 'required') {
     message = `${path} must have required field '${params.missingProperty as string}'`
   } else if (first.keyword === 'minProperties' && params.limit === 1 && first.instancePath === '') {

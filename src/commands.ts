@@ -22,8 +22,8 @@ import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
 import { countLicensed, toUser, UserService } from './users.js'
 import { SSO_MARKER_PREFIX } from './auth/sso.js'
-import { PASSWORD_LENGTH, Username, USERNAME_RULE, type UserType } from '../schemas/users.js'
-import { Value } from '@sinclair/typebox/value'
+import { PASSWORD_LENGTH, USERNAME_RULE, VISIBLE_USERNAME_RE, type UserType } from '../schemas/users.js'
+import { hiddenCharacter } from '../schemas/common.js'
 
 export const EXIT_OK = 0
 export const EXIT_FAILURE = 1
@@ -1030,8 +1030,9 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
   if (needsName.includes(action) && !name) throw new UsageError(`'user ${action}' needs a username`)
   if (action === 'list' && name !== undefined) throw new UsageError(`unexpected argument '${name}': 'user list' takes none`)
   // the API's rule for a new name (schemas/users.ts), so that the command line cannot create what a login never finds
-  if (action === 'add' && !Value.Check(Username, name)) {
-    throw new UsageError(`the username ${JSON.stringify(name)} ${(name as string).length > 64 ? 'is longer than 64 characters' : USERNAME_RULE}`)
+  if (action === 'add' && (name.length > 64 || !VISIBLE_USERNAME_RE.test(name))) {
+    const hidden = hiddenCharacter(name, true)
+    throw new UsageError(`the username ${JSON.stringify(name)} ${name.length > 64 ? 'is longer than 64 characters' : `${USERNAME_RULE}${hidden === undefined ? '' : `, got ${hidden}`}`}`)
   }
   const allowed: Record<string, string[]> = { add: ['type', 'display-name', 'password-stdin'], passwd: ['password-stdin'] }
   const misplaced = Object.keys(values).find((option) => option !== 'help' && !(allowed[action] ?? []).includes(option))

@@ -8,9 +8,9 @@ import { users as usersDef } from './db/resources.js'
 import type { Id, Repository } from './db/repository.js'
 import type { Executor, Row } from './db/types.js'
 import { randomInt } from 'node:crypto'
-import { Value } from '@sinclair/typebox/value'
+import { hiddenCharacter } from '../schemas/common.js'
 import { INTEGER_RANGES } from './db/storage.js'
-import { Username, type User, type UserCreate, type UserType, type UserUpdate } from '../schemas/users.js'
+import { VISIBLE_USERNAME_RE, type User, type UserCreate, type UserType, type UserUpdate } from '../schemas/users.js'
 
 /**
  * Who acts: the user a token names (its id as the user table keys it, a number or a login name), or
@@ -315,7 +315,10 @@ export class UserService {
     const username = identity.username.name
     if (username.length > 64) throw forbidden('The username from the identity provider is longer than 64 characters; no user was created')
     // the rest of the rule of the API's own usernames (schemas/users.ts), not a second copy of it
-    if (!Value.Check(Username, username)) throw forbidden('The username from the identity provider holds control or invisible characters; no user was created')
+    if (!VISIBLE_USERNAME_RE.test(username)) {
+      const hidden = hiddenCharacter(username, true)
+      throw forbidden(`The username from the identity provider ${hidden === undefined ? 'holds spaces alone' : `holds control or invisible characters (${hidden})`}; no user was created`)
+    }
     // the picking system's column may be narrower than the API's 64, or a code page without its letters
     const unfit = this.unfit('username', username)
     if (unfit !== undefined) throw forbidden(`The username '${username}' from the identity provider does not fit the user table (${unfit}); map another claim to the username (auth.sso usernameClaim); no user was created`)

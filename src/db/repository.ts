@@ -5,7 +5,7 @@ import { checkExpression, faultToError, foreignKeysTo, namesIn } from './data-er
 import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, invalidCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
-import { HIDDEN_CHARACTER } from '../../schemas/common.js'
+import { hiddenCharacter } from '../../schemas/common.js'
 import { SqlBuilder, sortAlias } from './sql.js'
 import { INTEGER_RANGES, isGuid, ResourceStorage, type StorageOptions } from './storage.js'
 import type { ColumnInfo, Database, Executor, FieldDef, ResourceDef, Row, SqlValue, Statement, TableMapping } from './types.js'
@@ -887,11 +887,11 @@ export class Repository {
   private assertTrimmed (given: Row, current?: Row): void {
     for (const f of this.uniqueFields) {
       const value = given[f]
-      if (typeof value !== 'string' || (value === value.trim() && !HIDDEN_CHARACTER.test(value) && value === value.normalize('NFC')) || (current !== undefined && this.sameShown(f, current[f], value))) continue
+      if (typeof value !== 'string' || (value === value.trim() && hiddenCharacter(value) === undefined && value === value.normalize('NFC')) || (current !== undefined && this.sameShown(f, current[f], value))) continue
       if (value !== value.trim()) throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
       if (value !== value.normalize('NFC')) throw new InvalidValueError(`'${f}' must be in Unicode NFC (an accented letter as one character, not a letter and a combining accent): it would look like ${JSON.stringify(value.normalize('NFC'))}, a second ${this.noun} that looks the same; send it in that form`)
       // 'PTL-01' with a zero-width space after it would be a second station that looks like PTL-01 (the create schemas' VISIBLE_KEY)
-      throw new InvalidValueError(`'${f}' may hold no control or invisible characters (zero-width spaces, direction marks): it would look like another ${this.noun}'s`)
+      throw new InvalidValueError(`'${f}' may hold no control or invisible characters (zero-width spaces, direction marks) nor spaces other than U+0020, got ${hiddenCharacter(value) ?? ''}: it would look like another ${this.noun}'s`)
     }
   }
 

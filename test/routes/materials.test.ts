@@ -111,11 +111,19 @@ t.test('bad bodies are refused and change nothing', async (t) => {
     ['negative weight', { materialNumber: 'M-2', name: 'x', weight: -1 }, /body\/weight/],
     ['empty materialNumber', { materialNumber: '', name: 'x' }, /body\/materialNumber/],
     // stored as sent, a blank number or name matches nothing a person types (before: 201)
-    ['materialNumber of spaces', { materialNumber: '   ', name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
+    ['materialNumber of spaces', { materialNumber: '   ', name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\) nor spaces other than U\+0020$/],
     ['materialNumber with a zero-width space', { materialNumber: 'M-1\u200b', name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters/],
     // the rest of Unicode's default-ignorable characters show as nothing too (before: 201, a second 'M-1X')
     ...['\u034f', '\u115f', '\u1160', '\u17b4', '\u180b', '\u3164', '\ufe0f', '\uffa0', '\ufff0'].map((c): [string, object, RegExp] =>
       [`materialNumber with U+${c.charCodeAt(0).toString(16).toUpperCase()}`, { materialNumber: `M-1${c}X`, name: 'x' }, /^body\/materialNumber must hold a character other than spaces, and no control or invisible characters/]),
+    // beyond the BMP too, assigned or not (tag characters, variation selectors supplement, musical symbol
+    // formatting, shorthand format controls), noncharacters, line separators, and spaces that look like
+    // U+0020 (before: 201, a second 'M-1 X' or 'M-1X'); the 400 names the character
+    ...[0xe0001, 0xe0020, 0xe0041, 0xe007f, 0xe0100, 0xe01ef, 0x1d173, 0x1d17a, 0x1bca0, 0x1bca3, 0xe0080, 0xe00ff, 0xe01f0, 0xe0fff,
+      0xfdd0, 0xfdef, 0xfffe, 0xffff, 0x1fffe, 0x10ffff, 0x2028, 0x1680, 0xa0, 0x2007, 0x202f, 0x2000, 0x200a, 0x205f, 0x3000].map((c): [string, object, RegExp] => {
+      const code = `U\\+${c.toString(16).toUpperCase().padStart(4, '0')}`
+      return [`materialNumber with ${code}`, { materialNumber: `M-1${String.fromCodePoint(c)}X`, name: 'x' }, new RegExp(`^body/materialNumber must hold a character other than spaces, and no control or invisible characters \\(zero-width spaces, direction marks\\) nor spaces other than U\\+0020, got ${code}$`)]
+    }),
     ['name of a tab', { materialNumber: 'M-2', name: '\t' }, /^body\/name must hold a character other than spaces$/]
   ]
   for (const [name, payload, message] of cases) {
@@ -124,6 +132,10 @@ t.test('bad bodies are refused and change nothing', async (t) => {
     t.equal(res.json().code, 'VALIDATION_ERROR', name)
     t.match(res.json().message, message, name)
   }
+  // U+FFFD shows as itself, and a description is free text: both are taken as sent
+  const replacement = await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-\ufffd', name: 'x', description: 'a\u00a0b\u{e0001}' } })
+  t.equal(replacement.statusCode, 201, replacement.body)
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/materials/${String(replacement.json().id)}`, headers })).statusCode, 204)
   const blank = await app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: '  ' } })
   t.equal(blank.statusCode, 400, 'a rename to spaces')
   t.match(blank.json().message, /^body\/name must hold a character other than spaces$/)
@@ -199,10 +211,10 @@ t.test('a number or name the picking system stored with an invisible character i
   const ctx = await build(t)
   const { app } = ctx
   const headers = ctx.auth(ctx.adminToken)
-  // written past the API (the picking system's own program, an import): a zero-width space, a tab
+  // written past the API (the picking system's own program, an import): a zero-width space, a tab, a tag character, a no-break space
   const material = (await app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'M-7', name: 'Legacy' } })).json()
   const station = (await app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'PTL-7' } })).json()
-  for (const [mapping, field, value, id] of [[referenceMappings.materials, 'materialNumber', 'M-7\u200b', material.id], [referenceMappings.stations, 'name', 'PTL\t7', station.id]] as const) {
+  for (const [mapping, field, value, id] of [[referenceMappings.materials, 'materialNumber', 'M-7\u200b', material.id], [referenceMappings.stations, 'name', 'PTL\t\u{e0001}\u00a07', station.id]] as const) {
     const column = (name: string) => mapping.columns[name] as string
     await ctx.db.execute({ text: `UPDATE "${mapping.table}" SET "${column(field)}" = @value WHERE "${column('id')}" = @id`, params: [{ name: 'value', kind: 'string', value }, { name: 'id', kind: 'integer', value: id }] })
   }
@@ -211,18 +223,20 @@ t.test('a number or name the picking system stored with an invisible character i
   const again = await app.inject({ method: 'PATCH', url: `/api/materials/${String(material.id)}`, headers, payload: { materialNumber: shown.materialNumber, name: 'Renamed' } })
   t.equal(again.statusCode, 200, `before: 400, the row could not be sent back as it was (${again.body})`)
   t.match(again.json(), { materialNumber: 'M-7\u200b', name: 'Renamed' })
-  const form = await app.inject({ method: 'POST', url: `/api/stations/${String(station.id)}`, headers, payload: { name: 'PTL\t7', description: 'Zone B' } })
+  const form = await app.inject({ method: 'POST', url: `/api/stations/${String(station.id)}`, headers, payload: { name: 'PTL\t\u{e0001}\u00a07', description: 'Zone B' } })
   t.equal(form.statusCode, 200, form.body)
-  t.match(form.json(), { name: 'PTL\t7', description: 'Zone B' })
+  t.match(form.json(), { name: 'PTL\t\u{e0001}\u00a07', description: 'Zone B' })
   // a new value with such a character is still refused, and changes nothing
-  for (const [url, payload, field] of [
-    [`/api/materials/${String(material.id)}`, { materialNumber: 'M-8\u200b' }, 'materialNumber'],
-    [`/api/stations/${String(station.id)}`, { name: 'PTL-8\u00ad' }, 'name']
+  for (const [url, payload, field, code] of [
+    [`/api/materials/${String(material.id)}`, { materialNumber: 'M-8\u200b' }, 'materialNumber', '200B'],
+    [`/api/stations/${String(station.id)}`, { name: 'PTL-8\u00ad' }, 'name', '00AD'],
+    [`/api/stations/${String(station.id)}`, { name: 'PTL-8\u{e0001}' }, 'name', 'E0001'],
+    [`/api/stations/${String(station.id)}`, { name: 'PTL\u00a08' }, 'name', '00A0']
   ] as const) {
     const res = await app.inject({ method: 'PATCH', url, headers, payload })
     t.equal(res.statusCode, 400, res.body)
     t.equal(res.json().code, 'VALIDATION_ERROR')
-    t.match(res.json().message, new RegExp(`^'${field}' may hold no control or invisible characters \\(zero-width spaces, direction marks\\)`))
+    t.match(res.json().message, new RegExp(`^'${field}' may hold no control or invisible characters \\(zero-width spaces, direction marks\\) nor spaces other than U\\+0020, got U\\+${code}: `))
   }
   t.equal((await app.inject({ method: 'GET', url: `/api/materials/${String(material.id)}`, headers })).json().materialNumber, 'M-7\u200b')
   t.equal((await app.inject({ method: 'PATCH', url: `/api/materials/${String(material.id)}`, headers, payload: { materialNumber: '  ' } })).statusCode, 400, 'nor one of spaces')

@@ -300,7 +300,13 @@ t.test('claims: type mapping, missing claim, username fallbacks, a local account
   idp.claims.set('erp-8', { roles: ['gateway-user'], preferred_username: 'ad\u200bmin' })
   const invisible = await call('erp-8')
   t.equal(invisible.statusCode, 403, 'a name that shows as admin')
-  t.match(invisible.json().message, /holds control or invisible characters/)
+  t.match(invisible.json().message, /holds control or invisible characters \(U\+200B\)/)
+  // beyond the BMP too (a tag character), checked as the API checks it (TypeBox compiled the pattern without the 'u' flag)
+  idp.claims.set('erp-9', { roles: ['gateway-user'], preferred_username: 'admin\u{e0001}' })
+  const tag = await call('erp-9')
+  t.equal(tag.statusCode, 403, 'a name that shows as admin, beyond the BMP')
+  t.match(tag.json().message, /holds control or invisible characters \(U\+E0001\)/)
+  t.notOk((await users()).some((u) => u.username.startsWith('admin') && u.username !== 'admin'), 'and no row was made')
 })
 
 t.test('a user table with columns narrower than the API\'s: a long name is cut to fit, a username that does not fit is a 403 that says so', async (t) => {

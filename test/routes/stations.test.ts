@@ -50,10 +50,13 @@ t.test('stations: admins write, everyone reads, live fields are read-only', asyn
     [{ name: 'X', address: '3' }, /body\/address/],
     [{ name: 'X', address: 1.5 }, /body\/address/],
     [{ type: 'vlm' }, /required field 'name'/],
-    [{ name: '   ' }, /^body\/name must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
+    [{ name: '   ' }, /^body\/name must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\) nor spaces other than U\+0020$/],
     // before: a second station that looks like PTL-01 in every list
     [{ name: 'PTL-01\u200b' }, /^body\/name must hold a character other than spaces, and no control or invisible characters/],
     [{ name: 'PTL\t01' }, /^body\/name must hold a character other than spaces, and no control or invisible characters/],
+    // beyond the BMP (a tag character), or a space that looks like U+0020 (before: 201, a second PTL-01 or PTL 01)
+    [{ name: 'PTL-01\u{e0001}' }, /^body\/name must hold .* nor spaces other than U\+0020, got U\+E0001$/],
+    [{ name: 'PTL\u00a001' }, /^body\/name must hold .* nor spaces other than U\+0020, got U\+00A0$/],
     [{ name: 'X', controllerId: '' }, /^body\/controllerId must hold a character other than spaces$/]
   ]
   for (const [body, message] of cases) {

@@ -100,7 +100,14 @@ t.test('create', async (t) => {
     // stored trimmed, a name of spaces would be '': an account no login can reach, holding a licence login
     [{ username: '   ', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
     [{ username: '\u3000\u00a0', password: 'long-enough' }, /^body\/username must hold a character other than spaces/],
-    [{ username: 'a\u0007b', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\)$/],
+    [{ username: 'a\u0007b', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\), got U\+0007$/],
+    // beyond the BMP, assigned or not, and noncharacters (before: 201, a second 'admin' in every list)
+    [{ username: 'admin\u{e0001}', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters \(zero-width spaces, direction marks\), got U\+E0001$/],
+    [{ username: 'ad\u{e0100}min', password: 'long-enough' }, /, got U\+E0100$/],
+    [{ username: 'ad\u{1d173}min', password: 'long-enough' }, /, got U\+1D173$/],
+    [{ username: 'ad\u{e0fff}min', password: 'long-enough' }, /, got U\+E0FFF$/],
+    [{ username: 'admin\ufdd0', password: 'long-enough' }, /, got U\+FDD0$/],
+    [{ username: 'ad\u2028min', password: 'long-enough' }, /, got U\+2028$/],
     // shows as admin in a list
     [{ username: 'ad\u200bmin', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters/],
     [{ username: '\u202enimda', password: 'long-enough' }, /^body\/username must hold a character other than spaces, and no control or invisible characters/]
@@ -112,6 +119,11 @@ t.test('create', async (t) => {
   }
   const count = await app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })
   t.equal(count.json().meta.total, 2, 'bad requests changed nothing')
+  // a space that looks like U+0020 is one: NFKC stores it so (an ideographic space typed by an input method)
+  const spaced = await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'yamada\u3000taro\u00a0x', password: 'long-enough' } })
+  t.equal(spaced.statusCode, 201, spaced.body)
+  t.equal(spaced.json().username, 'yamada taro x')
+  await app.inject({ method: 'DELETE', url: `/api/users/${String(spaced.json().id)}`, headers: admin })
 
   const user = await ctx.createUser('user')
   const forbidden = await app.inject({ method: 'POST', url: '/api/users', headers: auth(user.accessToken), payload: { username: 'y', password: 'long-enough' } })
