@@ -344,12 +344,15 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
   // and Cookie included, and any body, as a byte array that no scrubbing of text finds
   delete (err as { rawPacket?: unknown }).rawPacket
   this.log.debug({ err }, 'client error')
-  if (socket.writable) {
-    const body = JSON.stringify(buildErrorBody(status, code, message))
-    socket.write(`HTTP/1.1 ${status} ${statusText(status)}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
-  }
+  if (socket.writable) socket.write(rawErrorAnswer(status, code, message))
   socket.destroy(err)
+}
+
+/** An error answer in the documented shape, written by hand on a socket no Fastify reply owns; the connection is to close after it. */
+function rawErrorAnswer (status: number, code: string, message: string, headers = ''): string {
+  const body = JSON.stringify(buildErrorBody(status, code, message))
+  return `HTTP/1.1 ${status} ${statusText(status)}\r\n${headers}Content-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
 }
 
 /** The paths of each app's routes that say logQuery: false (the SSO callback's code and state), by the app */
@@ -502,9 +505,8 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
   app.server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     // the HTTP server no longer listens on this socket: a reset by the client would be an uncaught error
     socket.on('error', () => {})
-    const body = JSON.stringify(buildErrorBody(405, 'METHOD_NOT_ALLOWED', 'CONNECT is not allowed: the gateway is no proxy and opens no tunnel; send each request to the gateway itself'))
-    socket.end(`HTTP/1.1 405 ${statusText(405)}\r\nAllow: \r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
+    const message = 'CONNECT is not allowed: the gateway is no proxy and opens no tunnel; send each request to the gateway itself'
+    socket.end(rawErrorAnswer(405, 'METHOD_NOT_ALLOWED', message, 'Allow: \r\n'), () => socket.destroy())
     // the target is host:port; a user:password@ a client put before it is left out
     const target = String(req.url)
     app.log.info(earlyRequestLine(app, 'CONNECT', target.slice(target.lastIndexOf('@') + 1), 405, 'METHOD_NOT_ALLOWED'), 'request')
@@ -574,14 +576,14 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
       const left = (socket[IN_FLIGHT] ?? 1) - 1
       socket[IN_FLIGHT] = left
       // (an injected request's socket is a stand-in without end())
-      if (left <= 0 && typeof socket.end === 'function') {
-        if (request.raw.complete === false) {
-          if (closing) closeAnswered(socket)
-          else if (!unread.has(socket)) {
-            unread.add(socket)
-            socket.once('close', () => unread.delete(socket))
-          }
-        } else if (closing) socket.end()
+      if (left > 0 || typeof socket.end !== 'function') {
+        // requests still in flight on it, or an injected request's stand-in
+      } else if (closing) {
+        if (request.raw.complete === false) closeAnswered(socket)
+        else socket.end()
+      } else if (request.raw.complete === false && !unread.has(socket)) {
+        unread.add(socket)
+        socket.once('close', () => unread.delete(socket))
       }
     }
     // routeOptions is a getter that builds a new object of the route's options on every read
