@@ -138,6 +138,17 @@ function toApiError (err: Error): ApiError | undefined {
  * (10) that requests then waited for.
  */
 const LOOKUPS_PER_CONTROLLER = 2
+/**
+ * Readiness's error for a link: why it is refused (another id), or reset for an oversize frame at every
+ * connect (connected for a moment each time); otherwise, while down, how the last connection ended or
+ * the last connect failed. Anyone may read readiness: the controller's address is left out (the log has it).
+ */
+function linkError (link: ControllerLink): { error?: string } {
+  if (link.answeredAs !== null) return { error: `the controller answered as '${link.answeredAs}', not '${link.id}'` }
+  const reason = link.connected ? null : link.tooLong ?? link.downReason
+  return reason === null ? {} : { error: reason }
+}
+
 /** a failed station lookup's warning: the first at once, then one summary per this interval (per controller and cause) */
 const LOOKUP_WARNING_MS = 60_000
 const LOOKUP_FAILED = 'station lookup failed; event sent without station id'
@@ -508,10 +519,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         connected: link.connected,
         lastSeenAt: link.lastSeenAt?.toISOString() ?? null,
         droppedBytes: link.stats.droppedBytes,
-        // refused (another id), or reset for an oversize frame at every connect: connected for a moment each time;
-        // otherwise, while down, how the last connection ended or the last connect failed. Anyone may read
-        // readiness: the controller's address is left out (the log has it)
-        ...(link.problem !== null ? { error: `the controller answered as '${link.answeredAs ?? ''}', not '${link.id}'` } : link.connected ? {} : (link.tooLong ?? link.downReason) !== null ? { error: link.tooLong ?? link.downReason! } : {})
+        ...linkError(link)
       }))
     },
 

@@ -326,9 +326,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   lastSeenAt: Date | null = null
   /** From the last STATUS acknowledgement on the current connection; null while disconnected. */
   state: ControllerState | null = null
-  /** Why the last connection was refused (the controller answered as another id); null once one is accepted. */
-  problem: string | null = null
-  /** The id the refused controller answered as (the problem's), without its address; null with the problem. */
+  /** The id the controller at the configured address answered as, when that was another (its connection refused); null once one is accepted. */
   answeredAs: string | null = null
   /** why the last connection was reset, when it was for a frame longer than maxFrameBytes (cleared when one ends for another reason) */
   tooLong: string | null = null
@@ -384,6 +382,11 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       this.log.warn({ count, intervalMs: this.dropLogInterval }, `refused frames: ${count} more since the last warning`)
     })
     this.random = options.random ?? Math.random
+  }
+
+  /** Why the last connection was refused (the controller answered as another id), as the log says it; null once one is accepted. */
+  get problem (): string | null {
+    return this.answeredAs === null ? null : `controller at ${this.host}:${this.port} answered as '${this.answeredAs}', not '${this.id}'`
   }
 
   get connected (): boolean {
@@ -577,16 +580,16 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     const id = frame.kind === 'EVT' && frame.cmd === 'HELLO' ? frame.args.id : undefined
     if (id !== undefined && id !== this.id) {
       // wrong IP or port in the configuration, or a swapped cable: lighting positions there would mislead operators
-      const problem = `controller at ${this.host}:${this.port} answered as '${id}', not '${this.id}'`
-      this.log[this.problem === problem ? 'debug' : 'error']({ host: this.host, port: this.port, answeredAs: id }, `${problem}: not driving it; check hardware.controllers`)
-      this.problem = problem
+      const again = this.answeredAs === id
       this.answeredAs = id
+      const problem = this.problem!
+      this.log[again ? 'debug' : 'error']({ host: this.host, port: this.port, answeredAs: id }, `${problem}: not driving it; check hardware.controllers`)
       session.refused = true
       this.endSession(session, problem)
       return false
     }
     if (session.identified) return true
-    if (this.problem !== null && !(frame.kind === 'EVT' && frame.cmd === 'HELLO')) {
+    if (this.answeredAs !== null && !(frame.kind === 'EVT' && frame.cmd === 'HELLO')) {
       // It answered as another controller before: only its HELLO tells whether it still does. Taking another frame
       // for it would publish that controller's events as this one's, and flap the stations connected, at every retry.
       // Not answered, so a controller that is the right one now sends it again after its HELLO.
@@ -594,7 +597,6 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       return false
     }
     session.identified = true
-    this.problem = null
     this.answeredAs = null
     this.downReason = null
     this.failuresInRow = 0
