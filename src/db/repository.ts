@@ -887,11 +887,13 @@ export class Repository {
   private assertTrimmed (given: Row, current?: Row): void {
     for (const f of this.uniqueFields) {
       const value = given[f]
-      if (typeof value !== 'string' || (value === value.trim() && hiddenCharacter(value) === undefined && value === value.normalize('NFC')) || (current !== undefined && this.sameShown(f, current[f], value))) continue
+      if (typeof value !== 'string') continue
+      const hidden = hiddenCharacter(value)
+      if ((value === value.trim() && hidden === undefined && value === value.normalize('NFC')) || (current !== undefined && this.sameShown(f, current[f], value))) continue
       if (value !== value.trim()) throw new InvalidValueError(`'${f}' may not begin or end with white space, got ${JSON.stringify(value)}: it would look like ${JSON.stringify(value.trim())}`)
       if (value !== value.normalize('NFC')) throw new InvalidValueError(`'${f}' must be in Unicode NFC (an accented letter as one character, not a letter and a combining accent): it would look like ${JSON.stringify(value.normalize('NFC'))}, a second ${this.noun} that looks the same; send it in that form`)
       // 'PTL-01' with a zero-width space after it would be a second station that looks like PTL-01 (the create schemas' VISIBLE_KEY)
-      throw new InvalidValueError(`'${f}' may hold no control or invisible characters (zero-width spaces, direction marks) nor spaces other than U+0020, got ${hiddenCharacter(value) ?? ''}: it would look like another ${this.noun}'s`)
+      throw new InvalidValueError(`'${f}' may hold no control or invisible characters (zero-width spaces, direction marks) nor spaces other than U+0020, got ${hidden ?? ''}: it would look like another ${this.noun}'s`)
     }
   }
 

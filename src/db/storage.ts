@@ -904,17 +904,16 @@ export class ResourceStorage {
    * the double itself, as sent.
    * Returns the value to write.
    */
-  private checkDigits (s: FieldStorage, value: SqlValue): SqlValue {
+  private checkDigits (s: FieldStorage, n: SqlValue): SqlValue {
     const info = s.info
-    if (this.dialect !== 'mssql' || typeof value !== 'number') return value
-    const n = value
-    if (s.category !== 'decimal' || info === undefined || !Number.isFinite(n) || Number(n.toPrecision(15)) === n) return n
+    if (this.dialect !== 'mssql' || typeof n !== 'number' || s.category !== 'decimal' || info === undefined || !Number.isFinite(n) || Number(n.toPrecision(15)) === n) return n
     const type = info.type.toLowerCase()
     const scale = type === 'money' || type === 'smallmoney' ? 4 : info.scale ?? 0
     if (scale === 0 && Number.isSafeInteger(n)) return n
-    if ((info.precision ?? 0) > 15 && scale > 0 && Number(n.toPrecision(16)) !== n) {
+    const precision = info.precision ?? 0
+    if (precision > 15 && scale > 0 && Number(n.toPrecision(16)) !== n) {
       const short = wideDecimal(n)
-      if (short !== n && Math.abs(short) < 10 ** ((info.precision ?? 0) - scale)) return short
+      if (short !== n && Math.abs(short) < 10 ** (precision - scale)) return short
     }
     throw new InvalidValueError(`'${s.field}' must have at most 15 significant digits, all a JSON number carries exactly (its database column, ${describeType(info)}, would keep another number than the one sent), got ${n}`)
   }
@@ -959,13 +958,9 @@ export class ResourceStorage {
       const wall = s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
       return this.formattedTime(s, s.timeFormat, wall)
     }
-    const type = s.info?.type.toLowerCase()
-    if (this.dialect === 'mssql' && type !== undefined) {
-      // the range filters clamp to (firstStoredAtOrAfter); a write outside it is refused
-      const [min, max] = MSSQL_TIME_RANGES[type] ?? TIME_RANGE
-      const t = date.getTime()
-      if (t < min || t > max) throw new InvalidValueError(`'${s.field}' must be between ${new Date(min).toISOString()} and ${new Date(max).toISOString()} (its database column's range)`)
-    }
+    // the range filters clamp to (firstStoredAtOrAfter); a write outside it is refused
+    const range = this.timeRange(s)
+    if (range !== undefined && !this.holdsTime(s, date)) throw new InvalidValueError(`'${s.field}' must be between ${new Date(range[0]).toISOString()} and ${new Date(range[1]).toISOString()} (its database column's range)`)
     const stored = s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
     // format julianday: the number SQLite's julianday() would give, in the column's zone
     if (s.julianDays) return this.checkNumber(s, julianDayOf(stored.getTime()))
@@ -976,12 +971,21 @@ export class ResourceStorage {
     return stored.toISOString().replace('T', ' ').replace('Z', '')
   }
 
-  /** SQL Server: whether a time column (without a format) holds this stored value (as the driver gives it), within its type's range. */
+  /**
+   * SQL Server: the times a time field's column (without a format) holds, as the driver gives them:
+   * its type's range (datetime from 1753, smalldatetime 1900 to 2079), else the years 1 to 9999. What
+   * writes, filter bounds and cursors are held to; undefined on SQLite.
+   */
+  private timeRange (s: FieldStorage): readonly [number, number] | undefined {
+    if (this.dialect !== 'mssql' || s.timeFormat !== undefined || s.info === undefined) return undefined
+    return MSSQL_TIME_RANGES[s.info.type.toLowerCase()] ?? TIME_RANGE
+  }
+
+  /** Whether a time field's column holds this stored value (as the driver gives it): within timeRange. */
   holdsTime (s: FieldStorage, date: Date): boolean {
-    if (this.dialect !== 'mssql' || s.category !== 'time' || s.timeFormat !== undefined) return true
-    const [min, max] = MSSQL_TIME_RANGES[s.info?.type.toLowerCase() ?? ''] ?? TIME_RANGE
+    const range = this.timeRange(s)
     const t = date.getTime()
-    return t >= min && t <= max
+    return range === undefined || (t >= range[0] && t <= range[1])
   }
 
   /**
@@ -1019,8 +1023,7 @@ export class ResourceStorage {
     // date, datetime2 and datetimeoffset end with the year 9999 too: a bound past it (a filter at .NET's
     // DateTime.MaxValue rounded up to the next second or day, or moved by the column's zone into the year
     // 10000) is a parameter the driver refuses ('Out of range', a 500), and no stored value lies there
-    const plainTime = s.category === 'time' && s.timeFormat === undefined && !s.julianDays
-    const range = this.dialect === 'mssql' ? MSSQL_TIME_RANGES[s.info?.type.toLowerCase() ?? ''] ?? (plainTime ? TIME_RANGE : undefined) : undefined
+    const range = this.timeRange(s)
     if (range !== undefined && wall < range[0]) return new Date(range[0])
     if (range !== undefined && wall > range[1]) return undefined
     const r = s.resolutionMs
