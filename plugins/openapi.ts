@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ErrorResponse, FRAMEWORK_ERRORS } from '../schemas/common.js'
+import { ErrorResponse, FRAMEWORK_ERRORS, portablePatterns } from '../schemas/common.js'
 import { packageRoot } from '../src/config.js'
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../src/db/list-query.js'
 
@@ -118,9 +118,19 @@ function documentedHeaders (schema: Json): Json {
   return { ...schema, response: documented, ...(headers !== undefined && { headers }) }
 }
 
+/** A copy of a request schema whose patterns are the portable ones (portablePatterns): a generated client compiles them */
+function withPortablePatterns (schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withPortablePatterns)
+  if (schema === null || typeof schema !== 'object') return schema
+  const patterns = portablePatterns()
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) =>
+    [key, key === 'pattern' && typeof value === 'string' ? patterns[value] ?? value : withPortablePatterns(value)]))
+}
+
 /**
  * Per route: no trailing slash (a resource's `/` under its prefix answers with and without one),
- * an operationId, the security the route really has, the list query and the headers as documented.
+ * an operationId, the security the route really has, the list query and the headers as documented, the
+ * request bodies' patterns in a form every client generator compiles.
  */
 const transform: SwaggerTransform = ({ schema, url, route }) => {
   const path = url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url
@@ -133,6 +143,7 @@ const transform: SwaggerTransform = ({ schema, url, route }) => {
     url: path,
     schema: {
       ...documentedHeaders(rest as Json),
+      ...(rest.body !== undefined && { body: withPortablePatterns(rest.body) }),
       operationId: rest.operationId ?? operationIdOf(method, path),
       security: rest.security ?? (open ? [] : secured),
       ...(rest.querystring !== undefined && { querystring: documentedQuery(rest.querystring as Json, queryFilters) })

@@ -65,9 +65,12 @@ const SPACE_LOOKALIKE = '\\u00a0\\u2000-\\u200a\\u202f\\u205f\\u3000'
  * Something besides spaces, and no control, invisible or space look-alike characters (one at either
  * end is left to the repository, whose 400 says that a key may not begin or end with white space).
  */
-export const VISIBLE_KEY = `^[ ${SPACE_LOOKALIKE}]*[^${HIDDEN}${SPACE_LOOKALIKE}]*[^\\s${HIDDEN}][^${HIDDEN}${SPACE_LOOKALIKE}]*[ ${SPACE_LOOKALIKE}]*$`
+const visibleKey = (hidden: string, space: string): string =>
+  `^[ ${SPACE_LOOKALIKE}]*[^${hidden}${SPACE_LOOKALIKE}]*[^${space}${hidden}][^${hidden}${SPACE_LOOKALIKE}]*[ ${SPACE_LOOKALIKE}]*$`
+export const VISIBLE_KEY = visibleKey(HIDDEN, '\\s')
 /** A username as sent: VISIBLE_KEY, but the space look-alikes are taken (NFKC stores them as U+0020). */
-export const VISIBLE_USERNAME = `^[^${HIDDEN}]*[^\\s${HIDDEN}][^${HIDDEN}]*$`
+const visibleUsername = (hidden: string, space: string): string => `^[^${hidden}]*[^${space}${hidden}][^${hidden}]*$`
+export const VISIBLE_USERNAME = visibleUsername(HIDDEN, '\\s')
 
 const HIDDEN_CHARACTER = new RegExp(`[${HIDDEN}]`, 'u')
 const LOOKALIKE_INSIDE = new RegExp(`(?<=[^\\s][ ${SPACE_LOOKALIKE}]*)[${SPACE_LOOKALIKE}](?=[ ${SPACE_LOOKALIKE}]*[^\\s])`, 'u')
@@ -83,6 +86,49 @@ export function hiddenCharacter (value: string, username = false): string | unde
   const m = HIDDEN_CHARACTER.exec(value) ?? (username ? null : LOOKALIKE_INSIDE.exec(value))
   if (m === null) return undefined
   return `U+${m[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`
+}
+
+const hex = (c: number): string => `\\u${c.toString(16).padStart(4, '0')}`
+/** The BMP's characters that `re` matches, as a character class's ranges of \\u escapes; the surrogates left out */
+function bmpRanges (re: RegExp): string {
+  const matches = (c: number): boolean => c <= 0xffff && (c < 0xd800 || c > 0xdfff) && re.test(String.fromCharCode(c))
+  let ranges = ''
+  for (let c = 0; c <= 0xffff; c++) {
+    if (!matches(c)) continue
+    let end = c
+    while (matches(end + 1)) end++
+    ranges += end === c ? hex(c) : `${hex(c)}${end === c + 1 ? '' : '-'}${hex(end)}`
+    c = end
+  }
+  return ranges
+}
+
+let portable: Record<string, string> | undefined
+/**
+ * The API's patterns as the OpenAPI document gives them, by the pattern they stand for. A client
+ * generator compiles a schema's pattern with its own language's regular expressions: Java and .NET know
+ * no \p{Default_Ignorable_Code_Point}, Python's re no \p{…} at all (each refused to compile ours), and
+ * JavaScript without the 'u' flag reads \p{Cc} as the letters p, {, C, c and }, so a client refused
+ * 'PTL-01'. Here each class is spelled out as the \u ranges of the BMP characters it holds, and \s as
+ * JavaScript's white space (Java's \s is ASCII only), and the end as no character following (Java's and
+ * Python's $ also match before a last line break): the same answer in all of them for every BMP
+ * character. The gateway itself goes on checking with the patterns above, which also refuse invisible
+ * characters beyond the BMP (the tag characters) and half surrogate pairs; a portable pattern leaves
+ * the surrogates alone, since a language that counts UTF-16 units sees every character beyond the BMP
+ * as two of them.
+ */
+export function portablePatterns (): Record<string, string> {
+  if (portable !== undefined) return portable
+  const hidden = bmpRanges(HIDDEN_CHARACTER)
+  const space = bmpRanges(/\s/)
+  // Java's and Python's $ also match before a last line break: 'PTL-01\n' passed there
+  const atEnd = (pattern: string): string => `${pattern.slice(0, -1)}(?![\\s\\S])`
+  portable = {
+    [NOT_BLANK]: `[^${space}]`,
+    [VISIBLE_KEY]: atEnd(visibleKey(hidden, space)),
+    [VISIBLE_USERNAME]: atEnd(visibleUsername(hidden, space))
+  }
+  return portable
 }
 
 /** What each pattern of the API's schemas asks, in words: a validation error says this instead of the expression. */
