@@ -335,6 +335,10 @@ function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string
     code = 'HEADERS_TOO_LARGE'
     // Node's limit covers the request line too: a long query string (an [or] list of 500 values) meets it first
     message = `The request line and headers together are larger than ${Math.round(maxHeaderSize / 1024)} KB (a long URL counts: split a long filter over several requests)`
+  } else if (err.code === 'HPE_INVALID_URL') {
+    // Node's parser takes only ASCII in a request line: a query typed with é (curl -g, a script that
+    // builds the URL by hand) ends here, and 'Invalid char in url query' does not say what to do
+    message += ': a letter beyond ASCII or a control character must be percent-encoded as UTF-8, é as %C3%A9 (curl does it with -G and --data-urlencode)'
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     status = 408
     code = 'REQUEST_TIMEOUT'

@@ -333,6 +333,11 @@ t.test('what the HTTP parser refuses has the same body shape: 431, malformed req
   t.equal(badLine.status, 400)
   t.match(badLine.body, { statusCode: 400, code: 'BAD_REQUEST', error: 'Bad Request', message: /^Malformed HTTP request: [A-Z]/ })
 
+  // a query typed with a letter beyond ASCII (curl -g 'name=[like]écrou'): Node's parser refuses the raw bytes
+  const unencoded = await raw(ctx, 'GET /api/materials?name=[like]écrou HTTP/1.1\r\nHost: x\r\n\r\n')
+  t.equal(unencoded.status, 400)
+  t.same(unencoded.body, { statusCode: 400, code: 'BAD_REQUEST', error: 'Bad Request', message: 'Malformed HTTP request: Invalid char in url query: a letter beyond ASCII or a control character must be percent-encoded as UTF-8, é as %C3%A9 (curl does it with -G and --data-urlencode)' }, 'a raw é in the query: the message says to percent-encode it')
+
   const badUrl = await ctx.app.inject({ method: 'GET', url: '/api/materials/%E0%A4%A', headers: ctx.auth(ctx.adminToken) })
   t.equal(badUrl.statusCode, 400)
   t.same(badUrl.json(), { statusCode: 400, code: 'BAD_URL', error: 'Bad Request', message: "'/api/materials/%E0%A4%A' is not a valid url component" })
