@@ -298,6 +298,10 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
     if (since === undefined) throw new BadQueryError(`Invalid value for 'modifiedSince': expected an ISO 8601 date-time, got '${sinceRaw}'`)
     filters.push({ field: 'modifiedAt', op: finerThanMs(sinceRaw) ? 'gt' : 'gte', values: [since] })
   }
+  // every unknown name at once, as a body's unknown fields are: an ERP with several misspelt filters fixes them in one go
+  const unknown = Object.keys(query).filter((key) => !CONTROL_PARAMS.has(key) && query[key] !== undefined &&
+    !(derived !== undefined && Object.hasOwn(derived, key)) && (!Object.hasOwn(def.fields, key) || !isVisible(def.fields[key])))
+  if (unknown.length > 1) throw new BadQueryError(`Unknown query parameters ${unknown.map((key) => `'${key}'`).join(', ')}`)
   let operands = 0
   for (const [key, value] of Object.entries(query)) {
     if (CONTROL_PARAMS.has(key) || value === undefined) continue

@@ -108,6 +108,7 @@ t.test('bad filters name the parameter', async (t) => {
   bad(t, { passwordHash: 'x' }, /^Unknown query parameter 'passwordHash'$/, users)
   bad(t, { tokenVersion: '1' }, /^Unknown query parameter 'tokenVersion'$/, users)
   bad(t, { toString: '1' }, /^Unknown query parameter 'toString'$/)
+  bad(t, { materialnumber: 'M-1', blocked: 'false', Name: 'x' }, /^Unknown query parameters 'materialnumber', 'Name'$/)
   bad(t, { id: 'abc' }, /Invalid value for 'id': expected an integer, got 'abc'/)
   bad(t, { id: '1.5' }, /Invalid value for 'id': expected an integer/)
   bad(t, { id: '-99999999999999999999' }, /^Invalid value for 'id': expected an integer from -9007199254740991 to 9007199254740991, got '-99999999999999999999'$/)
