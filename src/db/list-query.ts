@@ -301,7 +301,7 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
   // every unknown name at once, as a body's unknown fields are: an ERP with several misspelt filters fixes them in one go
   const unknown = Object.keys(query).filter((key) => !CONTROL_PARAMS.has(key) && query[key] !== undefined &&
     !(derived !== undefined && Object.hasOwn(derived, key)) && (!Object.hasOwn(def.fields, key) || !isVisible(def.fields[key])))
-  if (unknown.length > 1) throw new BadQueryError(`Unknown query parameters ${unknown.map((key) => `'${key}'`).join(', ')}`)
+  if (unknown.length > 0) throw new BadQueryError(`Unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.map((key) => `'${key}'`).join(', ')}`)
   let operands = 0
   for (const [key, value] of Object.entries(query)) {
     if (CONTROL_PARAMS.has(key) || value === undefined) continue
@@ -311,7 +311,6 @@ export function parseListQuery (query: QueryString, def: ResourceDef, codes?: Re
       continue
     }
     const field = def.fields[key]
-    if (!Object.hasOwn(def.fields, key) || !isVisible(field)) throw new BadQueryError(`Unknown query parameter '${key}'`)
     for (const raw of Array.isArray(value) ? value : [value]) {
       const filter = parseFilter(key, field, raw, codes?.has(key) === true)
       operands += Math.max(1, filter.values.length)
