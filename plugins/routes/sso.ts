@@ -191,6 +191,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     config: { auth: 'none', rateLimit, logQuery: false, anyQuery: true },
     schema: {
       summary: 'Start a browser login at an identity provider: redirects there (authorization code with PKCE)',
+      operationId: 'startBrowserLogin',
       description: 'Sets a cookie for this login (sso-login-…, HttpOnly, SameSite=Lax, Path /api/users/sso/; over HTTPS __Host-sso-login-…, Secure, Path /) that its callback needs: only the browser that started the login completes it. ' +
         `A browser keeps ${MAX_BROWSER_LOGINS} pending logins at most: a new one ends its oldest others (those whose cookies it sends) and clears their cookies. ` +
         '400 for an id longer than 32 characters (VALIDATION_ERROR) or a path that does not decode (BAD_URL). ' +
@@ -243,6 +244,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     config: { auth: 'none', rateLimit, logQuery: false },
     schema: {
       summary: 'Where the identity provider sends the browser back: the same answer as POST /api/users/login',
+      operationId: 'finishBrowserLogin',
       description: '400 SSO_STATE_INVALID for an unknown, used or expired state, or without the cookie that the login set in the browser that started it. Clears that cookie when it ends the login (completed, refused, expired), not on a 503 that keeps the login open, nor for a state it does not find (used, or being completed by another callback) or a browser without the login\'s cookie.',
       tags: ['auth'],
       security: [],

@@ -16,6 +16,7 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
       description: '200 once the controller ACKs; 502 on a NAK (controllerCode), 503 when the controller is offline or its queue is full, ' +
         '504 when no ACK came (the frame was sent twice), 409 for a disabled or unwired station, one that shares its controller address with another (STATION_ADDRESS_SHARED), a controller not configured ' +
         'on this gateway (CONTROLLER_NOT_CONFIGURED) or hardware.enabled false (HARDWARE_DISABLED).',
+      operationId: 'sendStationCommand',
       tags: ['stations'],
       params,
       body: StationCommand,

@@ -45,6 +45,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     },
     schema: {
       summary: 'Log in with username and password',
+      operationId: 'login',
       tags: ['auth'],
       security: [],
       body: LoginBody,
@@ -61,12 +62,15 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     tags: ['auth'],
     response: { 200: RefreshResponse, ...errorResponses(401, 503) }
   }
+  // operationIds for generated clients, as the materials' are: refreshToken (refreshTokenByGet), createApplicationToken,
+  // listUsers, createUser, getUser, updateUser (patchUser), deleteUser
+  const byGet = (method: 'GET' | 'POST', name: string): string => method === 'GET' ? `${name}ByGet` : name
   for (const method of ['GET', 'POST'] as const) {
     fastify.route({
       method,
       url: '/refresh',
       config: { auth: 'refresh' },
-      schema: refreshSchema,
+      schema: { ...refreshSchema, operationId: byGet(method, 'refreshToken') },
       handler: async (request, reply) => {
         reply.header('cache-control', NO_STORE)
         return { accessToken: fastify.auth.issue(request.identity!, 'access'), expiresIn: fastify.auth.accessTokenTtlSeconds }
@@ -78,6 +82,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       config: { auth: 'refresh' },
       schema: {
         summary: 'Exchange the refresh token of an application user for a non-expiring access token',
+        operationId: byGet(method, 'createApplicationToken'),
         tags: ['auth'],
         response: { 200: ApplicationTokenResponse, ...errorResponses(401, 403, 503) }
       },
@@ -93,6 +98,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     preHandler: admin,
     schema: {
       summary: 'List users (admin)',
+      operationId: 'listUsers',
       tags: ['users'],
       querystring: ListQuery,
       queryFilters: { ...schemas.filters, source: { type: 'string', enum: ['sso', 'local'], description: 'Only the users a single sign-on created (sso), or the others (local)' } },
@@ -104,6 +110,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     preHandler: admin,
     schema: {
       summary: 'Create a user (admin)',
+      operationId: 'createUser',
       tags: ['users'],
       body: schemas.create as typeof UserCreate,
       response: { 201: item, ...errorResponses(400, 401, 403, 409, 503) }
@@ -116,6 +123,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
   fastify.get('/:id', {
     schema: {
       summary: 'Read a user (admin, or your own record)',
+      operationId: 'getUser',
       tags: ['users'],
       params,
       response: { 200: item, 304: Type.Null(), ...errorResponses(401, 403, 404, 409, 503) }
@@ -133,6 +141,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       url: '/:id',
       schema: {
         summary: 'Update a user: admins any field of others; a user its own password',
+        operationId: method === 'POST' ? 'updateUser' : 'patchUser',
         tags: ['users'],
         params,
         body: schemas.update as typeof UserUpdate,
@@ -149,6 +158,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
     preHandler: admin,
     schema: {
       summary: 'Delete a user (admin); revokes all its tokens',
+      operationId: 'deleteUser',
       tags: ['users'],
       params,
       response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 409, 412, 503) }

@@ -78,6 +78,10 @@ t.test('the document describes a client: no trailing slashes, typed list paramet
   t.same([op('/api/materials', 'get'), op('/api/materials', 'post'), op('/api/materials/{id}', 'get'), op('/api/materials/{id}', 'post'), op('/api/materials/{id}', 'delete')],
     ['listMaterials', 'createMaterial', 'getMaterial', 'updateMaterial', 'deleteMaterial'])
   t.equal(op('/api/stations', 'get'), 'listStations')
+  t.same([op('/api/users', 'get'), op('/api/users', 'post'), op('/api/users/{id}', 'get'), op('/api/users/{id}', 'post'), op('/api/users/{id}', 'patch'), op('/api/users/{id}', 'delete')],
+    ['listUsers', 'createUser', 'getUser', 'updateUser', 'patchUser', 'deleteUser'], 'users named as materials are')
+  t.same([op('/api/users/login', 'post'), op('/api/users/refresh', 'post'), op('/api/users/refresh', 'get'), op('/api/users/application-token', 'post'), op('/api/stations/{id}/commands', 'post'), op('/api/users/sso/{id}/login', 'get'), op('/api/users/sso/{id}/callback', 'get')],
+    ['login', 'refreshToken', 'refreshTokenByGet', 'createApplicationToken', 'sendStationCommand', 'startBrowserLogin', 'finishBrowserLogin'])
   t.same(spec.paths['/api/events'].get.security, [{ bearer: [] }, { identityProvider: [] }, { eventTicket: [] }])
   t.match(spec.components.securitySchemes, { bearer: { type: 'http', scheme: 'bearer' }, identityProvider: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, eventTicket: { type: 'apiKey', in: 'query', name: 'ticket' } })
   t.same(spec.paths['/api/materials'].get.security, [{ bearer: [] }, { identityProvider: [] }], 'access routes take either kind of token')
