@@ -72,7 +72,10 @@ export interface Hardware {
   controllerStates (): ControllerHealth[]
   /** sends a command to the station's controller and waits for its ACK; `signal`: the caller gave up (not sent if still queued) */
   command (station: Row, command: StationCommand, signal?: AbortSignal): Promise<CommandAck>
-  /** the shutdown's grace period is over: commands still waiting for an ACK are answered 504 now; returns how many */
+  /**
+   * the shutdown's grace period is over: commands still waiting for an ACK are answered 504 now (returns how many),
+   * and events still waiting for their station lookup go out without a station id
+   */
   abandon (): number
   /** subscribes to station events; returns the unsubscribe function */
   subscribe (listener: (event: StationEvent) => void): () => void
@@ -159,7 +162,7 @@ interface StationWaiter {
   started: boolean
   answer: (stations: Row[]) => void
   fail: (err: unknown) => void
-  /** the gateway stops: published at once without a station id, and without a warning */
+  /** the stop's grace period is over: published at once without a station id, and without a warning */
   drop: () => void
 }
 
@@ -266,12 +269,14 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
    * driver's own timer; and a place is given up in the end even for a call that never returns.
    */
   const lookupPlaceMs = Math.max(opts.stationLookupMs, opts.databaseRequestTimeoutMs ?? 0) + 1000
-  /** set when the gateway stops: no lookup is started any more, and the events waiting go out without a word */
+  /** set when the gateway stops: no new event gets a lookup, and one that gets no station goes out without a warning */
   let stopping = false
+  /** every event waiting for its stations (its lookup running or not): at the end of a stop's grace period they go out without one */
+  const unsettled = new Set<StationWaiter>()
 
   function runLookups (controllerId: string): void {
     const lane = lookups.get(controllerId)!
-    while (!stopping && lane.running < LOOKUPS_PER_CONTROLLER && lane.waiting.size > 0) {
+    while (lane.running < LOOKUPS_PER_CONTROLLER && lane.waiting.size > 0) {
       const [address, waiters] = lane.waiting.entries().next().value as [number | undefined, StationWaiter[]]
       lane.waiting.delete(address)
       lane.running++
@@ -312,6 +317,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         if (!pending) return false
         pending = false
         clearTimeout(deadline)
+        unsettled.delete(waiter)
         return true
       }
       const waiter: StationWaiter = {
@@ -348,6 +354,7 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         resolve(undefined)
       }, opts.stationLookupMs).unref()
       waiters.push(waiter)
+      unsettled.add(waiter)
       runLookups(controllerId)
     })
   }
@@ -414,6 +421,8 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
   }
 
   async function onConnection (link: ControllerLink, type: 'station.connected' | 'station.disconnected'): Promise<void> {
+    // the links close as the gateway stops, and the streams end with it: no station went offline
+    if (stopping) return
     if (type === 'station.disconnected') {
       // Lit positions and trays come back with the STATUS after the reconnect; a fault does not: STATUS names none per
       // address, and its FAULT was acknowledged, so the controller does not send it again. It is kept, and that
@@ -480,16 +489,19 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     fastify.addHook('onReady', async () => { for (const link of links.values()) link.start() })
   }
 
-  // preClose runs before the server waits for requests in flight: queued commands are answered now, not sent
+  // preClose runs before the server waits for requests in flight: queued commands are answered now, not sent.
+  // It runs before the event routes' preClose, which ends the streams.
   fastify.addHook('preClose', async () => {
-    for (const link of links.values()) link.stopSending()
-    // no lookup starts on a database about to close (it would fail, or wait out its deadline, and warn of it):
-    // the events waiting for one go out now, without a station id, to the streams still open
+    // a link that closes now publishes nothing, and a lookup that fails or passes its deadline is no outage to warn of
     stopping = true
-    for (const lane of lookups.values()) {
-      for (const waiters of lane.waiting.values()) for (const waiter of waiters) waiter.drop()
-      lane.waiting.clear()
-    }
+    // from now on the links answer no new event (the controller keeps it and sends it again after the restart), and
+    // each closes once no command of its is on the wire
+    for (const link of links.values()) link.stopSending()
+    // The events already ACKed and still waiting for their stations (a lock the picking system holds) were lost:
+    // published after the streams had ended, while the controller had been told they were delivered. The streams
+    // wait for them, and the database closes only after: each gets its lookup's answer, or goes out without a
+    // station id at its deadline (stationLookupMs) or at the end of the grace period (abandon), whichever is first.
+    await Promise.all(published.values())
   })
   fastify.addHook('onClose', async () => {
     listeners.clear()
@@ -591,6 +603,10 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
     abandon () {
       let n = 0
       for (const link of links.values()) n += link.abandon()
+      // events still waiting for their stations go out now, without a station id, to the streams still open; the
+      // lookups not started yet never start (the database closes next)
+      for (const lane of lookups.values()) lane.waiting.clear()
+      for (const waiter of [...unsettled]) waiter.drop()
       return n
     },
 

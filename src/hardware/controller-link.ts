@@ -290,6 +290,11 @@ class Session {
     if (this.answeredTwice.size > TIMED_OUT_KEPT) this.answeredTwice.delete(this.answeredTwice.keys().next().value as number)
   }
 
+  /** Whether an event SEQ was acted on in this connection (a duplicate, acknowledged again). */
+  actedOn (seq: number): boolean {
+    return this.seen.has(seq)
+  }
+
   /** Remembers an event SEQ; false when it was already acted on. */
   remember (seq: number): boolean {
     if (this.seen.has(seq)) return false
@@ -350,8 +355,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   private session: Session | undefined
   private started = false
   private closing = false
-  /** stopSending() was called: nothing more goes out but what is already on the wire */
+  /** stopSending() was called: nothing more goes out but what is already on the wire, and no new event is answered */
   private draining = false
+  /** an event was left unanswered since stopSending() (logged once at info, then at debug) */
+  private eventsLeft = false
   private closed: Promise<void> | undefined
   private everConnected = false
   private attempt = 0
@@ -457,6 +464,9 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
   /**
    * The start of a shutdown: commands not yet sent fail at once with SHUTTING_DOWN (their clients learn that
    * nothing reached the controller) and no more are taken; those already sent go on until answered or closed.
+   * An event the controller sends from now on is neither answered nor acted on (a duplicate of one acted on
+   * is acknowledged again): the event streams end with the stop, so an ACK would tell the controller that an
+   * event was delivered that nobody gets; unanswered, the controller keeps it and sends it again.
    */
   stopSending (): void {
     this.draining = true
@@ -465,6 +475,19 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     this.reconnectTimer = undefined
     const queued = this.session?.queue.splice(0) ?? []
     for (const p of queued) p.reject(this.notSent())
+    this.closeIfIdle()
+  }
+
+  /**
+   * During a shutdown, a connection with no command left on the wire is closed at once, not only once the gateway
+   * has finished its requests (a slow upload holds it for the whole grace period): it answers no event any more,
+   * and a controller may give up an event that it sent twice without an answer while the connection stays,
+   * where it sends one that a connection closed without answering again after its reconnect.
+   */
+  private closeIfIdle (): void {
+    const session = this.session
+    if (!this.draining || this.closing || session === undefined || !session.connected || session.inFlight.size > 0) return
+    void this.close()
   }
 
   /**
@@ -489,6 +512,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
     session.timedOut.set(p.seq, { cmd: p.cmd, args: p.args })
     if (session.timedOut.size > TIMED_OUT_KEPT) session.timedOut.delete(session.timedOut.keys().next().value as number)
     p.reject(new HardwareError('TIMEOUT', message, { controllerId: this.id, seq: p.seq }))
+    this.closeIfIdle()
   }
 
   private notSent (): HardwareError {
@@ -741,6 +765,7 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       }))
     }
     this.pump(session)
+    this.closeIfIdle()
   }
 
   private onEvent (session: Session, frame: Frame): void {
@@ -750,6 +775,12 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       const code = EVENT_REQUIRED_ARGS[frame.cmd] === undefined ? 'UNKNOWN_EVENT' : 'INVALID_EVENT'
       this.logRefused({ seq: frame.seq, cmd: frame.cmd, args: frame.args, code }, `event refused: ${problem}`)
       this.nak(session, frame, code, problem)
+      return
+    }
+    if (this.draining && !session.actedOn(frame.seq)) {
+      const level = this.eventsLeft ? 'debug' : 'info'
+      this.eventsLeft = true
+      this.log[level]({ seq: frame.seq, cmd: frame.cmd }, 'the gateway is stopping: event not answered, so that the controller sends it again after the restart')
       return
     }
     this.write(session, { seq: frame.seq, kind: 'ACK', cmd: frame.cmd })

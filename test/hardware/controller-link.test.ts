@@ -797,6 +797,41 @@ t.test('stopSending(): queued commands fail with SHUTTING_DOWN and are never sen
   t.equal(conn.all.filter(f => f.kind === 'REQ' && f.cmd !== 'STATUS').length, 1, 'only the first was sent')
 })
 
+t.test('stopSending(): an event sent after it is neither acknowledged nor emitted, so the controller keeps it and sends it again; a duplicate of one acted on is acknowledged again (before: ACKed and emitted to streams already ended)', async t => {
+  const { link, conn } = await connected(t)
+  const events: ControllerEvent[] = []
+  link.on('event', e => events.push(e))
+  conn.send({ seq: 7, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 3, qty: 2, ref: 'before' } })
+  await conn.next(f => f.kind === 'ACK' && f.seq === 7, 'ACK of 7')
+  // a command on the wire keeps the connection open through the shutdown
+  const light = link.send('LIGHT', { addr: 1, qty: 1 })
+  const req = await conn.cmd('LIGHT')
+  link.stopSending()
+  conn.send({ seq: 8, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 3, qty: 1, ref: 'during' } })
+  conn.send({ seq: 7, kind: 'EVT', cmd: 'CONFIRM', args: { addr: 3, qty: 2, ref: 'before' } })
+  // the duplicate's ACK comes after anything the link would have answered to 8
+  await conn.next(f => f.kind === 'ACK' && f.seq === 7, 'the duplicate ACKed again')
+  t.same(conn.all.filter(f => f.kind === 'ACK' || f.kind === 'NAK').map(f => f.seq), [7, 7], 'no answer to 8')
+  t.same(events.map(e => e.args.ref), ['before'], 'and it is not acted on')
+  // its last command answered, the link closes at once: the controller sends 8 again on its next connection
+  conn.ack(req)
+  t.equal((await light).seq, req.seq)
+  await Promise.race([once(conn.socket, 'close'), sleep(2000)])
+  t.ok(conn.socket.destroyed || conn.socket.readableEnded, 'closed by the link once nothing was on the wire')
+  t.equal(link.connected, false)
+})
+
+t.test('stopSending() with no command on the wire: the connection closes at once, not when the gateway has finished its requests', async t => {
+  const { logger, lines } = captureLogger()
+  const { link, conn } = await connected(t, {}, { logger })
+  link.stopSending()
+  await Promise.race([once(conn.socket, 'close'), sleep(2000)])
+  t.ok(conn.socket.destroyed || conn.socket.readableEnded, 'closed by the link')
+  t.equal(link.connected, false)
+  await link.close()
+  t.match(lines.filter(l => l.msg === 'controller disconnected'), [{ level: 'info', obj: { reason: 'link closed' } }], 'logged as a normal shutdown, not as an outage')
+})
+
 t.test('stopSending(): a link that drops during the shutdown is not reconnected, so no STATUS goes out after it', async t => {
   const { ctl, link, conn } = await connected(t)
   const light = link.send('LIGHT', { addr: 1, qty: 1 })

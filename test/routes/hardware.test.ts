@@ -1096,3 +1096,87 @@ t.test('a link that drops and comes back while its stations cannot be looked up:
   t.same(stream.events.slice(4).map((e) => [e.type, e.data.stationId, e.data.address]), [['station.disconnected', stationId, 3], ['station.connected', stationId, 3]])
   stream.close()
 })
+
+t.test('a stop while station lookups are held up (a lock): the events the gateway ACKed before it reach the open streams before they end, with their station once the lookup answers (before: published after the streams had ended, lost)', async (t) => {
+  const { sim, ctx } = await lookupSetup(t, 1000, 60000)
+  const stationId = (await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })).json().id
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const all = await openStream(ctx, ctx.adminToken)
+  const one = await openStream(ctx, ctx.adminToken, `?station=${stationId as number}`)
+  await until(() => ctx.app.hardware.subscribers === 2, 'two subscribers')
+  const stations = ctx.app.repos.stations
+  const list = stations.list.bind(stations)
+  // the picking system holds a lock: every lookup waits until it is released
+  const held: Array<() => void> = []
+  let locked = true
+  stations.list = async (...args: Parameters<typeof list>) => {
+    if (locked) await new Promise<void>((resolve) => { held.push(resolve) })
+    return await list(...args)
+  }
+  const simulated = sim.controllers.get('ctl-1')!
+  const acked: number[] = []
+  simulated.on('frame', (frame: { kind: string, cmd: string, seq: number }) => { if (frame.kind === 'ACK' && frame.cmd === 'CONFIRM') acked.push(frame.seq) })
+  for (let i = 0; i < 3; i++) simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: `before-${i}` })
+  await until(() => acked.length === 3 && held.length > 0, 'the gateway to ACK the three events, their lookup held')
+  const ended = Promise.all([once(all.res, 'end'), once(one.res, 'end')])
+  const closing = ctx.app.close()
+  // an event sent once the stop has begun is not answered: the controller keeps it for the restarted gateway
+  setTimeout(() => simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'during' }), 30)
+  // the lock is released a moment after the stop began
+  setTimeout(() => {
+    locked = false
+    for (const release of held) release()
+  }, 100)
+  await closing
+  await ended
+  t.same(all.events.map((e) => [e.type, e.data.ref, e.data.stationId]), [0, 1, 2].map((i) => ['pick.confirmed', `before-${i}`, stationId]), 'every ACKed event on the unfiltered stream, with its station')
+  t.same(one.events.map((e) => e.data.ref), ['before-0', 'before-1', 'before-2'], 'and on the stream filtered to its station')
+  t.equal(acked.length, 3, 'the event sent during the stop was not ACKed')
+})
+
+t.test('a stop while a station lookup never answers: the ACKed event goes out without its station at hardware.stationLookupMs, before the streams end, without a warning', async (t) => {
+  const { sim, ctx, lines } = await lookupSetup(t, 300, 60000)
+  await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, ctx.adminToken)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  let calls = 0
+  ctx.app.repos.stations.list = async () => { calls++; return await new Promise(() => {}) }
+  const simulated = sim.controllers.get('ctl-1')!
+  let acked = 0
+  simulated.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'ACK' && frame.cmd === 'CONFIRM') acked++ })
+  simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'stuck' })
+  await until(() => acked === 1 && calls === 1, 'the event ACKed, its lookup hanging')
+  const before = lines.length
+  const ended = once(stream.res, 'end')
+  const started = Date.now()
+  await ctx.app.close()
+  await ended
+  t.same(stream.events.map((e) => [e.data.ref, e.data.stationId]), [['stuck', null]])
+  t.ok(Date.now() - started < 3000, `the stop waited for its deadline only (${Date.now() - started} ms)`)
+  t.same(lines.slice(before).filter((line) => /^station lookup failed/.test(String(line.msg))), [], 'no warning: the stop itself gave up on it')
+})
+
+t.test('a stop whose grace period ends while a station lookup still runs (stationLookupMs longer than it): abandon() sends the event out without its station before the streams end', async (t) => {
+  const { sim, ctx } = await lookupSetup(t, 60000, 60000)
+  await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  const stream = await openStream(ctx, ctx.adminToken)
+  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
+  let calls = 0
+  ctx.app.repos.stations.list = async () => { calls++; return await new Promise(() => {}) }
+  const simulated = sim.controllers.get('ctl-1')!
+  // at one address each: the third waits for a place and is never looked up
+  for (const addr of [3, 4, 5]) simulated.emitEvent('CONFIRM', { addr, qty: 1, ref: `stuck-${addr}` })
+  await until(() => calls === 2, 'two lookups hanging, the third event waiting for a place')
+  const ended = once(stream.res, 'end')
+  const closing = ctx.app.close()
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.same(stream.events, [], 'the stop waits for the lookups')
+  // what the shutdown does when the grace period is over
+  ctx.app.hardware.abandon()
+  await closing
+  await ended
+  t.same(stream.events.map((e) => [e.data.ref, e.data.stationId]), [['stuck-3', null], ['stuck-4', null], ['stuck-5', null]])
+  t.equal(calls, 2, 'no lookup started after it')
+})
