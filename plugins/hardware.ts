@@ -73,10 +73,11 @@ export interface Hardware {
   /** sends a command to the station's controller and waits for its ACK; `signal`: the caller gave up (not sent if still queued) */
   command (station: Row, command: StationCommand, signal?: AbortSignal): Promise<CommandAck>
   /**
-   * the shutdown's grace period is over: commands still waiting for an ACK are answered 504 now (returns how many),
-   * and events still waiting for their station lookup go out without a station id
+   * the shutdown's grace period is over (or a second signal ends it: `when`, for the 504's message): commands still
+   * waiting for an ACK are answered 504 now (returns how many), and events still waiting for their station lookup
+   * go out without a station id
    */
-  abandon (): number
+  abandon (when?: string): number
   /** subscribes to station events; returns the unsubscribe function */
   subscribe (listener: (event: StationEvent) => void): () => void
   /** a station was deleted through the API: listeners (streams filtered to it) learn its id; returns the unsubscribe function */
@@ -600,9 +601,9 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
         : { ack: true, seq: result.seq }
     },
 
-    abandon () {
+    abandon (when) {
       let n = 0
-      for (const link of links.values()) n += link.abandon()
+      for (const link of links.values()) n += link.abandon(when)
       // events still waiting for their stations go out now, without a station id, to the streams still open; the
       // lookups not started yet never start (the database closes next)
       for (const lane of lookups.values()) lane.waiting.clear()

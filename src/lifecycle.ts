@@ -39,17 +39,31 @@ export function describeStop (reason: StopReason): string {
   return 'output' in reason ? `standard output is gone (${reason.output})` : 'a fatal error'
 }
 
+/**
+ * How long a second signal's exit waits for the last work registered with Stop.beforeForcedExit: the one
+ * who sent it does not want to wait, and that work only writes answers already due.
+ */
+export const FORCED_EXIT_MS = 20
+
 /** One process's stop request: the first reason wins, later ones are ignored. */
 export interface Stop {
   /** aborted at the first request */
   readonly signal: AbortSignal
   readonly reason: StopReason | undefined
   request (reason: StopReason): void
+  /**
+   * What a second signal still does before the process ends at once (replaces what was set before): answers
+   * that would otherwise be cut with the connections (a station command waiting for its controller's ACK).
+   */
+  beforeForcedExit (work: () => Promise<void>): void
+  /** Runs that work; resolves when it is done, failed, or has taken FORCED_EXIT_MS. */
+  forcedExit (): Promise<void>
 }
 
 export function createStop (): Stop {
   const controller = new AbortController()
   let reason: StopReason | undefined
+  let last: (() => Promise<void>) | undefined
   return {
     signal: controller.signal,
     get reason () { return reason },
@@ -57,6 +71,13 @@ export function createStop (): Stop {
       if (reason !== undefined) return
       reason = r
       controller.abort()
+    },
+    beforeForcedExit (work) {
+      last = work
+    },
+    async forcedExit () {
+      if (last === undefined) return
+      await race(last().catch(() => {}), FORCED_EXIT_MS, undefined)
     }
   }
 }
@@ -153,6 +174,7 @@ export const PARENT_CHECK_MS = 500
 export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
   const exit = opts.exit ?? ((code: number) => process.exit(code))
   let first: { signal: NodeJS.Signals, at: number } | undefined
+  let forcing = false
   const onSignal = (signal: NodeJS.Signals): void => {
     const at = performance.now()
     if (stop.reason === undefined) {
@@ -162,9 +184,13 @@ export function watchProcess (stop: Stop, opts: WatchOptions = {}): () => void {
     // The same signal again at once is the same request arriving twice, not an impatient sender: a
     // terminal's Ctrl-C goes to npm and the gateway alike, and npm passes its copy on to the gateway.
     if (first !== undefined && signal === first.signal && at - first.at < REPEAT_MS) return
-    // a second signal: the one who sent it does not want to wait for the grace period
+    // a second signal: the one who sent it does not want to wait for the grace period. What is due at once is
+    // still written (a few ms at most); a third signal does not wait for that either.
+    const code = stopExitCode(stop.reason)
+    if (forcing) return exit(code)
+    forcing = true
     opts.warn?.(`second ${signal} while stopping: exiting now`)
-    exit(stopExitCode(stop.reason))
+    void stop.forcedExit().then(() => exit(code))
   }
   // A terminal that fails has hung up (EIO; the SIGHUP may come a moment later): the person at it left,
   // which is a stop like SIGHUP, not a lost log (systemd never runs the service on a terminal).

@@ -149,6 +149,15 @@ function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceM
   }
   process.on('uncaughtException', fatal)
   process.on('unhandledRejection', fatal)
+  // A second signal ends the process at once: a station command still waiting for its controller's ACK gets its
+  // 504 first, as at the end of the grace period, where the exit otherwise reset its connection (and the events
+  // still waiting for their station lookup go out to the open streams). The answers are written as the
+  // rejections run through the error handler, which awaits no I/O: one turn of the loop.
+  stop.beforeForcedExit(async () => {
+    const commands = app.hardware.abandon('a second signal ended the stop')
+    if (commands > 0) app.log.warn({ commands }, `second signal: ${commands} station command(s) still waiting for an ACK answered 504`)
+    await new Promise((resolve) => setImmediate(resolve))
+  })
   const run = (): void => {
     const reason = stop.reason!
     if ('signal' in reason) app.log.info({ signal: reason.signal }, 'closing: no new connections, finishing requests in flight')

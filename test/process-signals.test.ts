@@ -3,13 +3,14 @@
 // and a signal that never arrives (npx: npm's SIGTERM kills only the shell between npm and the gateway).
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { REPEAT_MS } from '../src/lifecycle.js'
+import { createStop, FORCED_EXIT_MS, REPEAT_MS, watchProcess } from '../src/lifecycle.js'
 import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
 import { sleep, until } from './helpers/wait.js'
+import { ADMIN_PASSWORD } from './helpers/build.js'
 
 // gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
 // work) past .taprc's 120 s, which cut the file off midway
@@ -74,6 +75,66 @@ t.test('the same signal twice at once (Ctrl-C through npm): one stop with its gr
     t.ok(exit.at - sent < GRACE_MS, `before the grace period was over (${exit.at - sent} ms)`)
     t.match(run.err(), 'second SIGTERM while stopping: exiting now')
   })
+})
+
+t.test('a second signal while a station command waits for its ACK: the client gets its 504 before the process ends at once (before: its connection was reset)', async (t) => {
+  const { dir, env, sim } = await gatewaySetup(t)
+  const file = join(dir, 'config.json')
+  const config = JSON.parse(readFileSync(file, 'utf8'))
+  // each attempt waits longer than the whole grace period: only the second signal ends the wait
+  config.hardware.timings = { ackTimeout: GRACE_MS + 1000 }
+  writeFileSync(file, JSON.stringify(config))
+  const run = start(t, [CLI, 'serve'], env)
+  const port = await listening(run)
+  await until(() => connectedBoth(run.out()), 'both controllers connected', START_MS)
+  const base = `http://127.0.0.1:${port}`
+  const { accessToken } = await (await fetch(`${base}/api/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })).json() as { accessToken: string }
+  const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }
+  const station = await (await fetch(`${base}/api/stations`, { method: 'POST', headers, body: JSON.stringify({ name: 'PTL-1', controllerId: 'ctl-1', address: 1 }) })).json() as { id: number }
+  const simulated = sim.controllers.get('ctl-1')!
+  simulated.setMode('silent')
+  const onWire = new Promise<void>((resolve) => simulated.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'REQ' && frame.cmd === 'LIGHT') resolve() }))
+  const answer = fetch(`${base}/api/stations/${station.id}/commands`, { method: 'POST', headers, body: JSON.stringify({ command: 'light', quantity: 1 }) })
+    .then(async (res) => ({ status: res.status, body: await res.json() as Record<string, unknown> }), (err: Error) => ({ status: 0, body: { error: String(err.cause ?? err) } }))
+  await onWire
+  run.child.kill('SIGTERM')
+  await until(() => /"signal":"SIGTERM"/.test(run.out()), 'the gateway to log the SIGTERM')
+  // another signal than the first: a second request whenever it comes, never taken for the first one again
+  const sent = Date.now()
+  run.child.kill('SIGINT')
+  const exit = await run.exitWithin(HUNG_MS)
+  t.ok(exit, 'exited')
+  if (!exit) return
+  t.equal(exit.code, 0, 'the first request\'s code: a stop that was asked for')
+  t.ok(exit.at - sent < GRACE_MS, `at once, not after the grace period (${exit.at - sent} ms)`)
+  t.match(run.err(), 'second SIGINT while stopping: exiting now')
+  const res = await answer
+  t.equal(res.status, 504, JSON.stringify(res.body))
+  t.match(res.body, { code: 'CONTROLLER_TIMEOUT', message: 'the gateway is shutting down: controller ctl-1 had not acknowledged LIGHT when a second signal ended the stop; it may have carried it out' })
+  t.match(jsonLines(run.out()).filter((l) => /^second signal/.test(l.msg)), [{ level: 40, commands: 1, msg: 'second signal: 1 station command(s) still waiting for an ACK answered 504' }])
+})
+
+t.test('a second signal waits at most FORCED_EXIT_MS for the work registered for it, and a third one not at all', async (t) => {
+  const stop = createStop()
+  const exits: Array<{ code: number, at: number }> = []
+  const unwatch = watchProcess(stop, { exit: (code) => { exits.push({ code, at: performance.now() }) } })
+  t.teardown(unwatch)
+  let started = 0
+  stop.beforeForcedExit(async () => { started++; await new Promise(() => {}) })
+  // the handlers as a signal runs them, without one reaching this process
+  process.emit('SIGTERM', 'SIGTERM')
+  t.same(exits, [], 'the first one asks for the stop')
+  const second = performance.now()
+  process.emit('SIGINT', 'SIGINT')
+  t.equal(started, 1, 'the second runs the work')
+  t.same(exits, [], 'and waits for it')
+  await until(() => exits.length === 1, 'the exit')
+  // a loaded machine's timers run late: the bound is that the exit does not wait for the work to end
+  t.ok(exits[0].at - second >= FORCED_EXIT_MS - 1 && exits[0].at - second < FORCED_EXIT_MS + 1000, `after FORCED_EXIT_MS, though the work never ends (${Math.round(exits[0].at - second)} ms)`)
+  t.equal(exits[0].code, 0)
+  process.emit('SIGHUP', 'SIGHUP')
+  t.equal(exits.length, 2, 'a third exits at once')
+  t.equal(started, 1, 'without running the work again')
 })
 
 t.test('Ctrl-C on npm start (SIGINT to npm and the gateway, one process group): the gateway stops as for one SIGINT', { skip: BUILT ? false : 'dist/ is not built (npm run build)' }, async (t) => {

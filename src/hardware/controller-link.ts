@@ -495,13 +495,13 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
    * that their clients get an answer before the connections are cut. The controller may have acted on them, as
    * after any timeout (a late ACK still counts). Returns how many there were.
    */
-  abandon (): number {
+  abandon (when = 'the grace period ended'): number {
     const session = this.session
     if (session === undefined) return 0
     const waiting = [...session.inFlight.values()]
     for (const p of waiting) {
       clearTimeout(p.timer)
-      this.giveUp(session, p, `the gateway is shutting down: controller ${this.id} had not acknowledged ${p.cmd} when the grace period ended; it may have carried it out`)
+      this.giveUp(session, p, `the gateway is shutting down: controller ${this.id} had not acknowledged ${p.cmd} when ${when}; it may have carried it out`)
     }
     return waiting.length
   }
