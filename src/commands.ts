@@ -157,9 +157,10 @@ Options:
 
 Environment: HOST, PORT, DATABASE_URL, PICKING_GATEWAY_CONFIG,
 PICKING_GATEWAY_JWT_SECRET, PICKING_GATEWAY_ADMIN_PASSWORD, LOG_LEVEL.
-Exit codes: 0 ok, 1 failure, 64 usage error, 74 standard output gone (serve,
+Exit codes: 0 ok, 1 failure, 64 usage error, 69 check-config could not reach
+the database (the mapping was not checked), 74 standard output gone (serve,
 simulate: systemd restarts; other commands: their output is incomplete), 78
-configuration error.`
+configuration error, 129 serve or simulate stopped by SIGHUP.`
 
 const COMMAND_HELP: Record<string, string> = {
   serve: `Usage: picking-gateway serve
@@ -203,7 +204,10 @@ tokens, application tokens included. Works on the database the configuration nam
 
 Validates the configuration (the file given, or PICKING_GATEWAY_CONFIG, plus the
 environment) and lists every problem with its key, what was expected and what was
-found (never a secret's value). Exit 0 when valid, 78 when not.`
+found (never a secret's value); when it can reach the database, it also checks the
+mapping against its tables and columns. Exit 0 when valid, 78 when not, 69 when
+the database could not be reached or opened (the file is valid, the mapping was
+not checked).`
 }
 
 class UsageError extends Error {}

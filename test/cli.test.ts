@@ -46,11 +46,17 @@ t.test('help, version and usage errors', async (t) => {
   const h = io({})
   t.equal(await main(['--help'], h), 0)
   t.match(h.stdout.join('\n'), /user add <name>.*\n[\s\S]*check-config/)
+  // every exit code the commands use is listed: 69 (check-config without its database) and 129 (SIGHUP) were missing
+  const codes = /Exit codes: ([\s\S]*)/.exec(h.stdout.join('\n'))?.[1] ?? ''
+  for (const code of ['0', '1', '64', '69', '74', '78', '129']) t.match(codes, new RegExp(`(^|[\\s,])${code}\\s`), `--help lists exit code ${code}`)
   for (const cmd of ['serve', 'db', 'user', 'check-config']) {
     const c = io({})
     t.equal(await main([cmd, '--help'], c), 0, `${cmd} --help`)
     t.match(c.stdout.join('\n'), new RegExp(`Usage: picking-gateway ${cmd}`))
   }
+  const check = io({})
+  t.equal(await main(['check-config', '--help'], check), 0)
+  t.match(check.stdout.join('\n'), /69 when\s+the database could not be reached/, 'check-config --help names its exit code 69')
   // a terminal on standard input gets a prompt (typedTwice): the help said there was none
   const userHelp = io({})
   t.equal(await main(['user', '--help'], userHelp), 0)
