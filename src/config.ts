@@ -91,12 +91,14 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
     if (!raw.auth?.jwtSecret && !raw.auth?.keys && options.secretNeeded !== false) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
   }
 
-  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false)
+  // a bad URL is named where the admin put it, as HOST, PORT and LOG_LEVEL are (the demo sets its own)
+  const urlSource = env.DATABASE_URL ? 'DATABASE_URL' : undefined
+  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false, urlSource)
   return { config, demo, source: file ? resolve(file) : demo ? 'embedded demo' : 'environment' }
 }
 
 /** Validates a raw object (defaults applied); throws ConfigError listing every problem. */
-export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false): Config {
+export function validateConfig (raw: unknown, problems: string[] = [], secretSource = 'auth.jwtSecret', secretOptional = false, urlSource = 'database.url'): Config {
   // Value.Default turns an object where a list with a default belongs into that (empty) list, and a list where
   // an object belongs into the defaults: "controllers": {…} without brackets would run with no controllers,
   // "server": […] on 127.0.0.1:3000. So the shape is checked on the file as written, before the defaults.
@@ -121,7 +123,7 @@ export function validateConfig (raw: unknown, problems: string[] = [], secretSou
   // The checks beyond the schema run on whatever parts have the right shape, so every problem is listed at once.
   const config = withDefaults as Config
   if (config.auth?.keys === undefined || Array.isArray(config.auth.keys)) checkSecrets(config, problems, secretSource, secretOptional)
-  if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems, config.database.password !== undefined)
+  if (typeof config.database?.url === 'string') checkDatabaseUrl(config.database.url, problems, config.database.password !== undefined, urlSource)
   if (Array.isArray(config.auth?.sso)) checkSso(config.auth.sso, problems)
   if (config.server !== null && typeof config.server === 'object') {
     checkTrustProxy(config.server.trustProxy, problems)
@@ -574,7 +576,7 @@ function parseUrl (text: string): URL | undefined {
 }
 
 /** `separatePassword`: database.password (or its credential) is set, and the URL's password is not used (parseMssqlUrl) */
-function checkDatabaseUrl (url: string, problems: string[], separatePassword: boolean): void {
+function checkDatabaseUrl (url: string, problems: string[], separatePassword: boolean, key: string): void {
   if (/^sqlite:.+/.test(url)) return
   if (/^mssql:\/\/[^/]+\/[^/?]+/.test(url)) {
     // what the connection decodes (parseMssqlUrl), checked here: a password with a literal '%' was
@@ -583,15 +585,15 @@ function checkDatabaseUrl (url: string, problems: string[], separatePassword: bo
     try {
       u = new URL(url)
     } catch {
-      problems.push('database.url: not a valid URL (a port beyond 65535, or a character a URL cannot hold unencoded)')
+      problems.push(`${key}: not a valid URL (a port beyond 65535, or a character a URL cannot hold unencoded)`)
       return
     }
     const parts: Array<[string, string]> = [['user', u.username], ...(separatePassword ? [] : [['password', u.password] as [string, string]]), ['database name', u.pathname.slice(1)]]
     const bad = parts.filter(([, text]) => { try { decodeURIComponent(text); return false } catch { return true } }).map(([name]) => name)
-    if (bad.length > 0) problems.push(`database.url: the ${bad.join(' and ')} ${bad.length === 1 ? 'holds' : 'hold'} a '%' that starts no percent-escape: percent-encode ${bad.length === 1 ? 'it' : 'them'} (a literal % is %25)`)
+    if (bad.length > 0) problems.push(`${key}: the ${bad.join(' and ')} ${bad.length === 1 ? 'holds' : 'hold'} a '%' that starts no percent-escape: percent-encode ${bad.length === 1 ? 'it' : 'them'} (a literal % is %25)`)
     return
   }
-  problems.push('database.url: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>[?options]')
+  problems.push(`${key}: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>[?options]`)
 }
 
 /** The demo's JWT secret: generated once and kept (mode 0600) beside its database. */

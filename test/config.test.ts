@@ -81,7 +81,7 @@ t.test('secrets from systemd credentials', async (t) => {
 t.test('bad configurations name the key and never show secrets', async (t) => {
   t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'sqlite:/tmp/x.db' } })), [/auth.jwtSecret: missing/], 'outside the demo a secret is required')
   t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'sqlite:/tmp/x.db', PORT: 'eighty', PICKING_GATEWAY_JWT_SECRET: SECRET } })), [/PORT: expected an integer/])
-  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'postgres://x', PICKING_GATEWAY_JWT_SECRET: SECRET } })), [/database.url: expected sqlite:<path> or mssql:/])
+  t.match(problemsOf(() => loadConfig({ env: { DATABASE_URL: 'postgres://x', PICKING_GATEWAY_JWT_SECRET: SECRET } })), [/^DATABASE_URL: expected sqlite:<path> or mssql:/], 'named as set, as PORT is')
   const short = problemsOf(() => validateConfig({ auth: { jwtSecret: 'hunter2' } }))
   t.match(short, [/auth.jwtSecret: expected at least 32 bytes, got 7/])
   t.notMatch(short.join(), /hunter2/)
@@ -128,18 +128,20 @@ t.test('bad configurations name the key and never show secrets', async (t) => {
   t.same(twice, ["hardware.controllers.2.id: 'ctl-1' appears twice; one entry per controller"], 'a duplicate controller id is not silently dropped')
 })
 
-t.test('an mssql URL the connection could not decode is a problem naming database.url, never the password', async (t) => {
+t.test('an mssql URL the connection could not decode is a problem naming DATABASE_URL (or database.url, where it was set), never the password', async (t) => {
   const problems = (url: string) => problemsOf(() => loadConfig({ env: { DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: SECRET } }))
   // a password with a literal '%' (not written %25): 'URI malformed' at connect, exit 1, and check-config said OK
   const percent = problems('mssql://gw:50%off-hunter2@db/Picking')
-  t.match(percent, [/^database.url: the password holds a '%' that starts no percent-escape/])
+  t.match(percent, [/^DATABASE_URL: the password holds a '%' that starts no percent-escape/])
   t.notMatch(percent.join(), /hunter2/)
-  t.match(problems('mssql://g%w:p%@db/Picking'), [/^database.url: the user and password hold a '%'/])
-  t.match(problems('mssql://gw@db/Pick%ing'), [/^database.url: the database name holds a '%'/])
+  t.match(problems('mssql://g%w:p%@db/Picking'), [/^DATABASE_URL: the user and password hold a '%'/])
+  t.match(problems('mssql://gw@db/Pick%ing'), [/^DATABASE_URL: the database name holds a '%'/])
   const port = problems('mssql://gw:hunter2@db:99999/Picking')
-  t.match(port, [/^database.url: not a valid URL/])
+  t.match(port, [/^DATABASE_URL: not a valid URL/])
   t.notMatch(port.join(), /hunter2/)
   t.same(problems('mssql://gw:50%25off@db/Picking'), [], 'a percent-encoded one is fine')
+  // named where it was set, as HOST, PORT and LOG_LEVEL are: 'database.url' sent people to a file that has none
+  t.match(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, database: { url: 'mssql://gw:50%off@db/Picking' } })), [/^database.url: the password holds a '%'/], 'from the file: database.url')
   // database.password (or the credential database-password) replaces the URL's, which is then not decoded at all
   t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, database: { url: 'mssql://gw:50%off@db/Picking', password: 'from-the-credential' } })), [], 'a password the URL\'s is not used for')
 })
