@@ -3,6 +3,8 @@
 import { once } from 'node:events'
 import readline from 'node:readline'
 import { parseArgs } from 'node:util'
+import { Value } from '@sinclair/typebox/value'
+import { ControllerConfig } from '../../schemas/config.js'
 import { createStop, describeStop, stopExitCode, watchProcess, type Stop } from '../lifecycle.js'
 import type { Logger } from './controller-link.js'
 import { startSimulator, type SimController, type SimMode, type Simulator } from './simulator.js'
@@ -101,7 +103,11 @@ async function simulateUntilStopped (argv: string[], stop: Stop, print: (line: s
   const confirmDelay = integer(values['confirm-delay'])
   const trayDelay = integer(values['tray-delay'])
   if (port === undefined || port + ids.length - 1 > 65535) return usageError(`--port must be a port number, got ${values.port}`)
-  if (ids.length === 0 || new Set(ids).size !== ids.length) return usageError('--controllers must list distinct ids')
+  if (ids.length === 0) return usageError('--controllers must list at least one id')
+  if (new Set(ids).size !== ids.length) return usageError('--controllers must list distinct ids')
+  // an id hardware.controllers cannot hold could never be driven: every gateway refuses its HELLO
+  const badId = ids.find((id) => !Value.Check(ControllerConfig.properties.id, id))
+  if (badId !== undefined) return usageError(`--controllers: ${JSON.stringify(badId)} is not a controller id: 1 to 64 letters, digits, '_', '.' or '-', as hardware.controllers takes them`)
   if (confirmDelay === undefined) return usageError('--confirm-delay must be a number of ms')
   if (trayDelay === undefined) return usageError('--tray-delay must be a number of ms')
 

@@ -49,6 +49,16 @@ t.test('bad arguments exit 64 with a message', async t => {
     t.equal(await runSimulateCommand(argv, s), 64, argv.join(' '))
     t.match(s.err(), /Usage:/)
   }
+  // ids no hardware.controllers entry can hold, so no gateway could ever drive them (they ran all the same);
+  // the signal ends a simulator that starts
+  for (const id of ['a b', 'ctl-1|x', 'x'.repeat(65), 'ctl-ü']) {
+    const s = io()
+    t.equal(await runSimulateCommand(['--port', '0', '--controllers', `ctl-1,${id}`], { ...s, signal: AbortSignal.timeout(2000) }), 64, `--controllers ctl-1,${id}`)
+    t.match(s.err(), `--controllers: ${JSON.stringify(id)} is not a controller id`)
+  }
+  const none = io()
+  t.equal(await runSimulateCommand(['--controllers', ','], none), 64)
+  t.match(none.err(), '--controllers must list at least one id')
 })
 
 t.test('a taken port exits 1', async t => {
