@@ -928,8 +928,10 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
   // check-config say: every command refuses it alike (before: exit 1 from the user and db commands)
   const fileError = file === undefined || !exists ? undefined : sqliteFileError(file, false)
   if (fileError !== undefined) throw new ConfigError([fileError])
-  // a file that is not there is said as such, and no empty database is left behind
-  if (!exists && (access === 'existing' || access === 'read')) {
+  // a file that is not there is said as such, and no empty database is left behind; for db introspect, which
+  // needs no table of db init's, a mistyped path in the configuration, as serve and check-config say (before: exit 1)
+  if (!exists && access === 'readonly' && !loaded.demo) throw new ConfigError([sqliteFileError(file!, false)!])
+  if (!exists && (access === 'existing' || access === 'read' || access === 'readonly')) {
     throw new Error(loaded.demo
       ? 'no configuration (PICKING_GATEWAY_CONFIG) and the embedded demo database is not set up yet: start the demo once (npm start), or point PICKING_GATEWAY_CONFIG at the configuration'
       : `the database '${file!}' does not exist: create it with 'picking-gateway db init'`)

@@ -651,8 +651,8 @@ t.test('db introspect and check-config open SQLite read-only: the journal mode s
   t.equal(await main(['check-config'], io(env)), 0)
 
   const missing = io({ DATABASE_URL: `sqlite:${join(dir, 'typo.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET })
-  t.equal(await main(['db', 'introspect'], missing), 1)
-  t.match(missing.stderr.join('\n'), /does not exist/)
+  t.equal(await main(['db', 'introspect'], missing), 78, 'a configuration error, as serve and check-config say')
+  t.match(missing.stderr.join('\n'), /database.url: SQLite database file '.*typo\.db' does not exist; correct DATABASE_URL or database.url/)
   t.notOk(existsSync(join(dir, 'typo.db')), 'a mistyped path is not created')
 })
 
