@@ -595,7 +595,10 @@ export class ControllerLink extends EventEmitter<LinkEvents> {
       // a link closed right after it connected, or refused, drops its STATUS: no fault of the controller. Nor is
       // it news when the controller never spoke (closed at once, silent): the one 'cannot connect' warning per
       // outage says so, and a warning for each retry would be one more line every backoff for as long as it lasts.
-      this.log[this.closing || session.refused || !session.identified ? 'debug' : 'warn']({ err }, 'controller did not answer STATUS after connect')
+      // A link that dropped before the answer has its own 'controller disconnected' warning; the rest is an
+      // expected fault, said without a stack, as a command's 504 is.
+      const quiet = this.closing || session.refused || !session.identified || err.code === 'LINK_DROPPED'
+      this.log[quiet ? 'debug' : 'warn'](err instanceof HardwareError ? { code: err.code, reason: err.message } : { err }, 'controller did not answer STATUS after connect')
     })
   }
 

@@ -269,6 +269,32 @@ t.test('a controller that closes every connection at once: one warning for the o
   t.same(warnings.map(l => l.msg), ['cannot connect to controller'], 'one warning per outage')
 })
 
+t.test('a link that drops after HELLO, before its STATUS is answered: one warning, \'controller disconnected\', and none with a stack; a STATUS that times out is one warning without a stack', async t => {
+  const { lines, logger } = captureLogger()
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port, { ackTimeout: 30 }, { logger })
+  link.start()
+  const conn = await ctl.nextConnection()
+  await conn.cmd('STATUS')
+  const up = once(link, 'connected')
+  conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } })
+  await up
+  const down = once(link, 'disconnected')
+  conn.socket.destroy()
+  await down
+  await until(() => lines.some(l => l.msg === 'controller did not answer STATUS after connect'), 'the STATUS dropped')
+  t.same(lines.filter(l => l.level === 'warn' || l.level === 'error').map(l => l.msg), ['controller disconnected'], 'the drop is said once (before: also the dropped STATUS, with a stack)')
+
+  // the next connection: the controller says HELLO and never answers STATUS (the first send and the resend)
+  const next = await ctl.nextConnection()
+  await next.cmd('STATUS')
+  next.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } })
+  await until(() => lines.some(l => l.level === 'warn' && l.msg === 'controller did not answer STATUS after connect'), 'the STATUS timed out')
+  const timedOut = lines.find(l => l.level === 'warn' && l.msg === 'controller did not answer STATUS after connect')
+  t.match(timedOut?.obj, { code: 'TIMEOUT', reason: /did not acknowledge STATUS/ })
+  t.notOk('err' in (timedOut?.obj ?? {}), 'an expected fault, no stack trace')
+})
+
 t.test('HELLO with another id: refused and never connected, retried with backoff, accepted once the id fits', async t => {
   const { lines, logger } = captureLogger()
   const ctl = await RawController.start(t)
