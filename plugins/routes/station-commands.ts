@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../schemas/common.js'
 import { CommandAck, StationCommand } from '../../schemas/events.js'
-import { NotFoundError } from '../../src/db/errors.js'
+import { AmbiguousIdError, NotFoundError } from '../../src/db/errors.js'
 import { badRequest } from '../../src/errors.js'
 import { pathIds } from './resource.js'
 
@@ -28,7 +28,10 @@ const stationCommands: FastifyPluginAsyncTypebox = async (fastify) => {
     const extra = Object.keys(body).filter((key) => key !== 'command' && !ALLOWED[body.command].includes(key))
     if (extra.length > 0) throw badRequest(`body/${extra[0]} does not apply to command '${body.command}'`, 'VALIDATION_ERROR')
     const id = idOf(request)
-    const station = await fastify.repos.stations.get(id)
+    const station = await fastify.repos.stations.get(id).catch((err: unknown) => {
+      // several rows hold the id: said as the other refusals of a command say it, not as a read's 409
+      throw err instanceof AmbiguousIdError ? err.instead('the command was not sent to its controller') : err
+    })
     if (!station) throw new NotFoundError(`Station ${id} not found`)
     // the client closed the connection before its answer (its own timeout): a command still queued is not sent
     const gone = new AbortController()

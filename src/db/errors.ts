@@ -35,6 +35,21 @@ export class ConflictError extends DbError {
   }
 }
 
+/**
+ * Several rows hold the id a request names (an id column not unique by itself): a 409, and nothing was read
+ * or changed. `id` and `tableName` are for the log; the message names neither the rows nor what they hold.
+ */
+export class AmbiguousIdError extends ConflictError {
+  constructor (readonly id: unknown, readonly tableName: string, private readonly reason: string, outcome: string) {
+    super(`${reason}; ${outcome}`)
+  }
+
+  /** The same 409, saying what the caller did not do instead (a station command: nothing was sent). */
+  instead (outcome: string): AmbiguousIdError {
+    return new AmbiguousIdError(this.id, this.tableName, this.reason, outcome)
+  }
+}
+
 /** If-Match did not match the current row (412). */
 export class PreconditionFailedError extends DbError {
   constructor (message = 'The resource was changed since the given ETag') { super(412, 'PRECONDITION_FAILED', message) }

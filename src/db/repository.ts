@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto'
 import { dialectFor } from './dialect.js'
 import { checkExpression, faultToError, foreignKeysTo, namesIn } from './data-errors.js'
-import { BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
+import { AmbiguousIdError, BadQueryError, ConflictError, ConstraintViolationError, DatabaseBusyError, DatabaseUnavailableError, DataFaultError, InvalidValueError, NotFoundError, PreconditionFailedError, ReadOnlyError } from './errors.js'
 import { decodeCursor, encodeCursor, invalidCursor, parseIsoDateTime, type CursorValueType, type Filter, type ListQuery } from './list-query.js'
 import { idField, isPathId, MAX_PATH_PARAM_LENGTH } from './resources.js'
 import { hiddenCharacter } from '../../schemas/common.js'
@@ -363,8 +363,9 @@ export class Repository {
   }
 
   /** Several rows hold the id `id`: the gateway cannot tell which one is meant. */
-  private ambiguous (id: Id, n: number, outcome: string): ConflictError {
-    return new ConflictError(`${n} rows of the picking system's table hold the ${this.noun} id ${id} (its id column is not unique as the table compares it: one column of a composite key, or a unique index that tells apart what the column compares as equal), so the gateway cannot tell which one is meant; ${outcome}`)
+  private ambiguous (id: Id, n: number, outcome: string): AmbiguousIdError {
+    const table = this.mapping.schema === undefined ? this.mapping.table : `${this.mapping.schema}.${this.mapping.table}`
+    return new AmbiguousIdError(id, table, `${n} rows of the picking system's table hold the ${this.noun} id ${id} (its id column is not unique as the table compares it: one column of a composite key, or a unique index that tells apart what the column compares as equal), so the gateway cannot tell which one is meant`, outcome)
   }
 
   /** Every row a statement that selects the select list returns, mapped (as values where the driver can). */

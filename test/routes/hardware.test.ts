@@ -803,6 +803,30 @@ t.test('a station table without an active flag (enabled mapped to null): every s
   stream.close()
 })
 
+t.test('a station id two rows hold (PlatzID of (Werk, PlatzID)): a command is a 409 that says it was not sent, and the controller gets nothing (before: the read\'s "nothing was read")', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const sim = await startSimulator({ host: '127.0.0.1', controllers: [{ id: 'ctl-1', port: 0 }], timings: { confirmDelay: 50, trayDelay: 50 } })
+  t.teardown(() => sim.close())
+  const port = sim.controllers.get('ctl-1')!.port
+  const stations = { table: 'PlatzWerk', newIds: 'max+1' as const, defaults: { Werk: 1 }, columns: { id: 'PlatzID', name: 'Name', description: null, type: null, warehouse: null, controllerId: 'Steuerung', address: 'Adresse', enabled: null, createdAt: null, modifiedAt: null } }
+  const ctx = await build(t, { mapping: { stations }, hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: FAST } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "PlatzWerk" ("Werk" INTEGER NOT NULL, "PlatzID" INTEGER NOT NULL, "Name" VARCHAR(30) NOT NULL UNIQUE, "Steuerung" VARCHAR(20), "Adresse" INTEGER, PRIMARY KEY ("Werk", "PlatzID"))', params: [] })
+    await db.execute({ text: "INSERT INTO \"PlatzWerk\" VALUES (1, 1, 'PTL-1', 'ctl-1', 3), (2, 1, 'PTL-2', 'ctl-1', 4), (1, 2, 'PTL-3', 'ctl-1', 5)", params: [] })
+  })
+  const frames: string[] = []
+  sim.controllers.get('ctl-1')!.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'REQ' && frame.cmd !== 'STATUS') frames.push(frame.cmd) })
+  const token = (await ctx.createUser('user')).accessToken
+  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
+  for (const payload of [{ command: 'light', quantity: 1 }, { command: 'clear' }, { command: 'callTray', tray: 'T-1' }, { command: 'status' }]) {
+    const res = await command(ctx, token, 1, payload)
+    t.equal(res.statusCode, 409, `${payload.command}: ${res.body}`)
+    t.match(res.json(), { code: 'CONFLICT', message: /^2 rows of the picking system's table hold the station id 1 .*so the gateway cannot tell which one is meant; the command was not sent to its controller$/ }, payload.command)
+  }
+  t.same(frames, [], 'nothing sent')
+  t.match((await ctx.app.inject({ method: 'GET', url: '/api/stations/1', headers: ctx.auth(token) })).json(), { code: 'CONFLICT', message: /; nothing was read$/ }, 'a read says what it did not do')
+  t.equal((await command(ctx, token, 2, { command: 'light', quantity: 1 })).statusCode, 200, 'an id one row holds takes commands as before')
+  t.same(frames, ['LIGHT'])
+})
+
 t.test('a controller with more stations than a page of the lookup (1000): each gets its station.disconnected and station.connected (before: the first 1000 only)', async (t) => {
   const { ctx, sim, stationId, token } = await setup(t)
   await ctx.db.execute({ text: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1004) INSERT INTO stations (name, type, controller_id, address) SELECT 'PTL-bus-' || i, 'ptl', 'ctl-1', 1000 + i FROM n", params: [] })
