@@ -8,8 +8,8 @@ import { createPasswords, isCheckableHash, normalizeUsername, spelledUsername, t
 import { LoginThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { isSsoMarker, proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
-import { ApiError, forbidden, invalidCredentials, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
-import { ConflictError, ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, NotFoundError, PreconditionFailedError } from '../src/db/errors.js'
+import { ApiError, forbidden, invalidCredentials, sharedUserId, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
+import { AmbiguousIdError, ConflictError, ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, NotFoundError, PreconditionFailedError } from '../src/db/errors.js'
 import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
 import type { Id } from '../src/db/repository.js'
 import type { Row } from '../src/db/types.js'
@@ -322,6 +322,12 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     }
   }
 
+  /** The 409 of a login (a password's, an identity provider's) of a user whose id several rows hold; the log says which id and table. */
+  function sharedId (err: AmbiguousIdError): ApiError {
+    fastify.log.warn({ user: err.id, table: err.tableName }, `a login of user id ${String(err.id)} was refused: several rows of the user table ${err.tableName} hold that id, so its tokens would name no user; map users.id to a column that is unique by itself, or give the user an id of its own (check-config lists such ids)`)
+    return sharedUserId()
+  }
+
   /** the row as the stamp left it, or undefined when nothing could be written */
   async function recordLogin (userId: Id, changes: Row, check?: (current: Row) => boolean): Promise<Row | undefined> {
     try {
@@ -329,6 +335,11 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     } catch (err) {
       // the row's hash is no longer the one verified (a password change, another login's rehash): it stays, the time is stamped
       if (err instanceof PreconditionFailedError) return await recordLogin(userId, { lastLoginAt: changes.lastLoginAt })
+      // several rows hold the user's id (found by its name or its provider's marker, it is one of them): its tokens
+      // would name no user, a 401 on every request, and a client that logs in again on a 401 would loop. The
+      // update changed none of them. The password was right (login counted it so): no failed login that would
+      // keep the account locked out once an administrator has mended the id.
+      if (err instanceof AmbiguousIdError) throw sharedId(err)
       // the password (or the provider's token) was right: a trigger of the picking system that
       // refuses the stamp (or the rehash) must not turn the login into an error that tells a right
       // password from a wrong one; another program's write lock held past the wait (SQLite) must
@@ -525,7 +536,15 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       pending = userService.ssoUser(identity, (row) => staleClaim(identity, row)).finally(() => ssoPending.delete(identity.marker))
       ssoPending.set(identity.marker, pending)
     }
-    const row = await pending
+    let row: Row
+    try {
+      row = await pending
+      // the marker found one of several rows that hold its id (never the cached path: loadUser finds no user
+      // there): no token could name it alone, so its login is refused as a password login is
+      await users.get(row.id as Id)
+    } catch (err) {
+      throw err instanceof AmbiguousIdError ? sharedId(err) : err
+    }
     noteIssued(identity)
     if (ssoIds.size > 10000) ssoIds.clear()
     ssoIds.set(identity.marker, row.id as Id)

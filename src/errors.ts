@@ -33,6 +33,12 @@ export const tokenInvalid = (): ApiError =>
   new ApiError(401, 'TOKEN_INVALID', TOKEN_INVALID_MESSAGE, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
 export const invalidCredentials = (): ApiError =>
   new ApiError(401, 'INVALID_CREDENTIALS', 'Invalid username or password', { headers: BEARER, extra: { login: false } })
+/**
+ * The right password (or an identity provider's login) of a user whose id several rows of the user table hold: its
+ * tokens would name no user, a 401 on every request. Says what is wrong and who mends it, not what the other rows hold.
+ */
+export const sharedUserId = (): ApiError =>
+  new ApiError(409, 'CONFLICT', "This account cannot log in: its user id is held by more than one row of the picking system's user table, so no token can name it alone; nothing was changed. An administrator has to give it an id of its own")
 export const forbidden = (message = 'Your user type may not do this'): ApiError =>
   new ApiError(403, 'FORBIDDEN', message)
 export const licenceLimit = (logins: number): ApiError =>

@@ -250,7 +250,7 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       security: [],
       params: Params,
       querystring: CallbackQuery,
-      response: { 200: LoginResponse, ...errorResponses(400, 401, 403, 404, 429, 503) }
+      response: { 200: LoginResponse, ...errorResponses(400, 401, 403, 404, 409, 429, 503) }
     }
   }, async (request, reply) => {
     const provider = browserProvider(request.params.id)

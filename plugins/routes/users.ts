@@ -49,7 +49,7 @@ const users: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (fastify, opts
       tags: ['auth'],
       security: [],
       body: LoginBody,
-      response: { 200: LoginResponse, ...errorResponses(400, 401, 429, 503) }
+      response: { 200: LoginResponse, ...errorResponses(400, 401, 409, 429, 503) }
     }
   }, async (request, reply) => {
     const tokens = await fastify.auth.login(request.body.username, request.body.password, request.ip)

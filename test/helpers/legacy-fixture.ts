@@ -490,3 +490,19 @@ export function narrowMaterials (table: string, columns: Record<string, string>)
   const absent = ['description', 'unit', 'barcode', 'minStock', 'maxStock', 'weight', 'blocked', 'blockReason', 'stockQuantity', 'createdAt', 'modifiedAt']
   return { table, columns: { ...Object.fromEntries(absent.map((field) => [field, null])), ...columns } }
 }
+
+/**
+ * users on `BenMandant` (SQLite), keyed by client and number: (Mandant, Nr). Each client numbers its own users, so one
+ * Nr may be held by a row of each client, and a Nr is no id the gateway can name one user by.
+ */
+export const MANDANT_USERS: TableMappingConfig = {
+  table: 'BenMandant',
+  newIds: 'max+1',
+  columns: { id: 'Nr', username: 'Login', passwordHash: 'PwHash', type: { column: 'Rolle', values: { admin: 'A', user: 'B', application: 'S' } }, displayName: 'Name', enabled: 'Aktiv', tokenVersion: 'TokVer', lastLoginAt: 'Login_am', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }
+}
+
+/** Creates MANDANT_USERS' table (SQLite) with its admin, user 1 of client 1. */
+export async function createMandantUsers (db: Database, adminHash: string): Promise<void> {
+  await db.execute({ text: 'CREATE TABLE "BenMandant" ("Mandant" INTEGER NOT NULL DEFAULT 1, "Nr" INTEGER NOT NULL, "Login" VARCHAR(64) NOT NULL UNIQUE, "PwHash" VARCHAR(255) NOT NULL, "Rolle" CHAR(1) NOT NULL DEFAULT \'B\', "Aktiv" BOOLEAN NOT NULL DEFAULT 1, "TokVer" INTEGER NOT NULL DEFAULT 0, "Name" VARCHAR(200), "Login_am" DATETIME, "Angelegt" DATETIME, "Geaendert" DATETIME, PRIMARY KEY ("Mandant", "Nr"))', params: [] })
+  await db.execute({ text: 'INSERT INTO "BenMandant" ("Mandant", "Nr", "Login", "PwHash", "Rolle") VALUES (1, 1, \'admin\', @admin, \'A\')', params: [{ name: 'admin', kind: 'string', value: adminHash }] })
+}

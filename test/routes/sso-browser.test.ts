@@ -9,7 +9,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { exportJWK, generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
-import { build, type TestContext } from '../helpers/build.js'
+import { ADMIN_PASSWORD, build, TEST_ARGON2, type TestContext } from '../helpers/build.js'
+import { createMandantUsers, MANDANT_USERS } from '../helpers/legacy-fixture.js'
+import { createPasswords } from '../../src/auth/passwords.js'
+import type { TableMappingConfig } from '../../schemas/config.js'
+import type { Database } from '../../src/db/types.js'
 import { AUDIENCE, BROWSER_CLIENT, browserLogin, CLIENT_SECRET, startProvider, type TestProvider } from '../helpers/oidc.js'
 import { MAX_BROWSER_LOGINS } from '../../plugins/routes/sso.js'
 
@@ -17,7 +21,7 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } } } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } }, users?: TableMappingConfig, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
   const redirectUri = options.redirectUri ?? REDIRECT
   const idp = await startProvider({ redirectUri })
   t.teardown(() => idp.close())
@@ -32,8 +36,9 @@ async function setup (t: Test, options: { licence?: number, stateTtlMs?: number,
     },
     licence: { logins: options.licence ?? 10 },
     logging: { level: 'info' },
-    ...(options.server === undefined ? {} : { server: options.server })
-  }, undefined, { timing: { stateTtlMs: options.stateTtlMs, maxPending: options.maxPending }, logStream: { write: (line: string) => { logs.push(line) } } })
+    ...(options.server === undefined ? {} : { server: options.server }),
+    ...(options.users !== undefined && { mapping: { users: options.users } })
+  }, options.prepare, { timing: { stateTtlMs: options.stateTtlMs, maxPending: options.maxPending }, logStream: { write: (line: string) => { logs.push(line) } } })
   return { idp, ctx, logs }
 }
 
@@ -397,6 +402,24 @@ t.test('a browser login of a row disabled on another instance a moment before is
   const disabled = await login()
   t.equal(disabled.statusCode, 403)
   t.same(disabled.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The gateway account 'bob' is disabled; an administrator can enable it again" })
+})
+
+t.test('a browser login of an identity whose user id a row of another client holds too (Nr of (Mandant, Nr)): a 409 that says so, no tokens, nothing stamped (before: a 200 whose tokens were a 401 on every request)', async (t) => {
+  const { idp, ctx, logs } = await setup(t, { users: MANDANT_USERS, prepare: async (db) => { await createMandantUsers(db, await (await createPasswords(TEST_ARGON2)).hash(ADMIN_PASSWORD)) } })
+  const login = async () => {
+    idp.loginAs = 'bob'
+    return await finish(ctx, await start(ctx, idp))
+  }
+  idp.claims.set('bob', { preferred_username: 'bob', roles: ['gateway-user'] })
+  t.equal((await login()).statusCode, 200, 'its row made, as Nr 2 of client 1')
+  await ctx.db.execute({ text: 'INSERT INTO "BenMandant" ("Mandant", "Nr", "Login", "PwHash") VALUES (2, 2, \'fremd\', \'x\')', params: [] })
+  const stored = async (): Promise<unknown[]> => await ctx.db.query({ text: 'SELECT "Mandant", "Nr", "TokVer", "Login_am", "Geaendert" FROM "BenMandant" ORDER BY "Mandant", "Nr"', params: [] })
+  const before = await stored()
+  const res = await login()
+  t.equal(res.statusCode, 409, res.body)
+  t.same(res.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: "This account cannot log in: its user id is held by more than one row of the picking system's user table, so no token can name it alone; nothing was changed. An administrator has to give it an id of its own" })
+  t.same(await stored(), before, 'nothing stamped or changed')
+  t.match(logs.join('\n'), /"user":2,"table":"BenMandant","msg":"a login of user id 2 was refused: several rows of the user table BenMandant hold that id/)
 })
 
 t.test('unknown providers, providers without browser login, an unreachable provider', async (t) => {

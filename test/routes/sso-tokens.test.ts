@@ -6,7 +6,11 @@ import type { AddressInfo } from 'node:net'
 import { generateKeyPair, SignJWT } from 'jose'
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
-import { build, type TestContext } from '../helpers/build.js'
+import { ADMIN_PASSWORD, build, TEST_ARGON2, type TestContext } from '../helpers/build.js'
+import { createMandantUsers, MANDANT_USERS } from '../helpers/legacy-fixture.js'
+import { createPasswords } from '../../src/auth/passwords.js'
+import type { TableMappingConfig } from '../../schemas/config.js'
+import type { Database } from '../../src/db/types.js'
 import { until } from '../helpers/wait.js'
 import { AUDIENCE, REALM_PATH, startProvider, type TestKey, type TestProvider } from '../helpers/oidc.js'
 import type { Config } from '../../src/config.js'
@@ -27,7 +31,7 @@ const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-ap
 
 type SsoOverrides = Partial<Config['auth']['sso'][number]>
 
-async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, timing?: { jwksCooldownMs?: number, retryMs?: number, jwksMaxAgeMs?: number }, revocationCacheMs?: number } = {}): Promise<{ idp: TestProvider, ctx: TestContext, bearer: (token: string) => { authorization: string }, logs: string[] }> {
+async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, timing?: { jwksCooldownMs?: number, retryMs?: number, jwksMaxAgeMs?: number }, revocationCacheMs?: number, users?: TableMappingConfig, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, bearer: (token: string) => { authorization: string }, logs: string[] }> {
   const idp = await startProvider()
   t.teardown(() => idp.close())
   const logs: string[] = []
@@ -37,8 +41,9 @@ async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, 
       revocationCacheMs: options.revocationCacheMs ?? 0
     },
     licence: { logins: options.licence ?? 10 },
-    logging: { level: 'info' }
-  }, undefined, { timing: options.timing, logStream: { write: (line: string) => { logs.push(line) } } })
+    logging: { level: 'info' },
+    ...(options.users !== undefined && { mapping: { users: options.users } })
+  }, options.prepare, { timing: options.timing, logStream: { write: (line: string) => { logs.push(line) } } })
   return { idp, ctx, bearer: (token) => ({ authorization: `Bearer ${token}` }), logs }
 }
 
@@ -481,6 +486,26 @@ t.test('a new provider token of an identity whose row the picking system deleted
   const again = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx.auth(ctx.adminToken) })).json().data[0]
   t.match(again, { source: 'sso', enabled: true })
   t.not(again.id, row.id, 'a new row')
+})
+
+t.test('an identity whose user id a row of another client takes too (Nr of (Mandant, Nr)): its provider tokens are a 409 that says so and stamp nothing, not requests as that id', async (t) => {
+  const { idp, ctx, logs } = await setup(t, { users: MANDANT_USERS, prepare: async (db) => { await createMandantUsers(db, await (await createPasswords(TEST_ARGON2)).hash(ADMIN_PASSWORD)) } })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const token = await idp.clientCredentials('erp')
+  const get = async (bearer: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${bearer}` } })
+  t.equal((await get(token)).statusCode, 200, 'its row made, as Nr 2 of client 1')
+  const stored = async (): Promise<unknown[]> => await ctx.db.query({ text: 'SELECT "Mandant", "Nr", "Login", "TokVer", "Login_am", "Geaendert" FROM "BenMandant" ORDER BY "Mandant", "Nr"', params: [] })
+  t.match(await stored(), [{ Nr: 1, Login: 'admin' }, { Mandant: 1, Nr: 2, Login: 'erp' }])
+  await ctx.db.execute({ text: 'INSERT INTO "BenMandant" ("Mandant", "Nr", "Login", "PwHash") VALUES (2, 2, \'fremd\', \'x\')', params: [] })
+  const before = await stored()
+  await new Promise((resolve) => setTimeout(resolve, 1100)) // a token with a later iat: a new login, which would stamp lastLoginAt
+  for (const bearer of [token, token, await idp.clientCredentials('erp')]) {
+    const res = await get(bearer)
+    t.equal(res.statusCode, 409, `before: a 200 as user 2 with the token from before: ${res.body}`)
+    t.same(res.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: "This account cannot log in: its user id is held by more than one row of the picking system's user table, so no token can name it alone; nothing was changed. An administrator has to give it an id of its own" })
+  }
+  t.same(await stored(), before, 'nothing stamped or changed')
+  t.match(logs.join('\n'), /"user":2,"table":"BenMandant","msg":"a login of user id 2 was refused: several rows of the user table BenMandant hold that id/)
 })
 
 t.test('an older token cannot set the type back: the newest claim holds, and the older token acts with the row\'s type', async (t) => {
