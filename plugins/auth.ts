@@ -8,7 +8,7 @@ import { createPasswords, isCheckableHash, normalizeUsername, spelledUsername, t
 import { LoginThrottle } from '../src/auth/throttle.js'
 import { VerifiedTokens } from '../src/auth/verified-tokens.js'
 import { isSsoMarker, proxyFetch, SsoError, SsoProviders, type SsoIdentity, type SsoProvider, type SsoProviderOptions } from '../src/auth/sso.js'
-import { ApiError, forbidden, invalidCredentials, sharedUserId, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
+import { ApiError, badRequest, forbidden, invalidCredentials, sharedUserId, ssoUnavailable, tokenExpired, tokenInvalid, tokenMissing, tooManyRequests } from '../src/errors.js'
 import { AmbiguousIdError, ConflictError, ConstraintViolationError, DatabaseUnavailableError, InvalidValueError, NotFoundError, PreconditionFailedError } from '../src/db/errors.js'
 import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
 import type { Id } from '../src/db/repository.js'
@@ -566,6 +566,11 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     const { config } = request.routeOptions
     const mode = config.auth ?? 'access'
     if (mode === 'none') return
+    // Node keeps the first of two Authorization headers and drops the other, which a proxy in front may have
+    // used: which credential is meant is unknown, so neither is checked. The raw list is read only when there is one.
+    if (request.headers.authorization !== undefined && repeatsAuthorization(request.raw.rawHeaders)) {
+      throw badRequest('The request has more than one Authorization header; send one')
+    }
     // An answer to a credential is that caller's: no shared cache keeps it (nginx with proxy_cache and
     // proxy_cache_valid caches what carries no Cache-Control, Authorization or not, and hands it to the
     // next caller of the URL, one without a token too), and a browser asks again (If-None-Match) before
@@ -577,6 +582,17 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     // nothing: without this, routes open to every type (reads, station commands, events) let it through.
     if (mode !== 'refresh' && !USER_TYPES.has(request.identity.type)) throw forbidden()
   })
+}
+
+/** Whether a raw header list (name, value, name, value, …) has more than one Authorization header, in any case. */
+function repeatsAuthorization (raw: string[]): boolean {
+  let seen = false
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length !== 13 || raw[i].toLowerCase() !== 'authorization') continue
+    if (seen) return true
+    seen = true
+  }
+  return false
 }
 
 export default fp(auth, { name: 'auth', fastify: '5.x', dependencies: ['database', 'error-handler'] })

@@ -199,6 +199,33 @@ t.test('an Expect header other than 100-continue: a 417 with the same body shape
   t.same(res.body, { statusCode: 417, code: 'EXPECTATION_FAILED', error: 'Expectation Failed', message: "The Expect header 'fancy-thing' is not supported; send 100-continue or none" })
 })
 
+t.test('two Authorization headers, on every route that takes a token: a 400 naming the header before any token is checked, and nothing changes (before: Node kept the first and dropped the other, which a proxy may have used)', async (t) => {
+  const ctx = await build(t)
+  const refresh = (await ctx.login('admin', ADMIN_PASSWORD)).refreshToken
+  const twice = (first: string, second: string, name = 'Authorization') => `Authorization: Bearer ${first}\r\n${name}: Bearer ${second}\r\n`
+  const body = JSON.stringify({ materialNumber: 'TWO-AUTH', name: 'x' })
+  const requests: Array<[string, string]> = [
+    ['the admin\'s token, then another', `GET /api/materials HTTP/1.1\r\nHost: x\r\n${twice(ctx.adminToken, 'not-a-token')}Connection: close\r\n\r\n`],
+    ['another, then the admin\'s token', `GET /api/materials HTTP/1.1\r\nHost: x\r\n${twice('not-a-token', ctx.adminToken)}Connection: close\r\n\r\n`],
+    ['the same token twice, in other case', `GET /api/users/1 HTTP/1.1\r\nHost: x\r\n${twice(ctx.adminToken, ctx.adminToken, 'authorization')}Connection: close\r\n\r\n`],
+    ['a create', `POST /api/materials HTTP/1.1\r\nHost: x\r\n${twice(ctx.adminToken, ctx.adminToken)}Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`],
+    ['a refresh', `POST /api/users/refresh HTTP/1.1\r\nHost: x\r\n${twice(refresh, 'not-a-token')}Connection: close\r\n\r\n`],
+    ['a station command', `POST /api/stations/1/commands HTTP/1.1\r\nHost: x\r\n${twice(ctx.adminToken, ctx.adminToken)}Content-Type: application/json\r\nContent-Length: 19\r\nConnection: close\r\n\r\n{"command":"clear"}`]
+  ]
+  for (const [what, request] of requests) {
+    const res = await raw(ctx, request)
+    t.equal(res.status, 400, what)
+    t.same(res.body, { statusCode: 400, code: 'BAD_REQUEST', error: 'Bad Request', message: 'The request has more than one Authorization header; send one' }, what)
+  }
+  const list = await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=TWO-AUTH', headers: ctx.auth(ctx.adminToken) })
+  t.same(list.json().data, [], 'the create did not happen')
+  // one header is as before; a route that reads no token does not look
+  t.equal((await raw(ctx, `GET /api/materials HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ctx.adminToken}\r\nConnection: close\r\n\r\n`)).status, 200)
+  t.equal((await raw(ctx, `GET /health HTTP/1.1\r\nHost: x\r\n${twice('a', 'b')}Connection: close\r\n\r\n`)).status, 200)
+  const login = JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD })
+  t.equal((await raw(ctx, `POST /api/users/login HTTP/1.1\r\nHost: x\r\n${twice('a', 'b')}Content-Type: application/json\r\nContent-Length: ${login.length}\r\nConnection: close\r\n\r\n${login}`)).status, 200, 'the login takes no token')
+})
+
 t.test('CONNECT (a client that takes the gateway for a proxy): a 405 with the same body shape and Connection: close, and a request line in the log (before: the connection dropped unanswered, no line)', async (t) => {
   const logs: string[] = []
   const ctx = await build(t, { logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
