@@ -13,6 +13,7 @@ import { AmbiguousIdError, ConflictError, ConstraintViolationError, DatabaseUnav
 import { idField, isPathId, users as usersDef } from '../src/db/resources.js'
 import type { Id } from '../src/db/repository.js'
 import type { Row } from '../src/db/types.js'
+import { repeatedHeader } from '../src/http.js'
 import { UserService } from '../src/users.js'
 import type { SsoProviderConfig } from '../schemas/config.js'
 import { UserType } from '../schemas/users.js'
@@ -568,7 +569,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     if (mode === 'none') return
     // Node keeps the first of two Authorization headers and drops the other, which a proxy in front may have
     // used: which credential is meant is unknown, so neither is checked. The raw list is read only when there is one.
-    if (request.headers.authorization !== undefined && repeatsAuthorization(request.raw.rawHeaders)) {
+    if (request.headers.authorization !== undefined && repeatedHeader(request.raw.rawHeaders, 'authorization') !== undefined) {
       throw badRequest('The request has more than one Authorization header; send one')
     }
     // An answer to a credential is that caller's: no shared cache keeps it (nginx with proxy_cache and
@@ -582,17 +583,6 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     // nothing: without this, routes open to every type (reads, station commands, events) let it through.
     if (mode !== 'refresh' && !USER_TYPES.has(request.identity.type)) throw forbidden()
   })
-}
-
-/** Whether a raw header list (name, value, name, value, …) has more than one Authorization header, in any case. */
-function repeatsAuthorization (raw: string[]): boolean {
-  let seen = false
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length !== 13 || raw[i].toLowerCase() !== 'authorization') continue
-    if (seen) return true
-    seen = true
-  }
-  return false
 }
 
 export default fp(auth, { name: 'auth', fastify: '5.x', dependencies: ['database', 'error-handler'] })

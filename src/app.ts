@@ -33,6 +33,7 @@ import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
 import { MAX_PATH_PARAM_LENGTH, PATH_ID } from './db/resources.js'
 import { ApiError, badRequest, statusText } from './errors.js'
+import { repeatedHeader } from './http.js'
 import { loggerOptions, redactUrl, requestLineWriter } from './logger.js'
 import { MALFORMED_QUERY, malformedQueryMessage, parseQuery, type ParsedQuery } from './query-string.js'
 
@@ -208,6 +209,10 @@ const BODYLESS = new Set(['GET', 'HEAD', 'TRACE'])
 function refusedByHeaders (request: FastifyRequest): ApiError | undefined {
   const type = request.headers['content-type']
   if (type === undefined || BODYLESS.has(request.method)) return undefined
+  // Node reads the first of two Content-Type headers and drops the other, which a proxy in front may have read:
+  // JSON to one hop, text/plain to the other. Two alike say the same and pass.
+  const types = repeatedHeader(request.raw.rawHeaders, 'content-type')
+  if (types?.some((value) => value !== types[0]) === true) return badRequest('The request has more than one Content-Type header, and they differ; send one')
   const semicolon = type.indexOf(';')
   const media = (semicolon === -1 ? type : type.slice(0, semicolon)).trim().toLowerCase()
   if (media === MERGE_PATCH) {

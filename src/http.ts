@@ -55,6 +55,21 @@ function storedPart (tag: string): string {
   return dot < 0 ? tag : `${tag.slice(0, dot)}"`
 }
 
+/**
+ * Every value of the header `name` (lower case) in a raw header list (name, value, name, value, …), when it is
+ * there more than once; else undefined. Node's request.headers keeps only the first of a single-valued header.
+ */
+export function repeatedHeader (raw: string[], name: string): string[] | undefined {
+  let first: string | undefined
+  let values: string[] | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length !== name.length || raw[i].toLowerCase() !== name) continue
+    if (first === undefined) first = raw[i + 1]
+    else (values ??= [first]).push(raw[i + 1])
+  }
+  return values
+}
+
 /** A compiled serializer of one item schema (fast-json-stringify): the body text of an item that holds only stored fields. */
 export type Serialize = (body: unknown) => string
 

@@ -226,6 +226,21 @@ t.test('two Authorization headers, on every route that takes a token: a 400 nami
   t.equal((await raw(ctx, `POST /api/users/login HTTP/1.1\r\nHost: x\r\n${twice('a', 'b')}Content-Type: application/json\r\nContent-Length: ${login.length}\r\nConnection: close\r\n\r\n${login}`)).status, 200, 'the login takes no token')
 })
 
+t.test('two Content-Type headers that differ on a route that takes a body: a 400 naming the header, and nothing is written (before: the first decided, JSON created a row that a proxy may have read as text/plain); two alike pass', async (t) => {
+  const ctx = await build(t)
+  const post = (materialNumber: string, types: string[]) => {
+    const body = JSON.stringify({ materialNumber, name: 'x' })
+    return `POST /api/materials HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ctx.adminToken}\r\n${types.map((type) => `Content-Type: ${type}\r\n`).join('')}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`
+  }
+  for (const types of [[json, 'text/plain'], ['text/plain', json], [json, `${json}; charset=utf-8`]]) {
+    const res = await raw(ctx, post('TWO-TYPES', types))
+    t.equal(res.status, 400, types.join(' + '))
+    t.same(res.body, { statusCode: 400, code: 'BAD_REQUEST', error: 'Bad Request', message: 'The request has more than one Content-Type header, and they differ; send one' }, types.join(' + '))
+  }
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=TWO-TYPES', headers: ctx.auth(ctx.adminToken) })).json().data, [], 'nothing created')
+  t.equal((await raw(ctx, post('TWO-ALIKE', [json, json]))).status, 201, 'the same type twice says one thing')
+})
+
 t.test('CONNECT (a client that takes the gateway for a proxy): a 405 with the same body shape and Connection: close, and a request line in the log (before: the connection dropped unanswered, no line)', async (t) => {
   const logs: string[] = []
   const ctx = await build(t, { logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
