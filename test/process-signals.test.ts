@@ -3,14 +3,13 @@
 // and a signal that never arrives (npx: npm's SIGTERM kills only the shell between npm and the gateway).
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { createStop, FORCED_EXIT_MS, REPEAT_MS, watchProcess } from '../src/lifecycle.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, commandAwaitingAck, connectedBoth, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
 import { sleep, until } from './helpers/wait.js'
-import { ADMIN_PASSWORD } from './helpers/build.js'
 
 // gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
 // work) past .taprc's 120 s, which cut the file off midway
@@ -78,25 +77,8 @@ t.test('the same signal twice at once (Ctrl-C through npm): one stop with its gr
 })
 
 t.test('a second signal while a station command waits for its ACK: the client gets its 504 before the process ends at once (before: its connection was reset)', async (t) => {
-  const { dir, env, sim } = await gatewaySetup(t)
-  const file = join(dir, 'config.json')
-  const config = JSON.parse(readFileSync(file, 'utf8'))
   // each attempt waits longer than the whole grace period: only the second signal ends the wait
-  config.hardware.timings = { ackTimeout: GRACE_MS + 1000 }
-  writeFileSync(file, JSON.stringify(config))
-  const run = start(t, [CLI, 'serve'], env)
-  const port = await listening(run)
-  await until(() => connectedBoth(run.out()), 'both controllers connected', START_MS)
-  const base = `http://127.0.0.1:${port}`
-  const { accessToken } = await (await fetch(`${base}/api/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })).json() as { accessToken: string }
-  const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }
-  const station = await (await fetch(`${base}/api/stations`, { method: 'POST', headers, body: JSON.stringify({ name: 'PTL-1', controllerId: 'ctl-1', address: 1 }) })).json() as { id: number }
-  const simulated = sim.controllers.get('ctl-1')!
-  simulated.setMode('silent')
-  const onWire = new Promise<void>((resolve) => simulated.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'REQ' && frame.cmd === 'LIGHT') resolve() }))
-  const answer = fetch(`${base}/api/stations/${station.id}/commands`, { method: 'POST', headers, body: JSON.stringify({ command: 'light', quantity: 1 }) })
-    .then(async (res) => ({ status: res.status, body: await res.json() as Record<string, unknown> }), (err: Error) => ({ status: 0, body: { error: String(err.cause ?? err) } }))
-  await onWire
+  const { run, answer } = await commandAwaitingAck(t)
   run.child.kill('SIGTERM')
   await until(() => /"signal":"SIGTERM"/.test(run.out()), 'the gateway to log the SIGTERM')
   // another signal than the first: a second request whenever it comes, never taken for the first one again

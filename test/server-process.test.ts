@@ -1,14 +1,14 @@
 // picking-gateway serve when it cannot listen (it ends at once, non-zero, saying what to change), the
 // controller lines of its log (one line per event), and how it stops: a slow client, a stop during start-up.
 import { once } from 'node:events'
-import { cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError, plainHttpWarning } from '../src/server.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo, type Run } from './helpers/process.js'
+import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, commandAwaitingAck, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo, type Run } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 import { ADMIN_PASSWORD } from './helpers/build.js'
@@ -319,25 +319,7 @@ t.test(`${signal} to npm ${command.slice(0, -1).join(' ')} while it compiles: th
 }
 
 t.test('SIGTERM while a station command waits for its ACK past the grace period: the client gets a 504 saying so, not a connection reset', async (t) => {
-  const { dir, env, sim } = await gatewaySetup(t)
-  const file = join(dir, 'config.json')
-  const config = JSON.parse(readFileSync(file, 'utf8'))
-  // each attempt waits longer than the whole grace period (a slow radio link's setting)
-  config.hardware.timings = { ackTimeout: GRACE_MS + 1000 }
-  writeFileSync(file, JSON.stringify(config))
-  const run = start(t, [CLI, 'serve'], env)
-  const port = await listening(run)
-  await until(() => connectedBoth(run.out()), 'both controllers connected', 15000)
-  const base = `http://127.0.0.1:${port}`
-  const { accessToken } = await (await fetch(`${base}/api/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })).json() as { accessToken: string }
-  const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }
-  const station = await (await fetch(`${base}/api/stations`, { method: 'POST', headers, body: JSON.stringify({ name: 'PTL-1', controllerId: 'ctl-1', address: 1 }) })).json() as { id: number }
-  const simulated = sim.controllers.get('ctl-1')!
-  simulated.setMode('silent')
-  const onWire = new Promise<void>((resolve) => simulated.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'REQ' && frame.cmd === 'LIGHT') resolve() }))
-  const answer = fetch(`${base}/api/stations/${station.id}/commands`, { method: 'POST', headers, body: JSON.stringify({ command: 'light', quantity: 1 }) })
-    .then(async (res) => ({ status: res.status, body: await res.json() as Record<string, unknown> }), (err: Error) => ({ status: 0, body: { error: String(err.cause ?? err) } }))
-  await onWire
+  const { run, answer } = await commandAwaitingAck(t)
   run.child.kill('SIGTERM')
   const res = await answer
   // before: the connection was cut with the others when the grace period ended ("other side closed")

@@ -1,7 +1,7 @@
 // Runs picking-gateway serve as a real process for the process tests, and makes sure every process started ends.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -88,6 +88,39 @@ export async function gatewaySetup (t: Test, server: Record<string, unknown> = {
   const env = { PICKING_GATEWAY_CONFIG: config, PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD, LOG_LEVEL: 'info' }
   t.equal(await main(['db', 'init'], { out: () => {}, err: () => {}, readStdin: async () => '', env }), 0, 'db init')
   return { dir, env, sim }
+}
+
+/** A command's answer as a test reads it: status 0 and the error when the connection was cut. */
+export interface CommandAnswer { status: number, body: Record<string, unknown> }
+
+/**
+ * A gateway process (gatewaySetup) whose LIGHT to station PTL-1 of ctl-1 is on the wire and will not be
+ * acknowledged within the grace period: the controller is silent, and each attempt waits longer than it.
+ * `answer` settles when the client gets its answer, or its connection is cut.
+ */
+export async function commandAwaitingAck (t: Test): Promise<{ run: Run, answer: Promise<CommandAnswer> }> {
+  const { dir, env, sim } = await gatewaySetup(t)
+  const file = join(dir, 'config.json')
+  const config = JSON.parse(readFileSync(file, 'utf8'))
+  // each attempt waits longer than the whole grace period (a slow radio link's setting)
+  config.hardware.timings = { ackTimeout: GRACE_MS + 1000 }
+  writeFileSync(file, JSON.stringify(config))
+  const run = start(t, [CLI, 'serve'], env)
+  const port = await listening(run)
+  // its HELLO, not only the connection: a command before it is a 503 (offline) that never reaches the wire
+  await until(() => jsonLines(run.out()).some((l) => l.msg === 'controller said hello' && l.controllerId === 'ctl-1'), 'ctl-1 said hello', START_MS)
+  const base = `http://127.0.0.1:${port}`
+  const { accessToken } = await (await fetch(`${base}/api/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })).json() as { accessToken: string }
+  const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }
+  const station = await (await fetch(`${base}/api/stations`, { method: 'POST', headers, body: JSON.stringify({ name: 'PTL-1', controllerId: 'ctl-1', address: 1 }) })).json() as { id: number }
+  const simulated = sim.controllers.get('ctl-1')!
+  simulated.setMode('silent')
+  const onWire = new Promise<void>((resolve) => simulated.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'REQ' && frame.cmd === 'LIGHT') resolve() }))
+  const answer = fetch(`${base}/api/stations/${station.id}/commands`, { method: 'POST', headers, body: JSON.stringify({ command: 'light', quantity: 1 }) })
+    .then(async (res) => ({ status: res.status, body: await res.json() as Record<string, unknown> }), (err: Error) => ({ status: 0, body: { error: String(err.cause ?? err) } }))
+  // an answer before the frame is on the wire is a failure of the setup, said as such rather than waited on
+  await Promise.race([onWire, answer.then((early) => { throw new Error(`the LIGHT was answered before it reached the controller: ${JSON.stringify(early)}`) })])
+  return { run, answer }
 }
 
 /** A port that something else listens on. */
