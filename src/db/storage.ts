@@ -460,8 +460,16 @@ export class ResourceStorage {
       // of it (7 as '7', true as '1', as CAST(1 AS bit) gives): kept a number, its parameter would be
       // a varchar one holding no text, which the driver refuses on every create
       const text = info !== undefined && typeof value !== 'string' && ['text', 'ntext'].includes(categoryOf(dialect, info, 'string'))
-      const written = text ? typeof value === 'boolean' ? (value ? '1' : '0') : typeof value === 'number' ? plainNumber(value) : value : value
-      const kind: FieldKind = typeof written === 'string' ? 'string' : typeof written === 'boolean' ? 'boolean' : Number.isInteger(written) ? 'integer' : 'number'
+      // SQL Server: a time column's value read here as ISO 8601 (without an offset: as written, the column keeps no zone).
+      // Given to the driver as text, tedious read it with JavaScript's Date.parse, in the host's time zone and in any
+      // form: '1900-01-01T00:00:00' was stored as 1899-12-31 23:00 on a host in Berlin, '02.01.2024' as 1 February
+      const time = dialect === 'mssql' && info !== undefined && categoryOf(dialect, info, 'string') === 'time'
+      if (time && (typeof value !== 'string' || parseIsoDateTime(value) === undefined)) {
+        const storage = columnStorage(dialect, column, { kind: 'datetime' }, info.name, info)
+        return { storage, value, stored: null, problem: `the column (${describeType(info)}) holds times; give one in ISO 8601 as it is to be stored, '2024-01-02' or '2024-01-02T10:00:00', got ${JSON.stringify(value)}` }
+      }
+      const written = time ? parseIsoDateTime(value as string)! : text ? typeof value === 'boolean' ? (value ? '1' : '0') : typeof value === 'number' ? plainNumber(value) : value : value
+      const kind: FieldKind = written instanceof Date ? 'datetime' : typeof written === 'string' ? 'string' : typeof written === 'boolean' ? 'boolean' : Number.isInteger(written) ? 'integer' : 'number'
       const storage = columnStorage(dialect, column, { kind }, info?.name ?? column, info)
       // the value as a write of it is checked: a number column takes numbers, a varchar(4) four characters
       try {

@@ -7,7 +7,7 @@ import { materials, referenceMappings, users } from '../../src/db/resources.js'
 import { simpleUpper, SqlBuilder } from '../../src/db/sql.js'
 import { ResourceStorage, storageProblems } from '../../src/db/storage.js'
 import type { ColumnInfo, ResourceDef, TableMapping } from '../../src/db/types.js'
-import { driverWrites } from '../helpers/tedious.js'
+import { driverBytes, driverWrites } from '../helpers/tedious.js'
 
 const MS_COLS = '[id] AS [id], [material_number] AS [materialNumber], [name] AS [name], [description] AS [description], ' +
   '[unit] AS [unit], [barcode] AS [barcode], [min_stock] AS [minStock], [max_stock] AS [maxStock], [weight] AS [weight], ' +
@@ -216,6 +216,40 @@ t.test('mapping.defaults: a number or flag for a text column is written as text,
   // SQLite: the same text, not a number TEXT affinity would store as '2.5' by chance and a flag as 1
   const lite = new SqlBuilder(sqliteDialect, new ResourceStorage('sqlite', materials, mapping, [...referenceColumns(sqliteDialect, materials, referenceMappings.materials), ...extra]))
   t.strictSame(lite.insert({}).params.map((p) => p.value), ['4711', '1', '2.5', '0'])
+})
+
+t.test('SQL Server: mapping.defaults for a time column is read as ISO 8601, as written, not by the driver in the host\'s time zone', async (t) => {
+  const column = (name: string, type: string, timeScale?: number): ColumnInfo => ({ name, type, nullable: false, hasDefault: false, identity: false, computed: false, ...(timeScale === undefined ? {} : { scale: timeScale }) })
+  const extra = [column('ErfDat', 'datetime'), column('Inventur', 'date'), column('Stempel', 'datetime2', 7), column('Alt', 'smalldatetime')]
+  const storage = (defaults: Record<string, string | number | boolean>): ResourceStorage => new ResourceStorage('mssql', materials, { ...referenceMappings.materials, defaults },
+    [...referenceColumns(mssqlDialect, materials, referenceMappings.materials), ...extra])
+  const given = storage({ ErfDat: '1900-01-01T00:00:00', Inventur: '2024-01-02', Stempel: '2024-01-02 10:00:00.5', Alt: '1900-01-01' })
+  t.same(storageProblems(given), [])
+  const stmt = new SqlBuilder(mssqlDialect, given).insert({})
+  // before: the text itself (kind 'string'), which tedious parsed with Date.parse: '1900-01-01T00:00:00' in the host's zone
+  t.strictSame(stmt.params.map((p) => [p.kind, p.value instanceof Date ? p.value.toISOString() : p.value, p.type]), [
+    ['datetime', '1900-01-01T00:00:00.000Z', 'datetime'],
+    ['datetime', '2024-01-02T00:00:00.000Z', 'date'],
+    ['datetime', '2024-01-02T10:00:00.500Z', 'datetime2(7)'],
+    ['datetime', '1900-01-01T00:00:00.000Z', 'smalldatetime']
+  ])
+  // what the driver writes, on a host in Berlin: the time as configured (useUTC), not an hour before it
+  const zone = process.env.TZ
+  process.env.TZ = 'Europe/Berlin'
+  try {
+    t.same(driverBytes(stmt.params[0]), driverBytes({ name: 'p', kind: 'datetime', value: new Date(Date.UTC(1900, 0, 1)), type: 'datetime' }), 'datetime 1900-01-01 00:00')
+  } finally {
+    if (zone === undefined) delete process.env.TZ
+    else process.env.TZ = zone
+  }
+  // before: '02.01.2024' was 1 February (Date.parse reads it month first), '2024-02-30' the 1st of March, 1899 on a
+  // smalldatetime and a number failed every create in the driver ('Out of range.', 'Invalid date.')
+  t.same(storageProblems(storage({ ErfDat: '02.01.2024', Inventur: '2024-02-30', Stempel: 0, Alt: '1899-12-31' })), [
+    'materials.defaults.ErfDat: the column (datetime) holds times; give one in ISO 8601 as it is to be stored, \'2024-01-02\' or \'2024-01-02T10:00:00\', got "02.01.2024"',
+    'materials.defaults.Inventur: the column (date) holds times; give one in ISO 8601 as it is to be stored, \'2024-01-02\' or \'2024-01-02T10:00:00\', got "2024-02-30"',
+    'materials.defaults.Stempel: the column (datetime2(7)) holds times; give one in ISO 8601 as it is to be stored, \'2024-01-02\' or \'2024-01-02T10:00:00\', got 0',
+    "materials.defaults.Alt: must be between 1900-01-01T00:00:00.000Z and 2079-06-06T23:59:00.000Z (its database column's range)"
+  ])
 })
 
 t.test('mapping.defaults for a column SQL Server fills (rowversion) or that holds bytes (varbinary, image): a problem at start, not a failed create each time', async (t) => {
