@@ -194,7 +194,7 @@ export function canBeAbsent (def: ResourceDef, field: string): boolean {
 
 /** A problem missingColumns reports for a table that is not there (which db init can create). */
 export function isMissingTable (problem: string): boolean {
-  return /: table '.*' does not exist$/.test(problem)
+  return /: table '.*' does not exist(?:$|, or the gateway's login may not use it )/.test(problem)
 }
 
 /**

@@ -1443,5 +1443,11 @@ export async function mappingFit (db: Database, def: ResourceDef, mapping: Table
       return { problems: [`${def.name}: '${String(synonym.schema)}.${String(synonym.table)}' is a synonym (of ${String(synonym.target)}), whose columns SQL Server does not list: map the table or view it stands for, or, where that lies in another database, a view in this one over it (CREATE VIEW … AS SELECT … FROM ${String(synonym.target)})`], columns: [] }
     }
   }
-  return { problems: missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns.map((c) => c.name)), columns }
+  const missing = missingColumns(def, mapping, tableLabel(db.dialect, mapping), columns.map((c) => c.name))
+  if (db.dialect !== 'mssql') return { problems: missing, columns }
+  // SQL Server's catalog shows a login only the tables and columns it has a permission on: a table the
+  // gateway's login may not use (a user table db init made with another login) looked missing, and its fix
+  // seemed to be db init, which then failed on the table that is there (error 2714)
+  const granted = 'SQL Server lists only the tables and columns a login has a permission on: grant it SELECT, INSERT, UPDATE and DELETE there'
+  return { problems: missing.map((p) => p.endsWith('does not exist') ? `${p}, or the gateway's login may not use it (${granted})` : `${p}, or the gateway's login may not read it (${granted})`), columns }
 }

@@ -438,7 +438,29 @@ t.test('a mapped table spelled in another case than a case-sensitive database sp
   ]])
   // a table that is not there in any spelling, nor a synonym, is one db init creates, as before
   synonyms = []
-  t.same((await mappingFit(db, materials, mapping)).problems, ["materials: table 'WMS.artikel' does not exist"])
+  const missing = (await mappingFit(db, materials, mapping)).problems
+  t.same(missing, ["materials: table 'WMS.artikel' does not exist, or the gateway's login may not use it (SQL Server lists only the tables and columns a login has a permission on: grant it SELECT, INSERT, UPDATE and DELETE there)"])
+  t.ok(isMissingTable(missing[0]), 'one db init creates')
+})
+
+t.test('SQL Server: a table or column the catalog does not show may be one the login has no permission on, and the problem says so', async (t) => {
+  // INFORMATION_SCHEMA.COLUMNS (and TABLES) list only what the login may use: a login with SELECT, INSERT, UPDATE and
+  // DELETE on the picking system's tables alone sees no gateway_users that db init made with another login, and a
+  // column-level DENY (the picking system's own password column) hides that column
+  const visible = referenceColumns('mssql', materials, referenceMappings.materials).filter((c) => c.name !== 'barcode')
+  let columns: ColumnInfo[] = []
+  const db = { dialect: 'mssql', columns: async () => columns, query: async () => [] } as unknown as Database
+  const table = (await mappingFit(db, materials, referenceMappings.materials)).problems
+  t.same(table, ["materials: table 'dbo.materials' does not exist, or the gateway's login may not use it (SQL Server lists only the tables and columns a login has a permission on: grant it SELECT, INSERT, UPDATE and DELETE there)"],
+    "before: table 'dbo.materials' does not exist, and nothing about the login")
+  t.ok(isMissingTable(table[0]), 'db init still creates a table that is missing')
+  columns = visible
+  t.same((await mappingFit(db, materials, referenceMappings.materials)).problems, [
+    "materials.barcode: column 'barcode' does not exist in table 'dbo.materials', or the gateway's login may not read it (SQL Server lists only the tables and columns a login has a permission on: grant it SELECT, INSERT, UPDATE and DELETE there)"
+  ])
+  // SQLite's catalog has no permissions: as before
+  const lite = { dialect: 'sqlite', columns: async () => [], query: async () => [] } as unknown as Database
+  t.same((await mappingFit(lite, materials, referenceMappings.materials)).problems, ["materials: table 'materials' does not exist"])
 })
 
 t.test('SQL Server 2008 (R2), whose catalog queries pass but which has no OFFSET … FETCH: a start-up and check-config problem, not a 500 at every list', async (t) => {
