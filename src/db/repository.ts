@@ -535,7 +535,13 @@ export class Repository {
     this.assertNullKept(values)
     this.assertTrimmed(given)
     this.assertKey(given)
-    const vals = this.input(given)
+    const refused = new Map<string, InvalidValueError>()
+    const vals = this.input(given, refused)
+    for (const [field, err] of refused) {
+      // the API's default the request left to the gateway, which this picking system's column cannot take ("pcs" in a CHAR(2) unit)
+      if (values[field] !== undefined || !this.createDefaults.some(([f]) => f === field)) throw err
+      throw new InvalidValueError(`${err.message}; the request gave no ${field}, so the API's default was used (${field} ${JSON.stringify(given[field])}): send a value the picking system takes`, { cause: err })
+    }
     for (const field of this.required) {
       if (vals[field] === undefined) throw new InvalidValueError(`'${field}' is required: the database has no default for it`)
     }

@@ -59,3 +59,31 @@ t.test('SQLite: the reference tables of an older demo database (TEXT columns) ke
   t.equal(res.statusCode, 400)
   t.match(res.json().message, /materialNumber must NOT have more than 64 characters/)
 })
+
+t.test("an API default the column cannot hold (unit \"pcs\" in a CHAR(2)) is named as the gateway's in the 400, not as a value the client sent", async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('ArtME', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit: 'ME' }) } }, async (db) => {
+    const mssql = db.dialect === 'mssql'
+    if (mssql) await db.execute({ text: 'DROP TABLE IF EXISTS [dbo].[ArtME]', params: [] })
+    await db.execute({
+      text: mssql
+        ? 'CREATE TABLE [dbo].[ArtME] ([ArtID] INT IDENTITY(1,1) PRIMARY KEY, [ArtNr] VARCHAR(20) NOT NULL UNIQUE, [Bez] VARCHAR(80) NOT NULL, [ME] CHAR(2) NULL)'
+        : 'CREATE TABLE "ArtME" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(80) NOT NULL, "ME" CHAR(2))',
+      params: []
+    })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const none = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'U-1', name: 'ohne Einheit' } })
+  t.same(none.json(), {
+    statusCode: 400,
+    code: 'VALIDATION_ERROR',
+    error: 'Bad Request',
+    message: "'unit' must be at most 2 characters long (its database column's limit), got 3; the request gave no unit, so the API's default was used (unit \"pcs\"): send a value the picking system takes"
+  }, 'before: "got 3" alone, about a unit the client never sent')
+  const sent = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'U-2', name: 'x', unit: 'pcs' } })
+  t.equal(sent.statusCode, 400)
+  t.notMatch(sent.json().message, /default/, 'a unit the client sent is its own')
+  const [count] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtME"', params: [] })
+  t.equal(Number(count.n), 0, 'nothing written')
+  const ok = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'U-3', name: 'x', unit: 'ST' } })
+  t.equal(ok.statusCode, 201, ok.body)
+})
