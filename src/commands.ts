@@ -424,7 +424,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       const notes = [
         ...await numericTimeNotes(database, mappings, columns), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
         ...await idRangeNotes(database, mappings, columns), ...await nullIdNotes(database, mappings, columns), ...await duplicateIdNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
-        ...paddingNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
+        ...paddingNotes(database.dialect, mappings, columns), ...apiDefaultNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
         ...await clockNotes(database)
       ]
@@ -466,6 +466,30 @@ export function paddingNotes (dialect: Database['dialect'], mappings: Record<Res
       } else if (s.info.maxLength > 1) {
         notes.push(`${name}.${s.field}: ${col} is written as sent, without padding (${configured ? 'the mapping\'s "pad": false' : 'its values do not show it: not all are as long as the column is wide, or none ends in a blank'}); if the picking system pads its values there (SQL Server does), set "pad": true on the column's mapping`)
       }
+    }
+  }
+  return notes
+}
+
+/**
+ * An API default (resources.ts) that its field's column cannot take, where the column has no default of
+ * its own: every create that leaves the field out is a 400 (unit "pcs" in a picking system's CHAR(2)
+ * unit column), which nothing says before the first create.
+ */
+export function apiDefaultNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
+  const notes: string[] = []
+  for (const name of Object.keys(resources) as ResourceName[]) {
+    const mapping = mappings[name]
+    if (mapping.readOnly === true) continue
+    const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
+    for (const s of Object.values(storage.fields)) {
+      const value = s.def.default
+      // as the repository's createDefaults: a read-only field only where its column must be given
+      if (value === undefined || (s.def.readOnly === true && !s.required) || s.info === undefined || s.absent || s.info.hasDefault) continue
+      const refusal = storage.refusal(s, value)
+      if (refusal === undefined) continue
+      notes.push(`${name}.${s.field}: column '${s.column}' (${describeType(s.info)}) cannot take the API's default ${JSON.stringify(value)} (${refusal}): ` +
+        `every create that gives no ${s.field} is a 400; give the column a default in the database, or ${s.map === undefined ? 'map the field with a value map' : 'add a code to the value map'} that writes the picking system's code for ${JSON.stringify(value)}`)
     }
   }
   return notes

@@ -4,6 +4,9 @@ import t from 'tap'
 import type { Database } from '../../src/db/types.js'
 import { createTableStatements } from '../../src/db/init.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
+import { apiDefaultNotes } from '../../src/commands.js'
+import { normalizeMapping } from '../../src/config.js'
+import { inspectStorage } from '../../src/db/storage.js'
 import { build, testDatabaseUrl } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
@@ -86,4 +89,18 @@ t.test("an API default the column cannot hold (unit \"pcs\" in a CHAR(2)) is nam
   t.equal(Number(count.n), 0, 'nothing written')
   const ok = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'U-3', name: 'x', unit: 'ST' } })
   t.equal(ok.statusCode, 201, ok.body)
+
+  // check-config says so before the first create does
+  const notes = async (unit: string | { column: string, values: Record<string, string> }): Promise<string[]> => {
+    const mappings = { ...referenceMappings, materials: normalizeMapping(narrowMaterials('ArtME', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', unit } as Record<string, string>)) }
+    const { problems, columns } = await inspectStorage(ctx.db, mappings)
+    t.same(problems.filter((p) => p.startsWith('materials')), [])
+    return apiDefaultNotes(ctx.db.dialect, mappings, columns).filter((n) => n.startsWith('materials.'))
+  }
+  t.same(await notes('ME'), [
+    "materials.unit: column 'ME' (char(2)) cannot take the API's default \"pcs\" ('unit' must be at most 2 characters long (its database column's limit), got 3): every create that gives no unit is a 400; give the column a default in the database, or map the field with a value map that writes the picking system's code for \"pcs\""
+  ])
+  t.same(await notes({ column: 'ME', values: { pcs: 'ST', kg: 'KG' } }), [], 'a value map that writes a code for pcs')
+  await ctx.db.execute({ text: ctx.db.dialect === 'mssql' ? "ALTER TABLE [dbo].[ArtME] ADD [ME2] CHAR(2) NULL DEFAULT 'ST'" : 'ALTER TABLE "ArtME" ADD COLUMN "ME2" CHAR(2) DEFAULT \'ST\'', params: [] })
+  t.same(await notes('ME2'), [], 'a column with a default of its own, which a create without a unit leaves to the database')
 })
