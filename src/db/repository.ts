@@ -237,6 +237,24 @@ export class Repository {
     return out
   }
 
+  /**
+   * A create's stored values (input). A refused value the request did not give, the API's default that this
+   * picking system's column cannot take ("pcs" in a CHAR(2) unit), is said as such: the client sent no unit.
+   * The fields are looked at again only when a value was refused.
+   */
+  private createInput (values: Row, given: Row): Record<string, SqlValue> {
+    try {
+      return this.input(given)
+    } catch (err) {
+      if (!(err instanceof InvalidValueError)) throw err
+      const refused = new Map<string, InvalidValueError>()
+      this.input(given, refused)
+      const [field, first] = refused.entries().next().value ?? []
+      if (field === undefined || first === undefined || values[field] !== undefined || !this.createDefaults.some(([f]) => f === field)) throw err
+      throw new InvalidValueError(`${first.message}; the request gave no ${field}, so the API's default was used (${field} ${JSON.stringify(given[field])}): send a value the picking system takes`, { cause: first })
+    }
+  }
+
   private convert (field: string, def: FieldDef, value: unknown): SqlValue {
     if (value === null) return null
     const bad = (): InvalidValueError => new InvalidValueError(`Invalid value for '${field}': expected ${def.kind}`)
@@ -535,13 +553,7 @@ export class Repository {
     this.assertNullKept(values)
     this.assertTrimmed(given)
     this.assertKey(given)
-    const refused = new Map<string, InvalidValueError>()
-    const vals = this.input(given, refused)
-    for (const [field, err] of refused) {
-      // the API's default the request left to the gateway, which this picking system's column cannot take ("pcs" in a CHAR(2) unit)
-      if (values[field] !== undefined || !this.createDefaults.some(([f]) => f === field)) throw err
-      throw new InvalidValueError(`${err.message}; the request gave no ${field}, so the API's default was used (${field} ${JSON.stringify(given[field])}): send a value the picking system takes`, { cause: err })
-    }
+    const vals = this.createInput(values, given)
     for (const field of this.required) {
       if (vals[field] === undefined) throw new InvalidValueError(`'${field}' is required: the database has no default for it`)
     }
