@@ -69,5 +69,5 @@ export const RefreshResponse = Type.Object({
 })
 
 export const ApplicationTokenResponse = Type.Object({
-  token: Type.String({ description: 'Non-expiring access token; revoked when the user is disabled, deleted or its password changes' })
+  token: Type.String({ description: 'Non-expiring access token; revoked when the user is disabled, deleted or renamed, or its password or type changes' })
 })

@@ -431,6 +431,24 @@ t.test('revocation: disable, password change and delete revoke every token at on
   t.equal((await app.inject({ method: 'GET', url: `/api/users/${doomed.id}`, headers: auth(doomed.accessToken) })).statusCode, 401)
 })
 
+t.test('a rename or a type change revokes an application token, and the OpenAPI document says so', async (t) => {
+  const ctx = await build(t)
+  const { app, auth } = ctx
+  const admin = auth(ctx.adminToken)
+  const changes = { renamed: { username: 'erp-renamed' }, 'type changed': { type: 'user' } }
+  for (const [what, payload] of Object.entries(changes)) {
+    const erp = await ctx.createUser('application')
+    const appToken = (await app.inject({ method: 'POST', url: '/api/users/application-token', headers: auth(erp.refreshToken) })).json().token
+    t.equal((await app.inject({ method: 'POST', url: `/api/users/${erp.id}`, headers: admin, payload })).statusCode, 200, what)
+    const res = await app.inject({ method: 'GET', url: '/api/materials?limit=1', headers: auth(appToken) })
+    t.equal(res.json().code, 'TOKEN_INVALID', `${what}: the application token is revoked`)
+  }
+  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  const token = doc.paths['/api/users/application-token'].post.responses['200'].content['application/json'].schema.properties.token
+  t.match(token.description, /renamed/, 'the token field names a rename')
+  t.match(token.description, /type changes/, 'and a type change')
+})
+
 t.test('a login that rehashes a password (other argon2 parameters) never writes it back over a password changed while it was checked', async (t) => {
   const ctx = await build(t)
   const { app, auth } = ctx
