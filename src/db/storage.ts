@@ -1447,7 +1447,7 @@ export async function mappingFit (db: Database, def: ResourceDef, mapping: Table
   if (db.dialect !== 'mssql') return { problems: missing, columns }
   // SQL Server's catalog shows a login only the tables and columns it has a permission on: a table the
   // gateway's login may not use (a user table db init made with another login) looked missing, and its fix
-  // seemed to be db init, which then failed on the table that is there (error 2714)
-  const granted = 'SQL Server lists only the tables and columns a login has a permission on: grant it SELECT, INSERT, UPDATE and DELETE there'
+  // seemed to be db init, which then failed on the table that is there (error 2714). A readOnly mapping is only read.
+  const granted = `SQL Server lists only the tables and columns a login has a permission on: grant it ${mapping.readOnly === true ? 'SELECT' : 'SELECT, INSERT, UPDATE and DELETE'} there`
   return { problems: missing.map((p) => p.endsWith('does not exist') ? `${p}, or the gateway's login may not use it (${granted})` : `${p}, or the gateway's login may not read it (${granted})`), columns }
 }

@@ -463,6 +463,19 @@ t.test('SQL Server: a table or column the catalog does not show may be one the l
   t.same((await mappingFit(lite, materials, referenceMappings.materials)).problems, ["materials: table 'materials' does not exist"])
 })
 
+t.test('SQL Server: a readOnly mapping the catalog does not show asks for SELECT alone, the only permission the gateway uses there', async (t) => {
+  let columns: ColumnInfo[] = []
+  const db = { dialect: 'mssql', columns: async () => columns, query: async () => [] } as unknown as Database
+  const view = { ...referenceMappings.materials, readOnly: true }
+  t.same((await mappingFit(db, materials, view)).problems, [
+    "materials: table 'dbo.materials' does not exist, or the gateway's login may not use it (SQL Server lists only the tables and columns a login has a permission on: grant it SELECT there)"
+  ], 'before: SELECT, INSERT, UPDATE and DELETE, on a table or view the gateway never writes')
+  columns = referenceColumns('mssql', materials, referenceMappings.materials).filter((c) => c.name !== 'barcode')
+  t.same((await mappingFit(db, materials, view)).problems, [
+    "materials.barcode: column 'barcode' does not exist in table 'dbo.materials', or the gateway's login may not read it (SQL Server lists only the tables and columns a login has a permission on: grant it SELECT there)"
+  ])
+})
+
 t.test('SQL Server 2008 (R2), whose catalog queries pass but which has no OFFSET … FETCH: a start-up and check-config problem, not a 500 at every list', async (t) => {
   let version: unknown = '10.50.6000.34'
   const seen: string[] = []
