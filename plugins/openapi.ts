@@ -175,6 +175,9 @@ async function openapi (fastify: FastifyInstance): Promise<void> {
       }
     },
     hideUntagged: false,
+    // a shared schema keeps its own name in components.schemas (ErrorResponse), where it was def-0: a generated
+    // client's type for an error body was Def0
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` },
     transform
   })
   // The library's policy says upgrade-insecure-requests: a browser then fetches the page's own scripts

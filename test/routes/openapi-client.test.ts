@@ -74,6 +74,9 @@ t.test('the document describes a client: no trailing slashes, typed list paramet
     }
   }
   t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
+  // a shared schema by its own name: a generated client called the error body's type Def0
+  t.same(Object.keys(spec.components.schemas ?? {}), ['ErrorResponse'], 'the error body is components.schemas.ErrorResponse')
+  t.match(JSON.stringify(spec.paths['/health/ready'].get.responses['503']), '"$ref":"#/components/schemas/ErrorResponse"', 'readiness\'s 503 refers to it by that name')
   const op = (path: string, method: string) => spec.paths[path][method].operationId
   t.same([op('/api/materials', 'get'), op('/api/materials', 'post'), op('/api/materials/{id}', 'get'), op('/api/materials/{id}', 'post'), op('/api/materials/{id}', 'delete')],
     ['listMaterials', 'createMaterial', 'getMaterial', 'updateMaterial', 'deleteMaterial'])
