@@ -512,9 +512,11 @@ function groupable (dialect: DialectName, column: ColumnInfo, category: Category
 /**
  * Stored codes as the map will name them: numbers stay numbers, fixed-width padding goes. Values
  * that differ only in trailing spaces ('P' and 'P ' another program left) are one code: a map that
- * named it twice would be refused at start ("the stored code is given for two values").
+ * named it twice would be refused at start ("the stored code is given for two values"). With
+ * `foldCase`, so are values that differ only in case ('J' and 'j'), spelled as most rows spell them:
+ * a map matches its codes regardless of case where no two values' codes differ only in case.
  */
-function codesOf (rows: CodeCount[], numeric: boolean): Array<{ code: StoredCode, count: number }> {
+function codesOf (rows: CodeCount[], numeric: boolean, foldCase = false): Array<{ code: StoredCode, count: number }> {
   const codes = new Map<StoredCode, { code: StoredCode, count: number }>()
   for (const r of rows) {
     if (r.value === null || r.value === undefined) continue
@@ -532,7 +534,17 @@ function codesOf (rows: CodeCount[], numeric: boolean): Array<{ code: StoredCode
     const [la, lb] = [a.toLowerCase(), b.toLowerCase()]
     return la < lb ? -1 : la > lb ? 1 : a < b ? -1 : a > b ? 1 : 0
   }
-  return [...codes.values()].sort((a, b) => b.count - a.count || order(a.code, b.code))
+  const sorted = [...codes.values()].sort((a, b) => b.count - a.count || order(a.code, b.code))
+  if (!foldCase) return sorted
+  // the first spelling met in that order is the one most rows hold, upper case on a tie
+  const folded = new Map<StoredCode, { code: StoredCode, count: number }>()
+  for (const c of sorted) {
+    const key = typeof c.code === 'string' ? c.code.toLowerCase() : c.code
+    const seen = folded.get(key)
+    if (seen === undefined) folded.set(key, { ...c })
+    else seen.count += c.count
+  }
+  return [...folded.values()].sort((a, b) => b.count - a.count || order(a.code, b.code))
 }
 
 const show = (code: StoredCode): string => JSON.stringify(code)
@@ -565,7 +577,9 @@ export interface MapProposal {
  */
 export function proposeBooleanMap (column: ColumnInfo, category: Category, rows: CodeCount[]): MapProposal {
   const numeric = category === 'integer'
-  const codes = codesOf(rows, numeric)
+  // true and false have no code that differs from the other's only in case, so the map matches regardless of
+  // case (and trailing blanks): 'j ' beside 'J' needs no place of its own
+  const codes = codesOf(rows, numeric, true)
   if (rows.length > MAX_CODES) return { usable: numeric, notes: [`more than ${MAX_CODES} distinct values: no value map proposed`] }
   if (numeric) {
     const set = new Set(codes.map((c) => c.code))
@@ -594,6 +608,14 @@ export function proposeBooleanMap (column: ColumnInfo, category: Category, rows:
   blankLast(yes)
   blankLast(no)
   const notes: string[] = []
+  // 'X' is the ticked mark of an X/blank flag; beside another letter for true (J/N) it belongs to no pair the
+  // column shows, and may be a third state: named, not placed (it reads as stored until it is added to a value)
+  const letters = yes.filter((c) => typeof c === 'string' && c.toLowerCase() !== 'x')
+  const ticked = letters.length === 0 ? -1 : yes.findIndex((c) => typeof c === 'string' && c.toLowerCase() === 'x')
+  if (ticked >= 0) {
+    const [x] = yes.splice(ticked, 1)
+    notes.push(`codes not placed (returned as stored until mapped): ${show(x)}, a ticked mark beside ${letters.map(show).join(', ')} for true; add it to "true" if the picking system means the same by it`)
+  }
   const words = [normalizeName(column.name), ...nameTokens(column.name)]
   const language = words.some((w) => GERMAN_WORDS.has(w)) ? 'de' : words.some((w) => POLISH_WORDS.has(w)) ? 'pl' : undefined
   if (yes.length === 0 || no.length === 0) {

@@ -10,7 +10,9 @@ import {
   distinctValuesStatement, formatReport, introspect, listTablesStatement, mappingConfig, proposeBooleanMap,
   nameTokens, normalizeName, proposeStationTypeMap, proposeUserTypeMap, tableNameScore, timeFormatOf, timeValuesStatement, type CodeCount
 } from '../../src/db/introspect.js'
-import { referenceMappings, resources } from '../../src/db/resources.js'
+import { parseListQuery } from '../../src/db/list-query.js'
+import { Repository } from '../../src/db/repository.js'
+import { materials, referenceMappings, resources } from '../../src/db/resources.js'
 import { compileValueMap, inspectStorage, type Category } from '../../src/db/storage.js'
 import type { ColumnInfo, Database, Row, Statement } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
@@ -670,7 +672,7 @@ t.test('a SQLite flag column without a declared type: its text codes get a value
   t.teardown(() => db.close())
   const found = await introspect(db, {})
   // before: no map, so 'J' and 'N' read as null and true was written as 1
-  t.same(found.resources.materials.mapping?.columns.blocked, { column: 'Gesperrt', values: { true: ['J', -1, 'j'], false: ['N', 0] } }, "J/N text beside VB's -1/0 numbers")
+  t.same(found.resources.materials.mapping?.columns.blocked, { column: 'Gesperrt', values: { true: ['J', -1], false: ['N', 0] } }, "J/N text beside VB's -1/0 numbers ('j ' is 'J')")
   t.equal(found.resources.stations.mapping?.columns.enabled, 'Aktiv', '0/1 alone reads as it is')
   const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal is one the gateway starts with')
@@ -692,6 +694,28 @@ t.test('a SQLite flag column declared BOOLEAN or INTEGER keeps text too: its tex
   t.same(found.resources.stations.mapping?.columns.enabled, { column: 'Aktiv', values: { true: ['Y', 1], false: 'N' } }, 'Y/N text in an INTEGER column')
   const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal is one the gateway starts with')
+})
+
+t.test("a J/N flag holding 'j ' and 'X' too: the proposal lists 'J' alone, which finds 'j ', and names 'X' instead of placing it", async (t) => {
+  const path = join(dir, 'ticked-flags.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Gesperrt CHAR(2) NOT NULL)')
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Gesperrt) VALUES ('1', 'a', 'J'), ('2', 'b', 'J'), ('3', 'c', 'j '), ('4', 'd', 'X'), ('5', 'e', 'N'), ('6', 'f', 'N'), ('7', 'g', 'N')")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: {"true": ["J", "j", "X"], "false": "N"}, X placed as true without a note
+  t.same(found.resources.materials.mapping?.columns.blocked, { column: 'Gesperrt', values: { true: 'J', false: 'N' } })
+  t.match(formatReport(found).join('\n'), 'codes not placed (returned as stored until mapped): "X", a ticked mark beside "J" for true')
+  const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
+  t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [], 'the proposal starts')
+  // 'J' alone is enough: reads and filters match the stored 'j ' regardless of case and trailing blanks
+  const repo = await new Repository(db, materials, mappingsOf(config).materials).learn()
+  const rows = async (query: Record<string, string>): Promise<Array<[unknown, unknown]>> =>
+    (await repo.list(parseListQuery({ sort: 'materialNumber', ...query }, materials))).rows.map((r) => [r.materialNumber, r.blocked])
+  t.same(await rows({}), [['1', true], ['2', true], ['3', true], ['4', 'X'], ['5', false], ['6', false], ['7', false]], "'j ' reads as true, 'X' as stored")
+  t.same(await rows({ blocked: 'true' }), [['1', true], ['2', true], ['3', true]], "blocked=true finds 'j '")
 })
 
 /** timeFormatOf for values without counts (one row each) */
@@ -725,7 +749,8 @@ t.test('boolean value maps', async (t) => {
   const col = (name: string): ColumnInfo => ({ name, type: 'char', maxLength: 1, nullable: false, hasDefault: false, identity: false, computed: false })
   const rows = (...values: unknown[]): CodeCount[] => values.map((value, i) => ({ value, count: 10 - i }))
   t.same(proposeBooleanMap(col('Locked'), 'text', rows('N', 'Y')), { usable: true, values: { true: 'Y', false: 'N' }, notes: [] })
-  t.same(proposeBooleanMap(col('Locked'), 'text', rows('n', 'Y', 'y', null)).values, { true: ['Y', 'y'], false: 'n' }, 'the most frequent code is the one written; NULL is no code')
+  t.same(proposeBooleanMap(col('Locked'), 'text', rows('n', 'Y', 'y', null)).values, { true: 'Y', false: 'n' }, "'Y' and 'y' are one code (maps match regardless of case); NULL is no code")
+  t.same(proposeBooleanMap(col('Locked'), 'text', rows('N', 'y', 'Y')).values, { true: 'y', false: 'N' }, 'spelled as most rows spell it')
   t.same(proposeBooleanMap(col('Sperre'), 'text', rows('X ', ' ')).values, { true: 'X', false: '' }, 'X and blank, padding removed')
   // before: blank, in the most rows, was the code written, where the program itself writes 'N' (u1's VB6 table)
   t.same(proposeBooleanMap(col('bolLocked'), 'text', rows(' ', 'N', 'Y')).values, { true: 'Y', false: ['N', ''] }, 'a blank beside a letter reads as false but is not written')
@@ -738,9 +763,17 @@ t.test('boolean value maps', async (t) => {
   t.same(proposeBooleanMap(col('Flag'), 'text', rows('')).values, { true: 'X', false: '' })
   t.same(proposeBooleanMap(col('Flag'), 'text', rows('A', 'I')).usable, false, 'A/I is not a yes/no pair')
   const counted = (...pairs: Array<[unknown, number]>): CodeCount[] => pairs.map(([value, count]) => ({ value, count }))
-  t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted(['j', 5], ['J', 5], ['N', 9])).values, { true: ['J', 'j'], false: 'N' }, 'a tie: the upper-case code is written, whichever the database listed first')
+  t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted(['j', 5], ['J', 5], ['N', 9])).values, { true: 'J', false: 'N' }, 'a tie: the upper-case spelling is written, whichever the database listed first')
   t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted([-1, 4], ['J', 4], ['N', 9], [0, 1])).values, { true: ['J', -1], false: ['N', 0] }, 'a tie in a text flag: the text code is written')
-  t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted(['j', 5], ['J ', 3], ['J', 3], ['N', 9])).values, { true: ['J', 'j'], false: 'N' }, "'J' and 'J ' are one code, more frequent than 'j'")
+  t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted(['j', 5], ['J ', 3], ['J', 3], ['N', 9])).values, { true: 'J', false: 'N' }, "'J', 'J ' and 'j' are one code, spelled as most rows spell it")
+  t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted([-1, 5], ['J', 3], ['j', 3], ['N', 9])).values, { true: ['J', -1], false: 'N' }, "counted as one, 'J' and 'j' outnumber -1")
+  // before: {"true": ["J", "j", "X"], …} without a word, X taken for SAP's ticked mark beside the column's own J
+  t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted(['J', 4], ['j ', 1], ['X', 1], ['N', 9])), {
+    usable: true,
+    values: { true: 'J', false: 'N' },
+    notes: ['codes not placed (returned as stored until mapped): "X", a ticked mark beside "J" for true; add it to "true" if the picking system means the same by it']
+  }, 'X beside J/N: named, not placed')
+  t.same(proposeBooleanMap(col('Gesperrt'), 'text', counted(['X', 4], ['N', 9])).values, { true: 'X', false: 'N' }, 'X as the only mark for true is placed')
   t.same(proposeBooleanMap(col('Flag'), 'text', rows()).usable, false, 'no rows, no codes to learn')
   t.same(proposeBooleanMap(col('Flag'), 'text', rows(...Array.from({ length: 21 }, (_, i) => `c${i}`))).usable, false)
   t.same(proposeBooleanMap(col('Aktiv'), 'integer', rows(1, 0)), { usable: true, notes: [] }, '0/1 needs no map')
