@@ -16,7 +16,7 @@ import { dialectFor } from './db/dialect.js'
 import { categoryOf, columnNamed, describeType, inspectStorage, ResourceStorage, sqliteUntyped } from './db/storage.js'
 import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
-import { idField, resources, stationInUse, type ResourceName } from './db/resources.js'
+import { idField, isMissingTable, resources, stationInUse, type ResourceName } from './db/resources.js'
 import { Repository, type Id } from './db/repository.js'
 import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
 import { StoppedError, type Stop } from './lifecycle.js'
@@ -431,8 +431,8 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       for (const note of notes) io.out(`Note: ${note}`)
       return EXIT_OK
     }
-    io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
-      "Run 'picking-gateway db introspect' for a proposed mapping, or create the reference tables with 'picking-gateway db init'.")
+    const advice = mismatchAdvice(problems)
+    io.err(`The database does not match the configured mapping:\n${problems.map((p) => `  - ${p}`).join('\n')}${advice === undefined ? '' : `\n${advice}`}`)
     return EXIT_CONFIG
   } catch (err) {
     if (!(err instanceof DatabaseUnavailableError)) throw err
@@ -442,6 +442,22 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   } finally {
     await database.close()
   }
+}
+
+/**
+ * check-config's closing advice for the problems found: db init only where a table is missing (it
+ * creates missing tables and never alters one, so a missing column, a "pad" or "newIds" to remove
+ * are nothing it helps with), db introspect where the mapping has to be made to fit the tables, and
+ * nothing where every problem already says its fix (remove a setting, upgrade the server).
+ */
+export function mismatchAdvice (problems: string[]): string | undefined {
+  const tables = problems.filter(isMissingTable).length
+  if (tables > 0) {
+    return `Create the missing table${tables === 1 ? '' : 's'} with 'picking-gateway db init' (it creates only tables that do not exist, and leaves them empty), ` +
+      "or, where the picking system keeps the data in a table of its own, map that one: 'picking-gateway db introspect' proposes a mapping."
+  }
+  if (problems.every((p) => /; (?:remove|upgrade the server)\b[^;]*$/.test(p))) return undefined
+  return "Run 'picking-gateway db introspect' for a proposed mapping of the tables and columns the database has."
 }
 
 /**

@@ -982,6 +982,28 @@ t.test('a writable mapping onto a SQLite view without INSTEAD OF triggers: exit 
   t.equal((await check(true)).code, 0, 'read-only, it fits')
 })
 
+t.test("check-config's closing advice fits the problems: db init only for a missing table (before: always, also where db init cannot help)", async (t) => {
+  const { dir, url } = await legacyDatabase(t, 'CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL)')
+  const check = async (name: string, stations: object): Promise<string> => {
+    const file = join(dir, `${name}.json`)
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations } }))
+    const res = io({})
+    t.equal(await main(['check-config', file], res), 78, name)
+    return res.stderr.join('\n')
+  }
+  const column = await check('column', stationsOn('Platz', { warehouse: 'Lager' }))
+  t.match(column, "stations.warehouse: column 'Lager' does not exist in table 'Platz'")
+  t.match(column, /\nRun 'picking-gateway db introspect' for a proposed mapping of the tables and columns the database has\.$/)
+  t.notMatch(column, 'db init', 'a missing column in an existing table: db init never alters one')
+  const settings = await check('settings', { ...stationsOn('Platz', { name: { column: 'Name', pad: true } as unknown as string }), newIds: 'max+1' })
+  t.match(settings, 'stations.newIds: column \'ID\' (integer) is an identity column by the database, which numbers new rows itself; remove newIds')
+  t.match(settings, 'mapping.stations.columns.name.pad: column \'Name\' (varchar(40)) is no CHAR(n) or NCHAR(n) column, whose values are padded to n characters; remove "pad"')
+  t.notMatch(settings, /db init|db introspect/, 'each problem says its fix: a setting to remove')
+  const table = await check('table', stationsOn('Stationen'))
+  t.match(table, "stations: table 'Stationen' does not exist")
+  t.match(table, "Create the missing table with 'picking-gateway db init' (it creates only tables that do not exist, and leaves them empty), or, where the picking system keeps the data in a table of its own, map that one: 'picking-gateway db introspect' proposes a mapping.")
+})
+
 t.test('a one-shot command whose standard output fails (a full disk, a reader gone) exits 74 saying its output is incomplete, not 0', { skip: existsSync('/dev/full') ? false : 'needs /dev/full' }, async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
