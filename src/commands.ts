@@ -323,7 +323,11 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
   // up to the last '@': a password's own '@' (not percent-encoded) is taken as the password's by the URL, and so by the connection
   const db = config.database.url.replace(/\/\/.*@/, '//<credentials>@')
   // the embedded demo runs its simulated controllers (one per two stations) when none are configured
-  const controllers = config.hardware.enabled ? (demo && config.hardware.controllers.length === 0 ? 2 : config.hardware.controllers.length) : 0
+  // an instance without the hardware has none of its controllers: "0 controller(s)" beside a list of them read as a lost list
+  const listed = config.hardware.controllers.length
+  const controllers = config.hardware.enabled
+    ? `${demo && listed === 0 ? 2 : listed} controller(s)`
+    : `hardware disabled${listed === 0 ? '' : ` (${listed} controller(s) configured, not connected by this instance)`}`
   // what serve refuses at start (exit 78), said the same way, and before the line that calls the
   // configuration OK: a missing SQLite file printed that line and then "Invalid configuration"
   const path = sqlitePath(config.database.url)
@@ -334,7 +338,7 @@ async function checkConfig (argv: string[], io: Io): Promise<number> {
     return EXIT_CONFIG
   }
   io.out(`Configuration file OK (${source}): database ${db}, listen ${config.server.host}:${config.server.port}` +
-    `${config.server.tls ? ' (HTTPS)' : ''}, ${controllers} controller(s), licence ${config.licence.logins} login(s)`)
+    `${config.server.tls ? ' (HTTPS)' : ''}, ${controllers}, licence ${config.licence.logins} login(s)`)
   if (demoToCreate) {
     io.out('Database: the embedded demo database is created on first start.')
     return EXIT_OK

@@ -163,6 +163,18 @@ t.test('check-config', async (t) => {
   t.equal(await main(['check-config', good], ok), 69, 'the file is fine; db.local is not reached, so the mapping is unchecked')
   t.match(ok.stdout[0], /Configuration file OK .*database mssql:\/\/<credentials>@db.local\/Picking.*1 controller/)
   t.notMatch(ok.stdout.join(), /p%40ss|k7Jq/, 'no secrets printed')
+  // an instance behind a load balancer that leaves the controllers to another: before, "0 controller(s)" beside the list
+  const disabled = join(dir, 'disabled.json')
+  const controllers = [{ id: 'ctl-1', host: '10.0.0.5', port: 4001 }, { id: 'ctl-2', host: '10.0.0.6', port: 4001 }]
+  writeFileSync(disabled, JSON.stringify({ database: { url: 'mssql://gw:p%40ss@db.local/Picking' }, auth: { jwtSecret: SECRET }, hardware: { enabled: false, controllers } }))
+  const off = io({})
+  t.equal(await main(['check-config', disabled], off), 69)
+  t.match(off.stdout[0], ', hardware disabled (2 controller(s) configured, not connected by this instance), licence')
+  t.notMatch(off.stdout[0], '0 controller(s)')
+  writeFileSync(disabled, JSON.stringify({ database: { url: 'mssql://gw:p%40ss@db.local/Picking' }, auth: { jwtSecret: SECRET }, hardware: { enabled: false } }))
+  const none = io({})
+  t.equal(await main(['check-config', disabled], none), 69)
+  t.match(none.stdout[0], ', hardware disabled, licence', 'none listed')
   // a password with an '@' not percent-encoded, which the URL (and so the connection) takes as the password's
   const at = join(dir, 'at.json')
   writeFileSync(at, JSON.stringify({ database: { url: 'mssql://gw:Xy@Secret9@db.local/Picking' }, auth: { jwtSecret: SECRET } }))
