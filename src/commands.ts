@@ -428,7 +428,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       const notes = [
         ...await numericTimeNotes(database, mappings, columns), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
         ...await idRangeNotes(database, mappings, columns), ...await nullIdNotes(database, mappings, columns), ...await duplicateIdNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
-        ...paddingNotes(database.dialect, mappings, columns), ...apiDefaultNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
+        ...newIdsNotes(database.dialect, mappings, columns), ...paddingNotes(database.dialect, mappings, columns), ...apiDefaultNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
         ...await clockNotes(database)
       ]
@@ -462,6 +462,26 @@ export function mismatchAdvice (problems: string[]): string | undefined {
   }
   if (problems.every((p) => /; (?:remove|upgrade the server)\b[^;]*$/.test(p))) return undefined
   return "Run 'picking-gateway db introspect' for a proposed mapping of the tables and columns the database has."
+}
+
+/**
+ * "newIds" where no create is made: a readOnly resource, or a SQLite view without an INSTEAD OF INSERT
+ * trigger (its creates answer 405). Not a problem, the gateway works, but the setting was accepted
+ * without a word, as if it numbered something.
+ */
+export function newIdsNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
+  const notes: string[] = []
+  for (const name of Object.keys(resources) as ResourceName[]) {
+    const mapping = mappings[name]
+    if (mapping.newIds === undefined) continue
+    const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
+    if (storage.writes.includes('insert')) continue
+    const why = storage.readOnly
+      ? `mapping.${name} is "readOnly": true`
+      : `'${mapping.table}' is a view without an INSTEAD OF INSERT trigger`
+    notes.push(`${name}.newIds: ${why}, so the gateway creates no ${name} and numbers none: "newIds" does nothing there; remove it`)
+  }
+  return notes
 }
 
 /**

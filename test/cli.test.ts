@@ -1016,6 +1016,26 @@ t.test("check-config's closing advice fits the problems: db init only for a miss
   t.match(table, "Create the missing table with 'picking-gateway db init' (it creates only tables that do not exist, and leaves them empty), or, where the picking system keeps the data in a table of its own, map that one: 'picking-gateway db introspect' proposes a mapping.")
 })
 
+t.test('check-config notes "newIds" where no create is made: a readOnly table or view, a SQLite view without INSTEAD OF INSERT (before: accepted without a word)', async (t) => {
+  const { dir, url } = await legacyDatabase(t, `CREATE TABLE Platz (ID INTEGER NOT NULL UNIQUE, Name VARCHAR(40) NOT NULL);
+    CREATE VIEW v_Platz AS SELECT ID, Name FROM Platz;
+    CREATE TRIGGER v_Platz_upd INSTEAD OF UPDATE ON v_Platz BEGIN UPDATE Platz SET Name = NEW.Name WHERE ID = OLD.ID; END`)
+  const check = async (name: string, stations: object): Promise<string[]> => {
+    const file = join(dir, `${name}.json`)
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations } }))
+    const res = io({})
+    t.equal(await main(['check-config', file], res), 0, `${name}: a note, not a problem (the gateway works)`)
+    return res.stdout.filter((l) => l.includes('newIds'))
+  }
+  t.same(await check('table', stationsOn('Platz', {}, { readOnly: true, newIds: 'max+1' })),
+    ['Note: stations.newIds: mapping.stations is "readOnly": true, so the gateway creates no stations and numbers none: "newIds" does nothing there; remove it'])
+  t.same(await check('view', stationsOn('v_Platz', {}, { readOnly: true, newIds: 'max+1' })),
+    ['Note: stations.newIds: mapping.stations is "readOnly": true, so the gateway creates no stations and numbers none: "newIds" does nothing there; remove it'])
+  t.same(await check('no-insert', stationsOn('v_Platz', {}, { newIds: 'max+1' })),
+    ['Note: stations.newIds: \'v_Platz\' is a view without an INSTEAD OF INSERT trigger, so the gateway creates no stations and numbers none: "newIds" does nothing there; remove it'])
+  t.same(await check('needed', stationsOn('Platz', {}, { newIds: 'max+1' })), [], 'no note where it numbers the creates')
+})
+
 t.test('a one-shot command whose standard output fails (a full disk, a reader gone) exits 74 saying its output is incomplete, not 0', { skip: existsSync('/dev/full') ? false : 'needs /dev/full' }, async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
