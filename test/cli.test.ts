@@ -1036,6 +1036,28 @@ t.test('check-config notes "newIds" where no create is made: a readOnly table or
   t.same(await check('needed', stationsOn('Platz', {}, { newIds: 'max+1' })), [], 'no note where it numbers the creates')
 })
 
+t.test('a writable SQLite view mapped without newIds: the problem says that a view cannot tell the ids of the table below it, and names newIds and readOnly', async (t) => {
+  const { dir, url } = await legacyDatabase(t, `CREATE TABLE Platz (ID INTEGER PRIMARY KEY, Name VARCHAR(40) NOT NULL);
+    CREATE VIEW v_Platz AS SELECT ID, Name FROM Platz;
+    CREATE TRIGGER v_Platz_ins INSTEAD OF INSERT ON v_Platz BEGIN INSERT INTO Platz (ID, Name) VALUES (NEW.ID, NEW.Name); END;
+    CREATE TRIGGER v_Platz_upd INSTEAD OF UPDATE ON v_Platz BEGIN UPDATE Platz SET Name = NEW.Name WHERE ID = OLD.ID; END;
+    CREATE TRIGGER v_Platz_del INSTEAD OF DELETE ON v_Platz BEGIN DELETE FROM Platz WHERE ID = OLD.ID; END`)
+  const check = async (name: string, extra: object): Promise<ReturnType<typeof io> & { code: number }> => {
+    const file = join(dir, `${name}.json`)
+    writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { stations: stationsOn('v_Platz', {}, extra) } }))
+    const res = io({})
+    return Object.assign(res, { code: await main(['check-config', file], res) })
+  }
+  const plain = await check('plain', {})
+  t.equal(plain.code, 78)
+  const text = plain.stderr.join('\n')
+  t.notMatch(text, 'is neither an identity column nor has a default', 'before: the generic message, although the table below has its INTEGER PRIMARY KEY')
+  t.match(text, "stations.id: 'v_Platz' is a view, which cannot tell the ids of the table below it (its column 'ID' (integer) shows no identity or default), so the gateway cannot number the rows its INSTEAD OF INSERT trigger creates; " +
+    'set mapping.stations.newIds to "max+1" (the gateway numbers each new row as the largest id plus one, and the trigger passes the id on to the table) if the picking system numbers its rows that way, or set mapping.stations.readOnly to true')
+  t.equal((await check('numbered', { newIds: 'max+1' })).code, 0, 'newIds fixes it')
+  t.equal((await check('read-only', { readOnly: true })).code, 0, 'so does readOnly')
+})
+
 t.test('a one-shot command whose standard output fails (a full disk, a reader gone) exits 74 saying its output is incomplete, not 0', { skip: existsSync('/dev/full') ? false : 'needs /dev/full' }, async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }

@@ -1194,7 +1194,12 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     if (s.def.id === true && storage.mapping.readOnly !== true) {
       // the column of the materialNumber too: a create gives it
       const own = s.info.identity || s.info.hasDefault || storage.sharedKey !== undefined
-      if (!own && mapping.newIds === undefined && creates) {
+      // a SQLite view shows no key, identity or default of the table below it: "neither an identity column nor has a
+      // default" sent the integrator to look for one in a table that has it
+      if (!own && mapping.newIds === undefined && creates && !storage.isTable && !s.guid && k !== 'string') {
+        problems.push(`${where}.id: '${mapping.table}' is a view, which cannot tell the ids of the table below it (its ${col} shows no identity or default), so the gateway cannot number the rows its INSTEAD OF INSERT trigger creates; ` +
+          `set mapping.${def.name}.newIds to "max+1" (the gateway numbers each new row as the largest id plus one, and the trigger passes the id on to the table) if the picking system numbers its rows that way, ${readOnlyHint}`)
+      } else if (!own && mapping.newIds === undefined && creates) {
         problems.push(`${where}.id: ${col} is neither an identity column nor has a default, so the gateway cannot create rows; ` + (s.guid
           ? storage.dialect === 'sqlite'
             // SQLite has no NEWID(), and its ALTER TABLE gives no column a default
