@@ -985,7 +985,7 @@ t.test('picking-gateway db introspect', async (t) => {
   t.match(help.stdout.join('\n'), /db introspect \[--json\]/)
 
   const missing = io({ ...env, DATABASE_URL: `sqlite:${join(dir, 'typo.db')}` })
-  t.equal(await main(['db', 'introspect'], missing), 1, 'a mistyped path is not an empty database')
+  t.equal(await main(['db', 'introspect'], missing), 78, 'a mistyped path is not an empty database: a configuration error')
   t.match(missing.stderr.join(), /typo\.db' does not exist/)
 })
 
