@@ -32,7 +32,7 @@ import userRoutes from '../plugins/routes/users.js'
 import ssoRoutes from '../plugins/routes/sso.js'
 import type { Database } from './db/types.js'
 import { MAX_PATH_PARAM_LENGTH, PATH_ID } from './db/resources.js'
-import { ApiError, badRequest, statusText } from './errors.js'
+import { ApiError, badRequest, jsonSyntaxWords, statusText } from './errors.js'
 import { repeatedHeader } from './http.js'
 import { loggerOptions, redactUrl, requestLineWriter } from './logger.js'
 import { MALFORMED_QUERY, malformedQueryMessage, parseQuery, type ParsedQuery } from './query-string.js'
@@ -321,9 +321,8 @@ function invalidJson (text: string, err: Error): Error {
   try {
     JSON.parse(text)
   } catch (syntax) {
-    const words = (syntax as Error).message.replace(/, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '')
-      // the token itself only when it is JSON's punctuation: a letter or digit may be a password's ('S' of SECRET)
-      .replace(/^Unexpected token '([^{}[\],:"])'/, 'Unexpected token (not quoted here: it may belong to a password sent without quotes)')
+    // the token itself only when it is JSON's punctuation: a letter or digit may be a password's ('S' of SECRET)
+    const words = jsonSyntaxWords((syntax as Error).message, 'it may belong to a password sent without quotes')
     return new ApiError(400, 'INVALID_JSON', `The body is not valid JSON: ${words}`, { cause: err })
   }
   return new ApiError(400, 'INVALID_JSON', "The body has a '__proto__' or 'constructor.prototype' key, which is refused", { cause: err })

@@ -13,6 +13,7 @@ import { mappingProblems, referenceMappings, resources, type ResourceName } from
 import { compileValueMap } from './db/storage.js'
 import { isTimeZone } from './db/time-zone.js'
 import type { TableMapping } from './db/types.js'
+import { JSON_QUOTED_TEXT, jsonSyntaxWords } from './errors.js'
 
 export { Config }
 
@@ -197,9 +198,28 @@ function readConfigFile (file: string, problems: string[]): Record<string, any> 
     }
     return parsed
   } catch (err) {
-    problems.push(`${file}: not valid JSON (${(err as Error).message})`)
+    problems.push(`${file}: not valid JSON (${jsonProblem((err as Error).message, text)})`)
     return {}
   }
+}
+
+/**
+ * JSON.parse's words about a configuration file, without the piece of it that V8 quotes around an
+ * unexpected token: a secret written without quotes went to the journal, whose readers need not be the
+ * file's. That token's place is told instead, found from the piece (10 characters either side of it;
+ * a short file is quoted whole, which tells no place); the other messages give their position themselves.
+ */
+function jsonProblem (message: string, text: string): string {
+  const words = jsonSyntaxWords(message, 'it may be a secret written without quotes')
+  const quoted = JSON_QUOTED_TEXT.exec(message)
+  if (quoted === null) return words
+  const [, before, piece, after] = quoted
+  const start = before === undefined ? 0 : after === undefined ? text.length - piece.length : text.indexOf(piece)
+  const at = before === undefined ? piece.length - 10 : start + 10
+  // a short file (quoted whole), or a piece not found as quoted: no place rather than a wrong one
+  if ((before === undefined && after === undefined) || start < 0 || text.slice(start, start + piece.length) !== piece || at < 0 || at >= text.length) return words
+  const line = text.slice(0, at).split('\n').length
+  return `${words} at line ${line}, column ${at - text.lastIndexOf('\n', at - 1)}`
 }
 
 function applyEnv (raw: Record<string, any>, env: NodeJS.ProcessEnv, problems: string[]): void {

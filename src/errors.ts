@@ -20,6 +20,18 @@ export class ApiError extends Error {
   }
 }
 
+/** The piece of the text V8 quotes in a JSON.parse message (10 characters either side of an unexpected token; all of a short text) */
+export const JSON_QUOTED_TEXT = /, (\.\.\.)?"([\s\S]*)"(\.\.\.)? is not valid JSON$/
+
+/**
+ * JSON.parse's words about a text it refused, without the text: V8 quotes a piece of it around an
+ * unexpected token, which may be a password or secret written without quotes; so the token too, unless
+ * it is JSON's punctuation (a letter or digit may be a secret's first). `why` says why it is left out.
+ */
+export function jsonSyntaxWords (message: string, why: string): string {
+  return message.replace(JSON_QUOTED_TEXT, '').replace(/^Unexpected token '([^{}[\],:"])'/, `Unexpected token (not quoted here: ${why})`)
+}
+
 const BEARER = { 'www-authenticate': 'Bearer' }
 
 /** One message for every invalid token, so a caller cannot learn which check failed. */

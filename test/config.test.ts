@@ -205,6 +205,29 @@ t.test('mapping extras: value maps, time zones, fields mapped to null, readOnly'
   t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'missing.json') } })), [/cannot read .*ENOENT/])
 })
 
+t.test('a configuration file that is not valid JSON: the problem names where, never the text around it (V8 quotes 10 characters either side of an unexpected token: a secret written without quotes)', async (t) => {
+  const dir = tempDir(t, 'pg-config-')
+  const cases: Array<[string, string, RegExp]> = [
+    // the token in the middle of the file, at its start, at its end, and a file shorter than V8's context (quoted whole)
+    ['middle', `{\n  "server": { "port": 3000 },\n  "auth": { "jwtSecret": ${SECRET} },\n  "database": { "url": "sqlite:/tmp/x.db" }\n}\n`, /at line 3, column 26/],
+    ['start', `${SECRET}`, /at line 1, column 1/],
+    ['end', `{\n  "server": { "port": 3000 },\n  "auth": { "jwtSecret": ${SECRET}`, /at line 3, column 26/],
+    ['short', 'k7Jq2v', /Unexpected token \(/]
+  ]
+  for (const [name, text, where] of cases) {
+    writeFileSync(join(dir, `${name}.json`), text)
+    const [problem] = problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, `${name}.json`) } }))
+    t.match(problem, /not valid JSON \(Unexpected token/, `${name}: said so`)
+    t.notMatch(problem, /k7J|Jq2|'k'/, `${name}: no piece of the secret, nor its first letter`)
+    t.match(problem, where, `${name}: where it is`)
+  }
+  // punctuation is named, and the parser's other words (with their position) stay as they were
+  writeFileSync(join(dir, 'comma.json'), '{ "server": , "auth": {} }')
+  t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'comma.json') } }))[0], /not valid JSON \(Unexpected token ','/)
+  writeFileSync(join(dir, 'quote.json'), `{ "auth": { "jwtSecret": "${SECRET}" "x" } }`)
+  t.match(problemsOf(() => loadConfig({ env: { PICKING_GATEWAY_CONFIG: join(dir, 'quote.json') } }))[0], /not valid JSON \(Expected ',' or '}' after property value in JSON at position 60\)/)
+})
+
 t.test('weak secrets', async (t) => {
   t.equal(isWeakSecret('secretsecretsecretsecretsecretsecret'), true)
   t.equal(isWeakSecret('a'.repeat(40)), true)
