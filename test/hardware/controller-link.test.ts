@@ -6,6 +6,7 @@ import { encodeFrame, FrameDecoder, type Frame, type FrameArgsInput, type FrameI
 import { backoffDelay, ControllerLink, FRAMES_PER_TURN, type ControllerEvent, type ControllerLinkOptions, type LinkTimings, type Logger } from '../../src/hardware/controller-link.js'
 import { HardwareError } from '../../src/hardware/errors.js'
 import { freePort } from '../helpers/ports.js'
+import { trackResources } from '../helpers/resources.js'
 import { until, rejection } from '../helpers/wait.js'
 
 // Generous where the test waits for something that should happen, short where it waits for a failure.
@@ -1076,6 +1077,48 @@ t.test('close(): rejects pending commands, stops reconnecting, leaves no handles
   await offline.close()
   await new ControllerLink({ id: 'y', host: '127.0.0.1', port: 1 }).close()
   await until(() => process.getActiveResourcesInfo().filter(r => r === 'TCPSocketWrap' || r === 'Timeout').length <= baseline, 'handles to go')
+})
+
+t.test('a controller that connects and drops 1,000 times leaves no socket, timer or listener behind', async t => {
+  const tracker = trackResources()
+  t.teardown(() => tracker.stop())
+  const ctl = await RawController.start(t)
+  const link = makeLink(t, ctl.port, { backoffInitial: 1, backoffMax: 2, heartbeatIdle: 60000, deadAfter: 60000 })
+  const listeners = (): number[] => link.eventNames().map(name => link.listenerCount(name))
+  const before = listeners()
+  let connects = 0
+  let drops = 0
+  link.on('connected', () => { connects++ })
+  link.on('disconnected', () => { drops++ })
+  link.start()
+  let up: Record<string, number> | undefined
+  for (let i = 0; i < 1000; i++) {
+    const conn = await ctl.nextConnection()
+    // the accepted connection is the test's, not the link's: forgotten, so the fake controller holds no socket either
+    ctl.conns.length = 0
+    // every other connection drops before it says anything (cannot connect), the others once up (link dropped)
+    if (i % 2 === 1) {
+      const status = once(link, 'status')
+      conn.send({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } })
+      conn.ack(await conn.cmd('STATUS'), { state: 'idle' })
+      await status
+      // the same point of every cycle: one connection up, its STATUS answered
+      if (i === 1) up = await tracker.settled()
+    }
+    conn.socket.destroy()
+  }
+  const conn = await ctl.nextConnection()
+  const status = once(link, 'status')
+  conn.ack(await conn.cmd('STATUS'), { state: 'idle' })
+  await status
+  t.equal(connects, 501)
+  t.equal(drops, 500)
+  t.same(await tracker.settled(), up, 'after 1,000 drops, the sockets and timers of one connection, as after the first')
+  t.same(listeners().slice(0, before.length), before, 'no listener added to the link')
+  t.equal(conn.socket.listenerCount('data') <= 1, true)
+  await link.close()
+  await ctl.stop()
+  t.same(await tracker.settled(), { Timeout: 0, TCPWRAP: 0, TCPCONNECTWRAP: 0 }, 'closed: none left')
 })
 
 t.test('option validation', async t => {

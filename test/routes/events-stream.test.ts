@@ -12,6 +12,7 @@ import { DatabaseUnavailableError } from '../../src/db/errors.js'
 import { sqlitePath } from '../../src/db/index.js'
 import { startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { build, type TestContext } from '../helpers/build.js'
+import { trackResources } from '../helpers/resources.js'
 import { sleep, until } from '../helpers/wait.js'
 
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
@@ -627,4 +628,32 @@ t.test('streams per user stay capped while a station is looked up, and a client 
   const after = await open(ctx, `?station=${stationId}`, ctx.auth(token))
   t.equal(after.res.statusCode, 200, 'its place is free: the next stream opens')
   after.close()
+})
+
+t.test('streams that clients open and close leave no listener, timer, socket or place behind', async (t) => {
+  const { ctx, stationId, token } = await setup(t, { maxStreamsPerUser: 3 })
+  // once, so that what the first stream sets up for good (the station check's statement) is in the baseline
+  const first = await open(ctx, `?station=${stationId}`, ctx.auth(token))
+  await until(() => ctx.app.hardware.subscribers === 1, 'the first stream subscribed')
+  first.close()
+  await until(() => ctx.app.hardware.subscribers === 0, 'the first stream gone')
+  const tracker = trackResources()
+  t.teardown(() => tracker.stop())
+  const before = await tracker.settled()
+  // 200 streams, three at a time (the user's most), closed by their clients: by Bearer token, by ticket, for one station
+  for (let i = 0; i < 200; i += 3) {
+    const streams = await Promise.all([
+      open(ctx, '', ctx.auth(token)),
+      open(ctx, `?ticket=${(await ticketFor(ctx, token)).ticket}`),
+      open(ctx, `?station=${stationId}`, ctx.auth(token))
+    ])
+    t.same(streams.map((s) => s.res.statusCode), [200, 200, 200], `round ${i / 3}: every place given back by the round before`)
+    await until(() => ctx.app.hardware.subscribers === 3, 'subscribed')
+    for (const stream of streams) stream.close()
+    await until(() => ctx.app.hardware.subscribers === 0, 'unsubscribed')
+  }
+  // the ACK and heartbeat timers of the controller link come and go meanwhile: a few, never one per stream
+  const after = await tracker.settled()
+  t.ok(after.Timeout - before.Timeout < 10, `timers: ${before.Timeout} before, ${after.Timeout} after 200 streams`)
+  t.ok(after.TCPWRAP - before.TCPWRAP < 3, `sockets: ${before.TCPWRAP} before, ${after.TCPWRAP} after 200 streams`)
 })
