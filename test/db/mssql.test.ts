@@ -14,6 +14,7 @@ import {
   backoffDelay, classifyMssqlError, CLOCK_STATEMENT, columnsStatement, queryKeepingRaised, mssqlColumnInfo, ConnectionSupervisor, mssqlType, openMssql, parseMssqlUrl, retryDeadlocks, shortReal, statementRows, toDbError, versionProblem, wideDecimal
 } from '../../src/db/mssql.js'
 import { readUNumeric128LE } from 'tedious/lib/token/helpers.js'
+import { trackResources } from '../helpers/resources.js'
 
 /** an error as tedious raises it for SQL Server error `number` */
 const tedious = (number: number, message = 'x'): Error => Object.assign(new Error(message), { info: { number, message } })
@@ -600,6 +601,33 @@ t.test('ConnectionSupervisor', async (t) => {
     t.equal(lines.filter((l) => l.msg === 'database connection lost; retrying in the background').length, 1, 'logged once')
     t.equal(lines.at(-1)?.msg, 'database connection established')
     await sup.close()
+  })
+
+  t.test('100 outages and recoveries leave no timer or waiting caller behind', async (t) => {
+    const tracker = trackResources()
+    t.teardown(() => tracker.stop())
+    let healthy = true
+    let calls = 0
+    const sup = new ConnectionSupervisor({ logger: recorder().logger, initialMs: 1, maxMs: 2, connect: async () => { calls++; if (!healthy) throw new Error('down') } })
+    sup.start()
+    await sup.ready()
+    for (let i = 0; i < 100; i++) {
+      healthy = false
+      sup.markDown(new Error('ESOCKET'))
+      // callers during the outage are refused, not queued: nothing waits for its end
+      const refused = await Promise.allSettled(Array.from({ length: 10 }, async () => { await sup.ready() }))
+      t.equal(refused.filter((r) => r.status === 'rejected').length, 10)
+      for (let n = calls; calls < n + 2;) await new Promise((resolve) => setImmediate(resolve))
+      healthy = true
+      for (let n = 0; n < 1000 && sup.state !== 'up'; n++) await sleep(1)
+      t.equal(sup.state, 'up', `outage ${i + 1}: recovered`)
+      // up: the retry timer gone, none scheduled
+      t.same(await tracker.settled(), { Timeout: 0, TCPWRAP: 0, TCPCONNECTWRAP: 0 }, `outage ${i + 1}: no timer left once it is over`)
+    }
+    healthy = false
+    sup.markDown(new Error('ESOCKET'))
+    await sup.close()
+    t.same(await tracker.settled(), { Timeout: 0, TCPWRAP: 0, TCPCONNECTWRAP: 0 }, 'closed during an outage: its retry timer gone')
   })
 
   t.test('a login failure says so; close stops the retries', async (t) => {
