@@ -229,3 +229,23 @@ t.test('a mapping that does not fit the database stops the start', async (t) => 
   await t.rejects(buildApp(config, { db }), /does not match the configured mapping.*column 'b'.*picking-gateway db init/, 'serve refuses to start')
   await db.close()
 })
+
+t.test('SQLite keeps at most 500 prepared statements, however many filter shapes clients send', async (t) => {
+  const ctx = await build(t)
+  const headers = ctx.auth(ctx.adminToken)
+  await ctx.app.repos.materials.create({ materialNumber: 'S-1', name: 'v0', unit: 'pcs', blocked: false })
+  const statements = (ctx.app.db as unknown as { cache: Map<string, unknown> }).cache
+  // each count of [or] and [nor] values is a statement text of its own: 600 of them
+  const values = (k: number): string => Array.from({ length: k }, (_, i) => `v${i}`).join(';')
+  for (let k = 1; k <= 300; k++) {
+    for (const url of [`/api/materials?name=[or]${values(k)}`, `/api/materials?name=[nor]${values(k)}`]) {
+      const res = await ctx.app.inject({ method: 'GET', url, headers })
+      if (res.statusCode !== 200) t.fail(`${url}: ${res.statusCode} ${res.body}`)
+    }
+  }
+  t.ok(statements.size <= 500, `${statements.size} statements kept after 600 shapes`)
+  // the first shape, pushed out, is prepared again
+  const again = await ctx.app.inject({ method: 'GET', url: '/api/materials?name=[or]v0', headers })
+  t.same(again.json().data.map((m: { materialNumber: string }) => m.materialNumber), ['S-1'])
+  t.ok(statements.size <= 500)
+})
