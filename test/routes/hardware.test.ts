@@ -7,6 +7,7 @@ import { createServer, type Socket } from 'node:net'
 import { encodeFrame, FrameDecoder, startSimulator, type Simulator } from '../../src/hardware/index.js'
 import { DatabaseUnavailableError } from '../../src/db/errors.js'
 import { build, testDatabaseUrl, type TestContext } from '../helpers/build.js'
+import { trackResources } from '../helpers/resources.js'
 import { until } from '../helpers/wait.js'
 
 const FAST = { ackTimeout: 150, heartbeatIdle: 200, deadAfter: 600, backoffInitial: 20, backoffMax: 100, stableAfter: 1000, connectTimeout: 500 }
@@ -1203,4 +1204,47 @@ t.test('a stop whose grace period ends while a station lookup still runs (statio
   await ended
   t.same(stream.events.map((e) => [e.data.ref, e.data.stationId]), [['stuck-3', null], ['stuck-4', null], ['stuck-5', null]])
   t.equal(calls, 2, 'no lookup started after it')
+})
+
+t.test('a controller that connects and drops 300 times through the gateway leaves no timer, socket or listener behind', async (t) => {
+  // a bare controller: says HELLO, answers STATUS, and (until the last connection) drops the connection then
+  const accepted: Socket[] = []
+  let keep = false
+  const server = createServer((socket) => {
+    accepted.push(socket)
+    socket.on('error', () => {})
+    const decoder = new FrameDecoder()
+    socket.on('data', (chunk: Buffer) => {
+      for (const frame of decoder.push(chunk)) {
+        if (frame.kind !== 'REQ') continue
+        socket.write(encodeFrame({ seq: frame.seq, kind: 'ACK', cmd: frame.cmd, args: frame.cmd === 'STATUS' ? { state: 'idle' } : {} }))
+        if (frame.cmd === 'STATUS' && !keep) setImmediate(() => socket.destroy())
+      }
+    })
+    socket.write(encodeFrame({ seq: 1, kind: 'EVT', cmd: 'HELLO', args: { id: 'ctl-1' } }))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { for (const socket of accepted) socket.destroy(); server.close() })
+  const tracker = trackResources()
+  t.teardown(() => tracker.stop())
+  const { port } = server.address() as AddressInfo
+  const ctx = await build(t, { hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port }], timings: { ...FAST, backoffInitial: 1, backoffMax: 2, heartbeatIdle: 60000, deadAfter: 120000 } }, server: { maxEventLoopDelayMs: 0 } })
+  await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
+  const events: string[] = []
+  const unsubscribe = ctx.app.hardware.subscribe((event) => { events.push(event.type) })
+  t.teardown(unsubscribe)
+  await until(() => accepted.length >= 2, 'the first drop')
+  const start = await tracker.settled()
+  await until(() => accepted.length >= 300, '300 connections', 60000)
+  keep = true
+  await until(() => ctx.app.hardware.controllerStates()[0].connected && events.at(-1) === 'station.connected', 'connected for good', 10000)
+  // every connect and drop published for the station, each after its own lookup
+  t.ok(events.filter((type) => type === 'station.connected').length >= 299, `${events.length} events`)
+  // the sockets of the last drops close meanwhile: a socket left behind never does
+  await until(async () => (await tracker.settled()).TCPWRAP === 2, 'the dropped connections closed').catch(() => {})
+  const end = await tracker.settled()
+  t.ok(end.Timeout - start.Timeout < 10, `timers: ${start.Timeout} after the first drop, ${end.Timeout} after 300`)
+  t.equal(end.TCPWRAP, 2, 'sockets: the one connection up, its two ends')
+  t.equal(ctx.app.hardware.subscribers, 1, 'listeners: this test\'s alone')
 })
