@@ -1159,19 +1159,24 @@ t.test('a stop while station lookups are held up (a lock): the events the gatewa
   t.equal(acked.length, 3, 'the event sent during the stop was not ACKed')
 })
 
-t.test('a stop while a station lookup never answers: the ACKed event goes out without its station at hardware.stationLookupMs, before the streams end, without a warning', async (t) => {
-  const { sim, ctx, lines } = await lookupSetup(t, 300, 60000)
+/** Station PTL-1 at address 3 of ctl-1, an open stream, and station lookups that never answer (counted by calls()). */
+async function lookupsThatNeverAnswer (t: Test, stationLookupMs: number) {
+  const { sim, ctx, lines } = await lookupSetup(t, stationLookupMs, 60000)
   await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
   await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
   const stream = await openStream(ctx, ctx.adminToken)
   await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
   let calls = 0
   ctx.app.repos.stations.list = async () => { calls++; return await new Promise(() => {}) }
-  const simulated = sim.controllers.get('ctl-1')!
+  return { ctx, lines, stream, simulated: sim.controllers.get('ctl-1')!, calls: () => calls }
+}
+
+t.test('a stop while a station lookup never answers: the ACKed event goes out without its station at hardware.stationLookupMs, before the streams end, without a warning', async (t) => {
+  const { ctx, lines, stream, simulated, calls } = await lookupsThatNeverAnswer(t, 300)
   let acked = 0
   simulated.on('frame', (frame: { kind: string, cmd: string }) => { if (frame.kind === 'ACK' && frame.cmd === 'CONFIRM') acked++ })
   simulated.emitEvent('CONFIRM', { addr: 3, qty: 1, ref: 'stuck' })
-  await until(() => acked === 1 && calls === 1, 'the event ACKed, its lookup hanging')
+  await until(() => acked === 1 && calls() === 1, 'the event ACKed, its lookup hanging')
   const before = lines.length
   const ended = once(stream.res, 'end')
   const started = Date.now()
@@ -1183,17 +1188,10 @@ t.test('a stop while a station lookup never answers: the ACKed event goes out wi
 })
 
 t.test('a stop whose grace period ends while a station lookup still runs (stationLookupMs longer than it): abandon() sends the event out without its station before the streams end', async (t) => {
-  const { sim, ctx } = await lookupSetup(t, 60000, 60000)
-  await ctx.app.inject({ method: 'POST', url: '/api/stations', headers: ctx.auth(ctx.adminToken), payload: { name: 'PTL-1', type: 'ptl', controllerId: 'ctl-1', address: 3 } })
-  await until(() => ctx.app.hardware.controllerStates()[0].connected, 'controller connected')
-  const stream = await openStream(ctx, ctx.adminToken)
-  await until(() => ctx.app.hardware.subscribers === 1, 'subscriber')
-  let calls = 0
-  ctx.app.repos.stations.list = async () => { calls++; return await new Promise(() => {}) }
-  const simulated = sim.controllers.get('ctl-1')!
+  const { ctx, stream, simulated, calls } = await lookupsThatNeverAnswer(t, 60000)
   // at one address each: the third waits for a place and is never looked up
   for (const addr of [3, 4, 5]) simulated.emitEvent('CONFIRM', { addr, qty: 1, ref: `stuck-${addr}` })
-  await until(() => calls === 2, 'two lookups hanging, the third event waiting for a place')
+  await until(() => calls() === 2, 'two lookups hanging, the third event waiting for a place')
   const ended = once(stream.res, 'end')
   const closing = ctx.app.close()
   await new Promise((resolve) => setTimeout(resolve, 100))
@@ -1203,7 +1201,7 @@ t.test('a stop whose grace period ends while a station lookup still runs (statio
   await closing
   await ended
   t.same(stream.events.map((e) => [e.data.ref, e.data.stationId]), [['stuck-3', null], ['stuck-4', null], ['stuck-5', null]])
-  t.equal(calls, 2, 'no lookup started after it')
+  t.equal(calls(), 2, 'no lookup started after it')
 })
 
 t.test('a controller that connects and drops 300 times through the gateway leaves no timer, socket or listener behind', async (t) => {
