@@ -522,10 +522,9 @@ export function apiDefaultNotes (dialect: Database['dialect'], mappings: Record<
     const mapping = mappings[name]
     if (mapping.readOnly === true) continue
     const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
-    for (const s of Object.values(storage.fields)) {
-      const value = s.def.default
-      // as the repository's createDefaults: a read-only field only where its column must be given
-      if (value === undefined || (s.def.readOnly === true && !s.required) || s.info === undefined || s.absent || s.info.hasDefault) continue
+    for (const s of storage.apiDefaulted()) {
+      const value = s.def.default!
+      if (s.info === undefined) continue
       const refusal = storage.refusal(s, value)
       if (refusal === undefined) continue
       notes.push(`${name}.${s.field}: column '${s.column}' (${describeType(s.info)}) cannot take the API's default ${JSON.stringify(value)} (${refusal}): ` +

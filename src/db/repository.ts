@@ -177,10 +177,7 @@ export class Repository {
     this.selectIndex = new Map(this.sql.selectFields.map((field, i) => [field, i]))
     this.mapRow = compileMapper(readers.map(([field, read]) => [field, read, field]))
     this.mapValues = compileMapper(readers.map(([field, read]) => [field, read, this.selectIndex.get(field)!]))
-    this.createDefaults = Object.entries(this.def.fields)
-      // a read-only field too where its column must be given (a stock column NOT NULL without a default: 0)
-      .filter(([field, def]) => def.default !== undefined && (def.readOnly !== true || this.storage.fields[field]?.required === true) && this.has(field) && !this.ownDefault(field))
-      .map(([field, def]) => [field, def.default])
+    this.createDefaults = this.storage.apiDefaulted().map((s) => [s.field, s.def.default])
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.comparedAsStored = new Set(Object.values(this.storage.fields)
       .filter((s) => !s.absent && s.def.kind === 'string' && (['integer', 'decimal', 'float'].includes(s.category) || (s.guid && !sqlite))).map((s) => s.field))
@@ -523,12 +520,6 @@ export class Repository {
     const out: Row = {}
     for (const field of fields) out[field] = now
     return out
-  }
-
-  /** The field's column has a default of its own (DEFAULT 'ST' on a legacy unit column): the customer's column decides, not the API's default. */
-  private ownDefault (field: string): boolean {
-    const s = this.storage.fields[field]
-    return s !== undefined && !s.absent && s.info?.hasDefault === true
   }
 
   /**

@@ -508,6 +508,15 @@ export class ResourceStorage {
     return this.columns !== undefined && this.columns[0]?.viewWrites === undefined
   }
 
+  /**
+   * The fields a create gives the API's default (resources.ts) when the request leaves them out: mapped, without
+   * a default of their column's own (DEFAULT 'ST' on a legacy unit column: the customer's column decides), and
+   * writable, or read-only where the column must be given (a stock column NOT NULL without a default: 0). Repository writes them; check-config notes a column that cannot take one.
+   */
+  apiDefaulted (): FieldStorage[] {
+    return Object.values(this.fields).filter((s) => s.def.default !== undefined && (s.def.readOnly !== true || s.required) && !s.absent && s.info?.hasDefault !== true)
+  }
+
   field (name: string): FieldStorage {
     const s = this.fields[name]
     if (s === undefined) throw new Error(`${this.def.name}: no field '${name}'`)
