@@ -227,8 +227,8 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     const row = await users.get(id).catch((err: unknown) => {
       // an id several rows hold (a users table keyed by one column of a composite key) names no user: its tokens are
       // refused as a deleted user's are (401 TOKEN_INVALID, as every token check), not a 409 on every request of them
-      if (!(err instanceof ConflictError)) throw err
-      fastify.log.warn({ user: id }, `a token names user id ${String(id)}, which several rows of the user table hold: refused; map users.id to a column that is unique by itself (check-config lists such ids)`)
+      if (!(err instanceof AmbiguousIdError)) throw err
+      fastify.log.warn({ user: id, table: err.tableName }, `a token names user id ${String(id)}, which several rows of the user table ${err.tableName} hold: refused; map users.id to a column that is unique by itself (check-config lists such ids)`)
       return undefined
     })
     if (opts.revocationCacheMs > 0) {

@@ -307,7 +307,6 @@ async function hardware (fastify: FastifyInstance, opts: HardwarePluginOptions):
    */
   function stationsOf (controllerId: string, address?: number): Promise<Row[] | undefined> {
     return new Promise((resolve) => {
-      if (stopping) { resolve(undefined); return }
       let lane = lookups.get(controllerId)
       if (lane === undefined) lookups.set(controllerId, lane = { running: 0, waiting: new Map() })
       let waiters = lane.waiting.get(address)
