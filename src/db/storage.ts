@@ -4,7 +4,7 @@ import { argon2HashLength, DEFAULT_ARGON2 } from '../auth/passwords.js'
 import { codePageLength, describeCharacter, isDoubleByte, unstorableCharacter } from './code-pages.js'
 import { InvalidValueError, UnreadableTableError } from './errors.js'
 import { parseIsoDateTime, parseValue } from './list-query.js'
-import { idField, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
+import { idField, isMissingTable, mappingProblems, missingColumns, referenceMappings, resources, type ResourceName } from './resources.js'
 import { spellingsStatement, synonymsStatement, VERSION_STATEMENT, versionProblem, wideDecimal } from './mssql.js'
 import { isTimeZone, isUtcZone, utcToWall, wallToUtc } from './time-zone.js'
 import { holdsBytes, isFixedWidthText, TIME_FORMATS, type ColumnInfo, type Database, type DialectName, type FieldDef, type FieldKind, type ResourceDef, type SqlValue, type StoredCode, type TableMapping, type TimeFormat, type ColumnTimeFormat, type Write } from './types.js'
@@ -464,11 +464,12 @@ export class ResourceStorage {
       // Given to the driver as text, tedious read it with JavaScript's Date.parse, in the host's time zone and in any
       // form: '1900-01-01T00:00:00' was stored as 1899-12-31 23:00 on a host in Berlin, '02.01.2024' as 1 February
       const time = dialect === 'mssql' && info !== undefined && categoryOf(dialect, info, 'string') === 'time'
-      if (time && (typeof value !== 'string' || parseIsoDateTime(value) === undefined)) {
+      const at = time && typeof value === 'string' ? parseIsoDateTime(value) : undefined
+      if (time && at === undefined) {
         const storage = columnStorage(dialect, column, { kind: 'datetime' }, info.name, info)
         return { storage, value, stored: null, problem: `the column (${describeType(info)}) holds times; give one in ISO 8601 as it is to be stored, '2024-01-02' or '2024-01-02T10:00:00', got ${JSON.stringify(value)}` }
       }
-      const written = time ? parseIsoDateTime(value as string)! : text ? typeof value === 'boolean' ? (value ? '1' : '0') : typeof value === 'number' ? plainNumber(value) : value : value
+      const written = at ?? (text ? typeof value === 'boolean' ? (value ? '1' : '0') : typeof value === 'number' ? plainNumber(value) : value : value)
       const kind: FieldKind = written instanceof Date ? 'datetime' : typeof written === 'string' ? 'string' : typeof written === 'boolean' ? 'boolean' : Number.isInteger(written) ? 'integer' : 'number'
       const storage = columnStorage(dialect, column, { kind }, info?.name ?? column, info)
       // the value as a write of it is checked: a number column takes numbers, a varchar(4) four characters
@@ -511,7 +512,8 @@ export class ResourceStorage {
   /**
    * The fields a create gives the API's default (resources.ts) when the request leaves them out: mapped, without
    * a default of their column's own (DEFAULT 'ST' on a legacy unit column: the customer's column decides), and
-   * writable, or read-only where the column must be given (a stock column NOT NULL without a default: 0). Repository writes them; check-config notes a column that cannot take one.
+   * writable, or read-only where the column must be given (a stock column NOT NULL without a default: 0).
+   * Repository writes them; check-config notes a column that cannot take one.
    */
   apiDefaulted (): FieldStorage[] {
     return Object.values(this.fields).filter((s) => s.def.default !== undefined && (s.def.readOnly !== true || s.required) && !s.absent && s.info?.hasDefault !== true)
@@ -1463,5 +1465,5 @@ export async function mappingFit (db: Database, def: ResourceDef, mapping: Table
   // gateway's login may not use (a user table db init made with another login) looked missing, and its fix
   // seemed to be db init, which then failed on the table that is there (error 2714). A readOnly mapping is only read.
   const granted = `SQL Server lists only the tables and columns a login has a permission on: grant it ${mapping.readOnly === true ? 'SELECT' : 'SELECT, INSERT, UPDATE and DELETE'} there`
-  return { problems: missing.map((p) => p.endsWith('does not exist') ? `${p}, or the gateway's login may not use it (${granted})` : `${p}, or the gateway's login may not read it (${granted})`), columns }
+  return { problems: missing.map((p) => `${p}, or the gateway's login may not ${isMissingTable(p) ? 'use' : 'read'} it (${granted})`), columns }
 }
