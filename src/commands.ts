@@ -471,11 +471,8 @@ export function mismatchAdvice (problems: string[]): string | undefined {
  */
 export function newIdsNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
   const notes: string[] = []
-  for (const name of Object.keys(resources) as ResourceName[]) {
-    const mapping = mappings[name]
-    if (mapping.newIds === undefined) continue
-    const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
-    if (storage.writes.includes('insert')) continue
+  for (const { name, mapping, storage } of storagesOf(dialect, mappings, columns)) {
+    if (mapping.newIds === undefined || storage.writes.includes('insert')) continue
     const why = storage.readOnly
       ? `mapping.${name} is "readOnly": true`
       : `'${mapping.table}' is a view without an INSTEAD OF INSERT trigger`
@@ -492,9 +489,7 @@ export function newIdsNotes (dialect: Database['dialect'], mappings: Record<Reso
 export function paddingNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
   if (dialect !== 'sqlite') return []
   const notes: string[] = []
-  for (const name of Object.keys(resources) as ResourceName[]) {
-    const mapping = mappings[name]
-    const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
+  for (const { name, mapping, storage } of storagesOf(dialect, mappings, columns)) {
     for (const s of Object.values(storage.fields)) {
       if (s.info === undefined || s.absent || !s.padded || s.info.maxLength === undefined || s.info.maxLength <= 0) continue
       // only text is padded (a field's own or a value map's codes): a time in digits or a number is written as it is
@@ -518,10 +513,8 @@ export function paddingNotes (dialect: Database['dialect'], mappings: Record<Res
  */
 export function apiDefaultNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
   const notes: string[] = []
-  for (const name of Object.keys(resources) as ResourceName[]) {
-    const mapping = mappings[name]
-    if (mapping.readOnly === true) continue
-    const storage = new ResourceStorage(dialect, resources[name], mapping, columns[name])
+  for (const { name, storage } of storagesOf(dialect, mappings, columns)) {
+    if (storage.readOnly) continue
     for (const s of storage.apiDefaulted()) {
       const value = s.def.default!
       if (s.info === undefined) continue
@@ -779,6 +772,11 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
     }
   }
   return notes
+}
+
+/** Each resource's mapping and its storage (as the repository would build it), for the notes that read the fields. */
+function storagesOf (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Array<{ name: ResourceName, mapping: TableMapping, storage: ResourceStorage }> {
+  return (Object.keys(resources) as ResourceName[]).map((name) => ({ name, mapping: mappings[name], storage: new ResourceStorage(dialect, resources[name], mappings[name], columns[name]) }))
 }
 
 /** Each mapped table with the column its id is mapped to, as the database declares it (undefined: not found). */
