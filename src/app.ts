@@ -570,7 +570,10 @@ export async function buildApp (config: Config, options: BuildOptions): Promise<
     // A query that does not decode is refused as a path that does not is (BAD_URL), on every route,
     // before authentication: kept as sent, '%FF' would be searched for, or taken for a ticket.
     const malformed = (request.query as ParsedQuery)[MALFORMED_QUERY]
-    done(malformed === undefined ? undefined : badRequest(malformedQueryMessage(malformed), 'BAD_QUERY'))
+    if (malformed !== undefined) return done(badRequest(malformedQueryMessage(malformed), 'BAD_QUERY'))
+    // Node keeps the first of two Host headers and drops the other, by which a proxy in front may have
+    // routed the request: HTTP/1.1 answers such a request 400 (RFC 9112 §3.2)
+    done(repeatedHeader(request.raw.rawHeaders, 'host') === undefined ? undefined : badRequest('The request has more than one Host header; send one'))
   })
   // on the routes that read a body only: a GET runs no hook for it, and a path that no route has stays a 404
   app.addHook('onRoute', (route) => {

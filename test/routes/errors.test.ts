@@ -242,6 +242,23 @@ t.test('two Content-Type headers that differ on a route that takes a body: a 400
   t.equal((await raw(ctx, post('TWO-ALIKE', [json, json]))).status, 201, 'the same type twice says one thing')
 })
 
+t.test('two Host headers, on any route: a 400 naming the header, and nothing changes (before: Node kept the first and dropped the other, by which a proxy in front may have routed the request)', async (t) => {
+  const ctx = await build(t)
+  const body = JSON.stringify({ materialNumber: 'TWO-HOSTS', name: 'x' })
+  const requests: Array<[string, string]> = [
+    ['the health check', 'GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n'],
+    ['a list, the same host twice in other case', `GET /api/materials HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${ctx.adminToken}\r\nhost: a\r\nConnection: close\r\n\r\n`],
+    ['a create', `POST /api/materials HTTP/1.1\r\nHost: a\r\nHOST: b\r\nAuthorization: Bearer ${ctx.adminToken}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`]
+  ]
+  for (const [what, request] of requests) {
+    const res = await raw(ctx, request)
+    t.equal(res.status, 400, what)
+    t.same(res.body, { statusCode: 400, code: 'BAD_REQUEST', error: 'Bad Request', message: 'The request has more than one Host header; send one' }, what)
+  }
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials?materialNumber=TWO-HOSTS', headers: ctx.auth(ctx.adminToken) })).json().data, [], 'the create did not happen')
+  t.equal((await raw(ctx, `POST /api/materials HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${ctx.adminToken}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)).status, 201, 'one Host header is as before')
+})
+
 t.test('two If-None-Match or If-Match headers are one list, as HTTP reads them: either may name the version', async (t) => {
   const ctx = await build(t)
   const headers = `Host: x\r\nAuthorization: Bearer ${ctx.adminToken}\r\n`
