@@ -186,7 +186,8 @@ fit best, a column per field by name and type, value maps for code columns (J/N,
 V/K/P/M). It reports the fields it could not match and the NOT NULL columns without a
 default an insert would miss, then prints {"mapping": ...} to paste into the
 configuration file. --json prints only that JSON. It reads, never changes, the database,
-and needs no JWT secret (DATABASE_URL alone will do; a secret given is still checked).`,
+and needs no JWT secret (DATABASE_URL alone will do; a secret given is still checked);
+nor does db init.`,
   user: `Usage: picking-gateway user <add|passwd|disable|enable|list> [name] [options]
 
   user add <name> [--type admin|user|application] [--display-name TEXT] --password-stdin
@@ -199,7 +200,8 @@ The password is read from standard input with --password-stdin (one line; when s
 input is a terminal it prompts for it twice, without echo):
 read -rs PW; printf %s "$PW" | picking-gateway user add alice --password-stdin
 keeps it out of ps and the shell history. Changing the password or disabling a user revokes all of its
-tokens, application tokens included. Works on the database the configuration names.`,
+tokens, application tokens included. Works on the database the configuration names,
+and needs no JWT secret (a secret given is still checked).`,
   'check-config': `Usage: picking-gateway check-config [file]
 
 Validates the configuration (the file given, or PICKING_GATEWAY_CONFIG, plus the
@@ -1059,7 +1061,8 @@ async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
     // nobody can log in after step 4 of "Day one" unless told how to give one a password
     if (!result.adminCreated) for (const note of await passwordNotes(db, mappings, await db.columns(mappings.users))) io.out(`Note: ${note}`)
     return EXIT_OK
-  })
+  // it signs no token: setting up the database needs no JWT secret yet (one given is still checked)
+  }, 'create', false)
 }
 
 /** A password typed at the terminal, without echo, and again to catch a typing error. */
@@ -1146,5 +1149,6 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       : `User '${row.username as string}' ${action}d${action === 'disable' ? '; its tokens are revoked' : ''}.`)
     return EXIT_OK
   // 'user list' only reads: a file the command's user may not write (a copy, a backup, a file in WAL mode owned by the service) is listed all the same
-  }, action === 'list' ? 'read' : 'existing')
+  // a user's password, type or state is kept in the database and signs no token: no JWT secret needed (one given is still checked)
+  }, action === 'list' ? 'read' : 'existing', false)
 }

@@ -39,6 +39,33 @@ function io (env: NodeJS.ProcessEnv, stdin = ''): Io & { stdout: string[], stder
   return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), readStdin: async () => stdin, env }
 }
 
+t.test('db init and the user commands sign no token: they need no JWT secret (before: 78, auth.jwtSecret: missing), and a weak one given is still refused', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const url = `sqlite:${join(dir, 'g.db')}`
+  const init = io({ DATABASE_URL: url, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' })
+  t.equal(await main(['db', 'init'], init), 0, init.stderr.join('\n'))
+  t.match(init.stdout.join('\n'), /Tables ready on sqlite/)
+  const add = io({ DATABASE_URL: url }, 'alice-password-1\n')
+  t.equal(await main(['user', 'add', 'alice', '--password-stdin'], add), 0, add.stderr.join('\n'))
+  const passwd = io({ DATABASE_URL: url }, 'alice-password-2\n')
+  t.equal(await main(['user', 'passwd', 'alice', '--password-stdin'], passwd), 0, passwd.stderr.join('\n'))
+  t.equal(await main(['user', 'disable', 'alice'], io({ DATABASE_URL: url })), 0)
+  t.equal(await main(['user', 'enable', 'alice'], io({ DATABASE_URL: url })), 0)
+  const list = io({ DATABASE_URL: url })
+  t.equal(await main(['user', 'list'], list), 0, list.stderr.join('\n'))
+  t.match(list.stdout.join('\n'), /\talice\tuser\tyes\t/)
+  t.notOk(existsSync(join(dir, 'jwt-secret')), 'no secret file made for it')
+  for (const argv of [['db', 'init'], ['user', 'list']]) {
+    const weak = io({ DATABASE_URL: url, PICKING_GATEWAY_JWT_SECRET: 'changeme' })
+    t.equal(await main(argv, weak), 78, argv.join(' '))
+    t.match(weak.stderr.join(), /PICKING_GATEWAY_JWT_SECRET: expected at least 32 bytes/, argv.join(' '))
+  }
+  // serve signs tokens: it still needs one
+  const serve = io({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'silent' })
+  t.equal(await main(['serve'], serve), 78)
+  t.match(serve.stderr.join(), /auth\.jwtSecret: missing/)
+})
+
 t.test('help, version and usage errors', async (t) => {
   const a = io({})
   t.equal(await main(['--version'], a), 0)
