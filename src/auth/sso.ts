@@ -79,15 +79,21 @@ export function isSsoMarker (passwordHash: unknown): boolean {
   return typeof passwordHash === 'string' && passwordHash.startsWith(SSO_MARKER_PREFIX)
 }
 
-/** A claim by its name, or by a dotted path (Keycloak's realm_access.roles) when no claim has the whole name. */
-function claimAt (claims: JWTPayload, name: string): unknown {
-  if (Object.hasOwn(claims, name)) return claims[name]
-  let value: unknown = claims
-  for (const part of name.split('.')) {
-    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) return undefined
-    value = (value as Record<string, unknown>)[part]
+/**
+ * A claim by its name, or by a dotted path (Keycloak's realm_access.roles) when no claim has the whole
+ * name. A step of the path may hold dots itself: Keycloak's client roles sit under the client id
+ * (resource_access.<client>.roles), and a client id such as gateway.example.com has dots.
+ */
+function claimAt (claims: unknown, name: string): unknown {
+  if (claims === null || typeof claims !== 'object') return undefined
+  if (Object.hasOwn(claims, name)) return (claims as Record<string, unknown>)[name]
+  for (let at = name.indexOf('.'); at !== -1; at = name.indexOf('.', at + 1)) {
+    const head = name.slice(0, at)
+    if (!Object.hasOwn(claims, head)) continue
+    const value = claimAt((claims as Record<string, unknown>)[head], name.slice(at + 1))
+    if (value !== undefined) return value
   }
-  return value
+  return undefined
 }
 
 export interface SsoIdentity {

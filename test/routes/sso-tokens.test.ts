@@ -396,6 +396,15 @@ t.test('a configured username claim and a nested type claim (Keycloak\'s realm_a
   t.ok(users.some((u: { username: string, type: string }) => u.username === 'scanner' && u.type === 'user'))
 })
 
+t.test('Keycloak\'s client roles under a client id with dots (resource_access.gateway.example.com.roles): the path finds them', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { sso: { typeClaim: 'resource_access.gateway.example.com.roles' } })
+  idp.claims.set('scanner', { preferred_username: 'scanner', resource_access: { 'gateway.example.com': { roles: ['gateway-user'] }, account: { roles: ['manage-account'] } } })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('scanner')) })
+  t.equal(res.statusCode, 200, 'the client role maps to its type (before: 403, the token has no such claim)')
+  const users = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=scanner', headers: ctx.auth(ctx.adminToken) })).json().data
+  t.match(users, [{ username: 'scanner', type: 'user', source: 'sso' }])
+})
+
 t.test('the user row: disable, delete and re-creation, type following the claim, what the API refuses', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { revocationCacheMs: 0 })
   const admin = ctx.auth(ctx.adminToken)
