@@ -371,7 +371,14 @@ export class SsoProvider {
     const { typeClaim, typeMap } = this.config
     const raw = claimAt(claims, typeClaim)
     const values = typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw.filter((v): v is string => typeof v === 'string') : []
-    if (values.length === 0) throw forbidden(`The token has no '${typeClaim}' claim: the gateway needs it to choose the user type (auth.sso typeClaim)`)
+    if (values.length === 0) {
+      // Entra ID's group overage: for a person in more groups than a token holds it leaves `groups` out and
+      // names a Graph lookup in _claim_names instead (OpenID Connect's distributed claims), which the gateway does not make
+      const elsewhere = claimAt(claims._claim_names, typeClaim) !== undefined
+      throw forbidden(elsewhere
+        ? `The token has no '${typeClaim}' claim: the provider left it out and points to a lookup elsewhere instead (_claim_names; Entra ID does so for a person in more than 200 groups), which the gateway does not make; map app roles ('roles') instead (auth.sso typeClaim)`
+        : `The token has no '${typeClaim}' claim: the gateway needs it to choose the user type (auth.sso typeClaim)`)
+    }
     let type: UserType | undefined
     for (const value of values) {
       const mapped = Object.hasOwn(typeMap, value) ? typeMap[value] : undefined

@@ -314,6 +314,26 @@ t.test('claims: type mapping, missing claim, username fallbacks, a local account
   t.notOk((await users()).some((u) => u.username.startsWith('admin') && u.username !== 'admin'), 'and no row was made')
 })
 
+t.test('Entra ID\'s group overage (groups left out, _claim_names pointing to Graph): the 403 says so, and no row', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { typeClaim: 'groups', typeMap: { '62e90394-69f5-4237-9190-012177145e10': 'user' } } })
+  const now = Math.floor(Date.now() / 1000)
+  // a v2.0 access token of a person in more than 200 groups, as Entra ID shapes it
+  const token = await idp.sign({
+    iss: idp.issuer, aud: AUDIENCE, sub: 'AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ', oid: '00000000-0000-0000-66f3-3332eca7ea81', tid: '9122040d-6c67-4c5b-b112-36a304b66dad',
+    azp: '6e74172b-be56-4843-9ff4-e66a39bb12e3', scp: 'access_as_user', preferred_username: 'big.groups@contoso.com', name: 'Big Groups', ver: '2.0', iat: now, nbf: now, exp: now + 3600,
+    _claim_names: { groups: 'src1' },
+    _claim_sources: { src1: { endpoint: 'https://graph.windows.net/9122040d-6c67-4c5b-b112-36a304b66dad/users/00000000-0000-0000-66f3-3332eca7ea81/getMemberObjects' } }
+  })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  t.equal(res.statusCode, 403)
+  t.match(res.json(), { code: 'FORBIDDEN', message: /no 'groups' claim: the provider left it out and points to a lookup elsewhere instead \(_claim_names; Entra ID does so for a person in more than 200 groups\).*map app roles \('roles'\) instead/ }, 'the message says why the claim is missing and what to map instead')
+  t.match(logs.join('\n'), /the provider left it out/, 'the log says so too')
+  const users = (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json()
+  t.equal(users.meta.total, 1, 'no row was created')
+  idp.claims.set('erp', { groups: ['62e90394-69f5-4237-9190-012177145e10'], preferred_username: 'erp' })
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.clientCredentials('erp')) })).statusCode, 200, 'a token that carries its groups is mapped as before')
+})
+
 t.test('a user table with columns narrower than the API\'s: a long name is cut to fit, a username that does not fit is a 403 that says so', async (t) => {
   const idp = await startProvider()
   t.teardown(() => idp.close())
