@@ -518,7 +518,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       return row
     } catch (err) {
       // claims that give no type, a username that is taken or too long, the licence: the caller and the log learn why
-      if (err instanceof ApiError && err.statusCode === 403) log.warn({ provider: provider.id, sub: claims.sub, code: err.code }, err.message)
+      if (err instanceof ApiError && err.statusCode === 403) log.warn({ provider: provider.id, sub: provider.subjectOf(claims), code: err.code }, err.message)
       throw err
     }
   }

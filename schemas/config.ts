@@ -86,6 +86,8 @@ export const SsoProviderConfig = Type.Object({
   jwksUri: Type.Optional(Type.String({ minLength: 1 })),
   /** default: what the provider advertises among RS256, PS256, ES256, EdDSA */
   algorithms: Type.Optional(Type.Array(Type.Union(SSO_ALGORITHMS.map((alg) => Type.Literal(alg))), { minItems: 1 })),
+  /** claims tried in order for the identity's key (default sub): Okta's uid, a provider whose access tokens have no sub */
+  subjectClaim: Type.Optional(OneOrMore),
   /** claims tried in order for the username of a new user row */
   usernameClaim: Type.Optional(OneOrMore),
   /** the claim (a string or a list of strings; a dotted path such as realm_access.roles) whose values map to a user type */

@@ -15,6 +15,9 @@ const DEFAULT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA']
 /** Usernames are taken from the first of these claims that a token has. */
 const DEFAULT_USERNAME_CLAIMS = ['preferred_username', 'upn', 'email']
 
+/** An identity is keyed by the first of these claims that a token has. */
+const DEFAULT_SUBJECT_CLAIMS = ['sub']
+
 /** At most this much skew is allowed for `nbf` (the provider's clock against ours). */
 const NBF_SKEW_SECONDS = 60
 
@@ -121,7 +124,7 @@ export interface SsoProviderOptions {
 
 interface KeyParams { jwksUri: URL, algorithms: string[] }
 
-type SsoClaims = JWTPayload & { sub: string }
+type SsoClaims = JWTPayload
 
 type KeyLookup = ReturnType<typeof createLocalJWKSet>
 
@@ -215,7 +218,8 @@ export class SsoProvider {
 
   /**
    * Verifies an access token of this provider: signature by kid (asymmetric algorithms only), iss,
-   * aud, exp (required, no skew), nbf (at most 60 s skew), sub, and that it is no ID token. Throws SsoError.
+   * aud, exp (required, no skew), nbf (at most 60 s skew), a subject (subjectClaim, default sub), and
+   * that it is no ID token. Throws SsoError.
    * With `idTokenOf`, the ID token of a browser login instead (its aud the gateway's client id), with
    * the same keys and rules (several keys under its kid, keys given as certificates, a key set that
    * cannot be fetched: unavailable), which openid-client's own key cache did not apply. Never remembered:
@@ -237,7 +241,7 @@ export class SsoProvider {
       audience: idTokenOf?.clientId ?? this.config.audience,
       algorithms,
       clockTolerance: NBF_SKEW_SECONDS,
-      requiredClaims: ['exp', 'sub']
+      requiredClaims: ['exp']
     }
     const check = async (): Promise<JWTPayload> => {
       try {
@@ -283,7 +287,7 @@ export class SsoProvider {
     }
     // jose's clockTolerance also stretches exp: the skew is for nbf only.
     if ((payload.exp as number) <= Math.floor(Date.now() / 1000)) throw new SsoError('the token has expired', { expired: true })
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw new SsoError('the token has no sub')
+    if (this.subjectOf(payload) === undefined) throw new SsoError(`the token has none of the claims ${this.subjectClaims.map((n) => `'${n}'`).join(', ')} that name its subject (auth.sso subjectClaim)`)
     if (typeof payload.iat === 'number' && payload.iat > Math.floor(Date.now() / 1000) + NBF_SKEW_SECONDS) throw new SsoError('the token was issued in the future (iat)')
     const claims = payload as SsoClaims
     if (idTokenOf !== undefined) return claims
@@ -366,8 +370,24 @@ export class SsoProvider {
     await this.keysPending
   }
 
+  private get subjectClaims (): string[] {
+    return this.config.subjectClaim === undefined ? DEFAULT_SUBJECT_CLAIMS : [this.config.subjectClaim].flat()
+  }
+
+  /**
+   * What keys the identity at this provider: the first of subjectClaim (default sub) that the token has
+   * as text. Not always sub: Okta's access tokens carry the user's login there (which can change, and is
+   * not the ID token's sub, the user id they carry as uid).
+   */
+  subjectOf (claims: JWTPayload): string | undefined {
+    return this.subjectClaims.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v !== '')
+  }
+
   /** What the claims say about the user row: identity, type (403 FORBIDDEN naming the claim when none), username. */
-  identity (claims: JWTPayload & { sub: string }): SsoIdentity {
+  identity (claims: JWTPayload): SsoIdentity {
+    const subject = this.subjectOf(claims)
+    // verify() refused a token without one
+    if (subject === undefined) throw forbidden('The token names no subject (auth.sso subjectClaim)')
     const { typeClaim, typeMap } = this.config
     const raw = claimAt(claims, typeClaim)
     const values = typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw.filter((v): v is string => typeof v === 'string') : []
@@ -390,7 +410,7 @@ export class SsoProvider {
     // its length is the user table's column's to judge: the rows cut it to fit (users.ts)
     const name = typeof claims.name === 'string' ? claims.name : null
     return {
-      marker: ssoMarker(this.id, claims.sub),
+      marker: ssoMarker(this.id, subject),
       type,
       username: found === undefined ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` } : { name: storedUsername(found) },
       displayName: name,

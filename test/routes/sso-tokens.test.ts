@@ -425,6 +425,28 @@ t.test('Keycloak\'s client roles under a client id with dots (resource_access.ga
   t.match(users, [{ username: 'scanner', type: 'user', source: 'sso' }])
 })
 
+t.test('subjectClaim: Okta\'s access tokens keyed by uid (their sub is the login, which can change), a client\'s by sub; a token with none of the claims is a 401', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { subjectClaim: ['uid', 'sub'], usernameClaim: ['sub'], typeClaim: 'groups', typeMap: { 'Gateway Users': 'user', 'Gateway Apps': 'application' } } })
+  const now = Math.floor(Date.now() / 1000)
+  const call = async (token: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  const users = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?source=sso', headers: ctx.auth(ctx.adminToken) })).json().data as Array<{ id: number, username: string, type: string }>
+  // an Okta custom authorization server's access token for a person, as Okta shapes it
+  const okta = { ver: 1, jti: 'AT.0mP4JKAZX1iACIT4vbEDF7LpvDVjxypPMf0D7uX39RE', iss: idp.issuer, aud: AUDIENCE, cid: '0oa1qhy8ji0Xx4F0v5d7', uid: '00u1tosfeeIzj3fjK5d7', scp: ['openid', 'gateway'], auth_time: now - 60, groups: ['Everyone', 'Gateway Users'] }
+  t.equal((await call(await idp.sign({ ...okta, sub: 'jane@example.com', iat: now - 10, exp: now + 3600 }))).statusCode, 200)
+  t.match(await users(), [{ username: 'jane@example.com', type: 'user' }])
+  // her login renamed at Okta: a new sub, the same uid
+  t.equal((await call(await idp.sign({ ...okta, sub: 'jane.doe@example.com', iat: now, exp: now + 3600 }))).statusCode, 200, 'the renamed login is the same identity')
+  t.equal((await users()).length, 1, 'no second row')
+  // a client-credentials token: no uid, sub is the client id
+  idp.claims.set('erp', { groups: ['Gateway Apps'] })
+  t.equal((await call(await idp.clientCredentials('erp'))).statusCode, 200, 'a client, keyed by its sub')
+  t.match((await users()).map((u) => [u.username, u.type]).sort(), [['erp', 'application'], ['jane@example.com', 'user']])
+
+  const nameless = await call(await idp.sign({ ...okta, uid: undefined, sub: undefined, iat: now, exp: now + 3600 }))
+  t.same(nameless.json(), INVALID, 'none of the subject claims: 401')
+  t.match(logs.join('\n'), /the token has none of the claims 'uid', 'sub' that name its subject \(auth\.sso subjectClaim\)/, 'the log names the claims')
+})
+
 t.test('the user row: disable, delete and re-creation, type following the claim, what the API refuses', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { revocationCacheMs: 0 })
   const admin = ctx.auth(ctx.adminToken)
