@@ -80,6 +80,8 @@ export const SsoProviderConfig = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9][a-z0-9-]*$' }),
   /** exactly as the tokens' `iss` claim says; https, or http on loopback (tests) */
   issuer: Type.String({ minLength: 1 }),
+  /** the access tokens' `iss` where it is not the issuer's (AD FS: http://<host>/adfs/services/trust, its access_token_issuer) */
+  accessTokenIssuer: Type.Optional(Type.String({ minLength: 1 })),
   /** the `aud` the provider puts into access tokens for the gateway (one of these) */
   audience: OneOrMore,
   /** else discovered from <issuer>/.well-known/openid-configuration */

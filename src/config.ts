@@ -441,21 +441,24 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
       if (ids.has(provider.id)) problems.push(`${key}.id: '${provider.id}' appears twice`)
       ids.add(provider.id)
     }
-    if (typeof provider.issuer === 'string') {
-      if (issuers.has(provider.issuer)) problems.push(`${key}.issuer: ${JSON.stringify(provider.issuer)} appears twice; one entry per provider`)
-      issuers.add(provider.issuer)
+    for (const field of ['issuer', 'accessTokenIssuer'] as const) {
+      const value = provider[field]
+      if (typeof value !== 'string') continue
+      if (issuers.has(value)) problems.push(`${key}.${field}: ${JSON.stringify(value)} appears twice; one entry per provider`)
+      issuers.add(value)
     }
-    for (const field of ['issuer', 'jwksUri'] as const) {
+    for (const field of ['issuer', 'accessTokenIssuer', 'jwksUri'] as const) {
       const value = provider[field]
       if (typeof value !== 'string') continue
       const url = parseUrl(value)
-      // Nothing is fetched from an issuer with a jwksUri and no browser login: it is only compared with
-      // the tokens' iss, which ADFS writes into its access tokens as http://<host>/adfs/services/trust.
-      const fetched = field === 'jwksUri' || provider.jwksUri === undefined || provider.clientId !== undefined
+      // Nothing is fetched from an issuer with a jwksUri and no browser login, nor from an accessTokenIssuer:
+      // they are only compared with the tokens' iss, which ADFS writes into its access tokens as
+      // http://<host>/adfs/services/trust.
+      const fetched = field === 'jwksUri' || (field === 'issuer' && (provider.jwksUri === undefined || provider.clientId !== undefined))
       if (url === undefined || url.search !== '' || url.hash !== '') {
         problems.push(`${key}.${field}: expected an absolute URL without query or fragment, got ${JSON.stringify(value)}`)
       } else if (fetched && !isHttpsOrLoopback(url)) {
-        problems.push(`${key}.${field}: expected https:// (plain http only on loopback, for tests${field === 'issuer' ? '; or with a jwksUri and no browser login, where the issuer is only compared with the tokens\' iss' : ''}), got ${JSON.stringify(value)}`)
+        problems.push(`${key}.${field}: expected https:// (plain http only on loopback, for tests${field === 'issuer' ? '; or with a jwksUri and no browser login, where the issuer is only compared with the tokens\' iss; or, where only the access tokens name it (AD FS), as accessTokenIssuer beside the https issuer' : ''}), got ${JSON.stringify(value)}`)
       }
     }
     const browser = [provider.clientId, provider.redirectUri].filter((v) => v !== undefined).length

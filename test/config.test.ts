@@ -244,6 +244,10 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, issuer: 'http://127.0.0.1:8080/realms/test', jwksUri: 'http://[::1]:8080/keys' }] } }).auth.sso?.[0].jwksUri, 'http://[::1]:8080/keys', 'http on loopback')
   const adfs = { ...provider, id: 'adfs', issuer: 'http://adfs.example.com/adfs/services/trust', jwksUri: 'https://adfs.example.com/adfs/discovery/keys' }
   t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [adfs] } }).auth.sso?.[0].issuer, adfs.issuer, 'an http issuer only compared with the tokens\' iss (ADFS access tokens), its keys from an https jwksUri')
+  const adfsWeb = { ...provider, id: 'adfs', issuer: 'https://adfs.example.com/adfs', accessTokenIssuer: 'http://adfs.example.com/adfs/services/trust', clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/adfs/callback' }
+  t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [adfsWeb] } }).auth.sso?.[0].accessTokenIssuer, adfsWeb.accessTokenIssuer, 'an http accessTokenIssuer beside an https issuer with a browser login: only compared, never fetched')
+  const issuers = problemsOf(() => validateConfig({ ...base, auth: { ...base.auth, sso: [adfsWeb, { ...provider, issuer: adfsWeb.accessTokenIssuer, jwksUri: 'https://adfs.example.com/adfs/discovery/keys' }, { ...provider, id: 'bad', issuer: 'https://idp.example.com/x', accessTokenIssuer: 'not a url' }] } }))
+  t.same(issuers, ['auth.sso.1.issuer: "http://adfs.example.com/adfs/services/trust" appears twice; one entry per provider', 'auth.sso.2.accessTokenIssuer: expected an absolute URL without query or fragment, got "not a url"'], 'an access-token issuer is one of the entry\'s issuers: no other entry may have it, and it is a URL')
 
   const problems = problemsOf(() => validateConfig({
     ...base,
@@ -264,6 +268,7 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   t.match(text, /auth\.sso\.0\.issuer: .*or with a jwksUri and no browser login, where the issuer is only compared with the tokens' iss/, 'the way out for an issuer that is only compared')
   t.match(text, /auth\.sso\.5\.jwksUri: expected https:\/\//)
   t.match(text, /auth\.sso\.5\.issuer: expected https:\/\//, 'a browser login fetches the discovery document from the issuer')
+  t.match(text, /auth\.sso\.5\.issuer: .*as accessTokenIssuer beside the https issuer/, 'and how AD FS has both')
   t.match(text, /auth\.sso\.0\.algorithms\.0/, 'HS256 is not an identity-provider algorithm')
   t.match(text, /auth\.sso\.1\.issuer: expected an absolute URL/)
   t.match(text, /auth\.sso\.1\.typeMap\.x/)

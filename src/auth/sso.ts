@@ -237,7 +237,8 @@ export class SsoProvider {
     /** the key set the token's key came from */
     const used: { keys?: KeyLookup } = {}
     const options: JWTVerifyOptions = {
-      issuer: this.config.issuer,
+      // AD FS signs its access tokens as another issuer than its discovery document's and ID tokens'
+      issuer: idTokenOf === undefined ? this.config.accessTokenIssuer ?? this.config.issuer : this.config.issuer,
       audience: idTokenOf?.clientId ?? this.config.audience,
       algorithms,
       clockTolerance: NBF_SKEW_SECONDS,
@@ -428,6 +429,7 @@ export class SsoProviders {
     for (const config of configs) {
       const provider = new SsoProvider(config, options)
       this.byIssuer.set(config.issuer, provider)
+      if (config.accessTokenIssuer !== undefined) this.byIssuer.set(config.accessTokenIssuer, provider)
       this.byId.set(config.id, provider)
     }
   }

@@ -21,7 +21,7 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } }, users?: TableMappingConfig, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+async function setup (t: Test, options: { accessTokenIssuer?: string, licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } }, users?: TableMappingConfig, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
   const redirectUri = options.redirectUri ?? REDIRECT
   const idp = await startProvider({ redirectUri })
   t.teardown(() => idp.close())
@@ -29,7 +29,7 @@ async function setup (t: Test, options: { licence?: number, stateTtlMs?: number,
   const ctx = await build(t, {
     auth: {
       sso: [
-        { id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri },
+        { id: 'warehouse', issuer: idp.issuer, ...(options.accessTokenIssuer !== undefined && { accessTokenIssuer: options.accessTokenIssuer }), audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri },
         { id: 'tokens-only', issuer: `${idp.issuer}-other`, audience: AUDIENCE, typeMap: TYPE_MAP }
       ],
       revocationCacheMs: options.revocationCacheMs ?? 0
@@ -382,6 +382,24 @@ t.test('browser login: claims, licence and disabled users as for tokens', async 
   const disabled = await login('bob')
   t.equal(disabled.statusCode, 403, 'not "Invalid username or password": the person typed none')
   t.same(disabled.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The gateway account 'bob' is disabled; an administrator can enable it again" })
+})
+
+t.test('AD FS: access tokens of another issuer than the discovery document\'s and the ID tokens\' (accessTokenIssuer), with the browser login in the same entry', async (t) => {
+  // AD FS: discovery and ID tokens at https://<host>/adfs, access tokens signed as http://<host>/adfs/services/trust
+  const accessTokenIssuer = 'http://adfs.example.com/adfs/services/trust'
+  const { idp, ctx } = await setup(t, { accessTokenIssuer })
+  idp.loginAs = 'alice'
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const done = await finish(ctx, await start(ctx, idp))
+  t.equal(done.statusCode, 200, 'the browser login: its ID token is the issuer\'s')
+  const row = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=alice', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  const now = Math.floor(Date.now() / 1000)
+  const access = { aud: AUDIENCE, sub: 'alice', appid: 'erp', scp: 'openid', roles: ['gateway-user'], iat: now, nbf: now, exp: now + 300, ver: '1.0' }
+  const call = async (token: string) => await ctx.app.inject({ method: 'GET', url: '/api/users/' + String(row.id), headers: { authorization: `Bearer ${token}` } })
+  const own = await call(await idp.sign({ ...access, iss: accessTokenIssuer }))
+  t.equal(own.statusCode, 200, 'an access token of the access tokens\' issuer')
+  t.equal(own.json().id, row.id, 'the same identity as the browser login')
+  t.match((await call(await idp.sign({ ...access, iss: idp.issuer }))).json(), { statusCode: 401, code: 'TOKEN_INVALID' }, 'an access token of the other issuer: 401')
 })
 
 t.test('a browser login of a row disabled on another instance a moment before is the 403, not a 200 with tokens of the copy cached here', async (t) => {
