@@ -291,8 +291,9 @@ function processesIn (dir: string): number[] {
 }
 
 // SIGHUP: npm passes on only SIGTERM and SIGINT and dies of a SIGHUP sent to it alone (kill -HUP <npm>); prestart's build
-// then watches npm itself, as the gateway does (before: the compiler ran on alone for some 20 s and wrote dist/)
-for (const [command, signal] of [[['start', '--silent'], 'SIGTERM'], [['run', 'build', '--silent'], 'SIGTERM'], [['run', 'bench', '--silent'], 'SIGTERM'], [['start', '--silent'], 'SIGHUP']] as Array<[string[], NodeJS.Signals]>) {
+// then watches npm itself, as the gateway does (before: the compiler ran on alone for some 20 s and wrote dist/), and so do
+// build's and prebench's (before: they exec'd the compiler, which a SIGHUP to npm left building on alone, parent 1)
+for (const [command, signal] of [[['start', '--silent'], 'SIGTERM'], [['run', 'build', '--silent'], 'SIGTERM'], [['run', 'bench', '--silent'], 'SIGTERM'], [['start', '--silent'], 'SIGHUP'], [['run', 'build', '--silent'], 'SIGHUP'], [['run', 'bench', '--silent'], 'SIGHUP']] as Array<[string[], NodeJS.Signals]>) {
 t.test(`${signal} to npm ${command.slice(0, -1).join(' ')} while it compiles: the compiler ends too, nothing builds on in the background`, { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
   // a copy of the sources, so that the build it starts and stops writes nowhere near the dist/ other tests run
   const dir = realpathSync(tempDir(t, 'pg-prestart-'))
