@@ -19,7 +19,7 @@ import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, isMissingTable, resources, stationInUse, type ResourceName } from './db/resources.js'
 import { Repository, type Id } from './db/repository.js'
 import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
-import { StoppedError, type Stop } from './lifecycle.js'
+import { EXIT_IOERR, StoppedError, type Stop } from './lifecycle.js'
 import { countLicensed, toUser, UserService } from './users.js'
 import { SSO_MARKER_PREFIX } from './auth/sso.js'
 import { PASSWORD_LENGTH, USERNAME_RULE, VISIBLE_USERNAME_RE, type UserType } from '../schemas/users.js'
@@ -52,6 +52,8 @@ export interface Io {
   /** standard input is a terminal: --password-stdin reads a line from it without echo (readHidden) */
   terminal?: { readHidden (prompt: string): Promise<string> }
   env: NodeJS.ProcessEnv
+  /** once what `out` wrote has gone out: why standard output took none of it or not all (EPIPE, ENOSPC), else undefined */
+  outputFailure?: () => Promise<string | undefined>
 }
 
 /** What readHidden needs of standard input: a terminal's stream (process.stdin). */
@@ -129,7 +131,14 @@ export const processIo: Io = {
     return Buffer.concat(chunks).toString('utf8')
   },
   terminal: process.stdin.isTTY ? { readHidden: async (prompt) => await readHidden(process.stdin, process.stderr, prompt) } : undefined,
-  env: process.env
+  env: process.env,
+  outputFailure: async () => await new Promise((resolve) => {
+    // a stream that failed is destroyed: later writes fail alike, its first error says why
+    process.stdout.write('', (err) => {
+      const failed = (process.stdout.errored ?? err) as NodeJS.ErrnoException | null | undefined
+      resolve(failed == null ? undefined : failed.code ?? failed.message)
+    })
+  })
 }
 
 export const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version
@@ -1060,6 +1069,14 @@ async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
     // the picking system's own user table: its rows may hold no password the gateway checks, and then
     // nobody can log in after step 4 of "Day one" unless told how to give one a password
     if (!result.adminCreated) for (const note of await passwordNotes(db, mappings, await db.columns(mappings.users))) io.out(`Note: ${note}`)
+    // the generated password is shown only on standard output, once: a reader gone or a full disk (`db init | head`,
+    // `> init.log`) lost it, and the next db init finds the user table not empty. Say so, and how to set one.
+    const failed = result.adminCreated && io.env.PICKING_GATEWAY_ADMIN_PASSWORD === undefined ? await io.outputFailure?.() : undefined
+    if (failed !== undefined) {
+      io.err(`picking-gateway: standard output failed (${failed}): user "admin" was created, but its generated password could not be shown; ` +
+        'set one: read -rs PW; printf %s "$PW" | picking-gateway user passwd admin --password-stdin')
+      return EXIT_IOERR
+    }
     return EXIT_OK
   // it signs no token: setting up the database needs no JWT secret yet (one given is still checked)
   }, 'create', false)

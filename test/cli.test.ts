@@ -1101,6 +1101,25 @@ t.test('a one-shot command whose standard output fails (a full disk, a reader go
   }
 })
 
+t.test('db init whose standard output fails after it created admin with a generated password: exit 74 saying admin exists and how to set its password', { skip: existsSync('/dev/full') ? false : 'needs /dev/full' }, async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }
+  delete env.PICKING_GATEWAY_ADMIN_PASSWORD
+  const cli = [...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts')]
+  // `db init > init.log` on a full disk: the password, shown only this once, went nowhere
+  const full = spawnSync(process.execPath, [...cli, 'db', 'init'], { env, stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], encoding: 'utf8', timeout: 60000 })
+  t.equal(full.status, 74)
+  // before: only "the output is incomplete", and the next db init said "The user table is not empty: no admin created."
+  t.match(full.stderr, 'picking-gateway: standard output failed (ENOSPC): user "admin" was created, but its generated password could not be shown; ' +
+    'set one: read -rs PW; printf %s "$PW" | picking-gateway user passwd admin --password-stdin')
+  const again = io(env)
+  t.equal(await main(['db', 'init'], again), 0, 'admin is there')
+  t.match(again.stdout.join('\n'), 'no admin created')
+  // the advice works
+  const passwd = io(env, 'the-new-admin-pass')
+  t.equal(await main(['user', 'passwd', 'admin', '--password-stdin'], passwd), 0, passwd.stderr.join('\n'))
+})
+
 t.test("check-config's note on the database server's clock (SQL Server; SQLite has none of its own)", async (t) => {
   const at = Date.parse('2026-11-27T06:00:00.000Z')
   const server = (offsetMs: number) => ({ clock: async () => at + offsetMs })
