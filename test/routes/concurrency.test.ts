@@ -39,10 +39,10 @@ interface Instances {
   call: (app: App, method: string, url: string, payload?: unknown, headers?: Record<string, string>) => Promise<Answer>
 }
 
-/** Notes an answer that is a 500, or another 5xx than a 503 DATABASE_UNAVAILABLE with Retry-After. */
+/** Notes an answer that is a 500, or another 5xx than a 503 DATABASE_UNAVAILABLE (or OVERLOADED) with Retry-After. */
 function checked (faults: string[], method: string, url: string, answer: Answer): Answer {
   if (answer.status >= 500) {
-    const explained = answer.status === 503 && answer.headers['retry-after'] !== undefined && /"code":"DATABASE_UNAVAILABLE"/.test(answer.body)
+    const explained = answer.status === 503 && answer.headers['retry-after'] !== undefined && /"code":"(?:DATABASE_UNAVAILABLE|OVERLOADED)"/.test(answer.body)
     if (!explained) faults.push(`${method} ${url}: ${answer.status} ${answer.body}`)
   }
   return answer
@@ -411,7 +411,8 @@ t.test('two gateway processes (node dist/src/cli.js serve) and the picking syste
   const dir = tempDir(t, 'pg-concurrency-')
   const config = join(dir, 'config.json')
   writeFileSync(config, JSON.stringify({
-    server: { port: 0, maxEventLoopDelayMs: 0 },
+    // the production overload guard: its 503 OVERLOADED carries Retry-After too ("Health, overload, shutdown and timeouts")
+    server: { port: 0 },
     database: { url: `sqlite:${join(dir, 'picking.db')}` },
     auth: { jwtSecret: 'concurrency-test-secret-0123456789abcdef', argon2: TEST_ARGON2 },
     hardware: { enabled: false, controllers: [] },
