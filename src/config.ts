@@ -2,7 +2,7 @@
 import { randomBytes, X509Certificate } from 'node:crypto'
 import { isIP } from 'node:net'
 import { createSecureContext } from 'node:tls'
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { domainToASCII, fileURLToPath } from 'node:url'
 import proxyAddr from '@fastify/proxy-addr'
@@ -627,7 +627,20 @@ function demoSecret (dataDir: string): string {
   // creates it (and its -wal and -shm files) as the umask says, readable by everyone with the usual 022
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const secret = randomBytes(48).toString('base64url')
-  writeFileSync(path, secret + '\n', { mode: 0o600 })
-  chmodSync(path, 0o600)
+  // Written whole beside it, then linked into place, which fails when the file is there: a second
+  // instance started on the same data directory at the same moment overwrote the first one's secret
+  // after the first had read it, and each then refused the other's tokens until a restart.
+  const own = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`
+  try {
+    writeFileSync(own, secret + '\n', { mode: 0o600, flag: 'wx' })
+    chmodSync(own, 0o600)
+    linkSync(own, path)
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'EEXIST') throw err
+    // the other instance's, written whole before it was linked: both sign with it
+    return readFileSync(path, 'utf8').trim()
+  } finally {
+    rmSync(own, { force: true })
+  }
   return secret
 }
