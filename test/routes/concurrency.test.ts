@@ -49,11 +49,11 @@ function checked (faults: string[], method: string, url: string, answer: Answer)
 }
 
 /** Instance A (the test context's) and instance B (its own connection to the same file), the demo data in it. */
-async function instances (t: Test): Promise<Instances> {
-  const ctx = await build(t)
+async function instances (t: Test, busyTimeoutMs?: number): Promise<Instances> {
+  const ctx = await build(t, {}, undefined, { busyTimeoutMs })
   await seedDemoData(ctx.db, mappingsOf(ctx.config))
   const file = sqlitePath(ctx.config.database.url)!
-  const second = await buildApp(ctx.config, { db: openDatabase(ctx.config.database.url, { create: false, logger: { info () {}, warn () {}, error () {} } }) })
+  const second = await buildApp(ctx.config, { db: openDatabase(ctx.config.database.url, { create: false, busyTimeoutMs, logger: { info () {}, warn () {}, error () {} } }) })
   await second.ready()
   t.teardown(() => second.close())
   const faults: string[] = []
@@ -134,6 +134,31 @@ t.test('concurrent creates of one station address, and of one username in two sp
   const users = await call(apps[0], 'GET', '/api/users?count=true&limit=100')
   t.equal(users.json().meta.total, 6, 'admin and five clerks')
   t.same(faults, [])
+})
+
+t.test('the picking system holding the lock longer than the wait: every write on both instances is a 503 with Retry-After and changes nothing; reads go on', { skip: !ON_SQLITE && 'two SQLite connections to one file' }, async (t) => {
+  const { apps, call, faults, file } = await instances(t, 300)
+  const writer = directWriter(file)
+  t.teardown(() => writer.close())
+  const before = writer.db.prepare('SELECT * FROM materials ORDER BY id').all()
+  const held = writer.transaction(() => writer.db.prepare('UPDATE materials SET stock_quantity = stock_quantity WHERE id = 1').run(), 1000)
+  const answers = await Promise.all(apps.flatMap((app, i) => [
+    call(app, 'POST', '/api/materials', { materialNumber: `HELD-${i}`, name: 'Held' }),
+    call(app, 'POST', `/api/materials/${2 + i}`, { description: 'held' }),
+    call(app, 'DELETE', `/api/materials/${4 + i}`)
+  ]))
+  const read = await call(apps[1], 'GET', '/api/materials/4')
+  await held
+  for (const a of answers) {
+    t.equal(a.status, 503, a.body)
+    t.equal(a.headers['retry-after'], '5')
+    t.match(a.json(), { code: 'DATABASE_UNAVAILABLE', message: 'The database is busy' })
+  }
+  t.equal(read.status, 200, 'a read during the lock is answered')
+  t.same(writer.db.prepare('SELECT * FROM materials ORDER BY id').all(), before, 'nothing changed')
+  t.same(faults, [], 'the 503s are the explained kind')
+  // sent again once the lock is gone, each succeeds: the 503 said it was safe to
+  t.same((await Promise.all(apps.map((app, i) => call(app, 'POST', '/api/materials', { materialNumber: `HELD-${i}`, name: 'Held' })))).map((a) => a.status), [201, 201])
 })
 
 interface Written { id: number, modifiedAt: string, description?: string, at: number }
