@@ -161,7 +161,8 @@ t.test('the picking system holding the lock longer than the wait: every write on
   t.same((await Promise.all(apps.map((app, i) => call(app, 'POST', '/api/materials', { materialNumber: `HELD-${i}`, name: 'Held' })))).map((a) => a.status), [201, 201])
 })
 
-interface Written { id: number, modifiedAt: string, description?: string, at: number }
+/** a write answered with a 2xx (or committed by the picking system): sent at `began`, answered at `at`, stamped `modifiedAt` as the API shows it */
+interface Written { id: number, modifiedAt: string, description?: string, began: number, at: number }
 
 /** a stamp as the API shows it: the picking system's 'YYYY-MM-DD HH:MM:SS' (CURRENT_TIMESTAMP) is UTC */
 const shownTime = (stored: string): string => new Date(stored.includes('T') ? stored : `${stored.replace(' ', 'T')}Z`).toISOString()
@@ -210,7 +211,7 @@ async function workload (t: Test, targets: Target[], file: string, faults: strin
           stock.set(row.id, row.stockQuantity)
           created.set(row.id, number)
           live.add(row.id)
-          gatewayWrites.push({ id: row.id, modifiedAt: row.modifiedAt, description: row.description ?? undefined, at: Date.now() })
+          gatewayWrites.push({ id: row.id, modifiedAt: row.modifiedAt, description: row.description ?? undefined, began, at: Date.now() })
         } else if (a.status !== 409 && a.status !== 503) t.fail(`create: ${a.status} ${a.body}`)
       } else if (op < 0.65) {
         const id = row()
@@ -224,11 +225,12 @@ async function workload (t: Test, targets: Target[], file: string, faults: strin
           await delay(Math.floor(rnd() * 20))
         }
         const description = `c${n}-${i}`
+        const began = Date.now()
         const a = await target('POST', `/api/materials/${id}`, { description }, etag === undefined ? {} : { 'if-match': etag })
         count(a)
         if (a.status === 200) {
           t.equal(a.json().description, description)
-          gatewayWrites.push({ id, modifiedAt: a.json().modifiedAt, description, at: Date.now() })
+          gatewayWrites.push({ id, modifiedAt: a.json().modifiedAt, description, began, at: Date.now() })
         } else if (a.status !== 404 && a.status !== 412 && a.status !== 503) t.fail(`update: ${a.status} ${a.body}`)
       } else if (op < 0.72) {
         const id = row()
@@ -277,7 +279,7 @@ async function workload (t: Test, targets: Target[], file: string, faults: strin
   }
 
   /** the picking system: stock postings that stamp the time (two formats), some that do not, inserts, and locks held a while */
-  const direct: Array<{ id: number, at: number }> = []
+  const direct: Written[] = []
   const pickingSystem = async () => {
     const rnd = random(7)
     const posts = writer.db.prepare('UPDATE materials SET stock_quantity = stock_quantity + 1, modified_at = ? WHERE id = ?')
@@ -289,25 +291,28 @@ async function workload (t: Test, targets: Target[], file: string, faults: strin
       const ids = [...live]
       const id = ids[Math.floor(rnd() * ids.length)]
       const began = Date.now()
-      const inserted = await writer.transaction(() => {
-        const stamp = rnd() < 0.5 ? new Date().toISOString() : new Date().toISOString().slice(0, 19).replace('T', ' ')
+      let stamp = ''
+      const { posted, inserted } = await writer.transaction((): { posted?: number, inserted?: number } => {
+        stamp = rnd() < 0.5 ? new Date().toISOString() : new Date().toISOString().slice(0, 19).replace('T', ' ')
         if (op < 0.5) {
           if (posts.run(stamp, id).changes === 1) {
-            direct.push({ id, at: Date.now() })
             stock.set(id, (stock.get(id) ?? 0) + 1)
+            return { posted: id }
           }
         } else if (op < 0.8) {
           if (silent.run(id).changes === 1) stock.set(id, (stock.get(id) ?? 0) + 1)
         } else {
-          return Number(insert.run(`PS-${k++}`, 'Posted by the picking system', stamp, stamp).lastInsertRowid)
+          return { inserted: Number(insert.run(`PS-${k++}`, 'Posted by the picking system', stamp, stamp).lastInsertRowid) }
         }
-        return undefined
+        return {}
       }, rnd() < 0.2 ? 20 + Math.floor(rnd() * 100) : 0)
+      // the times a client could know: committed now
+      if (posted !== undefined) direct.push({ id: posted, modifiedAt: shownTime(stamp), began, at: Date.now() })
       if (inserted !== undefined) {
         // committed: from now on every walk must find it
         live.add(inserted)
         stock.set(inserted, 0)
-        direct.push({ id: inserted, at: Date.now() })
+        direct.push({ id: inserted, modifiedAt: shownTime(stamp), began, at: Date.now() })
         mark(began, inserted)
       }
       await delay(2)
@@ -316,11 +321,15 @@ async function workload (t: Test, targets: Target[], file: string, faults: strin
 
   /** an ERP's incremental sync: each run follows meta.next and keeps the first page's serverTime */
   const synced = new Map<number, Set<string>>()
+  /** each complete run: the since it was given, the serverTime it kept, when it sent its first page, what it saw */
+  const log: Array<{ since: string | undefined, serverTime: string | undefined, sent: number, seen: Map<number, string> }> = []
   let runs = 0
   const syncRun = async (since: string | undefined, first: number): Promise<string | undefined> => {
     let next: string | undefined = `/api/materials?sort=modifiedAt&limit=200${since === undefined ? '' : `&modifiedSince=${since}`}`
     let serverTime: string | undefined
     let pages = 0
+    const sent = Date.now()
+    const seen = new Map<number, string>()
     while (next !== undefined && pages++ < 100) {
       const page = await targets[(first + pages) % targets.length]('GET', next)
       // a failed request ends the run and keeps its since
@@ -329,11 +338,16 @@ async function workload (t: Test, targets: Target[], file: string, faults: strin
       for (const { id, modifiedAt } of page.json().data as Array<{ id: number, modifiedAt: string | null }>) {
         let times = synced.get(id)
         if (times === undefined) synced.set(id, times = new Set())
-        if (modifiedAt !== null) times.add(modifiedAt)
+        if (modifiedAt !== null) {
+          times.add(modifiedAt)
+          // the newest the run saw (a row changed during the run comes again, later)
+          if (!(seen.get(id)! >= modifiedAt)) seen.set(id, modifiedAt)
+        }
       }
       next = page.json().meta.next ?? undefined
     }
     runs++
+    log.push({ since, serverTime, sent, seen })
     return serverTime
   }
   const erp = async () => {
@@ -412,6 +426,19 @@ async function workload (t: Test, targets: Target[], file: string, faults: strin
 
   const hidden = notModified.flatMap(({ answered, sent }) => creates.filter((c) => c.began > answered && c.done < sent && !deleted.has(c.id) && final.has(c.id)).map((c) => c.id))
   t.same(hidden, [], 'no 304 hid a material created before the poll')
+
+  // a run given the serverTime of the run before sees every change made after that run's first request was sent
+  // and answered before this run began, as that change or a later one (rows ever deleted aside)
+  const unseen: string[] = []
+  for (let j = 1; j < log.length; j++) {
+    const [before, run] = [log[j - 1], log[j]]
+    if (run.since === undefined || run.since !== before.serverTime) continue
+    for (const w of [...gatewayWrites, ...direct]) {
+      if (w.began <= before.sent || w.at >= run.sent || deleted.has(w.id)) continue
+      if (!(run.seen.get(w.id)! >= w.modifiedAt)) unseen.push(`${w.id} stamped ${w.modifiedAt}: not in the run with modifiedSince=${run.since} (saw ${run.seen.get(w.id)})`)
+    }
+  }
+  t.same(unseen, [], 'each sync run sees every change made since the run before began')
 
   // every row changed or created with a stamp during the test was synced in its final state
   const missed: string[] = []
