@@ -634,7 +634,14 @@ function demoSecret (dataDir: string): string {
   try {
     writeFileSync(own, secret + '\n', { mode: 0o600, flag: 'wx' })
     chmodSync(own, 0o600)
-    linkSync(own, path)
+    try {
+      linkSync(own, path)
+    } catch (err) {
+      // a file system without hard links (a FAT or network mount): created there only if it is not yet, as before
+      if (!['EPERM', 'ENOTSUP', 'ENOSYS', 'EOPNOTSUPP'].includes((err as { code?: string }).code ?? '')) throw err
+      writeFileSync(path, secret + '\n', { mode: 0o600, flag: 'wx' })
+      chmodSync(path, 0o600)
+    }
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'EEXIST') throw err
     // the other instance's, written whole before it was linked: both sign with it

@@ -417,3 +417,28 @@ t.test('two demo instances started at once on one data directory keep one secret
   t.equal(config.auth.jwtSecret, other, 'and this instance signs with it too')
   t.same(fs.readdirSync(dataDir), ['jwt-secret'], 'no temporary file left behind')
 })
+
+t.test('on a file system without hard links (FAT, some network mounts) the demo still makes its secret, and still keeps one written first', async (t) => {
+  const fs = await import('node:fs')
+  const linkSync = (() => { throw Object.assign(new Error('EPERM: operation not permitted, link'), { code: 'EPERM' }) }) as typeof fs.linkSync
+  const { loadConfig: load } = await t.mockImport<typeof import('../src/config.js')>('../src/config.js', { 'node:fs': { ...fs, linkSync } })
+  const dataDir = tempDir(t, 'pg-config-')
+  const { config } = load({ env: {}, dataDir })
+  t.equal(readFileSync(join(dataDir, 'jwt-secret'), 'utf8').trim(), config.auth.jwtSecret, 'written in place, and signed with')
+  t.equal(fs.statSync(join(dataDir, 'jwt-secret')).mode & 0o777, 0o600)
+  t.same(fs.readdirSync(dataDir), ['jwt-secret'], 'no temporary file left behind')
+  // the race as above: the other instance's file is there by the time this one writes
+  const raced = tempDir(t, 'pg-config-')
+  const secretFile = join(raced, 'jwt-secret')
+  const other = 'the-other-instance-secret-0123456789abcdefghij'
+  let looked = false
+  const existsSync = ((path: string) => {
+    if (path !== secretFile || looked) return fs.existsSync(path)
+    looked = true
+    fs.writeFileSync(secretFile, other + '\n', { mode: 0o600 })
+    return false
+  }) as typeof fs.existsSync
+  const { loadConfig: loadRaced } = await t.mockImport<typeof import('../src/config.js')>('../src/config.js', { 'node:fs': { ...fs, linkSync, existsSync } })
+  t.equal(loadRaced({ env: {}, dataDir: raced }).config.auth.jwtSecret, other, 'the first secret written is used')
+  t.equal(readFileSync(secretFile, 'utf8').trim(), other, 'and stays')
+})
