@@ -503,6 +503,10 @@ export class SqlBuilder {
     const p = params.named('id', s.def.kind, value(id), type)
     // a non-ASCII key of a varchar column travels as nvarchar: cast back to the column's code page, as
     // filters are, or the column is converted and its index scanned (under UPDLOCK too, by every write)
+    // SQLite: a text key on a column without a declared type may hold a number another program stored
+    // (12), which reads show as '12' and = '12' does not find: the number is compared too, as filters do
+    const shown = this.dialect.name === 'sqlite' && s.def.kind === 'string' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase()) ? numberShownAs(id) : undefined
+    if (shown !== undefined) return `${expr} IN (${p}, ${params.named('idNumber', 'number', shown)})`
     if (!padded) return `${expr} = ${this.inColumnCodePage(s, value(id), type, p)}`
     // the value with any padding lies between the value and the value padded to the column's width:
     // a range the key's index can seek, before RTRIM (which no index covers) decides

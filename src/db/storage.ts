@@ -424,9 +424,11 @@ export class ResourceStorage {
     const idColumn = mapping.columns[this.id]?.toLowerCase()
     const key = baseDef.naturalKey
     this.sharedKey = key !== undefined && idColumn !== undefined && mapping.absent?.includes(key) !== true && mapping.columns[key]?.toLowerCase() === idColumn ? key : undefined
-    // a resource whose id column holds text (an article number as the key) has text ids
+    // a resource whose id column holds text (an article number as the key) has text ids; so has one whose
+    // id shares a SQLite column without a declared type with its text key, which keeps the text it is given
+    // ('0099', 'M-1'): as integer ids, '0099' showed as 99, which no path found, and 'M-1' could not be created
     const idInfo = idColumn === undefined ? undefined : byName.get(mapping.columns[this.id])
-    const textIds = key !== undefined && idInfo !== undefined && ['text', 'ntext'].includes(categoryOf(dialect, idInfo, 'integer'))
+    const textIds = key !== undefined && idInfo !== undefined && ['text', 'ntext'].includes(categoryOf(dialect, idInfo, this.sharedKey !== undefined ? baseDef.fields[key].kind : 'integer'))
     const def = textIds ? { ...baseDef, fields: { ...baseDef.fields, [this.id]: { ...baseDef.fields[this.id], kind: 'string' as const } } } : baseDef
     this.def = def
     this.fields = {}

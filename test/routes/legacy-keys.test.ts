@@ -381,3 +381,31 @@ t.test('legacy users: sort=username orders as the username filters compare, rega
   t.same(await shown('/api/users?sort=username&username=%5Bgt%5DAdmin'), ascending.slice(1), '[gt]Admin: every row after Admin in the list, anna first')
   t.same(await shown('/api/users?sort=username&username=%5Bgt%5DLager&limit=1'), [55, 52, 53, 54])
 })
+
+t.test('a material master keyed by an article number column without a declared type: text ids, as the column keeps them', { skip: MSSQL && 'SQLite only: a column without a declared type' }, async (t) => {
+  // found by mapping-properties.test.ts: the ids were integers, so '0099' showed as 99, which no path found, 'M-1' as null, and a create of 'X-1' was a 400
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('Artikel', { id: 'ArtNr', materialNumber: 'ArtNr', name: 'Bez' }) } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Artikel" ("ArtNr" NOT NULL PRIMARY KEY, "Bez" TEXT)', params: [] })
+    // text as one program wrote it, and a number another stored
+    await db.execute({ text: 'INSERT INTO "Artikel" VALUES (\'M-1\', \'a\'), (\'0099\', \'b\'), (12, \'c\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const list = await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=materialNumber', headers })
+  t.equal(list.statusCode, 200, list.body)
+  t.same((list.json() as { data: Array<{ id: unknown, materialNumber: unknown }> }).data.map((m) => [m.id, m.materialNumber]), [['12', '12'], ['0099', '0099'], ['M-1', 'M-1']], 'each id as the key the row holds (the number first, in SQLite\'s order)')
+  for (const id of ['M-1', '0099', '12']) {
+    const res = await ctx.app.inject({ method: 'GET', url: `/api/materials/${id}`, headers })
+    t.equal(res.statusCode, 200, `${id}: ${res.body}`)
+    t.equal(res.json().id, id)
+  }
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/99', headers })).statusCode, 404, "99 is not '0099'")
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'X-1', name: 'x' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.match(created.json(), { id: 'X-1', materialNumber: 'X-1' })
+  const renamed = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/12', headers, payload: { name: 'cc' } })
+  t.equal(renamed.statusCode, 200, renamed.body)
+  t.match(renamed.json(), { id: '12', name: 'cc' }, 'the number another program stored is reached by its path too')
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: '12', name: 'again' } })).statusCode, 409, 'and is taken')
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/12', headers })).statusCode, 204)
+  t.same(await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "Artikel" ORDER BY "ArtNr"', params: [] }), [{ nr: '0099' }, { nr: 'M-1' }, { nr: 'X-1' }])
+})
