@@ -244,7 +244,9 @@ async function fill (db: Database, s: Schema, rows: Array<Record<string, unknown
 
 function validValue (c: Column): fc.Arbitrary<unknown> {
   if (c.field === 'materialNumber' && c.number) return fc.integer({ min: 1, max: 99999 }).map(String)
-  if (c.field === 'materialNumber') return fc.string({ unit: 'grapheme', minLength: 1, maxLength: 8 }).filter((x) => x.trim() === x && x !== '.' && x !== '..' && [...x].length <= (c.text?.n ?? 64) && x.normalize('NFC') === x)
+  if (c.field === 'materialNumber') return fc.string({ unit: 'grapheme', minLength: 1, maxLength: 8 }).filter((x) => x.trim() === x && x !== '.' && x !== '..' && [...x].length <= (c.text?.n ?? 64) && x.normalize('NFC') === x &&
+    // the API takes no control or invisible characters and no space but U+0020 in a material number
+    !/[\p{C}\p{Z}]/u.test(x.replaceAll(' ', '')))
   if (c.text) return fc.string({ unit: fc.constantFrom('a', 'Z', ' ', '-', 'é', 'ß', '€', '😀', '%', '_', '"'), minLength: c.field === 'name' || c.field === 'unit' ? 1 : 0, maxLength: Math.min(c.text.n ?? 20, 20) }).filter((x) => (c.field !== 'name' && c.field !== 'unit') || x.trim() !== '')
   // the API takes no negative stock or weight
   if (c.number) {
