@@ -396,22 +396,27 @@ t.test('a list written as an object, or an object as a list, is refused naming t
   t.same(problemsOf(() => validateConfig({ auth: { jwtSecret: SECRET }, hardware: { controllers: [{ id: 'ctl-1', host: 'h', port: 1 }] } })), [], 'a list as a list passes')
 })
 
+/** existsSync as the demo sees it when another instance writes `secret` to `file` between this one's look for it and its write */
+function racedExistsSync (file: string, secret: string): { existsSync: typeof existsSync, looked: () => boolean } {
+  let looked = false
+  const raced = ((path: string) => {
+    if (path !== file || looked) return existsSync(path)
+    looked = true
+    writeFileSync(file, secret + '\n', { mode: 0o600 })
+    return false
+  }) as typeof existsSync
+  return { existsSync: raced, looked: () => looked }
+}
+
 t.test('two demo instances started at once on one data directory keep one secret, whichever generates it first', async (t) => {
   const dataDir = tempDir(t, 'pg-config-')
   const secretFile = join(dataDir, 'jwt-secret')
   const other = 'the-other-instance-secret-0123456789abcdefghij'
   const fs = await import('node:fs')
-  // the other instance writes its secret between this one's look for the file and its write
-  let looked = false
-  const existsSync = ((path: string) => {
-    if (path !== secretFile || looked) return fs.existsSync(path)
-    looked = true
-    fs.writeFileSync(secretFile, other + '\n', { mode: 0o600 })
-    return false
-  }) as typeof fs.existsSync
-  const { loadConfig: load } = await t.mockImport<typeof import('../src/config.js')>('../src/config.js', { 'node:fs': { ...fs, existsSync } })
+  const race = racedExistsSync(secretFile, other)
+  const { loadConfig: load } = await t.mockImport<typeof import('../src/config.js')>('../src/config.js', { 'node:fs': { ...fs, existsSync: race.existsSync } })
   const { config } = load({ env: {}, dataDir })
-  t.ok(looked, 'the race was staged')
+  t.ok(race.looked(), 'the race was staged')
   // before: this one wrote its own over the other's, and each refused the other's tokens
   t.equal(readFileSync(secretFile, 'utf8').trim(), other, 'the first secret written stays')
   t.equal(config.auth.jwtSecret, other, 'and this instance signs with it too')
@@ -431,14 +436,8 @@ t.test('on a file system without hard links (FAT, some network mounts) the demo 
   const raced = tempDir(t, 'pg-config-')
   const secretFile = join(raced, 'jwt-secret')
   const other = 'the-other-instance-secret-0123456789abcdefghij'
-  let looked = false
-  const existsSync = ((path: string) => {
-    if (path !== secretFile || looked) return fs.existsSync(path)
-    looked = true
-    fs.writeFileSync(secretFile, other + '\n', { mode: 0o600 })
-    return false
-  }) as typeof fs.existsSync
-  const { loadConfig: loadRaced } = await t.mockImport<typeof import('../src/config.js')>('../src/config.js', { 'node:fs': { ...fs, linkSync, existsSync } })
+  const race = racedExistsSync(secretFile, other)
+  const { loadConfig: loadRaced } = await t.mockImport<typeof import('../src/config.js')>('../src/config.js', { 'node:fs': { ...fs, linkSync, existsSync: race.existsSync } })
   t.equal(loadRaced({ env: {}, dataDir: raced }).config.auth.jwtSecret, other, 'the first secret written is used')
   t.equal(readFileSync(secretFile, 'utf8').trim(), other, 'and stays')
 })
