@@ -1,9 +1,9 @@
 // The picking-gateway commands: serve, db init, db introspect, user, check-config, simulate. Exit codes follow sysexits.h.
 import { lookup } from 'node:dns/promises'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { networkInterfaces } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import { argon2HashLength, createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
@@ -995,6 +995,9 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
   const mappings = mappingsOf(config)
   const path = sqlitePath(config.database.url)
   const file = path === undefined || path === ':memory:' ? undefined : path
+  // the demo's data directory was made with its secret, which a command needing none does not make: db init
+  // makes it as the demo does, its own user's alone (demoSecret), for the database that keeps password hashes
+  if (loaded.demo && access === 'create' && file !== undefined) mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
   const exists = file === undefined || existsSync(file)
   // a path that holds no SQLite database (a directory, another file) is a configuration error (78), as serve and
   // check-config say: every command refuses it alike (before: exit 1 from the user and db commands)

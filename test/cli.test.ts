@@ -1,6 +1,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { EventEmitter, once } from 'node:events'
-import { chmodSync, existsSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { constants } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -11,6 +11,7 @@ import { referenceMappings } from '../src/db/resources.js'
 import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
 import { openDatabase } from '../src/db/index.js'
 import { build } from './helpers/build.js'
+import { cleanEnv, packageCopy } from './helpers/documented.js'
 import { narrowMaterials } from './helpers/legacy-fixture.js'
 import { tempDir } from './helpers/temp.js'
 import { sleep, until } from './helpers/wait.js'
@@ -64,6 +65,18 @@ t.test('db init and the user commands sign no token: they need no JWT secret (be
   const serve = io({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'silent' })
   t.equal(await main(['serve'], serve), 78)
   t.match(serve.stderr.join(), /auth\.jwtSecret: missing/)
+})
+
+t.test('db init of the demo, no configuration, on a new checkout: it makes data/ for its own user alone, as the demo does (before: exit 1, its directory does not exist, since no secret made it)', async (t) => {
+  const pkg = packageCopy('pg-cli-demo-')
+  t.teardown(() => rmSync(pkg, { recursive: true, force: true }))
+  const env = { ...cleanEnv(), PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' }
+  const init = spawnSync(process.execPath, [...process.execArgv, join(pkg, 'src', 'cli.ts'), 'db', 'init'], { cwd: pkg, env, encoding: 'utf8', timeout: 60000 })
+  t.equal(init.status, 0, init.stderr)
+  t.match(init.stdout, /Tables ready on sqlite/)
+  t.equal(statSync(join(pkg, 'data')).mode & 0o777, 0o700, 'data/ is its own user\'s alone: the database there keeps password hashes')
+  t.equal(statSync(join(pkg, 'data', 'picking-gateway.db')).mode & 0o777, 0o600)
+  t.notOk(existsSync(join(pkg, 'data', 'jwt-secret')), 'and no secret is made for it: the demo makes one when it starts')
 })
 
 t.test('help, version and usage errors', async (t) => {
