@@ -86,15 +86,20 @@ export function loadConfig (options: LoadOptions = {}): LoadedConfig {
   applyCredentials(raw, env, problems)
   // a weak secret is named where the admin put it
   const secretSource = env.PICKING_GATEWAY_JWT_SECRET ? 'PICKING_GATEWAY_JWT_SECRET' : raw.auth?.jwtSecret !== beforeCredentials ? 'credential jwt-secret' : undefined
+  let unusableDemoSecret = false
   if (demo) {
     raw.database = { ...raw.database, url: `sqlite:${join(dataDir, 'picking-gateway.db')}` }
     raw.licence = { logins: 5, ...raw.licence }
-    if (!raw.auth?.jwtSecret && !raw.auth?.keys && options.secretNeeded !== false) raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir) }
+    if (!raw.auth?.jwtSecret && !raw.auth?.keys && options.secretNeeded !== false) {
+      raw.auth = { ...raw.auth, jwtSecret: demoSecret(dataDir, problems) }
+      // a kept secret it cannot use is named as such (demoSecret), not as one missing
+      unusableDemoSecret = raw.auth.jwtSecret === undefined
+    }
   }
 
   // a bad URL is named where the admin put it, as HOST, PORT and LOG_LEVEL are (the demo sets its own)
   const urlSource = env.DATABASE_URL ? 'DATABASE_URL' : undefined
-  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false, urlSource)
+  const config = validateConfig(raw, problems, secretSource, options.secretNeeded === false || unusableDemoSecret, urlSource)
   return { config, demo, source: file ? resolve(file) : demo ? 'embedded demo' : 'environment' }
 }
 
@@ -619,10 +624,27 @@ function checkDatabaseUrl (url: string, problems: string[], separatePassword: bo
   problems.push(`${key}: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>[?options]`)
 }
 
+/**
+ * The demo's kept secret; one it cannot use (an empty file, a directory) is a problem naming the file and
+ * what to do, where it was 'auth.jwtSecret: missing', which named nothing the demo's user had set, or EISDIR.
+ */
+function keptSecret (path: string, problems: string[]): string | undefined {
+  const fix = 'the demo generates a new one (tokens it signed before are then refused)'
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8').trim()
+  } catch (err) {
+    problems.push(`${path}: the demo's JWT secret cannot be read (${(err as { code?: string }).code ?? String(err)}); delete it, and ${fix}`)
+    return undefined
+  }
+  if (text === '') problems.push(`${path}: the demo's JWT secret is empty; delete the file, and ${fix}`)
+  return text === '' ? undefined : text
+}
+
 /** The demo's JWT secret: generated once and kept (mode 0600) beside its database. */
-function demoSecret (dataDir: string): string {
+function demoSecret (dataDir: string, problems: string[]): string | undefined {
   const path = join(dataDir, 'jwt-secret')
-  if (existsSync(path)) return readFileSync(path, 'utf8').trim()
+  if (existsSync(path)) return keptSecret(path, problems)
   // its own user's alone: the database beside the secret keeps the users' password hashes, and SQLite
   // creates it (and its -wal and -shm files) as the umask says, readable by everyone with the usual 022
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
@@ -645,7 +667,7 @@ function demoSecret (dataDir: string): string {
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'EEXIST') throw err
     // the other instance's, written whole before it was linked: both sign with it
-    return readFileSync(path, 'utf8').trim()
+    return keptSecret(path, problems)
   } finally {
     rmSync(own, { force: true })
   }

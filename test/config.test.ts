@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { referenceMappings } from '../src/db/resources.js'
@@ -38,6 +38,16 @@ t.test('the demo creates its data directory for its own user alone: the database
   loadConfig({ env: {}, dataDir })
   // before: 0755 with the usual umask, and picking-gateway.db (with the admin's argon2 hash) 0644 inside
   t.equal(statSync(dataDir).mode & 0o777, 0o700)
+})
+
+t.test('the demo\'s kept secret empty or a directory: a problem naming the file and what to do (before: "auth.jwtSecret: missing", or EISDIR and exit 1)', async (t) => {
+  const empty = tempDir(t, 'pg-config-')
+  writeFileSync(join(empty, 'jwt-secret'), '\n', { mode: 0o600 })
+  t.same(problemsOf(() => loadConfig({ env: {}, dataDir: empty })), [`${join(empty, 'jwt-secret')}: the demo's JWT secret is empty; delete the file, and the demo generates a new one (tokens it signed before are then refused)`])
+  const directory = tempDir(t, 'pg-config-')
+  mkdirSync(join(directory, 'jwt-secret'))
+  t.same(problemsOf(() => loadConfig({ env: {}, dataDir: directory })), [`${join(directory, 'jwt-secret')}: the demo's JWT secret cannot be read (EISDIR); delete it, and the demo generates a new one (tokens it signed before are then refused)`])
+  t.equal(loadConfig({ env: {}, dataDir: empty, secretNeeded: false }).config.auth.jwtSecret, undefined, 'a command that needs no secret does not read it')
 })
 
 t.test('a command that signs no token (db introspect) loads the configuration without a secret', async (t) => {
