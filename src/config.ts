@@ -449,6 +449,10 @@ function checkSso (providers: Config['auth']['sso'], problems: string[]): void {
     for (const field of ['issuer', 'accessTokenIssuer'] as const) {
       const value = provider[field]
       if (typeof value !== 'string') continue
+      if (field === 'accessTokenIssuer' && value === provider.issuer) {
+        problems.push(`${key}.accessTokenIssuer: ${JSON.stringify(value)} is the entry's own issuer; leave accessTokenIssuer out where the access tokens name the issuer`)
+        continue
+      }
       if (issuers.has(value)) problems.push(`${key}.${field}: ${JSON.stringify(value)} appears twice; one entry per provider`)
       issuers.add(value)
     }

@@ -256,6 +256,9 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [adfs] } }).auth.sso?.[0].issuer, adfs.issuer, 'an http issuer only compared with the tokens\' iss (ADFS access tokens), its keys from an https jwksUri')
   const adfsWeb = { ...provider, id: 'adfs', issuer: 'https://adfs.example.com/adfs', accessTokenIssuer: 'http://adfs.example.com/adfs/services/trust', clientId: 'web', redirectUri: 'https://gw.example.com/api/users/sso/adfs/callback' }
   t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [adfsWeb] } }).auth.sso?.[0].accessTokenIssuer, adfsWeb.accessTokenIssuer, 'an http accessTokenIssuer beside an https issuer with a browser login: only compared, never fetched')
+  // before: 'appears twice; one entry per provider', of an entry that is one
+  t.same(problemsOf(() => validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...adfsWeb, accessTokenIssuer: adfsWeb.issuer }] } })),
+    ['auth.sso.0.accessTokenIssuer: "https://adfs.example.com/adfs" is the entry\'s own issuer; leave accessTokenIssuer out where the access tokens name the issuer'], 'accessTokenIssuer the entry\'s own issuer')
   const issuers = problemsOf(() => validateConfig({ ...base, auth: { ...base.auth, sso: [adfsWeb, { ...provider, issuer: adfsWeb.accessTokenIssuer, jwksUri: 'https://adfs.example.com/adfs/discovery/keys' }, { ...provider, id: 'bad', issuer: 'https://idp.example.com/x', accessTokenIssuer: 'not a url' }] } }))
   t.same(issuers, ['auth.sso.1.issuer: "http://adfs.example.com/adfs/services/trust" appears twice; one entry per provider', 'auth.sso.2.accessTokenIssuer: expected an absolute URL without query or fragment, got "not a url"'], 'an access-token issuer is one of the entry\'s issuers: no other entry may have it, and it is a URL')
 
