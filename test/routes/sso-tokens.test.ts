@@ -447,6 +447,20 @@ t.test('subjectClaim: Okta\'s access tokens keyed by uid (their sub is the login
   t.match(logs.join('\n'), /the token has none of the claims 'uid', 'sub' that name its subject \(auth\.sso subjectClaim\)/, 'the log names the claims')
 })
 
+t.test('subjectClaim changed after rows were made under sub: the person is a new identity, a 403 naming the taken username, and the row is left alone, as the README says', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { sso: { subjectClaim: 'oid' } })
+  // the row the same person's token made while the entry keyed identities by sub (the default)
+  const before = await ctx.app.repos.users.create({ username: 'jane', passwordHash: '!sso:warehouse:s-jane', type: 'user', displayName: null, enabled: true })
+  const now = Math.floor(Date.now() / 1000)
+  const token = await idp.sign({ iss: idp.issuer, aud: AUDIENCE, sub: 's-jane', oid: 'o-jane', preferred_username: 'jane', roles: ['gateway-user'], iat: now, exp: now + 300 })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  t.equal(res.statusCode, 403, res.body)
+  t.match(res.json(), { code: 'FORBIDDEN', message: /jane/ }, 'the message names the username that is taken')
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=jane', headers: ctx.auth(ctx.adminToken) })).json().data
+  t.same(rows.map((u: { id: unknown }) => u.id), [before.id], 'no second row')
+  t.equal((await ctx.app.repos.users.get(before.id as number))?.passwordHash, '!sso:warehouse:s-jane', 'and the old row still names its sub')
+})
+
 t.test('the user row: disable, delete and re-creation, type following the claim, what the API refuses', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { revocationCacheMs: 0 })
   const admin = ctx.auth(ctx.adminToken)
