@@ -409,3 +409,33 @@ t.test('a material master keyed by an article number column without a declared t
   t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/12', headers })).statusCode, 204)
   t.same(await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "Artikel" ORDER BY "ArtNr"', params: [] }), [{ nr: '0099' }, { nr: 'M-1' }, { nr: 'X-1' }])
 })
+
+t.test('a key column without a declared type holding both 12 and \'12\': the path 12 names two rows, a 409 for a read, an update and a delete, and nothing changes', { skip: MSSQL && 'SQLite only: a column without a declared type' }, async (t) => {
+  // such a column keeps the number and the text apart, so its primary key lets in both; the read by id compares both (idWhere)
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('Artikel', { id: 'ArtNr', materialNumber: 'ArtNr', name: 'Bez' }) } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Artikel" ("ArtNr" NOT NULL PRIMARY KEY, "Bez" TEXT)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Artikel" VALUES (\'12\', \'text\'), (12, \'number\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  for (const [method, payload] of [['GET', undefined], ['PATCH', { name: 'changed' }], ['DELETE', undefined]] as const) {
+    const res = await ctx.app.inject({ method, url: '/api/materials/12', headers, payload })
+    t.equal(res.statusCode, 409, `${method}: ${res.body}`)
+    t.match(res.json().message, /^2 rows of the picking system's table hold the material id 12 /, method)
+  }
+  t.same(await ctx.db.query({ text: 'SELECT typeof("ArtNr") AS t, "Bez" AS b FROM "Artikel" ORDER BY 1', params: [] }), [{ t: 'integer', b: 'number' }, { t: 'text', b: 'text' }], 'both rows as they were')
+})
+
+t.test('a station table keyed by a code column without a declared type: text ids, a number another program stored reached by its path', { skip: MSSQL && 'SQLite only: a column without a declared type' }, async (t) => {
+  const ctx = await build(t, { mapping: { stations: { table: 'Platz', columns: { id: 'Code', name: 'Code', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Platz" ("Code" NOT NULL PRIMARY KEY)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Platz" VALUES (\'P-01\'), (3)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  t.same((await ctx.app.inject({ method: 'GET', url: '/api/stations', headers })).json().data.map((s: { id: unknown }) => s.id), ['3', 'P-01'])
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/stations/3', headers })).json().name, '3')
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'P-02' } })
+  t.equal(created.statusCode, 201, created.body)
+  t.equal(created.json().id, 'P-02')
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/stations/3', headers })).statusCode, 204)
+  t.same(await ctx.db.query({ text: 'SELECT "Code" AS c FROM "Platz" ORDER BY 1', params: [] }), [{ c: 'P-01' }, { c: 'P-02' }])
+})
