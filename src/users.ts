@@ -90,8 +90,15 @@ export interface UserServiceOptions {
   audit?: (fields: object, message: string) => void
 }
 
-function usernameTaken (username: string, taken: Row): ApiError {
-  const whose = isSsoMarker(taken.passwordHash) ? 'another single sign-on account' : 'a local account'
+function usernameTaken (username: string, taken: Row, marker: string): ApiError {
+  // the provider's part of the marker (its id has no ':'): a row of the same provider under another subject is
+  // most likely the same person, keyed by another claim before subjectClaim changed (README: choose it once)
+  const provider = marker.slice(0, marker.indexOf(':', SSO_MARKER_PREFIX.length) + 1)
+  const whose = !isSsoMarker(taken.passwordHash)
+    ? 'a local account'
+    : (taken.passwordHash as string).startsWith(provider)
+        ? "another single sign-on account of this provider, under another subject (one keyed by another claim before auth.sso subjectClaim changed, or the person's former account there)"
+        : 'another single sign-on account'
   return forbidden(`The username '${username}' is already taken by ${whose}; an identity provider's user is never linked to it. Rename that account or map another claim to the username (auth.sso usernameClaim); no user was created`)
 }
 
@@ -323,7 +330,7 @@ export class UserService {
     const unfit = this.unfit('username', username)
     if (unfit !== undefined) throw forbidden(`The username '${username}' from the identity provider does not fit the user table (${unfit}); map another claim to the username (auth.sso usernameClaim); no user was created`)
     const taken = await this.opts.repo.findOne('username', username)
-    if (taken !== undefined) throw usernameTaken(username, taken)
+    if (taken !== undefined) throw usernameTaken(username, taken, identity.marker)
     try {
       return await this.opts.repo.create({
         username,
@@ -340,7 +347,7 @@ export class UserService {
       const again = await this.opts.repo.findExact('passwordHash', identity.marker)
       if (again !== undefined) return again
       const other = await this.opts.repo.findOne('username', username)
-      throw other === undefined ? err : usernameTaken(username, other)
+      throw other === undefined ? err : usernameTaken(username, other, identity.marker)
     }
   }
 

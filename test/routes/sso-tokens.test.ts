@@ -455,7 +455,7 @@ t.test('subjectClaim changed after rows were made under sub: the person is a new
   const token = await idp.sign({ iss: idp.issuer, aud: AUDIENCE, sub: 's-jane', oid: 'o-jane', preferred_username: 'jane', roles: ['gateway-user'], iat: now, exp: now + 300 })
   const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
   t.equal(res.statusCode, 403, res.body)
-  t.match(res.json(), { code: 'FORBIDDEN', message: /jane/ }, 'the message names the username that is taken')
+  t.match(res.json(), { code: 'FORBIDDEN', message: /^The username 'jane' is already taken by another single sign-on account of this provider, under another subject \(one keyed by another claim before auth\.sso subjectClaim changed, or the person's former account there\)/ }, 'the message names the username that is taken, and why a person of this provider may find it taken (before: as of any other account)')
   const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=jane', headers: ctx.auth(ctx.adminToken) })).json().data
   t.same(rows.map((u: { id: unknown }) => u.id), [before.id], 'no second row')
   t.equal((await ctx.app.repos.users.get(before.id as number))?.passwordHash, '!sso:warehouse:s-jane', 'and the old row still names its sub')
