@@ -236,9 +236,13 @@ export class SqlBuilder {
     return typeof value === 'string' ? 'string' : Number.isInteger(value) ? 'integer' : 'number'
   }
 
-  /** A flag kept in a number column without a value map: any value but 0 reads true (the -1 of VB and Access programs too). */
+  /**
+   * A flag kept in a number column without a value map: any value but 0 reads true (the -1 of VB and Access programs too).
+   * On SQLite also one declared BOOLEAN or BIT: NUMERIC affinity, which keeps a -1 as an INTEGER column does (SQL Server's bit holds 0 and 1 only).
+   */
   private numericFlag (s: FieldStorage): boolean {
-    return s.def.kind === 'boolean' && (s.category === 'integer' || s.category === 'decimal') && s.map === undefined
+    return s.def.kind === 'boolean' && s.map === undefined && (s.category === 'integer' || s.category === 'decimal' ||
+      (s.category === 'bit' && this.dialect.name === 'sqlite' && s.info !== undefined && !sqliteUntyped(s.info.type.toLowerCase())))
   }
 
   /**

@@ -551,3 +551,28 @@ t.test('a stored code no value map knows: sent back unchanged with the row it ca
   t.match(flag.json().message, /blocked/)
   t.same(await stored(1), [{ ME: '09', Gesperrt: 'X', Text: 'edited' }], 'nothing written')
 })
+
+t.test('True as -1 in a SQLite flag column declared BOOLEAN or BIT (no value map): filters and sorting find it as reads show it', { skip: MSSQL && 'SQLite DDL' }, async (t) => {
+  // found by test/routes/mapping-properties-stations.test.ts: enabled=true left out the -1 the list showed as true
+  for (const type of ['BOOLEAN', 'BIT']) {
+    const ctx = await build(t, {
+      mapping: { stations: { table: 'Platz', columns: { id: 'PlatzID', name: 'Name', description: null, type: null, warehouse: null, controllerId: null, address: null, enabled: 'Aktiv', createdAt: null, modifiedAt: null } } }
+    }, async (db) => {
+      await db.execute({ text: `CREATE TABLE "Platz" ("PlatzID" INTEGER PRIMARY KEY, "Name" VARCHAR(40) NOT NULL, "Aktiv" ${type} NOT NULL)`, params: [] })
+      await db.execute({ text: 'INSERT INTO "Platz" VALUES (1, \'P-1\', 1), (2, \'P-2\', -1), (3, \'P-3\', 0), (4, \'P-4\', 2)', params: [] })
+    })
+    const headers = ctx.auth(ctx.adminToken)
+    const list = async (query: string): Promise<Array<{ id: number, enabled: unknown }>> => {
+      const res = await ctx.app.inject({ method: 'GET', url: `/api/stations?limit=1000&${query}`, headers })
+      if (res.statusCode !== 200) t.fail(`GET ${query}: ${res.statusCode} ${res.body}`)
+      return res.json().data
+    }
+    t.same((await list('sort=id')).map((s) => s.enabled), [true, true, false, true], `${type}: any number but 0 reads true`)
+    t.same((await list('enabled=true&sort=id')).map((s) => s.id), [1, 2, 4], `${type}: enabled=true finds -1 and 2`)
+    t.same((await list('enabled=false&sort=id')).map((s) => s.id), [3], `${type}: enabled=false does not`)
+    t.same((await list('enabled=%5Bgt%5Dfalse&sort=id')).map((s) => s.id), [1, 2, 4], `${type}: [gt]false finds them`)
+    t.same((await list('enabled=%5Bnot%5Dtrue&sort=id')).map((s) => s.id), [3], `${type}: [not]true does not`)
+    t.same((await list('sort=enabled,id')).map((s) => s.id), [3, 1, 2, 4], `${type}: sorted false before true, -1 among the true`)
+    await ctx.app.close()
+  }
+})
