@@ -38,9 +38,13 @@ export interface UpdateOptions extends WriteOptions {
   guard?: (current: Row, tx: Executor) => Promise<void>
 }
 
-/** Whether the row (as the API shows it) already holds `value` (an API value) in `field`. */
-function showsValue (row: Row, field: string, value: unknown): boolean {
+/**
+ * Whether the row (as the API shows it) already holds `value` (an API value) in `field`. A flag shown
+ * false for anything but true (a user's `enabled` holding NULL or a code no value map knows) shows false.
+ */
+function showsValue (row: Row, field: string, value: unknown, def?: ResourceDef): boolean {
   const current = row[field]
+  if (value === false && def?.fields[field]?.unknownIsFalse === true) return current !== true
   return value instanceof Date ? current === value.toISOString() : current === value
 }
 
@@ -51,10 +55,10 @@ function showsValue (row: Row, field: string, value: unknown): boolean {
  * by the form's copy of it while another field changes. Always a copy: a transaction that runs
  * again (a deadlock victim) compares afresh with the row as it is then.
  */
-function changedOnly (vals: Record<string, SqlValue>, values: Row, row: Row, storedAs?: (field: string, shown: unknown) => SqlValue | undefined): Record<string, SqlValue> {
+function changedOnly (vals: Record<string, SqlValue>, values: Row, row: Row, def: ResourceDef, storedAs?: (field: string, shown: unknown) => SqlValue | undefined): Record<string, SqlValue> {
   const out: Record<string, SqlValue> = {}
   for (const field in vals) {
-    if (showsValue(row, field, values[field])) continue
+    if (showsValue(row, field, values[field], def)) continue
     // a code kept as a number: '007' and '3.50' are stored as the row's 7 and 3.5, which it shows as '7' and '3.5';
     // a GUID as SQL Server reads it back: '{6f9619ff-…}' is the row's '6F9619FF-…'
     if (storedAs !== undefined && vals[field] !== null && storedAs(field, row[field]) === vals[field]) continue
@@ -612,9 +616,9 @@ export class Repository {
       return await this.db.transaction(async (tx) => {
         const row = await this.lockRow(tx, id, opts)
         own = row[this.id]
-        if (refused.size > 0) for (const [field, err] of refused) if (!showsValue(row, field, values[field])) throw err
+        if (refused.size > 0) for (const [field, err] of refused) if (!showsValue(row, field, values[field], this.def)) throw err
         this.assertNullKept(values, row)
-        const write = changedOnly(vals, values, row, this.comparedAsStored.size === 0 ? undefined : this.storedAs)
+        const write = changedOnly(vals, values, row, this.def, this.comparedAsStored.size === 0 ? undefined : this.storedAs)
         written = write
         // these pass a value the row already shows: nothing to check when nothing is written
         this.assertTrimmed(values, row)
