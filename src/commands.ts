@@ -1144,7 +1144,7 @@ async function userCommand (argv: string[], io: Io): Promise<number> {
       return EXIT_OK
     }
     if (action === 'add') {
-      const user = await service.create({ username: name, password: password!, type: type as UserType, displayName: (values['display-name'] as string | undefined) ?? null })
+      const user = await service.create({ username: name, password: password!, type: type as UserType, displayName: values['display-name'] as string | undefined })
       io.out(`Created ${user.type} '${user.username}' (id ${user.id}).`)
       return EXIT_OK
     }

@@ -176,7 +176,8 @@ export class UserService {
       username,
       passwordHash,
       type,
-      displayName: input.displayName ?? null,
+      // left out when not given: the column's default (a picking system's NOT NULL DEFAULT ''), else NULL
+      displayName: input.displayName,
       enabled,
       tokenVersion: firstTokenVersion(this.opts.repo)
     }, enabled && LICENSED.includes(type) ? { guard: async (tx) => { await this.assertLicence(tx) } } : {})

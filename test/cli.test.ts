@@ -541,6 +541,37 @@ t.test('db init on the picking system\'s own user table says who cannot log in y
   t.match(printed, /Note: users\.passwordHash: 2 users have no password the gateway can check \('anowak', 'jkowalski'\).*picking-gateway user passwd <name>/)
 })
 
+t.test('user add without --display-name on a picking system\'s NOT NULL DEFAULT \'\' name column takes the column\'s default', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const path = join(dir, 'own-users.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`CREATE TABLE Uzytkownicy (Id INTEGER PRIMARY KEY, Login VARCHAR(30) NOT NULL UNIQUE, Haslo VARCHAR(128), Rola CHAR(1) NOT NULL DEFAULT 'O', Aktywny CHAR(1) NOT NULL DEFAULT 'T',
+    ImieNazwisko VARCHAR(60) NOT NULL DEFAULT '', OstatnieLogowanie DATETIME, DataUtworzenia DATETIME, DataModyfikacji DATETIME, TokenVersion INT NOT NULL DEFAULT 0)`)
+  raw.close()
+  const env = {
+    DATABASE_URL: `sqlite:${path}`,
+    PICKING_GATEWAY_JWT_SECRET: SECRET,
+    PICKING_GATEWAY_CONFIG: join(dir, 'config.json')
+  }
+  writeFileSync(env.PICKING_GATEWAY_CONFIG, JSON.stringify({
+    mapping: {
+      users: {
+        table: 'Uzytkownicy',
+        columns: {
+          id: 'Id', username: 'Login', passwordHash: 'Haslo', type: { column: 'Rola', values: { admin: 'A', user: 'O', application: 'S' } },
+          displayName: 'ImieNazwisko', enabled: { column: 'Aktywny', values: { true: 'T', false: 'N' } }, tokenVersion: 'TokenVersion',
+          lastLoginAt: 'OstatnieLogowanie', createdAt: 'DataUtworzenia', modifiedAt: 'DataModyfikacji'
+        }
+      }
+    }
+  }))
+  const add = io(env, 'picker-password-1\n')
+  t.equal(await main(['user', 'add', 'picker', '--password-stdin'], add), 0, `before: exit 1, 'displayName' cannot be null: ${add.stderr.join()}`)
+  const check = new BetterSqlite3(path)
+  t.same(check.prepare('SELECT Login, ImieNazwisko FROM Uzytkownicy').all(), [{ Login: 'picker', ImieNazwisko: '' }])
+  check.close()
+})
+
 t.test('db init and user management on a database', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }
