@@ -118,7 +118,8 @@ function column (field: string, typeArb: fc.Arbitrary<Partial<Column>>, notNull?
 const schemaArb: fc.Arbitrary<Schema> = fc.record({
   table: fc.constantFrom('Benutzer', 'OPERATOR', 'User', 'login daten'),
   key: fc.constantFrom<Schema['key']>('own', 'username'),
-  username: column('username', textType(24, 64), true),
+  // under SQLite's NOCASE too, as a table keyed by the login name may be (README: a user table keyed by the login name)
+  username: column('username', textType(24, 64).chain((t) => fc.constantFrom('', ' COLLATE NOCASE').map((collate) => ({ ...t, type: `${t.type}${collate}` }))), true),
   // at least the 97 characters of the gateway's hashes (README: a narrower column stops the start)
   passwordHash: column('passwordHash', fc.oneof(
     fc.constantFrom('TEXT', '', 'VARCHAR(255)', 'NVARCHAR(128)').map((type) => ({ type, text: { char: false } })),
