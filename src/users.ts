@@ -337,7 +337,8 @@ export class UserService {
         username,
         passwordHash: identity.marker,
         type: identity.type,
-        displayName: this.fittedDisplayName(identity.displayName),
+        // no name (or none that fits) is left out, as an API create without one: the column's default (a NOT NULL DEFAULT '')
+        displayName: this.fittedDisplayName(identity.displayName) ?? undefined,
         enabled: true,
         tokenVersion: firstTokenVersion(this.opts.repo),
         lastLoginAt: new Date()

@@ -360,6 +360,23 @@ t.test('a user table with columns narrower than the API\'s: a long name is cut t
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total, 2, 'no row for it')
 })
 
+t.test('a user table whose name column is NOT NULL DEFAULT \'\': a provider\'s token without a name makes its row with the column\'s default', async (t) => {
+  const idp = await startProvider()
+  t.teardown(() => idp.close())
+  const ctx = await build(t, {
+    auth: { sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 }
+  }, async (db) => {
+    for (const text of createTableStatements(db.dialect, usersDef, referenceMappings.users)) {
+      await db.execute({ text: text.replace(/("?display_name"?\]?) (N?VARCHAR\(\d+\))/i, "$1 $2 NOT NULL DEFAULT ''"), params: [] })
+    }
+  })
+  idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${await idp.clientCredentials('erp')}` } })
+  t.equal(res.statusCode, 200, 'before: the row\'s NULL name was refused, and so was every request of the identity')
+  const row = (await ctx.app.inject({ method: 'GET', url: '/api/users?username=erp', headers: ctx.auth(ctx.adminToken) })).json().data[0]
+  t.match(row, { source: 'sso', username: 'erp', displayName: '' }, 'the column\'s default')
+})
+
 t.test('subjects that differ only in case are two identities with a row each, also where the password column ignores case', async (t) => {
   const idp = await startProvider()
   t.teardown(() => idp.close())
