@@ -79,6 +79,16 @@ t.test('db init of the demo, no configuration, on a new checkout: it makes data/
   t.notOk(existsSync(join(pkg, 'data', 'jwt-secret')), 'and no secret is made for it: the demo makes one when it starts')
 })
 
+/** The mapping of a Polish picking system's own user table, Uzytkownicy */
+const UZYTKOWNICY = {
+  table: 'Uzytkownicy',
+  columns: {
+    id: 'Id', username: 'Login', passwordHash: 'Haslo', type: { column: 'Rola', values: { admin: 'A', user: 'O', application: 'S' } },
+    displayName: 'ImieNazwisko', enabled: { column: 'Aktywny', values: { true: 'T', false: 'N' } }, tokenVersion: 'TokenVersion',
+    lastLoginAt: 'OstatnieLogowanie', createdAt: 'DataUtworzenia', modifiedAt: 'DataModyfikacji'
+  }
+}
+
 t.test('help, version and usage errors', async (t) => {
   const a = io({})
   t.equal(await main(['--version'], a), 0)
@@ -523,14 +533,7 @@ t.test('db init on the picking system\'s own user table says who cannot log in y
     database: { url },
     auth: { jwtSecret: SECRET },
     mapping: {
-      users: {
-        table: 'Uzytkownicy',
-        columns: {
-          id: 'Id', username: 'Login', passwordHash: 'Haslo', type: { column: 'Rola', values: { admin: 'A', user: 'O', application: 'S' } },
-          displayName: 'ImieNazwisko', enabled: { column: 'Aktywny', values: { true: 'T', false: 'N' } }, tokenVersion: 'TokenVersion',
-          lastLoginAt: 'OstatnieLogowanie', createdAt: 'DataUtworzenia', modifiedAt: 'DataModyfikacji'
-        }
-      }
+      users: UZYTKOWNICY
     }
   }))
   const init = io({ PICKING_GATEWAY_CONFIG: file })
@@ -555,14 +558,7 @@ t.test('user add without --display-name on a picking system\'s NOT NULL DEFAULT 
   }
   writeFileSync(env.PICKING_GATEWAY_CONFIG, JSON.stringify({
     mapping: {
-      users: {
-        table: 'Uzytkownicy',
-        columns: {
-          id: 'Id', username: 'Login', passwordHash: 'Haslo', type: { column: 'Rola', values: { admin: 'A', user: 'O', application: 'S' } },
-          displayName: 'ImieNazwisko', enabled: { column: 'Aktywny', values: { true: 'T', false: 'N' } }, tokenVersion: 'TokenVersion',
-          lastLoginAt: 'OstatnieLogowanie', createdAt: 'DataUtworzenia', modifiedAt: 'DataModyfikacji'
-        }
-      }
+      users: UZYTKOWNICY
     }
   }))
   const add = io(env, 'picker-password-1\n')

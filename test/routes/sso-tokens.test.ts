@@ -47,6 +47,18 @@ async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, 
   return { idp, ctx, bearer: (token) => ({ authorization: `Bearer ${token}` }), logs }
 }
 
+/** A provider, and a gateway for it whose user table is the reference one's CREATE TABLE as `rewrite` changes it */
+async function withOwnUserTable (t: Test, rewrite: (text: string, dialect: Database['dialect']) => string): Promise<{ idp: TestProvider, ctx: TestContext }> {
+  const idp = await startProvider()
+  t.teardown(() => idp.close())
+  const ctx = await build(t, {
+    auth: { sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 }
+  }, async (db) => {
+    for (const text of createTableStatements(db.dialect, usersDef, referenceMappings.users)) await db.execute({ text: rewrite(text, db.dialect), params: [] })
+  })
+  return { idp, ctx }
+}
+
 t.test('a client-credentials token from the provider works on every kind of access route', async (t) => {
   const { idp, ctx, bearer } = await setup(t)
   idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'ERP-System' })
@@ -361,15 +373,7 @@ t.test('a user table with columns narrower than the API\'s: a long name is cut t
 })
 
 t.test('a user table whose name column is NOT NULL DEFAULT \'\': a provider\'s token without a name makes its row with the column\'s default', async (t) => {
-  const idp = await startProvider()
-  t.teardown(() => idp.close())
-  const ctx = await build(t, {
-    auth: { sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 }
-  }, async (db) => {
-    for (const text of createTableStatements(db.dialect, usersDef, referenceMappings.users)) {
-      await db.execute({ text: text.replace(/("?display_name"?\]?) (N?VARCHAR\(\d+\))/i, "$1 $2 NOT NULL DEFAULT ''"), params: [] })
-    }
-  })
+  const { idp, ctx } = await withOwnUserTable(t, (text) => text.replace(/("?display_name"?\]?) (N?VARCHAR\(\d+\))/i, "$1 $2 NOT NULL DEFAULT ''"))
   idp.claims.set('erp', { roles: ['gateway-app'], preferred_username: 'erp' })
   const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${await idp.clientCredentials('erp')}` } })
   t.equal(res.statusCode, 200, 'before: the row\'s NULL name was refused, and so was every request of the identity')
@@ -378,16 +382,8 @@ t.test('a user table whose name column is NOT NULL DEFAULT \'\': a provider\'s t
 })
 
 t.test('subjects that differ only in case are two identities with a row each, also where the password column ignores case', async (t) => {
-  const idp = await startProvider()
-  t.teardown(() => idp.close())
-  const ctx = await build(t, {
-    auth: { sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000 } as unknown as Config['auth']['sso'][number]], revocationCacheMs: 0 }
-  }, async (db) => {
-    // SQL Server's usual collations ignore case; on SQLite the column is declared so
-    for (const text of createTableStatements(db.dialect, usersDef, referenceMappings.users)) {
-      await db.execute({ text: db.dialect === 'sqlite' ? text.replace(/("?password_hash"?) (VARCHAR\(\d+\))/i, '$1 $2 COLLATE NOCASE') : text, params: [] })
-    }
-  })
+  // SQL Server's usual collations ignore case; on SQLite the column is declared so
+  const { idp, ctx } = await withOwnUserTable(t, (text, dialect) => dialect === 'sqlite' ? text.replace(/("?password_hash"?) (VARCHAR\(\d+\))/i, '$1 $2 COLLATE NOCASE') : text)
   idp.claims.set('erp', { roles: ['gateway-user'], preferred_username: 'erp' })
   const base = decode(await idp.clientCredentials('erp'))
   const as = async (sub: string, name: string) => await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers: { authorization: `Bearer ${await idp.sign({ ...base, sub, preferred_username: name })}` } })
