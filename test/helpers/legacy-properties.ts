@@ -1,0 +1,375 @@
+// The property-based mapping tests' shared parts (test/routes/mapping-properties*.test.ts): fast-check arbitraries for
+// the names, types and stored values of generated legacy SQLite tables, the tables and mappings built from them, the
+// seeded run, and the checks every resource's API must pass over such a table.
+import type { Test } from 'tap'
+import fc from 'fast-check'
+import type { LightMyRequestResponse } from 'fastify'
+import type { TableMappingConfig } from '../../schemas/config.js'
+import type { Database } from '../../src/db/types.js'
+import { build, type TestContext } from './build.js'
+
+const MSSQL = process.env.GATEWAY_TEST_DB === 'mssql' && Boolean(process.env.MSSQL_TEST_URL)
+
+// ---- the run: a fixed seed, replays, the answers seen ----
+
+/** tap's options for a property test: the generated tables are SQLite's, and all of them take a while */
+export const PROPERTY_TEST = { skip: MSSQL && 'generated SQLite schemas', timeout: 300_000 }
+
+const STATS = process.env.PROPERTY_STATS === '1' ? new Map<string, number>() : undefined
+
+/** counts an answer seen: PROPERTY_STATS=1 lists them at the end */
+export const stat = (key: string): void => { STATS?.set(key, (STATS.get(key) ?? 0) + 1) }
+
+/**
+ * Checks `check` on `examples`, then on `runs` values of `arb` from the fixed `seed`, so that every run checks the same
+ * schemas; PROPERTY_SEED and PROPERTY_RUNS explore others. On a failure fast-check prints the seed, the path and the
+ * shrunk counterexample, which PROPERTY_SEED=<seed> PROPERTY_PATH=<path> replays.
+ */
+export async function checkProperty<T> (t: Test, arb: fc.Arbitrary<T>, check: (value: T) => Promise<void>, defaults: { seed: number, runs: number, examples?: T[] }): Promise<void> {
+  const seed = Number(process.env.PROPERTY_SEED ?? defaults.seed)
+  const numRuns = Number(process.env.PROPERTY_RUNS ?? defaults.runs)
+  let runs = 0
+  await fc.assert(fc.asyncProperty(arb, async (value) => {
+    runs++
+    await check(value)
+  }), {
+    seed,
+    numRuns,
+    ...(defaults.examples === undefined ? {} : { examples: defaults.examples.map((e): [T] => [e]) }),
+    ...(process.env.PROPERTY_PATH ? { path: process.env.PROPERTY_PATH, endOnFailure: true } : {})
+  })
+  if (STATS) t.comment([...STATS].sort().map(([k, n]) => `${n}\t${k}`).join('\n'))
+  t.ok(runs >= numRuns, `${runs} schemas checked (seed ${seed})`)
+}
+
+// ---- columns: names and types ----
+
+export type Flag = { kind: 'int' } | { kind: 'map', t: string | number, f: string | number }
+export type TimeColumn = { type: string, format?: 'unix' | 'unix-ms' | 'yyyymmddhhmmss' }
+
+/** a generated column: what every resource's columns have (each test adds its own kinds) */
+export interface LegacyColumn {
+  field: string
+  name: string
+  type: string
+  notNull: boolean
+  /** SQL text of the column's default */
+  dflt?: string
+  /** text: CHAR(n) (padded on read), n the length limit */
+  text?: { char: boolean, n?: number }
+  flag?: Flag
+  time?: TimeColumn
+}
+
+/** an unmapped column: NOT NULL filled by its default or by mapping.defaults, or a nullable one */
+export interface Extra { name: string, kind: 'default' | 'viaDefaults' | 'nullable' }
+
+export interface LegacyTable<C extends LegacyColumn = LegacyColumn> {
+  table: string
+  /** the resource's timeZone: its DATETIME and digit columns hold local time */
+  timeZone?: string
+  columns: C[]
+  extra?: Extra
+}
+
+export const q = (name: string): string => `"${name.replaceAll('"', '""')}"`
+export const lit = (v: string | number): string => typeof v === 'number' ? String(v) : `'${v.replaceAll("'", "''")}'`
+
+/** column(field, type, notNull?): a column named one of the field's `names` (mixed case, spaces, reserved words and quote characters, as the README allows), in any case; NOT NULL as given, else either */
+export function columnArb<C extends LegacyColumn> (names: Record<string, string[]>): (field: string, typeArb: fc.Arbitrary<Partial<C>>, notNull?: boolean) => fc.Arbitrary<C> {
+  const nameOf = (field: string): fc.Arbitrary<string> => fc.tuple(fc.constantFrom(...names[field]), fc.constantFrom('as is', 'lower', 'upper')).map(([b, c]) => c === 'lower' ? b.toLowerCase() : c === 'upper' ? b.toUpperCase() : b)
+  return (field, typeArb, notNull) => fc.record({ name: nameOf(field), t: typeArb, notNull: notNull === undefined ? fc.boolean() : fc.constant(notNull) })
+    .map(({ name, t, notNull }) => ({ field, name, notNull, ...t }) as C)
+}
+
+/** a column the table may lack */
+export const optional = <T>(column: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(column, { nil: undefined, freq: 3 })
+
+/** a NOT NULL column gets a default (the code the API's default writes) or none, when the API has a default */
+export const withDefault = <C extends LegacyColumn>(dflt: (c: C) => string) => <T extends C | undefined>(c: T): fc.Arbitrary<T> =>
+  c === undefined || !c.notNull ? fc.constant(c) : fc.boolean().map((d) => ({ ...c, dflt: d ? dflt(c) : undefined }))
+
+/** one column per field: names that collide after case folding get a suffix (renamed in place: pass copies, as fast-check replays generated values while shrinking) */
+export function distinctNames<C extends LegacyColumn> (columns: C[]): C[] {
+  const seen = new Set<string>()
+  for (const c of columns) {
+    while (seen.has(c.name.toLowerCase())) c.name += '2'
+    seen.add(c.name.toLowerCase())
+  }
+  return columns
+}
+
+export const textType = (min: number, max = 40): fc.Arbitrary<Pick<LegacyColumn, 'type' | 'text'>> => fc.oneof(
+  fc.constantFrom('TEXT', '').map((type) => ({ type, text: { char: false } })),
+  fc.integer({ min, max }).map((n) => ({ type: `VARCHAR(${n})`, text: { char: false, n } })),
+  fc.integer({ min, max }).map((n) => ({ type: `NVARCHAR(${n})`, text: { char: false, n } })),
+  fc.integer({ min, max }).map((n) => ({ type: `CHAR(${n})`, text: { char: true, n } }))
+)
+
+export const flagType: fc.Arbitrary<Pick<LegacyColumn, 'type' | 'flag'>> = fc.oneof(
+  fc.constantFrom('INTEGER', 'BOOLEAN', 'BIT').map((type) => ({ type, flag: { kind: 'int' } as Flag })),
+  fc.constantFrom<[string, string]>(['Y', 'N'], ['J', 'N'], ['T', 'F']).chain(([y, n]) => fc.constantFrom('CHAR(1)', 'VARCHAR(1)', 'TEXT').map((type) => ({ type, flag: { kind: 'map', t: y, f: n } as Flag }))),
+  fc.constant({ type: 'INTEGER', flag: { kind: 'map', t: -1, f: 0 } as Flag })
+)
+
+export const trueCode = (flag: Flag): string => flag.kind === 'int' ? '1' : lit(flag.t)
+export const falseCode = (flag: Flag): string => flag.kind === 'int' ? '0' : lit(flag.f)
+
+export const timeType: fc.Arbitrary<TimeColumn> = fc.constantFrom<TimeColumn>(
+  { type: 'DATETIME' }, { type: 'TEXT' }, { type: 'TIMESTAMP' },
+  { type: 'INTEGER', format: 'unix' }, { type: 'BIGINT', format: 'unix-ms' },
+  { type: 'BIGINT', format: 'yyyymmddhhmmss' }, { type: 'CHAR(14)', format: 'yyyymmddhhmmss' }
+)
+
+// ---- the table, its mapping and its rows ----
+
+/**
+ * CREATE TABLE for a generated table: its own INTEGER PRIMARY KEY `key.own` first where it has one, the key field's
+ * column with `key.sql` (its NOT NULL, PRIMARY KEY or UNIQUE), the others NOT NULL as generated, then the extra column.
+ */
+export function createTable (s: LegacyTable, key: { own?: string, field: string, sql: string }): string {
+  const defs: string[] = []
+  if (key.own !== undefined) defs.push(`${q(key.own)} INTEGER PRIMARY KEY`)
+  for (const c of s.columns) {
+    let def = `${q(c.name)} ${c.type}`
+    if (c.field === key.field) def += key.sql
+    else if (c.notNull) def += ' NOT NULL'
+    if (c.dflt !== undefined) def += ` DEFAULT ${c.dflt}`
+    defs.push(def)
+  }
+  if (s.extra) defs.push(`${q(s.extra.name)} INTEGER${s.extra.kind === 'nullable' ? '' : ' NOT NULL'}${s.extra.kind === 'default' ? ' DEFAULT 1' : ''}`)
+  return `CREATE TABLE ${q(s.table)} (${defs.join(', ')})`
+}
+
+type ValueMap = NonNullable<Exclude<TableMappingConfig['columns'][string], string | null>['values']>
+
+/**
+ * The mapping onto a generated table: `nulls` (the fields it leaves out) first, then each column by name, with its value
+ * map (a flag's codes, else `values(c)`) or its time format, and the id on the column `id`.
+ */
+export function tableMapping<C extends LegacyColumn> (s: LegacyTable<C>, id: string, nulls: string[], values?: (c: C) => ValueMap | undefined): TableMappingConfig {
+  const columns: Record<string, TableMappingConfig['columns'][string]> = Object.fromEntries(nulls.map((f) => [f, null]))
+  for (const c of s.columns) {
+    const map = c.flag?.kind === 'map' ? { true: c.flag.t, false: c.flag.f } : values?.(c)
+    if (map !== undefined) columns[c.field] = { column: c.name, values: map }
+    else if (c.time?.format !== undefined) columns[c.field] = { column: c.name, format: c.time.format }
+    else columns[c.field] = c.name
+  }
+  columns.id = id
+  return { table: s.table, ...(s.timeZone ? { timeZone: s.timeZone } : {}), columns, ...(s.extra?.kind === 'viaDefaults' ? { defaults: { [s.extra.name]: 7 } } : {}) }
+}
+
+/** what a CHAR(n) column holds of a text: padded with blanks to n */
+export const pad = (c: LegacyColumn, x: unknown): unknown => c.text?.char === true && c.text.n !== undefined && typeof x === 'string' ? x.padEnd(c.text.n, ' ') : x
+
+/** a stored value, or NULL in one row of four or so where the column takes it */
+export const orNull = (v: fc.Arbitrary<unknown>, nullable: boolean): fc.Arbitrary<unknown> => nullable ? fc.option(v, { nil: null, freq: 4 }) : v
+
+/** a flag as the picking system stored it: its codes, a code in lower case or with a trailing blank, and `odd` ones where given */
+export function storedFlag (flag: Flag, odd: { int: unknown[], map: unknown[] } = { int: [], map: [] }): fc.Arbitrary<unknown> {
+  return flag.kind === 'int'
+    ? fc.constantFrom(0, 1, -1, ...odd.int)
+    : fc.constantFrom(flag.t, flag.f, typeof flag.t === 'string' ? flag.t.toLowerCase() : flag.t, typeof flag.f === 'string' ? `${flag.f} ` : flag.f, ...odd.map)
+}
+
+/** a time as the column keeps it: its format's number or digits, else ISO text with a blank for the T */
+export function timeValue (time: TimeColumn): fc.Arbitrary<unknown> {
+  return fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2030-12-31T23:59:59Z'), noInvalidDate: true }).map((d) => {
+    const iso = d.toISOString()
+    switch (time.format) {
+      case 'unix': return Math.floor(d.getTime() / 1000)
+      case 'unix-ms': return d.getTime()
+      case 'yyyymmddhhmmss': {
+        const digits = iso.slice(0, 19).replace(/[-T:]/g, '')
+        return time.type === 'BIGINT' ? Number(digits) : digits
+      }
+      default: return iso.slice(0, 23).replace('T', ' ')
+    }
+  })
+}
+
+/** a row's values by column name */
+export const valuesArb = <C extends LegacyColumn>(columns: C[], value: (c: C) => fc.Arbitrary<unknown>): fc.Arbitrary<Record<string, unknown>> =>
+  fc.record(Object.fromEntries(columns.map((c) => [c.name, value(c)])))
+
+/** `first` where given, then up to `max` rows row(1) … row(n); the key column is unique, so the first row of each key(row) is kept */
+export function rowsArb<R> (max: number, row: (i: number) => fc.Arbitrary<R>, key: (r: R) => string, first?: fc.Arbitrary<R>): fc.Arbitrary<R[]> {
+  return fc.integer({ min: 0, max }).chain((n) => fc.tuple(...(first === undefined ? [] : [first]), ...Array.from({ length: n }, (_, i) => row(i + 1))))
+    .map((rows) => {
+      const seen = new Set<string>()
+      return rows.filter((r) => {
+        const k = key(r)
+        if (seen.has(k)) return false
+        seen.add(k)
+        return true
+      })
+    })
+}
+
+/** up to 7 rows of stored values; the key field's column is unique, compared as the API does: without CHAR padding, in any case */
+export function keyedRows<C extends LegacyColumn> (s: LegacyTable<C>, field: string, storedValue: (c: C, i: number) => fc.Arbitrary<unknown>): fc.Arbitrary<Array<Record<string, unknown>>> {
+  const keyCol = s.columns.find((c) => c.field === field)!
+  return rowsArb(7, (i) => valuesArb(s.columns, (c) => storedValue(c, i)), (r) => String(r[keyCol.name]).trimEnd().toLowerCase())
+}
+
+/** creates the table and inserts the rows (values by column name) as the picking system wrote them, 3 in a NOT NULL extra column */
+export async function fill (db: Database, s: LegacyTable, ddl: string, rows: Array<Record<string, unknown>>): Promise<void> {
+  await db.execute({ text: ddl, params: [] })
+  for (const r of rows) {
+    const names = Object.keys(r)
+    const extra = s.extra === undefined || s.extra.kind === 'nullable' ? [] : [q(s.extra.name)]
+    await db.execute({
+      text: `INSERT INTO ${q(s.table)} (${[...names.map(q), ...extra].join(', ')}) VALUES (${[...names.map((_, i) => `@p${i}`), ...extra.map(() => '3')].join(', ')})`,
+      params: names.map((n, i) => {
+        const value = r[n]
+        if (value === null) return { name: `p${i}`, kind: 'string' as const, value: null }
+        if (typeof value === 'number') return { name: `p${i}`, kind: Number.isInteger(value) ? 'integer' as const : 'number' as const, value }
+        return { name: `p${i}`, kind: 'string' as const, value: String(value) }
+      })
+    })
+  }
+}
+
+// ---- request bodies ----
+
+/** a request body, and whether the schema takes it */
+export interface Body { body: Record<string, unknown>, valid: boolean }
+
+/** a valid body of some of the columns' fields (always those of `requiredKeys`) */
+export const validBody = <C extends LegacyColumn>(columns: C[], value: (c: C) => fc.Arbitrary<unknown>, requiredKeys: string[]): fc.Arbitrary<Body> =>
+  fc.record(Object.fromEntries(columns.map((c) => [c.field, value(c)])), { requiredKeys }).map((body) => ({ body: body as Record<string, unknown>, valid: true }))
+
+/** a valid body, or one with one of `fields` set to an odd value */
+export function withOdd (valid: fc.Arbitrary<Body>, fields: string[], oddValue: fc.Arbitrary<unknown>): fc.Arbitrary<Body> {
+  const odd = fc.tuple(valid, fc.constantFrom(...fields), oddValue)
+    .map(([{ body }, field, value]) => ({ body: { ...body, [field]: value }, valid: false }))
+  return fc.oneof(valid, odd)
+}
+
+// ---- checks ----
+
+/** the app over one generated table, an admin's headers, and fail(), which throws naming the table and its mapping */
+export interface Gateway {
+  ctx: TestContext
+  table: string
+  headers: { authorization: string }
+  fail: (what: string, detail: unknown) => never
+}
+
+/** builds the app over the table `prepare` makes, runs `checks` and closes the app again (also after a failure: the run goes on shrinking) */
+export async function overTable (t: Test, overrides: Parameters<typeof build>[1], prepare: (db: Database) => Promise<void>, checks: (ctx: TestContext) => Promise<void>): Promise<void> {
+  const ctx = await build(t, overrides, prepare)
+  try {
+    await checks(ctx)
+  } finally {
+    await ctx.app.close()
+  }
+}
+
+/** the checks' view of the app over table `s`: fail() names the DDL, the mapping and, where given, the rows */
+export function gateway (ctx: TestContext, s: LegacyTable, ddl: string, mapping: TableMappingConfig, rows?: unknown): Gateway {
+  const rowsText = rows === undefined ? '' : `\nrows: ${JSON.stringify(rows)}`
+  return {
+    ctx,
+    table: s.table,
+    headers: ctx.auth(ctx.adminToken),
+    fail: (what, detail) => { throw new Error(`${what}: ${JSON.stringify(detail)}\nDDL: ${ddl}\nmapping: ${JSON.stringify(mapping)}${rowsText}`) }
+  }
+}
+
+/** the table's rows as stored, to compare before and after a request */
+export async function dump (g: Gateway): Promise<unknown[]> {
+  return await g.ctx.db.query({ text: `SELECT * FROM ${q(g.table)} ORDER BY rowid`, params: [] })
+}
+
+/** a row as the API shows it */
+export interface Shown { id: number | string, [field: string]: unknown }
+
+/** the list of `resource` (a 200, up to 1000 rows), with a filter (`&field=value`) where given */
+export async function list<R extends Shown> (g: Gateway, resource: string, filter = ''): Promise<R[]> {
+  const res = await g.ctx.app.inject({ method: 'GET', url: `/api/${resource}?limit=1000${filter}`, headers: g.headers })
+  if (res.statusCode !== 200) g.fail(`the list${filter} answered ${res.statusCode} ${res.body}`, null)
+  return (res.json() as { data: R[] }).data
+}
+
+/** the list of `resource`, checked to show every row of the table */
+export async function listAll<R extends Shown> (g: Gateway, resource: string): Promise<R[]> {
+  const rows = await list<R>(g, resource)
+  const count = (await g.ctx.db.query({ text: `SELECT COUNT(*) AS n FROM ${q(g.table)}`, params: [] }))[0] as { n: number }
+  if (rows.length !== Number(count.n)) g.fail(`the list shows ${rows.length} of ${count.n} rows`, rows.map((r) => String(r.id)).sort())
+  return rows
+}
+
+/**
+ * Sends a write and checks what every write must do: never a 5xx; where `valid`, no 4xx but a conflict (409); and a 4xx
+ * (refused) leaves the table as it was and, unless `message` is false, says why. `what` names the write in failures
+ * ('create' or 'update' by the method), `stat` in the answers seen (`what`). The caller checks what a 2xx did.
+ */
+export async function write (g: Gateway, request: { method: 'POST' | 'PATCH', url: string, payload: Record<string, unknown> }, w: { what?: string, stat?: string, detail: unknown, valid?: boolean, message?: boolean }): Promise<{ res: LightMyRequestResponse, refused: boolean, before: unknown[] }> {
+  const noun = request.method === 'POST' ? 'create' : 'update'
+  const what = w.what ?? noun
+  const before = await dump(g)
+  const res = await g.ctx.app.inject({ ...request, headers: g.headers })
+  stat(`${w.stat ?? what} ${res.statusCode}${res.statusCode >= 400 ? ` ${String(res.json().message).slice(0, 60)}` : ''}`)
+  if (res.statusCode >= 500) g.fail(`${what} answered ${res.statusCode} ${res.body}`, w.detail)
+  if (w.valid === true && res.statusCode >= 400 && res.statusCode !== 409) g.fail(`a valid ${noun} answered ${res.statusCode} ${res.body}`, w.detail)
+  const refused = res.statusCode >= 400
+  if (refused) {
+    if (JSON.stringify(await dump(g)) !== JSON.stringify(before)) g.fail(`a ${res.statusCode} ${noun} changed the table (${res.body})`, w.detail)
+    if (w.message !== false && (typeof res.json().message !== 'string' || res.json().message === '')) g.fail('a 4xx without a message', res.body)
+  }
+  return { res, refused, before }
+}
+
+/** the value a read should show for one sent: a CHAR(n) column's padding is dropped */
+export function expected (c: LegacyColumn, v: unknown): unknown {
+  if (c.text?.char === true && typeof v === 'string') return v.trimEnd()
+  return v
+}
+
+/** each field of `body` a column holds reads back as sent (`done`: 'created' or 'updated') */
+export function checkReadBack (g: Gateway, columnOf: Map<string, LegacyColumn>, body: Record<string, unknown>, shown: Shown, done: string, detail: unknown): void {
+  for (const [field, value] of Object.entries(body)) {
+    const c = columnOf.get(field)
+    if (c === undefined) continue
+    if (JSON.stringify(shown[field]) !== JSON.stringify(expected(c, value))) g.fail(`${done} ${field} reads back as ${JSON.stringify(shown[field])}`, detail)
+  }
+}
+
+/**
+ * A walk by meta.next (2 rows a page, at most `maxPages` pages, each a 200) of `resource` sorted by `sort` (a field,
+ * '-' first for descending) with `filter`: every row of `expectedIds` once. Returns the rows in the order shown.
+ */
+export async function checkWalk<R extends Shown> (g: Gateway, resource: string, sort: string, filter: string, expectedIds: string[], maxPages: number, detail: unknown): Promise<R[]> {
+  const rows: R[] = []
+  let next: string | undefined = `/api/${resource}?limit=2&sort=${sort}${filter}`
+  for (let pages = 0; next !== undefined && pages < maxPages; pages++) {
+    const page = await g.ctx.app.inject({ method: 'GET', url: next, headers: g.headers })
+    if (page.statusCode !== 200) g.fail(`page ${next} answered ${page.statusCode} ${page.body}`, null)
+    const body = page.json() as { data: R[], meta: { next?: string | null } }
+    rows.push(...body.data)
+    next = body.meta.next ?? undefined
+  }
+  const seen = rows.map((r) => String(r.id))
+  if (JSON.stringify([...seen].sort()) !== JSON.stringify(expectedIds)) g.fail(`a walk sorted by ${sort}${filter} returned ${JSON.stringify(seen)}, the list ${JSON.stringify(expectedIds)}`, detail)
+  return rows
+}
+
+/**
+ * A conditional GET of `row` (at `url`) after a write behind the gateway's back, which sets its `field` (in `column`) to a
+ * new value: a 200 showing it, not a 304. The write finds the row by rowid from its id column `idColumn` as reads show
+ * it (a number another program stored, padding dropped).
+ */
+export async function checkWriteBehind (g: Gateway, url: string, row: Shown, idColumn: string, field: string, column: string): Promise<void> {
+  const read = await g.ctx.app.inject({ method: 'GET', url, headers: g.headers })
+  const etag = read.headers.etag
+  if (read.statusCode !== 200 || typeof etag !== 'string') g.fail(`GET answered ${read.statusCode} without an ETag`, read.body)
+  const newValue = read.json()[field] === 'Q' ? 'R' : 'Q'
+  const keys = await g.ctx.db.query({ text: `SELECT rowid AS r, ${q(idColumn)} AS k FROM ${q(g.table)}`, params: [] }) as Array<{ r: number, k: unknown }>
+  const rowid = keys.find((k) => String(k.k) === String(row.id))?.r ?? keys.find((k) => String(k.k).trimEnd() === String(row.id))?.r
+  const changed = rowid === undefined ? 0 : await g.ctx.db.execute({ text: `UPDATE ${q(g.table)} SET ${q(column)} = @v WHERE rowid = @r`, params: [{ name: 'v', kind: 'string', value: newValue }, { name: 'r', kind: 'integer', value: rowid }] })
+  if (changed !== 1) g.fail(`the write behind the gateway's back changed ${changed} rows`, { row, table: await dump(g) })
+  const again = await g.ctx.app.inject({ method: 'GET', url, headers: { ...g.headers, 'if-none-match': etag as string } })
+  if (again.statusCode !== 200) g.fail(`a conditional GET after a write behind the gateway's back answered ${again.statusCode}`, { row })
+  if (again.json()[field] !== newValue) g.fail(`the read after a write behind the gateway's back shows ${JSON.stringify(again.json()[field])}`, { row })
+}
