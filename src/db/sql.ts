@@ -253,7 +253,12 @@ export class SqlBuilder {
    */
   private numberInText (s: FieldStorage): boolean {
     return this.dialect.name === 'sqlite' && (s.def.kind === 'number' || s.def.kind === 'integer') && s.map === undefined &&
-      (s.category === 'text' || (s.field !== 'id' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())))
+      (s.category === 'text' || (s.field !== 'id' && this.untypedSqlite(s)))
+  }
+
+  /** SQLite: the field's column has no declared type, and so keeps numbers and text as given */
+  private untypedSqlite (s: FieldStorage): boolean {
+    return this.dialect.name === 'sqlite' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())
   }
 
   /**
@@ -261,8 +266,7 @@ export class SqlBuilder {
    * numbers: 12 and '12' are two values there, which the API shows alike (filters compare both; a unique one is checked by the gateway).
    */
   numberShownAsText (s: FieldStorage): boolean {
-    return this.dialect.name === 'sqlite' && s.def.kind === 'string' && s.map === undefined && s.field !== 'id' &&
-      s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase())
+    return s.def.kind === 'string' && s.map === undefined && s.field !== 'id' && this.untypedSqlite(s)
   }
 
   /** What the keyset compares for a sort key, and how the cursor keeps it. */
@@ -509,7 +513,7 @@ export class SqlBuilder {
     // filters are, or the column is converted and its index scanned (under UPDLOCK too, by every write)
     // SQLite: a text key on a column without a declared type may hold a number another program stored
     // (12), which reads show as '12' and = '12' does not find: the number is compared too, as filters do
-    const shown = this.dialect.name === 'sqlite' && s.def.kind === 'string' && s.info !== undefined && sqliteUntyped(s.info.type.toLowerCase()) ? numberShownAs(id) : undefined
+    const shown = s.def.kind === 'string' && this.untypedSqlite(s) ? numberShownAs(id) : undefined
     if (shown !== undefined) return `${expr} IN (${p}, ${params.named('idNumber', 'number', shown)})`
     if (!padded) return `${expr} = ${this.inColumnCodePage(s, value(id), type, p)}`
     // the value with any padding lies between the value and the value padded to the column's width:
