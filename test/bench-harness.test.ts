@@ -2,12 +2,12 @@
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import t, { type Test } from 'tap'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { fetchWithin, fillSqliteInWorker, pacedRound, startHelper, startServer, unitFileEnvironment, type Server } from '../bench/harness.js'
 import { openDatabase } from '../src/db/index.js'
-import { CLI, gatewaySetup, HUNG_MS, start, startCommand, START_MS, type Run } from './helpers/process.js'
+import { gatewaySetup, HUNG_MS, startCommand, START_MS, type Run } from './helpers/process.js'
+import { moduleUrl, nodeArgs, scriptLoaders } from './helpers/built.js'
 import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 
@@ -41,7 +41,7 @@ async function gone (pid: number | (() => string[]), ms: number): Promise<boolea
   return typeof pid === 'number' ? left().length === 0 : left()
 }
 
-const HARNESS = pathToFileURL(join(import.meta.dirname, '..', 'bench', 'harness.ts')).href
+const HARNESS = moduleUrl('bench/harness.ts')
 
 /** A bench in `dir` (bench.mjs) that installs the harness's cleanup, starts one server as `s` (`startServer(<serverArgs>)`), then runs `then`; its path. */
 function benchScript (dir: string, serverArgs: string, then: string): string {
@@ -70,7 +70,7 @@ function stubServer (dir: string): string {
 async function startBench (t: Test, dir: string, serverArgs: string, env: NodeJS.ProcessEnv): Promise<{ run: Run, serverPid: number }> {
   const script = benchScript(dir, serverArgs, `process.stdout.write(s.pid + '\\n')
 setInterval(() => {}, 1000)`)
-  const run = start(t, [script], env)
+  const run = startCommand(t, process.execPath, [...scriptLoaders(), script], env)
   let serverPid = 0
   t.teardown(() => { if (serverPid > 0 && alive(serverPid)) process.kill(serverPid, 'SIGKILL') })
   // the bench's own start under the loaders, then its server's start deadline (at most 3 * START_MS here)
@@ -132,7 +132,7 @@ t.test('a bench run by npm ends when npm does (a SIGHUP to npm alone, which npm 
   const script = benchScript(dir, stubServer(dir), `process.stdout.write(process.pid + ' ' + s.pid + '\\n')
 setInterval(() => {}, 1000)`)
   // npm's place: a shell that forks the bench (a command follows it) and then dies without passing anything on
-  const npm = startCommand(t, 'sh', ['-c', '"$@"; exit $?', 'sh', process.execPath, ...process.execArgv, script], { npm_lifecycle_event: 'bench' })
+  const npm = startCommand(t, 'sh', ['-c', '"$@"; exit $?', 'sh', process.execPath, ...scriptLoaders(), script], { npm_lifecycle_event: 'bench' })
   await until(() => npm.out().includes('\n') || npm.child.exitCode !== null, 'the bench to print its pids', 4 * START_MS)
   const [benchPid, serverPid] = npm.out().trim().split(' ').map(Number)
   if (!(serverPid > 0)) throw new Error(`the bench did not start its server (${npm.child.exitCode}): ${npm.err()}`)
@@ -145,16 +145,17 @@ setInterval(() => {}, 1000)`)
 
 t.test('a bench killed with SIGKILL does not leave its gateway server behind', async (t) => {
   const { dir, env } = await gatewaySetup(t)
-  // the real gateway, with this test's TypeScript loader (the bench starts plain `node <script>` with
-  // only the environment it is given): the loaders' --import alone in NODE_OPTIONS, as tap's other
-  // flags (coverage, and --test-name-pattern under tap --grep) have no place there or are refused by
-  // node there; and the loader's settings (TS_NODE_TRANSPILE_ONLY), without which ts-node type-checks
+  // the real gateway: the compiled one when dist/ is current, else the source with this test's TypeScript loader
+  // (the bench starts plain `node <script>` with only the environment it is given): the loaders' --import alone in
+  // NODE_OPTIONS, as tap's other flags (coverage, and --test-name-pattern under tap --grep) have no place there or are
+  // refused by node there; and the loader's settings (TS_NODE_TRANSPILE_ONLY), without which ts-node type-checks
   // the whole gateway as it loads it, more than twice as slow: past the start deadline on a busy machine
-  const loaders = process.execArgv.filter((a) => a.startsWith('--import=') && !a.includes('processinfo'))
+  const cli = nodeArgs('src/cli.ts', { withCoverage: false })
+  const loaders = cli.slice(0, -1).filter((a) => a.startsWith('--import='))
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('TS_NODE_') || name === 'TAP_TYPE_STRIP_ONLY'))
-  const gateway = { ...env, ...settings, NODE_OPTIONS: loaders.join(' ') }
+  const gateway = loaders.length === 0 ? env : { ...env, ...settings, NODE_OPTIONS: loaders.join(' ') }
   // as npm run bench does not start it: no npm_lifecycle_event from npm
-  const bench = await startBench(t, dir, `'gateway', ${JSON.stringify(CLI)}, ['serve'], ${JSON.stringify(gateway)}, ${JSON.stringify(join(dir, 'gateway.log'))}, ${3 * START_MS}`, { npm_lifecycle_event: undefined })
+  const bench = await startBench(t, dir, `'gateway', ${JSON.stringify(cli.at(-1))}, ['serve'], ${JSON.stringify(gateway)}, ${JSON.stringify(join(dir, 'gateway.log'))}, ${3 * START_MS}`, { npm_lifecycle_event: undefined })
   t.ok(alive(bench.serverPid), `the bench's gateway runs (pid ${bench.serverPid})`)
   bench.run.child.kill('SIGKILL')
   await bench.run.exited
@@ -213,7 +214,7 @@ t.test('a bench whose output pipe closes says so in one line and exits 141, taki
   // its server's pid on standard error, then a line of results every 50 ms, as the rounds print theirs
   const bench = benchScript(dir, stubServer(dir), `process.stderr.write('pid ' + s.pid + '\\n')
 setInterval(() => console.log('a round'), 50)`)
-  const child = spawn(process.execPath, [...process.execArgv, bench], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...scriptLoaders(), bench], { stdio: ['ignore', 'pipe', 'pipe'] })
   let err = ''
   child.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])))

@@ -11,6 +11,7 @@ import { referenceMappings } from '../src/db/resources.js'
 import type { ColumnInfo, Database, Statement } from '../src/db/types.js'
 import { openDatabase } from '../src/db/index.js'
 import { build } from './helpers/build.js'
+import { builtIsCurrent, nodeArgs } from './helpers/built.js'
 import { cleanEnv, packageCopy } from './helpers/documented.js'
 import { narrowMaterials } from './helpers/legacy-fixture.js'
 import { tempDir } from './helpers/temp.js'
@@ -71,7 +72,7 @@ t.test('db init of the demo, no configuration, on a new checkout: it makes data/
   const pkg = packageCopy('pg-cli-demo-')
   t.teardown(() => rmSync(pkg, { recursive: true, force: true }))
   const env = { ...cleanEnv(), PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' }
-  const init = spawnSync(process.execPath, [...process.execArgv, join(pkg, 'src', 'cli.ts'), 'db', 'init'], { cwd: pkg, env, encoding: 'utf8', timeout: 60000 })
+  const init = spawnSync(process.execPath, [...nodeArgs('src/cli.ts', { root: pkg }), 'db', 'init'], { cwd: pkg, env, encoding: 'utf8', timeout: 60000 })
   t.equal(init.status, 0, init.stderr)
   t.match(init.stdout, /Tables ready on sqlite/)
   t.equal(statSync(join(pkg, 'data')).mode & 0o777, 0o700, 'data/ is its own user\'s alone: the database there keeps password hashes')
@@ -908,7 +909,7 @@ t.test('user add at a real terminal (script(1) gives it one): the password is no
   const dir = tempDir(t, 'pg-cli-')
   const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
   t.equal(await main(['db', 'init'], io(env)), 0)
-  const cli = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts'), 'user', 'add', 'tty-user', '--password-stdin']
+  const cli = [process.execPath, ...nodeArgs('src/cli.ts', { withCoverage: false }), 'user', 'add', 'tty-user', '--password-stdin']
   const child = spawn('/usr/bin/script', ['-qec', cli.map((a) => `'${a}'`).join(' '), '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   let shown = ''
@@ -1009,8 +1010,7 @@ print(json.dumps({'code': code, 'echo': echo, 'output': out.decode('utf8', 'repl
 `
 
 const hasPty = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0
-const built = existsSync(join(import.meta.dirname, '..', 'dist', 'src', 'cli.js'))
-const ptySkip = !hasPty ? 'needs python3 (pty)' : !built ? 'dist/ is not built (npm run build)' : false
+const ptySkip = !hasPty ? 'needs python3 (pty)' : !builtIsCurrent() ? 'dist/ is not built from the current sources (npm run build)' : false
 
 /** user passwd admin at a terminal (PTY_PROMPT), and what `action` at its prompt made of it. */
 async function atPrompt (t: Test, action: string): Promise<{ code: number | string, echo: boolean | null, output: string }> {
@@ -1129,7 +1129,7 @@ t.test('a one-shot command whose standard output fails (a full disk, a reader go
   const dir = tempDir(t, 'pg-cli-')
   const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
   t.equal(await main(['db', 'init'], io(env)), 0)
-  const cli = [...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts')]
+  const cli = nodeArgs('src/cli.ts', { withCoverage: false })
   for (const args of [['--help'], ['user', 'list'], ['db', 'introspect']]) {
     // /dev/full: every write fails with ENOSPC, as a file on a full disk does (`db introspect > mapping.json`)
     const full = spawnSync(process.execPath, [...cli, ...args], { env, stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], encoding: 'utf8', timeout: 60000 })
@@ -1145,7 +1145,7 @@ t.test('db init whose standard output fails after it created admin with a genera
   const dir = tempDir(t, 'pg-cli-')
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET }
   delete env.PICKING_GATEWAY_ADMIN_PASSWORD
-  const cli = [...process.execArgv.filter((a) => !a.includes('processinfo')), join(import.meta.dirname, '..', 'src', 'cli.ts')]
+  const cli = nodeArgs('src/cli.ts', { withCoverage: false })
   // `db init > init.log` on a full disk: the password, shown only this once, went nowhere
   const full = spawnSync(process.execPath, [...cli, 'db', 'init'], { env, stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], encoding: 'utf8', timeout: 60000 })
   t.equal(full.status, 74)

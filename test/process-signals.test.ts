@@ -8,7 +8,8 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { createStop, FORCED_EXIT_MS, REPEAT_MS, watchProcess } from '../src/lifecycle.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, commandAwaitingAck, connectedBoth, gatewaySetup, jsonLines, listening, start, startCommand, type Exit, type Run } from './helpers/process.js'
+import { GRACE_MS, HUNG_MS, LISTENING, START_MS, commandAwaitingAck, connectedBoth, gatewaySetup, jsonLines, listening, startCli, startCommand, type Exit, type Run } from './helpers/process.js'
+import { nodeArgs } from './helpers/built.js'
 import { sleep, until } from './helpers/wait.js'
 
 // gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
@@ -32,7 +33,7 @@ async function slowUpload (t: Test, run: Run, port: number): Promise<void> {
 
 /** A gateway serving, with a login upload in flight that only the grace period ends. */
 async function servingAnUpload (t: Test, env: Record<string, string>): Promise<Run> {
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   await slowUpload(t, run, await listening(run))
   return run
 }
@@ -167,7 +168,7 @@ t.test('run by npx (npm, a shell, the gateway), npm killed with SIGKILL: the she
   const { env } = await gatewaySetup(t)
   const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
   // as npm exec runs a bin: sh -c '<bin> serve', a shell that does not exec its last command; npm is a node process
-  const command = `${[process.execPath, ...process.execArgv, CLI, 'serve'].map(quote).join(' ')}; exit $?`
+  const command = `${[process.execPath, ...nodeArgs('src/cli.ts'), 'serve'].map(quote).join(' ')}; exit $?`
   const npm = `require('child_process').spawn('/bin/sh', ['-c', ${JSON.stringify(command)}], { stdio: 'inherit' }); setInterval(() => {}, 1000)`
   const run = startCommand(t, process.execPath, ['-e', npm], { ...env, npm_lifecycle_event: 'npx' })
   await listening(run)
@@ -191,7 +192,7 @@ t.test('run by npm (npx: npm, a shell, the gateway), the shell killed by the SIG
   const { env } = await gatewaySetup(t)
   const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
   // as npm exec runs a bin: sh -c '<bin> serve', a shell that does not exec its last command
-  const command = `${[process.execPath, ...process.execArgv, CLI, 'serve'].map(quote).join(' ')}; exit $?`
+  const command = `${[process.execPath, ...nodeArgs('src/cli.ts'), 'serve'].map(quote).join(' ')}; exit $?`
 
   for (const [by, npm] of [['npm (npm_lifecycle_event set)', 'npx'], ['no npm', undefined]] as const) {
     const run = startCommand(t, '/bin/sh', ['-c', command], { ...env, npm_lifecycle_event: npm })

@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { ConfigError } from '../src/config.js'
 import { listenError, plainHttpWarning } from '../src/server.js'
-import { CLI, GRACE_MS, HUNG_MS, LISTENING, START_MS, commandAwaitingAck, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, start, startCommand, startDemo, type Run } from './helpers/process.js'
+import { GRACE_MS, HUNG_MS, LISTENING, START_MS, commandAwaitingAck, connectedBoth, gatewaySetup, jsonLines, listening, occupiedPort, startCli, startCommand, startDemo, type Run } from './helpers/process.js'
 import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 import { ADMIN_PASSWORD } from './helpers/build.js'
@@ -21,7 +21,7 @@ t.test('serve collects the young generation on its main thread alone: no helper 
   // no overload check: a busy machine's event-loop delay would answer some of the thousand requests 503
   const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
   // V8's own trace: a line per collection; a scavenge's "background.scavenge.parallel" is the helpers' share in ms
-  const run = start(t, ['--trace-gc-nvp', CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env, ['--trace-gc-nvp'])
   const port = await listening(run)
   const from = run.out().length
   const pad = 'x'.repeat(12000)
@@ -42,7 +42,7 @@ t.test('port already in use: the process exits at once, non-zero, naming the add
   const { env } = await gatewaySetup(t)
   const port = await occupiedPort(t)
   // debug: the links log 'connecting' when the app is ready, just before it tries to listen
-  const run = start(t, [CLI, 'serve'], { ...env, PORT: String(port), LOG_LEVEL: 'debug' })
+  const run = startCli(t, ['serve'], { ...env, PORT: String(port), LOG_LEVEL: 'debug' })
   const exit = await run.exitWithin(30000)
   t.ok(exit, `exited by itself${exit ? '' : `; still running: ${run.err()}`}`)
   if (!exit) return
@@ -60,7 +60,7 @@ t.test('port already in use: the process exits at once, non-zero, naming the add
 
 t.test('an address this machine does not have: exits non-zero naming HOST', async (t) => {
   const { env } = await gatewaySetup(t)
-  const run = start(t, [CLI, 'serve'], { ...env, HOST: '192.0.2.1', PORT: '3000' })
+  const run = startCli(t, ['serve'], { ...env, HOST: '192.0.2.1', PORT: '3000' })
   const exit = await run.exitWithin(30000)
   t.ok(exit, 'exited by itself')
   t.equal(exit?.code, 1)
@@ -113,7 +113,7 @@ t.test('one line per controller event: connected once, disconnected once (info) 
 
 t.test('SIGTERM with a slow upload in flight: the upload is cut after the grace period, a warning names it, exit 0', async (t) => {
   const { env } = await gatewaySetup(t)
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   const port = await listening(run)
   const client = connect(port, '127.0.0.1')
   client.on('error', () => {})
@@ -138,7 +138,7 @@ t.test('SIGTERM with a slow upload in flight: the upload is cut after the grace 
 
 t.test('SIGTERM after a write was refused from its headers while its body still comes: the gateway does not wait for the body, it exits at once', async (t) => {
   const { env } = await gatewaySetup(t)
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   const port = await listening(run)
   const login = await fetch(`http://127.0.0.1:${port}/api/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })
   const { accessToken } = await login.json() as { accessToken: string }
@@ -184,7 +184,7 @@ async function startingAgainstSilentSqlServer (t: Test, server: Record<string, u
   })
   const { env } = await gatewaySetup(t, server)
   const dbPort = (silent.address() as AddressInfo).port
-  const run = start(t, [CLI, 'serve'], { ...env, DATABASE_URL: `mssql://gw:pw@127.0.0.1:${dbPort}/Picking` })
+  const run = startCli(t, ['serve'], { ...env, DATABASE_URL: `mssql://gw:pw@127.0.0.1:${dbPort}/Picking` })
   // the driver's connection: the start-up is under way (buildApp checks the mapping)
   await until(() => reached || run.child.exitCode !== null, 'the gateway to connect to the database', 30000)
   await new Promise((resolve) => setTimeout(resolve, 300))
@@ -233,7 +233,7 @@ t.test('SIGTERM while start-up waits for another process\'s lock on the SQLite f
   other.pragma('journal_mode = DELETE')
   other.exec('BEGIN EXCLUSIVE')
   other.exec('UPDATE materials SET name = name')
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   const opened = () => { try { return readdirSync(`/proc/${run.child.pid!}/fd`).some((fd) => { try { return readlinkSync(`/proc/${run.child.pid!}/fd/${fd}`) === file } catch { return false } }) } catch { return false } }
   await until(() => opened() || run.child.exitCode !== null, 'the gateway to open the database file', START_MS)
   t.equal(run.child.exitCode, null, 'still starting, waiting for the lock')
@@ -252,7 +252,7 @@ t.test('SIGTERM while start-up waits for another process\'s lock on the SQLite f
 t.test('a SQLite file that is not there, or a directory: a configuration error (78) naming the path', async (t) => {
   const { env, dir } = await gatewaySetup(t)
   for (const [path, text] of [[join(dir, 'missing.db'), 'does not exist'], [dir, 'is a directory']]) {
-    const run = start(t, [CLI, 'serve'], { ...env, DATABASE_URL: `sqlite:${path}` })
+    const run = startCli(t, ['serve'], { ...env, DATABASE_URL: `sqlite:${path}` })
     const exit = await run.exitWithin(30000)
     t.equal(exit?.code, 78, `${text}: exit 78, systemd does not restart`)
     t.match(run.err(), `database.url: SQLite database ${path === dir ? '' : 'file '}'${path}' ${text}`)

@@ -6,7 +6,8 @@ import { chmodSync, chownSync, existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { main } from '../src/commands.js'
-import { CLI, LISTENING, START_MS, gatewaySetup, start, startCommand } from './helpers/process.js'
+import { LISTENING, START_MS, gatewaySetup, startCli, startCommand } from './helpers/process.js'
+import { nodeArgs } from './helpers/built.js'
 import { tempDir } from './helpers/temp.js'
 
 // gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
@@ -19,7 +20,7 @@ const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
 
 /** The CLI with `args` as nobody when the tests run as root (setpriv), else as the tests' own user; without tap's coverage hook. */
 function asNobody (t: Parameters<typeof startCommand>[0], env: NodeJS.ProcessEnv, args: string[]): ReturnType<typeof startCommand> {
-  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, ...args]
+  const node = [process.execPath, ...nodeArgs('src/cli.ts', { withCoverage: false }), ...args]
   return ROOT_USER
     ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
     : startCommand(t, node[0]!, node.slice(1), env)
@@ -101,7 +102,7 @@ t.test('server.tls with a file it cannot read or a key that is not the certifica
   ]
   for (const [what, tls, messages] of cases) {
     const { env } = await gatewaySetup(t, { tls })
-    const run = start(t, [CLI, 'serve'], env)
+    const run = startCli(t, ['serve'], env)
     // from the spawn, start-up included: under the coverage loader beside other work it took over 10 s (HUNG_MS) once
     const exit = await run.exitWithin(START_MS)
     t.ok(exit, `${what}: exited`)

@@ -6,7 +6,8 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { pino } from 'pino'
 import { logSink, requestLineWriter, sinkLogger, type RequestLine, type SinkStream } from '../src/logger.js'
-import { CLI, GRACE_MS, HUNG_MS, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, start } from './helpers/process.js'
+import { GRACE_MS, HUNG_MS, START_MS, connectedBoth, gatewaySetup, jsonLines, listening, startCli, startCommand } from './helpers/process.js'
+import { moduleUrl, nodeArgs, scriptLoaders } from './helpers/built.js'
 import { until } from './helpers/wait.js'
 
 // gateway processes one after another, some waiting out a grace period: on a busy machine (CI beside other
@@ -15,7 +16,7 @@ t.setTimeout(8 * START_MS)
 
 t.test('the stdout reader goes away: the gateway shuts down by itself within the grace period, exit 74 (systemd restarts it)', async (t) => {
   const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   const port = await listening(run)
   await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
   run.child.stdout!.destroy()
@@ -37,7 +38,7 @@ t.test('the stdout reader goes away: the gateway shuts down by itself within the
 t.test('serve 2>&1 into one pipe whose reader goes away: exits 74 with no output left', async (t) => {
   const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
   const script = `const { spawn } = require('node:child_process')
-const child = spawn(process.execPath, ${JSON.stringify([...process.execArgv, CLI, 'serve'])}, { stdio: ['ignore', 'pipe', 'pipe'] })
+const child = spawn(process.execPath, ${JSON.stringify([...nodeArgs('src/cli.ts'), 'serve'])}, { stdio: ['ignore', 'pipe', 'pipe'] })
 let seen = false
 // the first lines, then both outputs go; a request's log line meets them (EPIPE)
 const first = (c) => {
@@ -57,7 +58,7 @@ let killer
 // a gateway that never gets as far as listening does not outlive the test either
 const overall = setTimeout(() => child.kill('SIGKILL'), 60000)
 child.on('exit', (code, signal) => { clearTimeout(killer); clearTimeout(overall); console.log(JSON.stringify({ code, signal })) })`
-  const run = start(t, ['-e', script], env)
+  const run = startCommand(t, process.execPath, ['-e', script], env)
   const exit = await run.exitWithin(HUNG_MS + 60000)
   t.equal(exit?.code, 0, `helper ran: ${run.err()}`)
   t.same(JSON.parse(run.out()), { code: 74, signal: null }, 'the gateway ended by itself (before: served on, logging nowhere)')
@@ -65,7 +66,7 @@ child.on('exit', (code, signal) => { clearTimeout(killer); clearTimeout(overall)
 
 t.test('SIGTERM with a stalled stdout reader that goes away during shutdown: exits within the grace period', async (t) => {
   const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   const port = await listening(run)
   await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
   const stdout = run.child.stdout!
@@ -88,7 +89,7 @@ t.test('SIGTERM with a stalled stdout reader that goes away during shutdown: exi
 
 t.test('SIGHUP ends it like SIGTERM, with exit 129 (systemd restarts it: no reload, and not left down)', async (t) => {
   const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   await listening(run)
   await until(() => connectedBoth(run.out()), 'controllers connected', 15000)
   const sent = Date.now()
@@ -146,7 +147,7 @@ const python = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).s
 
 t.test('the terminal goes away: the gateway ends within the grace period, exit 129 (hung up)', { skip: python ? false : 'needs python3 (pty)' }, async (t) => {
   const { env } = await gatewaySetup(t, { maxEventLoopDelayMs: 0 })
-  const argv = [process.execPath, ...process.execArgv, CLI, 'serve']
+  const argv = [process.execPath, ...nodeArgs('src/cli.ts'), 'serve']
   const helper = spawn('python3', ['-c', PTY_RUN, JSON.stringify(argv), String(HUNG_MS / 1000)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
@@ -240,12 +241,12 @@ t.test('log sink: the lines of one event-loop turn go out in one write at its en
 t.test('log sink: the last lines before an exit are written (the exit flush of serviceLogger)', async (t) => {
   // a fatal path logs and exits in the same turn: the line must still reach stdout
   const script = `
-    import { serviceLogger } from ${JSON.stringify(new URL('../src/logger.js', import.meta.url).href)}
+    import { serviceLogger } from ${JSON.stringify(moduleUrl('src/logger.ts'))}
     const log = await serviceLogger('info')
     log.error('last words')
     process.exit(3)
   `
-  const child = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...scriptLoaders(), '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
   const [code] = await once(child, 'exit') as [number | null]

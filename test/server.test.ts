@@ -19,13 +19,13 @@ import { loggerOptions, redactUrl, scrub, toJournal, withSyslogPriority } from '
 import { ADMIN_PASSWORD, build } from './helpers/build.js'
 import { until } from './helpers/wait.js'
 import { tempDir } from './helpers/temp.js'
+import { nodeArgs } from './helpers/built.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
-const CLI = join(import.meta.dirname, '..', 'src', 'cli.ts')
 
 /** The CLI as a process, killed at the end of the test if it still runs: a test that fails midway leaves no gateway behind. */
 function spawnCli (t: Test, args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [...process.execArgv, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...nodeArgs('src/cli.ts'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   let stdout = ''
   let stderr = ''

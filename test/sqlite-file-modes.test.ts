@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import t from 'tap'
 import { ADMIN_PASSWORD } from './helpers/build.js'
-import { CLI, HUNG_MS, START_MS, gatewaySetup, jsonLines, listening, startCommand } from './helpers/process.js'
+import { HUNG_MS, START_MS, gatewaySetup, jsonLines, listening, startCommand } from './helpers/process.js'
+import { nodeArgs } from './helpers/built.js'
 import { until } from './helpers/wait.js'
 
 t.setTimeout(4 * START_MS)
@@ -25,7 +26,7 @@ t.test('the database file replaced by one the gateway may not write: reads go on
     chownSync(dir, NOBODY, NOBODY)
     chownSync(file, NOBODY, NOBODY)
   }
-  const node = [process.execPath, ...process.execArgv.filter((a) => !a.includes('processinfo')), CLI, 'serve']
+  const node = [process.execPath, ...nodeArgs('src/cli.ts', { withCoverage: false }), 'serve']
   const run = ROOT_USER
     ? startCommand(t, SETPRIV!, ['--reuid=65534', '--regid=65534', '--clear-groups', ...node], env)
     : startCommand(t, node[0]!, node.slice(1), env)

@@ -1,12 +1,13 @@
 // close() must leave nothing that keeps a process alive: run a real process and see it exit on its own.
 
 import { spawn } from 'node:child_process'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import t from 'tap'
+import { moduleUrl, nodeArgs, scriptLoaders } from '../helpers/built.js'
 
-const index = pathToFileURL(fileURLToPath(new URL('../../src/hardware/index.ts', import.meta.url))).href
-const cli = pathToFileURL(fileURLToPath(new URL('../../src/hardware/simulate-cli.ts', import.meta.url))).href
-const loader = process.execArgv.filter(a => a.includes('@tapjs/typescript'))
+const index = moduleUrl('src/hardware/index.ts')
+const cli = moduleUrl('src/hardware/simulate-cli.ts')
+// the TypeScript loader alone (no coverage hook) when dist/ is not current
+const loader = scriptLoaders().filter(a => a.includes('@tapjs/typescript'))
 
 const script = `
 import { once } from 'node:events'
@@ -75,8 +76,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 t.test('picking-gateway simulate whose stdout reader went away ends at its next line, exit 74, saying why on stderr', async t => {
-  const cliEntry = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
-  const child = spawn(process.execPath, [...loader, cliEntry, 'simulate', '--port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const cli = nodeArgs('src/cli.ts', { withCoverage: false }).filter(a => !a.startsWith('--') || a.includes('@tapjs/typescript'))
+  const child = spawn(process.execPath, [...cli, 'simulate', '--port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stderr.on('data', (d: Buffer) => { err += String(d) })

@@ -6,9 +6,10 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, sym
 import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { builtIsCurrent, nodeArgs, ROOT } from './built.js'
 import { until } from './wait.js'
 
-export const ROOT = join(import.meta.dirname, '..', '..')
+export { ROOT }
 export const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 /** a process still running this long after SIGTERM is hung */
 export const STOP_MS = 15000
@@ -53,10 +54,12 @@ export function processesNaming (dir: string): string[] {
   return found
 }
 
-/** A copy of the package to run from (src, plugins, schemas, package.json, tsconfig.json; node_modules linked). */
+/** A copy of the package to run from (src, plugins, schemas, package.json, tsconfig.json; node_modules linked; dist when current). */
 export function packageCopy (prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
-  for (const sub of ['src', 'plugins', 'schemas']) cpSync(join(ROOT, sub), join(dir, sub), { recursive: true })
+  // times kept: the copy's dist/ is current where the package's is (helpers/built.ts)
+  const subs = ['src', 'plugins', 'schemas', ...(builtIsCurrent() ? ['dist'] : [])]
+  for (const sub of subs) cpSync(join(ROOT, sub), join(dir, sub), { recursive: true, preserveTimestamps: true })
   for (const file of ['package.json', 'tsconfig.json']) cpSync(join(ROOT, file), join(dir, file))
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
   return dir
@@ -93,12 +96,12 @@ export class Processes {
 
   /** `picking-gateway <args>` of the package copy through tap's TypeScript loader, as a command. */
   async cli (pkg: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60000): Promise<Done> {
-    return await this.run(process.execPath, [...process.execArgv, join(pkg, 'src', 'cli.ts'), ...args], pkg, env, timeoutMs)
+    return await this.run(process.execPath, [...nodeArgs('src/cli.ts', { root: pkg }), ...args], pkg, env, timeoutMs)
   }
 
   /** `picking-gateway serve` of the package copy, resolved once it says it is ready; throws with its output if it does not. */
   async serve (pkg: string, env: NodeJS.ProcessEnv): Promise<Gateway> {
-    const child = spawn(process.execPath, [...process.execArgv, join(pkg, 'src', 'cli.ts'), 'serve'], {
+    const child = spawn(process.execPath, [...nodeArgs('src/cli.ts', { root: pkg }), 'serve'], {
       cwd: pkg,
       env: { ...cleanEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe']

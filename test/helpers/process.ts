@@ -5,17 +5,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import type { Test } from 'tap'
 import { main } from '../../src/commands.js'
 import { startSimulator } from '../../src/hardware/index.js'
 import { ADMIN_PASSWORD, TEST_ARGON2 } from './build.js'
 import { tempDir } from './temp.js'
 import { until } from './wait.js'
+import { moduleUrl, nodeArgs, scriptLoaders } from './built.js'
 
 const SECRET = 'k7Jq2vX9pL4mN8rT1wY6zB3cF5hD0gSa'
-export const CLI = join(import.meta.dirname, '..', '..', 'src', 'cli.ts')
-const SERVER = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'server.ts')).href
 /** server.closeGraceMs of the gateways started here */
 export const GRACE_MS = 3000
 /** A process still there this long after it should have ended is hung: killed, and the test fails. */
@@ -40,6 +38,11 @@ export interface Run {
  */
 export function start (t: Test, args: string[], env: NodeJS.ProcessEnv): Run {
   return startCommand(t, process.execPath, [...process.execArgv, ...args], env)
+}
+
+/** As `start`, for `picking-gateway <args>` (the compiled CLI when current, see helpers/built.ts); `nodeOptions` go before it. */
+export function startCli (t: Test, args: string[], env: NodeJS.ProcessEnv, nodeOptions: string[] = []): Run {
+  return startCommand(t, process.execPath, [...nodeOptions, ...nodeArgs('src/cli.ts'), ...args], env)
 }
 
 /** As `start`, for any command (npm, for one), in `cwd` when given. */
@@ -107,7 +110,7 @@ export async function commandAwaitingAck (t: Test): Promise<{ run: Run, answer: 
   // each attempt waits longer than the whole grace period (a slow radio link's setting)
   config.hardware.timings = { ackTimeout: GRACE_MS + 1000 }
   writeFileSync(file, JSON.stringify(config))
-  const run = start(t, [CLI, 'serve'], env)
+  const run = startCli(t, ['serve'], env)
   const port = await listening(run)
   // its HELLO, not only the connection: a command before it is a 503 (offline) that never reaches the wire
   await until(() => jsonLines(run.out()).some((l) => l.msg === 'controller said hello' && l.controllerId === 'ctl-1'), 'ctl-1 said hello', START_MS)
@@ -148,8 +151,8 @@ export const connectedBoth = (text: string) => (text.match(/controller connected
 /** The embedded demo (its simulator runs in the gateway's process) in a temporary data directory. */
 export function startDemo (t: Test, env: NodeJS.ProcessEnv) {
   const dir = tempDir(t, 'pg-demo-')
-  const script = `import { serve } from ${JSON.stringify(SERVER)}
+  const script = `import { serve } from ${JSON.stringify(moduleUrl('src/server.ts'))}
 serve({ dataDir: ${JSON.stringify(dir)}, env: ${JSON.stringify({ PICKING_GATEWAY_ADMIN_PASSWORD: ADMIN_PASSWORD, LOG_LEVEL: 'info', ...env })} })
   .catch((err) => { process.stderr.write(err.message + '\\n'); process.exitCode = 1 })`
-  return start(t, ['--input-type=module', '-e', script], {})
+  return startCommand(t, process.execPath, [...scriptLoaders(), '--input-type=module', '-e', script], {})
 }

@@ -20,3 +20,15 @@ export async function rejection<E = Error> (p: Promise<unknown>): Promise<E> {
   }
   throw new Error('expected a rejection')
 }
+
+/**
+ * How a promise stands once the current event-loop turn is over (its microtasks and nextTicks run, no timer, no I/O):
+ * 'rejected' or 'resolved' means it settled "at once", without waiting for a socket, a timer or a retry. A check
+ * of "at once" that does not depend on how fast a loaded CI machine is, as a `Date.now()` bound does.
+ */
+export async function settledThisTurn (p: Promise<unknown>): Promise<'resolved' | 'rejected' | 'pending'> {
+  let state: 'resolved' | 'rejected' | 'pending' = 'pending'
+  p.then(() => { state = 'resolved' }, () => { state = 'rejected' })
+  await new Promise((resolve) => setImmediate(resolve))
+  return state
+}

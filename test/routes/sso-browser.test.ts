@@ -514,7 +514,7 @@ t.test('the provider goes away between login and callback', async (t) => {
   const started = Date.now()
   const res = await finish(ctx, login)
   t.equal(res.statusCode, 503, 'the token endpoint does not answer')
-  t.ok(Date.now() - started < 2500, `within the timeout (${Date.now() - started} ms)`)
+  t.ok(Date.now() - started < 10000, `ended by the timeout, not held (${Date.now() - started} ms)`)
   idp.mode = 'up'
   await idp.stop()
   const refused = await finish(ctx, login)

