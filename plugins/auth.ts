@@ -472,7 +472,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       // the token's: 503, so that a client tries again instead of asking for a new token.
       request.log[err.unavailable ? 'warn' : 'info']({ provider: provider.id, reason: err.message }, err.unavailable ? 'identity provider token not checked' : 'identity provider token refused')
       if (err.unavailable) throw ssoUnavailable(provider.id)
-      throw err.expired ? tokenExpired() : tokenInvalid()
+      throw err.expired ? tokenExpired() : tokenInvalid(err.callerMessage)
     }
     let user = await ssoUser(provider, claims, request.log)
     if (user.enabled !== true) throw disabledSsoUser(request, provider, user)

@@ -41,8 +41,9 @@ export const tokenMissing = (): ApiError =>
   new ApiError(401, 'TOKEN_MISSING', 'Authorization header with a Bearer token is required', { headers: BEARER })
 export const tokenExpired = (): ApiError =>
   new ApiError(401, 'TOKEN_EXPIRED', 'The token has expired', { headers: { 'www-authenticate': 'Bearer error="invalid_token", error_description="The token has expired"' } })
-export const tokenInvalid = (): ApiError =>
-  new ApiError(401, 'TOKEN_INVALID', TOKEN_INVALID_MESSAGE, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
+/** `message`: only where the token passed every check of its signature (an identity provider's token that lacks a claim the configuration needs) */
+export const tokenInvalid = (message = TOKEN_INVALID_MESSAGE): ApiError =>
+  new ApiError(401, 'TOKEN_INVALID', message, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
 export const invalidCredentials = (): ApiError =>
   new ApiError(401, 'INVALID_CREDENTIALS', 'Invalid username or password', { headers: BEARER, extra: { login: false } })
 /**

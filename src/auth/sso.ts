@@ -38,11 +38,17 @@ export class SsoError extends Error {
   readonly expired: boolean
   /** the provider could not be reached or answered nonsense (the operator should know, not only the caller) */
   readonly unavailable: boolean
-  constructor (message: string, options: { expired?: boolean, unavailable?: boolean, cause?: unknown } = {}) {
+  /**
+   * what the caller may learn instead of the fixed TOKEN_INVALID message: only for a token that passed
+   * every check of its signature and claims, whose holder learns nothing a forger could use
+   */
+  readonly callerMessage?: string
+  constructor (message: string, options: { expired?: boolean, unavailable?: boolean, callerMessage?: string, cause?: unknown } = {}) {
     super(message, { cause: options.cause })
     this.name = 'SsoError'
     this.expired = options.expired ?? false
     this.unavailable = options.unavailable ?? false
+    if (options.callerMessage !== undefined) this.callerMessage = options.callerMessage
   }
 }
 
@@ -288,7 +294,15 @@ export class SsoProvider {
     }
     // jose's clockTolerance also stretches exp: the skew is for nbf only.
     if ((payload.exp as number) <= Math.floor(Date.now() / 1000)) throw new SsoError('the token has expired', { expired: true })
-    if (this.subjectOf(payload) === undefined) throw new SsoError(`the token has none of the claims ${this.subjectClaims.map((n) => `'${n}'`).join(', ')} that name its subject (auth.sso subjectClaim)`)
+    if (this.subjectOf(payload) === undefined) {
+      // Refused, never keyed by another claim (sub): that would be another user row than the one configured.
+      // The caller learns which claim: the token is the provider's own, and a new one lacks it as well.
+      const names = this.subjectClaims.map((n) => `'${n}'`)
+      const which = names.length === 1 ? `no ${names[0]} claim, which names` : `none of the claims ${names.join(', ')} that name`
+      throw new SsoError(`the token has ${which} its subject (auth.sso subjectClaim)`, {
+        callerMessage: `The token has ${which} its user at the gateway (auth.sso subjectClaim of the identity provider '${this.id}')`
+      })
+    }
     if (typeof payload.iat === 'number' && payload.iat > Math.floor(Date.now() / 1000) + NBF_SKEW_SECONDS) throw new SsoError('the token was issued in the future (iat)')
     const claims = payload as SsoClaims
     if (idTokenOf !== undefined) return claims

@@ -142,7 +142,8 @@ t.test('tokens that are not right are refused with 401', async (t) => {
   for (const [name, token] of Object.entries(cases)) {
     const res = await call(token)
     t.equal(res.statusCode, 401, name)
-    t.same(res.json(), INVALID, `${name}: body`)
+    // a token that passed every other check learns which claim the gateway needs (subjectClaim, default sub)
+    t.same(res.json(), name === 'no sub' ? { ...INVALID, message: "The token has no 'sub' claim, which names its user at the gateway (auth.sso subjectClaim of the identity provider 'warehouse')" } : INVALID, `${name}: body`)
   }
   t.ok(await idp.sign({ ...good, nbf: now + 30 }).then(call).then((r) => r.statusCode === 200), 'nbf 30 s ahead is within the skew')
   t.match(logs.join('\n'), /identity provider token refused/, 'the log says a provider token was refused')
@@ -456,8 +457,23 @@ t.test('subjectClaim: Okta\'s access tokens keyed by uid (their sub is the login
   t.match((await users()).map((u) => [u.username, u.type]).sort(), [['erp', 'application'], ['jane@example.com', 'user']])
 
   const nameless = await call(await idp.sign({ ...okta, uid: undefined, sub: undefined, iat: now, exp: now + 3600 }))
-  t.same(nameless.json(), INVALID, 'none of the subject claims: 401')
+  t.same(nameless.json(), { ...INVALID, message: "The token has none of the claims 'uid', 'sub' that name its user at the gateway (auth.sso subjectClaim of the identity provider 'warehouse')" }, 'none of the subject claims: 401 naming them')
   t.match(logs.join('\n'), /the token has none of the claims 'uid', 'sub' that name its subject \(auth\.sso subjectClaim\)/, 'the log names the claims')
+})
+
+t.test('a configured subjectClaim the token lacks: a 401 naming it, never keyed by sub instead (another user row than the one configured), and the log names claim and provider', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { subjectClaim: 'oid' } })
+  // a row keyed by sub, which the token does carry: a fallback to sub would sign it in as this row
+  const bySub = await ctx.app.repos.users.create({ username: 'jane', passwordHash: '!sso:warehouse:s-jane', type: 'admin', displayName: null, enabled: true })
+  const now = Math.floor(Date.now() / 1000)
+  const token = await idp.sign({ iss: idp.issuer, aud: AUDIENCE, sub: 's-jane', azp: 'web', preferred_username: 'jane', roles: ['gateway-user'], iat: now, exp: now + 300 })
+  const res = await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(token) })
+  t.same(res.json(), { ...INVALID, message: "The token has no 'oid' claim, which names its user at the gateway (auth.sso subjectClaim of the identity provider 'warehouse')" }, 'a 401 naming the missing claim (before: the fixed message only)')
+  t.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"')
+  const line = logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'identity provider token refused')
+  t.match(line, { provider: 'warehouse', reason: "the token has no 'oid' claim, which names its subject (auth.sso subjectClaim)" }, 'the log names the claim and the provider')
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users?source=sso', headers: ctx.auth(ctx.adminToken) })).json().data
+  t.match(rows, [{ id: bySub.id, username: 'jane', lastLoginAt: null }], 'no row made, and the row keyed by sub not signed in')
 })
 
 t.test('subjectClaim changed after rows were made under sub: the person is a new identity, a 403 naming the taken username, and the row is left alone, as the README says', async (t) => {
