@@ -92,8 +92,11 @@ export const SsoProviderConfig = Type.Object({
   subjectClaim: Type.Optional(OneOrMore),
   /** claims tried in order for the username of a new user row */
   usernameClaim: Type.Optional(OneOrMore),
-  /** the claim (a string or a list of strings; a dotted path such as realm_access.roles) whose values map to a user type */
-  typeClaim: Type.String({ minLength: 1, default: 'roles' }),
+  /**
+   * the claim (a string or a list of strings; a dotted path such as realm_access.roles) whose values map to a
+   * user type; or several, whose values count together (Keycloak's realm roles and client roles)
+   */
+  typeClaim: Type.Union(OneOrMore.anyOf, { default: 'roles' }),
   typeMap: Type.Record(Type.String({ minLength: 1 }), Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('application')]), { minProperties: 1 }),
   /** for every request to the provider (discovery, keys, token endpoint) */
   timeoutMs: Type.Integer({ minimum: 100, maximum: 60000, default: 5000 }),

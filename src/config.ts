@@ -168,7 +168,7 @@ function shapeProblems (schema: TSchema | undefined, value: unknown, path: strin
   return []
 }
 
-function describeError (path: string, message: string, value: unknown, schema?: { anyOf?: Array<{ const?: unknown }> }): string {
+function describeError (path: string, message: string, value: unknown, schema?: { anyOf?: Array<{ const?: unknown, type?: unknown }> }): string {
   const key = path.replace(/^\//, '').replace(/\//g, '.') || '(root)'
   if (message.startsWith('Unexpected property')) return `${key}: unknown key`
   const shown = SECRET_KEYS.has(key) || SECRET_KEY_PATTERN.test(key) || SECRET_HOLDERS.test(key) ? '<hidden>' : JSON.stringify(value)
@@ -183,6 +183,8 @@ function describeError (path: string, message: string, value: unknown, schema?: 
       ? `${key}: missing`
       : `${key}: missing; map each field of ${table} to its column, or to null where the table has none: ${Object.keys(def.fields).join(', ')}`
   }
+  // a name or a list of names (auth.sso audience, typeClaim): what is wanted, not "expected union value"
+  if (schema?.anyOf?.length === 2 && schema.anyOf[0].type === 'string' && schema.anyOf[1].type === 'array') return `${key}: expected a non-empty string or a non-empty list of non-empty strings, got ${shown ?? 'nothing'}`
   // only the first letter: the rest may quote a pattern or a name whose case matters
   return `${key}: ${message.charAt(0).toLowerCase()}${message.slice(1)}, got ${shown === undefined ? 'nothing' : shown}`
 }

@@ -249,6 +249,11 @@ t.test('auth.sso: providers checked with errors naming the key, client secrets n
   const provider = { id: 'entra', issuer: 'https://login.microsoftonline.com/tenant/v2.0', audience: 'api://picking-gateway', typeMap: { 'Gateway.Admin': 'admin' } }
   const ok = validateConfig({ ...base, auth: { ...base.auth, sso: [provider] } })
   t.match(ok.auth.sso[0], { typeClaim: 'roles', timeoutMs: 5000, scope: 'openid profile email' }, 'defaults')
+  const keycloakRoles = ['realm_access.roles', 'resource_access.picking-gateway.roles']
+  t.same(validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, typeClaim: keycloakRoles }] } }).auth.sso[0].typeClaim, keycloakRoles, 'typeClaim: a list of claims')
+  t.same(problemsOf(() => validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, typeClaim: [] }, { ...provider, id: 'b', issuer: 'https://idp.example.com/b', typeClaim: ['roles', ''] }, { ...provider, id: 'c', issuer: 'https://idp.example.com/c', audience: 5 }] } })),
+    ['auth.sso.0.typeClaim: expected a non-empty string or a non-empty list of non-empty strings, got []', 'auth.sso.1.typeClaim: expected a non-empty string or a non-empty list of non-empty strings, got ["roles",""]', 'auth.sso.2.audience: expected a non-empty string or a non-empty list of non-empty strings, got 5'],
+    'a claim or a list of claims: the message says so (before: "expected union value")')
   t.same(validateConfig(base).auth.sso, [], 'no provider unless configured')
   t.same(loadConfig({ env: {}, dataDir: tempDir(t, 'pg-config-') }).config.auth.sso, [], 'the demo has none')
   t.equal(validateConfig({ ...base, auth: { ...base.auth, sso: [{ ...provider, issuer: 'http://127.0.0.1:8080/realms/test', jwksUri: 'http://[::1]:8080/keys' }] } }).auth.sso?.[0].jwksUri, 'http://[::1]:8080/keys', 'http on loopback')

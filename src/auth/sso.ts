@@ -403,23 +403,29 @@ export class SsoProvider {
     const subject = this.subjectOf(claims)
     // verify() refused a token without one
     if (subject === undefined) throw forbidden('The token names no subject (auth.sso subjectClaim)')
-    const { typeClaim, typeMap } = this.config
-    const raw = claimAt(claims, typeClaim)
-    const values = typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw.filter((v): v is string => typeof v === 'string') : []
+    const { typeMap } = this.config
+    // several claims: their values count together (Keycloak's realm roles and the gateway client's roles)
+    const typeClaims = [this.config.typeClaim].flat()
+    const values = typeClaims.flatMap((name) => {
+      const raw = claimAt(claims, name)
+      return typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw.filter((v): v is string => typeof v === 'string') : []
+    })
     if (values.length === 0) {
       // Entra ID's group overage: for a person in more groups than a token holds it leaves `groups` out and
       // names a Graph lookup in _claim_names instead (OpenID Connect's distributed claims), which the gateway does not make
-      const elsewhere = claimAt(claims._claim_names, typeClaim) !== undefined
-      throw forbidden(elsewhere
-        ? `The token has no '${typeClaim}' claim: the provider left it out and points to a lookup elsewhere instead (_claim_names; Entra ID does so for a person in more than 200 groups), which the gateway does not make; map app roles ('roles') instead (auth.sso typeClaim)`
-        : `The token has no '${typeClaim}' claim: the gateway needs it to choose the user type (auth.sso typeClaim)`)
+      const elsewhere = typeClaims.find((name) => claimAt(claims._claim_names, name) !== undefined)
+      const none = typeClaims.length === 1 ? `no '${typeClaims[0]}' claim` : `none of the claims ${typeClaims.map((n) => `'${n}'`).join(', ')}`
+      throw forbidden(elsewhere !== undefined
+        ? `The token has no '${elsewhere}' claim: the provider left it out and points to a lookup elsewhere instead (_claim_names; Entra ID does so for a person in more than 200 groups), which the gateway does not make; map app roles ('roles') instead (auth.sso typeClaim)`
+        : `The token has ${none}: the gateway needs ${typeClaims.length === 1 ? 'it' : 'one'} to choose the user type (auth.sso typeClaim)`)
     }
     let type: UserType | undefined
     for (const value of values) {
       const mapped = Object.hasOwn(typeMap, value) ? typeMap[value] : undefined
       if (mapped !== undefined && (type === undefined || TYPE_RANK[mapped] > TYPE_RANK[type])) type = mapped
     }
-    if (type === undefined) throw forbidden(`No value of the token's '${typeClaim}' claim maps to a user type (auth.sso typeMap)`)
+    const named = typeClaims.length === 1 ? `the token's '${typeClaims[0]}' claim` : `the token's claims ${typeClaims.map((n) => `'${n}'`).join(', ')}`
+    if (type === undefined) throw forbidden(`No value of ${named} maps to a user type (auth.sso typeMap)`)
     const names = this.config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [this.config.usernameClaim].flat()
     const found = names.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v.trim() !== '')
     // its length is the user table's column's to judge: the rows cut it to fit (users.ts)

@@ -439,6 +439,24 @@ t.test('Keycloak\'s client roles under a client id with dots (resource_access.ga
   t.match(users, [{ username: 'scanner', type: 'user', source: 'sso' }])
 })
 
+t.test('typeClaim as a list (Keycloak\'s realm roles and the gateway client\'s roles): their values count together, the most privileged wins', async (t) => {
+  const { idp, ctx, bearer } = await setup(t, { sso: { typeClaim: ['realm_access.roles', 'resource_access.picking-gateway.roles'] } })
+  const call = async (client: string) => await ctx.app.inject({ method: 'GET', url: '/api/users', headers: bearer(await idp.clientCredentials(client)) })
+  // gateway-admin granted as a client role, gateway-user as a realm role
+  idp.claims.set('scanner', { preferred_username: 'it-admin', realm_access: { roles: ['offline_access', 'gateway-user'] }, resource_access: { 'picking-gateway': { roles: ['gateway-admin'] }, account: { roles: ['manage-account'] } } })
+  t.equal((await call('scanner')).statusCode, 200, 'an admin by its client role (before: typeClaim took one path only, a list was a configuration error)')
+  idp.claims.set('erp', { preferred_username: 'erp', resource_access: { 'picking-gateway': { roles: ['gateway-app'] } } })
+  idp.claims.set('erp-2', { preferred_username: 'picker', realm_access: { roles: ['gateway-user'] } })
+  t.equal((await call('erp')).statusCode, 403, 'an application (client role only) may not list users')
+  t.equal((await call('erp-2')).statusCode, 403, 'a user (realm role only) may not list users')
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users?source=sso', headers: ctx.auth(ctx.adminToken) })).json().data as Array<{ username: string, type: string }>
+  t.same(rows.map((u) => [u.username, u.type]).sort(), [['erp', 'application'], ['it-admin', 'admin'], ['picker', 'user']], 'each path alone works too')
+  idp.claims.set('erp-3', { preferred_username: 'nobody', resource_access: { account: { roles: ['manage-account'] } } })
+  t.same((await call('erp-3')).json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The token has none of the claims 'realm_access.roles', 'resource_access.picking-gateway.roles': the gateway needs one to choose the user type (auth.sso typeClaim)" }, 'none of the claims: a 403 naming them')
+  idp.claims.set('erp-4', { preferred_username: 'other', realm_access: { roles: ['offline_access'] }, resource_access: { 'picking-gateway': { roles: ['viewer'] } } })
+  t.same((await call('erp-4')).json().message, "No value of the token's claims 'realm_access.roles', 'resource_access.picking-gateway.roles' maps to a user type (auth.sso typeMap)", 'no value that maps: a 403 naming the claims')
+})
+
 t.test('subjectClaim: Okta\'s access tokens keyed by uid (their sub is the login, which can change), a client\'s by sub; a token with none of the claims is a 401', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { sso: { subjectClaim: ['uid', 'sub'], usernameClaim: ['sub'], typeClaim: 'groups', typeMap: { 'Gateway Users': 'user', 'Gateway Apps': 'application' } } })
   const now = Math.floor(Date.now() / 1000)
