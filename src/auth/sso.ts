@@ -427,13 +427,23 @@ export class SsoProvider {
     const named = typeClaims.length === 1 ? `the token's '${typeClaims[0]}' claim` : `the token's claims ${typeClaims.map((n) => `'${n}'`).join(', ')}`
     if (type === undefined) throw forbidden(`No value of ${named} maps to a user type (auth.sso typeMap)`)
     const names = this.config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [this.config.usernameClaim].flat()
-    const found = names.map((name) => claimAt(claims, name)).find((v): v is string => typeof v === 'string' && v.trim() !== '')
+    const usable = (v: unknown): v is string => typeof v === 'string' && v.trim() !== ''
+    const from = names.find((name) => usable(claimAt(claims, name)))
+    const found = from === undefined ? undefined : claimAt(claims, from) as string
+    // An address the provider says it has not verified (a self-service sign-up at Keycloak or Auth0) may be
+    // anyone's: no new row is named after it, and it cannot claim the name of an existing one either.
+    // Only what the token says: an email claim without email_verified is as before.
+    const unverified = from === 'email' && (claims.email_verified === false || claims.email_verified === 'false')
     // its length is the user table's column's to judge: the rows cut it to fit (users.ts)
     const name = typeof claims.name === 'string' ? claims.name : null
     return {
       marker: ssoMarker(this.id, subject),
       type,
-      username: found === undefined ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` } : { name: storedUsername(found) },
+      username: found === undefined
+        ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` }
+        : unverified
+          ? { problem: "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim)" }
+          : { name: storedUsername(found) },
       displayName: name,
       ...(typeof claims.iat === 'number' && { issuedAt: claims.iat * 1000 })
     }

@@ -457,6 +457,26 @@ t.test('typeClaim as a list (Keycloak\'s realm roles and the gateway client\'s r
   t.same((await call('erp-4')).json().message, "No value of the token's claims 'realm_access.roles', 'resource_access.picking-gateway.roles' maps to a user type (auth.sso typeMap)", 'no value that maps: a 403 naming the claims')
 })
 
+t.test('email as the username claim and email_verified: false: a 403 saying so, never the existing user of that name nor a new row; the log says why', async (t) => {
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: { usernameClaim: ['preferred_username', 'email'] } })
+  const local = await ctx.app.repos.users.create({ username: 'jane@example.com', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$local', type: 'admin', displayName: null, enabled: true })
+  const now = Math.floor(Date.now() / 1000)
+  const token = async (claims: Record<string, unknown>) => await idp.sign({ iss: idp.issuer, aud: AUDIENCE, azp: 'web', roles: ['gateway-user'], iat: now, exp: now + 300, ...claims })
+  const call = async (claims: Record<string, unknown>) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await token(claims)) })
+  const unverified = "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim); no user was created"
+  const taken = await call({ sub: 'mallory', email: 'Jane@example.com', email_verified: false })
+  t.same(taken.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: unverified }, 'the name of an existing user: 403 saying the address is unverified (before: that the name was taken)')
+  t.same((await call({ sub: 'eve', email: 'eve@example.com', email_verified: 'false' })).json().message, unverified, 'a free name too (before: a row named after the unverified address), also with "false" as text')
+  const line = logs.map((l) => JSON.parse(l)).find((l) => l.sub === 'mallory')
+  t.match(line, { level: 40, provider: 'warehouse', code: 'FORBIDDEN', msg: unverified }, 'the log warns, naming provider and subject')
+  t.equal((await call({ sub: 'bob', email: 'bob@example.com', email_verified: true })).statusCode, 200, 'a verified address names a new row')
+  t.equal((await call({ sub: 'carol', email: 'carol@example.com' })).statusCode, 200, 'no email_verified claim: as before')
+  t.equal((await call({ sub: 'dave', preferred_username: 'dave', email: 'dave@example.com', email_verified: false })).statusCode, 200, 'the username from another claim: an unverified email is not looked at')
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(ctx.adminToken) })).json().data as Array<{ id: number, username: string, source: string }>
+  t.same(rows.filter((u) => u.source === 'sso').map((u) => u.username).sort(), ['bob@example.com', 'carol@example.com', 'dave'], 'no row for the unverified addresses')
+  t.match(rows.find((u) => u.username === 'jane@example.com'), { id: local.id, source: 'local' }, 'the local account is as it was')
+})
+
 t.test('subjectClaim: Okta\'s access tokens keyed by uid (their sub is the login, which can change), a client\'s by sub; a token with none of the claims is a 401', async (t) => {
   const { idp, ctx, bearer, logs } = await setup(t, { sso: { subjectClaim: ['uid', 'sub'], usernameClaim: ['sub'], typeClaim: 'groups', typeMap: { 'Gateway Users': 'user', 'Gateway Apps': 'application' } } })
   const now = Math.floor(Date.now() / 1000)
