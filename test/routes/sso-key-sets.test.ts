@@ -34,7 +34,7 @@ async function setup (t: Test, published: () => JWK[], timing?: { jwksCooldownMs
   t.teardown(() => { server.close() })
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}/idp`
   const logs: string[] = []
-  const sso: Partial<Config['auth']['sso'][number]> = { id: 'keys', issuer, audience: AUDIENCE, jwksUri: `${issuer}/keys`, algorithms: ['RS256'], typeMap: { 'gateway-user': 'user' }, timeoutMs: 1000 }
+  const sso: Partial<Config['auth']['sso'][number]> = { id: 'keys', issuer, audience: AUDIENCE, jwksUri: `${issuer}/keys`, algorithms: ['RS256'], typeMap: { 'gateway-user': 'user' }, timeoutMs: 5000 }
   const ctx = await build(t, { auth: { sso: [sso as Config['auth']['sso'][number]], revocationCacheMs: 0 }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } }, timing })
   let n = 0
   return {

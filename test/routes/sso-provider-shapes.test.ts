@@ -58,7 +58,7 @@ async function setup (t: Test, opts: { issuerPath: string, published: JWK[], adv
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const issuer = `${base}${opts.issuerPath}`
   const logs: string[] = []
-  const sso = { id: 'idp', issuer, timeoutMs: 1000, ...(opts.discovery === false && { jwksUri: `${base}/discovery/keys` }), ...opts.sso }
+  const sso = { id: 'idp', issuer, timeoutMs: 5000, ...(opts.discovery === false && { jwksUri: `${base}/discovery/keys` }), ...opts.sso }
   const ctx = await build(t, { auth: { sso: [sso as Config['auth']['sso'][number]], revocationCacheMs: 0 }, logging: { level: 'info' } }, undefined, { logStream: { write: (line: string) => { logs.push(line) } } })
   return {
     issuer,
