@@ -2,7 +2,7 @@
 import { randomBytes, X509Certificate } from 'node:crypto'
 import { isIP } from 'node:net'
 import { createSecureContext } from 'node:tls'
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { domainToASCII, fileURLToPath } from 'node:url'
 import proxyAddr from '@fastify/proxy-addr'
@@ -647,9 +647,45 @@ function keptSecret (path: string, problems: string[]): string | undefined {
   return text === '' ? undefined : text
 }
 
+/** A demo's temporary secret file: jwt-secret.<pid>.<12 hex digits> (demoSecret's `own`). */
+const SECRET_TEMP = /^jwt-secret\.(\d+)\.[0-9a-f]{12}$/
+
+function running (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    // EPERM: there, another user's
+    return (err as { code?: unknown }).code !== 'ESRCH'
+  }
+}
+
+/**
+ * Removes the temporary secret files of demos killed between writing and removing theirs, which stayed for
+ * ever: those whose process is gone, or older than a minute (its pid taken since by another, as pid 1 in a
+ * container). One that a demo starting at this moment is writing is neither. A file it cannot remove stays.
+ */
+function removeLeftoverSecrets (dataDir: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(dataDir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const pid = SECRET_TEMP.exec(name)?.[1]
+    if (pid === undefined) continue
+    const file = join(dataDir, name)
+    try {
+      if (!running(Number(pid)) || Date.now() - statSync(file).mtimeMs > 60_000) rmSync(file, { force: true })
+    } catch {}
+  }
+}
+
 /** The demo's JWT secret: generated once and kept (mode 0600) beside its database. */
 function demoSecret (dataDir: string, problems: string[]): string | undefined {
   const path = join(dataDir, 'jwt-secret')
+  removeLeftoverSecrets(dataDir)
   if (existsSync(path)) return keptSecret(path, problems)
   // its own user's alone: the database beside the secret keeps the users' password hashes, and SQLite
   // creates it (and its -wal and -shm files) as the umask says, readable by everyone with the usual 022

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { referenceMappings } from '../src/db/resources.js'
@@ -458,4 +458,29 @@ t.test('on a file system without hard links (FAT, some network mounts) the demo 
   const { loadConfig: loadRaced } = await t.mockImport<typeof import('../src/config.js')>('../src/config.js', { 'node:fs': { ...fs, linkSync, existsSync: race.existsSync } })
   t.equal(loadRaced({ env: {}, dataDir: raced }).config.auth.jwtSecret, other, 'the first secret written is used')
   t.equal(readFileSync(secretFile, 'utf8').trim(), other, 'and stays')
+})
+
+t.test('a demo start removes the temporary secret files that demos killed between writing and removing theirs left, but not one being written now', async (t) => {
+  // above Linux's highest pid (4194304): no process has it
+  const gone = 'jwt-secret.99999999.0123456789ab'
+  // the test runner that started this test: running, as a demo starting at this moment
+  const writing = `jwt-secret.${process.ppid}.ba9876543210`
+  const stale = `jwt-secret.${process.ppid}.00000000cafe`
+  const leave = (dataDir: string): void => {
+    for (const name of [gone, writing, stale, 'jwt-secret.bak']) writeFileSync(join(dataDir, name), 'x\n', { mode: 0o600 })
+    // a pid taken since by another process, as pid 1 in a container
+    const old = new Date(Date.now() - 120_000)
+    utimesSync(join(dataDir, stale), old, old)
+  }
+  const generating = tempDir(t, 'pg-config-')
+  leave(generating)
+  const { config } = loadConfig({ env: {}, dataDir: generating })
+  t.same(readdirSync(generating).sort(), ['jwt-secret', 'jwt-secret.bak', writing].sort(), 'the gone and the stale one removed; before, every one stayed for ever')
+  t.equal(readFileSync(join(generating, 'jwt-secret'), 'utf8').trim(), config.auth.jwtSecret)
+  // a demo killed after linking its file into place: the secret is there, and its temporary link too
+  const kept = tempDir(t, 'pg-config-')
+  writeFileSync(join(kept, 'jwt-secret'), SECRET + '\n', { mode: 0o600 })
+  leave(kept)
+  t.equal(loadConfig({ env: {}, dataDir: kept }).config.auth.jwtSecret, SECRET)
+  t.same(readdirSync(kept).sort(), ['jwt-secret', 'jwt-secret.bak', writing].sort(), 'removed where the secret is kept too')
 })
