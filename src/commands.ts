@@ -1074,10 +1074,15 @@ async function dbInit (values: Parsed['values'], io: Io): Promise<number> {
     if (!result.adminCreated) for (const note of await passwordNotes(db, mappings, await db.columns(mappings.users))) io.out(`Note: ${note}`)
     // the generated password is shown only on standard output, once: a reader gone or a full disk (`db init | head`,
     // `> init.log`) lost it, and the next db init finds the user table not empty. Say so, and how to set one.
-    const failed = result.adminCreated && io.env.PICKING_GATEWAY_ADMIN_PASSWORD === undefined ? await io.outputFailure?.() : undefined
-    if (failed !== undefined) {
+    const failed = await io.outputFailure?.()
+    if (failed !== undefined && result.adminCreated && io.env.PICKING_GATEWAY_ADMIN_PASSWORD === undefined) {
       io.err(`picking-gateway: standard output failed (${failed}): user "admin" was created, but its generated password could not be shown; ` +
         'set one: read -rs PW; printf %s "$PW" | picking-gateway user passwd admin --password-stdin')
+      return EXIT_IOERR
+    }
+    // (`db init | head -c 10`): "the output is incomplete" alone left open whether the tables were made, and 74 reads as a failure
+    if (failed !== undefined) {
+      io.err(`picking-gateway: standard output failed (${failed}): the tables are ready (db init is done); only its output could not all be written`)
       return EXIT_IOERR
     }
     return EXIT_OK

@@ -1160,6 +1160,23 @@ t.test('db init whose standard output fails after it created admin with a genera
   t.equal(await main(['user', 'passwd', 'admin', '--password-stdin'], passwd), 0, passwd.stderr.join('\n'))
 })
 
+t.test('db init whose output reader went away early (`db init | head -c 10`): exit 74 saying the tables are ready and only the output was cut, where it said only that the output was incomplete', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'g.db')}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'first-admin-pass' }
+  const cli = nodeArgs('src/cli.ts', { withCoverage: false })
+  // a reader gone before db init writes: its read end closed before the child has started
+  const child = spawn(process.execPath, [...cli, 'db', 'init'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  child.stdout.destroy()
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const [code] = await once(child, 'close') as [number | null]
+  t.equal(code, 74)
+  t.equal(stderr, 'picking-gateway: standard output failed (EPIPE): the tables are ready (db init is done); only its output could not all be written\n')
+  const tables = io(env)
+  t.equal(await main(['user', 'list'], tables), 0, 'the tables are there')
+  t.match(tables.stdout.join('\n'), /\badmin\b/)
+})
+
 t.test("check-config's note on the database server's clock (SQL Server; SQLite has none of its own)", async (t) => {
   const at = Date.parse('2026-11-27T06:00:00.000Z')
   const server = (offsetMs: number) => ({ clock: async () => at + offsetMs })
