@@ -300,7 +300,7 @@ export class Repository {
   private cursorTypes (q: ListQuery): { types: CursorValueType[], nullable: boolean[] } {
     const types = q.sort.map((k): CursorValueType => {
       const kind = this.sql.sortValueKind(k.field)
-      if (kind === 'rank' || kind === 'flag') return 'integer'
+      if (kind === 'rank' || kind === 'flag' || kind === 'flag-text') return 'integer'
       if (kind === 'time-text') return 'string'
       // SQLite stores any value in any column: the cursor keeps what was stored (2.5 in an INTEGER column, '1,5' in a DECIMAL one),
       // except in the rowid (an INTEGER PRIMARY KEY), which holds integers only: a cursor with anything else there is no cursor of ours
@@ -316,7 +316,7 @@ export class Repository {
       }
     })
     // SQLite's strftime reads a time it cannot parse as NULL, whatever the column declares
-    return { types, nullable: q.sort.map((k) => this.storage.field(k.field).nullable || ['time-text', 'number-text'].includes(this.sql.sortValueKind(k.field))) }
+    return { types, nullable: q.sort.map((k) => this.storage.field(k.field).nullable || ['time-text', 'number-text', 'flag-text'].includes(this.sql.sortValueKind(k.field))) }
   }
 
   /** The statement of a list page (its cursor decoded into the keyset position); `limit` as given. */

@@ -51,6 +51,11 @@ const SQLITE_TIME = (column: string): string => `strftime('%Y-%m-%dT%H:%M:%fZ', 
  * and text that is no number ('n/a', '1,5') as NULL, as reads show it (number_text, sqlite.ts).
  */
 const SQLITE_NUMBER = (column: string): string => `number_text(${column})`
+/**
+ * SQLite: a flag in a column without a declared type ('1' and 'true' beside -1 and 1) as reads show it: 1, 0, or NULL
+ * for anything else (flag_text, sqlite.ts).
+ */
+const SQLITE_FLAG = (column: string): string => `flag_text(${column})`
 
 /**
  * Parameters SQL Server takes in one request: 2100, of which sp_executesql's statement and its
@@ -63,9 +68,10 @@ export const sortAlias = (i: number): string => `__s${i}`
 
 /**
  * What a sort key compares: the column itself; a value map's rank of the API value; SQLite's time
- * text read as time; SQLite's number text read as a number; a flag in a number column as 0 or 1.
+ * text read as time; SQLite's number text read as a number; a flag in a number column as 0 or 1, in a SQLite column
+ * without a declared type as reads show it (0, 1 or NULL).
  */
-export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag' | 'fold'
+export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag' | 'flag-text' | 'fold'
 
 /**
  * A decimal(precision,scale) parameter type (`type`) tedious writes `value` in exactly. It sends
@@ -246,6 +252,14 @@ export class SqlBuilder {
   }
 
   /**
+   * SQLite: a flag without a value map on a column without a declared type, which keeps what each program wrote as given
+   * (-1, 1, '1', 'true', '0'): compared and sorted as reads show it (flag_text), not as stored (-1 = 1 finds nothing)
+   */
+  private flagInText (s: FieldStorage): boolean {
+    return s.def.kind === 'boolean' && s.map === undefined && this.untypedSqlite(s)
+  }
+
+  /**
    * SQLite: a number field on a text column (a quantity a legacy program keeps as text), or on one
    * without a declared type, which keeps text as written ('02', ' 3') beside numbers: reads show
    * those as numbers, so filters, sorting and the station lookups of events must see them so too
@@ -276,6 +290,7 @@ export class SqlBuilder {
     if (s.def.kind === 'datetime' && this.dialect.name === 'sqlite' && s.timeFormat === undefined) return 'time-text'
     if (this.numberInText(s)) return 'number-text'
     if (this.numericFlag(s)) return 'flag'
+    if (this.flagInText(s)) return 'flag-text'
     // SQLite: a caseless field (usernames) sorted as its filters compare it (unicode_fold, without trailing
     // blanks), not by its bytes, which put 'anna' after 'Zoé' and [gt]Admin's rows in another order than
     // the list's. Not the id, which stays a seek on the key and the unique tie-breaker.
@@ -318,6 +333,7 @@ export class SqlBuilder {
       case 'number-text': return SQLITE_NUMBER(c)
       // false before true, as the API shows the values: -1 and 2 are true, not below 0 or above 1
       case 'flag': return `CASE WHEN ${c} = 0 THEN 0 WHEN ${c} IS NOT NULL THEN 1 END`
+      case 'flag-text': return SQLITE_FLAG(c)
       case 'fold': return this.shownText(s, c, true, true).expr
       default: return this.comparable(field)
     }
@@ -533,7 +549,8 @@ export class SqlBuilder {
     if (s.map !== undefined) return this.mappedCondition(f, s, params)
     if (s.def.kind === 'datetime') return this.timeCondition(f, s, params)
     // a flag in a number column reads true for any value but 0 (storage), and filters the same way
-    if (this.numericFlag(s)) return this.numericFlagCondition(f)
+    if (this.numericFlag(s)) return this.numericFlagCondition(f, this.col(f.field))
+    if (this.flagInText(s)) return this.numericFlagCondition(f, SQLITE_FLAG(this.col(f.field)))
     // a CHAR(n) value without its padding ('ST ' is the 'ST' the API shows; the sort keeps the stored
     // value, as the cursor does), a caseless field (usernames) regardless of case and of trailing blanks,
     // as SQL Server compares them (a username never ends in one; a legacy program's 'Schulz ' is Schulz) ([like] as it is)
@@ -573,10 +590,9 @@ export class SqlBuilder {
   /**
    * A flag kept in a number column, as reading shows it: any value but 0 is true. Legacy programs
    * (VB, Access, Delphi) store True as -1, which `= 1` would never find. The order operators
-   * compare as the API orders flags (false < true), as sorting does.
+   * compare as the API orders flags (false < true), as sorting does. `c`: the column, or what reads show of it (SQLITE_FLAG).
    */
-  private numericFlagCondition (f: Filter): string {
-    const c = this.col(f.field)
+  private numericFlagCondition (f: Filter, c: string): string {
     const is = (v: SqlValue): string => v === true ? `${c} <> 0` : `${c} = 0`
     const isNot = (v: SqlValue): string => `(${v === true ? `${c} = 0` : `${c} <> 0`} OR ${c} IS NULL)`
     const both = new Set(f.values).size === 2
@@ -807,7 +823,8 @@ export class SqlBuilder {
       switch (this.sortValueKind(sort[i].field)) {
         // a rank and a flag's 0 or 1 are small whole numbers
         case 'rank':
-        case 'flag': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
+        case 'flag':
+        case 'flag-text': return params.add('integer', v, this.dialect.name === 'mssql' ? 'int' : undefined)
         case 'time-text': return params.add('string', v)
         case 'number-text': return params.add('number', v)
         // the folded text the cursor kept (or a number another program stored there, compared as it is)
@@ -817,8 +834,8 @@ export class SqlBuilder {
     }
     const refs = after.map((_, i) => ref(i))
     const exprs = sort.map((k) => this.sortExpr(k.field, params))
-    // a number in a text column reads NULL where the text is no number, whatever the column declares
-    const nullable = (i: number): boolean => this.s(sort[i].field).nullable || this.sortValueKind(sort[i].field) === 'number-text'
+    // a number in a text column reads NULL where the text is no number, whatever the column declares; so does a flag in an untyped one
+    const nullable = (i: number): boolean => this.s(sort[i].field).nullable || ['number-text', 'flag-text'].includes(this.sortValueKind(sort[i].field))
     const disjuncts: string[] = []
     for (let i = 0; i < sort.length; i++) {
       const c = exprs[i]

@@ -6,7 +6,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
 import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, DAMAGED, IO_ERROR, NOT_A_DATABASE, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
-import { compactShaped, compactTime, formattedDate, storedNumber } from './storage.js'
+import { compactShaped, compactTime, formattedDate, storedFlag, storedNumber } from './storage.js'
 import { isFixedWidthText, type ColumnInfo, type ColumnTimeFormat, type Database, type Executor, type Param, type RecheckResult, type Row, type Statement, type TableMapping } from './types.js'
 
 export interface SqliteOptions {
@@ -228,6 +228,8 @@ function connect (path: string, opts: ConnectOptions): BetterSqlite3.Database {
     db.pragma('busy_timeout = 0')
     // a number a legacy program keeps in a text column, as reads show it (null for anything else)
     db.function('number_text', { deterministic: true }, (value: unknown) => storedNumber(value))
+    // a flag in a column without a declared type (-1, 1, '1', 'true', '0'), as reads show it: 1, 0, or null for anything else
+    db.function('flag_text', { deterministic: true }, (value: unknown) => { const flag = storedFlag(value); return flag === null ? null : flag ? 1 : 0 })
     // text of digits that reads as a date, YYYYMMDD or YYYYMMDDhhmmss, by the reads' own rule (no 30 February, no month 13): 1, else 0
     db.function('compact_time', { deterministic: true }, (value: unknown) => typeof value === 'string' && compactTime(value.trimEnd()) !== undefined ? 1 : 0)
     // a number shaped as such digits that is no real date (20240230120000), which reads show as null, not as Unix time: 1, else 0

@@ -269,6 +269,23 @@ export function storedNumber (raw: unknown): number | null {
   return Number.isFinite(n) ? n : null
 }
 
+/**
+ * A stored flag without a value map, or null: numbers are true unless 0; text only 1/0/true/false. SQLite compares a
+ * column without a declared type, which keeps them all as given, through the same function (SqlBuilder), so filters
+ * and sorting find what reads show.
+ */
+export function storedFlag (raw: unknown): boolean | null {
+  if (typeof raw === 'boolean') return raw
+  if (typeof raw === 'number') return raw !== 0
+  if (typeof raw === 'bigint') return raw !== 0n
+  if (typeof raw === 'string') {
+    const text = raw.trim().toLowerCase()
+    if (text === '1' || text === 'true') return true
+    if (text === '0' || text === 'false') return false
+  }
+  return null
+}
+
 const CANONICAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 /**
  * The text SQLite's date functions read as a time (its date.c): a date, then a time after spaces or
@@ -632,18 +649,11 @@ export class ResourceStorage {
     return n
   }
 
-  /** A stored flag without a value map: numbers are true unless 0; text only 1/0/true/false, else null. */
+  /** A stored flag without a value map (storedFlag), else null, logged once. */
   private booleanFromDb (s: FieldStorage, raw: unknown): boolean | null {
-    if (typeof raw === 'boolean') return raw
-    if (typeof raw === 'number') return raw !== 0
-    if (typeof raw === 'bigint') return raw !== 0n
-    if (typeof raw === 'string') {
-      const text = raw.trim().toLowerCase()
-      if (text === '1' || text === 'true') return true
-      if (text === '0' || text === 'false') return false
-    }
-    this.odd(s, raw, 'not true or false')
-    return null
+    const flag = storedFlag(raw)
+    if (flag === null) this.odd(s, raw, 'not true or false')
+    return flag
   }
 
   /**

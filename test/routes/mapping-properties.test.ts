@@ -11,6 +11,7 @@
 import t from 'tap'
 import fc from 'fast-check'
 import type { TableMappingConfig } from '../../schemas/config.js'
+import { build, walkPages } from '../helpers/build.js'
 import {
   PROPERTY_TEST, checkProperty, checkReadBack, checkWalk, checkWriteBehind, columnArb, createTable, distinctNames, dump, falseCode, fill,
   flagType, gateway, keyedRows, list, listAll, optional, orNull, overTable, pad, storedFlag, tableMapping, textType, timeType, timeValue,
@@ -205,4 +206,38 @@ t.test('the mapping over generated legacy material tables', PROPERTY_TEST, async
     },
     // fixed, so that every run checks the same schemas
     { seed: 20261127, runs: 40 })
+})
+
+// what the property's list checks found: a flag without a value map on a column without a declared type was compared as stored, so
+// blocked=true missed the -1 and the '1' that reads show as true, and sorting put -1 before 0 and text after numbers
+t.test('a flag in a column without a declared type filters and sorts as reads show it', PROPERTY_TEST, async (t) => {
+  const stored: unknown[] = [0, 1, -1, '1', 'true', '0', 'X']
+  const ctx = await build(t, {
+    mapping: {
+      materials: {
+        table: 'Art',
+        columns: { id: 'PK', materialNumber: 'Nr', name: 'Name', blocked: 'Gesperrt', ...Object.fromEntries(['description', 'unit', 'barcode', 'minStock', 'maxStock', 'weight', 'blockReason', 'stockQuantity', 'createdAt', 'modifiedAt'].map((f) => [f, null])) }
+      }
+    }
+  }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Art" ("PK" INTEGER PRIMARY KEY, "Nr" TEXT NOT NULL UNIQUE, "Name" TEXT, "Gesperrt" NOT NULL)', params: [] })
+    for (const [i, v] of stored.entries()) {
+      await db.execute({ text: 'INSERT INTO "Art" ("Nr", "Gesperrt") VALUES (@n, @v)', params: [{ name: 'n', kind: 'string', value: `M-${i + 1}` }, typeof v === 'number' ? { name: 'v', kind: 'integer', value: v } : { name: 'v', kind: 'string', value: String(v) }] })
+    }
+  })
+  const ids = async (query: string): Promise<number[]> => {
+    const res = await ctx.app.inject({ url: `/api/materials?${query}`, headers: ctx.auth(ctx.adminToken) })
+    if (res.statusCode !== 200) t.fail(`${query} answered ${res.statusCode} ${res.body}`)
+    return (res.json() as { data: Material[] }).data.map((m) => Number(m.id))
+  }
+  const all = (await ctx.app.inject({ url: '/api/materials', headers: ctx.auth(ctx.adminToken) })).json() as { data: Material[] }
+  t.same(all.data.map((m) => m.blocked), [false, true, true, true, true, false, null], "reads: any number but 0 is true; the text '1', 'true', '0'; other text is null")
+  t.same(await ids('blocked=true'), [2, 3, 4, 5], "blocked=true finds the -1, '1' and 'true' reads show as true")
+  t.same(await ids('blocked=false'), [1, 6])
+  t.same(await ids('blocked=%5Bnull%5D'), [7], '[null] finds the text shown as null')
+  t.same(await ids('blocked=%5Bnot%5Dtrue'), [1, 6, 7])
+  t.same(await ids('blocked=%5Bgt%5Dfalse'), [2, 3, 4, 5])
+  const walk = async (sort: string): Promise<number[]> => (await walkPages(t, ctx, `/api/materials?limit=2&sort=${sort}`, 10, 'id')).map(Number)
+  t.same(await walk('blocked'), [7, 1, 6, 2, 3, 4, 5], 'sorted as shown: null, false, true, ties by id')
+  t.same(await walk('-blocked'), [2, 3, 4, 5, 1, 6, 7], 'descending: the row shown as null last, although the column is NOT NULL')
 })
