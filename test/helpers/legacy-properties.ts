@@ -355,6 +355,20 @@ export async function checkWalk<R extends Shown> (g: Gateway, resource: string, 
   return rows
 }
 
+/** text in code point order, as SQLite compares text (UTF-8 bytes) and as the README promises: not JavaScript's UTF-16 order */
+export function compareCodePoints (a: string, b: string): number {
+  const x = [...a].map((c) => c.codePointAt(0)!)
+  const y = [...b].map((c) => c.codePointAt(0)!)
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i]
+  return x.length - y.length
+}
+
+/** a list with `query` (`&field=value`, …) shows exactly the rows of `expectedIds` (sorted), none missing, none extra */
+export async function checkListed (g: Gateway, resource: string, query: string, expectedIds: string[], detail: unknown): Promise<void> {
+  const listed = (await list(g, resource, query)).map((r) => String(r.id)).sort()
+  if (JSON.stringify(listed) !== JSON.stringify(expectedIds)) g.fail(`?${query.slice(1)} listed ${JSON.stringify(listed)}, the rows whose shown values match: ${JSON.stringify(expectedIds)}`, detail)
+}
+
 /**
  * A conditional GET of `row` (at `url`) after a write behind the gateway's back, which sets its `field` (in `column`) to a
  * new value: a 200 showing it, not a 304. The write finds the row by rowid from its id column `idColumn` as reads show
