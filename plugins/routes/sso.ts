@@ -347,6 +347,9 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
         throw ssoUnavailable(provider.id)
       }
       request.log.warn({ provider: provider.id, reason: err.message }, 'browser login response refused')
+      // An ID token that passed every check but lacks the claim subjectClaim names: which one, as for an
+      // access token (its holder learns nothing a forger could use); starting again gives one that lacks it too.
+      if (err.callerMessage !== undefined) throw badRequest(`${err.callerMessage}: the ID token the identity provider sent at this login. Starting again gives the same answer; an administrator has to have the provider add the claim to its ID tokens, or change subjectClaim`, 'SSO_LOGIN_FAILED')
       throw badRequest(`The identity provider's answer did not pass the checks; start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')
     }
     let user = await fastify.auth.ssoUser(provider, claims, request.log)

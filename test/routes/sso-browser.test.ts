@@ -12,7 +12,7 @@ import t, { type Test } from 'tap'
 import { ADMIN_PASSWORD, build, TEST_ARGON2, type TestContext } from '../helpers/build.js'
 import { createMandantUsers, MANDANT_USERS } from '../helpers/legacy-fixture.js'
 import { createPasswords } from '../../src/auth/passwords.js'
-import type { TableMappingConfig } from '../../schemas/config.js'
+import type { SsoProviderConfig, TableMappingConfig } from '../../schemas/config.js'
 import type { Database } from '../../src/db/types.js'
 import { AUDIENCE, BROWSER_CLIENT, browserLogin, CLIENT_SECRET, startProvider, type TestProvider } from '../helpers/oidc.js'
 import { MAX_BROWSER_LOGINS } from '../../plugins/routes/sso.js'
@@ -21,7 +21,7 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { accessTokenIssuer?: string, licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } }, users?: TableMappingConfig, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+async function setup (t: Test, options: { accessTokenIssuer?: string, licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } }, users?: TableMappingConfig, sso?: Partial<SsoProviderConfig>, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
   const redirectUri = options.redirectUri ?? REDIRECT
   const idp = await startProvider({ redirectUri })
   t.teardown(() => idp.close())
@@ -29,7 +29,7 @@ async function setup (t: Test, options: { accessTokenIssuer?: string, licence?: 
   const ctx = await build(t, {
     auth: {
       sso: [
-        { id: 'warehouse', issuer: idp.issuer, ...(options.accessTokenIssuer !== undefined && { accessTokenIssuer: options.accessTokenIssuer }), audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri },
+        { id: 'warehouse', issuer: idp.issuer, ...(options.accessTokenIssuer !== undefined && { accessTokenIssuer: options.accessTokenIssuer }), audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri, ...options.sso },
         { id: 'tokens-only', issuer: `${idp.issuer}-other`, audience: AUDIENCE, typeMap: TYPE_MAP }
       ],
       revocationCacheMs: options.revocationCacheMs ?? 0
@@ -627,3 +627,16 @@ t.test('a callback answered before routing (an Expect the gateway does not take:
   await once(other, 'close')
   t.ok(logs.some((l) => l.includes('"url":"/api/materials?limit=7"') && l.includes('"statusCode":417')), 'a list\'s query stays in its line')
 })
+
+t.test('an ID token without the configured subjectClaim: the 400 names the claim and the provider, as the bearer path\'s 401 does; no row is made', async (t) => {
+  // the test provider's ID tokens carry sub but no oid (Entra ID's, where oid is configured)
+  const { idp, ctx, logs } = await setup(t, { sso: { subjectClaim: 'oid' } })
+  idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
+  const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: ctx.auth(ctx.adminToken) })).json().meta.total
+  const users = await count()
+  const res = await finish(ctx, await start(ctx, idp))
+  t.same(res.json(), { statusCode: 400, code: 'SSO_LOGIN_FAILED', error: 'Bad Request', message: "The token has no 'oid' claim, which names its user at the gateway (auth.sso subjectClaim of the identity provider 'warehouse'): the ID token the identity provider sent at this login. Starting again gives the same answer; an administrator has to have the provider add the claim to its ID tokens, or change subjectClaim" }, 'before: "did not pass the checks; start again", which a new login repeats')
+  t.equal(await count(), users, 'no row, not one keyed by sub instead')
+  t.match(logs.join('\n'), /"provider":"warehouse","reason":"the token has no 'oid' claim, which names its subject \(auth.sso subjectClaim\)","msg":"browser login response refused"/)
+})
+
