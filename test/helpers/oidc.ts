@@ -154,8 +154,8 @@ export async function startProvider (options: { redirectUri?: string } = {}): Pr
           getResourceServerInfo: async () => ({ scope: 'api', audience: AUDIENCE, accessTokenFormat: 'jwt', accessTokenTTL: 300, jwt: { sign: { alg: 'RS256' } } })
         }
       },
-      // realm_access: Keycloak's realm roles, in the ID token when its mapper's "Add to ID token" is on
-      claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'upn', 'roles', 'groups', 'realm_access'], email: ['email'] },
+      // realm_access, resource_access: Keycloak's realm and client roles, in the ID token when their mappers' "Add to ID token" is on
+      claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'upn', 'roles', 'groups', 'realm_access', 'resource_access'], email: ['email', 'email_verified'] },
       conformIdTokenClaims: false,
       findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub, ...claimsOf(sub) }) }),
       extraTokenClaims: async (_ctx, token) => claimsOf((token as { accountId?: string }).accountId ?? (token as { clientId?: string }).clientId),

@@ -640,3 +640,41 @@ t.test('an ID token without the configured subjectClaim: the 400 names the claim
   t.match(logs.join('\n'), /"provider":"warehouse","reason":"the token has no 'oid' claim, which names its subject \(auth.sso subjectClaim\)","msg":"browser login response refused"/)
 })
 
+t.test('typeClaim as a list in the browser login: realm and client roles of the ID token count together, the most privileged wins', async (t) => {
+  const { idp, ctx } = await setup(t, { sso: { typeClaim: ['realm_access.roles', 'resource_access.picking-gateway.roles'] } })
+  const login = async (account: string) => {
+    idp.loginAs = account
+    return await finish(ctx, await start(ctx, idp))
+  }
+  const typeOf = async (username: string) => (await ctx.app.inject({ method: 'GET', url: `/api/users?username=${username}`, headers: ctx.auth(ctx.adminToken) })).json().data[0]?.type
+  idp.claims.set('it-admin', { preferred_username: 'it-admin', realm_access: { roles: ['offline_access', 'gateway-user'] }, resource_access: { 'picking-gateway': { roles: ['gateway-admin'] } } })
+  t.equal((await login('it-admin')).statusCode, 200)
+  t.equal(await typeOf('it-admin'), 'admin', 'the client role outranks the realm role')
+  idp.claims.set('clerk', { preferred_username: 'clerk', resource_access: { 'picking-gateway': { roles: ['gateway-user'] } } })
+  t.equal((await login('clerk')).statusCode, 200)
+  t.equal(await typeOf('clerk'), 'user', 'a client role alone')
+  idp.claims.set('nobody', { preferred_username: 'nobody', resource_access: { account: { roles: ['manage-account'] } } })
+  t.same((await login('nobody')).json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The token has none of the claims 'realm_access.roles', 'resource_access.picking-gateway.roles': the gateway needs one to choose the user type (auth.sso typeClaim)" })
+  t.equal(await typeOf('nobody'), undefined, 'no row')
+})
+
+t.test('email as the username and email_verified: false in the browser login: the bearer path\'s 403, no row, the existing user of that name not signed in', async (t) => {
+  const { idp, ctx, logs } = await setup(t, { sso: { usernameClaim: 'email' } })
+  const login = async (account: string) => {
+    idp.loginAs = account
+    return await finish(ctx, await start(ctx, idp))
+  }
+  const admin = ctx.auth(ctx.adminToken)
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'jane@example.com', password: 'a-long-password-1', type: 'user' } })).statusCode, 201)
+  const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total
+  const users = await count()
+  const unverified = { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim); no user was created" }
+  idp.claims.set('mallory', { email: 'Jane@example.com', email_verified: false, roles: ['gateway-user'] })
+  t.same((await login('mallory')).json(), unverified, 'the name of an existing user')
+  idp.claims.set('eve', { email: 'eve@example.com', email_verified: false, roles: ['gateway-user'] })
+  t.same((await login('eve')).json(), unverified, 'a free name')
+  t.equal(await count(), users, 'no row made')
+  t.match(logs.join('\n'), /"provider":"warehouse","sub":"eve","code":"FORBIDDEN","msg":"The username would be the token's 'email' claim/)
+  idp.claims.set('bob', { email: 'bob@example.com', email_verified: true, roles: ['gateway-user'] })
+  t.equal((await login('bob')).statusCode, 200, 'a verified address names a new row')
+})
