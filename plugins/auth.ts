@@ -108,6 +108,8 @@ export interface Auth {
   ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row>
   /** Stamps a login's lastLoginAt (and a rehash): a refusal or a busy database is logged, never the login's failure. */
   recordLogin (userId: Id, changes: Row): Promise<Row | undefined>
+  /** An identity provider's row found gone when stamped (deleted beside this instance): forgotten, so that ssoUser makes it again. */
+  ssoRowGone (row: Row): void
 }
 
 declare module 'fastify' {
@@ -272,6 +274,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
     },
     sso,
     ssoUser,
+    ssoRowGone,
     async login (username, password, address) {
       const key = normalizeUsername(username)
       // Reserved before anything is awaited: checks queue behind the hasher, and a burst must not all pass a count read before any failed.
@@ -489,9 +492,7 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
       if (gone) {
         // the row this instance had cached was deleted beside it (the picking system, another instance):
         // made again, as the next token after a delete through the API makes it (not a 404 about users)
-        ssoIds.delete(String(user.passwordHash))
-        ssoStamped.delete(user.id as Id)
-        changed(user.id as Id)
+        ssoRowGone(user)
         user = await ssoUser(provider, claims, request.log)
         if (user.enabled !== true) throw disabledSsoUser(request, provider, user)
       }
@@ -506,6 +507,12 @@ async function auth (fastify: FastifyInstance, opts: AuthPluginOptions): Promise
   function disabledSsoUser (request: FastifyRequest, provider: SsoProvider, user: Row): ApiError {
     request.log.info({ provider: provider.id, user: user.id, username: user.username }, 'identity provider token refused: the gateway account of this identity is disabled (enable it to let it in)')
     return tokenInvalid()
+  }
+
+  function ssoRowGone (row: Row): void {
+    ssoIds.delete(String(row.passwordHash))
+    ssoStamped.delete(row.id as Id)
+    changed(row.id as Id)
   }
 
   async function ssoUser (provider: SsoProvider, claims: Parameters<SsoProvider['identity']>[0], log: FastifyRequest['log']): Promise<Row> {

@@ -358,7 +358,20 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
     if (user.enabled !== true) throw disabled(user)
     // the row as the stamp left it, not the copy ssoUser may have had cached for auth.revocationCacheMs: a
     // disable or revocation made on another instance meanwhile would refuse tokens of that copy at once
-    user = await fastify.auth.recordLogin(user.id as Id, { lastLoginAt: new Date() }) ?? user
+    const stamp = async (row: typeof user) => await fastify.auth.recordLogin(row.id as Id, { lastLoginAt: new Date() }).catch((err: unknown) => {
+      if (err instanceof NotFoundError) return null
+      throw err
+    })
+    let stamped = await stamp(user)
+    if (stamped === null) {
+      // the row this instance had cached was deleted beside it (the picking system, another instance): made
+      // again, as a bearer token of the identity makes it (not a 404 about users)
+      fastify.auth.ssoRowGone(user)
+      user = await fastify.auth.ssoUser(provider, claims, request.log)
+      if (user.enabled !== true) throw disabled(user)
+      stamped = await stamp(user)
+    }
+    user = stamped ?? user
     if (user.enabled !== true) throw disabled(user)
     reply.header('cache-control', 'no-store')
     return {
