@@ -21,7 +21,7 @@ const REDIRECT = 'https://gateway.example.com/api/users/sso/warehouse/callback'
 const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-app': 'application' } as const
 const decode = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
 
-async function setup (t: Test, options: { accessTokenIssuer?: string, licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } }, users?: TableMappingConfig, sso?: Partial<SsoProviderConfig>, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
+async function setup (t: Test, options: { timeoutMs?: number, accessTokenIssuer?: string, licence?: number, stateTtlMs?: number, maxPending?: number, clientSecret?: string, revocationCacheMs?: number, redirectUri?: string, server?: { trustProxy?: string, tls?: { cert: string, key: string } }, users?: TableMappingConfig, sso?: Partial<SsoProviderConfig>, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, logs: string[] }> {
   const redirectUri = options.redirectUri ?? REDIRECT
   const idp = await startProvider({ redirectUri })
   t.teardown(() => idp.close())
@@ -29,7 +29,7 @@ async function setup (t: Test, options: { accessTokenIssuer?: string, licence?: 
   const ctx = await build(t, {
     auth: {
       sso: [
-        { id: 'warehouse', issuer: idp.issuer, ...(options.accessTokenIssuer !== undefined && { accessTokenIssuer: options.accessTokenIssuer }), audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 1000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri, ...options.sso },
+        { id: 'warehouse', issuer: idp.issuer, ...(options.accessTokenIssuer !== undefined && { accessTokenIssuer: options.accessTokenIssuer }), audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: options.timeoutMs ?? 5000, clientId: BROWSER_CLIENT, clientSecret: options.clientSecret ?? CLIENT_SECRET, redirectUri, ...options.sso },
         { id: 'tokens-only', issuer: `${idp.issuer}-other`, audience: AUDIENCE, typeMap: TYPE_MAP }
       ],
       revocationCacheMs: options.revocationCacheMs ?? 0
@@ -507,7 +507,7 @@ t.test('a client refused in other words: Auth0\'s 401 access_denied, a 401 with 
 })
 
 t.test('the provider goes away between login and callback', async (t) => {
-  const { idp, ctx } = await setup(t)
+  const { idp, ctx } = await setup(t, { timeoutMs: 1000 })
   idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
   const login = await start(ctx, idp)
   idp.mode = 'hang'
@@ -528,7 +528,7 @@ t.test('the provider goes away between login and callback', async (t) => {
 })
 
 t.test('a reload while the first callback is still at the provider: the second\'s 400 leaves the cookie, so the first\'s 503 can be retried', async (t) => {
-  const { idp, ctx } = await setup(t)
+  const { idp, ctx } = await setup(t, { timeoutMs: 1000 })
   idp.claims.set('alice', { preferred_username: 'alice', roles: ['gateway-user'] })
   const login = await start(ctx, idp)
   const name = login.cookie.split('=')[0]
