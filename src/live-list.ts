@@ -107,13 +107,19 @@ export function matches (row: Row, filter: Filter, kind: FieldKind): boolean {
   }
 }
 
-/** Compares two rows' sort keys the way the SQL lists do: NULL first ascending, last descending. */
-export function compareKeys (a: unknown[], b: unknown[], sort: SortKey[], kinds: Record<string, FieldKind>): number {
+/**
+ * Compares two rows' sort keys the way the SQL lists do: NULL first ascending, last descending; on a field with a value
+ * map (`known`: its API values), a code the map does not know (shown as stored) after all of them, such codes as equal
+ * (ties by id), as the database's rank of the codes sorts them (sql.ts sortExpr).
+ */
+export function compareKeys (a: unknown[], b: unknown[], sort: SortKey[], kinds: Record<string, FieldKind>, known: Record<string, ReadonlySet<unknown>> = {}): number {
   for (let i = 0; i < sort.length; i++) {
     const kind = kinds[sort[i].field]
     const x = comparable(kind, a[i])
     const y = comparable(kind, b[i])
-    const c = x === null ? (y === null ? 0 : -1) : y === null ? 1 : order(x, y)
+    const values = known[sort[i].field]
+    const unknown = (v: unknown): number => values !== undefined && !values.has(v) ? 1 : 0
+    const c = x === null ? (y === null ? 0 : -1) : y === null ? 1 : unknown(x) + unknown(y) > 0 ? unknown(x) - unknown(y) : order(x, y)
     if (c !== 0) return sort[i].desc ? -c : c
   }
   return 0
@@ -154,11 +160,11 @@ export interface LivePage {
  * moves, as in any sorted walk. Sorted by a live field, the walk goes on after the last row where it
  * stands now (see below), so rows whose live value moves against it may be skipped or come twice.
  */
-export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>): LivePage {
+export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>, known: Record<string, ReadonlySet<unknown>> = {}): LivePage {
   const { query } = q
   const matching = rows.filter((row) => q.live.every((f) => matches(row, f, kinds[f.field])))
   const keyed = matching.map((row) => ({ row, keys: keysOf(row, query.sort) }))
-  keyed.sort((a, b) => compareKeys(a.keys, b.keys, query.sort, kinds))
+  keyed.sort((a, b) => compareKeys(a.keys, b.keys, query.sort, kinds, known))
   let start = query.offset ?? 0
   if (query.cursor !== undefined) {
     const after = decodeLiveCursor(query.cursor, query.sort, kinds)
@@ -170,7 +176,7 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
     // meanwhile (renamed to the end) would otherwise take the walk past every station between its old and new place.
     const i = q.liveSort ? query.sort.findIndex((k) => k.field === 'id') : -1
     const last = i === -1 ? -1 : keyed.findIndex((r) => r.keys[i] === after[i])
-    start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds) > 0)
+    start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds, known) > 0)
     if (start < 0) start = keyed.length
   }
   const page = keyed.slice(start, start + query.limit).map((r) => r.row)

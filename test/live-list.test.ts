@@ -78,6 +78,21 @@ t.test('sort: live and stored keys, NULL first ascending and last descending, ti
   t.equal(compareKeys([T1], ['not a time'], [{ field: 'lastSeenAt', desc: false }], KINDS) < 0, true, 'a time the API could not read sorts as text')
 })
 
+t.test('sort by a field with a value map and a live filter: a code the map does not know after the map\'s values, such codes as equal (ties by id), as the database sorts them', async (t) => {
+  // WpType 'S' and 'X' are no station type the map knows: shown as stored, sorted last by the database (sort=type without a live filter)
+  const rows: Row[] = [
+    { id: 1, name: 'A', type: 'X', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 2, name: 'B', type: 'manual', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 3, name: 'C', type: 'S', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 4, name: 'D', type: null, connected: false, status: 'offline', lastSeenAt: null },
+    { id: 5, name: 'E', type: 'vlm', connected: false, status: 'offline', lastSeenAt: null }
+  ]
+  const known = { type: new Set<unknown>(['vlm', 'carousel', 'ptl', 'manual']) }
+  const sorted = (sort: string): number[] => livePage(rows, parseLiveListQuery({ sort, status: 'offline' }, stations, LIVE), KINDS, known).rows.map((r) => r.id as number)
+  t.same(sorted('type'), [4, 2, 5, 1, 3], 'no value, manual, vlm, then X and S by id (not S before manual, by code point)')
+  t.same(sorted('-type'), [1, 3, 5, 2, 4], 'X and S first, by id as every tie')
+})
+
 t.test('paging: offset, count after the live filters, and a cursor that walks every row once', async (t) => {
   const first = page({ sort: 'status', limit: '4', count: 'true' })
   t.same(first.rows.map((r) => r.id), [2, 4, 1, 5])

@@ -32,6 +32,8 @@ export const stationView = (hardware: Hardware) => (row: Row): Station => {
  */
 const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row: Row) => Record<string, unknown>): ListHandler => {
   const kinds: Record<string, FieldKind> = Object.fromEntries(Object.entries(withLiveFields(repo.def, LIVE).fields).map(([field, def]) => [field, def.kind]))
+  // a value map's API values: a code it does not know sorts after them, as in the database's order
+  const known = Object.fromEntries([...repo.storage.coded].map((field) => [field, new Set(repo.storage.fields[field].map!.order)]))
   return async (request, reply) => {
     const query = request.query as QueryString
     const q = parseLiveListQuery(query, repo.def, LIVE, repo.storage.coded)
@@ -41,7 +43,7 @@ const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row
     const serverTime = serverTimeOf(repo)
     const stored = await repo.list(storedQuery(q))
     if (stored.next !== undefined) throw tooManyRows('stations', Object.keys(LIVE))
-    const page = livePage(stored.rows.map(toPublic), q, kinds)
+    const page = livePage(stored.rows.map(toPublic), q, kinds, known)
     return sendListBody(request, reply, page.rows, listMeta(request, reply, q.query, serverTime, page.total, page.next))
   }
 }
