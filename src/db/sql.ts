@@ -331,9 +331,10 @@ export class SqlBuilder {
       }
       case 'time-text': return SQLITE_TIME(c)
       case 'number-text': return SQLITE_NUMBER(c)
-      // false before true, as the API shows the values: -1 and 2 are true, not below 0 or above 1
-      case 'flag': return `CASE WHEN ${c} = 0 THEN 0 WHEN ${c} IS NOT NULL THEN 1 END`
-      case 'flag-text': return SQLITE_FLAG(c)
+      // false before true, as the API shows the values: -1 and 2 are true, not below 0 or above 1; a field that
+      // shows NULL (and text no flag reads) as false (users.enabled) ranks it with false, as with a value map
+      case 'flag': return s.def.unknownIsFalse === true ? `CASE WHEN ${c} IS NULL OR ${c} = 0 THEN 0 ELSE 1 END` : `CASE WHEN ${c} = 0 THEN 0 WHEN ${c} IS NOT NULL THEN 1 END`
+      case 'flag-text': return s.def.unknownIsFalse === true ? `COALESCE(${SQLITE_FLAG(c)}, 0)` : SQLITE_FLAG(c)
       case 'fold': return this.shownText(s, c, true, true).expr
       default: return this.comparable(field)
     }

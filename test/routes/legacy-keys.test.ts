@@ -408,6 +408,26 @@ t.test('legacy users: sort=enabled orders by the flag the list shows, codes no m
   t.same(await shown('/api/users?sort=-enabled&limit=2'), ['49:true', '50:true', '51:true', '55:true', '52:false', '53:false', '54:false'], 'descending')
 })
 
+t.test('legacy users: sort=enabled on a flag without a value map ranks NULL, shown as false, with false', { skip: MSSQL && 'SQLite only' }, async (t) => {
+  // found by test/routes/mapping-properties-users.test.ts: NULL sorted before the 0 rows ascending and after them descending
+  for (const type of ['INTEGER', '']) {
+    const ctx = await build(t, { mapping: { users: { ...USERS, columns: { ...USERS.columns, enabled: 'Aktiv' } }, materials: MATERIALS } }, async (db) => {
+      await legacyTables(db)
+      await db.execute({ text: 'CREATE TABLE "Benutzer2" AS SELECT * FROM "Benutzer"', params: [] })
+      await db.execute({ text: 'DROP TABLE "Benutzer"', params: [] })
+      await db.execute({ text: `CREATE TABLE "Benutzer" ("BenID" INTEGER PRIMARY KEY, "Login" VARCHAR(30) NOT NULL UNIQUE, "PwHash" VARCHAR(255) NOT NULL, "Rolle" CHAR(1) NOT NULL DEFAULT 'B', "Name" VARCHAR(60), "Aktiv" ${type}, "TokVer" INTEGER NOT NULL DEFAULT 0, "LetzterLogin" DATETIME, "Angelegt" DATETIME, "Geaendert" DATETIME)`, params: [] })
+      // 52 and 54 hold NULL, 53 holds 0
+      await db.execute({ text: 'INSERT INTO "Benutzer" SELECT "BenID", "Login", "PwHash", "Rolle", "Name", CASE "BenID" WHEN 53 THEN 0 WHEN 52 THEN NULL WHEN 54 THEN NULL ELSE 1 END, "TokVer", "LetzterLogin", "Angelegt", "Geaendert" FROM "Benutzer2"', params: [] })
+      await db.execute({ text: 'DROP TABLE "Benutzer2"', params: [] })
+    })
+    const shown = async (url: string): Promise<string[]> => await walkUsers(t, ctx, url, (u) => `${u.id}:${String(u.enabled)}`)
+    const ascending = ['52:false', '53:false', '54:false', '49:true', '50:true', '51:true', '55:true']
+    t.same(await shown('/api/users?sort=enabled&limit=2'), ascending, `${type || 'no declared type'}: false first, ties by id`)
+    t.same(await shown('/api/users?sort=-enabled&limit=2'), [...ascending.slice(3), ...ascending.slice(0, 3)], `${type || 'no declared type'}: descending`)
+    await ctx.app.close()
+  }
+})
+
 t.test('legacy users: sort=username orders as the username filters compare, regardless of case, so [gt] finds the rows the list shows after a name', { skip: MSSQL && 'SQLite only: SQL Server sorts by its collation, as it compares' }, async (t) => {
   const ctx = await build(t, { mapping: { users: USERS, materials: MATERIALS } }, async (db) => {
     await legacyTables(db)
