@@ -112,6 +112,19 @@ export const flagType: fc.Arbitrary<Pick<LegacyColumn, 'type' | 'flag'>> = fc.on
   fc.constant({ type: 'INTEGER', flag: { kind: 'map', t: -1, f: 0 } as Flag })
 )
 
+/**
+ * A flag column, or now and then one without a declared type, which keeps what each program wrote as given: the -1 of VB,
+ * a number's text, codes (`untypedFlagOdd` adds the text a number may come as)
+ */
+export const flagOrUntypedType: fc.Arbitrary<Pick<LegacyColumn, 'type' | 'flag'>> = fc.oneof(
+  { arbitrary: flagType, weight: 3 },
+  { arbitrary: fc.constantFrom<Flag>({ kind: 'int' }, { kind: 'map', t: 'J', f: 'N' }, { kind: 'map', t: -1, f: 0 }).map((flag) => ({ type: '', flag })), weight: 1 }
+)
+
+/** the odd values of storedFlag: in a column without a declared type a number may come as its text ('1', '-1'), as another program bound it */
+export const untypedFlagOdd = (c: LegacyColumn): { int: unknown[], map: unknown[] } =>
+  c.type !== '' ? { int: [], map: [] } : { int: ['1', '0'], map: c.flag?.kind === 'map' && typeof c.flag.t === 'number' ? [String(c.flag.t), String(c.flag.f)] : [] }
+
 export const trueCode = (flag: Flag): string => flag.kind === 'int' ? '1' : lit(flag.t)
 export const falseCode = (flag: Flag): string => flag.kind === 'int' ? '0' : lit(flag.f)
 
@@ -338,9 +351,10 @@ export function checkReadBack (g: Gateway, columnOf: Map<string, LegacyColumn>, 
 
 /**
  * A walk by meta.next (2 rows a page, at most `maxPages` pages, each a 200) of `resource` sorted by `sort` (a field,
- * '-' first for descending) with `filter`: every row of `expectedIds` once. Returns the rows in the order shown.
+ * '-' first for descending) with `filter`: every row of `expectedIds` once, and where `order` is given (the ids of all
+ * rows in the order of the sort, from checkListParameters) in that order. Returns the rows in the order shown.
  */
-export async function checkWalk<R extends Shown> (g: Gateway, resource: string, sort: string, filter: string, expectedIds: string[], maxPages: number, detail: unknown): Promise<R[]> {
+export async function checkWalk<R extends Shown> (g: Gateway, resource: string, sort: string, filter: string, expectedIds: string[], maxPages: number, detail: unknown, order?: string[]): Promise<R[]> {
   const rows: R[] = []
   let next: string | undefined = `/api/${resource}?limit=2&sort=${sort}${filter}`
   for (let pages = 0; next !== undefined && pages < maxPages; pages++) {
@@ -352,6 +366,8 @@ export async function checkWalk<R extends Shown> (g: Gateway, resource: string, 
   }
   const seen = rows.map((r) => String(r.id))
   if (JSON.stringify([...seen].sort()) !== JSON.stringify(expectedIds)) g.fail(`a walk sorted by ${sort}${filter} returned ${JSON.stringify(seen)}, the list ${JSON.stringify(expectedIds)}`, detail)
+  const inOrder = order?.filter((id) => expectedIds.includes(id))
+  if (inOrder !== undefined && JSON.stringify(seen) !== JSON.stringify(inOrder)) g.fail(`a walk sorted by ${sort}${filter} returned ${JSON.stringify(seen)}, the shown values' order: ${JSON.stringify(inOrder)}`, detail)
   return rows
 }
 
@@ -367,6 +383,97 @@ export function compareCodePoints (a: string, b: string): number {
 export async function checkListed (g: Gateway, resource: string, query: string, expectedIds: string[], detail: unknown): Promise<void> {
   const listed = (await list(g, resource, query)).map((r) => String(r.id)).sort()
   if (JSON.stringify(listed) !== JSON.stringify(expectedIds)) g.fail(`?${query.slice(1)} listed ${JSON.stringify(listed)}, the rows whose shown values match: ${JSON.stringify(expectedIds)}`, detail)
+}
+
+// ---- list parameters, against the values reads show (README "List parameters") ----
+
+/** how a field's values compare: an id (text or number), text, a number, a flag (true, false or an unknown code as stored) or a time */
+export type Kind = 'id' | 'text' | 'number' | 'flag' | 'time'
+
+/**
+ * How a list orders two values reads show: no value first, false before true, numbers and times by value, text by code
+ * point, but a number that a text column without a declared type holds before all its text (`numeric`: such values' text,
+ * README "Values the declared type does not bind"; an INTEGER key's material numbers are all such)
+ */
+export function compareShown (a: unknown, b: unknown, numeric: Set<string>): number {
+  if (a === null || b === null) return a === null ? (b === null ? 0 : -1) : 1
+  if (typeof a === 'string' && typeof b === 'string') {
+    if (numeric.has(a) || numeric.has(b)) return numeric.has(a) && numeric.has(b) ? Number(a) - Number(b) : numeric.has(a) ? -1 : 1
+    return compareCodePoints(a, b)
+  }
+  return Number(a) - Number(b)
+}
+
+/** a filter value as the query string carries it: one that starts with a bracket behind [eq] (README) */
+const filterValue = (v: string): string => encodeURIComponent(v.startsWith('[') ? `[eq]${v}` : v)
+
+/**
+ * Each equality filter (`field=value`), `modifiedSince` and `sort=field` / `sort=-field` over the rows `all` of the list
+ * of `resource` as reads show them (GET /api/<resource>/:id, each the same as listed), for each field of `kinds` (the
+ * mapped ones): a filter lists exactly the rows whose shown value equals it (a flag: true and false, where a row shown
+ * with null matches neither, and each code shown as stored), `modifiedSince` at a shown time (`since` picks it) and a
+ * millisecond after lists those whose shown modifiedAt is at or after it, and a sort orders the rows by their shown
+ * values, ties by id. `numericColumn(field)` names the column whose numbers a text field shows as their text (sorted
+ * first), if any; `mapped(field)` lists the API values of a field with a value map, which sorts a code it does not know
+ * (shown as stored) after them all (src/db/sql.ts sortExpr). Returns the ids in the order of each sort (`-name`:
+ * descending), for checkWalk. The fields of `unsorted` (derived, not stored: users' source) are filtered, not sorted by;
+ * `fold` gives what a field's filters and sorting compare of a shown value (users' username: as a login spells it; the id
+ * as its column's collation compares it), the tie-breaker by id too.
+ */
+export async function checkListParameters<R extends Shown> (g: Gateway, resource: string, all: R[], kinds: Record<string, Kind>, since: number, numericColumn: (field: string) => string | undefined, mapped: (field: string) => unknown[] | undefined = () => undefined, unsorted: string[] = [], fold: Record<string, (v: unknown) => unknown> = {}): Promise<Map<string, string[]>> {
+  const { ctx, headers, fail } = g
+  const shown = new Map<string, R>()
+  for (const m of all) {
+    const read = await ctx.app.inject({ method: 'GET', url: `/api/${resource}/${encodeURIComponent(String(m.id))}`, headers })
+    if (read.statusCode !== 200) fail(`GET of a listed row answered ${read.statusCode} ${read.body}`, m)
+    if (read.body !== JSON.stringify(m)) fail('a read shows a row other than the list', { listed: m, read: read.json() })
+    shown.set(String(m.id), m)
+  }
+  const rows = [...shown.values()]
+  const idsWhere = (match: (m: R) => boolean): string[] => rows.filter(match).map((m) => String(m.id)).sort()
+  const fields = Object.keys(kinds)
+  const detail = { shown: rows }
+
+  for (const field of fields) {
+    const codes = [...new Set(rows.map((m) => m[field]).filter((v) => v !== null && v !== undefined))]
+    const values = kinds[field] === 'flag' ? [true, false, ...codes.filter((v) => typeof v !== 'boolean')] : codes
+    const as = fold[field] ?? ((v: unknown) => v)
+    for (const v of values) await checkListed(g, resource, `&${field}=${filterValue(String(v))}`, idsWhere((m) => m[field] !== null && as(m[field]) === as(v)), detail)
+  }
+
+  const times = [...new Set(rows.map((m) => m.modifiedAt).filter((v): v is string => typeof v === 'string'))].sort()
+  if (times.length > 0) {
+    const at = Date.parse(times[since % times.length])
+    for (const t of [at, at + 1]) {
+      await checkListed(g, resource, `&modifiedSince=${new Date(t).toISOString()}`, idsWhere((m) => typeof m.modifiedAt === 'string' && Date.parse(m.modifiedAt) >= t), detail)
+    }
+  }
+
+  // the text of the numbers a column keeps where the field is text (its order puts them first)
+  const numeric = async (field: string): Promise<Set<string>> => {
+    const column = numericColumn(field)
+    if (column === undefined) return new Set()
+    const stored = await ctx.db.query({ text: `SELECT ${q(column)} AS v FROM ${q(g.table)} WHERE typeof(${q(column)}) IN ('integer', 'real')`, params: [] }) as Array<{ v: number }>
+    return new Set(stored.map((r) => String(r.v)))
+  }
+  const byId = await numeric('id')
+  const idAs = (v: unknown): unknown => (fold.id ?? ((v: unknown) => v))(v)
+  const orders = new Map<string, string[]>()
+  for (const field of fields.filter((f) => !unsorted.includes(f))) {
+    const byField = await numeric(field)
+    const known = mapped(field)
+    const unknown = (v: unknown): boolean => known !== undefined && v !== null && !known.includes(v)
+    const as = (v: unknown): unknown => v === null ? v : (fold[field] ?? ((v: unknown) => v))(v)
+    const compare = (a: unknown, b: unknown): number => unknown(a) || unknown(b) ? Number(unknown(a)) - Number(unknown(b)) : compareShown(as(a), as(b), byField)
+    for (const desc of [false, true]) {
+      const sort = `${desc ? '-' : ''}${field}`
+      const expected = [...rows].sort((a, b) => (desc ? -1 : 1) * compare(a[field], b[field]) || compareShown(idAs(a.id), idAs(b.id), byId)).map((m) => String(m.id))
+      const listed = (await list<R>(g, resource, `&sort=${sort}`)).map((m) => String(m.id))
+      if (JSON.stringify(listed) !== JSON.stringify(expected)) fail(`sort=${sort} listed ${JSON.stringify(listed)}, the shown values' order: ${JSON.stringify(expected)}`, detail)
+      orders.set(sort, expected)
+    }
+  }
+  return orders
 }
 
 /**

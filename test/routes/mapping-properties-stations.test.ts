@@ -3,8 +3,9 @@
 // NULLs, CHAR padding, type codes as letters or numbers, flags as codes, text or integer ids, the name shared
 // with the id, unmapped columns, NOT NULL columns with defaults), builds the mapping for each and checks the
 // API over it: no 5xx, a 4xx changes nothing and says what, a create or update reads back as sent, each filter
-// finds the rows that show its value, a walk by meta.next returns every row once (sorted by address or enabled:
-// in their shown order), an update sending a row as shown writes nothing, a conditional GET after a write
+// finds the rows that show its value, the list parameters agree with the values reads show (each equality filter,
+// modifiedSince, sort=f and sort=-f on every field, the live ones too, a walk by meta.next: every row once, in
+// that order; an enabled flag without a declared type holds 0, 1, -1 and '1', '0' too), an update sending a row as shown writes nothing, a conditional GET after a write
 // behind the gateway's back is a 200, one controller address is one station, and a command answers what the
 // station's row says (disabled, unwired, not configured, shared address, else offline: the controller is
 // configured on a port where nothing listens, so no frame is ever sent: its 503 is the one 5xx expected).
@@ -18,9 +19,9 @@ import fc from 'fast-check'
 import type { TableMappingConfig } from '../../schemas/config.js'
 import { freePort } from '../helpers/ports.js'
 import {
-  PROPERTY_TEST, checkProperty, checkReadBack, checkWalk, checkWriteBehind, columnArb, createTable, distinctNames, dump, fill, flagType,
-  gateway, keyedRows, list, listAll, lit, optional, orNull, overTable, pad, stat, storedFlag, tableMapping, textType, timeType, timeValue,
-  trueCode, validBody, withDefault, withOdd, write, type Body, type Gateway, type LegacyColumn, type LegacyTable
+  PROPERTY_TEST, checkListParameters, checkProperty, checkReadBack, checkWalk, checkWriteBehind, columnArb, createTable, distinctNames, dump, fill,
+  flagOrUntypedType, gateway, keyedRows, list, listAll, lit, optional, orNull, overTable, pad, stat, storedFlag, tableMapping, textType, timeType,
+  timeValue, trueCode, untypedFlagOdd, validBody, withDefault, withOdd, write, type Body, type Gateway, type Kind, type LegacyColumn, type LegacyTable
 } from '../helpers/legacy-properties.js'
 
 /** a station type: API values as stored, or a value map to letters or numbers */
@@ -87,7 +88,7 @@ const schemaArb: fc.Arbitrary<Schema> = fc.record({
   warehouse: optional(column('warehouse', textType(1))),
   controllerId: optional(column('controllerId', textType(5))),
   address: optional(column('address', addressType)),
-  enabled: optional(column('enabled', flagType)).chain(withDefault((c) => trueCode(c.flag!))),
+  enabled: optional(column('enabled', flagOrUntypedType)).chain(withDefault((c) => trueCode(c.flag!))),
   createdAt: optional(column('createdAt', fc.constant({ type: 'DATETIME', dflt: 'CURRENT_TIMESTAMP', time: { type: 'DATETIME' } }))),
   modifiedAt: optional(column('modifiedAt', timeType.map((time) => ({ type: time.type, time })))),
   extra: fc.option(fc.record({ name: fc.constantFrom('Mandant', 'Lager Zone'), viaDefaults: fc.boolean() }), { nil: undefined })
@@ -128,7 +129,7 @@ function storedValue (c: Column, i: number): fc.Arbitrary<unknown> {
   // few addresses, so that rows share them; one the protocol cannot carry
   else if (c.number) v = fc.oneof({ arbitrary: fc.integer({ min: 0, max: 2 }), weight: 8 }, { arbitrary: fc.constant(70000), weight: 1 }).chain((n) => c.number!.asText ? fc.constantFrom<unknown>(n, String(n), `0${n}`, ` ${n}`) : fc.constant(n))
   else if (c.text) v = fc.string({ maxLength: Math.min(c.text.n ?? 12, 12) }).map((x) => pad(c, x))
-  else if (c.flag) v = storedFlag(c.flag)
+  else if (c.flag) v = storedFlag(c.flag, untypedFlagOdd(c))
   else if (c.time) v = timeValue(c.time)
   else v = fc.constant(null)
   return orNull(v, nullable)
@@ -182,6 +183,18 @@ const path = (id: number | string): string => `/api/stations/${encodeURIComponen
 const SORTABLE = ['id', 'name', 'description', 'type', 'warehouse', 'controllerId', 'address', 'enabled', 'createdAt', 'modifiedAt', 'connected', 'status', 'lastSeenAt']
 const LIVE = new Set(['connected', 'status', 'lastSeenAt'])
 
+/** how the fields' shown values compare (README "List parameters"; the live ones too) */
+const KINDS: Record<string, Kind> = {
+  id: 'id', name: 'text', description: 'text', type: 'text', warehouse: 'text', controllerId: 'text', address: 'number', enabled: 'flag',
+  createdAt: 'time', modifiedAt: 'time', connected: 'flag', status: 'text', lastSeenAt: 'time'
+}
+
+/** the column whose numbers a text field shows as their text: the name's (the id's too, on a table keyed by it) in a column without a declared type */
+function numericColumn (s: Schema, field: string): string | undefined {
+  if (field === 'id') return s.key === 'own' ? undefined : idColumn(s)
+  return KINDS[field] === 'text' && !LIVE.has(field) ? s.columns.find((c) => c.field === field)?.name : undefined
+}
+
 /** the answer to a command, from the station's row as the API shows it (README "Picking controllers") */
 function commandAnswer (s: Schema, station: Station, all: Station[]): string {
   const enabledMapped = s.columns.some((c) => c.field === 'enabled')
@@ -197,7 +210,7 @@ function commandAnswer (s: Schema, station: Station, all: Station[]): string {
 /** an update of the row `pick` picks from the list */
 interface Update extends Body { pick: number }
 
-async function checks (g: Gateway, s: Schema, bodies: Body[], updates: Update[], sortPick: number, desc: boolean): Promise<void> {
+async function checks (g: Gateway, s: Schema, bodies: Body[], updates: Update[], sortPick: number, desc: boolean, since: number): Promise<void> {
   const { ctx, headers, fail } = g
   const columnOf = new Map(s.columns.map((c) => [c.field, c]))
 
@@ -234,6 +247,9 @@ async function checks (g: Gateway, s: Schema, bodies: Body[], updates: Update[],
   const mapped = SORTABLE.filter((f) => f === 'id' || LIVE.has(f) || columnOf.has(f))
   const sortField = mapped[sortPick % mapped.length]
   const stations = await listAll<Station>(g, 'stations')
+  // each equality filter, modifiedSince and each sort agree with the values reads show
+  const orders = await checkListParameters(g, 'stations', stations, Object.fromEntries(Object.entries(KINDS).filter(([f]) => mapped.includes(f))), since, (f) => numericColumn(s, f),
+    (f) => f === 'type' && columnOf.get('type')?.codes?.kind !== 'plain' ? Object.keys(NUMBERS) : undefined)
   // each filter finds the rows whose shown value matches it (values in the usual formats: README "Values the declared type does not bind")
   const filters: Array<[string, (x: Station) => boolean]> = [['', () => true]]
   if (columnOf.has('enabled')) filters.push(['&enabled=true', (x) => x.enabled === true])
@@ -245,12 +261,8 @@ async function checks (g: Gateway, s: Schema, bodies: Body[], updates: Update[],
     const expectedIds = stations.filter(matches).map((m) => String(m.id)).sort()
     const foundIds = (await list<Station>(g, 'stations', filter)).map((m) => String(m.id)).sort()
     if (JSON.stringify(foundIds) !== JSON.stringify(expectedIds)) fail(`the list ${filter} found ${JSON.stringify(foundIds)}, the rows that show it are ${JSON.stringify(expectedIds)}`, stations)
-    const values = (await checkWalk<Station>(g, 'stations', `${desc ? '-' : ''}${sortField}`, filter, expectedIds, 20, stations)).map((m) => m[sortField])
-    // the fields commands go by sort as shown: null first (SQLite's order), false before true, addresses as numbers (also '02' kept as text)
-    if (sortField === 'address' || sortField === 'enabled') {
-      const rank = values.map((v) => v === null ? -Infinity : v === false ? 0 : v === true ? 1 : v as number)
-      if (rank.some((r, i) => i > 0 && (desc ? r > rank[i - 1] : r < rank[i - 1]))) fail(`a walk sorted by ${desc ? '-' : ''}${sortField}${filter} showed ${JSON.stringify(values)}`, stations)
-    }
+    // in the shown values' order: null first (SQLite's order), false before true, addresses as numbers (also '02' kept as text)
+    await checkWalk<Station>(g, 'stations', `${desc ? '-' : ''}${sortField}`, filter, expectedIds, 20, stations, orders.get(`${desc ? '-' : ''}${sortField}`))
   }
 
   // a command answers what the station's row says, and changes nothing
@@ -327,7 +339,7 @@ async function checks (g: Gateway, s: Schema, bodies: Body[], updates: Update[],
  * program writes them ('02' beside 2 in an untyped column, 'ctl-1 ' with its blank, True as -1), which random
  * schemas reach only now and then: commands, the pair's uniqueness and a walk by address meet them every run.
  */
-const SHARED: { s: Schema, rows: Array<Record<string, unknown>>, bodies: Body[], updates: Update[], sortPick: number, desc: boolean } = {
+const SHARED: { s: Schema, rows: Array<Record<string, unknown>>, bodies: Body[], updates: Update[], sortPick: number, desc: boolean, since: number } = {
   s: {
     table: 'Arbeitsplatz',
     key: 'own',
@@ -351,17 +363,18 @@ const SHARED: { s: Schema, rows: Array<Record<string, unknown>>, bodies: Body[],
   updates: [{ pick: 3, body: { enabled: true }, valid: true }, { pick: 6, body: { address: 2 }, valid: true }],
   // sort=address
   sortPick: 3,
-  desc: false
+  desc: false,
+  since: 0
 }
 
 t.test('the mapping over generated legacy station tables', PROPERTY_TEST, async (t) => {
   // a port on which nothing listens: the controller stays offline, and no frame is ever sent
   const deadPort = await freePort()
   await checkProperty(t,
-    schemaArb.chain((s) => fc.record({ s: fc.constant(s), rows: keyedRows(s, 'name', storedValue), bodies: fc.array(bodyArb(s), { minLength: 1, maxLength: 4 }), updates: fc.array(updateArb(s), { maxLength: 4 }), sortPick: fc.nat(), desc: fc.boolean() })),
-    async ({ s, rows, bodies, updates, sortPick, desc }) => {
+    schemaArb.chain((s) => fc.record({ s: fc.constant(s), rows: keyedRows(s, 'name', storedValue), bodies: fc.array(bodyArb(s), { minLength: 1, maxLength: 4 }), updates: fc.array(updateArb(s), { maxLength: 4 }), sortPick: fc.nat(), desc: fc.boolean(), since: fc.nat() })),
+    async ({ s, rows, bodies, updates, sortPick, desc, since }) => {
       await overTable(t, { mapping: { stations: mappingOf(s) }, hardware: { controllers: [{ id: 'ctl-1', host: '127.0.0.1', port: deadPort }] } }, async (db) => { await fill(db, s, ddl(s), rows) },
-        async (ctx) => { await checks(gateway(ctx, s, ddl(s), mappingOf(s), rows), s, bodies, updates, sortPick, desc) })
+        async (ctx) => { await checks(gateway(ctx, s, ddl(s), mappingOf(s), rows), s, bodies, updates, sortPick, desc, since) })
     },
     // fixed, so that every run checks the same schemas
     { seed: 4, runs: 30, examples: [SHARED] })

@@ -5,8 +5,9 @@
 // columns, NOT NULL columns with defaults), builds the mapping for each and checks the API over it: no 500; a 4xx
 // changes nothing and says something; a user created through the API reads back as sent, logs in and its token
 // works; a wrong password, a disabled user and a row without a usable hash are a 401 that changes nothing; a
-// password change revokes the old tokens; a walk by meta.next returns every row once; sending a row back as
-// shown writes nothing.
+// password change revokes the old tokens; the list parameters agree with the values reads show (each equality
+// filter, modifiedSince, sort=f and sort=-f on every field, a walk by meta.next: every row once, in that order; an
+// enabled flag without a declared type holds 0, 1, -1 and '1', '0' too); sending a row back as shown writes nothing.
 // Deterministic: fast-check's seed is fixed (20261127 below, 30 schemas: about 30 s); on a failure it prints the seed,
 // the path and the shrunk counterexample, which PROPERTY_SEED=<seed> PROPERTY_PATH=<path> replays. PROPERTY_SEED
 // and PROPERTY_RUNS explore other schemas; PROPERTY_STATS=1 lists the answers seen.
@@ -16,9 +17,9 @@ import type { TableMappingConfig } from '../../schemas/config.js'
 import { createPasswords, normalizeUsername } from '../../src/auth/passwords.js'
 import { ADMIN_PASSWORD, TEST_ARGON2 } from '../helpers/build.js'
 import {
-  PROPERTY_TEST, checkProperty, checkWalk, columnArb, createTable, distinctNames, dump, fill, flagType, gateway, list, listAll, lit, orNull,
-  overTable, pad, rowsArb, stat, storedFlag, tableMapping, textType, timeType, timeValue, trueCode, valuesArb, withDefault, withOdd, write,
-  type Body, type Gateway, type LegacyColumn, type LegacyTable
+  PROPERTY_TEST, checkListParameters, checkProperty, checkWalk, columnArb, createTable, distinctNames, dump, fill, flagOrUntypedType, gateway, list,
+  listAll, lit, orNull, overTable, pad, rowsArb, stat, storedFlag, tableMapping, textType, timeType, timeValue, trueCode, untypedFlagOdd, valuesArb,
+  withDefault, withOdd, write, type Body, type Gateway, type Kind, type LegacyColumn, type LegacyTable
 } from '../helpers/legacy-properties.js'
 
 /** the password of every legacy row whose hash is the gateway's own */
@@ -80,7 +81,7 @@ const schemaArb: fc.Arbitrary<Schema> = fc.record({
   )),
   type: column('type', typeType).map((c) => c.dflt === undefined ? c : { ...c, notNull: true }),
   displayName: column('displayName', textType(8, 60)).chain((c) => !c.notNull ? fc.constant(c) : fc.constant({ ...c, dflt: `''` })),
-  enabled: column('enabled', flagType).chain(withDefault((c) => trueCode(c.flag!))),
+  enabled: column('enabled', flagOrUntypedType).chain(withDefault((c) => trueCode(c.flag!))),
   tokenVersion: column('tokenVersion', fc.constantFrom('INTEGER', 'SMALLINT', 'TINYINT', 'INT').map((type) => ({ type, integer: true }))).map((c) => c.notNull ? { ...c, dflt: '0' } : c),
   lastLoginAt: column('lastLoginAt', timeType.map((time) => ({ type: time.type, time })), false),
   createdAt: fc.oneof(
@@ -137,7 +138,7 @@ function storedValue (c: Column, i: number): fc.Arbitrary<unknown> {
     const known = [...codesOf(c, 'admin'), ...codesOf(c, 'user'), ...codesOf(c, 'application')]
     // a role no map knows: shown as stored, no rights
     v = fc.constantFrom<unknown>(...known, c.codes === undefined || typeof c.codes.admin === 'string' ? 'L' : 7).map((x) => pad(c, x))
-  } else if (c.flag) v = storedFlag(c.flag, { int: [2], map: ['X'] })
+  } else if (c.flag) v = storedFlag(c.flag, { int: [2, ...untypedFlagOdd(c).int], map: ['X', ...untypedFlagOdd(c).map] })
   else if (c.field === 'tokenVersion') v = fc.constantFrom(0, 3, 255)
   else if (c.time) v = timeValue(c.time)
   else v = fc.constant(null)
@@ -213,7 +214,18 @@ const path = (id: number | string): string => `/api/users/${encodeURIComponent(S
 
 const SORTABLE = ['id', 'username', 'type', 'displayName', 'enabled', 'lastLoginAt', 'createdAt', 'modifiedAt']
 
-async function checks (g: Gateway, s: Schema, rows: Row[], bodies: Body[], sortPick: number, desc: boolean): Promise<void> {
+/** how the fields' shown values compare (README "List parameters"); every field is mapped */
+const KINDS: Record<string, Kind> = {
+  id: 'id', username: 'text', type: 'text', displayName: 'text', enabled: 'flag', lastLoginAt: 'time', createdAt: 'time', modifiedAt: 'time', source: 'text'
+}
+
+/** the column whose numbers a text field shows as their text: a text field's (a type code no map knows), the id's where it is the username's */
+function numericColumn (s: Schema, field: string): string | undefined {
+  if (field === 'id') return s.key === 'own' ? undefined : s.columns.find((c) => c.field === 'username')!.name
+  return KINDS[field] === 'text' ? s.columns.find((c) => c.field === field)?.name : undefined
+}
+
+async function checks (g: Gateway, s: Schema, rows: Row[], bodies: Body[], sortPick: number, desc: boolean, since: number): Promise<void> {
   const { ctx, headers, fail } = g
   const login = async (username: string, password: string): Promise<{ statusCode: number, body: string, json: () => any }> =>
     await ctx.app.inject({ method: 'POST', url: '/api/users/login', payload: { username, password } })
@@ -301,11 +313,20 @@ async function checks (g: Gateway, s: Schema, rows: Row[], bodies: Body[], sortP
     }
   }
 
-  // a walk by meta.next: every row once, in any sort, with and without a filter
+  // each equality filter, modifiedSince and each sort agree with the values reads show (the logins above moved lastLoginAt)
+  const orders = await checkListParameters(g, 'users', await list<User>(g, 'users'), KINDS, since, (f) => numericColumn(s, f),
+    (f) => f === 'type' && s.columns.find((c) => c.field === 'type')!.codes !== undefined ? ['admin', 'user', 'application'] : undefined, ['source'], {
+      username: (v) => normalizeUsername(String(v)),
+      // a username key under SQLite's NOCASE sorts and compares as that folds: A to Z only
+      ...(s.key === 'username' && s.columns.find((c) => c.field === 'username')!.type.endsWith('COLLATE NOCASE') ? { id: (v: unknown) => String(v).replace(/[A-Z]/g, (c) => c.toLowerCase()) } : {})
+    })
+
+  // a walk by meta.next: every row once, in any sort (in the shown values' order), with and without a filter
   const sortField = SORTABLE[sortPick % SORTABLE.length]
+  const sort = `${desc ? '-' : ''}${sortField}`
   for (const filter of ['', '&enabled=false', '&type=user', '&username=[like]%25a%25', '&source=local']) {
     const expectedIds = filter === '' ? allIds : (await list<User>(g, 'users', filter)).map((u) => String(u.id)).sort()
-    await checkWalk(g, 'users', `${desc ? '-' : ''}${sortField}`, filter, expectedIds, 30, rows)
+    await checkWalk(g, 'users', sort, filter, expectedIds, 30, rows, orders.get(sort))
   }
 
   // an update sending what each row shows: no 500; a 4xx changes nothing; a 200 writes nothing
@@ -322,15 +343,15 @@ t.test('the mapping over generated legacy user tables', PROPERTY_TEST, async (t)
   const passwords = await createPasswords(TEST_ARGON2)
   const hashes: Hashes = { password: await passwords.hash(PASSWORD), admin: await passwords.hash(ADMIN_PASSWORD) }
   await checkProperty(t,
-    schemaArb.chain((s) => fc.record({ s: fc.constant(s), rows: rowsOf(s), bodies: fc.array(bodyArb(s), { minLength: 1, maxLength: 4 }), sortPick: fc.nat(), desc: fc.boolean() })),
-    async ({ s, rows, bodies, sortPick, desc }) => {
+    schemaArb.chain((s) => fc.record({ s: fc.constant(s), rows: rowsOf(s), bodies: fc.array(bodyArb(s), { minLength: 1, maxLength: 4 }), sortPick: fc.nat(), desc: fc.boolean(), since: fc.nat() })),
+    async ({ s, rows, bodies, sortPick, desc, since }) => {
       await overTable(t, {
         mapping: { users: mappingOf(s) },
         licence: { logins: 100 },
         // many logins from one address in a few milliseconds: the throttle is auth-throttle.test.ts's business
         auth: { loginThrottle: { maxAttemptsPerAddress: 10000, maxFailuresPerUser: 1000, maxFailuresPerUserTotal: 1000 } }
       }, async (db) => { await fill(db, s, ddl(s), withSecrets(s, rows, hashes)) },
-      async (ctx) => { await checks(gateway(ctx, s, ddl(s), mappingOf(s)), s, rows, bodies, sortPick, desc) })
+      async (ctx) => { await checks(gateway(ctx, s, ddl(s), mappingOf(s)), s, rows, bodies, sortPick, desc, since) })
     },
     // fixed, so that every run checks the same schemas
     { seed: 20261127, runs: 30 })

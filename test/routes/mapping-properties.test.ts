@@ -14,9 +14,9 @@ import fc from 'fast-check'
 import type { TableMappingConfig } from '../../schemas/config.js'
 import { build, walkPages } from '../helpers/build.js'
 import {
-  PROPERTY_TEST, checkListed, checkProperty, checkReadBack, checkWalk, checkWriteBehind, columnArb, compareCodePoints, createTable, distinctNames, dump, falseCode, fill,
-  flagType, gateway, keyedRows, list, listAll, optional, orNull, overTable, pad, q, storedFlag, tableMapping, textType, timeType, timeValue,
-  validBody, withDefault, withOdd, write, type Body, type Flag, type Gateway, type LegacyColumn, type LegacyTable
+  PROPERTY_TEST, checkListParameters, checkProperty, checkReadBack, checkWalk, checkWriteBehind, columnArb, createTable, distinctNames, dump, falseCode, fill,
+  flagOrUntypedType, gateway, keyedRows, list, listAll, optional, orNull, overTable, pad, storedFlag, tableMapping, textType, timeType, timeValue,
+  untypedFlagOdd, validBody, withDefault, withOdd, write, type Body, type Gateway, type Kind, type LegacyColumn, type LegacyTable
 } from '../helpers/legacy-properties.js'
 
 interface Column extends LegacyColumn {
@@ -60,12 +60,6 @@ const numberType: fc.Arbitrary<Pick<Column, 'type' | 'number'>> = fc.oneof(
   fc.constantFrom('TEXT', '').map((type) => ({ type, number: { integer: false, asText: true } }))
 )
 
-// a flag column without a declared type, which keeps what each program wrote as given: the -1 of VB, a number's text, codes
-const blockedType: fc.Arbitrary<Pick<Column, 'type' | 'flag'>> = fc.oneof(
-  { arbitrary: flagType, weight: 3 },
-  { arbitrary: fc.constantFrom<Flag>({ kind: 'int' }, { kind: 'map', t: 'J', f: 'N' }, { kind: 'map', t: -1, f: 0 }).map((flag) => ({ type: '', flag })), weight: 1 }
-)
-
 const schemaArb: fc.Arbitrary<Schema> = fc.record({
   table: fc.constantFrom('Artikel', 'ITEM MASTER', 'Order', 'teile'),
   key: fc.constantFrom<Schema['key']>('own', 'text', 'int'),
@@ -77,7 +71,7 @@ const schemaArb: fc.Arbitrary<Schema> = fc.record({
   barcode: optional(column('barcode', textType(1))),
   minStock: optional(column('minStock', numberType)),
   weight: optional(column('weight', numberType)),
-  blocked: optional(column('blocked', blockedType)).chain(withDefault((c) => falseCode(c.flag!))),
+  blocked: optional(column('blocked', flagOrUntypedType)).chain(withDefault((c) => falseCode(c.flag!))),
   blockReason: optional(column('blockReason', textType(1))),
   stockQuantity: optional(column('stockQuantity', numberType, true)).map((c) => c === undefined ? c : { ...c, dflt: '0' }),
   createdAt: optional(column('createdAt', fc.constant({ type: 'DATETIME', dflt: 'CURRENT_TIMESTAMP', time: { type: 'DATETIME' } }))),
@@ -117,8 +111,7 @@ function storedValue (c: Column, i: number): fc.Arbitrary<unknown> {
   }
   else if (c.text) v = fc.string({ minLength: c.field === 'name' ? 1 : 0, maxLength: Math.min(c.text.n ?? 12, 12) }).map((x) => pad(c, x))
   else if (c.number) v = c.number.integer ? fc.integer({ min: -1000, max: 100000 }) : fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.double({ min: -1000, max: 1000, noNaN: true }).map((x) => Number(x.toFixed(c.number!.scale ?? 3)))).map((x) => c.number!.asText ? String(x) : x)
-  // without a declared type a number may come as its text ('1', '-1'), as another program bound it
-  else if (c.flag) v = storedFlag(c.flag, c.type !== '' ? undefined : { int: ['1', '0'], map: c.flag.kind === 'map' && typeof c.flag.t === 'number' ? [String(c.flag.t), String(c.flag.f)] : [] })
+  else if (c.flag) v = storedFlag(c.flag, untypedFlagOdd(c))
   else if (c.time) v = timeValue(c.time)
   else v = fc.constant(null)
   return orNull(v, nullable)
@@ -166,82 +159,15 @@ const SORTABLE = ['id', 'materialNumber', 'name', 'description', 'unit', 'barcod
 
 // ---- list parameters, against the values reads show (README "List parameters") ----
 
-type Kind = 'id' | 'text' | 'number' | 'flag' | 'time'
 const KINDS: Record<string, Kind> = {
   id: 'id', materialNumber: 'text', name: 'text', description: 'text', unit: 'text', barcode: 'text', blockReason: 'text',
   minStock: 'number', weight: 'number', stockQuantity: 'number', blocked: 'flag', createdAt: 'time', modifiedAt: 'time'
 }
 
-/**
- * How a list orders two values reads show: no value first, false before true, numbers and times by value, text by code
- * point, but a number that a text column without a declared type holds before all its text (`numeric`: such values' text,
- * README "Values the declared type does not bind"; an INTEGER key's material numbers are all such)
- */
-function compareShown (a: unknown, b: unknown, numeric: Set<string>): number {
-  if (a === null || b === null) return a === null ? (b === null ? 0 : -1) : 1
-  if (typeof a === 'string' && typeof b === 'string') {
-    if (numeric.has(a) || numeric.has(b)) return numeric.has(a) && numeric.has(b) ? Number(a) - Number(b) : numeric.has(a) ? -1 : 1
-    return compareCodePoints(a, b)
-  }
-  return Number(a) - Number(b)
-}
-
-/** a filter value as the query string carries it: one that starts with a bracket behind [eq] (README) */
-const filterValue = (v: string): string => encodeURIComponent(v.startsWith('[') ? `[eq]${v}` : v)
-
-/**
- * Each equality filter (`field=value`), `modifiedSince` and `sort=field` / `sort=-field` over the rows as reads show them
- * (GET /api/materials/:id): a filter lists exactly the rows whose shown value equals it (a row shown with null matches
- * neither true nor false), `modifiedSince` those whose shown modifiedAt is at or after it, and a sort orders the rows by
- * their shown values, ties by id. Returns the ids in the order of each sort (`-name`: descending).
- */
-async function checkListParameters (g: Gateway, s: Schema, all: Material[], since: number): Promise<Map<string, string[]>> {
-  const { ctx, headers, fail } = g
-  const shown = new Map<string, Material>()
-  for (const m of all) {
-    const read = await ctx.app.inject({ method: 'GET', url: path(m.id), headers })
-    if (read.statusCode !== 200) fail(`GET of a listed material answered ${read.statusCode} ${read.body}`, m)
-    if (read.body !== JSON.stringify(m)) fail('a read shows a row other than the list', { listed: m, read: read.json() })
-    shown.set(String(m.id), m)
-  }
-  const rows = [...shown.values()]
-  const idsWhere = (match: (m: Material) => boolean): string[] => rows.filter(match).map((m) => String(m.id)).sort()
-  const fields = Object.keys(KINDS).filter((f) => f === 'id' || s.columns.some((c) => c.field === f))
-  const detail = { shown: rows }
-
-  for (const field of fields) {
-    const values = KINDS[field] === 'flag' ? [true, false] : [...new Set(rows.map((m) => m[field]).filter((v) => v !== null))]
-    for (const v of values) await checkListed(g, 'materials', `&${field}=${filterValue(String(v))}`, idsWhere((m) => m[field] === v), detail)
-  }
-
-  const times = [...new Set(rows.map((m) => m.modifiedAt).filter((v): v is string => typeof v === 'string'))].sort()
-  if (times.length > 0) {
-    const at = Date.parse(times[since % times.length])
-    for (const t of [at, at + 1]) {
-      await checkListed(g, 'materials', `&modifiedSince=${new Date(t).toISOString()}`, idsWhere((m) => typeof m.modifiedAt === 'string' && Date.parse(m.modifiedAt) >= t), detail)
-    }
-  }
-
-  // the text of the numbers a column keeps where the field is text (its order puts them first)
-  const numeric = async (field: string): Promise<Set<string>> => {
-    const column = field === 'id' ? (s.key === 'own' ? undefined : idColumn(s)) : s.columns.find((c) => c.field === field)!.name
-    if (column === undefined || KINDS[field === 'id' ? 'materialNumber' : field] !== 'text') return new Set()
-    const stored = await ctx.db.query({ text: `SELECT ${q(column)} AS v FROM ${q(s.table)} WHERE typeof(${q(column)}) IN ('integer', 'real')`, params: [] }) as Array<{ v: number }>
-    return new Set(stored.map((r) => String(r.v)))
-  }
-  const byId = await numeric('id')
-  const orders = new Map<string, string[]>()
-  for (const field of fields) {
-    const byField = await numeric(field)
-    for (const desc of [false, true]) {
-      const sort = `${desc ? '-' : ''}${field}`
-      const expected = [...rows].sort((a, b) => (desc ? -1 : 1) * compareShown(a[field], b[field], byField) || compareShown(a.id, b.id, byId)).map((m) => String(m.id))
-      const listed = (await list<Material>(g, 'materials', `&sort=${sort}`)).map((m) => String(m.id))
-      if (JSON.stringify(listed) !== JSON.stringify(expected)) fail(`sort=${sort} listed ${JSON.stringify(listed)}, the shown values' order: ${JSON.stringify(expected)}`, detail)
-      orders.set(sort, expected)
-    }
-  }
-  return orders
+/** the column whose numbers a text field shows as their text: a text field's, the id's where it is the material number's */
+function numericColumn (s: Schema, field: string): string | undefined {
+  if (field === 'id') return s.key === 'own' ? undefined : idColumn(s)
+  return KINDS[field] === 'text' ? s.columns.find((c) => c.field === field)?.name : undefined
 }
 
 async function checks (g: Gateway, s: Schema, rows: Array<Record<string, unknown>>, bodies: Body[], sortPick: number, desc: boolean, since: number): Promise<void> {
@@ -263,15 +189,14 @@ async function checks (g: Gateway, s: Schema, rows: Array<Record<string, unknown
   const mapped = SORTABLE.filter((f) => f === 'id' || columnOf.has(f))
   const sortField = mapped[sortPick % mapped.length]
   const all = await listAll<Material>(g, 'materials')
-  const orders = await checkListParameters(g, s, all, since)
+  const kinds = Object.fromEntries(Object.entries(KINDS).filter(([f]) => f === 'id' || columnOf.has(f)))
+  const orders = await checkListParameters(g, 'materials', all, kinds, since, (f) => numericColumn(s, f))
   const allIds = all.map((m) => String(m.id)).sort()
   const filters = ['', columnOf.get('blocked') ? '&blocked=false' : '', '&name=[like]%25a%25'].filter((f, i) => i === 0 || f !== '')
   const sort = `${desc ? '-' : ''}${sortField}`
   for (const filter of filters) {
     const expectedIds = filter === '' ? allIds : (await list<Material>(g, 'materials', filter)).map((m) => String(m.id)).sort()
-    const walked = (await checkWalk(g, 'materials', sort, filter, expectedIds, 20, rows)).map((m) => String(m.id))
-    const expected = orders.get(sort)!.filter((id) => expectedIds.includes(id))
-    if (JSON.stringify(walked) !== JSON.stringify(expected)) fail(`a walk sorted by ${sort}${filter} returned ${JSON.stringify(walked)}, the shown values' order: ${JSON.stringify(expected)}`, rows)
+    await checkWalk(g, 'materials', sort, filter, expectedIds, 20, rows, orders.get(sort))
   }
 
   // an update sending what each row shows: no 500; a 200 leaves modifiedAt as it was; a 4xx changes nothing
