@@ -482,3 +482,11 @@ t.test('T-SQL: a legacy text key compares through varchar(max) (= on text is err
   t.match(b.insert({ materialNumber: 'M-1', name: 'x' }).text, /WHERE CAST\(\[material_number\] AS varchar\(max\)\) = \(SELECT TOP \(1\) \[id\] FROM @inserted\)$/)
   t.match(ms.selectById(1).text, / WHERE \[id\] = @id$/, 'other keys as they are')
 })
+
+t.test('users.enabled in a SQL Server int column without a value map: NULL (shown as false) sorts among the 0 rows', async (t) => {
+  const columns = referenceColumns('mssql', users, referenceMappings.users).map((c) => c.name === 'enabled' ? { ...c, type: 'int', nullable: true } : c)
+  const b = new SqlBuilder(mssqlDialect, new ResourceStorage('mssql', users, referenceMappings.users, columns))
+  const text = b.list({ filters: [], sort: [{ field: 'enabled', desc: true }, { field: 'id', desc: false }], limit: 2 }).text
+  t.equal(text.slice(text.indexOf(' ORDER BY ')), ' ORDER BY [__s0] DESC, [id] ASC OFFSET @offset ROWS FETCH NEXT @limit ROWS ONLY')
+  t.match(text, 'CASE WHEN [enabled] IS NULL OR [enabled] = 0 THEN 0 ELSE 1 END AS [__s0]', 'before: CASE WHEN [enabled] = 0 THEN 0 WHEN [enabled] IS NOT NULL THEN 1 END, NULL apart from false')
+})
