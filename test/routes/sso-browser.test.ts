@@ -67,6 +67,12 @@ const callbackOf = (url: URL) => `${url.pathname}${url.search}`
 const finish = async (ctx: TestContext, login: Login, url = login.callback, cookie = login.cookie) =>
   await ctx.app.inject({ method: 'GET', url: callbackOf(url), headers: cookie === '' ? {} : { cookie } })
 
+/** A whole browser login of `account` at the provider, from the gateway's login route to its callback's answer. */
+const loginAs = async (ctx: TestContext, idp: TestProvider, account: string) => {
+  idp.loginAs = account
+  return await finish(ctx, await start(ctx, idp))
+}
+
 t.test('code + PKCE end to end: the same answer as a password login, then refresh as usual', async (t) => {
   const { idp, ctx, logs } = await setup(t)
   idp.loginAs = 'alice'
@@ -363,10 +369,7 @@ t.test('a flood of started logins from many addresses, each within its rate limi
 t.test('browser login: claims, licence and disabled users as for tokens', async (t) => {
   const { idp, ctx } = await setup(t, { licence: 1 })
   const admin = ctx.auth(ctx.adminToken)
-  const login = async (account: string) => {
-    idp.loginAs = account
-    return await finish(ctx, await start(ctx, idp))
-  }
+  const login = async (account: string) => await loginAs(ctx, idp, account)
   idp.claims.set('nobody', { preferred_username: 'nobody', roles: ['visitor'] })
   const unmapped = await login('nobody')
   t.equal(unmapped.statusCode, 403)
@@ -405,10 +408,7 @@ t.test('AD FS: access tokens of another issuer than the discovery document\'s an
 t.test('a browser login of a row disabled on another instance a moment before is the 403, not a 200 with tokens of the copy cached here', async (t) => {
   // a cache time no test waits out: the 403 comes from the row the login stamps, not from expiry
   const { idp, ctx } = await setup(t, { revocationCacheMs: 60000 })
-  const login = async () => {
-    idp.loginAs = 'bob'
-    return await finish(ctx, await start(ctx, idp))
-  }
+  const login = async () => await loginAs(ctx, idp, 'bob')
   idp.claims.set('bob', { preferred_username: 'bob', roles: ['gateway-user'] })
   t.equal((await login()).statusCode, 200, 'the row is created')
   const tokens = await login()
@@ -424,10 +424,7 @@ t.test('a browser login of a row disabled on another instance a moment before is
 
 t.test('a browser login of an identity whose user id a row of another client holds too (Nr of (Mandant, Nr)): a 409 that says so, no tokens, nothing stamped (before: a 200 whose tokens were a 401 on every request)', async (t) => {
   const { idp, ctx, logs } = await setup(t, { users: MANDANT_USERS, prepare: async (db) => { await createMandantUsers(db, await (await createPasswords(TEST_ARGON2)).hash(ADMIN_PASSWORD)) } })
-  const login = async () => {
-    idp.loginAs = 'bob'
-    return await finish(ctx, await start(ctx, idp))
-  }
+  const login = async () => await loginAs(ctx, idp, 'bob')
   idp.claims.set('bob', { preferred_username: 'bob', roles: ['gateway-user'] })
   t.equal((await login()).statusCode, 200, 'its row made, as Nr 2 of client 1')
   await ctx.db.execute({ text: 'INSERT INTO "BenMandant" ("Mandant", "Nr", "Login", "PwHash") VALUES (2, 2, \'fremd\', \'x\')', params: [] })
@@ -642,10 +639,7 @@ t.test('an ID token without the configured subjectClaim: the 400 names the claim
 
 t.test('typeClaim as a list in the browser login: realm and client roles of the ID token count together, the most privileged wins', async (t) => {
   const { idp, ctx } = await setup(t, { sso: { typeClaim: ['realm_access.roles', 'resource_access.picking-gateway.roles'] } })
-  const login = async (account: string) => {
-    idp.loginAs = account
-    return await finish(ctx, await start(ctx, idp))
-  }
+  const login = async (account: string) => await loginAs(ctx, idp, account)
   const typeOf = async (username: string) => (await ctx.app.inject({ method: 'GET', url: `/api/users?username=${username}`, headers: ctx.auth(ctx.adminToken) })).json().data[0]?.type
   idp.claims.set('it-admin', { preferred_username: 'it-admin', realm_access: { roles: ['offline_access', 'gateway-user'] }, resource_access: { 'picking-gateway': { roles: ['gateway-admin'] } } })
   t.equal((await login('it-admin')).statusCode, 200)
@@ -660,10 +654,7 @@ t.test('typeClaim as a list in the browser login: realm and client roles of the 
 
 t.test('email as the username and email_verified: false in the browser login: the bearer path\'s 403, no row, the existing user of that name not signed in', async (t) => {
   const { idp, ctx, logs } = await setup(t, { sso: { usernameClaim: 'email' } })
-  const login = async (account: string) => {
-    idp.loginAs = account
-    return await finish(ctx, await start(ctx, idp))
-  }
+  const login = async (account: string) => await loginAs(ctx, idp, account)
   const admin = ctx.auth(ctx.adminToken)
   t.equal((await ctx.app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { username: 'jane@example.com', password: 'a-long-password-1', type: 'user' } })).statusCode, 201)
   const count = async () => (await ctx.app.inject({ method: 'GET', url: '/api/users?count=true', headers: admin })).json().meta.total
@@ -681,10 +672,7 @@ t.test('email as the username and email_verified: false in the browser login: th
 
 t.test('a browser login of an identity whose row the picking system deleted while this instance had it cached: the row is made again, as for a bearer token, not a 404 about users', async (t) => {
   const { idp, ctx } = await setup(t, { revocationCacheMs: 60000 })
-  const login = async () => {
-    idp.loginAs = 'bob'
-    return await finish(ctx, await start(ctx, idp))
-  }
+  const login = async () => await loginAs(ctx, idp, 'bob')
   idp.claims.set('bob', { preferred_username: 'bob', roles: ['gateway-user'] })
   t.equal((await login()).statusCode, 200, 'the row is created')
   t.equal((await login()).statusCode, 200, 'and now cached')
