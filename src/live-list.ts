@@ -118,8 +118,10 @@ export function compareKeys (a: unknown[], b: unknown[], sort: SortKey[], kinds:
     const x = comparable(kind, a[i])
     const y = comparable(kind, b[i])
     const values = known[sort[i].field]
-    const unknown = (v: unknown): number => values !== undefined && !values.has(v) ? 1 : 0
-    const c = x === null ? (y === null ? 0 : -1) : y === null ? 1 : unknown(x) + unknown(y) > 0 ? unknown(x) - unknown(y) : order(x, y)
+    // 1 for a code the field's map does not know
+    const ux = values !== undefined && !values.has(x) ? 1 : 0
+    const uy = values !== undefined && !values.has(y) ? 1 : 0
+    const c = x === null ? (y === null ? 0 : -1) : y === null ? 1 : ux + uy > 0 ? ux - uy : order(x, y)
     if (c !== 0) return sort[i].desc ? -c : c
   }
   return 0

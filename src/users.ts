@@ -337,8 +337,8 @@ export class UserService {
         username,
         passwordHash: identity.marker,
         type: identity.type,
-        // no name (or none that fits) is left out, as an API create without one: the column's default (a NOT NULL DEFAULT '')
-        displayName: this.fittedDisplayName(identity.displayName) ?? undefined,
+        // no name (or none that fits) is left out: the column's default (a NOT NULL DEFAULT '')
+        displayName: this.fittedDisplayName(identity.displayName),
         enabled: true,
         tokenVersion: firstTokenVersion(this.opts.repo),
         lastLoginAt: new Date()
@@ -362,14 +362,15 @@ export class UserService {
   /**
    * The provider's `name` as the display-name column can keep it: cut to the column's length, or none
    * where its characters do not fit (a code page without them). It is only shown; a name that does not
-   * fit must not keep the person out.
+   * fit must not keep the person out. None (undefined) leaves the column's default, as an API create without one.
    */
-  private fittedDisplayName (name: string | null): string | null {
-    if (name === null || this.unfit('displayName', name) === undefined) return name
+  private fittedDisplayName (name: string | null): string | undefined {
+    if (name === null) return undefined
+    if (this.unfit('displayName', name) === undefined) return name
     const max = this.opts.repo.storage.field('displayName').info?.maxLength
-    if (max === undefined || max <= 0) return null
+    if (max === undefined || max <= 0) return undefined
     const chars = [...name].slice(0, max)
-    if (chars.some((ch) => this.unfit('displayName', ch) !== undefined)) return null
+    if (chars.some((ch) => this.unfit('displayName', ch) !== undefined)) return undefined
     // the column's length may count bytes (UTF-8, a double-byte code page) or UTF-16 code units (an
     // emoji counts two), not characters: the longest start that fits
     let fits = 0
@@ -381,7 +382,7 @@ export class UserService {
       } else high = mid - 1
     }
     const cut = chars.slice(0, fits).join('').trimEnd()
-    return cut === '' ? null : cut
+    return cut === '' ? undefined : cut
   }
 
   private assertMayUpdate (id: Id, actor: Actor, current: Row | undefined): void {

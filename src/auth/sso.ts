@@ -18,6 +18,9 @@ const DEFAULT_USERNAME_CLAIMS = ['preferred_username', 'upn', 'email']
 /** An identity is keyed by the first of these claims that a token has. */
 const DEFAULT_SUBJECT_CLAIMS = ['sub']
 
+/** Claim names as the messages name them: 'a', 'b' */
+const quoted = (names: readonly string[]): string => names.map((n) => `'${n}'`).join(', ')
+
 /** At most this much skew is allowed for `nbf` (the provider's clock against ours). */
 const NBF_SKEW_SECONDS = 60
 
@@ -155,6 +158,10 @@ export class SsoProvider {
   /** the last fetch of the keys failed: a kid they lack may be one the provider has */
   private keysFailed = false
   private keysPending?: Promise<void>
+  /** the claims that key the identity, choose its type and name its row, as configured (one or a list) */
+  private readonly subjectClaims: string[]
+  private readonly typeClaims: string[]
+  private readonly usernameClaims: string[]
   /** key set requests made, for the log and the tests */
   jwksFetches = 0
   /**
@@ -170,6 +177,10 @@ export class SsoProvider {
   constructor (config: SsoProviderConfig, options: SsoProviderOptions) {
     this.id = config.id
     this.config = config
+    this.subjectClaims = config.subjectClaim === undefined ? DEFAULT_SUBJECT_CLAIMS : [config.subjectClaim].flat()
+    // several: their values count together (Keycloak's realm roles and the gateway client's roles)
+    this.typeClaims = [config.typeClaim].flat()
+    this.usernameClaims = config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [config.usernameClaim].flat()
     this.fetch = options.fetch
     this.cooldownMs = options.jwksCooldownMs ?? 60000
     this.retryMs = options.retryMs ?? 10000
@@ -297,8 +308,8 @@ export class SsoProvider {
     if (this.subjectOf(payload) === undefined) {
       // Refused, never keyed by another claim (sub): that would be another user row than the one configured.
       // The caller learns which claim: the token is the provider's own, and a new one lacks it as well.
-      const names = this.subjectClaims.map((n) => `'${n}'`)
-      const which = names.length === 1 ? `no ${names[0]} claim, which names` : `none of the claims ${names.join(', ')} that name`
+      const names = quoted(this.subjectClaims)
+      const which = this.subjectClaims.length === 1 ? `no ${names} claim, which names` : `none of the claims ${names} that name`
       throw new SsoError(`the token has ${which} its subject (auth.sso subjectClaim)`, {
         callerMessage: `The token has ${which} its user at the gateway (auth.sso subjectClaim of the identity provider '${this.id}')`
       })
@@ -385,10 +396,6 @@ export class SsoProvider {
     await this.keysPending
   }
 
-  private get subjectClaims (): string[] {
-    return this.config.subjectClaim === undefined ? DEFAULT_SUBJECT_CLAIMS : [this.config.subjectClaim].flat()
-  }
-
   /**
    * What keys the identity at this provider: the first of subjectClaim (default sub) that the token has
    * as text. Not always sub: Okta's access tokens carry the user's login there (which can change, and is
@@ -404,8 +411,7 @@ export class SsoProvider {
     // verify() refused a token without one
     if (subject === undefined) throw forbidden('The token names no subject (auth.sso subjectClaim)')
     const { typeMap } = this.config
-    // several claims: their values count together (Keycloak's realm roles and the gateway client's roles)
-    const typeClaims = [this.config.typeClaim].flat()
+    const { typeClaims } = this
     const values = typeClaims.flatMap((name) => {
       const raw = claimAt(claims, name)
       return typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw.filter((v): v is string => typeof v === 'string') : []
@@ -414,7 +420,7 @@ export class SsoProvider {
       // Entra ID's group overage: for a person in more groups than a token holds it leaves `groups` out and
       // names a Graph lookup in _claim_names instead (OpenID Connect's distributed claims), which the gateway does not make
       const elsewhere = typeClaims.find((name) => claimAt(claims._claim_names, name) !== undefined)
-      const none = typeClaims.length === 1 ? `no '${typeClaims[0]}' claim` : `none of the claims ${typeClaims.map((n) => `'${n}'`).join(', ')}`
+      const none = typeClaims.length === 1 ? `no ${quoted(typeClaims)} claim` : `none of the claims ${quoted(typeClaims)}`
       throw forbidden(elsewhere !== undefined
         ? `The token has no '${elsewhere}' claim: the provider left it out and points to a lookup elsewhere instead (_claim_names; Entra ID does so for a person in more than 200 groups), which the gateway does not make; map app roles ('roles') instead (auth.sso typeClaim)`
         : `The token has ${none}: the gateway needs ${typeClaims.length === 1 ? 'it' : 'one'} to choose the user type (auth.sso typeClaim)`)
@@ -424,9 +430,9 @@ export class SsoProvider {
       const mapped = Object.hasOwn(typeMap, value) ? typeMap[value] : undefined
       if (mapped !== undefined && (type === undefined || TYPE_RANK[mapped] > TYPE_RANK[type])) type = mapped
     }
-    const named = typeClaims.length === 1 ? `the token's '${typeClaims[0]}' claim` : `the token's claims ${typeClaims.map((n) => `'${n}'`).join(', ')}`
+    const named = typeClaims.length === 1 ? `the token's ${quoted(typeClaims)} claim` : `the token's claims ${quoted(typeClaims)}`
     if (type === undefined) throw forbidden(`No value of ${named} maps to a user type (auth.sso typeMap)`)
-    const names = this.config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [this.config.usernameClaim].flat()
+    const names = this.usernameClaims
     const usable = (v: unknown): v is string => typeof v === 'string' && v.trim() !== ''
     const from = names.find((name) => usable(claimAt(claims, name)))
     const found = from === undefined ? undefined : claimAt(claims, from) as string
@@ -440,7 +446,7 @@ export class SsoProvider {
       marker: ssoMarker(this.id, subject),
       type,
       username: found === undefined
-        ? { problem: `The token has none of the claims ${names.map((n) => `'${n}'`).join(', ')} to take the username from` }
+        ? { problem: `The token has none of the claims ${quoted(names)} to take the username from` }
         : unverified
           ? { problem: "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim)" }
           : { name: storedUsername(found) },
