@@ -7,7 +7,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { fetchWithin, fillSqliteInWorker, pacedRound, startHelper, startServer, unitFileEnvironment, type Server } from '../bench/harness.js'
 import { openDatabase } from '../src/db/index.js'
 import { gatewaySetup, HUNG_MS, startCommand, START_MS, type Run } from './helpers/process.js'
-import { moduleUrl, nodeArgs, scriptLoaders } from './helpers/built.js'
+import { moduleUrl, runnable, scriptLoaders } from './helpers/built.js'
 import { tempDir } from './helpers/temp.js'
 import { until } from './helpers/wait.js'
 
@@ -150,12 +150,11 @@ t.test('a bench killed with SIGKILL does not leave its gateway server behind', a
   // NODE_OPTIONS, as tap's other flags (coverage, and --test-name-pattern under tap --grep) have no place there or are
   // refused by node there; and the loader's settings (TS_NODE_TRANSPILE_ONLY), without which ts-node type-checks
   // the whole gateway as it loads it, more than twice as slow: past the start deadline on a busy machine
-  const cli = nodeArgs('src/cli.ts', { withCoverage: false })
-  const loaders = cli.slice(0, -1).filter((a) => a.startsWith('--import='))
+  const loaders = scriptLoaders({ withCoverage: false }).filter((a) => a.startsWith('--import='))
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('TS_NODE_') || name === 'TAP_TYPE_STRIP_ONLY'))
   const gateway = loaders.length === 0 ? env : { ...env, ...settings, NODE_OPTIONS: loaders.join(' ') }
   // as npm run bench does not start it: no npm_lifecycle_event from npm
-  const bench = await startBench(t, dir, `'gateway', ${JSON.stringify(cli.at(-1))}, ['serve'], ${JSON.stringify(gateway)}, ${JSON.stringify(join(dir, 'gateway.log'))}, ${3 * START_MS}`, { npm_lifecycle_event: undefined })
+  const bench = await startBench(t, dir, `'gateway', ${JSON.stringify(runnable('src/cli.ts'))}, ['serve'], ${JSON.stringify(gateway)}, ${JSON.stringify(join(dir, 'gateway.log'))}, ${3 * START_MS}`, { npm_lifecycle_event: undefined })
   t.ok(alive(bench.serverPid), `the bench's gateway runs (pid ${bench.serverPid})`)
   bench.run.child.kill('SIGKILL')
   await bench.run.exited

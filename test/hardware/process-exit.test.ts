@@ -2,7 +2,7 @@
 
 import { spawn } from 'node:child_process'
 import t from 'tap'
-import { moduleUrl, nodeArgs, scriptLoaders } from '../helpers/built.js'
+import { moduleUrl, runnable, scriptLoaders } from '../helpers/built.js'
 
 const index = moduleUrl('src/hardware/index.ts')
 const cli = moduleUrl('src/hardware/simulate-cli.ts')
@@ -76,8 +76,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 t.test('picking-gateway simulate whose stdout reader went away ends at its next line, exit 74, saying why on stderr', async t => {
-  const cli = nodeArgs('src/cli.ts', { withCoverage: false }).filter(a => !a.startsWith('--') || a.includes('@tapjs/typescript'))
-  const child = spawn(process.execPath, [...cli, 'simulate', '--port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...loader, runnable('src/cli.ts'), 'simulate', '--port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stderr.on('data', (d: Buffer) => { err += String(d) })

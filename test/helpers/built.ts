@@ -40,24 +40,26 @@ function treeIsBuilt (root: string, dir: string): boolean {
   return true
 }
 
-/**
- * node's arguments that run `file`, a TypeScript file named from the package root ('src/cli.ts'): dist/src/cli.js when
- * dist/ is current, else the file itself under this process's loaders (`process.execArgv`; `withCoverage: false` leaves
- * out tap's coverage hook, for a child whose own exit the test watches).
- */
-export function nodeArgs (file: string, options: { root?: string, withCoverage?: boolean } = {}): string[] {
-  const root = options.root ?? ROOT
-  if (builtIsCurrent(root)) return [join(root, 'dist', file.replace(/\.ts$/, '.js'))]
-  return [...scriptLoaders(options), join(root, file)]
+/** The file that runs `file`, a TypeScript file named from the package root ('src/cli.ts'): its compiled one when dist/ is current. */
+export function runnable (file: string, root = ROOT): string {
+  return builtIsCurrent(root) ? join(root, 'dist', file.replace(/\.ts$/, '.js')) : join(root, file)
 }
 
-/** The URL a script (`node -e`) imports `file` ('src/server.ts') by: its compiled module when dist/ is current. */
+/** The URL a script (`node -e`) imports `file` ('src/server.ts') by. */
 export function moduleUrl (file: string, root = ROOT): string {
-  return pathToFileURL(builtIsCurrent(root) ? join(root, 'dist', file.replace(/\.ts$/, '.js')) : join(root, file)).href
+  return pathToFileURL(runnable(file, root)).href
 }
 
-/** node's arguments before such a script: none when dist/ is current, else this process's loaders. */
+/**
+ * node's loaders for a file or script that imports one: none when dist/ is current, else this process's
+ * (`process.execArgv`; `withCoverage: false` leaves out tap's coverage hook, for a child whose own exit the test watches).
+ */
 export function scriptLoaders (options: { root?: string, withCoverage?: boolean } = {}): string[] {
   if (builtIsCurrent(options.root ?? ROOT)) return []
   return options.withCoverage === false ? process.execArgv.filter((a) => !a.includes('processinfo')) : process.execArgv
+}
+
+/** node's arguments that run `file`: its loaders (`scriptLoaders`), then the file (`runnable`). */
+export function nodeArgs (file: string, options: { root?: string, withCoverage?: boolean } = {}): string[] {
+  return [...scriptLoaders(options), runnable(file, options.root)]
 }
