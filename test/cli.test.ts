@@ -1166,6 +1166,7 @@ t.test('db init whose output reader went away early (`db init | head -c 10`): ex
   const cli = nodeArgs('src/cli.ts', { withCoverage: false })
   // a reader gone before db init writes: its read end closed before the child has started
   const child = spawn(process.execPath, [...cli, 'db', 'init'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   child.stdout.destroy()
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
