@@ -353,8 +353,12 @@ const sso: FastifyPluginAsyncTypebox<SsoRoutesOptions> = async (fastify, opts) =
       throw badRequest(`The identity provider's answer did not pass the checks; start again at /api/users/sso/${provider.id}/login`, 'SSO_LOGIN_FAILED')
     }
     let user = await fastify.auth.ssoUser(provider, claims, request.log)
-    // the person proved who they are at the provider: no password to keep secret, so say what stops them
-    const disabled = (row: { username?: unknown }) => forbidden(`The gateway account '${String(row.username)}' is disabled; an administrator can enable it again`)
+    // the person proved who they are at the provider: no password to keep secret, so say what stops them;
+    // the log line as the bearer path's (plugins/auth.ts), where an operator asking why someone cannot sign in looks
+    const disabled = (row: { id?: unknown, username?: unknown }) => {
+      request.log.info({ provider: provider.id, user: row.id, username: row.username }, 'browser login refused: the gateway account of this identity is disabled (enable it to let it in)')
+      return forbidden(`The gateway account '${String(row.username)}' is disabled; an administrator can enable it again`)
+    }
     if (user.enabled !== true) throw disabled(user)
     // the row as the stamp left it, not the copy ssoUser may have had cached for auth.revocationCacheMs: a
     // disable or revocation made on another instance meanwhile would refuse tokens of that copy at once

@@ -367,7 +367,7 @@ t.test('a flood of started logins from many addresses, each within its rate limi
 })
 
 t.test('browser login: claims, licence and disabled users as for tokens', async (t) => {
-  const { idp, ctx } = await setup(t, { licence: 1 })
+  const { idp, ctx, logs } = await setup(t, { licence: 1 })
   const admin = ctx.auth(ctx.adminToken)
   const login = async (account: string) => await loginAs(ctx, idp, account)
   idp.claims.set('nobody', { preferred_username: 'nobody', roles: ['visitor'] })
@@ -385,6 +385,10 @@ t.test('browser login: claims, licence and disabled users as for tokens', async 
   const disabled = await login('bob')
   t.equal(disabled.statusCode, 403, 'not "Invalid username or password": the person typed none')
   t.same(disabled.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: "The gateway account 'bob' is disabled; an administrator can enable it again" })
+  // before: the bearer path logged it, the browser login did not, and "why can't Bob sign in" had no answer in the log
+  const line = logs.map((l) => JSON.parse(l)).find((entry) => /gateway account of this identity is disabled/.test(entry.msg))
+  t.match(line, { level: 30, provider: 'warehouse', user: bob.id, username: 'bob', msg: 'browser login refused: the gateway account of this identity is disabled (enable it to let it in)' }, 'the log says the row is disabled, with the bearer path\'s level and fields')
+  t.notMatch(JSON.stringify(line), new RegExp(`${CLIENT_SECRET}|eyJ|code=|@`), 'no secret, token, code or address in it')
 })
 
 t.test('AD FS: access tokens of another issuer than the discovery document\'s and the ID tokens\' (accessTokenIssuer), with the browser login in the same entry', async (t) => {
