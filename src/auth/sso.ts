@@ -21,6 +21,14 @@ const DEFAULT_SUBJECT_CLAIMS = ['sub']
 /** Claim names as the messages name them: 'a', 'b' */
 const quoted = (names: readonly string[]): string => names.map((n) => `'${n}'`).join(', ')
 
+/**
+ * The hosts of Microsoft Entra ID's issuers: v2.0 (login.microsoftonline.com/<tenant>/v2.0, and the US
+ * government's and 21Vianet's clouds) and v1.0 (sts.windows.net/<tenant>/, sts.chinacloudapi.cn). Its
+ * `email` claim is the account's mail attribute, which Entra ID does not verify: only its optional claim
+ * xms_edov (email domain owner verified) says the address's domain is the tenant's own.
+ */
+const ENTRA_ISSUER_HOSTS = new Set(['login.microsoftonline.com', 'login.microsoftonline.us', 'login.partner.microsoftonline.cn', 'sts.windows.net', 'sts.chinacloudapi.cn'])
+
 /** At most this much skew is allowed for `nbf` (the provider's clock against ours). */
 const NBF_SKEW_SECONDS = 60
 
@@ -162,6 +170,8 @@ export class SsoProvider {
   private readonly subjectClaims: string[]
   private readonly typeClaims: string[]
   private readonly usernameClaims: string[]
+  /** Entra ID, known by its issuer's host: an `email` claim counts as verified only with xms_edov: true */
+  private readonly entra: boolean
   /** key set requests made, for the log and the tests */
   jwksFetches = 0
   /**
@@ -181,6 +191,8 @@ export class SsoProvider {
     // several: their values count together (Keycloak's realm roles and the gateway client's roles)
     this.typeClaims = [config.typeClaim].flat()
     this.usernameClaims = config.usernameClaim === undefined ? DEFAULT_USERNAME_CLAIMS : [config.usernameClaim].flat()
+    // the configuration check made both absolute URLs
+    this.entra = [config.issuer, config.accessTokenIssuer].some((iss) => iss !== undefined && ENTRA_ISSUER_HOSTS.has(new URL(iss).hostname))
     this.fetch = options.fetch
     this.cooldownMs = options.jwksCooldownMs ?? 60000
     this.retryMs = options.retryMs ?? 10000
@@ -438,8 +450,10 @@ export class SsoProvider {
     const found = from === undefined ? undefined : claimAt(claims, from) as string
     // An address the provider says it has not verified (a self-service sign-up at Keycloak or Auth0) may be
     // anyone's: no new row is named after it, and it cannot claim the name of an existing one either.
-    // Only what the token says: an email claim without email_verified is as before.
-    const unverified = from === 'email' && (claims.email_verified === false || claims.email_verified === 'false')
+    // Only what the token says: an email claim without email_verified is as before. But Entra ID's: it has no
+    // email_verified, and its email is an attribute that need not be the person's; xms_edov: true alone vouches for it.
+    const unverifiedAtEntra = from === 'email' && this.entra && claims.xms_edov !== true && claims.xms_edov !== 'true'
+    const unverified = unverifiedAtEntra || (from === 'email' && (claims.email_verified === false || claims.email_verified === 'false'))
     // its length is the user table's column's to judge: the rows cut it to fit (users.ts)
     const name = typeof claims.name === 'string' ? claims.name : null
     return {
@@ -447,8 +461,10 @@ export class SsoProvider {
       type,
       username: found === undefined
         ? { problem: `The token has none of the claims ${quoted(names)} to take the username from` }
-        : unverified
-          ? { problem: "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim)" }
+        : unverifiedAtEntra
+          ? { problem: "The username would be the token's 'email' claim, which Entra ID does not verify unless the token says xms_edov: true (its optional claim 'email domain owner verified'): anyone may have entered that address, so it names no user here. Add the optional claim xms_edov to the app registration's tokens, or map another claim to the username (auth.sso usernameClaim)" }
+          : unverified
+            ? { problem: "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim)" }
           : { name: storedUsername(found) },
       displayName: name,
       ...(typeof claims.iat === 'number' && { issuedAt: claims.iat * 1000 })

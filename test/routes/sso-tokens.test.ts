@@ -31,13 +31,13 @@ const TYPE_MAP = { 'gateway-admin': 'admin', 'gateway-user': 'user', 'gateway-ap
 
 type SsoOverrides = Partial<Config['auth']['sso'][number]>
 
-async function setup (t: Test, options: { sso?: SsoOverrides, licence?: number, timing?: { jwksCooldownMs?: number, retryMs?: number, jwksMaxAgeMs?: number }, revocationCacheMs?: number, users?: TableMappingConfig, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, bearer: (token: string) => { authorization: string }, logs: string[] }> {
+async function setup (t: Test, options: { sso?: SsoOverrides | ((idp: TestProvider) => SsoOverrides), licence?: number, timing?: { jwksCooldownMs?: number, retryMs?: number, jwksMaxAgeMs?: number }, revocationCacheMs?: number, users?: TableMappingConfig, prepare?: (db: Database) => Promise<void> } = {}): Promise<{ idp: TestProvider, ctx: TestContext, bearer: (token: string) => { authorization: string }, logs: string[] }> {
   const idp = await startProvider()
   t.teardown(() => idp.close())
   const logs: string[] = []
   const ctx = await build(t, {
     auth: {
-      sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 5000, ...options.sso } as Config['auth']['sso'][number]],
+      sso: [{ id: 'warehouse', issuer: idp.issuer, audience: AUDIENCE, typeMap: TYPE_MAP, timeoutMs: 5000, ...(typeof options.sso === 'function' ? options.sso(idp) : options.sso) } as Config['auth']['sso'][number]],
       revocationCacheMs: options.revocationCacheMs ?? 0
     },
     licence: { logins: options.licence ?? 10 },
@@ -475,6 +475,27 @@ t.test('email as the username claim and email_verified: false: a 403 saying so, 
   const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(ctx.adminToken) })).json().data as Array<{ id: number, username: string, source: string }>
   t.same(rows.filter((u) => u.source === 'sso').map((u) => u.username).sort(), ['bob@example.com', 'carol@example.com', 'dave'], 'no row for the unverified addresses')
   t.match(rows.find((u) => u.username === 'jane@example.com'), { id: local.id, source: 'local' }, 'the local account is as it was')
+})
+
+t.test('Entra ID (its issuer at login.microsoftonline.com): its email claim names no row unless the token says xms_edov: true; a row the identity has is not affected', async (t) => {
+  const issuer = 'https://login.microsoftonline.com/9122040d-6c67-4c5b-b112-36a304b66dad/v2.0'
+  // the keys from the test provider: with a jwksUri (and no browser login) nothing is fetched from the issuer
+  const { idp, ctx, bearer, logs } = await setup(t, { sso: (idp) => ({ issuer, jwksUri: `${idp.issuer}/jwks`, usernameClaim: ['preferred_username', 'email'] }) })
+  const local = await ctx.app.repos.users.create({ username: 'jane@contoso.com', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$local', type: 'admin', displayName: null, enabled: true })
+  const now = Math.floor(Date.now() / 1000)
+  const call = async (claims: Record<string, unknown>) => await ctx.app.inject({ method: 'GET', url: '/api/materials', headers: bearer(await idp.sign({ iss: issuer, aud: AUDIENCE, azp: 'web', roles: ['gateway-user'], iat: now, exp: now + 300, ver: '2.0', ...claims })) })
+  const unverified = "The username would be the token's 'email' claim, which Entra ID does not verify unless the token says xms_edov: true (its optional claim 'email domain owner verified'): anyone may have entered that address, so it names no user here. Add the optional claim xms_edov to the app registration's tokens, or map another claim to the username (auth.sso usernameClaim); no user was created"
+  t.same((await call({ sub: 'mallory', email: 'Jane@contoso.com' })).json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: unverified }, 'no xms_edov: the existing user of that name is not signed in (before: a 403 that the name was taken)')
+  t.same((await call({ sub: 'eve', email: 'eve@contoso.com' })).json().message, unverified, 'nor a row made for a free name (before: a row named after the address)')
+  t.same((await call({ sub: 'eve', email: 'eve@contoso.com', xms_edov: false })).json().message, unverified, 'xms_edov: false')
+  t.same((await call({ sub: 'eve', email: 'eve@contoso.com', email_verified: true })).json().message, unverified, 'an email_verified claim is not Entra ID\'s word: xms_edov decides')
+  t.match(logs.map((l) => JSON.parse(l)).find((l) => l.sub === 'mallory'), { level: 40, provider: 'warehouse', code: 'FORBIDDEN', msg: unverified }, 'the log warns, naming provider and subject')
+  t.equal((await call({ sub: 'bob', email: 'bob@contoso.com', xms_edov: true })).statusCode, 200, 'xms_edov: true names a new row')
+  t.equal((await call({ sub: 'bob', email: 'bob@contoso.com' })).statusCode, 200, 'the row the identity has: a later token without xms_edov is not affected')
+  t.equal((await call({ sub: 'dave', preferred_username: 'Dave@contoso.com', email: 'dave@contoso.com' })).statusCode, 200, 'the username from another claim: the email is not looked at')
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/users', headers: ctx.auth(ctx.adminToken) })).json().data as Array<{ id: number, username: string, source: string }>
+  t.same(rows.filter((u) => u.source === 'sso').map((u) => u.username).sort(), ['bob@contoso.com', 'dave@contoso.com'], 'no row for the addresses Entra ID did not vouch for')
+  t.match(rows.find((u) => u.username === 'jane@contoso.com'), { id: local.id, source: 'local' }, 'the local account is as it was')
 })
 
 t.test('subjectClaim: Okta\'s access tokens keyed by uid (their sub is the login, which can change), a client\'s by sub; a token with none of the claims is a 401', async (t) => {
