@@ -20,24 +20,44 @@ const STATS = process.env.PROPERTY_STATS === '1' ? new Map<string, number>() : u
 /** counts an answer seen: PROPERTY_STATS=1 lists them at the end */
 export const stat = (key: string): void => { STATS?.set(key, (STATS.get(key) ?? 0) + 1) }
 
+/** how long a failure's shrinking may go on: a failing property reports its counterexample well within .taprc's 120 s a file */
+export const SHRINK_MS = 20_000
+
 /**
  * Checks `check` on `examples`, then on `runs` values of `arb` from the fixed `seed`, so that every run checks the same
- * schemas; PROPERTY_SEED and PROPERTY_RUNS explore others. On a failure fast-check prints the seed, the path and the
- * shrunk counterexample, which PROPERTY_SEED=<seed> PROPERTY_PATH=<path> replays.
+ * schemas; PROPERTY_SEED and PROPERTY_RUNS explore others. On a failure fast-check shrinks the counterexample for at
+ * most `shrinkMs` (PROPERTY_SHRINK_MS; each step builds an app: shrinking to the end took longer than tap waits for a
+ * file, which then said only "timeout!"), and the failure names the seed, the path and the counterexample shrunk so far,
+ * which PROPERTY_SEED=<seed> PROPERTY_PATH=<path> replays. A run without a failure is never cut short.
  */
-export async function checkProperty<T> (t: Test, arb: fc.Arbitrary<T>, check: (value: T) => Promise<void>, defaults: { seed: number, runs: number, examples?: T[] }): Promise<void> {
+export async function checkProperty<T> (t: Test, arb: fc.Arbitrary<T>, check: (value: T) => Promise<void>, defaults: { seed: number, runs: number, examples?: T[], shrinkMs?: number }): Promise<void> {
   const seed = Number(process.env.PROPERTY_SEED ?? defaults.seed)
   const numRuns = Number(process.env.PROPERTY_RUNS ?? defaults.runs)
+  const shrinkMs = Number(process.env.PROPERTY_SHRINK_MS ?? defaults.shrinkMs ?? SHRINK_MS)
   let runs = 0
-  await fc.assert(fc.asyncProperty(arb, async (value) => {
+  let failedAt: number | undefined
+  const details = await fc.check(fc.asyncProperty(arb, async (value) => {
+    // once a failure has been shrunk for shrinkMs: fast-check stops and reports the last value that failed
+    if (failedAt !== undefined && Date.now() - failedAt > shrinkMs) throw new fc.PreconditionFailure(true)
     runs++
-    await check(value)
+    try {
+      await check(value)
+    } catch (err) {
+      failedAt ??= Date.now()
+      throw err
+    }
   }), {
     seed,
     numRuns,
+    // the failure's message names the DDL, the mapping and what went wrong
+    includeErrorInReport: true,
     ...(defaults.examples === undefined ? {} : { examples: defaults.examples.map((e): [T] => [e]) }),
     ...(process.env.PROPERTY_PATH ? { path: process.env.PROPERTY_PATH, endOnFailure: true } : {})
   })
+  if (details.failed) {
+    const cut = details.interrupted ? `\n(shrinking stopped after ${shrinkMs} ms: the counterexample is shrunk so far; PROPERTY_SHRINK_MS=<ms> and tap's --timeout shrink it further)` : ''
+    throw new Error(`${fc.defaultReportMessage(details)}${cut}`)
+  }
   if (STATS) t.comment([...STATS].sort().map(([k, n]) => `${n}\t${k}`).join('\n'))
   t.ok(runs >= numRuns, `${runs} schemas checked (seed ${seed})`)
 }

@@ -10,8 +10,8 @@
 // station's row says (disabled, unwired, not configured, shared address, else offline: the controller is
 // configured on a port where nothing listens, so no frame is ever sent: its 503 is the one 5xx expected).
 // Deterministic: fast-check's seed is fixed (4 below, 30 schemas after the hand-made SHARED: about 20 s);
-// on a failure it prints the seed, the path and the shrunk counterexample, which PROPERTY_SEED=<seed>
-// PROPERTY_PATH=<path> replays.
+// on a failure it prints the seed, the path and the counterexample shrunk for up to 20 s (PROPERTY_SHRINK_MS),
+// which PROPERTY_SEED=<seed> PROPERTY_PATH=<path> replays.
 // PROPERTY_SEED and PROPERTY_RUNS explore other schemas; PROPERTY_STATS=1 lists the answers seen.
 // Its generators and checks share test/helpers/legacy-properties.ts with the materials' and users' tests.
 import t from 'tap'

@@ -9,7 +9,8 @@
 // filter, modifiedSince, sort=f and sort=-f on every field, a walk by meta.next: every row once, in that order; an
 // enabled flag without a declared type holds 0, 1, -1 and '1', '0' too); sending a row back as shown writes nothing.
 // Deterministic: fast-check's seed is fixed (20261127 below, 30 schemas: about 30 s); on a failure it prints the seed,
-// the path and the shrunk counterexample, which PROPERTY_SEED=<seed> PROPERTY_PATH=<path> replays. PROPERTY_SEED
+// the path and the counterexample shrunk for up to 20 s (PROPERTY_SHRINK_MS), which PROPERTY_SEED=<seed>
+// PROPERTY_PATH=<path> replays. PROPERTY_SEED
 // and PROPERTY_RUNS explore other schemas; PROPERTY_STATS=1 lists the answers seen.
 import t from 'tap'
 import fc from 'fast-check'

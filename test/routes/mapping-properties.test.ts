@@ -6,13 +6,15 @@
 // a walk by meta.next: every row once, in that order), an update that changes nothing leaves modifiedAt
 // alone, and a conditional GET after a write behind the gateway's back is a 200.
 // Deterministic: fast-check's seed is fixed (20261127 below, 40 schemas: about 25 s); on a failure it
-// prints the seed, the path and the shrunk counterexample, which PROPERTY_SEED=<seed> PROPERTY_PATH=<path>
-// replays. PROPERTY_SEED and PROPERTY_RUNS explore other schemas; PROPERTY_STATS=1 lists the answers seen.
+// prints the seed, the path and the counterexample shrunk for up to 20 s (PROPERTY_SHRINK_MS), which
+// PROPERTY_SEED=<seed> PROPERTY_PATH=<path> replays. PROPERTY_SEED and PROPERTY_RUNS explore other schemas;
+// PROPERTY_STATS=1 lists the answers seen.
 // Only 4xx, never 500, is asserted of odd bodies: which 4xx is the route tests' business.
 import t from 'tap'
 import fc from 'fast-check'
 import type { TableMappingConfig } from '../../schemas/config.js'
 import { build, walkPages } from '../helpers/build.js'
+import { rejection, sleep } from '../helpers/wait.js'
 import {
   PROPERTY_TEST, checkListParameters, checkProperty, checkReadBack, checkWalk, checkWriteBehind, columnArb, createTable, distinctNames, dump, falseCode, fill,
   flagOrUntypedType, gateway, keyedRows, list, listAll, optional, orNull, overTable, pad, storedFlag, tableMapping, textType, timeType, timeValue,
@@ -257,4 +259,23 @@ t.test('a flag in a column without a declared type filters and sorts as reads sh
   const walk = async (sort: string): Promise<number[]> => (await walkPages(t, ctx, `/api/materials?limit=2&sort=${sort}`, 10, 'id')).map(Number)
   t.same(await walk('blocked'), [7, 1, 6, 2, 3, 4, 5], 'sorted as shown: null, false, true, ties by id')
   t.same(await walk('-blocked'), [2, 3, 4, 5, 1, 6, 7], 'descending: the row shown as null last, although the column is NOT NULL')
+})
+
+// the runner itself: a failure that would shrink for half a minute (a hundred numbers, each shrunk towards 1000 by trying
+// smaller ones that pass, each check 10 ms) reports the counterexample shrunk so far, with the seed and path, once
+// shrinkMs has passed; a run that keeps passing is not cut short
+t.test('checkProperty reports a failure\'s counterexample once shrinking has taken shrinkMs, and never cuts a passing run short', { skip: Object.keys(process.env).some((k) => k.startsWith('PROPERTY_')) && 'PROPERTY_* set: they would change the runs' }, async (t) => {
+  let checked = 0
+  const err = await rejection(checkProperty(t, fc.noBias(fc.array(fc.nat({ max: 1e9 }), { minLength: 100, maxLength: 100 })), async (numbers) => {
+    checked++
+    await sleep(10)
+    if (numbers.every((n) => n >= 1000)) throw new Error('all at least 1000')
+  }, { seed: 7, runs: 5, shrinkMs: 200 }))
+  t.match(err.message, /^Property failed after 1 tests\n\{ seed: 7, path: "0(:\d+)+", endOnFailure: true \}\nCounterexample: \[\[\d+(,\d+){99}\]\]\nShrunk \d+ time\(s\)\nGot error: all at least 1000/)
+  t.match(err.message, /shrinking stopped after 200 ms: the counterexample is shrunk so far; PROPERTY_SHRINK_MS=<ms> and tap's --timeout shrink it further/)
+  // shrinking the hundred numbers to 1000 takes thousands of checks
+  t.ok(checked < 1000, `${checked} checks`)
+  let passed = 0
+  await checkProperty(t, fc.nat(), async () => { passed++; await sleep(10) }, { seed: 7, runs: 30, shrinkMs: 0 })
+  t.equal(passed, 30, 'a passing run checks all its values, however long they take')
 })
