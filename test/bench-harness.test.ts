@@ -189,7 +189,7 @@ t.test('npm run bench runs the bench through exec: a SIGTERM npm passes on reach
   const scripts = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
   t.match(scripts.bench, /^exec node dist\/bench\/run\.js$/)
   // its build, in prebench, is npm run build's: a node that npm's signals reach (exec) and that stops the compiler once
-  // npm is gone (server-process.test.ts stops it midway)
+  // npm is gone (server-process-startup.test.ts stops it midway)
   t.match(scripts.prebench, /^exec node -e /)
   t.equal(scripts.prebench, scripts.build)
 })
