@@ -54,8 +54,13 @@ function describeLimit (s: FieldStorage): string | undefined {
   return undefined
 }
 
-/** A body property's schema narrowed to what the column holds. */
-function bodyProperty (schema: Json, s: FieldStorage, reference: boolean): Json {
+/**
+ * A body property's schema narrowed to what the column holds. `keptLonger`: an update's body on SQLite,
+ * which does not enforce a declared VARCHAR(n), so a row may hold a longer text another program wrote
+ * and an edit form sends it back as shown. Its schema takes any length: the column's is checked as the
+ * value is written (ResourceStorage), where a value the row already shows is no change (Repository.update).
+ */
+function bodyProperty (schema: Json, s: FieldStorage, reference: boolean, keptLonger: boolean): Json {
   let out = schema
   const info = s.info
   if (info === undefined) return out
@@ -66,7 +71,14 @@ function bodyProperty (schema: Json, s: FieldStorage, reference: boolean): Json 
     // note), and a column without one (TEXT, nvarchar(max)) takes what it holds: a row read from it
     // can be sent back as it is. A UTF-8 column counts bytes, checked before writing (ResourceStorage).
     if (b.type === 'string' && (s.category === 'text' || s.category === 'ntext') && info.utf8 !== true && s.map === undefined) {
-      if (info.maxLength !== undefined && info.maxLength > 0) b.maxLength = info.maxLength
+      if (info.maxLength !== undefined && info.maxLength > 0) {
+        if (!keptLonger) b.maxLength = info.maxLength
+        else {
+          delete b.maxLength
+          const note = `at most ${info.maxLength} characters (its database column's limit), but a longer text the row already holds may be sent back unchanged`
+          b.description = b.description === undefined ? note : `${String(b.description)}; ${note}`
+        }
+      }
       // the gateway's own table of an older demo database (TEXT): the API's limits stay
       else if (!reference) delete b.maxLength
     }
@@ -203,7 +215,7 @@ export function resourceSchemas (storage: ResourceStorage, item: TObject, create
   for (const body of [out.create, out.update]) {
     for (const [field, schema] of Object.entries(body.properties as Record<string, Json>)) {
       const s = storage.fields[field]
-      if (s !== undefined) body.properties[field] = bodyProperty(schema, s, storage.reference)
+      if (s !== undefined) body.properties[field] = bodyProperty(schema, s, storage.reference, body === out.update && storage.dialect === 'sqlite')
     }
   }
   // a NOT NULL column without a default must be given on create, whatever the API's own schema says
