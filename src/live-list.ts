@@ -1,5 +1,6 @@
 // Lists that filter or sort on fields the database does not hold (a station's live hardware state): done in memory.
 import { BadQueryError } from './db/errors.js'
+import { STORED_NUMBERS } from './db/repository.js'
 import { invalidCursor, parseListQuery, readCursor, sortSpec, type Filter, type ListQuery, type QueryString, type SortKey } from './db/list-query.js'
 import type { FieldDef, FieldKind, ResourceDef, Row, SqlValue } from './db/types.js'
 
@@ -75,9 +76,15 @@ function comparable (kind: FieldKind, value: unknown): string | number | boolean
   return value as string | number | boolean
 }
 
-/** Orders two non-null values of one field: false < true, numbers by value, text by code point. */
+/**
+ * Orders two non-null values of one field: false < true, numbers by value, text by code point, and a
+ * number before any text, as SQLite's ORDER BY puts them (a text field's number in a column without a
+ * declared type: STORED_NUMBERS).
+ */
 function order (a: string | number | boolean, b: string | number | boolean): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b
+  if (typeof a === 'number' && typeof b === 'string') return -1
+  if (typeof a === 'string' && typeof b === 'number') return 1
   if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b)
   const x = String(a)
   const y = String(b)
@@ -127,11 +134,18 @@ export function compareKeys (a: unknown[], b: unknown[], sort: SortKey[], kinds:
   return 0
 }
 
-const keysOf = (row: Row, sort: SortKey[]): unknown[] => sort.map((k) => row[k.field] ?? null)
+/** A row's sort keys as the API shows them, but a number its `stored` row holds in a text field (STORED_NUMBERS) as that number. */
+function keysOf (row: Row, sort: SortKey[], stored?: Row): unknown[] {
+  const numbers = (stored as { [STORED_NUMBERS]?: Record<string, number> } | undefined)?.[STORED_NUMBERS]
+  return sort.map((k) => numbers?.[k.field] ?? row[k.field] ?? null)
+}
+
+const encodeKeys = (sort: SortKey[], keys: unknown[]): string =>
+  Buffer.from(JSON.stringify({ s: `live:${sortSpec(sort)}`, v: keys }), 'utf8').toString('base64url')
 
 /** A live list's cursor: the last row's sort keys as the API shows them, marked so that it is never taken for a database cursor. */
 export function encodeLiveCursor (sort: SortKey[], row: Row): string {
-  return Buffer.from(JSON.stringify({ s: `live:${sortSpec(sort)}`, v: keysOf(row, sort) }), 'utf8').toString('base64url')
+  return encodeKeys(sort, keysOf(row, sort))
 }
 
 export function decodeLiveCursor (cursor: string, sort: SortKey[], kinds: Record<string, FieldKind>): unknown[] {
@@ -142,7 +156,8 @@ export function decodeLiveCursor (cursor: string, sort: SortKey[], kinds: Record
   v.forEach((value: unknown, i) => {
     const kind = kinds[sort[i].field]
     const type = kind === 'integer' || kind === 'number' ? 'number' : kind === 'boolean' ? 'boolean' : 'string'
-    if (value !== null && typeof value !== type) throw invalid()
+    // a text field's stored number (STORED_NUMBERS) stays a number
+    if (value !== null && typeof value !== type && !(kind === 'string' && typeof value === 'number')) throw invalid()
   })
   return v
 }
@@ -157,15 +172,17 @@ export interface LivePage {
 
 /**
  * Filters (live conditions), sorts and pages rows that already passed the stored filters. `kinds`
- * gives every field's kind. The cursor is the last row's keys: sorted by stored fields, a walk through
+ * gives every field's kind; `stored`, the repository's row of each (STORED_NUMBERS), where the rows are the API's view of them. The cursor is the last row's keys: sorted by stored fields, a walk through
  * meta.next sees every row exactly once even when rows come and go; a row whose sort key changes
  * moves, as in any sorted walk. Sorted by a live field, the walk goes on after the last row where it
  * stands now (see below), so rows whose live value moves against it may be skipped or come twice.
  */
-export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>, known: Record<string, ReadonlySet<unknown>> = {}): LivePage {
+export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, FieldKind>, known: Record<string, ReadonlySet<unknown>> = {}, stored?: readonly Row[]): LivePage {
   const { query } = q
-  const matching = rows.filter((row) => q.live.every((f) => matches(row, f, kinds[f.field])))
-  const keyed = matching.map((row) => ({ row, keys: keysOf(row, query.sort) }))
+  const keyed: Array<{ row: Row, keys: unknown[] }> = []
+  rows.forEach((row, i) => {
+    if (q.live.every((f) => matches(row, f, kinds[f.field]))) keyed.push({ row, keys: keysOf(row, query.sort, stored?.[i] ?? row) })
+  })
   keyed.sort((a, b) => compareKeys(a.keys, b.keys, query.sort, kinds, known))
   let start = query.offset ?? 0
   if (query.cursor !== undefined) {
@@ -181,9 +198,9 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
     start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds, known) > 0)
     if (start < 0) start = keyed.length
   }
-  const page = keyed.slice(start, start + query.limit).map((r) => r.row)
-  const result: LivePage = { rows: page }
+  const slice = keyed.slice(start, start + query.limit)
+  const result: LivePage = { rows: slice.map((r) => r.row) }
   if (query.count) result.total = keyed.length
-  if (start + query.limit < keyed.length) result.next = encodeLiveCursor(query.sort, page[page.length - 1])
+  if (start + query.limit < keyed.length) result.next = encodeKeys(query.sort, slice[slice.length - 1].keys)
   return result
 }

@@ -43,7 +43,7 @@ const stationList = (_fastify: FastifyInstance, repo: Repository, toPublic: (row
     const serverTime = serverTimeOf(repo)
     const stored = await repo.list(storedQuery(q))
     if (stored.next !== undefined) throw tooManyRows('stations', Object.keys(LIVE))
-    const page = livePage(stored.rows.map(toPublic), q, kinds, known)
+    const page = livePage(stored.rows.map(toPublic), q, kinds, known, stored.rows)
     return sendListBody(request, reply, page.rows, listMeta(request, reply, q.query, serverTime, page.total, page.next))
   }
 }

@@ -91,6 +91,13 @@ export function compileMapper<R extends Row | unknown[]> (readers: Array<[field:
   return make(...readers.map(([, read]) => read)) as (raw: R) => Row
 }
 
+/**
+ * On a listed row (SQLite): the text fields whose column has no declared type and holds a number there
+ * (12, shown as '12'), with that number. SQLite's ORDER BY puts numbers before all text, which the
+ * station list sorted in memory follows by it (live-list.ts).
+ */
+export const STORED_NUMBERS = Symbol('stored numbers')
+
 export class Repository {
   /** the resource as defined; `def` is it as this table has it (text ids where the key column holds text) */
   private readonly baseDef: ResourceDef
@@ -118,6 +125,8 @@ export class Repository {
    * code as an int), and SQL Server's GUIDs, which it reads back upper-case without braces
    */
   private comparedAsStored = new Set<string>()
+  /** SQLite: text fields on columns without a declared type, which keep a number as a number (STORED_NUMBERS) */
+  private numbersShownAsText: string[] = []
   /** fields an insert must give: the column has no default */
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
@@ -185,6 +194,7 @@ export class Repository {
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.comparedAsStored = new Set(Object.values(this.storage.fields)
       .filter((s) => !s.absent && s.def.kind === 'string' && (['integer', 'decimal', 'float'].includes(s.category) || (s.guid && !sqlite))).map((s) => s.field))
+    this.numbersShownAsText = Object.values(this.storage.fields).filter((s) => !s.absent && this.sql.numberShownAsText(s)).map((s) => s.field)
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.atomicCreate = sqlite && this.storage.columns?.some((c) => c.failKeepsChanges === true) === true
@@ -360,8 +370,21 @@ export class Repository {
   private page<R extends Row | unknown[]> (q: ListQuery, raw: R[], map: (raw: R) => Row): ListResult {
     const page = raw.length > q.limit ? raw.slice(0, q.limit) : raw
     const result: ListResult = { rows: page.map((r) => map(r)) }
+    if (this.numbersShownAsText.length > 0) this.markStoredNumbers(page, result.rows)
     if (raw.length > q.limit) result.next = this.cursorOf(q, page[page.length - 1])
     return result
+  }
+
+  /** Sets STORED_NUMBERS on the mapped rows that hold a number in a text field's untyped column. */
+  private markStoredNumbers (raw: Array<Row | unknown[]>, rows: Row[]): void {
+    raw.forEach((r, i) => {
+      for (const field of this.numbersShownAsText) {
+        const v = Array.isArray(r) ? r[this.selectIndex.get(field)!] : r[field]
+        if (typeof v !== 'number' && typeof v !== 'bigint') continue
+        const row = rows[i] as Row & { [STORED_NUMBERS]?: Record<string, number> }
+        ;(row[STORED_NUMBERS] ??= {})[field] = Number(v)
+      }
+    })
   }
 
   /** `tx` counts inside that transaction; with `lock` the counted range stays locked until it ends (SqlBuilder.count). */

@@ -1,7 +1,7 @@
 // SQLite: quantities a legacy program keeps in TEXT columns ('12', '2.5'): read, filtered, sorted and paged as numbers.
 import t from 'tap'
 import type { Database } from '../../src/db/types.js'
-import { build, testDatabaseUrl } from '../helpers/build.js'
+import { build, testDatabaseUrl, walkPages } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
 
 const STOCK: Array<[string, string | null]> = [['A-1', '10'], ['A-2', '9'], ['A-3', '100'], ['A-4', '2.5'], ['A-5', ''], ['A-6', '9'], ['A-7', 'n/a']]
@@ -84,4 +84,22 @@ t.test('SQLite: a flag with J/N codes in a STRICT table\'s ANY column: the codes
   t.equal(created.statusCode, 201, created.body)
   const [row] = await ctx.db.query({ text: 'SELECT "Gesperrt" AS g, typeof("Gesperrt") AS t FROM "ArtStrictFlag" WHERE "ArtNr" = \'N-1\'', params: [] })
   t.same([row.g, row.t], ['J', 'text'])
+})
+
+t.test('SQLite: a station name kept as a number in a column without a declared type sorts in memory (a live filter) as the database sorts it: numbers first, by value, then text', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { stations: { table: 'PlatzU', columns: { id: 'PlatzID', name: 'Name', description: 'Info', type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "PlatzU" ("PlatzID" INTEGER PRIMARY KEY, "Name" NOT NULL UNIQUE, "Info")', params: [] })
+    // an old program wrote numbers; '10' and '7b' are text, as the gateway writes a name
+    await db.execute({ text: 'INSERT INTO "PlatzU" VALUES (1, 12, NULL), (2, \'PTL-01\', NULL), (3, 9, NULL), (4, \'10\', NULL), (5, 2.5, NULL), (6, \'7b\', NULL), (7, 100, NULL)', params: [] })
+  })
+  const [types] = await ctx.db.query({ text: 'SELECT group_concat(typeof("Name")) AS t FROM (SELECT "Name" FROM "PlatzU" ORDER BY "PlatzID")', params: [] })
+  t.equal(types.t, 'integer,text,integer,text,real,text,integer')
+  const database = ['2.5', '9', '12', '100', '10', '7b', 'PTL-01']
+  t.same(await walkPages(t, ctx, '/api/stations?limit=3&sort=name', 10, 'name'), database, 'the database\'s order')
+  // before: by text alone, '10', '100', '12', '2.5', '7b', '9', 'PTL-01'
+  t.same(await walkPages(t, ctx, '/api/stations?limit=3&sort=name&status=offline', 10, 'name'), database, 'in memory, every station offline: the same order')
+  t.same(await walkPages(t, ctx, '/api/stations?limit=2&sort=-name&status=offline', 10, 'name'), [...database].reverse(), 'and descending')
+  t.same(await walkPages(t, ctx, '/api/stations?limit=2&sort=status,name', 10, 'name'), database, 'sorted by a live field, then the name')
 })
