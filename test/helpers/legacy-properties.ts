@@ -428,7 +428,7 @@ export function compareShown (a: unknown, b: unknown, numeric: Set<string>): num
 const filterValue = (v: string): string => encodeURIComponent(v.startsWith('[') ? `[eq]${v}` : v)
 
 /**
- * Each equality filter (`field=value`), `modifiedSince` and `sort=field` / `sort=-field` over the rows `all` of the list
+ * Each equality filter (`field=value`), `[gt]`/`[lt]` on a flag or a field with a value map, `modifiedSince` and `sort=field` / `sort=-field` over the rows `all` of the list
  * of `resource` as reads show them (GET /api/<resource>/:id, each the same as listed), for each field of `kinds` (the
  * mapped ones): a filter lists exactly the rows whose shown value equals it (a flag: true and false, where a row shown
  * with null matches neither, and each code shown as stored), `modifiedSince` at a shown time (`since` picks it) and a
@@ -466,6 +466,24 @@ export async function checkListParameters<R extends Shown> (g: Gateway, resource
     const at = Date.parse(times[since % times.length])
     for (const t of [at, at + 1]) {
       await checkListed(g, resource, `&modifiedSince=${new Date(t).toISOString()}`, idsWhere((m) => typeof m.modifiedAt === 'string' && Date.parse(m.modifiedAt) >= t), detail)
+    }
+  }
+
+  // [gt] and [lt] on a field of a few values (a flag; a value map's, mapped(field)) compare in the order sorting uses
+  // (README "Value maps" and the bit row of "Column types"): a code no map knows after them all, no value (null) in neither
+  for (const field of fields.filter((f) => !unsorted.includes(f))) {
+    const known = kinds[field] === 'flag' ? [false, true] : mapped(field)
+    if (known === undefined) continue
+    const as = fold[field] ?? ((v: unknown) => v)
+    const ordered = [...known].sort((a, b) => compareShown(as(a), as(b), new Set()))
+    const rank = (v: unknown): number => {
+      const i = ordered.findIndex((o) => as(o) === as(v))
+      return i === -1 ? ordered.length : i
+    }
+    for (const v of ordered) {
+      const has = (m: R): boolean => m[field] !== null && m[field] !== undefined
+      await checkListed(g, resource, `&${field}=${encodeURIComponent(`[gt]${String(v)}`)}`, idsWhere((m) => has(m) && rank(m[field]) > rank(v)), detail)
+      await checkListed(g, resource, `&${field}=${encodeURIComponent(`[lt]${String(v)}`)}`, idsWhere((m) => has(m) && rank(m[field]) < rank(v)), detail)
     }
   }
 
