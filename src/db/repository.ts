@@ -194,7 +194,7 @@ export class Repository {
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.comparedAsStored = new Set(Object.values(this.storage.fields)
       .filter((s) => !s.absent && s.def.kind === 'string' && (['integer', 'decimal', 'float'].includes(s.category) || (s.guid && !sqlite))).map((s) => s.field))
-    this.numbersShownAsText = Object.values(this.storage.fields).filter((s) => !s.absent && this.sql.numberShownAsText(s)).map((s) => s.field)
+    this.numbersShownAsText = Object.values(this.storage.fields).filter((s) => !s.absent && this.sql.keepsNumbers(s)).map((s) => s.field)
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.atomicCreate = sqlite && this.storage.columns?.some((c) => c.failKeepsChanges === true) === true

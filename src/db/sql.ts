@@ -280,7 +280,12 @@ export class SqlBuilder {
    * numbers: 12 and '12' are two values there, which the API shows alike (filters compare both; a unique one is checked by the gateway).
    */
   numberShownAsText (s: FieldStorage): boolean {
-    return s.def.kind === 'string' && s.map === undefined && s.field !== 'id' && this.untypedSqlite(s)
+    return s.field !== 'id' && this.keepsNumbers(s)
+  }
+
+  /** SQLite: a text field, a text id too, on a column without a declared type, where a number another program stored stays a number (12, shown as '12') */
+  keepsNumbers (s: FieldStorage): boolean {
+    return s.def.kind === 'string' && s.map === undefined && this.untypedSqlite(s)
   }
 
   /** What the keyset compares for a sort key, and how the cursor keeps it. */
@@ -565,7 +570,8 @@ export class SqlBuilder {
     const p = (i = 0): string => this.param(params, s, operand(f.values[i]))
     // SQLite: a text field on a column without a declared type shows a number another program stored
     // there (12) as its text ('12'), which = '12' does not find: the number is compared too
-    const shownNumbers = this.numberShownAsText(s) ? f.values.map(numberShownAs).filter((n) => n !== undefined) : []
+    // (a text id too, as idWhere compares it: ?id=12 finds the row /api/materials/12 reads)
+    const shownNumbers = this.keepsNumbers(s) ? f.values.map(numberShownAs).filter((n) => n !== undefined) : []
     const list = (): string => [...f.values.map((v) => this.param(params, s, operand(v))), ...shownNumbers.map((n) => params.add('number', n))].join(', ')
     if (shownNumbers.length > 0) {
       if (f.op === 'eq') return `${c} IN (${list()})`
