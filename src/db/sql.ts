@@ -69,9 +69,9 @@ export const sortAlias = (i: number): string => `__s${i}`
 /**
  * What a sort key compares: the column itself; a value map's rank of the API value; SQLite's time
  * text read as time; SQLite's number text read as a number; a flag in a number column as 0 or 1, in a SQLite column
- * without a declared type as reads show it (0, 1 or NULL).
+ * without a declared type as reads show it (0, 1 or NULL); SQLite's CHAR(n) text without its padding ('trim').
  */
-export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag' | 'flag-text' | 'fold'
+export type SortValueKind = 'column' | 'rank' | 'time-text' | 'number-text' | 'flag' | 'flag-text' | 'fold' | 'trim'
 
 /**
  * A decimal(precision,scale) parameter type (`type`) tedious writes `value` in exactly. It sends
@@ -300,6 +300,10 @@ export class SqlBuilder {
     // blanks), not by its bytes, which put 'anna' after 'Zoé' and [gt]Admin's rows in another order than
     // the list's. Not the id, which stays a seek on the key and the unique tie-breaker.
     if (this.dialect.name === 'sqlite' && s.def.caseless === true && field !== this.id) return 'fold'
+    // SQLite: a CHAR(n) text as reads show it, without its padding, as its filters compare it: a row one program
+    // padded ('   ', 'ST  ') and one another wrote as is ('', 'ST') are a tie, broken by id, not '' first.
+    // Not the id, which stays a seek on the key (its path compares it so: idWhere)
+    if (this.dialect.name === 'sqlite' && s.padded && s.def.kind === 'string' && s.map === undefined && field !== this.id) return 'trim'
     return 'column'
   }
 
@@ -341,6 +345,7 @@ export class SqlBuilder {
       case 'flag': return s.def.unknownIsFalse === true ? `CASE WHEN ${c} IS NULL OR ${c} = 0 THEN 0 ELSE 1 END` : `CASE WHEN ${c} = 0 THEN 0 WHEN ${c} IS NOT NULL THEN 1 END`
       case 'flag-text': return s.def.unknownIsFalse === true ? `COALESCE(${SQLITE_FLAG(c)}, 0)` : SQLITE_FLAG(c)
       case 'fold': return this.shownText(s, c, true, true).expr
+      case 'trim': return this.shownText(s, c, true, false).expr
       default: return this.comparable(field)
     }
   }
@@ -557,8 +562,8 @@ export class SqlBuilder {
     // a flag in a number column reads true for any value but 0 (storage), and filters the same way
     if (this.numericFlag(s)) return this.numericFlagCondition(f, this.col(f.field))
     if (this.flagInText(s)) return this.numericFlagCondition(f, SQLITE_FLAG(this.col(f.field)))
-    // a CHAR(n) value without its padding ('ST ' is the 'ST' the API shows; the sort keeps the stored
-    // value, as the cursor does), a caseless field (usernames) regardless of case and of trailing blanks,
+    // a CHAR(n) value without its padding ('ST ' is the 'ST' the API shows; the sort compares it so too,
+    // sortValueKind 'trim'), a caseless field (usernames) regardless of case and of trailing blanks,
     // as SQL Server compares them (a username never ends in one; a legacy program's 'Schulz ' is Schulz) ([like] as it is)
     const fold = s.def.caseless === true && f.op !== 'like' && f.op !== 'notlike'
     const { expr: c, value } = this.numberInText(s)
@@ -835,7 +840,8 @@ export class SqlBuilder {
         case 'time-text': return params.add('string', v)
         case 'number-text': return params.add('number', v)
         // the folded text the cursor kept (or a number another program stored there, compared as it is)
-        case 'fold': return params.add(typeof v === 'number' ? 'number' : 'string', v)
+        case 'fold':
+        case 'trim': return params.add(typeof v === 'number' ? 'number' : 'string', v)
         default: return this.param(params, s, v)
       }
     }

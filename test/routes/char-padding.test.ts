@@ -55,15 +55,18 @@ t.test('filters on a CHAR(n) column find the rows whose shown value matches', { 
   t.same(await ids('unit=[like]%T'), [1, 2, 4], 'typed with a raw %, which starts no escape')
   t.same(await ids('unit=[gt]L'), [1, 2, 4], "'ST' sorts after 'L' with or without its padding")
   t.same(await ids('unit=[lte]KG'), [3])
-  // a walk sorted by the column: every row once
-  const seen: number[] = []
-  let url: string | undefined = '/api/materials?sort=unit&limit=2'
-  while (url !== undefined) {
-    const page = (await ctx.app.inject({ method: 'GET', url, headers })).json() as { data: Array<{ id: number }>, meta: { next?: string } }
-    seen.push(...page.data.map((m) => m.id))
-    url = page.meta.next
+  // a walk sorted by the column: every row once, in the shown values' order (README: sorting compares without the padding)
+  for (const [sort, order] of [['unit', [3, 5, 1, 2, 4]], ['-unit', [1, 2, 4, 5, 3]]] as const) {
+    const seen: number[] = []
+    let url: string | undefined = `/api/materials?sort=${sort}&limit=2`
+    while (url !== undefined) {
+      const page = (await ctx.app.inject({ method: 'GET', url, headers })).json() as { data: Array<{ id: number }>, meta: { next?: string } }
+      seen.push(...page.data.map((m) => m.id))
+      url = page.meta.next
+    }
+    // before: 'ST' (2) before 'ST ' (1) by the stored value (found by mapping-properties-users.test.ts, PROPERTY_SEED=777: '' and a CHAR's blanks)
+    t.same(seen, order, `sort=${sort}: 'ST' padded or not is one value, ties by id`)
   }
-  t.same([...seen].sort(), [1, 2, 3, 4, 5], `a walk by unit returns each row once (${seen.join(', ')})`)
 })
 
 // A picking system that pads its CHAR(n) codes as SQL Server would (SQLite keeps what it is given): the
