@@ -172,7 +172,8 @@ export interface LivePage {
 
 /**
  * Filters (live conditions), sorts and pages rows that already passed the stored filters. `kinds`
- * gives every field's kind; `stored`, the repository's row of each (STORED_NUMBERS), where the rows are the API's view of them. The cursor is the last row's keys: sorted by stored fields, a walk through
+ * gives every field's kind; `stored`, the repository's row of each where the rows are the API's view
+ * of them (for STORED_NUMBERS). The cursor is the last row's keys: sorted by stored fields, a walk through
  * meta.next sees every row exactly once even when rows come and go; a row whose sort key changes
  * moves, as in any sorted walk. Sorted by a live field, the walk goes on after the last row where it
  * stands now (see below), so rows whose live value moves against it may be skipped or come twice.

@@ -125,7 +125,7 @@ export class Repository {
    * code as an int), and SQL Server's GUIDs, which it reads back upper-case without braces
    */
   private comparedAsStored = new Set<string>()
-  /** SQLite: text fields on columns without a declared type, which keep a number as a number (STORED_NUMBERS) */
+  /** SQLite: text fields (a text id too) on columns without a declared type, which keep a number as a number (STORED_NUMBERS) */
   private numbersShownAsText: string[] = []
   /** fields an insert must give: the column has no default */
   private required: string[] = []
