@@ -55,16 +55,25 @@ function describeLimit (s: FieldStorage): string | undefined {
 }
 
 /**
- * A body property's schema narrowed to what the column holds. `keptLonger`: an update's body on SQLite,
- * which does not enforce a declared VARCHAR(n), so a row may hold a longer text another program wrote
- * and an edit form sends it back as shown. Its schema takes any length: the column's is checked as the
- * value is written (ResourceStorage), where a value the row already shows is no change (Repository.update).
+ * A body property's schema narrowed to what the column holds. `keptPast`: an update's body on SQLite,
+ * which does not enforce a declared VARCHAR(n), an INT's range or a DECIMAL(p,s)'s, so a row may hold a
+ * longer text or a larger number another program wrote and an edit form sends it back as shown. Its
+ * schema takes any length and the API's own range: the column's are checked as the value is written
+ * (ResourceStorage), where a value the row already shows is no change (Repository.update).
  */
-function bodyProperty (schema: Json, s: FieldStorage, reference: boolean, keptLonger: boolean): Json {
+function bodyProperty (schema: Json, s: FieldStorage, reference: boolean, keptPast: boolean): Json {
   let out = schema
   const info = s.info
   if (info === undefined) return out
   if (!info.nullable) out = withoutNull(out)
+  // a field described as a whole (a station's address, a union with null) takes its notes there: nullable() keeps
+  // that description over its branch's
+  const described = Array.isArray(out.anyOf) && out.description !== undefined
+  const lifted = new Set<string>()
+  const describe = (b: Json, note: string): void => {
+    if (described) lifted.add(note)
+    else b.description = b.description === undefined ? note : `${String(b.description)}; ${note}`
+  }
   out = mapBranches(out, (branch) => {
     const b = { ...branch }
     // the column's length decides, also above the reference schema's (a picking system's varchar(4000)
@@ -72,11 +81,10 @@ function bodyProperty (schema: Json, s: FieldStorage, reference: boolean, keptLo
     // can be sent back as it is. A UTF-8 column counts bytes, checked before writing (ResourceStorage).
     if (b.type === 'string' && (s.category === 'text' || s.category === 'ntext') && info.utf8 !== true && s.map === undefined) {
       if (info.maxLength !== undefined && info.maxLength > 0) {
-        if (!keptLonger) b.maxLength = info.maxLength
+        if (!keptPast) b.maxLength = info.maxLength
         else {
           delete b.maxLength
-          const note = `at most ${info.maxLength} characters (its database column's limit), but a longer text the row already holds may be sent back unchanged`
-          b.description = b.description === undefined ? note : `${String(b.description)}; ${note}`
+          describe(b, `at most ${info.maxLength} characters (its database column's limit), but a longer text the row already holds may be sent back unchanged`)
         }
       }
       // the gateway's own table of an older demo database (TEXT): the API's limits stay
@@ -90,15 +98,18 @@ function bodyProperty (schema: Json, s: FieldStorage, reference: boolean, keptLo
         const max = Number((10 ** (info.precision - scale) - 10 ** -scale).toFixed(scale))
         limit = [-max, max]
       }
-      if (limit !== undefined) {
+      // noted only where the column's range is narrower than the API's own (an address in an INT is not)
+      const narrower = limit !== undefined && (b.minimum === undefined || limit[0] > b.minimum || b.maximum === undefined || limit[1] < b.maximum)
+      const past = narrower && keptPast ? `between ${limit[0]} and ${limit[1]} (its database column's range), but a value past it the row already holds may be sent back unchanged` : undefined
+      if (limit !== undefined && !keptPast) {
         b.minimum = b.minimum === undefined ? limit[0] : Math.max(b.minimum, limit[0])
         b.maximum = b.maximum === undefined ? limit[1] : Math.min(b.maximum, limit[1])
       }
-      const note = describeLimit(s)
-      if (note !== undefined) b.description = b.description === undefined ? note : `${b.description}; ${note}`
+      for (const note of [describeLimit(s), past]) if (note !== undefined) describe(b, note)
     }
     return b
   })
+  if (lifted.size > 0) out = { ...out, description: [out.description, ...lifted].join('; ') }
   // a nullable column takes null: the answer to a GET may show it, and an edit form sends it back
   // (Repository.assertNullKept refuses it for a field the API never leaves empty unless it is unchanged)
   return info.nullable && s.def.id !== true ? nullable(out) : out

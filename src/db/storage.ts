@@ -866,6 +866,11 @@ export class ResourceStorage {
       case 'integer':
       case 'number': {
         const n = this.checkDigits(s, this.checkNumber(s, value as number))
+        // SQLite does not enforce an INT's or SMALLINT's range, so a row may hold a number past it that another program
+        // wrote: an update's body schema leaves the range to this check, which Repository.update passes for a value the row
+        // already shows. Only an API field's value, as the body schemas limited them: not the gateway's own counters
+        // (tokenVersion), time columns, value maps' codes or mapping.defaults, whose numbers SQLite keeps as they are
+        if (this.dialect === 'sqlite' && this.fields[s.field] === s && s.def.internal !== true && s.def.readOnly !== true) this.checkRange(s, value as number)
         // SQLite: a number a legacy program keeps as text is written as text, '12' (bound as a
         // number, SQLite's TEXT affinity would store '12.0'), never in exponent form
         return this.dialect === 'sqlite' && s.category === 'text' && typeof n === 'number' ? plainNumber(n) : n
@@ -949,6 +954,12 @@ export class ResourceStorage {
     throw new InvalidValueError(`'${s.field}' must have at most 15 significant digits, all a JSON number carries exactly (its database column, ${describeType(info)}, would keep another number than the one sent), got ${n}`)
   }
 
+  /** The range of the column's integer type (SQL Server's tinyint, smallint, int, bigint), if it has one. */
+  private checkRange (s: FieldStorage, n: number): void {
+    const range = s.info === undefined ? undefined : INTEGER_RANGES[s.info.type.toLowerCase()]
+    if (range !== undefined && (n < range[0] || n > range[1])) throw new InvalidValueError(`'${s.field}' must be between ${range[0]} and ${range[1]} (its database column's range), got ${n}`)
+  }
+
   private checkNumber (s: FieldStorage, n: number): SqlValue {
     const info = s.info
     if (info === undefined) return n
@@ -958,7 +969,7 @@ export class ResourceStorage {
       if (!Number.isInteger(n)) throw new InvalidValueError(`'${s.field}' must be a whole number (its database column holds no fractions), got ${n}`)
     }
     if (range !== undefined && this.dialect === 'mssql') {
-      if (n < range[0] || n > range[1]) throw new InvalidValueError(`'${s.field}' must be between ${range[0]} and ${range[1]} (its database column's range), got ${n}`)
+      this.checkRange(s, n)
       return n
     }
     // SQLite: an INTEGER column keeps 64 bits, and stores a whole number beyond them as REAL (1e20 as 1.0e+20);

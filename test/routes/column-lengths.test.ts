@@ -1,6 +1,8 @@
 // A picking system's columns decide the text lengths: longer than the reference schema's where
 // declared so, and any length where the column declares none, so a row read can be sent back.
+// On SQLite, which enforces neither lengths nor number ranges, an update takes back what a row holds past them.
 import t from 'tap'
+import type { TableMappingConfig } from '../../schemas/config.js'
 import type { Database } from '../../src/db/types.js'
 import { createTableStatements } from '../../src/db/init.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
@@ -107,6 +109,77 @@ t.test('SQLite: a text longer than its VARCHAR(n) (SQLite keeps what another pro
   t.equal(schema('/api/materials', 'post').materialNumber.maxLength, 10, 'the create body shows the limit')
   t.equal(schema('/api/materials/{id}', 'post').materialNumber.maxLength, undefined, 'the update body takes a longer text the row holds')
   t.match(schema('/api/materials/{id}', 'patch').materialNumber.description, /at most 10 characters \(its database column's limit\), but a longer text the row already holds may be sent back unchanged/)
+})
+
+t.test('SQLite: a number past its SMALLINT, INT or DECIMAL(p,s) (SQLite keeps what another program wrote) is taken back unchanged by an update; another such number is a 400', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only: SQL Server enforces the range' }, async (t) => {
+  const narrow = narrowMaterials('ArtZahl', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', minStock: 'MinB', maxStock: 'MaxB', weight: 'Gew' })
+  const ctx = await build(t, {
+    mapping: {
+      // a Unix time in an INT column and a default past its SMALLINT: SQLite keeps these as they are, no range is checked for them
+      materials: { ...narrow, columns: { ...narrow.columns, modifiedAt: { column: 'Geaendert', format: 'unix-ms' } } as TableMappingConfig['columns'], defaults: { Zone: 40000 } },
+      stations: { table: 'PlatzZahl', columns: { id: 'PlatzID', name: 'Name', description: null, type: null, warehouse: 'Lager', controllerId: null, address: 'Adr', enabled: null, createdAt: null, modifiedAt: 'Geaendert' } }
+    }
+  }, async (db) => {
+    for (const text of [
+      'CREATE TABLE "ArtZahl" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(10) NOT NULL UNIQUE, "Bez" VARCHAR(20) NOT NULL, "MinB" SMALLINT, "MaxB" INT, "Gew" DECIMAL(7,2), "Zone" SMALLINT NOT NULL, "Geaendert" INT)',
+      'INSERT INTO "ArtZahl" VALUES (1, \'A-1\', \'x\', 40000, 3000000000, 123456.78, 1, NULL), (2, \'A-2\', \'y\', 1, NULL, 12345.678, 1, NULL)',
+      'CREATE TABLE "PlatzZahl" ("PlatzID" INTEGER PRIMARY KEY, "Name" VARCHAR(8) NOT NULL UNIQUE, "Lager" TINYINT, "Adr" SMALLINT, "Geaendert" DATETIME)',
+      'INSERT INTO "PlatzZahl" VALUES (1, \'P1\', 300, 40000, NULL)'
+    ]) await db.execute({ text, params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const cases = [
+    { path: '/api/materials/1', form: { minStock: 40000, maxStock: 3000000000, weight: 123456.78 } },
+    // 12345.678 is within decimal(7,2)'s range but has three places, which the schema never limited
+    { path: '/api/materials/2', form: { minStock: 1, maxStock: null, weight: 12345.678 } },
+    { path: '/api/stations/1', form: { warehouse: '300', address: 40000 } }
+  ]
+  for (const { path, form } of cases) {
+    const shown = (await ctx.app.inject({ method: 'GET', url: path, headers })).json()
+    t.match(shown, form, `${path} shows the numbers past the columns`)
+    // before: 400 "body/minStock must be <= 32767", "body/address must be <= 32767", "body/weight must be <= 99999.99"
+    for (const method of ['POST', 'PATCH']) {
+      const back = await ctx.app.inject({ method, url: path, headers, payload: form })
+      t.equal(back.statusCode, 200, `${method} ${path}, the fields as shown: ${back.body}`)
+      t.same(back.json(), shown, 'nothing written: modifiedAt stays')
+    }
+  }
+  const refused = [
+    { path: '/api/materials/1', field: 'minStock', value: 40001, message: "'minStock' must be between -32768 and 32767 (its database column's range), got 40001" },
+    { path: '/api/materials/1', field: 'maxStock', value: 2147483648, message: "'maxStock' must be between -2147483648 and 2147483647 (its database column's range), got 2147483648" },
+    { path: '/api/materials/1', field: 'weight', value: 123456.79, message: "'weight' must be less than 100000 in magnitude (its database column is decimal(7,2)), got 123456.79" },
+    { path: '/api/materials/2', field: 'weight', value: 12345.679, message: "'weight' must have at most 2 decimal places (its database column's scale), got 12345.679" },
+    { path: '/api/stations/1', field: 'address', value: 40001, message: "'address' must be between -32768 and 32767 (its database column's range), got 40001" },
+    // the API's own limits stay in the schema
+    { path: '/api/stations/1', field: 'address', value: 65536, message: 'body/address must be <= 65535' },
+    { path: '/api/materials/1', field: 'weight', value: -1, message: 'body/weight must be >= 0' },
+    { path: '/api/materials/2', field: 'minStock', value: -1, message: 'body/minStock must be >= 0' }
+  ]
+  for (const { path, field, value, message } of refused) {
+    const before = (await ctx.app.inject({ method: 'GET', url: path, headers })).json()
+    const res = await ctx.app.inject({ method: 'PATCH', url: path, headers, payload: { [field]: value } })
+    t.match(res.json(), { statusCode: 400, message }, `${path}: ${field} ${value}`)
+    t.same((await ctx.app.inject({ method: 'GET', url: path, headers })).json(), before, 'nothing written')
+  }
+  // the form with one change within range: written (with the Unix time in the INT column, past its range), the numbers past it stay
+  const edited = await ctx.app.inject({ method: 'POST', url: '/api/materials/1', headers, payload: { minStock: 40000, maxStock: 3000000000, weight: 5 } })
+  t.equal(edited.statusCode, 200, edited.body)
+  t.match(edited.json(), { minStock: 40000, maxStock: 3000000000, weight: 5, modifiedAt: String })
+  const [row] = await ctx.db.query({ text: 'SELECT "Geaendert" AS g FROM "ArtZahl" WHERE "ArtID" = 1', params: [] })
+  t.ok(Number(row.g) > 2147483647, 'modifiedAt as Unix milliseconds, past the INT range, which is no field of a body')
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-3', name: 'z', minStock: 40000 } })
+  t.match(created.json(), { statusCode: 400, message: 'body/minStock must be <= 32767' }, 'a create still takes only what the column does')
+  const plain = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-3', name: 'z', minStock: 1 } })
+  t.equal(plain.statusCode, 201, plain.body)
+  const [zone] = await ctx.db.query({ text: 'SELECT "Zone" AS z FROM "ArtZahl" WHERE "ArtNr" = \'A-3\'', params: [] })
+  t.equal(Number(zone.z), 40000, 'mapping.defaults writes 40000 into its SMALLINT as configured')
+  const doc = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  const schema = (path: string, method: string): Record<string, { minimum?: number, maximum?: number, description?: string }> => doc.paths[path][method].requestBody.content['application/json'].schema.properties
+  t.match(schema('/api/stations', 'post').address, { minimum: 0, maximum: 32767 }, 'the create body shows the column\'s range')
+  t.match(schema('/api/stations/{id}', 'patch').address, { minimum: 0, maximum: 65535, description: /between -32768 and 32767 \(its database column's range\), but a value past it the row already holds may be sent back unchanged/ }, 'the update body keeps the API\'s range')
+  t.match(schema('/api/materials/{id}', 'post').weight, { minimum: 0, description: /decimal\(7,2\).*between -99999\.99 and 99999\.99 \(its database column's range\)/ })
+  t.equal(schema('/api/materials/{id}', 'post').weight.maximum, undefined, 'the update body takes a larger number the row holds')
+  t.equal(schema('/api/materials', 'post').weight.maximum, 99999.99, 'the create body shows the limit')
 })
 
 t.test('SQLite: the reference tables of an older demo database (TEXT columns) keep the API\'s own limits', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
