@@ -109,6 +109,8 @@ export class Repository {
   private readonly uniqueFields: string[]
   /** unique fields whose duplicates the table's index misses: no unique index on the column, padded text on SQLite, caseless text where case counts */
   private selfChecked: string[] = []
+  /** the id column has no unique index of its own (one column of a composite key): rows may share an id, and a page must not end between them */
+  private idShared = false
   private readonly opts: RepositoryOptions
   private readonly noun: string
   /** a driver row in API shape: compiled per resource (see compileMapper), run for every row */
@@ -178,6 +180,7 @@ export class Repository {
 
   private compile (): void {
     const sqlite = this.db.dialect === 'sqlite'
+    this.idShared = this.storage.fields[this.id]?.info?.unique !== true
     this.selfChecked = this.uniqueFields.filter((f) => {
       const s = this.storage.fields[f]
       if (s === undefined || s.absent) return false
@@ -353,6 +356,8 @@ export class Repository {
       ? this.db.queryValues(stmt).then((raw) => this.page(q, raw, this.mapValues))
       : this.db.query(stmt).then((raw) => this.page(q, raw, this.mapRow))
     const [result, total] = await Promise.all([page, q.count ? this.count(q.filters) : undefined])
+    // every row read shares one keyset position (more rows hold the id than the page takes): read on until they end
+    if (result === undefined) return await this.list({ ...q, limit: q.limit * 2 })
     if (total !== undefined) result.total = total
     // SQLite: an id beyond 2^53 that another program stored after the start (wideValues were learned then):
     // this cursor would keep it rounded, so the page is read again with exact integers, and so are all from now on
@@ -366,12 +371,23 @@ export class Repository {
     return result
   }
 
-  /** The page from the rows read (one more than the limit), mapped, with the next page's cursor when there is one. */
-  private page<R extends Row | unknown[]> (q: ListQuery, raw: R[], map: (raw: R) => Row): ListResult {
-    const page = raw.length > q.limit ? raw.slice(0, q.limit) : raw
+  /**
+   * The page from the rows read (one more than the limit), mapped, with the next page's cursor when there is one.
+   * Where rows share an id (idShared) and so the whole keyset position, the next page's cursor would skip those
+   * of them past the page: the page ends before them instead, and is undefined when they fill it all.
+   */
+  private page<R extends Row | unknown[]> (q: ListQuery, raw: R[], map: (raw: R) => Row): ListResult | undefined {
+    let end = Math.min(raw.length, q.limit)
+    let next = raw.length > q.limit ? this.cursorOf(q, raw[end - 1]) : undefined
+    if (next !== undefined && this.idShared && this.cursorOf(q, raw[end]) === next) {
+      while (end > 0 && this.cursorOf(q, raw[end - 1]) === next) end--
+      if (end === 0) return undefined
+      next = this.cursorOf(q, raw[end - 1])
+    }
+    const page = end < raw.length ? raw.slice(0, end) : raw
     const result: ListResult = { rows: page.map((r) => map(r)) }
     if (this.numbersShownAsText.length > 0) this.markStoredNumbers(page, result.rows)
-    if (raw.length > q.limit) result.next = this.cursorOf(q, page[page.length - 1])
+    if (next !== undefined) result.next = next
     return result
   }
 
