@@ -329,6 +329,26 @@ t.test('French, Italian and Swedish names, accents and all', async (t) => {
   t.match(mapped(found.resources.users.mapping)?.columns, { username: 'användarnamn', passwordHash: 'lösenord' })
 })
 
+t.test('Dutch names: artikelcode, a werkplek table with omschrijving, mag_code and H for handmatig', async (t) => {
+  const path = join(dir, 'dutch-stock-items.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE stock_items (mag_code CHAR(3) NOT NULL, artikelcode CHAR(12) NOT NULL, omschrijving VARCHAR(60), eenheid CHAR(3), voorraad DECIMAL(12,3), PRIMARY KEY (mag_code, artikelcode));
+    CREATE TABLE werkplekken (werkplek_nr INTEGER PRIMARY KEY, naam VARCHAR(30), omschrijving VARCHAR(80), soort CHAR(1) NOT NULL, mag_code CHAR(3) NOT NULL, actief CHAR(1));
+    INSERT INTO werkplekken VALUES (1, 'Lift 1', 'Verticale lift', 'L', 'AMS', 'J'), (2, 'Carrousel', NULL, 'C', 'AMS', 'J'), (3, 'Rek 3', NULL, 'P', 'RTM', 'N'), (4, 'Handpost', NULL, 'H', 'RTM', 'J');
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: artikelcode, mag_code and the stations' omschrijving matched no field, and 'H' was a code not placed
+  t.match(mapped(found.resources.materials.mapping)?.columns, { materialNumber: 'artikelcode', name: 'omschrijving', unit: 'eenheid', stockQuantity: 'voorraad' })
+  t.match(mapped(found.resources.stations.mapping)?.columns, {
+    id: 'werkplek_nr', name: 'naam', description: 'omschrijving', warehouse: 'mag_code',
+    type: { column: 'soort', values: { vlm: 'L', carousel: 'C', ptl: 'P', manual: 'H' } }
+  })
+})
+
 t.test('a French operator table: Opérateurs, Identifiant, Mot_de_passe, Dernière_connexion', async (t) => {
   const path = join(dir, 'french-operators.db')
   const raw = new BetterSqlite3(path)
