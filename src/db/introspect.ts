@@ -878,6 +878,11 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
   const essential = unmatched.filter((f) => !canBeAbsent(def, f))
   if (absent.length > 0) notes.push(`no column for ${absent.join(', ')}: mapped to null (always null in the API, not writable); map ${absent.length === 1 ? 'it' : 'them'} by hand if the table has one`)
   if (essential.length > 0) notes.push(`no column for ${essential.join(', ')}: the gateway needs ${essential.length === 1 ? 'it' : 'them'}; map ${essential.length === 1 ? 'it' : 'them'} by hand, or add ${essential.length === 1 ? 'a column' : 'columns'} to the table where it has none`)
+  // no column unique by itself (a composite key: (mag_code, artikelcode)): the natural key's column can still be the id
+  const natural = fields.find((m) => m.field === def.naturalKey)
+  if (essential.includes('id') && natural !== undefined && natural.column.unique !== true) {
+    notes.push(`id: no column is unique by itself; "id": "${natural.column.name}" (the ${natural.field}'s column, as for a table keyed by it) lists every row, while a read, update or delete of an id that several rows hold is a 409 (README, "Day one: mapping"); or add a column unique by itself to the table`)
+  }
   for (const c of unmappedRequired) {
     // bytes take no value of the configuration (start-up refuses them in "defaults"): only the database's own default
     const bytes = holdsBytes(db.dialect, c.type)

@@ -343,6 +343,8 @@ t.test('Dutch names: artikelcode, a werkplek table with omschrijving, mag_code a
   const found = await introspect(db, {})
   // before: artikelcode, mag_code and the stations' omschrijving matched no field, and 'H' was a code not placed
   t.match(mapped(found.resources.materials.mapping)?.columns, { materialNumber: 'artikelcode', name: 'omschrijving', unit: 'eenheid', stockQuantity: 'voorraad' })
+  // before: only "no column for id: … map it by hand", although the README's way for a composite key is the materialNumber's column
+  t.ok(found.resources.materials.notes.some((n) => n.startsWith('id: no column is unique by itself; "id": "artikelcode" (the materialNumber\'s column, as for a table keyed by it) lists every row')), found.resources.materials.notes.join('\n'))
   t.match(mapped(found.resources.stations.mapping)?.columns, {
     id: 'werkplek_nr', name: 'naam', description: 'omschrijving', warehouse: 'mag_code',
     type: { column: 'soort', values: { vlm: 'L', carousel: 'C', ptl: 'P', manual: 'H' } }
