@@ -18,7 +18,7 @@ import { DatabaseUnavailableError, SchemaMismatchError } from './db/errors.js'
 import { formatReport, introspect, mappingConfig } from './db/introspect.js'
 import { idField, isMissingTable, resources, stationInUse, type ResourceName } from './db/resources.js'
 import { Repository, type Id } from './db/repository.js'
-import type { ColumnInfo, Database, Row, TableMapping } from './db/types.js'
+import { isFixedWidthText, type ColumnInfo, type Database, type Row, type TableMapping } from './db/types.js'
 import { EXIT_IOERR, StoppedError, type Stop } from './lifecycle.js'
 import { countLicensed, toUser, UserService } from './users.js'
 import { SSO_MARKER_PREFIX } from './auth/sso.js'
@@ -817,7 +817,7 @@ async function nullIdNotes (db: Database, mappings: Record<ResourceName, TableMa
 
 /**
  * Ids several rows hold, where the id column has no unique index of its own (one column of a composite
- * key: ArtNr of (Mandant, ArtNr)): a read shows one of them, an update or delete of such an id is a 409.
+ * key: ArtNr of (Mandant, ArtNr)): a read, update or delete of such an id is a 409.
  * `columns`: every mapped table's, as inspectStorage read them.
  */
 async function duplicateIdNotes (db: Database, mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): Promise<string[]> {
@@ -834,7 +834,9 @@ async function duplicateIdNotes (db: Database, mappings: Record<ResourceName, Ta
       continue
     }
     if (rows.length === 0) continue
-    const ids = rows.slice(0, 5).map((r) => `${JSON.stringify(r.id)} (${Number(r.n)} rows)`).join(', ')
+    // as the API shows them: a char column's id without its padding ('100200      ' is 100200)
+    const shown = (id: unknown): unknown => isFixedWidthText(info.type) && typeof id === 'string' ? id.trimEnd() : id
+    const ids = rows.slice(0, 5).map((r) => `${JSON.stringify(shown(r.id))} (${Number(r.n)} rows)`).join(', ')
     notes.push(`${name}.id: ${rows.length} id${rows.length === 1 ? ' is' : 's are'} held by more than one row in column '${info.name}', which is not unique by itself (${ids}${rows.length > 5 ? ', …' : ''}): a read, update or delete of such an id is a 409 that shows and changes none of them; map id to a column that is unique by itself (README, "Day one: mapping")`)
   }
   return notes

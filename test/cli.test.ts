@@ -493,10 +493,11 @@ t.test('check-config checks the mapping against the database when it can reach i
   t.equal(await main(['check-config', file], nullIds), 0, nullIds.stderr.join())
   t.match(nullIds.stdout.join('\n'), /Note: stations\.id: 2 rows have no id \(NULL in column 'Code'\): the API does not list them/)
   t.notMatch(nullIds.stdout.join('\n'), /materials\.id: .*no id/, 'an INTEGER PRIMARY KEY holds no NULL')
-  // an id column that is one column of a composite key: the ids two rows hold are named
+  // an id column that is one column of a composite key: the ids two rows hold are named, as the API shows them
+  // (before: a CHAR column's "L-1   " with its padding)
   const composite = openDatabase(url, { logger: { info () {}, warn () {}, error () {} } })
-  await composite.execute({ text: 'CREATE TABLE Lager (Mandant INTEGER NOT NULL, Code VARCHAR(20) NOT NULL, Bez VARCHAR(40), PRIMARY KEY (Mandant, Code))', params: [] })
-  await composite.execute({ text: "INSERT INTO Lager VALUES (1, 'L-1', 'a'), (2, 'L-1', 'b'), (1, 'L-2', 'c')", params: [] })
+  await composite.execute({ text: 'CREATE TABLE Lager (Mandant INTEGER NOT NULL, Code CHAR(6) NOT NULL, Bez VARCHAR(40), PRIMARY KEY (Mandant, Code))', params: [] })
+  await composite.execute({ text: "INSERT INTO Lager VALUES (1, 'L-1   ', 'a'), (2, 'L-1   ', 'b'), (1, 'L-2   ', 'c')", params: [] })
   await composite.close()
   writeFileSync(file, JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', readOnly: true, columns: { ...columns, blocked: { column: 'Gesperrt', values: { true: 'J', false: 'N' } } } }, stations: { table: 'Lager', readOnly: true, columns: { id: 'Code', name: 'Code', description: 'Bez', type: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null } } } }))
   const shared = io({})
