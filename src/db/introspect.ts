@@ -644,7 +644,9 @@ function stationTypeOf (code: StoredCode): string | undefined {
  */
 export function proposeStationTypeMap (category: Category, rows: CodeCount[]): MapProposal {
   if (rows.length > MAX_CODES) return { usable: true, notes: [`more than ${MAX_CODES} distinct values: no value map proposed`] }
-  const codes = codesOf(rows, category === 'integer')
+  // a code is placed regardless of case, so no two types' codes differ only in case and the map matches
+  // regardless of case: 'l' beside 'L' needs no place of its own, as in a flag's map
+  const codes = codesOf(rows, category === 'integer', true)
   if (codes.length === 0) return { usable: true, notes: ['no rows: no value map proposed'] }
   // codes that already are the API's values need no map
   if (codes.every(({ code }) => Object.hasOwn(STATION_TYPES, code))) return { usable: true, notes: [] }

@@ -335,7 +335,8 @@ t.test('Dutch names: artikelcode, a werkplek table with omschrijving, mag_code a
   raw.exec(`
     CREATE TABLE stock_items (mag_code CHAR(3) NOT NULL, artikelcode CHAR(12) NOT NULL, omschrijving VARCHAR(60), eenheid CHAR(3), voorraad DECIMAL(12,3), PRIMARY KEY (mag_code, artikelcode));
     CREATE TABLE werkplekken (werkplek_nr INTEGER PRIMARY KEY, naam VARCHAR(30), omschrijving VARCHAR(80), soort CHAR(1) NOT NULL, mag_code CHAR(3) NOT NULL, actief CHAR(1));
-    INSERT INTO werkplekken VALUES (1, 'Lift 1', 'Verticale lift', 'L', 'AMS', 'J'), (2, 'Carrousel', NULL, 'C', 'AMS', 'J'), (3, 'Rek 3', NULL, 'P', 'RTM', 'N'), (4, 'Handpost', NULL, 'H', 'RTM', 'J');
+    INSERT INTO werkplekken VALUES (1, 'Lift 1', 'Verticale lift', 'L', 'AMS', 'J'), (2, 'Carrousel', NULL, 'C', 'AMS', 'J'), (3, 'Rek 3', NULL, 'P', 'RTM', 'N'), (4, 'Handpost', NULL, 'H', 'RTM', 'J'),
+      (5, 'Lift 2', NULL, 'L', 'EHV', 'J'), (6, 'Lift 3', NULL, 'l', 'EHV', 'j');
   `)
   raw.close()
   const db = openDatabase(`sqlite:${path}`, { logger: silent })
@@ -349,6 +350,8 @@ t.test('Dutch names: artikelcode, a werkplek table with omschrijving, mag_code a
     id: 'werkplek_nr', name: 'naam', description: 'omschrijving', warehouse: 'mag_code',
     type: { column: 'soort', values: { vlm: 'L', carousel: 'C', ptl: 'P', manual: 'H' } }
   })
+  // before: "vlm": ["L", "l"], although the map matches codes regardless of case, as the flag's {"true": "J"} does beside a 'j'
+  t.same(found.resources.stations.fields.find((f) => f.field === 'type')?.values, { vlm: 'L', carousel: 'C', ptl: 'P', manual: 'H' })
 })
 
 t.test('a French operator table: Opérateurs, Identifiant, Mot_de_passe, Dernière_connexion', async (t) => {
