@@ -858,10 +858,12 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
       const values = kept.values?.[field]
       const format = kept.timeFormats?.[field]
       const column = best.columns.find((c) => c.name.toLowerCase() === name.toLowerCase())
-      if ((values === undefined && format === undefined) || column === undefined) continue
       const i = fields.findIndex((m) => m.field === field)
+      // a field the proposal matched no column to keeps the configured one (an id mapped by hand to one column of a composite key)
+      const byHand = i < 0 && unmatched.includes(field)
+      if ((values === undefined && format === undefined && !byHand) || column === undefined) continue
       if (i >= 0 && fields[i].column !== column) continue
-      const match: FieldMatch = { field, column, reason: 'the configured column', values, format, notes: ['value map or format as configured'] }
+      const match: FieldMatch = { field, column, reason: 'the configured column', values, format, notes: values === undefined && format === undefined ? ['as configured'] : ['value map or format as configured'] }
       if (i >= 0) fields[i] = { ...fields[i], values, format, notes: match.notes }
       else {
         fields.push(match)

@@ -346,6 +346,11 @@ t.test('Dutch names: artikelcode, a werkplek table with omschrijving, mag_code a
   t.match(mapped(found.resources.materials.mapping)?.columns, { materialNumber: 'artikelcode', name: 'omschrijving', unit: 'eenheid', stockQuantity: 'voorraad' })
   // before: only "no column for id: … map it by hand", although the README's way for a composite key is the materialNumber's column
   t.ok(found.resources.materials.notes.some((n) => n.startsWith('id: no column is unique by itself; "id": "artikelcode" (the materialNumber\'s column, as for a table keyed by it) lists every row')), found.resources.materials.notes.join('\n'))
+  // run again with the id mapped by hand as the note says: it stays (before: the proposal dropped it, and pasted over the old one it stopped the start)
+  const configured = { ...mapped(found.resources.materials.mapping)!, columns: { ...mapped(found.resources.materials.mapping)!.columns, id: 'artikelcode' }, defaults: { mag_code: 'AMS' } }
+  const again = await introspect(db, { materials: normalizeMapping(configured) })
+  t.match(mapped(again.resources.materials.mapping)?.columns, { id: 'artikelcode', materialNumber: 'artikelcode' })
+  t.notMatch(again.resources.materials.notes.join('\n'), /no column for id|id: no column is unique/)
   t.match(mapped(found.resources.stations.mapping)?.columns, {
     id: 'werkplek_nr', name: 'naam', description: 'omschrijving', warehouse: 'mag_code',
     type: { column: 'soort', values: { vlm: 'L', carousel: 'C', ptl: 'P', manual: 'H' } }
