@@ -199,9 +199,19 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
     start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds, known) > 0)
     if (start < 0) start = keyed.length
   }
-  const slice = keyed.slice(start, start + query.limit)
+  let end = Math.min(start + query.limit, keyed.length)
+  // rows that share an id (one column of a composite key) share every key, and the next page would begin after
+  // all of them: the page ends before them instead, or holds them all where they fill it (as the database's list)
+  const tied = (i: number): boolean => compareKeys(keyed[i].keys, keyed[end].keys, query.sort, kinds, known) === 0
+  if (!q.liveSort && start < end && end < keyed.length && tied(end - 1)) {
+    let cut = end - 1
+    while (cut > start && tied(cut - 1)) cut--
+    if (cut > start) end = cut
+    else while (end < keyed.length && tied(end - 1)) end++
+  }
+  const slice = keyed.slice(start, end)
   const result: LivePage = { rows: slice.map((r) => r.row) }
   if (query.count) result.total = keyed.length
-  if (start + query.limit < keyed.length) result.next = encodeKeys(query.sort, slice[slice.length - 1].keys)
+  if (end < keyed.length) result.next = encodeKeys(query.sort, slice[slice.length - 1].keys)
   return result
 }

@@ -125,6 +125,27 @@ t.test('paging: offset, count after the live filters, and a cursor that walks ev
   t.same(p2.rows.map((r) => r.id), [3, 5], 'a row inserted before the cursor and one deleted before it shift nothing')
 })
 
+t.test('paging by stored fields where rows share an id (one column of a composite key, Nr of (Mandant, Nr)): a walk returns every row', async (t) => {
+  const shared: Row[] = [
+    { id: 1, name: 'L-1', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 1, name: 'L-1', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 2, name: 'L-2', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 1, name: 'L-1', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 3, name: 'L-3', connected: false, status: 'offline', lastSeenAt: null }
+  ]
+  // before: a page that ended at the first L-1 carried its keys, and the next began after every L-1
+  for (const [sort, limit] of [['id', '1'], ['id', '2'], ['-name', '3'], ['name', '4']]) {
+    const walked: number[] = []
+    let cursor: string | undefined
+    do {
+      const p = page({ sort, connected: 'false', limit, ...(cursor !== undefined && { cursor }) }, shared)
+      walked.push(...p.rows.map((r) => r.id as number))
+      cursor = p.next
+    } while (cursor !== undefined)
+    t.same(walked.sort(), [1, 1, 1, 2, 3], `sort=${sort}&limit=${limit}`)
+  }
+})
+
 t.test('paging by a live field that moves for every station of a controller at once (each frame sets its lastSeenAt): every station once, and the walk ends', async (t) => {
   const at = (s: number): string => new Date(Date.UTC(2026, 0, 1, 10, 0, s)).toISOString()
   /** the stations of one controller as a read n seconds later sees them: all seen again meanwhile */
