@@ -448,12 +448,7 @@ export class SsoProvider {
     const usable = (v: unknown): v is string => typeof v === 'string' && v.trim() !== ''
     const from = names.find((name) => usable(claimAt(claims, name)))
     const found = from === undefined ? undefined : claimAt(claims, from) as string
-    // An address the provider says it has not verified (a self-service sign-up at Keycloak or Auth0) may be
-    // anyone's: no new row is named after it, and it cannot claim the name of an existing one either.
-    // Only what the token says: an email claim without email_verified is as before. But Entra ID's: it has no
-    // email_verified, and its email is an attribute that need not be the person's; xms_edov: true alone vouches for it.
-    const unverifiedAtEntra = from === 'email' && this.entra && claims.xms_edov !== true && claims.xms_edov !== 'true'
-    const unverified = unverifiedAtEntra || (from === 'email' && (claims.email_verified === false || claims.email_verified === 'false'))
+    const unverified = from === 'email' ? this.unverifiedEmail(claims) : undefined
     // its length is the user table's column's to judge: the rows cut it to fit (users.ts)
     const name = typeof claims.name === 'string' ? claims.name : null
     return {
@@ -461,14 +456,25 @@ export class SsoProvider {
       type,
       username: found === undefined
         ? { problem: `The token has none of the claims ${quoted(names)} to take the username from` }
-        : unverifiedAtEntra
-          ? { problem: "The username would be the token's 'email' claim, which Entra ID does not verify unless the token says xms_edov: true (its optional claim 'email domain owner verified'): anyone may have entered that address, so it names no user here. Add the optional claim xms_edov to the app registration's tokens, or map another claim to the username (auth.sso usernameClaim)" }
-          : unverified
-            ? { problem: "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim)" }
-          : { name: storedUsername(found) },
+        : unverified !== undefined ? { problem: unverified } : { name: storedUsername(found) },
       displayName: name,
       ...(typeof claims.iat === 'number' && { issuedAt: claims.iat * 1000 })
     }
+  }
+
+  /**
+   * Why the token's `email` may not name a user, or undefined where it may. An address the provider says it has
+   * not verified (a self-service sign-up at Keycloak or Auth0) may be anyone's: no new row is named after it, and it
+   * cannot claim the name of an existing one either. Only what the token says: an email claim without
+   * email_verified is as before. But Entra ID's: it has no email_verified, and its email is an attribute that need
+   * not be the person's; xms_edov: true alone vouches for it.
+   */
+  private unverifiedEmail (claims: JWTPayload): string | undefined {
+    if (this.entra && claims.xms_edov !== true && claims.xms_edov !== 'true') {
+      return "The username would be the token's 'email' claim, which Entra ID does not verify unless the token says xms_edov: true (its optional claim 'email domain owner verified'): anyone may have entered that address, so it names no user here. Add the optional claim xms_edov to the app registration's tokens, or map another claim to the username (auth.sso usernameClaim)"
+    }
+    if (claims.email_verified !== false && claims.email_verified !== 'false') return undefined
+    return "The username would be the token's 'email' claim, which the identity provider has not verified (email_verified: false): anyone may have entered that address, so it names no user here. Have the provider verify it, or map another claim to the username (auth.sso usernameClaim)"
   }
 }
 
