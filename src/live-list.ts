@@ -57,7 +57,7 @@ export function parseLiveListQuery (raw: QueryString, def: ResourceDef, live: Re
 
 /** The query the database runs for a live list: stored filters only, every match up to the cap (by id). */
 export function storedQuery (q: LiveListQuery, idField = 'id'): ListQuery {
-  return { limit: LIVE_LIST_CAP, sort: [{ field: idField, desc: false }], count: false, filters: q.stored }
+  return { limit: LIVE_LIST_CAP, sort: [{ field: idField, desc: false }], count: false, filters: q.stored, storedNumbers: true }
 }
 
 export function tooManyRows (noun: string, liveFields: string[]): BadQueryError {

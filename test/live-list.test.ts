@@ -33,7 +33,7 @@ t.test('which requests need memory', async (t) => {
   t.equal(q.inMemory, true)
   t.same(q.stored, [{ field: 'name', op: 'like', values: ['%A%'] }])
   t.same(q.live, [{ field: 'status', op: 'or', values: ['idle', 'busy'] }])
-  t.same(storedQuery(q), { limit: LIVE_LIST_CAP, sort: [{ field: 'id', desc: false }], count: false, filters: q.stored }, 'the database reads every stored match, by id, up to the cap')
+  t.same(storedQuery(q), { limit: LIVE_LIST_CAP, sort: [{ field: 'id', desc: false }], count: false, filters: q.stored, storedNumbers: true }, 'the database reads every stored match, by id, up to the cap, its rows marked with the numbers untyped text columns hold')
   t.equal(parseLiveListQuery({ sort: '-lastSeenAt' }, stations, LIVE).inMemory, true, 'a live sort key alone')
   t.throws(() => parseLiveListQuery({ status: '[like]id' }, stations, LIVE), { name: 'BadQueryError', message: "Filter 'status': [like] does not work on a live field; use [or] with the values" })
   t.throws(() => parseLiveListQuery({ connected: 'maybe' }, stations, LIVE), { message: "Invalid value for 'connected': expected true or false, got 'maybe'" })

@@ -48,6 +48,8 @@ export interface ListQuery {
   cursor?: string
   /** keyset position: the previous page's last row's stored value of every sort key */
   after?: SqlValue[]
+  /** SQLite: mark the numbers a text field's untyped column holds on the listed rows (STORED_NUMBERS), for a list sorted in memory */
+  storedNumbers?: boolean
 }
 
 export type QueryString = Record<string, string | string[] | undefined>

@@ -94,7 +94,7 @@ export function compileMapper<R extends Row | unknown[]> (readers: Array<[field:
 /**
  * On a listed row (SQLite): the text fields whose column has no declared type and holds a number there
  * (12, shown as '12'), with that number. SQLite's ORDER BY puts numbers before all text, which the
- * station list sorted in memory follows by it (live-list.ts).
+ * station list sorted in memory follows by it (live-list.ts); set only where its query asks (ListQuery.storedNumbers).
  */
 export const STORED_NUMBERS = Symbol('stored numbers')
 
@@ -128,7 +128,7 @@ export class Repository {
    */
   private comparedAsStored = new Set<string>()
   /** SQLite: text fields (a text id too) on columns without a declared type, which keep a number as a number (STORED_NUMBERS) */
-  private numbersShownAsText: string[] = []
+  private numbersShownAsText: Array<{ field: string, index: number }> = []
   /** fields an insert must give: the column has no default */
   private required: string[] = []
   /** SQLite: a trigger may change the row after its insert, which RETURNING does not show; the create reads it back */
@@ -197,7 +197,7 @@ export class Repository {
     this.stamps = (['createdAt', 'modifiedAt'] as const).filter((f) => this.has(f))
     this.comparedAsStored = new Set(Object.values(this.storage.fields)
       .filter((s) => !s.absent && s.def.kind === 'string' && (['integer', 'decimal', 'float'].includes(s.category) || (s.guid && !sqlite))).map((s) => s.field))
-    this.numbersShownAsText = Object.values(this.storage.fields).filter((s) => !s.absent && this.sql.keepsNumbers(s)).map((s) => s.field)
+    this.numbersShownAsText = Object.values(this.storage.fields).filter((s) => !s.absent && this.sql.keepsNumbers(s)).map((s) => ({ field: s.field, index: this.selectIndex.get(s.field)! }))
     this.required = Object.values(this.storage.fields).filter((s) => s.required).map((s) => s.field)
     this.readBack = sqlite && this.storage.columns?.some((c) => c.changedAfterInsert === true) === true
     this.atomicCreate = sqlite && this.storage.columns?.some((c) => c.failKeepsChanges === true) === true
@@ -386,7 +386,7 @@ export class Repository {
     }
     const page = end < raw.length ? raw.slice(0, end) : raw
     const result: ListResult = { rows: page.map((r) => map(r)) }
-    if (this.numbersShownAsText.length > 0) this.markStoredNumbers(page, result.rows)
+    if (q.storedNumbers === true && this.numbersShownAsText.length > 0) this.markStoredNumbers(page, result.rows)
     if (next !== undefined) result.next = next
     return result
   }
@@ -394,8 +394,8 @@ export class Repository {
   /** Sets STORED_NUMBERS on the mapped rows that hold a number in a text field's untyped column. */
   private markStoredNumbers (raw: Array<Row | unknown[]>, rows: Row[]): void {
     raw.forEach((r, i) => {
-      for (const field of this.numbersShownAsText) {
-        const v = Array.isArray(r) ? r[this.selectIndex.get(field)!] : r[field]
+      for (const { field, index } of this.numbersShownAsText) {
+        const v = Array.isArray(r) ? r[index] : r[field]
         if (typeof v !== 'number' && typeof v !== 'bigint') continue
         const row = rows[i] as Row & { [STORED_NUMBERS]?: Record<string, number> }
         ;(row[STORED_NUMBERS] ??= {})[field] = Number(v)
