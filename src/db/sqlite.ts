@@ -256,6 +256,8 @@ class SqliteDatabase implements Database {
   private held = false
   /** calls waiting for their turn, first come first served */
   private readonly turns: Array<() => void> = []
+  /** calls waiting out another process's lock (atTurn), in the order they met it */
+  private readonly lockWaiters: object[] = []
   /** set while calls are refused (the database closed, or its file gone): the error they get */
   private refused: DatabaseUnavailableError | undefined
   private closed = false
@@ -396,16 +398,28 @@ class SqliteDatabase implements Database {
    */
   private async atTurn<T> (attempt: () => T, failure?: unknown, once = false): Promise<T> {
     let backoff: Backoff | undefined
-    for (;;) {
-      if (failure !== undefined && once) throw failure
-      if (failure !== undefined) await this.pause(failure, backoff ??= { deadline: 0, step: 0 })
-      await this.turn()
-      try {
-        return attempt()
-      } catch (err) {
-        this.release()
-        failure = err
+    // its place among the calls waiting out another process's lock: they try again in the order they met it,
+    // so that a lock released between two of their timers does not let a later one run first
+    let waiting: object | undefined
+    try {
+      for (;;) {
+        if (failure !== undefined && once) throw failure
+        if (failure !== undefined) {
+          if (waiting === undefined && isBusy(failure)) this.lockWaiters.push(waiting = {})
+          await this.pause(failure, backoff ??= { deadline: 0, step: 0 })
+          // an earlier call still waits for the lock: it tries first
+          if (waiting !== undefined && this.lockWaiters[0] !== waiting) continue
+        }
+        await this.turn()
+        try {
+          return attempt()
+        } catch (err) {
+          this.release()
+          failure = err
+        }
       }
+    } finally {
+      if (waiting !== undefined) this.lockWaiters.splice(this.lockWaiters.indexOf(waiting), 1)
     }
   }
 
