@@ -20,7 +20,10 @@ export const ColumnMappingConfig = Type.Object({
   /** API value -> stored code (or codes; the first is written), e.g. {"vlm": "V", "true": "J"} */
   values: Type.Optional(Type.Record(Type.String(), Type.Union([StoredCode, Type.Array(StoredCode, { minItems: 1 })]), { minProperties: 1 })),
   timeZone: Type.Optional(TimeZoneName),
-  /** a date-time field kept in a number or text column: Unix time, or the digits of a date (and time) */
+  /**
+   * a date-time field kept in a number or text column: Unix time, or the digits of a date (and time); on SQLite
+   * also Julian days, or 'yyyy-mm-dd hh:mm:ss' (its time text, written in whole seconds as CURRENT_TIMESTAMP does)
+   */
   format: Type.Optional(Type.Union(TIME_FORMATS.map((f) => Type.Literal(f)))),
   /**
    * SQLite, a CHAR(n)/NCHAR(n) column: write its values padded with blanks to n characters (true), as

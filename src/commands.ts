@@ -746,7 +746,8 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       // a column mapped with a format keeps its time as a number on purpose, and is compared as one; but values
       // the reads take for no time in it (20240230, 20241301, text that is no number) show as null, while filters compare them as numbers
       const format = mapping.timeFormats?.[field]
-      if (format !== undefined) {
+      // 'yyyy-mm-dd hh:mm:ss' is read as a column without a format is: the same rows are no time to its filters
+      if (format !== undefined && format !== 'yyyy-mm-dd hh:mm:ss') {
         if (format === 'julianday') continue
         // not the legacy "no date" of a digit format (0, blanks), which emptyModifiedNotes counts with NULL
         const noDate = format === 'yyyymmdd' || format === 'yyyymmddhhmmss' ? ` AND trim(${c}) NOT IN ('', '0', '00000000', '00000000000000')` : ''
@@ -764,8 +765,11 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const unreadable = `(typeof(${c}) = 'text' AND NOT ${digits} AND (strftime('%Y-%m-%dT%H:%M:%fZ', ${c}) IS NULL OR ${digitText}))`
       // a number shaped as date digits that is no real date (20240230120000): shown as null, not as Unix time, and no filter finds it
       const broken = `broken_compact_time(${c}) = 1`
+      // text of whole seconds, as CURRENT_TIMESTAMP writes it ('2026-11-28 03:29:26'), where the gateway writes milliseconds
+      const seconds = `(typeof(${c}) = 'text' AND ${c} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]')`
       const [row] = await db.query({
         text: `SELECT SUM(CASE WHEN (typeof(${c}) IN ('integer', 'real') AND NOT (${c} >= 1721425.5 AND ${c} < 5373484.5) AND NOT ${broken}) OR ${digits} THEN 1 ELSE 0 END) AS n, ` +
+          `SUM(CASE WHEN ${seconds} THEN 1 ELSE 0 END) AS s, COUNT(${c}) AS "held", ` +
           `SUM(CASE WHEN ${unreadable} THEN 1 ELSE 0 END) AS u, MAX(CASE WHEN ${unreadable} THEN ${c} END) AS example, ` +
           `SUM(CASE WHEN ${broken} THEN 1 ELSE 0 END) AS b, MIN(CASE WHEN ${broken} THEN ${c} END) AS "brokenExample" FROM ${d.table(mapping)}`,
         params: []
@@ -780,6 +784,9 @@ async function numericTimeNotes (db: Database, mappings: Record<ResourceName, Ta
       const formattable = info !== undefined && !sqliteUntyped(info.type.toLowerCase())
       const remedy = formattable ? 'where the column holds nothing else, map it with "format": "unix" (or the format its digits show); otherwise ' : ''
       if (n > 0) notes.push(`${name}.${field}: ${n} row${n === 1 ? ' holds its' : 's hold their'} time as a number or as digits (Unix time, YYYYMMDD): the API shows it, but modifiedSince, the other time filters and sorting by it do not see it; ${remedy}have the picking system write ISO 8601 text, or convert the column once (README, "Values the declared type does not bind")`)
+      // every time the column holds is in the picking system's form, where the gateway would write its milliseconds
+      const s = Number(row?.s ?? 0)
+      if (format === undefined && s > 0 && s === Number(row?.held ?? 0)) notes.push(`${name}.${field}: column '${column}' holds ${s === 1 ? 'its time' : `all ${s} of its times`} as text of whole seconds, 'YYYY-MM-DD HH:MM:SS' (as SQLite's CURRENT_TIMESTAMP writes them), where the gateway writes milliseconds ('2026-11-28 03:29:26.262'); if a program of the picking system reads that form alone, map the field with "format": "yyyy-mm-dd hh:mm:ss" (README, "Day one: mapping the gateway onto the picking system's tables")`)
     }
   }
   return notes

@@ -369,6 +369,27 @@ t.test('check-config: the note on Unix times in a SQLite time column advises "fo
   t.equal(await main(['check-config', file], io({})), 78)
 })
 
+t.test('check-config: a SQLite time column whose times are all text of whole seconds (CURRENT_TIMESTAMP), mapped without a format, is noted with the format that keeps that form', async (t) => {
+  const { dir, url } = await legacyDatabase(t, `
+    CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, Angelegt TEXT DEFAULT CURRENT_TIMESTAMP, Aend DATETIME);
+    INSERT INTO Artikel VALUES (1, 'A-1', 'a', '2024-04-02 10:00:00', '2024-04-02 10:00:00'), (2, 'A-2', 'b', '2024-04-02 10:00:01', '2024-04-02 10:00:01.250'), (3, 'A-3', 'c', NULL, NULL);
+  `)
+  const file = join(dir, 'seconds.json')
+  const base = { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', description: null, unit: null, barcode: null, minStock: null, maxStock: null, weight: null, blocked: null, blockReason: null, stockQuantity: null }
+  const config = (columns: object): string => JSON.stringify({ database: { url }, auth: { jwtSecret: SECRET }, mapping: { materials: { table: 'Artikel', columns: { ...base, ...columns } } } })
+  writeFileSync(file, config({ createdAt: 'Angelegt', modifiedAt: 'Aend' }))
+  const noted = io({})
+  t.equal(await main(['check-config', file], noted), 0, noted.stderr.join('\n'))
+  const text = noted.stdout.join('\n')
+  t.match(text, /Note: materials\.createdAt: column 'Angelegt' holds all 2 of its times as text of whole seconds, 'YYYY-MM-DD HH:MM:SS' \(as SQLite's CURRENT_TIMESTAMP writes them\), where the gateway writes milliseconds \('2026-11-28 03:29:26\.262'\); if a program of the picking system reads that form alone, map the field with "format": "yyyy-mm-dd hh:mm:ss"/)
+  t.notMatch(text, /materials\.modifiedAt: [^\n]*whole seconds/, 'a value with milliseconds among them: no note')
+  // the advice followed: no note, and serve's check passes
+  writeFileSync(file, config({ createdAt: { column: 'Angelegt', format: 'yyyy-mm-dd hh:mm:ss' }, modifiedAt: 'Aend' }))
+  const followed = io({})
+  t.equal(await main(['check-config', file], followed), 0, followed.stderr.join('\n'))
+  t.notMatch(followed.stdout.join('\n'), /whole seconds/)
+})
+
 t.test('check-config counts the rows whose modifiedAt a digit format reads as no date (0, blanks), which no modifiedSince finds, as it counts NULL', async (t) => {
   const { dir, url } = await legacyDatabase(t, `
     CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(40) NOT NULL, Bez VARCHAR(80) NOT NULL, AendDat INTEGER NOT NULL DEFAULT 0, ErfDat CHAR(8));

@@ -412,8 +412,12 @@ const FORMAT_NAMES: Record<TimeFormat, string> = {
   'unix-ms': 'Unix time in milliseconds',
   yyyymmdd: 'dates as YYYYMMDD',
   yyyymmddhhmmss: 'times as YYYYMMDDhhmmss',
-  julianday: 'Julian days, as SQLite\'s julianday() returns them'
+  julianday: 'Julian days, as SQLite\'s julianday() returns them',
+  'yyyy-mm-dd hh:mm:ss': 'times as YYYY-MM-DD HH:MM:SS text in whole seconds, as SQLite\'s CURRENT_TIMESTAMP writes them'
 }
+
+/** SQLite's CURRENT_TIMESTAMP: text of a time in whole seconds, 'YYYY-MM-DD HH:MM:SS' (format 'yyyy-mm-dd hh:mm:ss'). */
+const SECONDS_TEXT = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
 
 /** How many of a time column's most frequent values its format is guessed from. */
 export const TIME_SAMPLE = 1000
@@ -447,10 +451,17 @@ function timeKind (s: string, text: boolean, julian: boolean): TimeFormat | 'oth
  * the one kind (Unix seconds from 1973 to 2286, milliseconds from 1973, calendar dates as digits)
  * that at least 90% of the rows holding a date show (NULL, 0 and blanks, a legacy "no date", do not
  * count); none when they show none or are mixed. Text columns hold digits only. The rows the format
- * does not fit are returned, so that they can be named: they read as null under it.
+ * does not fit are returned, so that they can be named: they read as null under it. On SQLite (`julian`),
+ * a column whose values are all text of whole seconds ('2026-11-28 03:29:26') keeps that form ('yyyy-mm-dd hh:mm:ss').
  */
 export function timeFormatOf (category: Category, values: CodeCount[], julian = false): TimeFormatGuess {
   const text = category === 'text' || category === 'ntext'
+  // SQLite (julian): every value is text of whole seconds, as the picking system's CURRENT_TIMESTAMP writes them;
+  // such a column reads without a format too, but the gateway's milliseconds may be refused by a program that parses this form
+  const held = values.filter((v) => v.value !== null && v.value !== undefined)
+  if (julian && held.length > 0 && held.every((v) => typeof v.value === 'string' && SECONDS_TEXT.test(v.value))) {
+    return { format: 'yyyy-mm-dd hh:mm:ss', rows: held.reduce((sum, v) => sum + v.count, 0), misfits: [] }
+  }
   const kinds = new Map<TimeFormat | 'other', number>()
   const classified: Array<{ value: CodeCount, kind: TimeFormat | 'other' }> = []
   let rows = 0

@@ -79,6 +79,12 @@ export interface FieldStorage {
    * sorting take the way of SQLite's text times (timeFormat stays undefined); only a write differs
    */
   readonly julianDays: boolean
+  /**
+   * SQLite: a date-time field written as whole seconds, 'YYYY-MM-DD HH:MM:SS' (format 'yyyy-mm-dd hh:mm:ss'), the
+   * form CURRENT_TIMESTAMP writes, which a legacy program may parse alone. Reads, filters and sorting take any
+   * text SQLite's strftime reads, as without a format (old rows with milliseconds too); only a write differs
+   */
+  readonly wholeSeconds: boolean
   /** T-SQL type text of parameters compared with or written to this column (SQL Server only) */
   readonly paramType: string | undefined
 }
@@ -212,7 +218,7 @@ function mssqlParamType (info: ColumnInfo | undefined, category: Category): stri
 }
 
 /** How finely each time format keeps time, in ms (as resolutionMs). */
-const FORMAT_RESOLUTION: Record<TimeFormat, number> = { unix: 1000, 'unix-ms': 1, yyyymmdd: 86400000, yyyymmddhhmmss: 1000, julianday: 1 }
+const FORMAT_RESOLUTION: Record<TimeFormat, number> = { unix: 1000, 'unix-ms': 1, yyyymmdd: 86400000, yyyymmddhhmmss: 1000, julianday: 1, 'yyyy-mm-dd hh:mm:ss': 1000 }
 
 function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, format: TimeFormat | undefined): number {
   if (format !== undefined) return FORMAT_RESOLUTION[format]
@@ -370,6 +376,7 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     resolutionMs: 1,
     timeFormat: undefined,
     julianDays: false,
+    wholeSeconds: false,
     paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
   }
 }
@@ -462,13 +469,14 @@ export class ResourceStorage {
         absent,
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
         showsNull: f.id !== true && (info === undefined || info.nullable || (dialect === 'sqlite' && values === undefined && f.kind !== 'string') ||
-          (f.kind === 'datetime' && values === undefined && timeMayReadNull(format, isOffset ? undefined : zone))),
+          (f.kind === 'datetime' && values === undefined && timeMayReadNull(format === 'yyyy-mm-dd hh:mm:ss' ? undefined : format, isOffset ? undefined : zone))),
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
         timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
         resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info, format) : 1,
-        timeFormat: format === 'julianday' ? undefined : format,
+        timeFormat: format === 'julianday' || format === 'yyyy-mm-dd hh:mm:ss' ? undefined : format,
         julianDays: format === 'julianday',
+        wholeSeconds: format === 'yyyy-mm-dd hh:mm:ss',
         padsTo: padWidth(dialect, info, mapping.pads?.[field])
       })
     }
@@ -1006,6 +1014,8 @@ export class ResourceStorage {
     const stored = s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
     // format julianday: the number SQLite's julianday() would give, in the column's zone
     if (s.julianDays) return this.checkNumber(s, julianDayOf(stored.getTime()))
+    // format 'yyyy-mm-dd hh:mm:ss': the whole second, rounded down as the other formats are
+    if (s.wholeSeconds) return stored.toISOString().slice(0, 19).replace('T', ' ')
     // SQLite keeps text: local time and a picking system's UTC columns as its CURRENT_TIMESTAMP and
     // other programs write them, '2026-11-26 04:30:01.111'; the gateway's reference tables ISO 8601
     // with Z, as their defaults write (the driver's text for a Date). Filters compare either through strftime.
@@ -1068,7 +1078,8 @@ export class ResourceStorage {
     const range = this.timeRange(s)
     if (range !== undefined && wall < range[0]) return new Date(range[0])
     if (range !== undefined && wall > range[1]) return undefined
-    const r = s.resolutionMs
+    // format 'yyyy-mm-dd hh:mm:ss' writes whole seconds, but the rows written before it may hold milliseconds
+    const r = s.wholeSeconds ? 1 : s.resolutionMs
     if (r > 1) {
       const up = Math.ceil(wall / r) * r
       return range !== undefined && up > range[1] ? undefined : new Date(up)
@@ -1171,7 +1182,7 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     if (def.name === 'users' && s.field === 'passwordHash' && s.info.maxLength !== undefined && s.info.maxLength > 0 && s.info.maxLength < hashLength) {
       problems.push(`${where}.passwordHash: ${col} holds at most ${s.info.maxLength} characters, but the argon2id hashes the gateway stores (auth.argon2) take ${hashLength}: every password it sets (user add, user passwd, the API, db init's admin) would be refused. Map a column of at least ${hashLength} characters (255 leaves room), a column of the gateway's own where the picking system's login keeps its own hashes in this one`)
     }
-    const formatted = s.julianDays ? julianDaysProblem(storage.dialect, c) : s.timeFormat === undefined ? undefined : formatProblem(storage.dialect, s, s.timeFormat)
+    const formatted = s.julianDays ? julianDaysProblem(storage.dialect, c) : s.wholeSeconds ? wholeSecondsProblem(storage.dialect, s.info) : s.timeFormat === undefined ? undefined : formatProblem(storage.dialect, s, s.timeFormat)
     if (formatted !== undefined) problems.push(`${where}.${s.field}: ${col} ${formatted}`)
     const pad = mapping.pads?.[s.field]
     // padding is for fixed-width text; SQL Server pads a char column by itself, so it cannot keep a value unpadded
@@ -1181,7 +1192,8 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
       problems.push(`mapping.${def.name}.columns.${s.field}.pad: SQL Server pads a ${s.info.type} column's values to its width by itself; remove "pad": false`)
     }
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
-    const fits = s.timeFormat !== undefined || s.julianDays || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
+    // format 'yyyy-mm-dd hh:mm:ss' is text in a column that takes a time without a format (SQL Server refuses it above)
+    const fits = s.timeFormat !== undefined || s.julianDays || (s.wholeSeconds && storage.dialect === 'mssql') || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
     if (!fits) {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
@@ -1189,7 +1201,7 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
         : k === 'string' && c === 'other' && storage.dialect === 'sqlite'
           ? `${where}.${s.field}: ${col} cannot hold a string: SQLite gives a column of the declared type '${s.info.type.toUpperCase()}' NUMERIC affinity, which stores text that looks like a number ('0123', '1e3') as that number; only a type naming CHAR, CLOB or TEXT, or none, keeps text as written. Map the field to another column, or to null`
           : `${where}.${s.field}: ${col} cannot hold ${k === 'integer' ? 'an integer' : `a ${k}`}${idHint(s.def) ?? (k !== 'datetime' && (c === 'text' || c === 'ntext' || c === 'integer') ? '; a value map may translate its codes' : '')}` +
-          (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds ${storage.dialect === 'sqlite' ? 'Unix time, a date as digits or Julian days' : 'Unix time or a date as digits'}, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).filter((f) => storage.dialect === 'sqlite' || f !== 'julianday').join(', ')})` : '') +
+          (k === 'datetime' && ['integer', 'decimal', 'float', 'text', 'ntext'].includes(c) ? `; if it holds ${storage.dialect === 'sqlite' ? 'Unix time, a date as digits or Julian days' : 'Unix time or a date as digits'}, map it as {"column": "${s.column}", "format": "unix"} (or ${TIME_FORMATS.slice(1).filter((f) => f !== 'yyyy-mm-dd hh:mm:ss' && (storage.dialect === 'sqlite' || f !== 'julianday')).join(', ')})` : '') +
           (c === 'other' && storage.dialect === 'mssql' ? unsupportedType(s.info.type, k) : ''))
     }
     // a field of named values (stations.type, users.type) in a number column holds codes: without a map
@@ -1327,6 +1339,17 @@ function julianDaysProblem (dialect: DialectName, c: Category): string | undefin
   if (dialect === 'mssql') return 'cannot take the format julianday, which is SQLite\'s julianday() number; on SQL Server map a time column without a format, or Unix time with "format": "unix"'
   if (c === 'float' || c === 'time') return undefined
   return 'cannot hold Julian days (format julianday): they are numbers with a fraction (the time of day), which need a REAL column'
+}
+
+/**
+ * Why a column cannot keep a date-time field as 'YYYY-MM-DD HH:MM:SS' text (format 'yyyy-mm-dd hh:mm:ss'); undefined
+ * when it can: SQLite only, where reads, filters and sorting take such text as any text its strftime reads. SQL Server
+ * keeps times in time types, which compare as times; text there would need a conversion in every filter and sort.
+ */
+function wholeSecondsProblem (dialect: DialectName, info: ColumnInfo): string | undefined {
+  if (dialect === 'mssql') return 'cannot take the format yyyy-mm-dd hh:mm:ss, which is SQLite\'s text of whole seconds; on SQL Server map a column of a time type (datetime2(0) keeps whole seconds) without a format'
+  if (info.maxLength !== undefined && info.maxLength > 0 && info.maxLength < 19) return 'is too short for 19 characters (yyyy-mm-dd hh:mm:ss)'
+  return undefined
 }
 
 /** Why a column cannot keep a date-time field in the given format; undefined when it can. */

@@ -44,11 +44,12 @@ export interface ResourceDef {
 /**
  * How a number or text column keeps a date-time field (legacy programs): Unix time in seconds or
  * milliseconds (an instant), or the digits of a wall-clock date (YYYYMMDD) or date and time
- * (YYYYMMDDhhmmss) in the column's zone.
+ * (YYYYMMDDhhmmss) in the column's zone. SQLite also: Julian days, and 'yyyy-mm-dd hh:mm:ss', the
+ * whole seconds of its CURRENT_TIMESTAMP as text, which a legacy program may parse in that form alone.
  */
-export type TimeFormat = 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss' | 'julianday'
+export type TimeFormat = 'unix' | 'unix-ms' | 'yyyymmdd' | 'yyyymmddhhmmss' | 'julianday' | 'yyyy-mm-dd hh:mm:ss'
 
-export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd', 'yyyymmddhhmmss', 'julianday']
+export const TIME_FORMATS: readonly TimeFormat[] = ['unix', 'unix-ms', 'yyyymmdd', 'yyyymmddhhmmss', 'julianday', 'yyyy-mm-dd hh:mm:ss']
 
 /**
  * A column of fixed-width text, whose values are (or are to be) padded with blanks to its length:
@@ -66,8 +67,8 @@ export const isFixedWidthText = (type: string): boolean => /^(?:n|national |nati
  */
 export const holdsBytes = (dialect: DialectName, type: string): boolean => dialect === 'mssql' && ['binary', 'varbinary', 'image'].includes(type.toLowerCase())
 
-/** The formats whose column keeps numbers or digits in time's order, compared as they are (julianday goes through SQLite's strftime instead). */
-export type ColumnTimeFormat = Exclude<TimeFormat, 'julianday'>
+/** The formats whose column keeps numbers or digits in time's order, compared as they are (julianday and SQLite's seconds text go through its strftime instead). */
+export type ColumnTimeFormat = Exclude<TimeFormat, 'julianday' | 'yyyy-mm-dd hh:mm:ss'>
 
 /** A code as the customer's table stores it. */
 export type StoredCode = string | number

@@ -141,7 +141,8 @@ t.test('a legacy SQLite database', async (t) => {
       weight: 'Gewicht',
       blocked: { column: 'Gesperrt', values: { true: 'J', false: 'N' } },
       stockQuantity: 'Bestand',
-      createdAt: 'Angelegt',
+      // every value whole seconds, as the picking system writes them: the gateway is to write that form too
+      createdAt: { column: 'Angelegt', format: 'yyyy-mm-dd hh:mm:ss' },
       modifiedAt: 'LastChange',
       description: null,
       maxStock: null,
@@ -607,6 +608,21 @@ t.test('times kept as numbers or digits: the format their values show, checked b
   t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [])
 })
 
+t.test('SQLite: a time column whose values are all text of whole seconds (CURRENT_TIMESTAMP) gets "format": "yyyy-mm-dd hh:mm:ss", which the gateway starts with', async (t) => {
+  const path = join(dir, 'times-seconds.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec('CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, ErstelltAm TEXT DEFAULT CURRENT_TIMESTAMP, Geaendert DATETIME)')
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Geaendert) VALUES ('1', 'a', '2024-04-02 10:00:00.250'), ('2', 'b', '2024-04-02 10:00:01'), ('3', 'c', NULL)")
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  t.match(found.resources.materials.mapping?.columns, { createdAt: { column: 'ErstelltAm', format: 'yyyy-mm-dd hh:mm:ss' }, modifiedAt: 'Geaendert' }, 'a value with milliseconds among them: no format')
+  t.same(found.resources.materials.fields.find((m) => m.field === 'createdAt')?.notes, ['holds times as YYYY-MM-DD HH:MM:SS text in whole seconds, as SQLite\'s CURRENT_TIMESTAMP writes them: proposed "format": "yyyy-mm-dd hh:mm:ss"'])
+  const config = validateConfig({ database: { url: `sqlite:${path}` }, auth: { jwtSecret: SECRET }, mapping: { materials: found.resources.materials.mapping } })
+  t.same((await inspectStorage(db, mappingsOf(config))).problems.filter((p) => p.startsWith('materials.')), [])
+})
+
 t.test('a time column with a few values of no format among many dates: the format proposed, the misfits named', async (t) => {
   const path = join(dir, 'times-stray.db')
   const raw = new BetterSqlite3(path)
@@ -680,7 +696,7 @@ t.test('a SQLite DATETIME column of Unix seconds (a trigger\'s strftime(\'%s\'))
   const path = join(dir, 'times3.db')
   const raw = new BetterSqlite3(path)
   raw.exec("CREATE TABLE Artikel (ArtID INTEGER PRIMARY KEY, ArtNr VARCHAR(20) NOT NULL UNIQUE, Bezeichnung VARCHAR(60) NOT NULL, Angelegt DATETIME, Geaendert DATETIME DEFAULT (strftime('%s', 'now')))")
-  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Angelegt, Geaendert) VALUES ('1', 'a', '2024-01-01 10:00:00', 1712052000), ('2', 'b', '2024-01-02 10:00:00', strftime('%s', 'now'))")
+  raw.exec("INSERT INTO Artikel (ArtNr, Bezeichnung, Angelegt, Geaendert) VALUES ('1', 'a', '2024-01-01 10:00:00.000', 1712052000), ('2', 'b', '2024-01-02T10:00:00Z', strftime('%s', 'now'))")
   raw.close()
   const db = openDatabase(`sqlite:${path}`, { logger: silent })
   t.teardown(() => db.close())
@@ -767,6 +783,14 @@ t.test('guessTimeFormat', async (t) => {
   t.equal(guessTimeFormat('float', [2460403.25, 1712052000], true), undefined, 'mixed with Unix time')
   t.equal(guessTimeFormat('float', [1712052000.5], true), 'unix', 'Unix time in a REAL column is still Unix time')
   t.equal(guessTimeFormat('text', ['2460403.25'], true), undefined, 'text is no Julian day')
+  // SQLite's CURRENT_TIMESTAMP: every value text of whole seconds, so that the gateway writes that form too
+  t.equal(guessTimeFormat('text', ['2024-04-02 10:00:00', null, '2024-04-03 23:59:59'], true), 'yyyy-mm-dd hh:mm:ss')
+  t.equal(guessTimeFormat('time', ['2024-04-02 10:00:00'], true), 'yyyy-mm-dd hh:mm:ss', 'a DATETIME column too')
+  t.equal(guessTimeFormat('text', ['2024-04-02 10:00:00'], false), undefined, 'SQL Server: no such format')
+  t.equal(guessTimeFormat('text', ['2024-04-02 10:00:00', '2024-04-02 10:00:00.250'], true), undefined, 'one value with milliseconds: no format')
+  t.equal(guessTimeFormat('text', ['2024-04-02 10:00:00', '2024-04-02T10:00:00'], true), undefined, 'one with a T: no format')
+  t.equal(guessTimeFormat('text', ['2024-04-02 10:00:00', ''], true), undefined, 'a blank is not of the form')
+  t.equal(guessTimeFormat('text', [null], true), undefined, 'nothing to go by')
   // one stray value among many good ones: the format stands, and the stray value is named
   t.same(timeFormatOf('integer', [{ value: 20240101, count: 30 }, { value: 2024010, count: 2 }, { value: 0, count: 5 }, { value: 20240102, count: 20 }]),
     { format: 'yyyymmdd', rows: 52, misfits: [{ value: 2024010, count: 2 }] }, 'a typo in 2 of 52 rows')

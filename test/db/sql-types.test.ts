@@ -377,6 +377,11 @@ t.test('a computed or identity column under a field the gateway writes stops the
   // SQLite's julianday() numbers are no SQL Server format: the float column is refused, naming what to do
   const julian = storageProblems(new ResourceStorage('mssql', materials, { ...matMapping, timeFormats: { modifiedAt: 'julianday' } }, matColumns.map((c) => c.name === 'LastChange' ? { ...c, type: 'float' } : c)))
   t.same(julian, ["materials.modifiedAt: column 'LastChange' (float) cannot take the format julianday, which is SQLite's julianday() number; on SQL Server map a time column without a format, or Unix time with \"format\": \"unix\""])
+  // SQLite's text of whole seconds neither: a varchar column is refused once, naming the time type that keeps whole seconds; a datetime too
+  for (const type of ['varchar', 'datetime']) {
+    const seconds = storageProblems(new ResourceStorage('mssql', materials, { ...matMapping, timeFormats: { modifiedAt: 'yyyy-mm-dd hh:mm:ss' } }, matColumns.map((c) => c.name === 'LastChange' ? { ...c, type, ...(type === 'varchar' ? { maxLength: 19 } : {}) } : c)))
+    t.same(seconds, [`materials.modifiedAt: column 'LastChange' (${type === 'varchar' ? 'varchar(19)' : 'datetime'}) cannot take the format yyyy-mm-dd hh:mm:ss, which is SQLite's text of whole seconds; on SQL Server map a column of a time type (datetime2(0) keeps whole seconds) without a format`])
+  }
   // a text id column that nothing fills: the hint is the table keyed by its code or login, never a value map
   for (const def of [stations, users]) {
     const key = def.naturalKey!

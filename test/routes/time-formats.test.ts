@@ -169,6 +169,8 @@ t.test('a format the column cannot keep is a start-up problem naming field, colu
     ['VARCHAR(20)', { column: 'T', format: 'julianday' }, /column 'T' \(varchar\(20\)\) cannot hold Julian days \(format julianday\): they are numbers with a fraction \(the time of day\), which need a REAL column/],
     ['INTEGER', { column: 'T', format: 'julianday' }, /cannot hold Julian days/],
     ['DECIMAL(12,2)', { column: 'T', format: 'julianday' }, /cannot hold Julian days/],
+    ['VARCHAR(16)', { column: 'T', format: 'yyyy-mm-dd hh:mm:ss' }, /materials\.modifiedAt: column 'T' \(varchar\(16\)\) is too short for 19 characters \(yyyy-mm-dd hh:mm:ss\)/],
+    ['INTEGER', { column: 'T', format: 'yyyy-mm-dd hh:mm:ss' }, /materials\.modifiedAt: column 'T' \(integer\) cannot hold a datetime; [^\n]*\(or unix-ms, yyyymmdd, yyyymmddhhmmss, julianday\)/],
     // without a format a REAL column is refused, and the message names the format that fits it
     ['REAL', 'T', /materials\.modifiedAt: column 'T' \(real\) cannot hold a datetime; if it holds Unix time, a date as digits or Julian days, map it as \{"column": "T", "format": "unix"\} \(or unix-ms, yyyymmdd, yyyymmddhhmmss, julianday\)/]
   ]
@@ -250,4 +252,76 @@ t.test('SQLite: Julian days of local time (julianday(\'now\', \'localtime\')) in
   const shown = new Date(patched.json().modifiedAt as string)
   const berlin = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', fractionalSecondDigits: 3 }).format(shown).replace(' ', 'T').replace(',', '.') + 'Z'
   t.equal(row.t, berlin, 'stored as the wall-clock time in Berlin')
+})
+
+// A picking system's CURRENT_TIMESTAMP: 'YYYY-MM-DD HH:MM:SS', whole seconds, which its programs may parse in that form alone
+t.test('SQLite: format "yyyy-mm-dd hh:mm:ss" writes whole seconds as CURRENT_TIMESTAMP does; rows in other text forms still read, filter and sort', { skip: sqliteOnly }, async (t) => {
+  const narrow = narrowMaterials('ArtSek', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez' })
+  const ctx = await build(t, {
+    mapping: {
+      materials: {
+        ...narrow,
+        columns: {
+          ...narrow.columns,
+          createdAt: { column: 'Angelegt', format: 'yyyy-mm-dd hh:mm:ss', timeZone: 'Europe/Berlin' },
+          modifiedAt: { column: 'Geaendert', format: 'yyyy-mm-dd hh:mm:ss' }
+        } as TableMappingConfig['columns']
+      }
+    }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtSek" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Angelegt" TEXT DEFAULT CURRENT_TIMESTAMP, "Geaendert" DATETIME)', params: [] })
+    // A-2 as the gateway wrote it before the format (milliseconds), A-3 as ISO 8601 with Z
+    await db.execute({ text: 'INSERT INTO "ArtSek" VALUES (1, \'A-1\', \'a\', \'2024-04-02 12:00:00\', \'2024-04-02 10:00:00\'), (2, \'A-2\', \'b\', \'2024-04-02 12:00:00.250\', \'2024-04-02 10:00:00.250\'), (3, \'A-3\', \'c\', NULL, \'2024-04-02T09:00:00.000Z\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const numbers = async (query: string): Promise<string[]> => {
+    const res = await ctx.app.inject({ method: 'GET', url: `/api/materials?${query}`, headers })
+    t.equal(res.statusCode, 200, query)
+    return res.json().data.map((m: { materialNumber: string }) => m.materialNumber)
+  }
+  const rows = (await ctx.app.inject({ method: 'GET', url: '/api/materials?sort=id', headers })).json().data
+  t.match(rows[0], { createdAt: '2024-04-02T10:00:00.000Z', modifiedAt: '2024-04-02T10:00:00.000Z' }, '12:00 in Berlin (summer time) is 10:00 UTC')
+  t.match(rows[1], { createdAt: '2024-04-02T10:00:00.250Z', modifiedAt: '2024-04-02T10:00:00.250Z' }, 'the old form with milliseconds still reads, to the millisecond')
+  t.equal(rows[2].modifiedAt, '2024-04-02T09:00:00.000Z')
+  t.same(await numbers(`modifiedAt=${encodeURIComponent('2024-04-02T10:00:00.250Z')}`), ['A-2'], 'filters compare milliseconds as before')
+  t.same(await numbers(`createdAt=${encodeURIComponent('2024-04-02T10:00:00.250Z')}`), ['A-2'], 'also in a local zone (before: no row, the window rounded to whole seconds)')
+  t.same(await numbers(`createdAt=${encodeURIComponent('[gt]2024-04-02T10:00:00Z')}`), ['A-2'])
+  t.same(await numbers('modifiedSince=2024-04-02T10:00:00.001Z&sort=id'), ['A-2'])
+  t.same(await walkPages(t, ctx, '/api/materials?sort=modifiedAt&limit=1'), ['A-3', 'A-1', 'A-2'], 'sorted by time across the forms')
+
+  const stored = async (id: number) => (await ctx.db.query({ text: 'SELECT "Angelegt" AS c, "Geaendert" AS m FROM "ArtSek" WHERE "ArtID" = @id', params: [{ name: 'id', kind: 'integer', value: id }] }))[0] as { c: string, m: string }
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEW', name: 'neu' } })
+  t.equal(created.statusCode, 201, created.body)
+  const id = created.json().id as number
+  const row = await stored(id)
+  t.match(row.m, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/, `whole seconds, as CURRENT_TIMESTAMP writes them (before: milliseconds), got ${row.m}`)
+  t.equal(created.json().modifiedAt, `${row.m.replace(' ', 'T')}.000Z`, 'the answer shows what was stored')
+  const berlin = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' }).format(new Date(created.json().createdAt as string))
+  t.equal(row.c, berlin, 'createdAt as the wall-clock time in Berlin, in the same form')
+  t.equal(Date.parse(created.json().createdAt as string) % 1000, 0)
+
+  // updates within the same second: each modifiedAt strictly later, by a whole second
+  const first = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers: { ...headers, 'if-match': created.headers.etag as string }, payload: { name: 'eins' } })
+  t.equal(first.statusCode, 200, first.body)
+  const second = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: 'zwei' } })
+  t.equal(second.statusCode, 200, second.body)
+  const m0 = Date.parse(created.json().modifiedAt as string)
+  const m1 = Date.parse(first.json().modifiedAt as string)
+  const m2 = Date.parse(second.json().modifiedAt as string)
+  t.ok(m1 >= m0 + 1000 && m2 >= m1 + 1000, `each update a later whole second (${String(m0)}, ${String(m1)}, ${String(m2)})`)
+  t.match((await stored(id)).m, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/)
+  const stale = await ctx.app.inject({ method: 'PATCH', url: `/api/materials/${id}`, headers: { ...headers, 'if-match': first.headers.etag as string }, payload: { name: 'drei' } })
+  t.equal(stale.statusCode, 412, 'the first update\'s ETag no longer matches')
+
+  // an update of a row in the old form: a later time in the new one
+  const old = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/2', headers, payload: { name: 'B' } })
+  t.equal(old.statusCode, 200, old.body)
+  t.match((await stored(2)).m, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/)
+
+  // incremental sync: a page's serverTime, then an update, which modifiedSince finds
+  const page = await ctx.app.inject({ method: 'GET', url: '/api/materials?limit=1', headers })
+  const since = page.json().meta.serverTime as string
+  const synced = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { name: 'A' } })
+  t.equal(synced.statusCode, 200, synced.body)
+  t.ok((await numbers(`modifiedSince=${since}`)).includes('A-1'), `found with modifiedSince=${since}`)
 })
