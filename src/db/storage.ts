@@ -113,12 +113,18 @@ function codePoints (text: string): number {
   return n
 }
 
-/** What SQL Server's integer types hold (bigint: what a JavaScript number holds exactly). */
+/** What SQL Server's integer types hold (bigint: what a JavaScript number holds exactly), and SQLite's declared types of those sizes. */
 export const INTEGER_RANGES: Record<string, [number, number]> = {
   tinyint: [0, 255],
   smallint: [-32768, 32767],
   int: [-2147483648, 2147483647],
-  bigint: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
+  bigint: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+  // SQLite's other names of sizes (https://sqlite.org/datatype3.html), as a schema from MySQL or PostgreSQL declares them:
+  // INT2 a SMALLINT, MEDIUMINT MySQL's three bytes, INT8 a BIGINT, UNSIGNED BIG INT one without negatives
+  int2: [-32768, 32767],
+  mediumint: [-8388608, 8388607],
+  int8: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+  'unsigned big int': [0, Number.MAX_SAFE_INTEGER]
 }
 
 /**
@@ -962,7 +968,7 @@ export class ResourceStorage {
     throw new InvalidValueError(`'${s.field}' must have at most 15 significant digits, all a JSON number carries exactly (its database column, ${describeType(info)}, would keep another number than the one sent), got ${n}`)
   }
 
-  /** The range of the column's integer type (SQL Server's tinyint, smallint, int, bigint), if it has one. */
+  /** The range of the column's integer type (SQL Server's tinyint, smallint, int, bigint; SQLite's names of them too, INT2, MEDIUMINT, INT8), if it has one. */
   private checkRange (s: FieldStorage, n: number): void {
     const range = s.info === undefined ? undefined : INTEGER_RANGES[s.info.type.toLowerCase()]
     if (range !== undefined && (n < range[0] || n > range[1])) throw new InvalidValueError(`'${s.field}' must be between ${range[0]} and ${range[1]} (its database column's range), got ${n}`)

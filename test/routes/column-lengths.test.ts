@@ -8,7 +8,7 @@ import { createTableStatements } from '../../src/db/init.js'
 import { materials, referenceMappings } from '../../src/db/resources.js'
 import { apiDefaultNotes } from '../../src/commands.js'
 import { normalizeMapping } from '../../src/config.js'
-import { inspectStorage } from '../../src/db/storage.js'
+import { inspectStorage, ResourceStorage } from '../../src/db/storage.js'
 import { createPasswords } from '../../src/auth/passwords.js'
 import { ADMIN_PASSWORD, TEST_ARGON2, build, testDatabaseUrl } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
@@ -233,4 +233,41 @@ t.test("an API default the column cannot hold (unit \"pcs\" in a CHAR(2)) is nam
   t.same(await notes({ column: 'ME', values: { pcs: 'ST', kg: 'KG' } }), [], 'a value map that writes a code for pcs')
   await ctx.db.execute({ text: ctx.db.dialect === 'mssql' ? "ALTER TABLE [dbo].[ArtME] ADD [ME2] CHAR(2) NULL DEFAULT 'ST'" : 'ALTER TABLE "ArtME" ADD COLUMN "ME2" CHAR(2) DEFAULT \'ST\'', params: [] })
   t.same(await notes('ME2'), [], 'a column with a default of its own, which a create without a unit leaves to the database')
+})
+
+t.test('SQLite: INT2, MEDIUMINT, INT8 and UNSIGNED BIG INT hold a value to their range as SMALLINT and BIGINT do', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite type names' }, async (t) => {
+  const narrow = narrowMaterials('ArtGroesse', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', minStock: 'MinB', maxStock: 'MaxB', weight: 'Gew' })
+  const ctx = await build(t, { mapping: { materials: narrow } }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "ArtGroesse" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(10) NOT NULL UNIQUE, "Bez" VARCHAR(20) NOT NULL, "MinB" INT2, "MaxB" MEDIUMINT, "Gew" INT8)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtGroesse" VALUES (1, \'A-1\', \'x\', 40000, 9000000, 1)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  // before: 201, with 40000 in the INT2 column, where a SMALLINT's create is a 400
+  const refused = [
+    { payload: { minStock: 40000 }, message: 'body/minStock must be <= 32767' },
+    { payload: { maxStock: 8388608 }, message: 'body/maxStock must be <= 8388607' },
+    { payload: { weight: 9007199254740992 }, message: 'body/weight must be <= 9007199254740991' }
+  ]
+  for (const { payload, message } of refused) {
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-2', name: 'y', ...payload } })
+    t.match(res.json(), { statusCode: 400, message }, JSON.stringify(payload))
+  }
+  const [{ n }] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtGroesse"', params: [] }) as Array<{ n: number }>
+  t.equal(Number(n), 1, 'nothing created')
+  const within = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'A-2', name: 'y', minStock: 32767, maxStock: 8388607 } })
+  t.equal(within.statusCode, 201, within.body)
+  // what another program stored past the range is taken back unchanged; another such number is a 400, as for a SMALLINT
+  const back = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { minStock: 40000, maxStock: 9000000 } })
+  t.equal(back.statusCode, 200, back.body)
+  for (const [field, value, range] of [['minStock', 40001, '-32768 and 32767'], ['maxStock', 9000001, '-8388608 and 8388607']] as const) {
+    const res = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { [field]: value } })
+    t.match(res.json(), { statusCode: 400, message: `'${field}' must be between ${range} (its database column's range), got ${value}` })
+  }
+  // UNSIGNED BIG INT: no negatives (the API's own fields take none anyway: the storage is asked directly)
+  const storage = new ResourceStorage('sqlite', materials, normalizeMapping(narrow), [
+    { name: 'ArtID', type: 'integer', nullable: false, hasDefault: true, identity: true, computed: false },
+    { name: 'MinB', type: 'unsigned big int', nullable: true, hasDefault: false, identity: false, computed: false }
+  ])
+  t.throws(() => storage.toDb(storage.field('minStock'), -1), { message: "'minStock' must be between 0 and 9007199254740991 (its database column's range), got -1" })
+  t.equal(storage.toDb(storage.field('minStock'), 5), 5)
 })
