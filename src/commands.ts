@@ -9,7 +9,7 @@ import { setFlagsFromString } from 'node:v8'
 import { argon2HashLength, createPasswords, normalizeUsername, spelledUsername } from './auth/passwords.js'
 import { adminPasswordProblem, initDatabase } from './bootstrap.js'
 import { ConfigError, EXIT_CONFIG, loadConfig, mappingsOf, packageRoot, readTls, tlsValidityWarning, type LoadedConfig } from './config.js'
-import { openDatabase, readServerClock, sqlitePath, type DbLogger } from './db/index.js'
+import { openDatabaseWaiting, readServerClock, sqlitePath, type DbLogger } from './db/index.js'
 import { sqliteFileError } from './db/sqlite.js'
 import { foreignKeysTo } from './db/data-errors.js'
 import { dialectFor } from './db/dialect.js'
@@ -420,7 +420,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
   let database: Database
   try {
     // read-only: checking changes nothing, not even the SQLite file's journal mode
-    database = openDatabase(config.database.url, {
+    database = await openDatabaseWaiting(config.database.url, {
       readonly: true,
       password: config.database.password,
       connectTimeoutMs: Math.min(config.database.connectTimeoutMs, 10000),
@@ -1020,7 +1020,7 @@ async function withDatabase<T> (io: Io, fn: (db: Database, loaded: LoadedConfig,
       ? 'no configuration (PICKING_GATEWAY_CONFIG) and the embedded demo database is not set up yet: start the demo once (npm start), or point PICKING_GATEWAY_CONFIG at the configuration'
       : `the database '${file!}' does not exist: create it with 'picking-gateway db init'`)
   }
-  const db = openDatabase(config.database.url, {
+  const db = await openDatabaseWaiting(config.database.url, {
     create: access === 'create' || access === 'existing',
     readonly: access === 'readonly' || access === 'read',
     password: config.database.password,

@@ -2,7 +2,7 @@
 import { buildApp, type App } from './app.js'
 import { adminPasswordProblem, initDatabase } from './bootstrap.js'
 import { ConfigError, loadConfig, mappingsOf, type LoadOptions } from './config.js'
-import { openDatabase, sqlitePath } from './db/index.js'
+import { openDatabaseWaiting, sqlitePath, type Database } from './db/index.js'
 import { sqliteFileError, sqliteReadOnlyError } from './db/sqlite.js'
 import { createStop, describeStop, shutdown, StoppedError, watchProcess, type Stop } from './lifecycle.js'
 import { serviceLogger } from './logger.js'
@@ -49,20 +49,18 @@ export async function serve (options: ServeOptions = {}): Promise<App> {
   const refused = demo ? adminPasswordProblem(env.PICKING_GATEWAY_ADMIN_PASSWORD) : undefined
   if (refused !== undefined) throw new ConfigError([refused])
   const logger = await untilStopped(serviceLogger(config.logging.level))
-  let db: ReturnType<typeof openService>
+  let db: Database
   try {
-    db = openService(config.database.url, {
+    db = await openService(config.database.url, {
       logger: logger.child({ component: 'database' }),
       create: demo,
       password: config.database.password,
       connectTimeoutMs: config.database.connectTimeoutMs,
       requestTimeoutMs: config.database.requestTimeoutMs
-    }, file)
+    }, file, stop?.signal)
   } catch (err) {
-    // SQLite opens synchronously and waits inside the driver (up to 5 s) for another process's lock: a
-    // signal that came meanwhile is a stop, not a failure, but its handler runs only once the event loop
-    // polls again (a timer, not setImmediate, which may run before that poll)
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    // another process's lock on the SQLite file is waited for on timers (openDatabaseWaiting): a stop
+    // meanwhile ends that wait at once, and is a stop, not a failure
     if (stop?.reason !== undefined) {
       logger.info({ reason: describeStop(stop.reason) }, 'stopped during start-up')
       throw new StoppedError(stop.reason)
@@ -183,10 +181,10 @@ function stopOnRequest (app: App, stop: Stop, close: () => Promise<void>, graceM
   else stop.signal.addEventListener('abort', run, { once: true })
 }
 
-/** openDatabase; a SQLite file the gateway may not write is a configuration error (exit 78), not a failure systemd restarts. */
-function openService (url: string, options: Parameters<typeof openDatabase>[1], file: string | undefined): ReturnType<typeof openDatabase> {
+/** openDatabaseWaiting; a SQLite file the gateway may not write is a configuration error (exit 78), not a failure systemd restarts. */
+async function openService (url: string, options: Parameters<typeof openDatabaseWaiting>[1], file: string | undefined, signal: AbortSignal | undefined): Promise<Database> {
   try {
-    return openDatabase(url, options)
+    return await openDatabaseWaiting(url, options, signal)
   } catch (err) {
     const readOnly = file === undefined ? undefined : sqliteReadOnlyError(file, err)
     throw readOnly === undefined ? err : new ConfigError([readOnly])

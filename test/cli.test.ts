@@ -41,6 +41,31 @@ function io (env: NodeJS.ProcessEnv, stdin = ''): Io & { stdout: string[], stder
   return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), readStdin: async () => stdin, env }
 }
 
+t.test('a command opening a SQLite file another process holds locked waits for it on timers: a lock released within the wait lets it run', async (t) => {
+  const dir = tempDir(t, 'pg-cli-')
+  const file = join(dir, 'g.db')
+  const env = { DATABASE_URL: `sqlite:${file}`, PICKING_GATEWAY_JWT_SECRET: SECRET, PICKING_GATEWAY_ADMIN_PASSWORD: 'admin-password-1' }
+  t.equal(await main(['db', 'init'], io(env)), 0)
+  const other = new BetterSqlite3(file)
+  t.teardown(() => { if (other.open) other.close() })
+  other.exec('CREATE TABLE picking_log (x INTEGER)')
+  // the picking system's file in rollback-journal mode, as it is until db init switches it to WAL: the lock of a write keeps readers out too
+  t.equal(other.pragma('journal_mode = DELETE', { simple: true }), 'delete')
+  for (const argv of [['db', 'introspect', '--json'], ['check-config'], ['user', 'list'], ['db', 'init']]) {
+    other.exec('BEGIN EXCLUSIVE')
+    other.exec('INSERT INTO picking_log VALUES (1)')
+    // released by a timer of this process, which runs only while the command's open lets the event loop turn
+    // (before: SQLite waited inside the driver, 5 s, and the command failed with the lock still held)
+    let ticks = 0
+    const timer = setInterval(() => { if (++ticks === 3) other.exec('COMMIT') }, 1)
+    const run = io(env)
+    const code = await main(argv, run).finally(() => clearInterval(timer))
+    t.equal(code, 0, `${argv.join(' ')}: ${run.stderr.join('\n')}${run.stdout.join('\n')}`)
+    t.ok(ticks >= 3, `${argv.join(' ')}: ran once the lock was released`)
+    if (other.inTransaction) other.exec('ROLLBACK')
+  }
+})
+
 t.test('db init and the user commands sign no token: they need no JWT secret (before: 78, auth.jwtSecret: missing), and a weak one given is still refused', async (t) => {
   const dir = tempDir(t, 'pg-cli-')
   const url = `sqlite:${join(dir, 'g.db')}`

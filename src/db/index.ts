@@ -1,6 +1,6 @@
 // The database layer's entry point: opens the configured dialect and re-exports what the app uses.
 import { openMssql, type DbLogger } from './mssql.js'
-import { openSqlite } from './sqlite.js'
+import { openSqlite, openSqliteWaiting } from './sqlite.js'
 import type { Database } from './types.js'
 
 export interface OpenDatabaseOptions {
@@ -45,6 +45,22 @@ export function openDatabase (url: string, opts: OpenDatabaseOptions): Database 
     })
   }
   throw new Error('database URL: expected sqlite:<path> or mssql://<user>:<password>@<host>[:port]/<database>')
+}
+
+/**
+ * openDatabase for serve and the commands: a SQLite file another process holds locked is waited for on
+ * timers (openSqliteWaiting), so that a signal meanwhile is handled at once; `signal` aborted ends that
+ * wait (a stop during start-up) with the lock's error. The wait is logged as it begins: a start that seems
+ * to hang says why.
+ */
+export async function openDatabaseWaiting (url: string, opts: OpenDatabaseOptions, signal?: AbortSignal): Promise<Database> {
+  const path = sqlitePath(url)
+  if (path !== undefined) {
+    return await openSqliteWaiting(path, { create: opts.create === true, readonly: opts.readonly === true, busyTimeoutMs: opts.busyTimeoutMs }, signal, (ms) => {
+      opts.logger.warn({ file: path, busyTimeoutMs: ms }, `the SQLite database file '${path}' is locked by another process: waiting up to ${ms / 1000} s for it`)
+    })
+  }
+  return openDatabase(url, opts)
 }
 
 /**

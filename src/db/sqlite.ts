@@ -930,7 +930,8 @@ export function sqliteReadOnlyError (path: string, err: unknown): string | undef
   return `database.url: the SQLite database file '${path}' cannot be written: the gateway writes to it and creates '${path}-wal' and '${path}-shm' beside it, so the file, its directory and any -wal and -shm file there must be writable for ${user}; correct the permissions, or DATABASE_URL or database.url`
 }
 
-export function openSqlite (path: string, opts: SqliteOptions): Database {
+/** The open's settings, after the checks that need no connection (a missing file, one this process may not write). */
+function openOptions (path: string, opts: SqliteOptions): ConnectOptions {
   const readonly = opts.readonly === true
   const options: ConnectOptions = {
     create: opts.create && !readonly,
@@ -943,21 +944,67 @@ export function openSqlite (path: string, opts: SqliteOptions): Database {
   // no write to open), and leave -wal and -shm files as read-only as it beside it: every write would answer
   // 503, and go on doing so after the file was made writable
   if (!readonly && path !== ':memory:' && !path.startsWith('file:') && existsSync(path) && !writable(path)) throw new DatabaseUnavailableError(READ_ONLY)
+  return options
+}
+
+/** A failed open's error as a command or the start says it. */
+function openError (path: string, options: ConnectOptions, err: unknown): unknown {
+  // A file in WAL mode without its -wal and -shm files (the gateway stopped) is read only by a user that may
+  // write its directory, where SQLite makes them (SQLITE_READONLY_DIRECTORY at the connection's first read): a
+  // command that only reads said 'The database is read-only: it takes no changes …', which told neither why nor what to do
+  if (options.readonly && err instanceof DatabaseUnavailableError && (err.cause as { code?: unknown } | undefined)?.code === 'SQLITE_READONLY_DIRECTORY') {
+    const user = process.getuid === undefined ? 'this user' : `this user (uid ${process.getuid()})`
+    return new DatabaseUnavailableError(`the SQLite database file '${path}' is in WAL mode and its -wal and -shm files are not beside it (no process has it open now), so SQLite reads it only for a user that may write its directory '${dirname(path)}', which ${user} may not; run the command as the gateway's user, or while the gateway runs`, { cause: err.cause })
+  }
+  // said where it ends a command or the start (exit 1): which file, held by whom, and what to do;
+  // a bare 'The database is busy' named neither
+  if (!isBusy(err)) return err
+  return new DatabaseUnavailableError(`the SQLite database file '${path}' is locked by another process (a write transaction in progress, or a program that keeps it locked) and was not released within ${options.busyTimeoutMs / 1000} s; try again once that process has finished its write`, { cause: err instanceof DatabaseUnavailableError ? err.cause : err })
+}
+
+/**
+ * Opens the file, waiting for another process's lock inside SQLite (up to busyTimeoutMs), which stops
+ * the event loop for that long: for tests and tools that open a file and nothing else. A process that
+ * must answer signals meanwhile (serve, the commands) uses openSqliteWaiting.
+ */
+export function openSqlite (path: string, opts: SqliteOptions): Database {
+  const options = openOptions(path, opts)
   let db: BetterSqlite3.Database
   try {
     db = connect(path, options)
   } catch (err) {
-    // A file in WAL mode without its -wal and -shm files (the gateway stopped) is read only by a user that may
-    // write its directory, where SQLite makes them (SQLITE_READONLY_DIRECTORY at the connection's first read): a
-    // command that only reads said 'The database is read-only: it takes no changes …', which told neither why nor what to do
-    if (readonly && err instanceof DatabaseUnavailableError && (err.cause as { code?: unknown } | undefined)?.code === 'SQLITE_READONLY_DIRECTORY') {
-      const user = process.getuid === undefined ? 'this user' : `this user (uid ${process.getuid()})`
-      throw new DatabaseUnavailableError(`the SQLite database file '${path}' is in WAL mode and its -wal and -shm files are not beside it (no process has it open now), so SQLite reads it only for a user that may write its directory '${dirname(path)}', which ${user} may not; run the command as the gateway's user, or while the gateway runs`, { cause: err.cause })
-    }
-    // said where it ends a command or the start (exit 1): which file, held by whom, and what to do;
-    // a bare 'The database is busy' named neither
-    if (!isBusy(err)) throw err
-    throw new DatabaseUnavailableError(`the SQLite database file '${path}' is locked by another process (a write transaction in progress, or a program that keeps it locked) and was not released within ${options.busyTimeoutMs / 1000} s; try again once that process has finished its write`, { cause: err instanceof DatabaseUnavailableError ? err.cause : err })
+    throw openError(path, options, err)
   }
   return new SqliteDatabase(path, db, options)
+}
+
+/**
+ * openSqlite that waits for another process's lock on timers, as calls do (BUSY_BACKOFF_MS, busyTimeoutMs
+ * in all), never inside SQLite: each attempt to set the connection up (switching the file to WAL takes an
+ * exclusive lock; a file in rollback-journal mode that another process holds locked keeps even a reader
+ * out) gives up at once, so that signal handlers run between attempts. `signal` aborted ends the wait
+ * with the lock's error at once (a stop during start-up); a lock released within the wait is an open
+ * that succeeds. `waiting` is called once, at the first attempt that finds the file locked.
+ */
+export async function openSqliteWaiting (path: string, opts: SqliteOptions, signal?: AbortSignal, waiting?: (busyTimeoutMs: number) => void): Promise<Database> {
+  const options = openOptions(path, opts)
+  const backoff: Backoff = { deadline: performance.now() + options.busyTimeoutMs, step: 0 }
+  for (let attempt = 0; ; attempt++) {
+    let failure: unknown
+    let db: BetterSqlite3.Database | undefined
+    try {
+      db = connect(path, { ...options, busyTimeoutMs: 0 })
+    } catch (err) {
+      failure = err
+    }
+    if (db !== undefined) return new SqliteDatabase(path, db, options)
+    const left = backoff.deadline - performance.now()
+    if (!isBusy(failure) || left <= 0 || signal?.aborted === true) throw openError(path, options, failure)
+    if (attempt === 0) waiting?.(options.busyTimeoutMs)
+    try {
+      await delay(Math.min(BUSY_BACKOFF_MS[Math.min(backoff.step++, BUSY_BACKOFF_MS.length - 1)], left), undefined, { signal })
+    } catch {
+      throw openError(path, options, failure)
+    }
+  }
 }

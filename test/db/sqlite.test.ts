@@ -10,7 +10,7 @@ import { createReferenceTables } from '../../src/db/init.js'
 import { parseListQuery, parseSort, type QueryString } from '../../src/db/list-query.js'
 import { compileMapper, Repository } from '../../src/db/repository.js'
 import { materials, referenceMappings, stations } from '../../src/db/resources.js'
-import { compileBinder, declaredCollation, mapSqliteError, openSqlite, toSqliteParams } from '../../src/db/sqlite.js'
+import { compileBinder, declaredCollation, mapSqliteError, openSqlite, openSqliteWaiting, toSqliteParams } from '../../src/db/sqlite.js'
 import { mappingFit } from '../../src/db/storage.js'
 import type { Database, Executor, Param, ResourceDef, Row, TableMapping } from '../../src/db/types.js'
 import { tempDir } from '../helpers/temp.js'
@@ -475,19 +475,59 @@ t.test('a file another process keeps locked while it is opened: an error naming 
   other.exec('CREATE TABLE t (x INTEGER)')
   other.exec('BEGIN EXCLUSIVE')
   other.exec('INSERT INTO t VALUES (1)')
+  const locked = {
+    name: 'DatabaseUnavailableError',
+    statusCode: 503,
+    message: `the SQLite database file '${file}' is locked by another process (a write transaction in progress, or a program that keeps it locked) and was not released within 0.05 s; try again once that process has finished its write`
+  }
   for (const readonly of [false, true]) {
     const started = Date.now()
-    t.throws(() => openSqlite(file, { create: false, readonly, busyTimeoutMs: 50 }), {
-      name: 'DatabaseUnavailableError',
-      statusCode: 503,
-      message: `the SQLite database file '${file}' is locked by another process (a write transaction in progress, or a program that keeps it locked) and was not released within 0.05 s; try again once that process has finished its write`
-    }, `${readonly ? 'read-only' : 'read-write'} open (before: 'The database is busy')`)
+    t.throws(() => openSqlite(file, { create: false, readonly, busyTimeoutMs: 50 }), locked, `${readonly ? 'read-only' : 'read-write'} open (before: 'The database is busy')`)
     t.ok(Date.now() - started < 2000, 'within the busy timeout')
+    // serve's and the commands' open: the same error once its wait on timers is used up
+    await t.rejects(openSqliteWaiting(file, { create: false, readonly, busyTimeoutMs: 50 }), locked, `${readonly ? 'read-only' : 'read-write'} open waiting on timers`)
   }
   other.exec('ROLLBACK')
   const db = openSqlite(file, { create: false, busyTimeoutMs: 50 })
   t.teardown(() => db.close())
   t.same(await db.query({ text: 'SELECT COUNT(*) AS n FROM t', params: [] }), [{ n: 0 }], 'opens once the lock is gone')
+})
+
+t.test('an open waiting for another process\'s lock on the file waits on timers: the event loop turns meanwhile, a lock released within the wait opens, an abort ends the wait at once', async (t) => {
+  // a picking system's file in rollback-journal mode, held in the middle of a write: its lock keeps readers out too
+  const lockedFile = (name: string) => {
+    const other = new BetterSqlite3(join(dir, name))
+    t.teardown(() => { if (other.open) other.close() })
+    other.pragma('journal_mode = DELETE')
+    other.exec('CREATE TABLE t (x INTEGER)')
+    other.exec('BEGIN EXCLUSIVE')
+    other.exec('INSERT INTO t VALUES (1)')
+    return { file: join(dir, name), other }
+  }
+  for (const readonly of [false, true]) {
+    const { file, other } = lockedFile(`locked-open-waiting-${readonly ? 'ro' : 'rw'}.db`)
+    // the lock is released by a timer of this process: only an open that lets the event loop turn sees it
+    // released (before: SQLite waited inside the driver, and the open failed after 5 s with the lock still held)
+    let ticks = 0
+    const timer = setInterval(() => { if (++ticks === 3) other.exec('COMMIT') }, 1)
+    const db = await openSqliteWaiting(file, { create: false, readonly }).finally(() => clearInterval(timer))
+    t.teardown(() => db.close())
+    t.ok(ticks >= 3, `${readonly ? 'read-only' : 'read-write'}: opened once the lock was released, ${ticks} timer ticks later`)
+    t.same(await db.query({ text: 'SELECT COUNT(*) AS n FROM t', params: [] }), [{ n: 1 }], 'the committed row is read')
+    t.same(await db.query({ text: 'PRAGMA journal_mode', params: [] }), [{ journal_mode: readonly ? 'delete' : 'wal' }], readonly ? 'a read-only open changes nothing' : 'switched to WAL once it got the lock')
+  }
+
+  // a stop during start-up: the wait ends at its next timer, the lock still held, long before its deadline
+  const { file, other } = lockedFile('locked-open-abort.db')
+  const stop = new AbortController()
+  let ticks = 0
+  const timer = setInterval(() => { if (++ticks === 3) stop.abort() }, 1)
+  t.teardown(() => clearInterval(timer))
+  const waits: number[] = []
+  await t.rejects(openSqliteWaiting(file, { create: false, busyTimeoutMs: 600_000 }, stop.signal, (ms) => waits.push(ms)), { name: 'DatabaseUnavailableError', message: /is locked by another process/ }, 'aborted: the lock\'s error')
+  t.same(waits, [600_000], 'the wait was announced once, as it began (serve and the commands log it)')
+  t.ok(other.inTransaction, 'the lock was still held')
+  other.exec('ROLLBACK')
 })
 
 /** A station in a new file, and a second connection (the picking system) that holds the write lock over a change to it. */
