@@ -98,6 +98,14 @@ export function compileMapper<R extends Row | unknown[]> (readers: Array<[field:
  */
 export const STORED_NUMBERS = Symbol('stored numbers')
 
+/**
+ * A keyset value as a database may take it for another: text without trailing blanks, case, accents or width
+ * ('A-1' = 'a-1 ', 'Müller' = 'MULLER', 'Maß' = 'MASS'), as SQL Server's usual collations compare (SQLite's
+ * NOCASE and RTRIM less). Coarser than any one column's collation: a page that ends before such rows ends
+ * a little early where the column tells them apart, never between rows its next cursor would pass over.
+ */
+const comparedText = (v: unknown): unknown => typeof v === 'string' ? v.normalize('NFKD').replace(/\p{M}/gu, '').toUpperCase().toLowerCase().replace(/ +$/, '') : v
+
 export class Repository {
   /** the resource as defined; `def` is it as this table has it (text ids where the key column holds text) */
   private readonly baseDef: ResourceDef
@@ -301,12 +309,12 @@ export class Repository {
    * The keyset values of a driver row for the cursor: each sort key's stored value. In a row of
    * values, a key whose value is not its column's comes after the select list (SqlBuilder.list).
    */
-  private cursorOf (q: ListQuery, raw: Row | unknown[]): string {
+  private cursorOf (q: ListQuery, raw: Row | unknown[], as: (value: unknown) => unknown = (v) => v): string {
     let extra = this.sql.selectFields.length
     return encodeCursor(q.sort, q.sort.map((k, i) => {
       const column = this.sql.sortValueKind(k.field) === 'column'
-      if (Array.isArray(raw)) return column ? raw[this.selectIndex.get(k.field)!] : raw[extra++]
-      return column ? raw[k.field] : raw[sortAlias(i)]
+      if (Array.isArray(raw)) return as(column ? raw[this.selectIndex.get(k.field)!] : raw[extra++])
+      return as(column ? raw[k.field] : raw[sortAlias(i)])
     }))
   }
 
@@ -379,8 +387,11 @@ export class Repository {
   private page<R extends Row | unknown[]> (q: ListQuery, raw: R[], map: (raw: R) => Row): ListResult | undefined {
     let end = Math.min(raw.length, q.limit)
     let next = raw.length > q.limit ? this.cursorOf(q, raw[end - 1]) : undefined
-    if (next !== undefined && this.idShared && this.cursorOf(q, raw[end]) === next) {
-      while (end > 0 && this.cursorOf(q, raw[end - 1]) === next) end--
+    // the positions as the database may compare them: 'A-1' and 'a-1 ' are one to SQL Server's usual collations and to
+    // a SQLite column declared COLLATE NOCASE, and a cursor of either skipped the other (not the cursors' text)
+    const at = next !== undefined && this.idShared ? this.cursorOf(q, raw[end - 1], comparedText) : undefined
+    if (at !== undefined && this.cursorOf(q, raw[end], comparedText) === at) {
+      while (end > 0 && this.cursorOf(q, raw[end - 1], comparedText) === at) end--
       if (end === 0) return undefined
       next = this.cursorOf(q, raw[end - 1])
     }

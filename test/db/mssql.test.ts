@@ -809,3 +809,28 @@ t.test('SQL Server: a NOT NULL or length fault in another table (a trigger\'s hi
 t.test("the server's clock: SYSUTCDATETIME() as ISO text to the millisecond, whatever the connection's useUTC", async (t) => {
   t.equal(CLOCK_STATEMENT, 'SELECT CONVERT(varchar(23), SYSUTCDATETIME(), 126) AS [now]')
 })
+
+t.test('SQL Server: where rows share an id (one column of a composite key), a list page ends before every id the server takes for the last one (another case, trailing blanks, accents), not only before the same text', async (t) => {
+  // the rows in the order Latin1_General_CI_AI sorts them (trailing blanks ignored): 'A-1', 'a-1 ' and 'Ä-1' are one id to it
+  const stored = ['A-1', 'a-1 ', 'Ä-1', 'B-1', 'b-1', 'C-1'].map((id, i) => ({ id, materialNumber: `M-${i}`, name: `row ${i}` }))
+  const seen: Statement[] = []
+  const tx: Executor = {
+    query: async (stmt: Statement) => {
+      seen.push(stmt)
+      const limit = Number(stmt.params.find((p) => p.name === 'limit')?.value)
+      return stored.slice(0, limit)
+    },
+    execute: async () => 0
+  }
+  const db = { dialect: 'mssql', query: tx.query, execute: tx.execute, queryValues: undefined, transaction: async <T>(fn: (tx: Executor) => Promise<T>) => await fn(tx) } as unknown as Database
+  // the id is text in a column unique only together with another (PRIMARY KEY (Mandant, id))
+  const columns = Object.values(referenceMappings.materials.columns).map((c): ColumnInfo => ({ name: c as string, type: c === 'id' ? 'varchar' : 'nvarchar', nullable: c !== 'id', hasDefault: false, identity: false, computed: false, unique: false, maxLength: 20 }))
+  const repo = new Repository(db, materials, referenceMappings.materials, { columns })
+  const page = await repo.list({ limit: 1, sort: [{ field: 'id', desc: false }], count: false, filters: [] })
+  // before: the page was 'A-1' alone with its cursor, and the next page's [id] > 'A-1' passed over 'a-1 '
+  t.same(page.rows.map((r) => r.name), ['row 0', 'row 1', 'row 2'], 'the page holds all three rows the server takes for one id')
+  t.ok(page.next !== undefined)
+  t.same(seen.map((s) => s.params.find((p) => p.name === 'limit')?.value), [2, 3, 5], 'read again with more rows, as for rows of one spelling')
+  const second = await repo.list({ limit: 4, sort: [{ field: 'id', desc: false }], count: false, filters: [] })
+  t.same(second.rows.map((r) => r.name), ['row 0', 'row 1', 'row 2'], "the page ends before 'B-1' and 'b-1', not between them")
+})
