@@ -667,7 +667,9 @@ export class SqlBuilder {
    */
   private shownText (s: FieldStorage, c: string, trim: boolean, fold: boolean): { expr: string, value: (v: SqlValue) => SqlValue } {
     if (this.dialect.name === 'sqlite') {
-      const trimmed = trim ? `RTRIM(${c}, ' ')` : c
+      // RTRIM() of the bare column compares in BINARY: the column's own collation (NOCASE) only where written out
+      const declared = s.info?.declaredCollation
+      const trimmed = trim ? `RTRIM(${declared !== undefined && c === this.col(s.field) ? `${c} COLLATE ${declared}` : c}, ' ')` : c
       if (fold && s.def.caseless === true) {
         return { expr: `unicode_fold(${trimmed})`, value: (v) => typeof v === 'string' ? (trim ? v.replace(/ +$/, '') : v).toLowerCase() : v }
       }

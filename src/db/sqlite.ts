@@ -695,7 +695,7 @@ class SqliteDatabase implements Database {
       params: [{ name: 'table', kind: 'string', value: mapping.table }]
     })
     const uniqueNames = new Set(unique.map((r) => String(r.name).toLowerCase()))
-    const [table] = unique.length === 0 ? [] : await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'table' AND name = @table COLLATE NOCASE", params: [{ name: 'table', kind: 'string', value: mapping.table }] })
+    const [table] = await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'table' AND name = @table COLLATE NOCASE", params: [{ name: 'table', kind: 'string', value: mapping.table }] })
     for (const c of columns) {
       // the rowid (identity) is unique by itself
       if (uniqueNames.has(c.name.toLowerCase()) || c.identity) c.unique = true
@@ -704,6 +704,7 @@ class SqliteDatabase implements Database {
       const colls = unique.filter((r) => String(r.name).toLowerCase() === c.name.toLowerCase()).map((r) => String(r.coll).toUpperCase())
       const own = declaredCollation(String(table?.sql ?? ''), c.name)
       if (colls.length > 0 && !colls.includes(own) && /^\w+$/.test(colls[0])) c.uniqueCollation = colls[0]
+      if (own !== 'BINARY' && /^\w+$/.test(own)) c.declaredCollation = own
     }
     const triggers = await this.query({
       text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",

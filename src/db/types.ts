@@ -252,6 +252,12 @@ export interface ColumnInfo {
    */
   uniqueCollation?: string
   /**
+   * SQLite: the collation the column declares where it is not BINARY (NOCASE, RTRIM). A comparison of
+   * RTRIM(column) compares in BINARY unless the collation is written out: a CHAR(n) COLLATE NOCASE id
+   * then found one of 'a-1' and 'A-1', which the column itself takes for one
+   */
+  declaredCollation?: string
+  /**
    * SQLite: the table has a trigger that may change the row after an insert: AFTER or INSTEAD OF
    * INSERT, with an UPDATE or REPLACE in its body, or, on a view, any INSTEAD OF INSERT. RETURNING shows the row before such a trigger
    * ran, so a create reads the row back. Set on every column of the table.
