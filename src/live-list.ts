@@ -194,8 +194,15 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
     // row where it stands now, and by its keys only when it is gone (deleted, or no longer matching). A sort by
     // stored fields alone (live filters only) goes on by the keys, as the database's cursor does: a station edited
     // meanwhile (renamed to the end) would otherwise take the walk past every station between its old and new place.
+    // Rows that share an id (one column of a composite key) are told apart by their keys while those stand still: the
+    // last with the cursor's keys (a page holds all of those, below), else the last with its id. The first with its id
+    // began the next page before the row the page had ended at, and a walk met that row again, for ever
     const i = q.liveSort ? query.sort.findIndex((k) => k.field === 'id') : -1
-    const last = i === -1 ? -1 : keyed.findIndex((r) => r.keys[i] === after[i])
+    let last = -1
+    if (i !== -1) {
+      last = keyed.findLastIndex((r) => r.keys[i] === after[i] && compareKeys(r.keys, after, query.sort, kinds, known) === 0)
+      if (last === -1) last = keyed.findLastIndex((r) => r.keys[i] === after[i])
+    }
     start = last !== -1 ? last + 1 : keyed.findIndex((r) => compareKeys(r.keys, after, query.sort, kinds, known) > 0)
     if (start < 0) start = keyed.length
   }
@@ -203,7 +210,7 @@ export function livePage (rows: Row[], q: LiveListQuery, kinds: Record<string, F
   // rows that share an id (one column of a composite key) share every key, and the next page would begin after
   // all of them: the page ends before them instead, or holds them all where they fill it (as the database's list)
   const tied = (i: number): boolean => compareKeys(keyed[i].keys, keyed[end].keys, query.sort, kinds, known) === 0
-  if (!q.liveSort && start < end && end < keyed.length && tied(end - 1)) {
+  if (start < end && end < keyed.length && tied(end - 1)) {
     let cut = end - 1
     while (cut > start && tied(cut - 1)) cut--
     if (cut > start) end = cut

@@ -146,6 +146,30 @@ t.test('paging by stored fields where rows share an id (one column of a composit
   }
 })
 
+t.test('paging by a live field where rows share an id: every row once, and the walk ends', async (t) => {
+  const shared: Row[] = [
+    { id: 1, name: 'L-1', warehouse: 'A', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 1, name: 'L-1', warehouse: 'B', connected: false, status: 'offline', lastSeenAt: null },
+    { id: 2, name: 'L-2', warehouse: 'A', connected: false, status: 'disabled', lastSeenAt: null },
+    { id: 1, name: 'L-1', warehouse: 'C', connected: false, status: 'disabled', lastSeenAt: null },
+    { id: 3, name: 'L-3', warehouse: 'A', connected: false, status: 'offline', lastSeenAt: null }
+  ]
+  // before: the next page began after the first row with the cursor's id, so a page that ended at the second L-1
+  // (warehouse B) began again with it, for ever; and a page could end between rows of the same status and id
+  for (const [sort, limit] of [['status', '1'], ['status', '2'], ['-status', '1'], ['-status', '3'], ['connected', '1']]) {
+    const walked: string[] = []
+    let cursor: string | undefined
+    for (let pages = 0; pages < 10; pages++) {
+      const p = page({ sort, limit, ...(cursor !== undefined && { cursor }) }, shared)
+      walked.push(...p.rows.map((r) => `${String(r.id)}${String(r.warehouse)}`))
+      cursor = p.next
+      if (cursor === undefined) break
+    }
+    t.equal(cursor, undefined, `sort=${sort}&limit=${limit}: the walk ends`)
+    t.same(walked.sort(), ['1A', '1B', '1C', '2A', '3A'], `sort=${sort}&limit=${limit}`)
+  }
+})
+
 t.test('paging by a live field that moves for every station of a controller at once (each frame sets its lastSeenAt): every station once, and the walk ends', async (t) => {
   const at = (s: number): string => new Date(Date.UTC(2026, 0, 1, 10, 0, s)).toISOString()
   /** the stations of one controller as a read n seconds later sees them: all seen again meanwhile */
