@@ -532,3 +532,117 @@ export async function checkWriteBehind (g: Gateway, url: string, row: Shown, idC
   if (again.statusCode !== 200) g.fail(`a conditional GET after a write behind the gateway's back answered ${again.statusCode}`, { row })
   if (again.json()[field] !== newValue) g.fail(`the read after a write behind the gateway's back shows ${JSON.stringify(again.json()[field])}`, { row })
 }
+
+// ---- ids shared by several rows: the id column one column of a composite key (README "Day one: mapping") ----
+
+/** an id column unique only together with another: its declared type and collation, and which key holds it */
+export interface SharedIdColumn {
+  /** the declared type with any COLLATE ('CHAR(8) COLLATE NOCASE', '' for none) */
+  type: string
+  /** CHAR(n): a program may pad what it writes to n */
+  char?: number
+  /** the column compares text regardless of ASCII case (COLLATE NOCASE) */
+  nocase: boolean
+  /** the column compares text without trailing blanks (COLLATE RTRIM) */
+  rtrim: boolean
+  /** the table constraint that makes the id column unique only together with the other one (the warehouse) */
+  key: 'PRIMARY KEY (other, id)' | 'PRIMARY KEY (id, other)' | 'UNIQUE (other, id)'
+}
+
+export const sharedIdColumnArb: fc.Arbitrary<SharedIdColumn> = fc.record({
+  base: fc.constantFrom('TEXT', 'VARCHAR(12)', 'CHAR(8)', ''),
+  collation: fc.constantFrom('', 'NOCASE', 'RTRIM'),
+  key: fc.constantFrom<SharedIdColumn['key']>('PRIMARY KEY (other, id)', 'PRIMARY KEY (id, other)', 'UNIQUE (other, id)')
+}).map(({ base, collation, key }) => ({
+  // a column without a declared type takes no collation here: its numbers are the case it tests
+  type: base === '' ? '' : `${base}${collation === '' ? '' : ` COLLATE ${collation}`}`,
+  ...(base === 'CHAR(8)' ? { char: 8 } : {}),
+  nocase: base !== '' && collation === 'NOCASE',
+  rtrim: base !== '' && collation === 'RTRIM',
+  key
+}))
+
+/** the ids rows may share: one a number may stand for in a column without a declared type, one with a letter NOCASE does not fold */
+const SHARED_ID_BASES = ['A-1', 'b-2', '12', 'Ä-3', 'C-4']
+
+/**
+ * An id as a program stored it in `c`: a base id as is, in another case, with a trailing blank, padded to a CHAR(n)'s
+ * width (some programs do, others not), or a number where the column has no declared type
+ */
+export function sharedIdValue (c: SharedIdColumn): fc.Arbitrary<unknown> {
+  return fc.tuple(fc.constantFrom(...SHARED_ID_BASES), fc.constantFrom('as is', 'lower', 'upper', 'blank', 'padded', 'number')).map(([base, how]) => {
+    switch (how) {
+      case 'lower': return base.toLowerCase()
+      case 'upper': return base.toUpperCase()
+      case 'blank': return `${base} `
+      case 'padded': return c.char !== undefined ? base.padEnd(c.char, ' ') : base
+      case 'number': return c.type === '' && /^\d+$/.test(base) ? Number(base) : base
+      default: return base
+    }
+  })
+}
+
+/** the id a read shows for a stored one: a number's text, a CHAR(n) value without its padding */
+export const shownSharedId = (c: SharedIdColumn, stored: unknown): string => c.char !== undefined ? String(stored).trimEnd() : String(stored)
+
+/**
+ * The rows the database takes for one id, by a key of each stored id: a number and its text are one (reads show
+ * both as the text, and a path finds both); CHAR(n) and COLLATE RTRIM compare without trailing blanks, NOCASE regardless
+ * of ASCII case (not of 'Ä' and 'ä')
+ */
+export function sharedIdKey (c: SharedIdColumn, stored: unknown): string {
+  let k = String(stored)
+  if (c.char !== undefined || c.rtrim) k = k.replace(/ +$/, '')
+  if (c.nocase) k = k.replace(/[A-Z]/g, (l) => l.toLowerCase())
+  return k
+}
+
+/**
+ * A walk by meta.next (`limit` rows a page) of `resource` with `query` (`&sort=…&filter…`): each a 200, every row of the
+ * list with that query (`whole`, one page of up to 1000) exactly once by `fullKey` (the id alone repeats), in the order of
+ * that list as far as the database's order is defined (`position` of each row: rows that share it may come in any
+ * order), and on each page the list's count (count=true) as meta.total. The walk is bounded by the rows there are.
+ */
+export async function checkSharedWalk<R extends Shown> (g: Gateway, resource: string, query: string, limit: number, whole: R[], fullKey: (r: R) => string, position: (r: R) => string, detail: unknown): Promise<void> {
+  const rows: R[] = []
+  let next: string | undefined = `/api/${resource}?limit=${limit}&count=true${query}`
+  for (let pages = 0; next !== undefined; pages++) {
+    if (pages > whole.length + 1) g.fail(`a walk with ${query} and limit=${limit} did not end after ${pages} pages`, { rows: rows.map(fullKey) })
+    const page = await g.ctx.app.inject({ method: 'GET', url: next, headers: g.headers })
+    if (page.statusCode !== 200) g.fail(`page ${next} answered ${page.statusCode} ${page.body}`, detail)
+    const body = page.json() as { data: R[], meta: { next?: string, total?: number } }
+    if (body.meta.total !== whole.length) g.fail(`page ${next} counted ${String(body.meta.total)} rows, the list holds ${whole.length}`, detail)
+    rows.push(...body.data)
+    next = body.meta.next
+  }
+  const seen = rows.map(fullKey)
+  const all = whole.map(fullKey)
+  if (JSON.stringify([...seen].sort()) !== JSON.stringify([...all].sort())) g.fail(`a walk with ${query} and limit=${limit} returned ${JSON.stringify(seen)}, the list ${JSON.stringify(all)}`, detail)
+  if (JSON.stringify(rows.map(position)) !== JSON.stringify(whole.map(position))) g.fail(`a walk with ${query} and limit=${limit} returned the positions ${JSON.stringify(rows.map(position))}, the list ${JSON.stringify(whole.map(position))}`, detail)
+}
+
+/**
+ * Reads, updates (`update`: a body) and deletes by each id the list shows: where several rows hold it (`holders`, by the
+ * database's comparison) a 409 CONFLICT that changes nothing, else a read is a 200 showing that row (`sameRow`).
+ */
+export async function checkSharedIdAccess<R extends Shown> (g: Gateway, resource: string, listed: R[], holders: (r: R) => number, update: Record<string, unknown>, sameRow: (read: R, r: R) => boolean, detail: unknown): Promise<void> {
+  const url = (r: R): string => `/api/${resource}/${encodeURIComponent(String(r.id))}`
+  for (const r of listed) {
+    const n = holders(r)
+    const read = await g.ctx.app.inject({ method: 'GET', url: url(r), headers: g.headers })
+    stat(`read of an id ${n > 1 ? 'shared' : 'alone'} ${read.statusCode}`)
+    if (n === 1) {
+      if (read.statusCode !== 200) g.fail(`GET of the id ${JSON.stringify(r.id)}, which one row holds, answered ${read.statusCode} ${read.body}`, detail)
+      if (!sameRow(read.json() as R, r)) g.fail(`GET of the id ${JSON.stringify(r.id)} shows another row`, { listed: r, read: read.json() })
+      continue
+    }
+    if (read.statusCode !== 409 || read.json().code !== 'CONFLICT') g.fail(`GET of the id ${JSON.stringify(r.id)}, which ${n} rows hold, answered ${read.statusCode} ${read.body}`, detail)
+    for (const method of ['PATCH', 'POST', 'DELETE'] as const) {
+      const before = await dump(g)
+      const res = await g.ctx.app.inject({ method, url: url(r), headers: g.headers, ...(method === 'DELETE' ? {} : { payload: update }) })
+      stat(`${method} of an id shared ${res.statusCode}`)
+      if (res.statusCode !== 409 || res.json().code !== 'CONFLICT') g.fail(`${method} of the id ${JSON.stringify(r.id)}, which ${n} rows hold, answered ${res.statusCode} ${res.body}`, detail)
+      if (JSON.stringify(await dump(g)) !== JSON.stringify(before)) g.fail(`a 409 ${method} of the id ${JSON.stringify(r.id)} changed the table`, detail)
+    }
+  }
+}
