@@ -439,7 +439,7 @@ async function checkDatabase (config: LoadedConfig['config'], demo: boolean, io:
       const notes = [
         ...await numericTimeNotes(database, mappings, columns), ...await emptyModifiedNotes(database, mappings, columns), ...await textInNumberNotes(database, mappings, columns),
         ...await idRangeNotes(database, mappings, columns), ...await nullIdNotes(database, mappings, columns), ...await duplicateIdNotes(database, mappings, columns), ...await usernameNotes(database, mappings, columns.users), ...await passwordNotes(database, mappings, columns.users),
-        ...newIdsNotes(database.dialect, mappings, columns), ...paddingNotes(database.dialect, mappings, columns), ...apiDefaultNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
+        ...newIdsNotes(database.dialect, mappings, columns), ...paddingNotes(database.dialect, mappings, columns), ...timeTextNotes(database.dialect, mappings, columns), ...apiDefaultNotes(database.dialect, mappings, columns), ...await foreignKeyNotes(database, mappings), ...await defaultsForeignKeyNotes(database, mappings), ...(demo ? [] : await controllerNotes(database, mappings, columns.stations, config.hardware)),
         ...await sharedAddressNotes(database, mappings, config.hardware), ...await licenceNotes(database, mappings, config.licence.logins),
         ...await clockNotes(database)
       ]
@@ -488,6 +488,24 @@ export function newIdsNotes (dialect: Database['dialect'], mappings: Record<Reso
       ? `mapping.${name} is "readOnly": true`
       : `'${mapping.table}' is a view without an INSTEAD OF INSERT trigger`
     notes.push(`${name}.newIds: ${why}, so the gateway creates no ${name} and numbers none: "newIds" does nothing there; remove it`)
+  }
+  return notes
+}
+
+/**
+ * SQLite: the time fields whose column's stored times are ISO 8601 text with a T (ColumnInfo.isoTimeText),
+ * which the gateway writes so too, in place of CURRENT_TIMESTAMP's form: decided at start from the values.
+ */
+export function timeTextNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
+  if (dialect !== 'sqlite') return []
+  const notes: string[] = []
+  for (const { name, storage } of storagesOf(dialect, mappings, columns)) {
+    for (const s of Object.values(storage.fields)) {
+      const shape = s.info?.isoTimeText
+      if (shape === undefined || s.absent || s.def.kind !== 'datetime') continue
+      const example = shape === 'seconds' ? '2026-11-26T05:30:01, in whole seconds' : '2026-11-26T05:30:01.111'
+      notes.push(`${name}.${s.field}: column '${s.column}' (${describeType(s.info!)}) is written as ${example}, as the times it holds are written (ISO 8601 with a T, no zone), not as SQLite's CURRENT_TIMESTAMP writes them`)
+    }
   }
   return notes
 }

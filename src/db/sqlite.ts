@@ -5,9 +5,13 @@ import { setTimeout as delay } from 'node:timers/promises'
 import BetterSqlite3 from 'better-sqlite3'
 import { constraintTable, sqliteDataFault, uniqueColumns } from './data-errors.js'
 import { sqliteDialect } from './dialect.js'
+import { resources } from './resources.js'
 import { ConflictError, DatabaseBusyError, DatabaseClosedError, DatabaseUnavailableError, DataFaultError, FileUncheckableError, MappingGoneError, DAMAGED, IO_ERROR, NOT_A_DATABASE, READ_ONLY, ReadOnlyError, STORAGE_FULL, UnreadableTableError } from './errors.js'
 import { compactShaped, compactTime, formattedDate, storedFlag, storedNumber } from './storage.js'
 import { isFixedWidthText, type ColumnInfo, type ColumnTimeFormat, type Database, type Executor, type Param, type RecheckResult, type Row, type Statement, type TableMapping } from './types.js'
+
+/** The API's date-time fields (createdAt, modifiedAt, lastLoginAt). */
+const TIME_FIELDS = new Set(Object.values(resources).flatMap((def) => Object.entries(def.fields).filter(([, f]) => f.kind === 'datetime').map(([field]) => field)))
 
 export interface SqliteOptions {
   /** create the file when it does not exist (only the embedded demo does) */
@@ -736,6 +740,28 @@ class SqliteDatabase implements Database {
       const [counts] = await this.query({ text: `SELECT ${sums.join(', ')} FROM ${sqliteDialect.table(mapping)}`, params: [] })
       fixed.forEach((c, i) => {
         if (Number(counts?.[`other${i}`] ?? 0) === 0 && Number(counts?.[`padded${i}`] ?? 0) > 0) c.padsToWidth = true
+      })
+    }
+    // a time field's text a program writes as ISO 8601 with a T and no zone ('2026-03-29T01:30:00'): written so too, or the
+    // picking system's own text comparisons and ORDER BY put the gateway's '2026-03-29 01:30:00.000' before every time of that
+    // day (' ' sorts before 'T'). Only where every stored date-time is so; one scan of the table, at start
+    const timeColumns = new Set(Object.entries(mapping.columns)
+      .filter(([field]) => TIME_FIELDS.has(field) && mapping.timeFormats?.[field] === undefined)
+      .map(([, column]) => column.toLowerCase()))
+    const times = columns.filter((c) => timeColumns.has(c.name.toLowerCase()))
+    if (times.length > 0) {
+      const date = '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+      const seconds = `${date}T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]`
+      const sums = times.map((c, i) => {
+        const q = sqliteDialect.ident(c.name)
+        const text = `typeof(${q}) = 'text'`
+        return `SUM(${text} AND ${q} GLOB '${date}[ Tt][0-9][0-9]:[0-9][0-9]*') AS "times${i}", SUM(${text} AND ${q} GLOB '${seconds}') AS "whole${i}", ` +
+          `SUM(${text} AND ${q} GLOB '${seconds}.[0-9]*' AND NOT substr(${q}, 21) GLOB '*[^0-9]*') AS "fraction${i}"`
+      })
+      const [counts] = await this.query({ text: `SELECT ${sums.join(', ')} FROM ${sqliteDialect.table(mapping)}`, params: [] })
+      times.forEach((c, i) => {
+        const [all, whole, fraction] = ['times', 'whole', 'fraction'].map((k) => Number(counts?.[`${k}${i}`] ?? 0))
+        if (all > 0 && whole + fraction === all) c.isoTimeText = fraction === 0 ? 'seconds' : 'fraction'
       })
     }
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)

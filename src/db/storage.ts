@@ -228,7 +228,8 @@ const FORMAT_RESOLUTION: Record<TimeFormat, number> = { unix: 1000, 'unix-ms': 1
 
 function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, format: TimeFormat | undefined): number {
   if (format !== undefined) return FORMAT_RESOLUTION[format]
-  if (dialect === 'sqlite' || info === undefined) return 1
+  // SQLite text times in whole seconds (isoTimeText): written so, and modifiedAt moves by a second
+  if (dialect === 'sqlite' || info === undefined) return info?.isoTimeText === 'seconds' ? 1000 : 1
   switch (info.type.toLowerCase()) {
     case 'datetime': return -1
     case 'smalldatetime': return 60000
@@ -1026,6 +1027,9 @@ export class ResourceStorage {
     // other programs write them, '2026-11-26 04:30:01.111'; the gateway's reference tables ISO 8601
     // with Z, as their defaults write (the driver's text for a Date). Filters compare either through strftime.
     if (this.dialect !== 'sqlite' || (s.timeZone === undefined && this.reference)) return stored
+    // where the picking system writes '2026-03-29T01:30:00' (ColumnInfo.isoTimeText): so, rounded down to its second
+    if (s.info?.isoTimeText === 'seconds') return stored.toISOString().slice(0, 19)
+    if (s.info?.isoTimeText === 'fraction') return stored.toISOString().slice(0, 23)
     return stored.toISOString().replace('T', ' ').replace('Z', '')
   }
 

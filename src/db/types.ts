@@ -237,6 +237,13 @@ export interface ColumnInfo {
    * characters long, and at least one ends in a blank. The gateway writes its values padded too.
    */
   padsToWidth?: boolean
+  /**
+   * SQLite: a time field's column (without a format) whose stored date-times are all text as ISO 8601
+   * with a T and no zone ('2026-03-29T01:30:00', as .NET's "s" format and Python's isoformat() write
+   * them), in whole seconds ('seconds') or with a fraction ('fraction'). The gateway writes its times
+   * so too: its '2026-03-29 01:30:00.000' sorts before every such time of the day as text.
+   */
+  isoTimeText?: 'seconds' | 'fraction'
   /** SQL Server: a text column's collation (Latin1_General_CI_AS, …) */
   collation?: string
   /**

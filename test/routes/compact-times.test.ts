@@ -1,7 +1,9 @@
 // Times a legacy program wrote as digits (YYYYMMDD, YYYYMMDDhhmmss) into a SQLite DATE column:
 // read as dates in the column's zone, not as Unix seconds of late 1970.
 import t from 'tap'
-import { compactTime } from '../../src/db/storage.js'
+import { timeTextNotes } from '../../src/commands.js'
+import { mappingsOf } from '../../src/config.js'
+import { compactTime, inspectStorage } from '../../src/db/storage.js'
 import type { Database } from '../../src/db/types.js'
 import { build, testDatabaseUrl } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
@@ -46,6 +48,60 @@ t.test("SQLite: the gateway writes a picking system's time columns in the format
   t.equal(created.json().modifiedAt, `${String(row.g).replace(' ', 'T')}Z`, 'the same instant in the API')
   const since = (await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${encodeURIComponent(created.json().modifiedAt)}`, headers })).json().data
   t.same(since.map((m: { materialNumber: string }) => m.materialNumber), ['NEW'], 'found by modifiedSince beside a row of the default format')
+})
+
+t.test("SQLite: where the picking system writes its text times as ISO 8601 with a T ('2026-03-29T01:30:00'), the gateway writes them so too, and the picking system's text order keeps the gateway's rows in place", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const berlin = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' })
+  // the first second of today in Berlin, as the picking system writes it
+  const today = `${berlin.format(new Date()).slice(0, 10)}T00:00:00`
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrowMaterials('Artikel', { id: 'ArtNr', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }), timeZone: 'Europe/Berlin' } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "Artikel" ("ArtNr" TEXT NOT NULL PRIMARY KEY, "Bez" TEXT NOT NULL, "Angelegt" TEXT, "Geaendert" TEXT, "Gebucht" TEXT) WITHOUT ROWID', params: [] })
+    // a day's times of the picking system, an empty one and NULL (no date-time, which decide nothing), and a column with a fraction
+    await db.execute({ text: 'INSERT INTO "Artikel" VALUES (\'A-1\', \'Größe\', \'2026-03-29T01:30:00\', \'2099-12-31T23:59:59\', NULL), (\'A-2\', \'Schüttgut\', \'\', NULL, NULL), (\'A-3\', \'Straße\', @today, NULL, NULL)', params: [{ name: 'today', kind: 'string', value: today }] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEU', name: 'neu' } })
+  t.equal(created.statusCode, 201)
+  const stored = async (): Promise<Record<string, unknown>> => (await ctx.db.query({ text: 'SELECT "Angelegt" AS a, "Geaendert" AS g FROM "Artikel" WHERE "ArtNr" = \'NEU\'', params: [] }))[0]
+  const row = await stored()
+  // before: '2026-11-28 05:00:50.123', which sorts before every time of that day the picking system wrote ('T' > ' ')
+  t.match(row.a, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/, 'createdAt as the picking system writes it: a T, whole seconds, no zone')
+  t.match(row.g, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/, 'modifiedAt too')
+  t.equal(berlin.format(new Date(created.json().createdAt)).replace(' ', 'T'), row.a, 'the response shows the stored local time, in UTC')
+  t.match(created.json().createdAt, /\.000Z$/, 'in whole seconds, as stored')
+  const first = created.json().modifiedAt
+  const updated = await ctx.app.inject({ method: 'POST', url: '/api/materials/NEU', headers, payload: { name: 'neu 2' } })
+  t.equal(updated.statusCode, 200)
+  t.ok(Date.parse(updated.json().modifiedAt) >= Date.parse(first) + 1000, 'an update moves modifiedAt by at least the second the column keeps')
+  t.match((await stored()).g, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/, 'and writes it as the picking system does')
+  const ofToday = await ctx.db.query({ text: 'SELECT "ArtNr" AS nr FROM "Artikel" WHERE "Angelegt" >= @today ORDER BY "Angelegt" DESC', params: [{ name: 'today', kind: 'string', value: today }] })
+  t.same(ofToday.map((r) => r.nr), ['NEU', 'A-3'], "the picking system's own text comparison finds the gateway's row of today, and its order puts it last")
+  const since = (await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${encodeURIComponent(first)}&sort=modifiedAt`, headers })).json().data
+  t.same(since.map((m: { id: string }) => m.id), ['NEU', 'A-1'], 'modifiedSince finds it, before the row of 2099')
+  const mappings = mappingsOf(ctx.config)
+  const { columns } = await inspectStorage(ctx.db, mappings)
+  t.same(timeTextNotes('sqlite', mappings, columns), [
+    "materials.createdAt: column 'Angelegt' (text) is written as 2026-11-26T05:30:01, in whole seconds, as the times it holds are written (ISO 8601 with a T, no zone), not as SQLite's CURRENT_TIMESTAMP writes them",
+    "materials.modifiedAt: column 'Geaendert' (text) is written as 2026-11-26T05:30:01, in whole seconds, as the times it holds are written (ISO 8601 with a T, no zone), not as SQLite's CURRENT_TIMESTAMP writes them"
+  ], 'check-config says so')
+})
+
+t.test("SQLite: ISO 8601 text times with a fraction ('2026-03-29T01:30:00.250') are written with a T and milliseconds; a column that also holds another shape keeps CURRENT_TIMESTAMP's", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('ArtMs', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }) }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtMs" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" TEXT NOT NULL UNIQUE, "Bez" TEXT NOT NULL, "Angelegt" TEXT, "Geaendert" TEXT)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtMs" VALUES (1, \'A-1\', \'a\', \'2026-03-29T01:30:00.250\', \'2026-03-29T01:30:00\'), (2, \'A-2\', \'b\', \'2026-03-29T01:30:00\', \'2026-03-29 01:30:00\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEU', name: 'neu' } })
+  t.equal(created.statusCode, 201)
+  const [row] = await ctx.db.query({ text: 'SELECT "Angelegt" AS a, "Geaendert" AS g FROM "ArtMs" WHERE "ArtNr" = \'NEU\'', params: [] })
+  t.match(row.a, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/, 'a T and milliseconds, where some stored times have a fraction')
+  t.equal(created.json().createdAt, `${String(row.a)}Z`, 'the same instant in the API (UTC)')
+  t.match(row.g, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, "a column holding times of both shapes: as SQLite's CURRENT_TIMESTAMP, as before")
 })
 
 t.test("SQLite: a Julian day (julianday('now'), SQLite's own numeric time) shows the time its strftime reads, which filters and sorting compare", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
