@@ -910,7 +910,13 @@ export async function proposeMapping (db: Database, resource: ResourceName, tabl
     notes.push(`id column '${id.column.name}' is neither an identity column nor has a default: the gateway cannot create rows; give it one, set "newIds": "max+1" if the picking system numbers its rows as the largest id plus one (not from a counter table), or set "readOnly": true`)
   }
   if (table.view) notes.push('a view: proposed "readOnly": true (list and read only)')
-  const localTime = (m: FieldMatch): boolean => def.fields[m.field].kind === 'datetime' && m.column.type !== 'datetimeoffset' && categoryOf(db.dialect, m.column, 'datetime') === 'time'
+  // a time type, or SQLite text without a format: SQLite has no time type, so its programs keep times as text
+  // ('2026-03-29T01:30:00'), local time as often as not, which read as UTC would be an hour or two off
+  const localTime = (m: FieldMatch): boolean => {
+    if (def.fields[m.field].kind !== 'datetime' || m.column.type === 'datetimeoffset') return false
+    const category = categoryOf(db.dialect, m.column, 'datetime')
+    return category === 'time' || (db.dialect === 'sqlite' && m.format === undefined && category === 'text')
+  }
   // the configured table's time zone is the integrator's decision already
   if (table !== configuredTable && fields.some(localTime)) {
     notes.push('date/time columns are read as UTC; if they hold local time, add "timeZone" (for example "Europe/Berlin")')

@@ -189,6 +189,26 @@ t.test('a legacy SQLite database', async (t) => {
   t.same(Object.keys(mappingConfig(result).mapping), ['materials', 'stations'])
 })
 
+t.test('SQLite times kept as TEXT (it has no time type) get the note that they are read as UTC, as a DATETIME column\'s do', async (t) => {
+  const path = join(dir, 'text-times.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`CREATE TABLE artikel (artikelnummer TEXT NOT NULL PRIMARY KEY, bezeichnung TEXT NOT NULL, angelegt_am TEXT, geaendert_am TEXT) WITHOUT ROWID;
+    INSERT INTO artikel VALUES ('010001', 'Schüttgut', '2026-02-27T00:10:00', '2026-03-29T00:10:00');
+    CREATE TABLE arbeitsplatz (platz_id INTEGER PRIMARY KEY AUTOINCREMENT, bezeichnung TEXT NOT NULL UNIQUE, angelegt DATETIME, geaendert INTEGER);
+    INSERT INTO arbeitsplatz (bezeichnung, angelegt, geaendert) VALUES ('Kommissionierplatz 1', '2024-03-31 01:30:00', 1711848600);`)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const result = await introspect(db, mappingsOf(validateConfig({ auth: { jwtSecret: SECRET } })))
+  const m = result.resources.materials
+  t.same([m.mapping?.columns.createdAt, m.mapping?.columns.modifiedAt], ['angelegt_am', 'geaendert_am'])
+  // before: no note, so the local times of such a table read an hour or two off without a word
+  t.match(m.notes.join('\n'), /date\/time columns are read as UTC; if they hold local time, add "timeZone"/, 'TEXT columns of time text')
+  const s = result.resources.stations
+  t.same(s.mapping?.columns.modifiedAt, { column: 'geaendert', format: 'unix' })
+  t.match(s.notes.join('\n'), /read as UTC; if they hold local time, add "timeZone"/, 'a DATETIME column, as before')
+})
+
 t.test('the configured table wins; a view is proposed read-only; columns the configuration cannot name are skipped', async (t) => {
   const path = join(dir, 'view.db')
   const raw = new BetterSqlite3(path)
