@@ -209,13 +209,13 @@ t.test('SQLite times kept as TEXT (it has no time type) get the note that they a
   t.match(s.notes.join('\n'), /read as UTC; if they hold local time, add "timeZone"/, 'a DATETIME column, as before')
 })
 
-t.test('German abbreviations of SAP and its neighbours: ERDAT, AEDAT, AENDAT; a station table named kommplatz', async (t) => {
+t.test('German abbreviations of SAP and its neighbours: ERDAT, AEDAT, AENDAT; a station table named kommplatz, its address sps_adr', async (t) => {
   const path = join(dir, 'sap-names.db')
   const raw = new BetterSqlite3(path)
   raw.exec(`CREATE TABLE teile (teilenummer TEXT NOT NULL PRIMARY KEY, benennung TEXT NOT NULL, ERDAT TEXT, AEDAT INTEGER) WITHOUT ROWID;
     INSERT INTO teile VALUES ('T00001', 'Maß-Band', '2025-01-10 08:00:00', 1760000000);
-    CREATE TABLE kommplatz (nr INTEGER PRIMARY KEY AUTOINCREMENT, bez TEXT NOT NULL, art TEXT NOT NULL, erfdat TEXT, aendat INTEGER);
-    INSERT INTO kommplatz (bez, art, erfdat, aendat) VALUES ('Platz 1', 'L', '2025-01-01 08:00:00', 1760000000);`)
+    CREATE TABLE kommplatz (nr INTEGER PRIMARY KEY AUTOINCREMENT, bez TEXT NOT NULL, art TEXT NOT NULL, sps TEXT, sps_adr INTEGER, erfdat TEXT, aendat INTEGER);
+    INSERT INTO kommplatz (bez, art, sps, sps_adr, erfdat, aendat) VALUES ('Platz 1', 'L', 'ctl-1', 2, '2025-01-01 08:00:00', 1760000000);`)
   raw.close()
   const db = openDatabase(`sqlite:${path}`, { logger: silent })
   t.teardown(() => db.close())
@@ -225,6 +225,7 @@ t.test('German abbreviations of SAP and its neighbours: ERDAT, AEDAT, AENDAT; a 
   const s = result.resources.stations
   t.equal(s.table?.name, 'kommplatz', 'Kommissionierplatz abbreviated')
   t.same([s.mapping?.columns.createdAt, s.mapping?.columns.modifiedAt], ['erfdat', { column: 'aendat', format: 'unix' }])
+  t.same([s.mapping?.columns.controllerId, s.mapping?.columns.address], ['sps', 'sps_adr'], "the controller's address abbreviated: SPS-Adr.")
 })
 
 t.test('the configured table wins; a view is proposed read-only; columns the configuration cannot name are skipped', async (t) => {
