@@ -65,6 +65,13 @@ function bodyProperty (schema: Json, s: FieldStorage, reference: boolean, keptPa
   let out = schema
   const info = s.info
   if (info === undefined) return out
+  // a value map without a code for some of the API's values (a picking system that has no carousels): the
+  // write would refuse them, so the body and the document take the mapped ones only
+  if (s.map !== undefined && Array.isArray(out.anyOf) && out.anyOf.every((b: Json) => 'const' in b)) {
+    const mapped = new Set(s.map.order.map((v) => String(v)))
+    const kept = out.anyOf.filter((b: Json) => mapped.has(String(b.const)))
+    if (kept.length > 0 && kept.length < out.anyOf.length) out = { ...out, anyOf: kept }
+  }
   if (!info.nullable) out = withoutNull(out)
   // a field described as a whole (a station's address, a union with null) takes its notes there: nullable() keeps
   // that description over its branch's

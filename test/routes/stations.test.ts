@@ -238,3 +238,31 @@ t.test('stations: one controller address is one station (before: two stations on
   const racers = await Promise.all([1, 2, 3, 4].map((n) => post({ name: `Race-${n}`, controllerId: 'ctl-3', address: 9 })))
   t.same(racers.map((r) => r.statusCode).sort(), [201, 409, 409, 409])
 })
+
+t.test('stations: a type map without a code for some types (a picking system without carousels): bodies and the document take the mapped types only', async (t) => {
+  const ctx = await build(t, {
+    mapping: {
+      stations: {
+        table: 'Platz',
+        columns: { id: 'Nr', name: 'Bez', type: { column: 'Art', values: { ptl: 'K', vlm: 'L', manual: 'M' } }, description: null, warehouse: null, controllerId: null, address: null, enabled: null, createdAt: null, modifiedAt: null }
+      }
+    }
+  }, async (db) => {
+    await db.execute({ text: 'CREATE TABLE "Platz" ("Nr" INTEGER PRIMARY KEY AUTOINCREMENT, "Bez" TEXT NOT NULL UNIQUE, "Art" TEXT NOT NULL DEFAULT \'M\' CHECK ("Art" IN (\'K\', \'L\', \'M\')))', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'Kommissionierplatz 1', type: 'ptl' } })
+  t.equal(created.statusCode, 201)
+  // before: 'body/type must be one of "vlm", "carousel", "ptl", "manual"', and then carousel a 400 of its own
+  for (const [method, url] of [['POST', '/api/stations'], ['POST', `/api/stations/${String(created.json().id)}`]] as const) {
+    const res = await ctx.app.inject({ method, url, headers, payload: { name: 'Platz 9', type: 'K' } })
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().message, 'body/type must be one of "vlm", "ptl", "manual"', `${url}: the types this picking system has`)
+  }
+  const doc = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json()
+  const types = (path: string): unknown => doc.paths[path].post.requestBody.content['application/json'].schema.properties.type.anyOf.map((b: { enum: string[] }) => b.enum[0])
+  t.same(types('/api/stations'), ['vlm', 'ptl', 'manual'], 'the document of a create')
+  t.same(types('/api/stations/{id}'), ['vlm', 'ptl', 'manual'], 'and of an update')
+  const rows = await ctx.db.query({ text: 'SELECT "Bez" AS b, "Art" AS a FROM "Platz"', params: [] })
+  t.same(rows, [{ b: 'Kommissionierplatz 1', a: 'K' }], 'nothing else written')
+})
