@@ -680,6 +680,9 @@ export function proposeStationTypeMap (category: Category, rows: CodeCount[]): M
   // a type no stored code stands for yet: a create or update with it would be a 400 under this map
   const missing = Object.keys(STATION_TYPES).filter((api) => !placed.has(api))
   if (missing.length > 0) notes.push(`no stored code for ${missing.join(', ')}: with this map a station of ${missing.length === 1 ? 'that type' : 'those types'} cannot be created or set; add the picking system's code for ${missing.length === 1 ? 'it' : 'each'} to the map`)
+  // German programs use K for Karussell and for Kommissionierung (a picking place, pick-to-light) alike
+  const k = placed.get('carousel')?.find((code) => typeof code === 'string' && code.trim().toUpperCase() === 'K')
+  if (k !== undefined && !placed.has('ptl')) notes.push(`${show(k)} is taken for Karussell (carousel); where it stands for Kommissionierung (a picking place with pick-to-light), map it to ptl instead`)
   return { usable: true, values, notes }
 }
 

@@ -888,6 +888,11 @@ t.test('station type value maps', async (t) => {
   t.same(padded.values, { ptl: 'P', vlm: 'V' })
   t.same(padded.notes, ['codes not placed (returned as stored until mapped): "X"', "no stored code for carousel, manual: with this map a station of those types cannot be created or set; add the picking system's code for each to the map"],
     'before: said nothing, and a create of a manual station under the pasted map was a 400')
+  // a German vendor's K for Kommissionierung beside L (Liftsystem) and M (manuell): the guess carousel is named for checking
+  const german = proposeStationTypeMap('text', rows('K', 'L', 'M'))
+  t.same(german.values, { vlm: 'L', carousel: 'K', manual: 'M' })
+  t.same(german.notes.at(-1), '"K" is taken for Karussell (carousel); where it stands for Kommissionierung (a picking place with pick-to-light), map it to ptl instead')
+  t.notOk(proposeStationTypeMap('text', rows('K', 'P', 'L')).notes.some((n) => n.includes('Kommissionierung')), 'not where P is the pick-to-light code')
   t.doesNotThrow(() => compileValueMap('string', padded.values ?? {}), 'the proposal compiles')
   t.same(proposeBooleanMap({ name: 'Aktiv', type: 'varchar', nullable: false, hasDefault: false, identity: false, computed: false }, 'text', rows('J', 'N', 'J ')).values, { true: 'J', false: 'N' })
   t.match(proposeStationTypeMap('text', rows(...Array.from({ length: 21 }, (_, i) => `c${i}`))).notes, [/more than 20/])
