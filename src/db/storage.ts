@@ -1088,8 +1088,9 @@ export class ResourceStorage {
     const range = this.timeRange(s)
     if (range !== undefined && wall < range[0]) return new Date(range[0])
     if (range !== undefined && wall > range[1]) return undefined
-    // format 'yyyy-mm-dd hh:mm:ss' writes whole seconds, but the rows written before it may hold milliseconds
-    const r = s.wholeSeconds ? 1 : s.resolutionMs
+    // format 'yyyy-mm-dd hh:mm:ss' and ISO text of whole seconds (isoTimeText) are written in whole seconds, but rows
+    // written before, or since by another program, may hold milliseconds, which strftime compares to the millisecond
+    const r = s.wholeSeconds || s.info?.isoTimeText === 'seconds' ? 1 : s.resolutionMs
     if (r > 1) {
       const up = Math.ceil(wall / r) * r
       return range !== undefined && up > range[1] ? undefined : new Date(up)

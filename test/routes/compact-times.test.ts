@@ -104,6 +104,23 @@ t.test("SQLite: ISO 8601 text times with a fraction ('2026-03-29T01:30:00.250') 
   t.match(row.g, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, "a column holding times of both shapes: as SQLite's CURRENT_TIMESTAMP, as before")
 })
 
+t.test("SQLite: a column of ISO 8601 text in whole seconds, written so: a time with milliseconds another program writes there later is still found to the millisecond", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: { ...narrowMaterials('ArtSec', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }), timeZone: 'Europe/Berlin' } }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "ArtSec" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" TEXT NOT NULL UNIQUE, "Bez" TEXT NOT NULL, "Angelegt" TEXT, "Geaendert" TEXT)', params: [] })
+    await db.execute({ text: 'INSERT INTO "ArtSec" VALUES (1, \'A-1\', \'a\', \'2026-01-01T09:00:00\', \'2026-01-01T09:00:00\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  // after the start, which took the column for whole seconds: another program's row with a fraction (local time, UTC+1)
+  await ctx.db.execute({ text: 'INSERT INTO "ArtSec" VALUES (2, \'A-2\', \'b\', \'2026-01-01T11:00:00.500\', \'2026-01-01T11:00:00.500\')', params: [] })
+  const since = await ctx.app.inject({ method: 'GET', url: '/api/materials?modifiedSince=2026-01-01T10:00:00.250Z', headers })
+  t.equal(since.statusCode, 200)
+  t.same(since.json().data.map((m: { materialNumber: string }) => m.materialNumber), ['A-2'], 'modifiedSince a quarter second before it finds it: the bound is not rounded up to the next whole second')
+  const created = await ctx.app.inject({ method: 'GET', url: '/api/materials?createdAt=2026-01-01T10:00:00.500Z', headers })
+  t.same(created.json().data.map((m: { materialNumber: string }) => m.materialNumber), ['A-2'], 'and an exact filter at its millisecond')
+})
+
 t.test("SQLite: a Julian day (julianday('now'), SQLite's own numeric time) shows the time its strftime reads, which filters and sorting compare", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
   const ctx = await build(t, {
     mapping: { materials: { ...narrowMaterials('ArtJul', { id: 'ArtID', materialNumber: 'ArtNr', name: 'Bez', createdAt: 'Angelegt', modifiedAt: 'Geaendert' }), timeZone: 'Europe/Berlin' } }
