@@ -221,10 +221,11 @@ t.test('German abbreviations of SAP and its neighbours: ERDAT, AEDAT, AENDAT; a 
   t.teardown(() => db.close())
   const result = await introspect(db, mappingsOf(validateConfig({ auth: { jwtSecret: SECRET } })))
   const m = result.resources.materials.mapping?.columns
-  t.same([m?.createdAt, m?.modifiedAt], ['ERDAT', { column: 'AEDAT', format: 'unix' }], "SAP's Erstellungs- and Änderungsdatum")
+  // ERDAT holds CURRENT_TIMESTAMP's form in whole seconds: proposed with that format
+  t.same([m?.createdAt, m?.modifiedAt], [{ column: 'ERDAT', format: 'yyyy-mm-dd hh:mm:ss' }, { column: 'AEDAT', format: 'unix' }], "SAP's Erstellungs- and Änderungsdatum")
   const s = result.resources.stations
   t.equal(s.table?.name, 'kommplatz', 'Kommissionierplatz abbreviated')
-  t.same([s.mapping?.columns.createdAt, s.mapping?.columns.modifiedAt], ['erfdat', { column: 'aendat', format: 'unix' }])
+  t.same([s.mapping?.columns.createdAt, s.mapping?.columns.modifiedAt], [{ column: 'erfdat', format: 'yyyy-mm-dd hh:mm:ss' }, { column: 'aendat', format: 'unix' }])
   t.same([s.mapping?.columns.controllerId, s.mapping?.columns.address], ['sps', 'sps_adr'], "the controller's address abbreviated: SPS-Adr.")
 })
 
