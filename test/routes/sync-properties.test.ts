@@ -67,21 +67,23 @@ const wallText = (ms: number, zone: string): string =>
   new RealDate(ms).toLocaleString('sv-SE', { timeZone: zone, hourCycle: 'h23' })
 
 /** SQL for the picking system's stamp at its clock `ms`, and its parameters */
-function stampSql (kind: Kind, ms: number): { sql: string, params: unknown[] } {
+function stampSql (kind: Kind, ms: number, fraction = false): { sql: string, params: unknown[] } {
   const seconds = ms / 1000
+  // another of its programs writes its time text with milliseconds
+  const milli = fraction ? `.${String(ms % 1000).padStart(3, '0')}` : ''
   if (kind.zone !== undefined) {
     // a local clock: the picking system's own time text (GETDATE() of a Windows server in Berlin)
     const wall = wallText(ms, kind.zone)
     switch (kind.form) {
-      case 'text': return { sql: '?', params: [wall] }
-      case 'iso': return { sql: '?', params: [wall.replace(' ', 'T')] }
+      case 'text': return { sql: '?', params: [wall + milli] }
+      case 'iso': return { sql: '?', params: [wall.replace(' ', 'T') + milli] }
       case 'digits': return { sql: '?', params: [Number(wall.replace(/\D/g, ''))] }
       default: return { sql: '?', params: [wall.replace(/\D/g, '')] }
     }
   }
   switch (kind.form) {
-    case 'text': return { sql: "strftime('%Y-%m-%d %H:%M:%S', ?, 'unixepoch')", params: [seconds] }
-    case 'iso': return { sql: "strftime('%Y-%m-%dT%H:%M:%S', ?, 'unixepoch')", params: [seconds] }
+    case 'text': return { sql: fraction ? "strftime('%Y-%m-%d %H:%M:%f', ?, 'unixepoch')" : "strftime('%Y-%m-%d %H:%M:%S', ?, 'unixepoch')", params: [seconds] }
+    case 'iso': return { sql: fraction ? "strftime('%Y-%m-%dT%H:%M:%f', ?, 'unixepoch')" : "strftime('%Y-%m-%dT%H:%M:%S', ?, 'unixepoch')", params: [seconds] }
     case 'unix': return { sql: "CAST(strftime('%s', ?, 'unixepoch') AS INTEGER)", params: [seconds] }
     case 'digits': return { sql: "CAST(strftime('%Y%m%d%H%M%S', ?, 'unixepoch') AS INTEGER)", params: [seconds] }
     default: return { sql: "strftime('%Y%m%d%H%M%S', ?, 'unixepoch')", params: [seconds] }
@@ -103,11 +105,11 @@ const tableOf = (kind: Kind): { table: string, id: string, number: string, name:
 // ---- the model's steps ----
 
 type Step =
-  | { op: 'create', name: string }
-  | { op: 'update', pick: number, name: string }
-  | { op: 'delete', pick: number }
-  | { op: 'outsideInsert', name: string }
-  | { op: 'outsideUpdate', pick: number, name: string }
+  | { op: 'create', name: string, wait: Wait }
+  | { op: 'update', pick: number, name: string, wait: Wait }
+  | { op: 'delete', pick: number, wait: Wait }
+  | { op: 'outsideInsert', name: string, fraction: boolean }
+  | { op: 'outsideUpdate', pick: number, name: string, fraction: boolean }
   | { op: 'page', limit: number, sort: string }
   | { op: 'tick', ms: number }
   | { op: 'outsideBegin' }
@@ -115,27 +117,34 @@ type Step =
 
 // a new run's order: the README's sort=modifiedAt mostly; any order is to lose nothing (an updated row moves, and the next run brings it)
 const SORTS = fc.constantFrom('sort=modifiedAt', 'sort=modifiedAt', 'sort=modifiedAt', 'sort=-modifiedAt', 'sort=id', 'sort=name', '')
+// now and then a time text with milliseconds (another of the picking system's programs), in a column of whole seconds too
+const FRACTION = fc.constantFrom(false, false, false, true)
 const nameArb = fc.constantFrom('a', 'b', 'c', 'd')
+/** what happens while an API write waits for the picking system's transaction: time passes, and pages of the sync may be read */
+interface Wait { ms: number, pages: number, limit: number }
+const waitArb: fc.Arbitrary<Wait> = fc.record({ ms: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3000 })), pages: fc.nat({ max: 5 }), limit: fc.integer({ min: 1, max: 4 }) })
+
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant('create' as const), name: nameArb }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant('update' as const), pick: fc.nat(), name: nameArb }), weight: 3 },
-  { arbitrary: fc.record({ op: fc.constant('delete' as const), pick: fc.nat() }), weight: 1 },
-  { arbitrary: fc.record({ op: fc.constant('outsideInsert' as const), name: nameArb }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant('outsideUpdate' as const), pick: fc.nat(), name: nameArb }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('create' as const), name: nameArb, wait: waitArb }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('update' as const), pick: fc.nat(), name: nameArb, wait: waitArb }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('delete' as const), pick: fc.nat(), wait: waitArb }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('outsideInsert' as const), name: nameArb, fraction: FRACTION }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('outsideUpdate' as const), pick: fc.nat(), name: nameArb, fraction: FRACTION }), weight: 3 },
   { arbitrary: fc.record({ op: fc.constant('page' as const), limit: fc.integer({ min: 1, max: 4 }), sort: SORTS }), weight: 5 },
   // mostly within the second: a page right after a write in the same second is the case whole-second columns meet
   { arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 300, max: 2500 })) }), weight: 2 },
   // the picking system's writes in a transaction it commits a moment later (within commitLagMs, as the README requires)
-  { arbitrary: fc.constant({ op: 'outsideBegin' as const }), weight: 1 },
+  { arbitrary: fc.constant({ op: 'outsideBegin' as const }), weight: 2 },
   { arbitrary: fc.constant({ op: 'outsideCommit' as const }), weight: 1 }
 )
 
-interface Run { kind: Kind, start: string | undefined, startJitter: number, steps: Step[], lastLimit: number }
+interface Run { kind: Kind, start: string | undefined, startJitter: number, commitLagMs: number | undefined, steps: Step[], lastLimit: number }
 
 const runArb: fc.Arbitrary<Run> = fc.record({
   kind: kindArb,
   start: fc.constantFrom(...STARTS),
   startJitter: fc.integer({ min: 0, max: 4000 }),
+  commitLagMs: fc.constantFrom(undefined, 3000),
   steps: fc.array(stepArb, { minLength: 5, maxLength: 40 }),
   lastLimit: fc.integer({ min: 1, max: 4 })
 })
@@ -151,7 +160,7 @@ async function syncModel (t: Test, run: Run): Promise<void> {
   const fail = (what: string): never => { throw new Error(`${what}\n${log.join('\n')}`) }
   const seeds = 3
   stat(`kind ${kind.type ?? 'reference'}${kind.format === undefined ? '' : ` ${kind.format}`}${kind.zone === undefined ? '' : ' local'} ${kind.form}${offset === 0 ? '' : ` from ${String(run.start)}`}`)
-  const ctx = await build(t, { mapping: { materials: mappingOf(kind) } }, kind.type === undefined
+  const ctx = await build(t, { mapping: { materials: { ...mappingOf(kind), ...(run.commitLagMs === undefined ? {} : { commitLagMs: run.commitLagMs }) } } }, kind.type === undefined
     ? undefined
     : async (db: Database) => {
       await db.execute({ text: `CREATE TABLE "${TABLE}" ("ArtID" INTEGER PRIMARY KEY, "ArtNr" VARCHAR(20) NOT NULL UNIQUE, "Bez" VARCHAR(40) NOT NULL, "Geaendert" ${kind.type})`, params: [] })
@@ -190,21 +199,33 @@ async function syncModel (t: Test, run: Run): Promise<void> {
       }
     }
     const pick = (n: number): number | undefined => live.length === 0 ? undefined : live[n % live.length]
-    const outside = (sql: string, params: unknown[]): BetterSqlite3.RunResult => other.prepare(sql).run(...params)
-    // the picking system's open transaction: when it began, by its clock
+    // the picking system's open transaction: when it began, by its clock, and whether it has stamped a row yet
     let began: number | undefined
+    let stampedInTransaction = false
     const commit = (): void => {
       if (began === undefined) return
       other.exec('COMMIT')
       log.push(`outside commit of the transaction begun ${new Date(began).toISOString()}, at ${new Date().toISOString()}`)
       began = undefined
+      stampedInTransaction = false
     }
-    // an API write: while the picking system's transaction holds the write lock it waits, and goes on once that commits
-    const write = async (options: InjectOptions): Promise<LightMyRequestResponse> => {
+    const outside = (sql: string, params: unknown[]): BetterSqlite3.RunResult => {
+      if (began !== undefined) stampedInTransaction = true
+      return other.prepare(sql).run(...params)
+    }
+    // an API write: while the picking system's transaction holds the write lock it waits (time passes, a page may be
+    // read meanwhile), and goes on once that commits, its stamps within commitLagMs of the commit
+    const write = async (options: InjectOptions, wait: Wait): Promise<LightMyRequestResponse> => {
       const res = ctx.app.inject(options)
       if (began !== undefined) {
         stat('an API write meets the picking system\'s open transaction')
         await new Promise((resolve) => setTimeout(resolve, 20))
+        offset += stampedInTransaction ? Math.max(0, Math.min(wait.ms, began + (run.commitLagMs ?? 1000) - 200 - Date.now())) : wait.ms
+        for (let n = 0; n < wait.pages; n++) {
+          stat('a page is read while an API write waits')
+          await page(wait.limit)
+        }
+        log.push(`  (an API write waited until ${new Date().toISOString()})`)
         commit()
       }
       return await res
@@ -212,7 +233,7 @@ async function syncModel (t: Test, run: Run): Promise<void> {
     for (const step of run.steps) {
       switch (step.op) {
         case 'create': {
-          const res = await write({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: `N-${++counter}`, name: step.name } })
+          const res = await write({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: `N-${++counter}`, name: step.name } }, step.wait)
           if (res.statusCode !== 201) fail(`create answered ${res.statusCode} ${res.body}`)
           live.push(res.json().id as number)
           // ISO 8601 text of whole seconds (ColumnInfo.isoTimeText): the gateway writes that form too
@@ -224,7 +245,7 @@ async function syncModel (t: Test, run: Run): Promise<void> {
         case 'update': {
           const id = pick(step.pick)
           if (id === undefined) break
-          const res = await write({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: step.name } })
+          const res = await write({ method: 'PATCH', url: `/api/materials/${id}`, headers, payload: { name: step.name } }, step.wait)
           if (res.statusCode !== 200) fail(`update answered ${res.statusCode} ${res.body}`)
           log.push(`update ${id} name ${step.name} @${String(res.json().modifiedAt)}`)
           break
@@ -232,14 +253,14 @@ async function syncModel (t: Test, run: Run): Promise<void> {
         case 'delete': {
           const id = pick(step.pick)
           if (id === undefined) break
-          const res = await write({ method: 'DELETE', url: `/api/materials/${id}`, headers })
+          const res = await write({ method: 'DELETE', url: `/api/materials/${id}`, headers }, step.wait)
           if (res.statusCode !== 204 && res.statusCode !== 200) fail(`delete answered ${res.statusCode} ${res.body}`)
           live.splice(live.indexOf(id), 1)
           log.push(`delete ${id}`)
           break
         }
         case 'outsideInsert': {
-          const stamp = stampSql(kind, Date.now())
+          const stamp = stampSql(kind, Date.now(), step.fraction)
           const r = outside(`INSERT INTO "${cols.table}" ("${cols.number}", "${cols.name}", "${cols.modified}") VALUES (?, ?, ${stamp.sql})`, [`O-${++counter}`, step.name, ...stamp.params])
           live.push(Number(r.lastInsertRowid))
           log.push(`outside insert ${Number(r.lastInsertRowid)} stamped ${JSON.stringify(stamp.params)} at ${new Date().toISOString()}`)
@@ -248,7 +269,7 @@ async function syncModel (t: Test, run: Run): Promise<void> {
         case 'outsideUpdate': {
           const id = pick(step.pick)
           if (id === undefined) break
-          const stamp = stampSql(kind, Date.now())
+          const stamp = stampSql(kind, Date.now(), step.fraction)
           outside(`UPDATE "${cols.table}" SET "${cols.name}" = ?, "${cols.modified}" = ${stamp.sql} WHERE "${cols.id}" = ?`, [step.name, ...stamp.params, id])
           log.push(`outside update ${id} name ${step.name} stamped ${JSON.stringify(stamp.params)} at ${new Date().toISOString()}`)
           break
@@ -257,8 +278,8 @@ async function syncModel (t: Test, run: Run): Promise<void> {
           await page(step.limit, step.sort)
           break
         case 'tick':
-          // committed before it would be later than commitLagMs (1000 ms) after its stamps
-          if (began !== undefined && Date.now() + step.ms - began > 800) commit()
+          // committed before it would be later than commitLagMs (default 1000 ms) after its stamps
+          if (began !== undefined && Date.now() + step.ms - began > (run.commitLagMs ?? 1000) - 200) commit()
           offset += step.ms
           break
         case 'outsideBegin':
