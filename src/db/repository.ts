@@ -189,11 +189,14 @@ export class Repository {
   private compile (): void {
     const sqlite = this.db.dialect === 'sqlite'
     this.idShared = this.storage.fields[this.id]?.info?.unique !== true
-    this.selfChecked = this.uniqueFields.filter((f) => {
+    // a SQLite column UNIQUE ON CONFLICT REPLACE refuses no duplicate: a write of a value another row holds
+    // deletes that row (and what its foreign keys cascade to) without an error, so every field on one is looked up
+    const replacing = Object.values(this.storage.fields).filter((s) => !s.absent && s.info?.replacesDuplicates === true && s.field !== this.id && !this.uniqueFields.includes(s.field)).map((s) => s.field)
+    this.selfChecked = [...this.uniqueFields, ...replacing].filter((f) => {
       const s = this.storage.fields[f]
       if (s === undefined || s.absent) return false
-      // no unique index on the column alone (a legacy table with a plain index, or a composite one)
-      if (s.info !== undefined && s.info.unique !== true) return true
+      // no unique index on the column alone (a legacy table with a plain index, or a composite one), or one that replaces
+      if (s.info !== undefined && (s.info.unique !== true || s.info.replacesDuplicates === true)) return true
       // SQLite: a column without a declared type keeps 12 and '12' apart, which the API shows alike
       return (sqlite && s.padded) || this.sql.numberShownAsText(s) || (this.def.fields[f].caseless === true && (sqlite || s.info?.caseSensitive === true))
     })
@@ -938,7 +941,7 @@ export class Repository {
    * the guard had refused it for another reason.
    */
   private checkedUnique (guarded: boolean): string[] {
-    return guarded ? this.uniqueFields.filter((f) => this.has(f)) : this.selfChecked
+    return guarded ? [...new Set([...this.uniqueFields.filter((f) => this.has(f)), ...this.selfChecked])] : this.selfChecked
   }
 
   /**

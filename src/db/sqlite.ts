@@ -700,6 +700,7 @@ class SqliteDatabase implements Database {
     })
     const uniqueNames = new Set(unique.map((r) => String(r.name).toLowerCase()))
     const [table] = await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'table' AND name = @table COLLATE NOCASE", params: [{ name: 'table', kind: 'string', value: mapping.table }] })
+    const replacing = replacingUniqueColumns(String(table?.sql ?? ''))
     for (const c of columns) {
       // the rowid (identity) is unique by itself
       if (uniqueNames.has(c.name.toLowerCase()) || c.identity) c.unique = true
@@ -709,6 +710,7 @@ class SqliteDatabase implements Database {
       const own = declaredCollation(String(table?.sql ?? ''), c.name)
       if (colls.length > 0 && !colls.includes(own) && /^\w+$/.test(colls[0])) c.uniqueCollation = colls[0]
       if (own !== 'BINARY' && /^\w+$/.test(own)) c.declaredCollation = own
+      if (c.unique === true && replacing.has(c.name.toLowerCase())) c.replacesDuplicates = true
     }
     const triggers = await this.query({
       text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = @table COLLATE NOCASE",
@@ -797,6 +799,44 @@ export function declaredCollation (sql: string, column: string): string {
   return 'BINARY'
 }
 
+/**
+ * The columns (lower case) whose own unique constraint a CREATE TABLE statement declares ON CONFLICT
+ * REPLACE (`"Codice" TEXT UNIQUE ON CONFLICT REPLACE`, `UNIQUE ("Codice") ON CONFLICT REPLACE`): a
+ * plain INSERT or UPDATE of a value another row holds deletes that row, without an error. The
+ * conflict clause of a NOT NULL constraint (`NOT NULL ON CONFLICT REPLACE`, which writes the default) does not count.
+ */
+export function replacingUniqueColumns (sql: string): Set<string> {
+  const out = new Set<string>()
+  const replaces = (tokens: string[], i: number): boolean =>
+    /^on$/i.test(tokens[i]) && /^conflict$/i.test(tokens[i + 1] ?? '') && /^replace$/i.test(tokens[i + 2] ?? '')
+  for (const tokens of columnDefinitions(sql)) {
+    if (tokens.length === 0) continue
+    let at = 0
+    if (/^constraint$/i.test(tokens[0])) at = 2
+    if (/^(?:unique|primary)$/i.test(tokens[at] ?? '')) {
+      // a table constraint: UNIQUE (a) or PRIMARY KEY (a), of one column
+      const list = tokens.find((t, i) => i > at && t.startsWith('('))
+      const names = list === undefined ? [] : splitList(list.slice(1, -1))
+      if (names.length === 1 && tokens.some((_, i) => replaces(tokens, i))) out.add(unquoted(names[0]).toLowerCase())
+      continue
+    }
+    if (/^(?:check|foreign)$/i.test(tokens[at] ?? '')) continue
+    // a column definition: the conflict clause belongs to the constraint before it
+    let unique = false
+    for (let i = 1; i < tokens.length; i++) {
+      if (/^(?:unique|primary)$/i.test(tokens[i])) unique = true
+      else if (/^(?:not|null|check|default|collate|references|generated|as|constraint)$/i.test(tokens[i])) unique = false
+      else if (unique && replaces(tokens, i)) out.add(unquoted(tokens[0]).toLowerCase())
+    }
+  }
+  return out
+}
+
+/** The first token of each item of a comma list (a constraint's columns: `"a b" COLLATE NOCASE, c`). */
+function splitList (text: string): string[] {
+  return columnDefinitions(`(${text})`).filter((tokens) => tokens.length > 0).map((tokens) => tokens[0])
+}
+
 /** An identifier token without its quotes ("a""b", [a b], `a`, 'a') */
 function unquoted (token: string): string {
   const open = token[0]
@@ -807,12 +847,14 @@ function unquoted (token: string): string {
 
 /**
  * The column definitions and table constraints of a CREATE TABLE statement, each as its tokens: words,
- * quoted names and text whole, a parenthesized part as '()', without comments.
+ * quoted names and text whole, a parenthesized part whole, as written (comments inside it too); comments elsewhere left out.
  */
 function columnDefinitions (sql: string): string[][] {
   const defs: string[][] = []
   let depth = 0
   let current: string[] = []
+  // where the parenthesized part now open at depth 1 begins, and its token
+  let open = 0
   let i = 0
   while (i < sql.length) {
     const ch = sql[i]
@@ -831,12 +873,16 @@ function columnDefinitions (sql: string): string[][] {
       if (depth === 1) current.push(sql.slice(i, end + 1))
       i = end + 1
     } else if (ch === '(') {
-      if (depth === 1) current.push('()')
+      if (depth === 1) {
+        open = i
+        current.push('()')
+      }
       depth++
       i++
     } else if (ch === ')') {
       depth--
       i++
+      if (depth === 1) current[current.length - 1] = sql.slice(open, i)
       if (depth === 0) break
     } else if (ch === ',' && depth === 1) {
       defs.push(current)

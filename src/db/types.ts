@@ -259,6 +259,12 @@ export interface ColumnInfo {
    */
   uniqueCollation?: string
   /**
+   * SQLite: the column's unique constraint is declared ON CONFLICT REPLACE, so it refuses no duplicate:
+   * a plain write of a value another row holds deletes that row. The gateway looks for the duplicate
+   * itself inside the write's transaction, as where there is no unique index.
+   */
+  replacesDuplicates?: boolean
+  /**
    * SQLite: the collation the column declares where it is not BINARY (NOCASE, RTRIM). A comparison of
    * RTRIM(column) compares in BINARY unless the collation is written out: a CHAR(n) COLLATE NOCASE id
    * then found one of 'a-1' and 'A-1', which the column itself takes for one

@@ -2,6 +2,7 @@
 // and a composite unique index of its own: 409s that name what was hit, and nothing written.
 import t from 'tap'
 import { openDatabase } from '../../src/db/index.js'
+import { replacingUniqueColumns } from '../../src/db/sqlite.js'
 import type { Database } from '../../src/db/types.js'
 import { build, testDatabaseUrl } from '../helpers/build.js'
 import { narrowMaterials } from '../helpers/legacy-fixture.js'
@@ -145,4 +146,33 @@ t.test('SQLite: a unique column without a declared type keeps 12 and \'12\' apar
   t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: '012', name: 'anders' } })).statusCode, 201, "'012' is another number's text")
   const [row] = await ctx.db.query({ text: 'SELECT COUNT(*) AS n FROM "ArtLose"', params: [] })
   t.equal(Number(row.n), 3)
+})
+
+t.test('SQLite: a unique column declared ON CONFLICT REPLACE deletes the row that holds the value: the gateway refuses the duplicate itself, and no row goes', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'a SQLite conflict clause' }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: narrowMaterials('Anagrafica', { id: 'Id', materialNumber: 'Codice', name: 'Descrizione', barcode: 'Barre' }) } }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "Anagrafica" ("Id" INTEGER PRIMARY KEY AUTOINCREMENT, "Codice" TEXT NOT NULL UNIQUE ON CONFLICT REPLACE, "Descrizione" TEXT NOT NULL ON CONFLICT REPLACE DEFAULT \'?\', "Barre" TEXT, UNIQUE ("Barre") ON CONFLICT REPLACE) STRICT', params: [] })
+    await db.execute({ text: 'CREATE TABLE "Movimenti" ("Id" INTEGER PRIMARY KEY, "Articolo" INTEGER NOT NULL REFERENCES "Anagrafica" ("Id") ON DELETE CASCADE)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Anagrafica" ("Codice", "Descrizione", "Barre") VALUES (\'CAF-001\', \'Caffè\', \'800\'), (\'ZUC-002\', \'Zucchero\', NULL)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Movimenti" ("Articolo") VALUES (1), (1)', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const rows = async (): Promise<string> => JSON.stringify(await ctx.db.query({ text: 'SELECT a."Id" AS id, a."Codice" AS code, a."Barre" AS ean, (SELECT COUNT(*) FROM "Movimenti" m WHERE m."Articolo" = a."Id") AS moves FROM "Anagrafica" a ORDER BY a."Id"', params: [] }))
+  const before = await rows()
+  const dup = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'CAF-001', name: 'Doppione' } })
+  t.equal(dup.statusCode, 409, 'before: a 201, and material 1 and its movements were deleted without a word')
+  t.same(dup.json(), { statusCode: 409, code: 'CONFLICT', error: 'Conflict', message: "materialNumber 'CAF-001' already exists" })
+  const renamed = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/2', headers, payload: { materialNumber: 'CAF-001' } })
+  t.equal(renamed.statusCode, 409, renamed.body)
+  // a mapped field that is no unique field of the API, on such a column: the same
+  const ean = await ctx.app.inject({ method: 'PATCH', url: '/api/materials/2', headers, payload: { barcode: '800' } })
+  t.equal(ean.statusCode, 409, ean.body)
+  t.equal(ean.json().message, "barcode '800' already exists")
+  t.equal(await rows(), before, 'nothing deleted, nothing changed')
+  t.equal((await ctx.app.inject({ method: 'PATCH', url: '/api/materials/1', headers, payload: { materialNumber: 'CAF-001', barcode: '800', name: 'Caffè in grani' } })).statusCode, 200, "a row's own values sent back are no duplicate")
+  t.equal((await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NEW-3', name: 'Nuovo', barcode: '801' } })).statusCode, 201)
+})
+
+t.test('SQLite: which unique columns replace a duplicate instead of refusing it', async (t) => {
+  t.same([...replacingUniqueColumns('CREATE TABLE "A" ("Id" INTEGER PRIMARY KEY ON CONFLICT REPLACE, "Co dice" TEXT NOT NULL UNIQUE ON CONFLICT REPLACE, b TEXT NOT NULL ON CONFLICT REPLACE DEFAULT \'x\' UNIQUE, c TEXT UNIQUE ON CONFLICT ABORT, d TEXT REFERENCES p (x) ON DELETE CASCADE, CONSTRAINT u UNIQUE ([E e] COLLATE NOCASE) ON CONFLICT REPLACE, UNIQUE (f, g) ON CONFLICT REPLACE)')],
+    ['id', 'co dice', 'e e'], 'a column UNIQUE or PRIMARY KEY ON CONFLICT REPLACE, or a table constraint of one column; not NOT NULL ON CONFLICT REPLACE, nor a composite one')
 })
