@@ -503,8 +503,12 @@ export function timeTextNotes (dialect: Database['dialect'], mappings: Record<Re
     for (const s of Object.values(storage.fields)) {
       const shape = s.info?.isoTimeText
       if (shape === undefined || s.absent || s.def.kind !== 'datetime') continue
-      const example = shape === 'seconds' ? '2026-11-26T05:30:01, in whole seconds' : '2026-11-26T05:30:01.111'
-      notes.push(`${name}.${s.field}: column '${s.column}' (${describeType(s.info!)}) is written as ${example}, as the times it holds are written (ISO 8601 with a T, no zone), not as SQLite's CURRENT_TIMESTAMP writes them`)
+      const utc = s.info?.isoTimeUtc === true
+      // a column mapped with a timeZone holds local time, which a Z would misname: CURRENT_TIMESTAMP's form then;
+      // the gateway's own tables (db init's) get ISO 8601 with a Z anyway, as their defaults write
+      if (utc && (s.timeZone !== undefined || storage.reference)) continue
+      const example = (shape === 'seconds' ? '2026-11-26T05:30:01' : '2026-11-26T05:30:01.111') + (utc ? 'Z' : '') + (shape === 'seconds' ? ', in whole seconds' : '')
+      notes.push(`${name}.${s.field}: column '${s.column}' (${describeType(s.info!)}) is written as ${example}, as the times it holds are written (ISO 8601 with a T, ${utc ? 'in UTC with a Z' : 'no zone'}), not as SQLite's CURRENT_TIMESTAMP writes them`)
     }
   }
   return notes

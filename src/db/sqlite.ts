@@ -758,12 +758,19 @@ class SqliteDatabase implements Database {
         const q = sqliteDialect.ident(c.name)
         const text = `typeof(${q}) = 'text'`
         return `SUM(${text} AND ${q} GLOB '${date}[ Tt][0-9][0-9]:[0-9][0-9]*') AS "times${i}", SUM(${text} AND ${q} GLOB '${seconds}') AS "whole${i}", ` +
-          `SUM(${text} AND ${q} GLOB '${seconds}.[0-9]*' AND NOT substr(${q}, 21) GLOB '*[^0-9]*') AS "fraction${i}"`
+          `SUM(${text} AND ${q} GLOB '${seconds}.[0-9]*' AND NOT substr(${q}, 21) GLOB '*[^0-9]*') AS "fraction${i}", ` +
+          // with a Z: strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), a modern table's DEFAULT, and JavaScript's toISOString()
+          `SUM(${text} AND ${q} GLOB '${seconds}Z') AS "wholeZ${i}", ` +
+          `SUM(${text} AND ${q} GLOB '${seconds}.[0-9]*Z' AND NOT substr(${q}, 21, length(${q}) - 21) GLOB '*[^0-9]*') AS "fractionZ${i}"`
       })
       const [counts] = await this.query({ text: `SELECT ${sums.join(', ')} FROM ${sqliteDialect.table(mapping)}`, params: [] })
       times.forEach((c, i) => {
-        const [all, whole, fraction] = ['times', 'whole', 'fraction'].map((k) => Number(counts?.[`${k}${i}`] ?? 0))
+        const [all, whole, fraction, wholeZ, fractionZ] = ['times', 'whole', 'fraction', 'wholeZ', 'fractionZ'].map((k) => Number(counts?.[`${k}${i}`] ?? 0))
         if (all > 0 && whole + fraction === all) c.isoTimeText = fraction === 0 ? 'seconds' : 'fraction'
+        if (all > 0 && wholeZ + fractionZ === all) {
+          c.isoTimeText = fractionZ === 0 ? 'seconds' : 'fraction'
+          c.isoTimeUtc = true
+        }
       })
     }
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)

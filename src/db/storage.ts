@@ -1027,9 +1027,11 @@ export class ResourceStorage {
     // other programs write them, '2026-11-26 04:30:01.111'; the gateway's reference tables ISO 8601
     // with Z, as their defaults write (the driver's text for a Date). Filters compare either through strftime.
     if (this.dialect !== 'sqlite' || (s.timeZone === undefined && this.reference)) return stored
-    // where the picking system writes '2026-03-29T01:30:00' (ColumnInfo.isoTimeText): so, rounded down to its second
-    if (s.info?.isoTimeText === 'seconds') return stored.toISOString().slice(0, 19)
-    if (s.info?.isoTimeText === 'fraction') return stored.toISOString().slice(0, 23)
+    // where the picking system writes '2026-03-29T01:30:00' (ColumnInfo.isoTimeText): so, rounded down to its second;
+    // with its Z where it writes one (isoTimeUtc), but not a local time of a column mapped with a timeZone
+    const zone = s.info?.isoTimeUtc === true ? (s.timeZone === undefined ? 'Z' : undefined) : ''
+    if (s.info?.isoTimeText === 'seconds' && zone !== undefined) return stored.toISOString().slice(0, 19) + zone
+    if (s.info?.isoTimeText === 'fraction' && zone !== undefined) return stored.toISOString().slice(0, 23) + zone
     return stored.toISOString().replace('T', ' ').replace('Z', '')
   }
 

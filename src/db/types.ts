@@ -244,6 +244,11 @@ export interface ColumnInfo {
    * so too: its '2026-03-29 01:30:00.000' sorts before every such time of the day as text.
    */
   isoTimeText?: 'seconds' | 'fraction'
+  /**
+   * SQLite: with isoTimeText, every such time ends in Z ('2026-03-29T01:30:00.250Z', as a DEFAULT of
+   * strftime('%Y-%m-%dT%H:%M:%fZ', 'now') writes it): the gateway writes its UTC times with the Z too
+   */
+  isoTimeUtc?: boolean
   /** SQL Server: a text column's collation (Latin1_General_CI_AS, …) */
   collation?: string
   /**

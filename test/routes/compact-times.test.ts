@@ -41,11 +41,12 @@ t.test("SQLite: the gateway writes a picking system's time columns in the format
   t.equal(created.statusCode, 201)
   const [row] = await ctx.db.query({ text: 'SELECT "Angelegt" AS a, "Geaendert" AS g FROM "ArtZeit" WHERE "ArtNr" = \'NEW\'', params: [] })
   t.match(row.g, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, 'as CURRENT_TIMESTAMP writes it, with milliseconds')
-  t.match(row.a, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/, 'a TEXT column too, beside the rows the picking system wrote')
+  t.match(row.a, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'a TEXT column whose times are ISO 8601 in UTC with a Z: so too, beside the row the picking system wrote')
   await ctx.app.inject({ method: 'POST', url: '/api/stations', headers, payload: { name: 'S-1', type: 'manual' } })
   const [own] = await ctx.db.query({ text: 'SELECT "modified_at" AS m FROM "stations"', params: [] })
   t.match(own.m, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'the reference table of stations: ISO 8601, as its default writes')
   t.equal(created.json().modifiedAt, `${String(row.g).replace(' ', 'T')}Z`, 'the same instant in the API')
+  t.equal(created.json().createdAt, row.a, 'so is the Z form')
   const since = (await ctx.app.inject({ method: 'GET', url: `/api/materials?modifiedSince=${encodeURIComponent(created.json().modifiedAt)}`, headers })).json().data
   t.same(since.map((m: { materialNumber: string }) => m.materialNumber), ['NEW'], 'found by modifiedSince beside a row of the default format')
 })
@@ -155,4 +156,31 @@ t.test('SQLite: a number shaped as YYYYMMDD or YYYYMMDDhhmmss that is no real da
     const found = (await ctx.app.inject({ method: 'GET', url: `/api/materials?${filter}`, headers })).json().data
     t.notOk(found.some((m: { id: number }) => m.id === 1), `${filter} does not find the row it shows without a time`)
   }
+})
+
+t.test("SQLite: where the picking system's times are ISO 8601 text in UTC with a Z (a DEFAULT of strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), the gateway writes them so too", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('Anagrafica', { id: 'Id', materialNumber: 'Codice', name: 'Descrizione', createdAt: 'Creato il', modifiedAt: 'Modificato il' }) }
+  }, async (db: Database) => {
+    const now = "DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+    await db.execute({ text: `CREATE TABLE "Anagrafica" ("Id" INTEGER PRIMARY KEY, "Codice" TEXT NOT NULL UNIQUE, "Descrizione" TEXT NOT NULL, "Creato il" TEXT NOT NULL ${now}, "Modificato il" TEXT NOT NULL ${now}) STRICT`, params: [] })
+    // one row the picking system wrote today, in the first millisecond of the day, by its default
+    await db.execute({ text: 'INSERT INTO "Anagrafica" ("Codice", "Descrizione", "Creato il", "Modificato il") VALUES (\'CAF-1\', \'Caffè\', \'2026-01-10T08:00:00.000Z\', \'2026-01-10T08:00:00.000Z\'), (\'OGGI\', \'di oggi\', strftime(\'%Y-%m-%dT00:00:00.000Z\', \'now\'), strftime(\'%Y-%m-%dT00:00:00.000Z\', \'now\'))', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NUOVO', name: 'nuovo' } })
+  t.equal(created.statusCode, 201, created.body)
+  const stored = async (): Promise<Record<string, unknown>> => (await ctx.db.query({ text: 'SELECT "Creato il" AS c, "Modificato il" AS m FROM "Anagrafica" WHERE "Codice" = \'NUOVO\'', params: [] }))[0]
+  // before: '2026-11-28 04:53:17.898', which the picking system's text comparisons put before every time of the day
+  t.equal((await stored()).c, created.json().createdAt, 'createdAt as the default writes it: a T, milliseconds and a Z')
+  const updated = await ctx.app.inject({ method: 'POST', url: created.headers.location as string, headers, payload: { name: 'nuovo 2' } })
+  t.equal((await stored()).m, updated.json().modifiedAt, 'modifiedAt of an update too')
+  const today = await ctx.db.query({ text: 'SELECT "Codice" AS code FROM "Anagrafica" WHERE "Modificato il" >= strftime(\'%Y-%m-%dT00:00:00.000Z\', \'now\') ORDER BY "Modificato il" DESC', params: [] })
+  t.same(today.map((r) => r.code), ['NUOVO', 'OGGI'], "the picking system's own text comparison finds the gateway's row of today, and its order puts it last")
+  const mappings = mappingsOf(ctx.config)
+  const { columns } = await inspectStorage(ctx.db, mappings)
+  t.same(timeTextNotes('sqlite', mappings, columns), [
+    "materials.createdAt: column 'Creato il' (text) is written as 2026-11-26T05:30:01.111Z, as the times it holds are written (ISO 8601 with a T, in UTC with a Z), not as SQLite's CURRENT_TIMESTAMP writes them",
+    "materials.modifiedAt: column 'Modificato il' (text) is written as 2026-11-26T05:30:01.111Z, as the times it holds are written (ISO 8601 with a T, in UTC with a Z), not as SQLite's CURRENT_TIMESTAMP writes them"
+  ], 'check-config says so')
 })
