@@ -454,6 +454,14 @@ export class SqlBuilder {
    */
   maxId (): Statement {
     const hint = this.dialect.name === 'mssql' ? ' WITH (UPDLOCK, HOLDLOCK)' : ''
+    const sequence = this.storage.field(this.id).info?.sequenceTable
+    if (sequence !== undefined) {
+      // the largest id the AUTOINCREMENT table below the view ever held, also one deleted since
+      return {
+        text: `SELECT MAX(COALESCE(MAX(${this.col(this.id)}), 0), COALESCE((SELECT seq FROM sqlite_sequence WHERE name = @sequence), 0)) AS ${this.dialect.ident('max')} FROM ${this.table}`,
+        params: [{ name: 'sequence', kind: 'string', value: sequence }]
+      }
+    }
     return { text: `SELECT MAX(${this.col(this.id)}) AS ${this.dialect.ident('max')} FROM ${this.table}${hint}`, params: [] }
   }
 

@@ -785,6 +785,18 @@ class SqliteDatabase implements Database {
       const [range] = await this.query({ text: `SELECT EXISTS (SELECT 1 FROM ${sqliteDialect.table(mapping)} WHERE (${quoted} > ${limit} AND ${quoted} < '') OR ${quoted} < -${limit}) AS wide`, params: [] })
       if (Number(range?.wide) === 1) key.wideValues = true
     }
+    // a view's id taken from a table numbered AUTOINCREMENT: SQLite never hands out an id again that such a table
+    // once held, which 'max+1' over the view would, after the last row was deleted (sqlite_sequence keeps the largest)
+    if (key !== undefined && list?.type === 'view') {
+      let origin: string | null | undefined
+      try {
+        origin = this.db.prepare(`SELECT ${sqliteDialect.ident(key.name)} FROM ${sqliteDialect.table(mapping)}`).columns()[0]?.table
+      } catch {}
+      if (typeof origin === 'string') {
+        const [base] = await this.query({ text: "SELECT sql AS sql FROM sqlite_schema WHERE type = 'table' AND name = @table COLLATE NOCASE", params: [{ name: 'table', kind: 'string', value: origin }] })
+        if (/\bAUTOINCREMENT\b/i.test(String(base?.sql ?? ''))) key.sequenceTable = origin
+      }
+    }
     return columns
   }
 }

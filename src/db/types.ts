@@ -249,6 +249,11 @@ export interface ColumnInfo {
    * strftime('%Y-%m-%dT%H:%M:%fZ', 'now') writes it): the gateway writes its UTC times with the Z too
    */
   isoTimeUtc?: boolean
+  /**
+   * SQLite: the id column of a view comes from this table, which is numbered AUTOINCREMENT: newIds
+   * 'max+1' counts on from the largest id it ever held (sqlite_sequence), as SQLite would
+   */
+  sequenceTable?: string
   /** SQL Server: a text column's collation (Latin1_General_CI_AS, …) */
   collation?: string
   /**

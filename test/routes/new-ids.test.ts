@@ -129,3 +129,23 @@ t.test('SQLite: an INTEGER PRIMARY KEY of a WITHOUT ROWID table is no rowid and 
   t.equal(created.statusCode, 201, created.body)
   t.equal(created.json().id, 8)
 })
+
+t.test('SQLite: newIds "max+1" on a view over a table numbered AUTOINCREMENT counts on from the largest id that table ever held, as SQLite does', { skip: testDatabaseUrl('/tmp').startsWith('mssql:') ? 'SQLite only' : false }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: { ...narrowMaterials('Articoli Magazzino', { id: 'Id', materialNumber: 'Codice', name: 'Descrizione' }), newIds: 'max+1' } } }, async (db) => {
+    for (const text of [
+      'CREATE TABLE "Anagrafica" ("Id" INTEGER PRIMARY KEY AUTOINCREMENT, "Codice" TEXT NOT NULL UNIQUE, "Descrizione" TEXT NOT NULL)',
+      'CREATE VIEW "Articoli Magazzino" AS SELECT a."Id" AS "Id", a."Codice" AS "Codice", a."Descrizione" AS "Descrizione" FROM "Anagrafica" a',
+      'CREATE TRIGGER "AM_ins" INSTEAD OF INSERT ON "Articoli Magazzino" BEGIN INSERT INTO "Anagrafica" ("Id", "Codice", "Descrizione") VALUES (NEW."Id", NEW."Codice", NEW."Descrizione"); END',
+      'CREATE TRIGGER "AM_del" INSTEAD OF DELETE ON "Articoli Magazzino" BEGIN DELETE FROM "Anagrafica" WHERE "Id" = OLD."Id"; END',
+      'INSERT INTO "Anagrafica" ("Codice", "Descrizione") VALUES (\'CAF-1\', \'Caffè\'), (\'TE-2\', \'Tè\'), (\'ZUC-3\', \'Zucchero\')'
+    ]) await db.execute({ text, params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  t.equal((await ctx.app.inject({ method: 'DELETE', url: '/api/materials/3', headers })).statusCode, 204)
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'NUOVO', name: 'Nuovo' } })
+  t.equal(created.statusCode, 201, created.body)
+  // before: 3 again, the id of the deleted Zucchero, which an ERP may still hold for it
+  t.equal(created.json().id, 4, 'not the id of the material deleted last')
+  const [row] = await ctx.db.query({ text: 'SELECT seq FROM sqlite_sequence WHERE name = \'Anagrafica\'', params: [] })
+  t.equal(Number(row.seq), 4, "and SQLite's own numbering goes on after it")
+})
