@@ -145,8 +145,13 @@ export class SqlBuilder {
    * show it, and the keyset of a walk, which takes the id as unique and never NULL, would stop at it.
    */
   private keyed (): string[] {
-    const info = this.s(this.id).info
-    return info?.nullable === true || info?.nullKey === true ? [`${this.col(this.id)} IS NOT NULL`] : []
+    const s = this.s(this.id)
+    const info = s.info
+    const keyed = info?.nullable === true || info?.nullKey === true ? [`${this.col(this.id)} IS NOT NULL`] : []
+    // SQLite: a REAL or NUMERIC key numbered 1.0, 2.0 may hold 6.5 another program wrote, which no whole-number id
+    // shows (the API showed it as 0, the id of another row if there is one) and no path names: left out, as a NULL key is
+    if (this.dialect.name === 'sqlite' && s.def.kind === 'integer' && (s.category === 'float' || s.category === 'decimal')) keyed.push(`${this.col(this.id)} = CAST(${this.col(this.id)} AS INTEGER)`)
+    return keyed
   }
 
   private s (field: string): FieldStorage {

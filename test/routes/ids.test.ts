@@ -191,3 +191,19 @@ t.test('a user whose legacy row is numbered 0 or below logs in, and its tokens w
   t.equal(own.statusCode, 200, 'its access token is accepted (its sub is -1)')
   t.equal((await ctx.app.inject({ method: 'GET', url: '/api/users/-1', headers })).json().username, 'leitstand')
 })
+
+t.test('SQLite: a REAL key numbered 1.0, 2.0: read as whole-number ids; a fraction another program left there (6.5) is no id, and is not listed as 0', { skip: SQL_SERVER && 'SQLite stores any number in a REAL column' }, async (t) => {
+  const ctx = await build(t, { mapping: { materials: { ...narrowMaterials('Postazioni', { id: 'Numero', materialNumber: 'Codice', name: 'Nome' }), newIds: 'max+1' } } }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "Postazioni" ("Numero" REAL NOT NULL PRIMARY KEY, "Codice" TEXT NOT NULL UNIQUE, "Nome" TEXT NOT NULL)', params: [] })
+    await db.execute({ text: 'INSERT INTO "Postazioni" VALUES (0.0, \'ZERO\', \'riga zero\'), (1.0, \'UNO\', \'Perù\'), (2.0, \'DUE\', \'caffè\'), (0.5, \'MEZZO\', \'mezza\')', params: [] })
+  })
+  const headers = ctx.auth(ctx.adminToken)
+  const list = await ctx.app.inject({ method: 'GET', url: '/api/materials?count=true&sort=id', headers })
+  // before: 0.5 was listed as id 0 beside the row numbered 0, whose path a client would then have changed or deleted
+  t.same(list.json().data.map((m: { id: number, materialNumber: string }) => [m.id, m.materialNumber]), [[0, 'ZERO'], [1, 'UNO'], [2, 'DUE']])
+  t.equal(list.json().meta.total, 3, 'and not counted')
+  t.same(await walkPages(t, ctx, '/api/materials?limit=1&sort=-id', 10, 'id'), [2, 1, 0], 'a walk returns each whole-number id once')
+  t.equal((await ctx.app.inject({ method: 'GET', url: '/api/materials/1', headers })).json().name, 'Perù', 'a path reaches 1.0')
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers, payload: { materialNumber: 'TRE', name: 'tre' } })
+  t.equal(created.json().id, 3, created.body)
+})
