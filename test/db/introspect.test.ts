@@ -1103,3 +1103,24 @@ t.test('German parts and pick-place tables: Teile, Kommissionierplätze', async 
   t.equal(found.resources.materials.table?.name, 'Teile')
   t.equal(found.resources.stations.table?.name, 'Kommissionierplätze', 'the pick places, not the storage places')
 })
+
+t.test('Italian names as a modern SQLite schema writes them: a table "Anagrafica", "Creato il", "Modificato il", a station\'s "Attiva", "Creata", "Modificata"', async (t) => {
+  const path = join(dir, 'magazzino.db')
+  const raw = new BetterSqlite3(path)
+  raw.exec(`
+    CREATE TABLE "Anagrafica" ("Id" INTEGER PRIMARY KEY AUTOINCREMENT, "Codice" TEXT NOT NULL UNIQUE, "Descrizione Breve" TEXT NOT NULL, "UM" TEXT NOT NULL DEFAULT 'PZ',
+      "Giacenza" INTEGER NOT NULL DEFAULT 0, "Impegnato" INTEGER NOT NULL DEFAULT 0, "Disponibile" INTEGER GENERATED ALWAYS AS ("Giacenza" - "Impegnato") STORED,
+      "Creato il" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), "Modificato il" TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT;
+    CREATE TABLE "Postazioni" ("Numero" REAL PRIMARY KEY, "Nome Postazione" TEXT NOT NULL UNIQUE, "Tipo" TEXT NOT NULL, "Attiva" TEXT NOT NULL DEFAULT 'S',
+      "Creata" TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), "Modificata" TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')));
+    INSERT INTO "Anagrafica" ("Codice", "Descrizione Breve") VALUES ('CAF-001', 'Caffè'), ('TE-002', 'Tè');
+    INSERT INTO "Postazioni" ("Numero", "Nome Postazione", "Tipo", "Attiva") VALUES (1.0, 'Verticale Nord', 'V', 'S'), (2.0, 'Banco È', 'M', 'N');
+  `)
+  raw.close()
+  const db = openDatabase(`sqlite:${path}`, { logger: silent })
+  t.teardown(() => db.close())
+  const found = await introspect(db, {})
+  // before: no table for materials ('Anagrafica'), and the stations' times and enabled had no column
+  t.match(mapped(found.resources.materials.mapping)?.columns, { id: 'Id', materialNumber: 'Codice', stockQuantity: 'Giacenza', createdAt: 'Creato il', modifiedAt: 'Modificato il' })
+  t.match(mapped(found.resources.stations.mapping)?.columns, { name: 'Nome Postazione', createdAt: 'Creata', modifiedAt: 'Modificata', enabled: { column: 'Attiva', values: { true: 'S', false: 'N' } } })
+})
