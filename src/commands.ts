@@ -743,7 +743,9 @@ export async function idRangeNotes (db: Database, mappings: Record<ResourceName,
     if (n > 0 && decimalKey) notes.push(`${name}.id: ${rows(n, 'beyond 9007199254740991 in magnitude')}, which JSON numbers do not hold exactly: the API shows ${them(n)} rounded and a path cannot name ${them(n)}; the driver reads a ${info!.type.toLowerCase()} column as a double, so a list cursor does not keep ${them(n)} exact either, and a walk by meta.next sorted by id may return ${n === 1 ? 'it' : 'each'} more than once or skip rows next to ${them(n)} (a bigint column keeps such ids exact in cursors; README, "Tokens and errors")`)
     else if (n > 0) notes.push(`${name}.id: ${rows(n, 'beyond 9007199254740991 in magnitude')}, which JSON numbers do not hold exactly: the API shows ${them(n)} rounded (a walk by meta.next still returns ${them(n)} once), and a path cannot name ${them(n)} (README, "Tokens and errors")`)
     const m = Number(row?.odd ?? 0)
-    if (m > 0) notes.push(`${name}.id: ${rows(m, 'that is not a whole number (2.5, text)')}: the API's ids are whole numbers, so ${m === 1 ? 'it is' : 'they are'} shown with the id 0, which ${m === 1 ? 'it does' : 'they do'} not have, and no path names ${them(m)}; give ${m === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
+    // a REAL or NUMERIC key: lists leave such rows out (SqlBuilder.keyed); in an INTEGER one they show as 0
+    const shown = category === 'integer' ? `${m === 1 ? 'it is' : 'they are'} shown with the id 0, which ${m === 1 ? 'it does' : 'they do'} not have` : `the API does not list ${them(m)}`
+    if (m > 0) notes.push(`${name}.id: ${rows(m, 'that is not a whole number (2.5, text)')}: the API's ids are whole numbers, so ${shown}, and no path names ${them(m)}; give ${m === 1 ? 'it a whole-number id' : 'them whole-number ids'} in the picking system`)
   }
   return notes
 }
