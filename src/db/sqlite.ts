@@ -771,6 +771,14 @@ class SqliteDatabase implements Database {
           c.isoTimeText = fractionZ === 0 ? 'seconds' : 'fraction'
           c.isoTimeUtc = true
         }
+        // no time yet (a new installation's empty table): the form the column's DEFAULT writes, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+        // else the gateway's first rows would be of another form than the picking system's, and the next start would keep it so
+        const dflt = String(rows.find((r) => String(r.name) === c.name)?.dflt ?? '')
+        const shape = /strftime/i.test(dflt) ? /'%Y-%m-%dT%H:%M:(%f|%S)(Z?)'/.exec(dflt) : null
+        if (all === 0 && shape !== null) {
+          c.isoTimeText = shape[1] === '%f' ? 'fraction' : 'seconds'
+          if (shape[2] === 'Z') c.isoTimeUtc = true
+        }
       })
     }
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)

@@ -184,3 +184,17 @@ t.test("SQLite: where the picking system's times are ISO 8601 text in UTC with a
     "materials.modifiedAt: column 'Modificato il' (text) is written as 2026-11-26T05:30:01.111Z, as the times it holds are written (ISO 8601 with a T, in UTC with a Z), not as SQLite's CURRENT_TIMESTAMP writes them"
   ], 'check-config says so')
 })
+
+t.test("SQLite: an empty table whose time columns' DEFAULT is strftime('%Y-%m-%dT%H:%M:%fZ', 'now'): the gateway's first rows are written in that form", { skip: testDatabaseUrl('/tmp').startsWith('mssql:') && 'SQLite only' }, async (t) => {
+  const ctx = await build(t, {
+    mapping: { materials: narrowMaterials('Anagrafica', { id: 'Id', materialNumber: 'Codice', name: 'Descrizione', createdAt: 'Creato il', modifiedAt: 'Modificato il' }) }
+  }, async (db: Database) => {
+    await db.execute({ text: 'CREATE TABLE "Anagrafica" ("Id" INTEGER PRIMARY KEY, "Codice" TEXT NOT NULL UNIQUE, "Descrizione" TEXT NOT NULL, "Creato il" TEXT NOT NULL DEFAULT (strftime(\'%Y-%m-%dT%H:%M:%fZ\', \'now\')), "Modificato il" TEXT DEFAULT (STRFTIME(\'%Y-%m-%dT%H:%M:%S\', \'now\'))) STRICT', params: [] })
+  })
+  const created = await ctx.app.inject({ method: 'POST', url: '/api/materials', headers: ctx.auth(ctx.adminToken), payload: { materialNumber: 'PRIMO', name: 'il primo' } })
+  t.equal(created.statusCode, 201, created.body)
+  const [row] = await ctx.db.query({ text: 'SELECT "Creato il" AS c, "Modificato il" AS m FROM "Anagrafica"', params: [] })
+  // before: '2026-11-28 05:13:25.123', and the next start, seeing both forms, kept writing that one
+  t.equal(row.c, created.json().createdAt, 'as its DEFAULT writes: a T, milliseconds and a Z')
+  t.match(row.m, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/, 'whole seconds without a zone, as that DEFAULT writes')
+})
