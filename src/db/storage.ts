@@ -1146,6 +1146,8 @@ export type Fit = 'good' | 'weak' | 'codes' | 'format' | 'no'
  * choice, 'codes' need a value map, 'format' the mapping's format (a time kept as a number or digits).
  */
 export function kindFit (dialect: DialectName, column: ColumnInfo, def: FieldDef): Fit {
+  // a STRICT table's BLOB column takes nothing but bytes (SQLite: cannot store TEXT value in BLOB column), which no field is
+  if (dialect === 'sqlite' && column.strict === true && column.type.toLowerCase() === 'blob') return 'no'
   const c: Category = categoryOf(dialect, column, def.kind)
   // SQLite without a declared type stores anything: usable, but nothing says it is right
   const untyped = dialect === 'sqlite' && sqliteUntyped(column.type.toLowerCase())
@@ -1207,7 +1209,10 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
     // format 'yyyy-mm-dd hh:mm:ss' is text in a column that takes a time without a format (SQL Server refuses it above)
     const fits = s.timeFormat !== undefined || s.julianDays || (s.wholeSeconds && storage.dialect === 'mssql') || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
-    if (!fits) {
+    // a STRICT table's BLOB column: every write of text or a number, codes included, would be refused
+    if (storage.dialect === 'sqlite' && s.info.strict === true && s.info.type.toLowerCase() === 'blob') {
+      problems.push(`${where}.${s.field}: ${col} is a BLOB column of a STRICT table, which takes nothing but bytes (SQLite refuses text and numbers there, so every write of the field would fail): map the field to another column, or to null`)
+    } else if (!fits) {
       problems.push(k === 'boolean' && (c === 'text' || c === 'ntext')
         ? `${where}.${s.field}: ${col} holds codes, not a boolean: give it a value map such as {"column": "${s.column}", "values": {"true": "Y", "false": "N"}}`
         // a declared type SQLite does not know (STRING, JSON, VARBINARY): "(string) cannot hold a string" said nothing

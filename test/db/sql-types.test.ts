@@ -920,6 +920,13 @@ t.test('a value map whose written code the column cannot take stops the start: S
   // a STRICT table's ANY column (read as one without a declared type) keeps text as given, as elsewhere
   const strictAny = stColumns.map((c) => c.name === 'Aktiv' ? col('Aktiv', '', { nullable: false, hasDefault: true, strict: true }) : c)
   t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, strictAny)), [], "a STRICT table's ANY column takes the text codes (before: \"holds numbers\", a start-up error)")
+  // a STRICT table's BLOB column takes bytes alone: text, numbers and codes are refused by SQLite on every write
+  const strictBlob = stColumns.map((c) => c.name === 'Aktiv' || c.name === 'Txt' ? col(c.name, 'BLOB', { nullable: true, strict: true }) : c)
+  t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, strictBlob)).filter((p) => /BLOB column/.test(p)).map((p) => p.split(':')[0]), ['stations.description', 'stations.enabled'],
+    'before: passed, and every write of the field was a 400 "outside what the database column can hold"')
+  t.match(storageProblems(new ResourceStorage('sqlite', stations, stMapping, strictBlob)), [/is a BLOB column of a STRICT table, which takes nothing but bytes/])
+  const looseBlob = stColumns.map((c) => c.name === 'Txt' ? col('Txt', 'BLOB', { nullable: true }) : c)
+  t.same(storageProblems(new ResourceStorage('sqlite', stations, stMapping, looseBlob)), [], 'a BLOB column of a table that is not STRICT stores any value as given')
   // number codes: each as any number written to the column is checked (its type's range, whole numbers, the scale)
   const codes = { ...stMapping, values: { ...stMapping.values, type: { vlm: 1, carousel: 2, ptl: 300, manual: [4, 1000] }, enabled: { true: 1.5, false: 0 } } }
   const tiny = stColumns.map((c) => c.name === 'WpType' ? col('WpType', 'tinyint', { nullable: false, precision: 3, scale: 0 }) : c.name === 'Aktiv' ? col('Aktiv', 'int', { nullable: false, hasDefault: true, precision: 10, scale: 0 }) : c)
