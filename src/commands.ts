@@ -494,20 +494,18 @@ export function newIdsNotes (dialect: Database['dialect'], mappings: Record<Reso
 
 /**
  * SQLite: the time fields whose column's stored times are ISO 8601 text with a T (ColumnInfo.isoTimeText),
- * which the gateway writes so too, in place of CURRENT_TIMESTAMP's form: decided at start from the values.
+ * which the gateway writes so too (FieldStorage.timeText), in place of CURRENT_TIMESTAMP's form: decided at start from the values.
  */
 export function timeTextNotes (dialect: Database['dialect'], mappings: Record<ResourceName, TableMapping>, columns: Record<ResourceName, ColumnInfo[]>): string[] {
   if (dialect !== 'sqlite') return []
   const notes: string[] = []
   for (const { name, storage } of storagesOf(dialect, mappings, columns)) {
     for (const s of Object.values(storage.fields)) {
-      const shape = s.info?.isoTimeText
-      if (shape === undefined || s.absent || s.def.kind !== 'datetime') continue
-      const utc = s.info?.isoTimeUtc === true
-      // a column mapped with a timeZone holds local time, which a Z would misname: CURRENT_TIMESTAMP's form then;
-      // the gateway's own tables (db init's) get ISO 8601 with a Z anyway, as their defaults write
-      if (utc && (s.timeZone !== undefined || storage.reference)) continue
-      const example = (shape === 'seconds' ? '2026-11-26T05:30:01' : '2026-11-26T05:30:01.111') + (utc ? 'Z' : '') + (shape === 'seconds' ? ', in whole seconds' : '')
+      // the form the column's times show (the format 'yyyy-mm-dd hh:mm:ss' has a blank for its T, and is the mapping's choice)
+      const text = s.timeText
+      if (text === undefined || text.sep !== 'T' || s.absent) continue
+      const utc = text.zone === 'Z'
+      const example = '2026-11-26T05:30:01.111'.slice(0, text.length) + text.zone + (text.length === 19 ? ', in whole seconds' : '')
       notes.push(`${name}.${s.field}: column '${s.column}' (${describeType(s.info!)}) is written as ${example}, as the times it holds are written (ISO 8601 with a T, ${utc ? 'in UTC with a Z' : 'no zone'}), not as SQLite's CURRENT_TIMESTAMP writes them`)
     }
   }

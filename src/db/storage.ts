@@ -80,11 +80,12 @@ export interface FieldStorage {
    */
   readonly julianDays: boolean
   /**
-   * SQLite: a date-time field written as whole seconds, 'YYYY-MM-DD HH:MM:SS' (format 'yyyy-mm-dd hh:mm:ss'), the
-   * form CURRENT_TIMESTAMP writes, which a legacy program may parse alone. Reads, filters and sorting take any
-   * text SQLite's strftime reads, as without a format (old rows with milliseconds too); only a write differs
+   * SQLite: the form a date-time field's text is written in where it is not CURRENT_TIMESTAMP's with milliseconds
+   * ('2026-11-26 04:30:01.111'): the mapping's format 'yyyy-mm-dd hh:mm:ss', or the form the column's times show
+   * at start (ColumnInfo.isoTimeText). Reads, filters and sorting take any text SQLite's strftime reads, as
+   * without it (old rows in another form too); only a write differs, and whole seconds make resolutionMs 1000
    */
-  readonly wholeSeconds: boolean
+  readonly timeText: TimeText | undefined
   /** T-SQL type text of parameters compared with or written to this column (SQL Server only) */
   readonly paramType: string | undefined
 }
@@ -223,13 +224,30 @@ function mssqlParamType (info: ColumnInfo | undefined, category: Category): stri
   }
 }
 
+/** SQLite time text: ISO 8601's first `length` characters with `sep` for its T, then `zone` ('2026-11-26T05:30:01Z'). */
+export interface TimeText { readonly sep: ' ' | 'T', readonly length: 19 | 23, readonly zone: '' | 'Z' }
+
+/**
+ * SQLite: how a time field's text is written (FieldStorage.timeText): the format 'yyyy-mm-dd hh:mm:ss' as it says
+ * (also in the gateway's own tables); else where every time the column held at start has a T (isoTimeText), that
+ * form, as the picking system's text comparisons and ORDER BY need, but not a Z into local time (a column mapped
+ * with a timeZone) nor into the gateway's own tables in UTC, whose driver text is ISO 8601 with a Z already.
+ */
+function timeTextOf (dialect: DialectName, info: ColumnInfo | undefined, format: TimeFormat | undefined, zone: string | undefined, reference: boolean): TimeText | undefined {
+  if (dialect !== 'sqlite') return undefined
+  if (format === 'yyyy-mm-dd hh:mm:ss') return { sep: ' ', length: 19, zone: '' }
+  if (format !== undefined || info?.isoTimeText === undefined || (reference && zone === undefined)) return undefined
+  if (info.isoTimeUtc === true && zone !== undefined) return undefined
+  return { sep: 'T', length: info.isoTimeText === 'seconds' ? 19 : 23, zone: info.isoTimeUtc === true ? 'Z' : '' }
+}
+
 /** How finely each time format keeps time, in ms (as resolutionMs). */
 const FORMAT_RESOLUTION: Record<TimeFormat, number> = { unix: 1000, 'unix-ms': 1, yyyymmdd: 86400000, yyyymmddhhmmss: 1000, julianday: 1, 'yyyy-mm-dd hh:mm:ss': 1000 }
 
-function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, format: TimeFormat | undefined): number {
+function resolutionOf (dialect: DialectName, info: ColumnInfo | undefined, format: TimeFormat | undefined, text: TimeText | undefined): number {
   if (format !== undefined) return FORMAT_RESOLUTION[format]
-  // SQLite text times in whole seconds (isoTimeText): written so, and modifiedAt moves by a second
-  if (dialect === 'sqlite' || info === undefined) return info?.isoTimeText === 'seconds' ? 1000 : 1
+  // SQLite text times written in whole seconds: modifiedAt moves by a second
+  if (dialect === 'sqlite' || info === undefined) return text?.length === 19 ? 1000 : 1
   switch (info.type.toLowerCase()) {
     case 'datetime': return -1
     case 'smalldatetime': return 60000
@@ -383,7 +401,7 @@ function columnStorage (dialect: DialectName, field: string, def: FieldDef, colu
     resolutionMs: 1,
     timeFormat: undefined,
     julianDays: false,
-    wholeSeconds: false,
+    timeText: undefined,
     paramType: dialect === 'mssql' ? mssqlParamType(info, category) : undefined
   }
 }
@@ -472,6 +490,8 @@ export class ResourceStorage {
       // Unix time is an instant: the table's zone is its other columns'
       const zone = format === 'unix' || format === 'unix-ms' ? undefined : mapping.timeZones?.[field] ?? mapping.timeZone
       const isOffset = info?.type.toLowerCase() === 'datetimeoffset'
+      const timeZone = f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined
+      const timeText = f.kind === 'datetime' ? timeTextOf(dialect, info, format, timeZone, this.reference) : undefined
       this.fields[field] = Object.assign(columnStorage(dialect, field, f, column, info), {
         absent,
         nullable: f.id === true ? false : info === undefined ? true : info.nullable,
@@ -479,11 +499,11 @@ export class ResourceStorage {
           (f.kind === 'datetime' && values === undefined && timeMayReadNull(format === 'yyyy-mm-dd hh:mm:ss' ? undefined : format, isOffset ? undefined : zone))),
         required: info !== undefined && !info.nullable && !info.hasDefault && f.id !== true,
         map: values === undefined ? undefined : compileValueMap(f.kind, values),
-        timeZone: f.kind === 'datetime' && zone !== undefined && !isOffset && !isUtcZone(zone) ? zone : undefined,
-        resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info, format) : 1,
+        timeZone,
+        resolutionMs: f.kind === 'datetime' ? resolutionOf(dialect, info, format, timeText) : 1,
         timeFormat: format === 'julianday' || format === 'yyyy-mm-dd hh:mm:ss' ? undefined : format,
         julianDays: format === 'julianday',
-        wholeSeconds: format === 'yyyy-mm-dd hh:mm:ss',
+        timeText,
         padsTo: padWidth(dialect, info, mapping.pads?.[field])
       })
     }
@@ -1021,17 +1041,14 @@ export class ResourceStorage {
     const stored = s.timeZone === undefined ? date : utcToWall(date, s.timeZone)
     // format julianday: the number SQLite's julianday() would give, in the column's zone
     if (s.julianDays) return this.checkNumber(s, julianDayOf(stored.getTime()))
-    // format 'yyyy-mm-dd hh:mm:ss': the whole second, rounded down as the other formats are
-    if (s.wholeSeconds) return stored.toISOString().slice(0, 19).replace('T', ' ')
+    // the format 'yyyy-mm-dd hh:mm:ss', or the form the picking system writes ('2026-03-29T01:30:00'): so, rounded down
+    // to the second where it keeps whole seconds, as the other formats are
+    const text = s.timeText
+    if (text !== undefined) return stored.toISOString().slice(0, text.length).replace('T', text.sep) + text.zone
     // SQLite keeps text: local time and a picking system's UTC columns as its CURRENT_TIMESTAMP and
     // other programs write them, '2026-11-26 04:30:01.111'; the gateway's reference tables ISO 8601
     // with Z, as their defaults write (the driver's text for a Date). Filters compare either through strftime.
     if (this.dialect !== 'sqlite' || (s.timeZone === undefined && this.reference)) return stored
-    // where the picking system writes '2026-03-29T01:30:00' (ColumnInfo.isoTimeText): so, rounded down to its second;
-    // with its Z where it writes one (isoTimeUtc), but not a local time of a column mapped with a timeZone
-    const zone = s.info?.isoTimeUtc === true ? (s.timeZone === undefined ? 'Z' : undefined) : ''
-    if (s.info?.isoTimeText === 'seconds' && zone !== undefined) return stored.toISOString().slice(0, 19) + zone
-    if (s.info?.isoTimeText === 'fraction' && zone !== undefined) return stored.toISOString().slice(0, 23) + zone
     return stored.toISOString().replace('T', ' ').replace('Z', '')
   }
 
@@ -1090,9 +1107,9 @@ export class ResourceStorage {
     const range = this.timeRange(s)
     if (range !== undefined && wall < range[0]) return new Date(range[0])
     if (range !== undefined && wall > range[1]) return undefined
-    // format 'yyyy-mm-dd hh:mm:ss' and ISO text of whole seconds (isoTimeText) are written in whole seconds, but rows
-    // written before, or since by another program, may hold milliseconds, which strftime compares to the millisecond
-    const r = s.wholeSeconds || s.info?.isoTimeText === 'seconds' ? 1 : s.resolutionMs
+    // SQLite's time text compares through strftime, to the millisecond: also where the gateway writes whole seconds
+    // (timeText), rows written before, or since by another program, may hold milliseconds
+    const r = this.dialect === 'sqlite' && s.timeFormat === undefined ? 1 : s.resolutionMs
     if (r > 1) {
       const up = Math.ceil(wall / r) * r
       return range !== undefined && up > range[1] ? undefined : new Date(up)
@@ -1197,7 +1214,8 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     if (def.name === 'users' && s.field === 'passwordHash' && s.info.maxLength !== undefined && s.info.maxLength > 0 && s.info.maxLength < hashLength) {
       problems.push(`${where}.passwordHash: ${col} holds at most ${s.info.maxLength} characters, but the argon2id hashes the gateway stores (auth.argon2) take ${hashLength}: every password it sets (user add, user passwd, the API, db init's admin) would be refused. Map a column of at least ${hashLength} characters (255 leaves room), a column of the gateway's own where the picking system's login keeps its own hashes in this one`)
     }
-    const formatted = s.julianDays ? julianDaysProblem(storage.dialect, c) : s.wholeSeconds ? wholeSecondsProblem(storage.dialect, s.info) : s.timeFormat === undefined ? undefined : formatProblem(storage.dialect, s, s.timeFormat)
+    const wholeSeconds = s.def.kind === 'datetime' && mapping.timeFormats?.[s.field] === 'yyyy-mm-dd hh:mm:ss'
+    const formatted = s.julianDays ? julianDaysProblem(storage.dialect, c) : wholeSeconds ? wholeSecondsProblem(storage.dialect, s.info) : s.timeFormat === undefined ? undefined : formatProblem(storage.dialect, s, s.timeFormat)
     if (formatted !== undefined) problems.push(`${where}.${s.field}: ${col} ${formatted}`)
     const pad = mapping.pads?.[s.field]
     // padding is for fixed-width text; SQL Server pads a char column by itself, so it cannot keep a value unpadded
@@ -1208,7 +1226,7 @@ export function storageProblems (storage: ResourceStorage, options: StorageCheck
     }
     // codes (a value map) go in any text or number column; otherwise the column must hold the kind itself
     // format 'yyyy-mm-dd hh:mm:ss' is text in a column that takes a time without a format (SQL Server refuses it above)
-    const fits = s.timeFormat !== undefined || s.julianDays || (s.wholeSeconds && storage.dialect === 'mssql') || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
+    const fits = s.timeFormat !== undefined || s.julianDays || (wholeSeconds && storage.dialect === 'mssql') || (s.map !== undefined ? c !== 'time' && c !== 'other' && k !== 'datetime' : ['good', 'weak'].includes(kindFit(storage.dialect, s.info, s.def)))
     // a STRICT table's BLOB column: every write of text or a number, codes included, would be refused
     if (storage.dialect === 'sqlite' && s.info.strict === true && s.info.type.toLowerCase() === 'blob') {
       problems.push(`${where}.${s.field}: ${col} is a BLOB column of a STRICT table, which takes nothing but bytes (SQLite refuses text and numbers there, so every write of the field would fail): map the field to another column, or to null`)
