@@ -117,6 +117,8 @@ export class Repository {
   private readonly uniqueFields: string[]
   /** unique fields whose duplicates the table's index misses: no unique index on the column, padded text on SQLite, caseless text where case counts */
   private selfChecked: string[] = []
+  /** what a write with a guard (the licence's) looks up itself: every mapped unique field, and the self-checked ones */
+  private guardedUnique: string[] = []
   /** the id column has no unique index of its own (one column of a composite key): rows may share an id, and a page must not end between them */
   private idShared = false
   private readonly opts: RepositoryOptions
@@ -200,6 +202,7 @@ export class Repository {
       // SQLite: a column without a declared type keeps 12 and '12' apart, which the API shows alike
       return (sqlite && s.padded) || this.sql.numberShownAsText(s) || (this.def.fields[f].caseless === true && (sqlite || s.info?.caseSensitive === true))
     })
+    this.guardedUnique = [...new Set([...this.uniqueFields.filter((f) => this.has(f)), ...this.selfChecked])]
     const readers = Object.values(this.storage.fields).map((s) => [s.field, this.storage.reader(s)] as const)
     this.selectIndex = new Map(this.sql.selectFields.map((field, i) => [field, i]))
     this.mapRow = compileMapper(readers.map(([field, read]) => [field, read, field]))
@@ -941,7 +944,7 @@ export class Repository {
    * the guard had refused it for another reason.
    */
   private checkedUnique (guarded: boolean): string[] {
-    return guarded ? [...new Set([...this.uniqueFields.filter((f) => this.has(f)), ...this.selfChecked])] : this.selfChecked
+    return guarded ? this.guardedUnique : this.selfChecked
   }
 
   /**

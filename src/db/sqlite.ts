@@ -118,6 +118,11 @@ function isBusy (err: unknown): boolean {
 
 interface Backoff { deadline: number, step: number }
 
+/** The next pause of a wait for another process's lock, at most `left` ms: 1, 2, 5, 10, 20, then 50 ms each (BUSY_BACKOFF_MS). */
+function nextPauseMs (backoff: Backoff, left: number): number {
+  return Math.min(BUSY_BACKOFF_MS[Math.min(backoff.step++, BUSY_BACKOFF_MS.length - 1)], left)
+}
+
 /** `exact`: the statement returns integers as BigInt (Statement.exactIntegers), as last set */
 interface Prepared { statement: BetterSqlite3.Statement, bind: (params: Param[]) => Bound, exact: boolean }
 
@@ -378,7 +383,7 @@ class SqliteDatabase implements Database {
     if (backoff.deadline === 0) backoff.deadline = now + this.options.busyTimeoutMs
     const left = backoff.deadline - now
     if (left <= 0) throw failure
-    await delay(Math.min(BUSY_BACKOFF_MS[Math.min(backoff.step++, BUSY_BACKOFF_MS.length - 1)], left))
+    await delay(nextPauseMs(backoff, left))
   }
 
   /**
@@ -1102,7 +1107,7 @@ export async function openSqliteWaiting (path: string, opts: SqliteOptions, sign
     if (!isBusy(failure) || left <= 0 || signal?.aborted === true) throw openError(path, options, failure)
     if (attempt === 0) waiting?.(options.busyTimeoutMs)
     try {
-      await delay(Math.min(BUSY_BACKOFF_MS[Math.min(backoff.step++, BUSY_BACKOFF_MS.length - 1)], left), undefined, { signal })
+      await delay(nextPauseMs(backoff, left), undefined, { signal })
     } catch {
       throw openError(path, options, failure)
     }
