@@ -60,33 +60,49 @@ function rowsArb (s: Schema): fc.Arbitrary<Array<Record<string, unknown>>> {
   return fc.array(row, { maxLength: 14 }).map((rows) => rows.map((r, i) => ({ Lager: `L${i + 1}`, ...r })))
 }
 
-interface Material { id: string, name: string | null, description: string, [field: string]: unknown }
+interface Listed { id: string, [field: string]: unknown }
 
-async function checks (g: Gateway, s: Schema, stored: Array<Record<string, unknown>>): Promise<void> {
-  const all = await listAll<Material>(g, 'materials')
-  const key = (m: Material): string => sharedIdKey(s.id, m.id)
+/** What a resource over such a table is checked by: the column of its id, the other part of each row's key, its sorts and filters, an edit */
+interface SharedChecks {
+  resource: 'materials' | 'stations'
+  idColumn: string
+  /** the other column of the composite key as the API shows it (unique by itself here) */
+  other: string
+  sorts: string[]
+  filters: string[]
+  edit: Record<string, unknown>
+}
+
+async function checks (g: Gateway, s: Schema, stored: Array<Record<string, unknown>>, c: SharedChecks): Promise<void> {
+  const all = await listAll<Listed>(g, c.resource)
+  const key = (m: Listed): string => sharedIdKey(s.id, m.id)
   // the full key: the warehouse is unique by itself here
-  const full = (m: Material): string => `${m.description}|${m.id}`
-  const holders = (m: Material): number => stored.filter((r) => sharedIdKey(s.id, r.ArtNr) === key(m)).length
+  const full = (m: Listed): string => `${String(m[c.other])}|${m.id}`
+  const holders = (m: Listed): number => stored.filter((r) => sharedIdKey(s.id, r[c.idColumn]) === key(m)).length
   const detail = { stored }
-
-  const sorts = ['id', '-id', 'name', '-name', 'description', ...(s.blocked ? ['blocked', '-blocked'] : []), ...(s.modifiedAt ? ['-modifiedAt'] : [])]
-  const filters = ['', '&name=x', '&name=[like]%25a%25', '&id=[gte]B', '&id=[not]A-1', ...(s.blocked ? ['&blocked=false'] : [])]
   let walks = 0
-  for (const [j, sort] of sorts.entries()) {
+  for (const [j, sort] of c.sorts.entries()) {
     const field = sort.replace(/^-/, '')
     // rows the sort keys place alike: the sort field as shown and the id as the database compares it
-    const position = (m: Material): string => JSON.stringify(field === 'id' ? [key(m)] : [m[field] ?? null, key(m)])
+    const position = (m: Listed): string => JSON.stringify(field === 'id' ? [key(m)] : [m[field] ?? null, key(m)])
     // without a filter, and with one of the others in turn
-    for (const filter of ['', filters[1 + j % (filters.length - 1)]]) {
-      const whole = await list<Material>(g, 'materials', `&sort=${sort}${filter}`)
+    for (const filter of ['', c.filters[1 + j % (c.filters.length - 1)]]) {
+      const whole = await list<Listed>(g, c.resource, `&sort=${sort}${filter}`)
       // pages of 1, 2 and 3 rows in turn: each ends now before, now within a run of rows that share an id
-      await checkSharedWalk(g, 'materials', `&sort=${sort}${filter}`, 1 + walks++ % 3, whole, full, position, detail)
+      await checkSharedWalk(g, c.resource, `&sort=${sort}${filter}`, 1 + walks++ % 3, whole, full, position, detail)
     }
   }
-
-  await checkSharedIdAccess(g, 'materials', all, holders, { name: 'neu' }, (read, m) => read.id === m.id && read.description === m.description, detail)
+  await checkSharedIdAccess(g, c.resource, all, holders, c.edit, (read, m) => read.id === m.id && read[c.other] === m[c.other], detail)
 }
+
+const materialChecks = (s: Schema): SharedChecks => ({
+  resource: 'materials',
+  idColumn: 'ArtNr',
+  other: 'description',
+  sorts: ['id', '-id', 'name', '-name', 'description', ...(s.blocked ? ['blocked', '-blocked'] : []), ...(s.modifiedAt ? ['-modifiedAt'] : [])],
+  filters: ['', '&name=x', '&name=[like]%25a%25', '&id=[gte]B', '&id=[not]A-1', ...(s.blocked ? ['&blocked=false'] : [])],
+  edit: { name: 'neu' }
+})
 
 // ---- stations keyed by their code (the id and the name), per warehouse: the list in memory where a filter or sort is live ----
 
@@ -109,35 +125,22 @@ function stationMapping (s: Schema): TableMappingConfig {
 const stationRows = (rows: Array<Record<string, unknown>>): Array<Record<string, unknown>> =>
   rows.map(({ ArtNr, Gesperrt, ...r }) => ({ ...r, Platz: ArtNr, ...(Gesperrt === undefined ? {} : { Aktiv: Gesperrt }) }))
 
-interface Station { id: string, warehouse: string, [field: string]: unknown }
-
-async function stationChecks (g: Gateway, s: Schema, stored: Array<Record<string, unknown>>): Promise<void> {
-  const all = await listAll<Station>(g, 'stations')
-  const key = (m: Station): string => sharedIdKey(s.id, m.id)
-  const full = (m: Station): string => `${m.warehouse}|${m.id}`
-  const holders = (m: Station): number => stored.filter((r) => sharedIdKey(s.id, r.Platz) === key(m)).length
-  const detail = { stored }
-  // connected=false and sort=status are live: that list is filtered, sorted and paged in memory
-  const sorts = ['id', '-id', 'description', 'status', '-status', ...(s.blocked ? ['enabled'] : []), ...(s.modifiedAt ? ['-modifiedAt'] : [])]
-  const filters = ['', '&connected=false', '&description=x', '&connected=false&id=[gte]B']
-  let walks = 0
-  for (const [j, sort] of sorts.entries()) {
-    const field = sort.replace(/^-/, '')
-    const position = (m: Station): string => JSON.stringify(field === 'id' ? [key(m)] : [m[field] ?? null, key(m)])
-    for (const filter of ['', filters[1 + j % (filters.length - 1)]]) {
-      const whole = await list<Station>(g, 'stations', `&sort=${sort}${filter}`)
-      await checkSharedWalk(g, 'stations', `&sort=${sort}${filter}`, 1 + walks++ % 3, whole, full, position, detail)
-    }
-  }
-  await checkSharedIdAccess(g, 'stations', all, holders, { description: 'neu' }, (read, m) => read.id === m.id && read.warehouse === m.warehouse, detail)
-}
+// connected=false and sort=status are live: that list is filtered, sorted and paged in memory
+const stationChecks = (s: Schema): SharedChecks => ({
+  resource: 'stations',
+  idColumn: 'Platz',
+  other: 'warehouse',
+  sorts: ['id', '-id', 'description', 'status', '-status', ...(s.blocked ? ['enabled'] : []), ...(s.modifiedAt ? ['-modifiedAt'] : [])],
+  filters: ['', '&connected=false', '&description=x', '&connected=false&id=[gte]B'],
+  edit: { description: 'neu' }
+})
 
 t.test('walks, reads and writes over generated legacy material tables whose id several rows hold', PROPERTY_TEST, async (t) => {
   await checkProperty(t,
     schemaArb.chain((s) => fc.record({ s: fc.constant(s), rows: rowsArb(s) })),
     async ({ s, rows }) => {
       await overTable(t, { mapping: { materials: mappingOf(s) } }, async (db) => { await fill(db, legacy(s), ddl(s), rows) },
-        async (ctx) => { await checks(gateway(ctx, legacy(s), ddl(s), mappingOf(s), rows), s, rows) })
+        async (ctx) => { await checks(gateway(ctx, legacy(s), ddl(s), mappingOf(s), rows), s, rows, materialChecks(s)) })
     },
     {
       seed: 20261128,
@@ -155,7 +158,7 @@ t.test('walks, reads and writes over generated legacy station tables whose code 
     schemaArb.chain((s) => fc.record({ s: fc.constant(s), rows: rowsArb(s).map(stationRows) })),
     async ({ s, rows }) => {
       await overTable(t, { mapping: { stations: stationMapping(s) } }, async (db) => { await fill(db, legacy(s), stationDdl(s), rows) },
-        async (ctx) => { await stationChecks(gateway(ctx, legacy(s), stationDdl(s), stationMapping(s), rows), s, rows) })
+        async (ctx) => { await checks(gateway(ctx, legacy(s), stationDdl(s), stationMapping(s), rows), s, rows, stationChecks(s)) })
     },
     { seed: 20261128, runs: 15 })
 })
