@@ -735,31 +735,26 @@ class SqliteDatabase implements Database {
       const writes = (['insert', 'update', 'delete'] as const).filter((op) => triggers.some((t) => new RegExp(`\\bINSTEAD\\s+OF\\s+${op}\\b`, 'i').test(String(t.sql ?? ''))))
       for (const c of columns) c.viewWrites = writes
     }
+    // One scan of the table, at start, for what the values of two kinds of columns say about how the gateway writes them:
     // CHAR(n) values a program pads to n (SQL Server pads them by itself, SQLite never): written padded too, or its lookups of
-    // the padded code, foreign keys holding it and its unique index all miss the gateway's. One scan of the table, at start
+    // the padded code, foreign keys holding it and its unique index all miss the gateway's.
+    // A time field's text a program writes as ISO 8601 with a T ('2026-03-29T01:30:00', with a Z or without): written so too,
+    // or the picking system's own text comparisons and ORDER BY put the gateway's '2026-03-29 01:30:00.000' before every time
+    // of that day (' ' sorts before 'T'). Only where every stored date-time is so
     const fixed = columns.filter((c) => isFixedWidthText(c.type) && c.maxLength !== undefined && c.maxLength > 0)
-    if (fixed.length > 0) {
-      const sums = fixed.map((c, i) => {
-        const q = sqliteDialect.ident(c.name)
-        const text = `typeof(${q}) = 'text' AND ${q} <> ''`
-        return `SUM(${text} AND length(${q}) <> ${c.maxLength!}) AS "other${i}", SUM(${text} AND length(${q}) = ${c.maxLength!} AND substr(${q}, -1) = ' ') AS "padded${i}"`
-      })
-      const [counts] = await this.query({ text: `SELECT ${sums.join(', ')} FROM ${sqliteDialect.table(mapping)}`, params: [] })
-      fixed.forEach((c, i) => {
-        if (Number(counts?.[`other${i}`] ?? 0) === 0 && Number(counts?.[`padded${i}`] ?? 0) > 0) c.padsToWidth = true
-      })
-    }
-    // a time field's text a program writes as ISO 8601 with a T and no zone ('2026-03-29T01:30:00'): written so too, or the
-    // picking system's own text comparisons and ORDER BY put the gateway's '2026-03-29 01:30:00.000' before every time of that
-    // day (' ' sorts before 'T'). Only where every stored date-time is so; one scan of the table, at start
     const timeColumns = new Set(Object.entries(mapping.columns)
       .filter(([field]) => TIME_FIELDS.has(field) && mapping.timeFormats?.[field] === undefined)
       .map(([, column]) => column.toLowerCase()))
     const times = columns.filter((c) => timeColumns.has(c.name.toLowerCase()))
-    if (times.length > 0) {
-      const date = '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
-      const seconds = `${date}T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]`
-      const sums = times.map((c, i) => {
+    const date = '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+    const seconds = `${date}T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]`
+    const sums = [
+      ...fixed.map((c, i) => {
+        const q = sqliteDialect.ident(c.name)
+        const text = `typeof(${q}) = 'text' AND ${q} <> ''`
+        return `SUM(${text} AND length(${q}) <> ${c.maxLength!}) AS "other${i}", SUM(${text} AND length(${q}) = ${c.maxLength!} AND substr(${q}, -1) = ' ') AS "padded${i}"`
+      }),
+      ...times.map((c, i) => {
         const q = sqliteDialect.ident(c.name)
         const text = `typeof(${q}) = 'text'`
         return `SUM(${text} AND ${q} GLOB '${date}[ Tt][0-9][0-9]:[0-9][0-9]*') AS "times${i}", SUM(${text} AND ${q} GLOB '${seconds}') AS "whole${i}", ` +
@@ -768,24 +763,27 @@ class SqliteDatabase implements Database {
           `SUM(${text} AND ${q} GLOB '${seconds}Z') AS "wholeZ${i}", ` +
           `SUM(${text} AND ${q} GLOB '${seconds}.[0-9]*Z' AND NOT substr(${q}, 21, length(${q}) - 21) GLOB '*[^0-9]*') AS "fractionZ${i}"`
       })
-      const [counts] = await this.query({ text: `SELECT ${sums.join(', ')} FROM ${sqliteDialect.table(mapping)}`, params: [] })
-      times.forEach((c, i) => {
-        const [all, whole, fraction, wholeZ, fractionZ] = ['times', 'whole', 'fraction', 'wholeZ', 'fractionZ'].map((k) => Number(counts?.[`${k}${i}`] ?? 0))
-        if (all > 0 && whole + fraction === all) c.isoTimeText = fraction === 0 ? 'seconds' : 'fraction'
-        if (all > 0 && wholeZ + fractionZ === all) {
-          c.isoTimeText = fractionZ === 0 ? 'seconds' : 'fraction'
-          c.isoTimeUtc = true
-        }
-        // no time yet (a new installation's empty table): the form the column's DEFAULT writes, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-        // else the gateway's first rows would be of another form than the picking system's, and the next start would keep it so
-        const dflt = String(rows.find((r) => String(r.name) === c.name)?.dflt ?? '')
-        const shape = /strftime/i.test(dflt) ? /'%Y-%m-%dT%H:%M:(%f|%S)(Z?)'/.exec(dflt) : null
-        if (all === 0 && shape !== null) {
-          c.isoTimeText = shape[1] === '%f' ? 'fraction' : 'seconds'
-          if (shape[2] === 'Z') c.isoTimeUtc = true
-        }
-      })
-    }
+    ]
+    const [counts] = sums.length === 0 ? [] : await this.query({ text: `SELECT ${sums.join(', ')} FROM ${sqliteDialect.table(mapping)}`, params: [] })
+    fixed.forEach((c, i) => {
+      if (Number(counts?.[`other${i}`] ?? 0) === 0 && Number(counts?.[`padded${i}`] ?? 0) > 0) c.padsToWidth = true
+    })
+    times.forEach((c, i) => {
+      const [all, whole, fraction, wholeZ, fractionZ] = ['times', 'whole', 'fraction', 'wholeZ', 'fractionZ'].map((k) => Number(counts?.[`${k}${i}`] ?? 0))
+      if (all > 0 && whole + fraction === all) c.isoTimeText = fraction === 0 ? 'seconds' : 'fraction'
+      if (all > 0 && wholeZ + fractionZ === all) {
+        c.isoTimeText = fractionZ === 0 ? 'seconds' : 'fraction'
+        c.isoTimeUtc = true
+      }
+      // no time yet (a new installation's empty table): the form the column's DEFAULT writes, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+      // else the gateway's first rows would be of another form than the picking system's, and the next start would keep it so
+      const dflt = String(rows.find((r) => String(r.name) === c.name)?.dflt ?? '')
+      const shape = /strftime/i.test(dflt) ? /'%Y-%m-%dT%H:%M:(%f|%S)(Z?)'/.exec(dflt) : null
+      if (all === 0 && shape !== null) {
+        c.isoTimeText = shape[1] === '%f' ? 'fraction' : 'seconds'
+        if (shape[2] === 'Z') c.isoTimeUtc = true
+      }
+    })
     // an integer key beyond what a JavaScript number holds exactly (the key's index answers at once)
     const key = columns.find((c) => c.name.toLowerCase() === mapping.columns.id?.toLowerCase())
     const keyRow = key === undefined ? undefined : rows.find((r) => String(r.name) === key.name)
